@@ -1,0 +1,286 @@
+package engine
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"reflect"
+
+	"github.com/queenmq/queen/engine/keyspace"
+	"github.com/queenmq/queen/engine/segment"
+)
+
+// Check walks the whole store and verifies the engine's invariants: the
+// in-memory model equals what is on disk, every partition's segments are
+// contiguous from its oldest retained offset to its last, every segment
+// decodes, the transaction-id index points at the frames it names, cursors
+// and leases are consistent, and every dead-letter row and index entry has
+// its counterparts. It returns every violation found, joined; each wraps
+// ErrCorrupt. Tests run it after every engine test; operators can run it on
+// a stopped node's data.
+func (e *Engine) Check() error {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if err := e.usable(); err != nil {
+		return err
+	}
+	c := &checker{e: e}
+	c.memoryMatchesDisk()
+	for _, q := range e.sortedQueues() {
+		for _, p := range q.parts {
+			c.partition(p)
+		}
+	}
+	c.orphans()
+	c.leases()
+	c.deadLetters()
+	return errors.Join(c.errs...)
+}
+
+type checker struct {
+	e    *Engine
+	errs []error
+}
+
+func (c *checker) failf(format string, args ...any) {
+	if len(c.errs) < 50 {
+		c.errs = append(c.errs, fmt.Errorf("%w: check: %s", ErrCorrupt, fmt.Sprintf(format, args...)))
+	}
+}
+
+// memoryMatchesDisk loads a second model from disk and compares.
+func (c *checker) memoryMatchesDisk() {
+	disk := &Engine{opts: c.e.opts, db: c.e.db, cache: newSegmentCache(0)}
+	if err := disk.load(); err != nil {
+		c.failf("load: %v", err)
+		return
+	}
+	if disk.applied != c.e.applied {
+		c.failf("applied index: memory %d, disk %d", c.e.applied, disk.applied)
+	}
+	if len(disk.queues) != len(c.e.queues) {
+		c.failf("queues: memory %d, disk %d", len(c.e.queues), len(disk.queues))
+	}
+	for name, q := range c.e.queues {
+		dq := disk.queues[name]
+		if dq == nil {
+			c.failf("queue %q in memory only", name)
+			continue
+		}
+		if !reflect.DeepEqual(q.rec, dq.rec) || q.config != dq.config {
+			c.failf("queue %q: memory %+v %v, disk %+v %v", name, q.rec, q.config, dq.rec, dq.config)
+		}
+		if len(q.subs) != len(dq.subs) {
+			c.failf("queue %q subscriptions: memory %d, disk %d", name, len(q.subs), len(dq.subs))
+		}
+		for g, s := range q.subs {
+			if ds := dq.subs[g]; ds == nil || ds.rec != s.rec {
+				c.failf("subscription %s/%s differs", name, g)
+			}
+		}
+		if len(q.parts) != len(dq.parts) {
+			c.failf("queue %q partitions: memory %d, disk %d", name, len(q.parts), len(dq.parts))
+		}
+	}
+	for id, p := range c.e.parts {
+		dp := disk.parts[id]
+		if dp == nil {
+			c.failf("partition %x in memory only", id)
+			continue
+		}
+		if p.rec != dp.rec || p.q.name != dp.q.name {
+			c.failf("partition %x: memory %+v, disk %+v", id, p.rec, dp.rec)
+		}
+		if len(p.cursors) != len(dp.cursors) {
+			c.failf("partition %x cursors: memory %d, disk %d", id, len(p.cursors), len(dp.cursors))
+		}
+		for g, r := range p.cursors {
+			if dr := dp.cursors[g]; dr == nil || dr.rec != r.rec {
+				c.failf("cursor %x/%s differs: memory %+v", id, g, r.rec)
+			}
+		}
+	}
+}
+
+// partition checks one partition's segments, index and cursors.
+func (c *checker) partition(p *partition) {
+	e := c.e
+	if p.rec.Start < 0 || p.rec.Start > p.rec.Next {
+		c.failf("partition %x: start %d, next %d", p.id, p.rec.Start, p.rec.Next)
+	}
+	it, err := e.segments(e.db, p.id)
+	if err != nil {
+		c.failf("partition %x: %v", p.id, err)
+		return
+	}
+	defer it.close()
+	expect := p.rec.Start
+	var lastCreated int64
+	frames := map[int64]segment.Frame{}
+	for ok := it.first(); ok; ok = it.next() {
+		seg, err := segment.Decode(it.it.Value())
+		if err != nil {
+			c.failf("partition %x: %v", p.id, err)
+			return
+		}
+		h := seg.Header
+		if h.Base != expect {
+			c.failf("partition %x: segment at %d, expected %d", p.id, h.Base, expect)
+		}
+		if h.CreatedAt < lastCreated || h.CreatedAt > p.rec.LastWriteAt {
+			c.failf("partition %x: segment %d createdAt %d out of order (last %d, partition %d)", p.id, h.Base, h.CreatedAt, lastCreated, p.rec.LastWriteAt)
+		}
+		lastCreated = h.CreatedAt
+		for i, f := range seg.Frames {
+			frames[h.Base+int64(i)] = f
+		}
+		expect = h.Last() + 1
+	}
+	if expect != p.rec.Next {
+		c.failf("partition %x: segments end at %d, next is %d", p.id, expect-1, p.rec.Next)
+	}
+	err = scanPrefix(e.db, keyspace.Txn(p.id, ""), func(k, v []byte) error {
+		_, txn, err := keyspace.ParseTxn(k)
+		if err != nil {
+			return err
+		}
+		rec, err := keyspace.DecodeTxn(v)
+		if err != nil {
+			return err
+		}
+		if rec.Offset >= p.rec.Next {
+			c.failf("txn %x/%q points past the log (%d >= %d)", p.id, txn, rec.Offset, p.rec.Next)
+		} else if rec.Offset >= p.rec.Start {
+			f := frames[rec.Offset]
+			if string(f.TransactionID) != txn || f.MessageID != rec.MessageID {
+				c.failf("txn %x/%q points at offset %d holding %q", p.id, txn, rec.Offset, f.TransactionID)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		c.failf("partition %x txn index: %v", p.id, err)
+	}
+	for _, g := range p.sortedGroups() {
+		r := p.cursors[g]
+		switch {
+		case r.rec.Committed < -1 || r.rec.Committed > p.rec.Next-1:
+			c.failf("cursor %x/%s: committed %d outside [-1, %d]", p.id, g, r.rec.Committed, p.rec.Next-1)
+		case r.rec.Lease != (ID{}) && (r.rec.BatchEnd <= r.rec.Committed || r.rec.BatchEnd > p.rec.Next-1):
+			c.failf("cursor %x/%s: leased batch end %d with committed %d, last %d", p.id, g, r.rec.BatchEnd, r.rec.Committed, p.rec.Next-1)
+		case r.rec.Lease == (ID{}) && r.rec.BatchEnd != -1:
+			c.failf("cursor %x/%s: batch end %d without a lease", p.id, g, r.rec.BatchEnd)
+		}
+	}
+}
+
+// orphans finds per-partition keys of partitions that do not exist.
+func (c *checker) orphans() {
+	for _, f := range []keyspace.Family{keyspace.FamilySegment, keyspace.FamilyTxn, keyspace.FamilyCursor} {
+		err := c.e.scan(f, func(k, _ []byte) error {
+			if len(k) < 17 {
+				c.failf("short key %x", k)
+				return nil
+			}
+			var id ID
+			copy(id[:], k[1:17])
+			if c.e.parts[id] == nil {
+				c.failf("key %x of missing partition", k)
+				return errStopScan
+			}
+			return nil
+		})
+		if err != nil && err != errStopScan {
+			c.failf("scan family %x: %v", f, err)
+		}
+	}
+}
+
+var errStopScan = errors.New("stop")
+
+// leases checks the lease index against the cursor rows.
+func (c *checker) leases() {
+	n := 0
+	for lease, refs := range c.e.leases {
+		for _, ref := range refs {
+			r := ref.p.cursors[ref.group]
+			if r == nil || r.rec.Lease != lease || c.e.parts[ref.p.id] != ref.p {
+				c.failf("lease index entry %x -> %x/%s is stale", lease, ref.p.id, ref.group)
+			}
+			n++
+		}
+	}
+	held := 0
+	for _, p := range c.e.parts {
+		for _, r := range p.cursors {
+			if r.rec.Lease != (ID{}) {
+				held++
+			}
+		}
+	}
+	if n != held {
+		c.failf("lease index has %d entries, cursors hold %d leases", n, held)
+	}
+}
+
+// deadLetters checks every row against its two index entries and back.
+func (c *checker) deadLetters() {
+	db := c.e.db
+	rows := 0
+	err := c.e.scan(keyspace.FamilyDLQ, func(k, v []byte) error {
+		row, err := keyspace.ParseDLQ(k)
+		if err != nil {
+			return err
+		}
+		rec, err := keyspace.DecodeDeadLetter(v)
+		if err != nil {
+			return err
+		}
+		rows++
+		for _, ik := range [][]byte{keyspace.DLQAddr(rec.PartitionID, rec.TransactionID, row), keyspace.DLQQueue(rec.Queue, rec.Group, row)} {
+			if _, closer, err := db.Get(ik); err != nil {
+				c.failf("dead letter %x: index %x: %v", row, ik, err)
+			} else {
+				closer.Close()
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		c.failf("dead letters: %v", err)
+	}
+	for _, f := range []keyspace.Family{keyspace.FamilyDLQAddr, keyspace.FamilyDLQQueue} {
+		n := 0
+		err := c.e.scan(f, func(k, _ []byte) error {
+			row, err := keyspace.RowKeyOfIndex(k)
+			if err != nil {
+				return err
+			}
+			n++
+			d, found, err := getDeadLetter(db, row)
+			if err != nil {
+				return err
+			}
+			if !found {
+				c.failf("index %x names missing row", k)
+				return nil
+			}
+			var want []byte
+			if f == keyspace.FamilyDLQAddr {
+				want = keyspace.DLQAddr(d.PartitionID, d.TransactionID, row)
+			} else {
+				want = keyspace.DLQQueue(d.Queue, d.Group, row)
+			}
+			if !bytes.Equal(k, want) {
+				c.failf("index %x does not match its row", k)
+			}
+			return nil
+		})
+		if err != nil {
+			c.failf("dead-letter index: %v", err)
+		}
+		if n != rows {
+			c.failf("dead-letter index family %x has %d entries for %d rows", f, n, rows)
+		}
+	}
+}

@@ -1,0 +1,237 @@
+package engine
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/queenmq/queen/engine/keyspace"
+)
+
+// DeadLetter is one dead-letter row: a snapshot of the message and of why it
+// failed, independent of the segments it came from (SEMANTICS §9, B2).
+type DeadLetter struct {
+	Row       keyspace.RowKey
+	FailedAt  int64
+	Queue     string
+	Partition string
+	Group     string
+	keyspace.DeadLetterRecord
+}
+
+// DLQFilter selects dead-letter rows (B1). Zero fields do not filter.
+type DLQFilter struct {
+	Queue     string
+	Group     string
+	Partition string
+	From, To  int64 // failedAt bounds in µs, inclusive; 0 = open
+	Limit     int   // page size; <= 0 means 100
+	Offset    int
+}
+
+func (b *Batch) putDeadLetter(row keyspace.RowKey, rec *keyspace.DeadLetterRecord) {
+	b.buf = rec.Encode(b.buf[:0])
+	b.set(keyspace.DLQ(row), b.buf)
+	b.set(keyspace.DLQAddr(rec.PartitionID, rec.TransactionID, row), nil)
+	b.set(keyspace.DLQQueue(rec.Queue, rec.Group, row), nil)
+}
+
+func (b *Batch) deleteDeadLetter(row keyspace.RowKey, rec *keyspace.DeadLetterRecord) {
+	b.del(keyspace.DLQ(row))
+	b.del(keyspace.DLQAddr(rec.PartitionID, rec.TransactionID, row))
+	b.del(keyspace.DLQQueue(rec.Queue, rec.Group, row))
+}
+
+// getDeadLetter reads one row.
+func getDeadLetter(r pebble.Reader, row keyspace.RowKey) (DeadLetter, bool, error) {
+	v, closer, err := r.Get(keyspace.DLQ(row))
+	if err == pebble.ErrNotFound {
+		return DeadLetter{}, false, nil
+	}
+	if err != nil {
+		return DeadLetter{}, false, fmt.Errorf("engine: read dead letter: %w", err)
+	}
+	defer closer.Close()
+	rec, err := keyspace.DecodeDeadLetter(v)
+	if err != nil {
+		return DeadLetter{}, false, err
+	}
+	return DeadLetter{Row: row, FailedAt: row.FailedAt(), Queue: rec.Queue, Partition: rec.Partition, Group: rec.Group, DeadLetterRecord: rec}, true, nil
+}
+
+// ListDLQ returns one page of dead-letter rows, newest failure first, and
+// the number of rows matching the filter (B1: a true total).
+func (e *Engine) ListDLQ(f DLQFilter) ([]DeadLetter, int, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if err := e.usable(); err != nil {
+		return nil, 0, err
+	}
+	if f.Limit <= 0 {
+		f.Limit = 100
+	}
+	rows, err := e.dlqCandidates(f)
+	if err != nil {
+		return nil, 0, err
+	}
+	// Rows must be read to filter on what their keys do not hold: the
+	// partition always, the group when the scan was not by group.
+	needRecord := f.Partition != "" || (f.Group != "" && f.Queue == "")
+	var (
+		page  []DeadLetter
+		total int
+	)
+	for _, row := range rows {
+		if (f.From != 0 && row.FailedAt() < f.From) || (f.To != 0 && row.FailedAt() > f.To) {
+			continue
+		}
+		inPage := total >= f.Offset && len(page) < f.Limit
+		if !needRecord && !inPage {
+			total++
+			continue
+		}
+		d, found, err := getDeadLetter(e.db, row)
+		if err != nil {
+			return nil, 0, err
+		}
+		if !found {
+			return nil, 0, fmt.Errorf("%w: dead-letter index names missing row %x", ErrCorrupt, row)
+		}
+		if (f.Partition != "" && d.Partition != f.Partition) || (f.Group != "" && d.Group != f.Group) {
+			continue
+		}
+		if inPage {
+			page = append(page, d)
+		}
+		total++
+	}
+	return page, total, nil
+}
+
+// dlqCandidates returns the row keys the filter's queue and group select,
+// newest failure first.
+func (e *Engine) dlqCandidates(f DLQFilter) ([]keyspace.RowKey, error) {
+	prefix := keyspace.FamilyPrefix(keyspace.FamilyDLQ)
+	if f.Queue != "" {
+		prefix = keyspace.DLQQueuePrefix(f.Queue, f.Group, f.Group != "")
+	}
+	var rows []keyspace.RowKey
+	err := scanPrefix(e.db, prefix, func(k, _ []byte) error {
+		row, err := keyspace.RowKeyOfIndex(k)
+		if err == nil {
+			rows = append(rows, row)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	// A queue-only scan walks group by group: order across groups.
+	sort.Slice(rows, func(i, j int) bool { return bytes.Compare(rows[i][:], rows[j][:]) > 0 })
+	return rows, nil
+}
+
+// deadLettersAt returns the rows of an address, optionally of one group.
+func deadLettersAt(r pebble.Reader, part ID, txn, group string) ([]DeadLetter, error) {
+	var out []DeadLetter
+	err := scanPrefix(r, keyspace.DLQAddrPrefix(part, txn), func(k, _ []byte) error {
+		row, err := keyspace.RowKeyOfIndex(k)
+		if err != nil {
+			return err
+		}
+		d, found, err := getDeadLetter(r, row)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return fmt.Errorf("%w: dead-letter index names missing row %x", ErrCorrupt, row)
+		}
+		if group == "" || d.Group == group {
+			out = append(out, d)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// DeadLettersAt returns the dead-letter rows of an address.
+func (e *Engine) DeadLettersAt(part ID, txn string) ([]DeadLetter, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if err := e.usable(); err != nil {
+		return nil, err
+	}
+	return deadLettersAt(e.db, part, txn, "")
+}
+
+// DeleteDLQ removes the dead-letter rows of an address (of one group when
+// group is set). It returns ErrNoDeadLetter when there is none: live messages
+// are immutable and cannot be deleted (SEMANTICS §9.3).
+func (b *Batch) DeleteDLQ(part ID, txn, group string) (int, error) {
+	rows, err := deadLettersAt(b.pb, part, txn, group)
+	if err != nil {
+		return 0, err
+	}
+	if len(rows) == 0 {
+		return 0, ErrNoDeadLetter
+	}
+	for i := range rows {
+		b.deleteDeadLetter(rows[i].Row, &rows[i].DeadLetterRecord)
+	}
+	return len(rows), nil
+}
+
+// ReplayCmd re-publishes a dead-lettered message (C4).
+type ReplayCmd struct {
+	PartitionID   ID
+	TransactionID string
+	Group         string // "" replays the address for every group that dead-lettered it
+	Payload       []byte // nil replays the snapshot; else a corrected payload (B4)
+}
+
+// ReplayResult reports a replay.
+type ReplayResult struct {
+	Queue       string
+	Partition   string
+	Push        PushResult
+	RowsRemoved int
+}
+
+// Replay pushes the newest snapshot of an address back to its queue and
+// partition with a fresh transaction id minted from the new message id, and
+// removes the address's rows in the same atomic batch, so the row goes only
+// if the push is accepted (C4, SEMANTICS §9.2).
+func (b *Batch) Replay(st Stamp, cmd ReplayCmd) (ReplayResult, error) {
+	rows, err := deadLettersAt(b.pb, cmd.PartitionID, cmd.TransactionID, cmd.Group)
+	if err != nil {
+		return ReplayResult{}, err
+	}
+	if len(rows) == 0 {
+		return ReplayResult{}, ErrNoDeadLetter
+	}
+	newest := rows[0]
+	for _, d := range rows[1:] {
+		if bytes.Compare(d.Row[:], newest.Row[:]) > 0 {
+			newest = d
+		}
+	}
+	payload := newest.Payload
+	if cmd.Payload != nil {
+		payload = cmd.Payload
+	}
+	item := PushItem{Queue: newest.Queue, Partition: newest.Partition, Payload: payload,
+		TraceID: newest.TraceID, HasTrace: newest.HasTrace, ProducerSub: newest.ProducerSub}
+	m := &minter{seed: st.Seed}
+	pushed := b.push(st.Time, m, []PushItem{item})[0]
+	res := ReplayResult{Queue: newest.Queue, Partition: newest.Partition, Push: pushed}
+	if pushed.Status != Queued {
+		return res, pushed.Err
+	}
+	for i := range rows {
+		b.deleteDeadLetter(rows[i].Row, &rows[i].DeadLetterRecord)
+	}
+	res.RowsRemoved = len(rows)
+	return res, nil
+}

@@ -1,0 +1,395 @@
+package engine
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/queenmq/queen/engine/keyspace"
+)
+
+// Engine is the broker's durable state on one node. Mutations go through a
+// Batch (one per Raft apply batch); reads take a shared lock. Every mutation
+// is deterministic: it reads only its command (with the command's Stamp) and
+// the store.
+type Engine struct {
+	opts Options
+	db   *pebble.DB
+
+	// mu guards everything below and the in-memory model. A Batch holds it
+	// exclusively from Begin to Commit; readers hold it shared.
+	mu      sync.RWMutex
+	queues  map[string]*queue
+	parts   map[ID]*partition
+	leases  map[ID][]leaseRef
+	applied uint64
+	broken  error // set when a commit failed: memory and disk may differ
+	closed  bool
+
+	cache *segmentCache
+}
+
+// Open opens (or creates) the engine's store in dir.
+func Open(dir string, opts Options) (*Engine, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	cache := pebble.NewCache(opts.BlockCacheBytes)
+	defer cache.Unref()
+	db, err := pebble.Open(dir, &pebble.Options{
+		FormatMajorVersion: pebble.FormatNewest,
+		Cache:              cache,
+		MemTableSize:       opts.MemTableBytes,
+		Logger:             pebbleLogger{opts.Logger},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("engine: open pebble: %w", err)
+	}
+	e := &Engine{opts: opts, db: db, cache: newSegmentCache(opts.SegmentCacheEntries)}
+	if err := e.load(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// Close closes the store. It waits for a running batch to commit.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil
+	}
+	e.closed = true
+	return e.db.Close()
+}
+
+// Applied returns the Raft index recorded by the last committed batch.
+func (e *Engine) Applied() uint64 {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.applied
+}
+
+// load rebuilds the in-memory model from the store.
+func (e *Engine) load() error {
+	e.queues = map[string]*queue{}
+	e.parts = map[ID]*partition{}
+	e.leases = map[ID][]leaseRef{}
+	e.applied = 0
+
+	version, err := e.metaU64(keyspace.MetaVersion)
+	switch {
+	case errors.Is(err, pebble.ErrNotFound):
+		if err := e.db.Set(keyspace.Meta(keyspace.MetaVersion), binary.BigEndian.AppendUint64(nil, keyspace.FormatVersion), pebble.Sync); err != nil {
+			return fmt.Errorf("engine: write format version: %w", err)
+		}
+	case err != nil:
+		return err
+	case version > keyspace.FormatVersion:
+		return fmt.Errorf("%w: store %d, binary %d", ErrNewerFormat, version, keyspace.FormatVersion)
+	}
+	if e.applied, err = e.metaU64(keyspace.MetaApplied); err != nil && !errors.Is(err, pebble.ErrNotFound) {
+		return err
+	}
+
+	err = e.scan(keyspace.FamilyQueue, func(k, v []byte) error {
+		rec, err := keyspace.DecodeQueue(v)
+		if err != nil {
+			return err
+		}
+		name := string(k[1:])
+		e.queues[name] = newQueue(name, rec, configFromRecords(rec.Options))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	err = e.scan(keyspace.FamilyPartition, func(k, v []byte) error {
+		rec, err := keyspace.DecodePartition(v)
+		if err != nil {
+			return err
+		}
+		q := e.queues[rec.Queue]
+		if q == nil {
+			return fmt.Errorf("%w: partition %x of missing queue %q", ErrCorrupt, k[1:], rec.Queue)
+		}
+		p := &partition{q: q, rec: rec, cursors: map[string]*row{}}
+		copy(p.id[:], k[1:])
+		q.addPartition(p)
+		e.parts[p.id] = p
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	err = e.scan(keyspace.FamilyCursor, func(k, v []byte) error {
+		id, group, err := keyspace.ParseCursor(k)
+		if err != nil {
+			return err
+		}
+		rec, err := keyspace.DecodeCursor(v)
+		if err != nil {
+			return err
+		}
+		p := e.parts[id]
+		if p == nil {
+			return fmt.Errorf("%w: cursor of missing partition %x", ErrCorrupt, id)
+		}
+		r := &row{p: p, group: group, rec: rec}
+		p.cursors[group] = r
+		if rec.Lease != (ID{}) {
+			e.leases[rec.Lease] = append(e.leases[rec.Lease], leaseRef{p, group})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return e.scan(keyspace.FamilySub, func(k, v []byte) error {
+		qname, group, err := keyspace.ParseSub(k)
+		if err != nil {
+			return err
+		}
+		rec, err := keyspace.DecodeSub(v)
+		if err != nil {
+			return err
+		}
+		q := e.queues[qname]
+		if q == nil {
+			return fmt.Errorf("%w: subscription of missing queue %q", ErrCorrupt, qname)
+		}
+		q.subs[group] = &sub{rec: rec}
+		return nil
+	})
+}
+
+func (e *Engine) metaU64(name string) (uint64, error) {
+	v, closer, err := e.db.Get(keyspace.Meta(name))
+	if err != nil {
+		return 0, err
+	}
+	defer closer.Close()
+	if len(v) != 8 {
+		return 0, fmt.Errorf("%w: meta %s", ErrCorrupt, name)
+	}
+	return binary.BigEndian.Uint64(v), nil
+}
+
+// scan calls fn for every key of a family, in key order.
+func (e *Engine) scan(f keyspace.Family, fn func(k, v []byte) error) error {
+	return scanPrefix(e.db, keyspace.FamilyPrefix(f), fn)
+}
+
+func scanPrefix(r pebble.Reader, prefix []byte, fn func(k, v []byte) error) error {
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: keyspace.PrefixEnd(prefix)})
+	if err != nil {
+		return err
+	}
+	for it.First(); it.Valid(); it.Next() {
+		if err := fn(it.Key(), it.Value()); err != nil {
+			it.Close()
+			return err
+		}
+	}
+	return it.Close()
+}
+
+func (e *Engine) usable() error {
+	switch {
+	case e.closed:
+		return ErrClosed
+	case e.broken != nil:
+		return e.broken
+	}
+	return nil
+}
+
+// Batch is one atomic group of commands: one Pebble batch, one Raft apply
+// batch. It holds the engine's write lock from Begin to Commit, so a Batch
+// must always be committed. Reads inside a batch see its own writes.
+type Batch struct {
+	e     *Engine
+	pb    *pebble.Batch
+	parts []*partition // dirty partitions, flushed at Commit
+	rows  []*row       // dirty cursor rows, flushed at Commit
+	buf   []byte
+	err   error
+}
+
+// Begin starts a batch. It returns an error if the engine is closed or broken.
+func (e *Engine) Begin() (*Batch, error) {
+	e.mu.Lock()
+	if err := e.usable(); err != nil {
+		e.mu.Unlock()
+		return nil, err
+	}
+	return &Batch{e: e, pb: e.db.NewIndexedBatch()}, nil
+}
+
+// Commit writes the batch. A non-zero applied records the Raft index the
+// batch ends at, in the same Pebble batch, so a restart skips entries at or
+// below it. If the write fails the engine refuses all further work: its memory
+// no longer matches its disk.
+func (b *Batch) Commit(applied uint64) error {
+	e := b.e
+	defer e.mu.Unlock()
+	defer b.pb.Close()
+	for _, p := range b.parts {
+		p.dirty = false
+		if e.parts[p.id] != p {
+			continue // deleted in this batch
+		}
+		b.buf = p.rec.Encode(b.buf[:0])
+		b.set(keyspace.Partition(p.id), b.buf)
+	}
+	for _, r := range b.rows {
+		r.dirty = false
+		if r.deleted || e.parts[r.p.id] != r.p {
+			continue
+		}
+		b.buf = r.rec.Encode(b.buf[:0])
+		b.set(keyspace.Cursor(r.p.id, r.group), b.buf)
+	}
+	if applied > 0 {
+		b.set(keyspace.Meta(keyspace.MetaApplied), binary.BigEndian.AppendUint64(nil, applied))
+	}
+	err := b.err
+	if err == nil {
+		opt := pebble.NoSync
+		if e.opts.Sync {
+			opt = pebble.Sync
+		}
+		err = b.pb.Commit(opt)
+	}
+	if err != nil {
+		e.broken = fmt.Errorf("engine: commit failed, restart required: %w", err)
+		return e.broken
+	}
+	if applied > 0 {
+		e.applied = applied
+	}
+	return nil
+}
+
+func (b *Batch) set(k, v []byte) {
+	if err := b.pb.Set(k, v, nil); err != nil && b.err == nil {
+		b.err = err
+	}
+}
+
+func (b *Batch) del(k []byte) {
+	if err := b.pb.Delete(k, nil); err != nil && b.err == nil {
+		b.err = err
+	}
+}
+
+func (b *Batch) delRange(lo, hi []byte) {
+	if err := b.pb.DeleteRange(lo, hi, nil); err != nil && b.err == nil {
+		b.err = err
+	}
+}
+
+func (b *Batch) touchPartition(p *partition) {
+	if !p.dirty {
+		p.dirty = true
+		b.parts = append(b.parts, p)
+	}
+}
+
+func (b *Batch) touchRow(r *row) {
+	if !r.dirty {
+		r.dirty = true
+		b.rows = append(b.rows, r)
+	}
+}
+
+func (b *Batch) putQueue(q *queue) {
+	rec := q.rec
+	rec.Options = q.config.records()
+	b.buf = rec.Encode(b.buf[:0])
+	b.set(keyspace.Queue(q.name), b.buf)
+}
+
+func (b *Batch) putSub(q *queue, group string, s *sub) {
+	b.buf = s.rec.Encode(b.buf[:0])
+	b.set(keyspace.Sub(q.name, group), b.buf)
+}
+
+// setLease moves a row to a new lease (zero to release) and keeps the lease
+// index in step.
+func (b *Batch) setLease(r *row, lease ID, expiresAt, acquiredAt int64) {
+	e := b.e
+	if old := r.rec.Lease; old != (ID{}) {
+		refs := e.leases[old]
+		for i, ref := range refs {
+			if ref.p == r.p && ref.group == r.group {
+				refs = append(refs[:i], refs[i+1:]...)
+				break
+			}
+		}
+		if len(refs) == 0 {
+			delete(e.leases, old)
+		} else {
+			e.leases[old] = refs
+		}
+	}
+	r.rec.Lease = lease
+	r.rec.LeaseExpiresAt = expiresAt
+	if lease != (ID{}) {
+		r.rec.LeaseAcquiredAt = acquiredAt
+		e.leases[lease] = append(e.leases[lease], leaseRef{r.p, r.group})
+	} else {
+		r.rec.BatchEnd = -1
+	}
+	b.touchRow(r)
+}
+
+// queueFor returns the named queue, creating it with implicit defaults.
+func (b *Batch) queueFor(name string, now int64, m *minter) *queue {
+	if q := b.e.queues[name]; q != nil {
+		return q
+	}
+	ns, task := impliedLabels(name)
+	q := newQueue(name, keyspace.QueueRecord{ID: m.next(), CreatedAt: now, Namespace: ns, Task: task}, implicitConfig())
+	b.e.queues[name] = q
+	b.putQueue(q)
+	return q
+}
+
+// partitionFor returns the named partition of q, creating it.
+func (b *Batch) partitionFor(q *queue, name string, now int64, m *minter) *partition {
+	if p := q.byName[name]; p != nil {
+		return p
+	}
+	p := &partition{id: m.next(), q: q, cursors: map[string]*row{},
+		rec: keyspace.PartitionRecord{Queue: q.name, Name: name, CreatedAt: now, LastWriteAt: 0}}
+	q.addPartition(p)
+	b.e.parts[p.id] = p
+	b.touchPartition(p)
+	return p
+}
+
+// deleteRow removes a cursor row.
+func (b *Batch) deleteRow(r *row) {
+	if r.rec.Lease != (ID{}) {
+		b.setLease(r, ID{}, 0, 0)
+	}
+	r.deleted = true
+	delete(r.p.cursors, r.group)
+	b.del(keyspace.Cursor(r.p.id, r.group))
+}
+
+// sortedQueues returns the queues in name order.
+func (e *Engine) sortedQueues() []*queue {
+	qs := make([]*queue, 0, len(e.queues))
+	for _, q := range e.queues {
+		qs = append(qs, q)
+	}
+	sort.Slice(qs, func(i, j int) bool { return qs[i].name < qs[j].name })
+	return qs
+}

@@ -1,0 +1,36 @@
+package engine
+
+import (
+	"errors"
+
+	"github.com/queenmq/queen/engine/keyspace"
+)
+
+// Sentinel errors. The HTTP edge maps each to a status and a stable code
+// (server/errors.go); messages are prefixed with the package name.
+var (
+	// ErrCorrupt is wrapped by every failure to decode data read from the
+	// store: records, keys and segments.
+	ErrCorrupt = keyspace.ErrCorrupt
+	// ErrClosed is returned by operations on a closed engine.
+	ErrClosed = errors.New("engine: closed")
+	// ErrInvalid is wrapped by every rejection of a malformed command
+	// argument (an empty queue name, a bad option value).
+	ErrInvalid = errors.New("engine: invalid argument")
+	// ErrQueueNotFound is returned when a named queue does not exist.
+	ErrQueueNotFound = errors.New("engine: queue not found")
+	// ErrPartitionNotFound is returned when a partition does not exist.
+	ErrPartitionNotFound = errors.New("engine: partition not found")
+	// ErrNoDeadLetter is returned by replay and delete when an address has
+	// no dead-letter row (a live message, or nothing at all).
+	ErrNoDeadLetter = errors.New("engine: no dead-letter row for this address")
+	// ErrMessageNotFound is returned when a (partition, transaction id)
+	// address names no stored message.
+	ErrMessageNotFound = errors.New("engine: message not found")
+	// ErrAlreadyConsumed is returned when a message is already behind the
+	// group's cursor (B3 move to DLQ).
+	ErrAlreadyConsumed = errors.New("engine: message already consumed by this group")
+	// ErrNewerFormat is returned by Open when the store was written by a
+	// newer version of the engine.
+	ErrNewerFormat = errors.New("engine: store format is newer than this binary")
+)

@@ -1,0 +1,65 @@
+// Package keyspace owns every Pebble key and value the engine writes: how keys
+// are built and parsed, and how the small records stored under them are
+// encoded. Nothing else in the project builds a key by hand.
+//
+// # Keys
+//
+// Every key starts with a one-byte family. Integers are big-endian and fixed
+// width, so byte order is numeric order; identifiers (queue ids, partition ids,
+// lease ids, message ids, DLQ row ids) are 16-byte UUIDs. A string that is not
+// the last component of a key is length-prefixed with a big-endian u16 so that
+// one name is never a prefix of another inside a range scan.
+//
+//	family        key layout                                              value
+//	0x01 meta     0x01 | name                                             u64 BE (applied index, format version)
+//	0x02 queue    0x02 | queue name                                       Queue record
+//	0x03 part     0x03 | partition id (16)                                Partition record
+//	0x04 segment  0x04 | partition id (16) | base offset u64              segment bytes (package segment)
+//	0x05 txn      0x05 | partition id (16) | transaction id               Txn record
+//	0x06 cursor   0x06 | partition id (16) | group                        Cursor record
+//	0x07 sub      0x07 | u16 len | queue name | group                     Subscription record
+//	0x08 dlq      0x08 | failedAt µs u64 | row id (16)                    DeadLetter record
+//	0x09 dlqaddr  0x09 | partition id (16) | u16 len | txn id | row key   empty (index by address)
+//	0x0A dlqqueue 0x0A | u16 len | queue | u16 len | group | row key      empty (index by queue, group)
+//
+// A DLQ "row key" is the 24 bytes after the family byte of its 0x08 key
+// (failedAt then row id), so the indexes sort by failure time like the rows
+// do, and the newest failure is found by a reverse scan.
+//
+// Per-partition families (0x04, 0x05, 0x06, 0x09) put the partition id right
+// after the family byte, so all of a partition's segments, transaction ids or
+// cursors form one contiguous range: retention and queue deletion are range
+// deletes (SegmentSpan, TxnSpan). No key holds a number that spans partitions;
+// nothing assumes one global order across partitions (DESIGN "Later: more than
+// one Raft group").
+//
+// # Values
+//
+// Records start with a version byte (currently 1) and then their fields in
+// declaration order: integers as big-endian fixed width (i64/u64: 8 bytes,
+// u32: 4 bytes), ids as 16 raw bytes, strings and byte strings as a uvarint
+// length and the bytes, booleans as one byte 0 or 1. A record that fails to
+// decode (short, unknown version, trailing bytes) returns an error wrapping
+// ErrCorrupt. Times are unix microseconds.
+//
+//	Queue        ver | id | createdAt i64 | namespace str | task str | n uvarint | n × (option u8, value varint)
+//	Partition    ver | queue str | name str | next i64 | start i64 | createdAt i64 | lastWriteAt i64
+//	Txn          ver | offset i64 | createdAt i64 | message id
+//	Cursor       ver | committed i64 | batchEnd i64 | lease id | leaseExpiresAt i64 | leaseAcquiredAt i64 |
+//	             retryCount u32 | attemptOffset i64 | attemptCount u32 | totalConsumed i64 |
+//	             createdAt i64 | lastConsumedAt i64 | retryAfter i64
+//	Subscription ver | mode u8 | timestamp i64 | createdAt i64
+//	DeadLetter   ver | partition id | queue str | partition str | group str | offset i64 | message id |
+//	             txn str | hasTrace u8 | trace id | producerSub str | payload bytes | error str |
+//	             retryCount u32 | enqueuedAt i64 | deliveries u32
+//
+// Queue options are stored as (option number, value) pairs so an option can be
+// added without a format change; option numbers are part of the format and
+// are never reused (see the engine's option table).
+//
+// # Versioning
+//
+// The meta key "version" holds the store format version (FormatVersion). The
+// engine refuses to open a store with a newer version; a version bump comes with
+// an upgrade step in the engine's Open and an upgrade fixture in its tests.
+package keyspace

@@ -1,0 +1,335 @@
+package engine
+
+import (
+	"math/rand/v2"
+
+	"github.com/queenmq/queen/engine/keyspace"
+	"github.com/queenmq/queen/engine/segment"
+)
+
+// PopCmd asks for messages (SEMANTICS §4).
+type PopCmd struct {
+	Queue     string // "" with Namespace or Task set: a discovery pop across queues
+	Partition string // "" pops any partition of Queue (wildcard)
+	Namespace string
+	Task      string
+	Group     string // "" means QueueMode
+	// Batch caps the messages returned, across all claimed partitions (>= 1).
+	Batch int
+	// Partitions caps how many partitions a wildcard pop claims (>= 1).
+	Partitions int
+	// AutoAck commits the delivered messages in the same command: no lease,
+	// at-most-once (§4.8).
+	AutoAck bool
+	// SubscriptionMode (SubAll, SubNew, SubFrom) and SubscriptionFrom (µs,
+	// with SubFrom) apply only on a named group's first contact (§4.6).
+	SubscriptionMode uint8
+	SubscriptionFrom int64
+	// LeaseSeconds overrides the queue's leaseTime when > 0.
+	LeaseSeconds int64
+}
+
+// Message is one delivered message.
+type Message struct {
+	ID            ID
+	TransactionID string
+	TraceID       ID
+	HasTrace      bool
+	Payload       []byte // aliases an immutable decoded segment: never modify
+	ProducerSub   string
+	CreatedAt     int64
+	Queue         string
+	Partition     string
+	PartitionID   ID
+	Offset        Offset
+	RetryCount    uint32 // the (partition, group) retry budget consumed so far
+	Attempt       uint32 // deliveries of this batch's first message, this one included
+}
+
+// Claim is one partition a pop took messages from.
+type Claim struct {
+	Queue          string
+	Partition      string
+	PartitionID    ID
+	LeaseExpiresAt int64 // 0 with autoAck
+}
+
+// PopResult is what a pop delivered. LeaseID is zero with autoAck or when
+// nothing was delivered.
+type PopResult struct {
+	Group        string
+	LeaseID      ID
+	Messages     []Message
+	Claims       []Claim
+	DeadLettered int // messages dead-lettered by maxDeliveries (B5) on the way
+}
+
+const (
+	defaultLeaseSeconds = 60
+	maxCandidates       = 512 // wildcard partitions tried per pop, as Queen caps them
+)
+
+// Pop claims up to cmd.Partitions partitions for the group and delivers up to
+// cmd.Batch messages under one lease (SEMANTICS §4, §5).
+func (b *Batch) Pop(st Stamp, cmd PopCmd) (PopResult, error) {
+	now := st.Time
+	m := &minter{seed: st.Seed}
+	group := cmd.Group
+	if group == "" {
+		group = QueueMode
+	}
+	res := PopResult{Group: group}
+	budget := max(cmd.Batch, 1)
+	lease := m.next()
+	if cmd.AutoAck {
+		lease = ID{}
+	}
+	leaseFor := func(q *queue) int64 {
+		s := cmd.LeaseSeconds
+		if s <= 0 {
+			s = q.config.Get(OptLeaseTime)
+		}
+		if s <= 0 {
+			s = defaultLeaseSeconds
+		}
+		return s
+	}
+
+	if cmd.Queue != "" && cmd.Partition != "" {
+		q := b.e.queues[cmd.Queue]
+		if q == nil {
+			return res, nil
+		}
+		p := q.byName[cmd.Partition]
+		if p == nil {
+			return res, nil
+		}
+		_, err := b.claim(now, m, &cmd, group, p, budget, lease, leaseFor(q), &res)
+		return b.finishPop(res, lease), err
+	}
+
+	var queues []*queue
+	if cmd.Queue != "" {
+		q := b.e.queues[cmd.Queue]
+		if q == nil {
+			if group == QueueMode {
+				return res, nil
+			}
+			// Record the subscription before any push (SEMANTICS §1.1).
+			if err := ValidateQueueName(cmd.Queue); err != nil {
+				return res, err
+			}
+			q = b.queueFor(cmd.Queue, now, m)
+		}
+		queues = []*queue{q}
+	} else {
+		for _, q := range b.e.sortedQueues() {
+			if (cmd.Namespace == "" || q.rec.Namespace == cmd.Namespace) && (cmd.Task == "" || q.rec.Task == cmd.Task) {
+				queues = append(queues, q)
+			}
+		}
+	}
+
+	var candidates []*partition
+	for _, q := range queues {
+		if group != QueueMode && q.subs[group] == nil {
+			if err := b.subscribe(now, &cmd, group, q); err != nil {
+				return res, err
+			}
+		}
+		for _, p := range q.parts {
+			if b.mayHavePending(now, p, group) {
+				candidates = append(candidates, p)
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(m.rngSeed()))
+	rng.Shuffle(len(candidates), func(i, j int) { candidates[i], candidates[j] = candidates[j], candidates[i] })
+	if len(candidates) > maxCandidates {
+		candidates = candidates[:maxCandidates]
+	}
+	wanted := max(cmd.Partitions, 1)
+	for _, p := range candidates {
+		if budget == 0 || len(res.Claims) == wanted {
+			break
+		}
+		n, err := b.claim(now, m, &cmd, group, p, budget, lease, leaseFor(p.q), &res)
+		if err != nil {
+			return b.finishPop(res, lease), err
+		}
+		budget -= n
+	}
+	return b.finishPop(res, lease), nil
+}
+
+func (b *Batch) finishPop(res PopResult, lease ID) PopResult {
+	if len(res.Messages) > 0 {
+		res.LeaseID = lease
+	}
+	return res
+}
+
+// mayHavePending is the cheap candidate filter of a wildcard pop: the
+// partition is not validly leased to the group and holds offsets past its
+// cursor (or the group has no cursor there yet).
+func (b *Batch) mayHavePending(now int64, p *partition, group string) bool {
+	if p.rec.Next <= p.rec.Start {
+		return false
+	}
+	r := p.cursors[group]
+	if r == nil {
+		return true
+	}
+	return !r.leaseLive(now) && r.rec.RetryAfter <= now && Offset(r.rec.Committed) < p.last()
+}
+
+// subscribe records a named group's subscription on q and seeds its cursor on
+// every existing partition (SEMANTICS §4.6). The first registration wins.
+func (b *Batch) subscribe(now int64, cmd *PopCmd, group string, q *queue) error {
+	s := &sub{rec: keyspace.SubRecord{Mode: cmd.SubscriptionMode, CreatedAt: now}}
+	switch cmd.SubscriptionMode {
+	case SubNew:
+		s.rec.Timestamp = now
+	case SubFrom:
+		s.rec.Timestamp = cmd.SubscriptionFrom
+	}
+	q.subs[group] = s
+	b.putSub(q, group, s)
+	for _, p := range q.parts {
+		if p.cursors[group] != nil {
+			continue
+		}
+		committed := Offset(p.rec.Start - 1)
+		switch s.rec.Mode {
+		case SubNew:
+			committed = p.last()
+		case SubFrom:
+			c, err := b.e.offsetAtTime(b.pb, p, s.rec.Timestamp)
+			if err != nil {
+				return err
+			}
+			committed = c
+		}
+		b.newRow(p, group, committed, now)
+	}
+	return nil
+}
+
+// seed is where a group's cursor starts on a partition it meets for the
+// first time: from its stored subscription, else (single-partition route,
+// SEMANTICS §4.6) from this pop's own parameters. Queue mode starts at the
+// oldest retained message.
+func (b *Batch) seed(now int64, cmd *PopCmd, group string, p *partition) (Offset, error) {
+	if group == QueueMode {
+		return Offset(p.rec.Start - 1), nil
+	}
+	mode, ts := cmd.SubscriptionMode, cmd.SubscriptionFrom
+	if s := p.q.subs[group]; s != nil {
+		mode, ts = s.rec.Mode, s.rec.Timestamp
+	} else if mode == SubNew {
+		return p.last(), nil
+	}
+	if mode == SubAll {
+		return Offset(p.rec.Start - 1), nil
+	}
+	return b.e.offsetAtTime(b.pb, p, ts)
+}
+
+func (b *Batch) newRow(p *partition, group string, committed Offset, now int64) *row {
+	r := &row{p: p, group: group, rec: keyspace.CursorRecord{
+		Committed: int64(committed), BatchEnd: -1, AttemptOffset: -1, CreatedAt: now,
+	}}
+	p.cursors[group] = r
+	b.touchRow(r)
+	return r
+}
+
+// claim leases the next span of p to the group and appends its messages to
+// res. It returns how many messages it delivered.
+func (b *Batch) claim(now int64, m *minter, cmd *PopCmd, group string, p *partition, budget int, lease ID, leaseSeconds int64, res *PopResult) (int, error) {
+	r := p.cursors[group]
+	if r == nil {
+		committed, err := b.seed(now, cmd, group, p)
+		if err != nil {
+			return 0, err
+		}
+		r = b.newRow(p, group, committed, now)
+	}
+	if r.leaseLive(now) || r.rec.RetryAfter > now {
+		return 0, nil
+	}
+	cfg := p.q.config
+	if w := cfg.Get(OptWindowBuffer) * secondUS; w > 0 && p.rec.LastWriteAt > now-w {
+		return 0, nil
+	}
+	if r.rec.Committed < p.rec.Start-1 {
+		// Retention deleted what the cursor had not reached: resume at the
+		// oldest retained message (SEMANTICS §8.1).
+		r.rec.Committed = p.rec.Start - 1
+		b.touchRow(r)
+	}
+	last := p.last()
+	if d := cfg.Get(OptDelayedProcessing) * secondUS; d > 0 {
+		visible, err := b.e.lastVisible(b.pb, p, now-d)
+		if err != nil {
+			return 0, err
+		}
+		last = min(last, visible)
+	}
+	from := Offset(r.rec.Committed + 1)
+	if maxDeliveries := cfg.Get(OptMaxDeliveries); maxDeliveries > 0 {
+		// B5: a message delivered maxDeliveries times without a terminal ack
+		// is dead-lettered instead of delivered again.
+		for from <= last && r.rec.AttemptOffset == int64(from) && int64(r.rec.AttemptCount) >= maxDeliveries {
+			if err := b.deadLetter(now, m, r, from, "max deliveries exceeded"); err != nil {
+				return 0, err
+			}
+			res.DeadLettered++
+			from++
+		}
+	}
+	if from > last {
+		return 0, nil
+	}
+	to := min(last, from+Offset(budget)-1)
+
+	if r.rec.AttemptOffset == int64(from) {
+		r.rec.AttemptCount++
+	} else {
+		r.rec.AttemptOffset, r.rec.AttemptCount = int64(from), 1
+	}
+	first := len(res.Messages)
+	err := b.e.readRange(b.pb, p.id, from, to, func(off Offset, f *segment.Frame, createdAt int64) error {
+		res.Messages = append(res.Messages, Message{
+			ID: f.MessageID, TransactionID: string(f.TransactionID), TraceID: f.TraceID, HasTrace: f.HasTrace,
+			Payload: f.Payload, ProducerSub: string(f.ProducerSub), CreatedAt: createdAt,
+			Queue: p.q.name, Partition: p.rec.Name, PartitionID: p.id, Offset: off,
+			RetryCount: r.rec.RetryCount, Attempt: r.rec.AttemptCount,
+		})
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	n := len(res.Messages) - first
+	if n == 0 {
+		return 0, nil
+	}
+	claim := Claim{Queue: p.q.name, Partition: p.rec.Name, PartitionID: p.id}
+	if cmd.AutoAck {
+		r.rec.Committed = int64(to)
+		r.rec.TotalConsumed += int64(n)
+		r.rec.LastConsumedAt = now
+		if r.rec.Lease != (ID{}) {
+			b.setLease(r, ID{}, 0, 0)
+		}
+		r.rec.AttemptOffset, r.rec.AttemptCount = -1, 0
+	} else {
+		claim.LeaseExpiresAt = now + leaseSeconds*secondUS
+		b.setLease(r, lease, claim.LeaseExpiresAt, now)
+		r.rec.BatchEnd = int64(to)
+	}
+	b.touchRow(r)
+	res.Claims = append(res.Claims, claim)
+	return n, nil
+}

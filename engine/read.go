@@ -1,0 +1,247 @@
+package engine
+
+import (
+	"container/list"
+	"fmt"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/queenmq/queen/engine/keyspace"
+	"github.com/queenmq/queen/engine/segment"
+)
+
+// segmentCache keeps recently decoded segments. Segments are immutable and a
+// (partition id, base offset) pair is never reused, so entries never go stale.
+type segmentCache struct {
+	mu  sync.Mutex
+	max int
+	m   map[segmentKey]*list.Element
+	lru list.List // front: most recent; values are *cachedSegment
+}
+
+type segmentKey struct {
+	part ID
+	base int64
+}
+
+type cachedSegment struct {
+	key segmentKey
+	seg *segment.Segment
+}
+
+func newSegmentCache(max int) *segmentCache {
+	return &segmentCache{max: max, m: map[segmentKey]*list.Element{}}
+}
+
+func (c *segmentCache) get(k segmentKey) *segment.Segment {
+	if c.max == 0 {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el := c.m[k]; el != nil {
+		c.lru.MoveToFront(el)
+		return el.Value.(*cachedSegment).seg
+	}
+	return nil
+}
+
+func (c *segmentCache) put(k segmentKey, s *segment.Segment) {
+	if c.max == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el := c.m[k]; el != nil {
+		c.lru.MoveToFront(el)
+		return
+	}
+	c.m[k] = c.lru.PushFront(&cachedSegment{k, s})
+	for c.lru.Len() > c.max {
+		el := c.lru.Back()
+		c.lru.Remove(el)
+		delete(c.m, el.Value.(*cachedSegment).key)
+	}
+}
+
+// segmentIter walks one partition's segments.
+type segmentIter struct {
+	e    *Engine
+	part ID
+	it   *pebble.Iterator
+}
+
+func (e *Engine) segments(r pebble.Reader, part ID) (*segmentIter, error) {
+	prefix := keyspace.SegmentPrefix(part)
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: keyspace.PrefixEnd(prefix)})
+	if err != nil {
+		return nil, fmt.Errorf("engine: segment iterator: %w", err)
+	}
+	return &segmentIter{e: e, part: part, it: it}, nil
+}
+
+func (s *segmentIter) close() { s.it.Close() }
+
+// seekContaining positions at the segment holding off (the last segment whose
+// base is at or below off).
+func (s *segmentIter) seekContaining(off Offset) bool {
+	return s.it.SeekLT(keyspace.Segment(s.part, int64(off)+1))
+}
+
+func (s *segmentIter) first() bool { return s.it.First() }
+func (s *segmentIter) last() bool  { return s.it.Last() }
+func (s *segmentIter) next() bool  { return s.it.Next() }
+func (s *segmentIter) prev() bool  { return s.it.Prev() }
+
+// header returns the current segment's header, from the cache when decoded.
+func (s *segmentIter) header() (segment.Header, error) {
+	_, base, err := keyspace.ParseSegment(s.it.Key())
+	if err != nil {
+		return segment.Header{}, err
+	}
+	if seg := s.e.cache.get(segmentKey{s.part, base}); seg != nil {
+		return seg.Header, nil
+	}
+	h, err := segment.ReadHeader(s.it.Value())
+	if err != nil {
+		return h, fmt.Errorf("engine: segment %x/%d: %w", s.part, base, err)
+	}
+	return h, nil
+}
+
+// decode returns the current segment, decoded, through the cache.
+func (s *segmentIter) decode() (*segment.Segment, error) {
+	_, base, err := keyspace.ParseSegment(s.it.Key())
+	if err != nil {
+		return nil, err
+	}
+	k := segmentKey{s.part, base}
+	if seg := s.e.cache.get(k); seg != nil {
+		return seg, nil
+	}
+	seg, err := segment.Decode(s.it.Value())
+	if err != nil {
+		return nil, fmt.Errorf("engine: segment %x/%d: %w", s.part, base, err)
+	}
+	if seg.Header.Base != base {
+		return nil, fmt.Errorf("%w: segment %x/%d holds base %d", ErrCorrupt, s.part, base, seg.Header.Base)
+	}
+	s.e.cache.put(k, seg)
+	return seg, nil
+}
+
+// readRange calls fn for every stored message of part with an offset in
+// [from, to], in order. Offsets with no segment (deleted by retention) are
+// skipped.
+func (e *Engine) readRange(r pebble.Reader, part ID, from, to Offset, fn func(off Offset, f *segment.Frame, createdAt int64) error) error {
+	if from > to {
+		return nil
+	}
+	it, err := e.segments(r, part)
+	if err != nil {
+		return err
+	}
+	defer it.close()
+	ok := it.seekContaining(from)
+	if !ok {
+		ok = it.first()
+	}
+	for ; ok; ok = it.next() {
+		seg, err := it.decode()
+		if err != nil {
+			return err
+		}
+		h := seg.Header
+		if Offset(h.Base) > to {
+			break
+		}
+		if Offset(h.Last()) < from {
+			continue
+		}
+		lo := max(from, Offset(h.Base))
+		hi := min(to, Offset(h.Last()))
+		for off := lo; off <= hi; off++ {
+			if err := fn(off, &seg.Frames[off-Offset(h.Base)], h.CreatedAt); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// readOne returns the frame at off and its segment's createdAt.
+func (e *Engine) readOne(r pebble.Reader, part ID, off Offset) (segment.Frame, int64, bool, error) {
+	var (
+		frame     segment.Frame
+		createdAt int64
+		found     bool
+	)
+	err := e.readRange(r, part, off, off, func(_ Offset, f *segment.Frame, at int64) error {
+		frame, createdAt, found = *f, at, true
+		return nil
+	})
+	return frame, createdAt, found, err
+}
+
+// lastVisible returns the last offset of p whose segment was created at or
+// before cutoff (Start-1 when none): delayedProcessing hides the tail.
+func (e *Engine) lastVisible(r pebble.Reader, p *partition, cutoff int64) (Offset, error) {
+	it, err := e.segments(r, p.id)
+	if err != nil {
+		return 0, err
+	}
+	defer it.close()
+	for ok := it.last(); ok; ok = it.prev() {
+		h, err := it.header()
+		if err != nil {
+			return 0, err
+		}
+		if h.CreatedAt <= cutoff {
+			return Offset(h.Last()), nil
+		}
+	}
+	return Offset(p.rec.Start - 1), nil
+}
+
+// offsetAtTime returns the committed offset that makes a group consume from
+// the first segment created at or after ts: that segment's base - 1, or the
+// last offset when no segment is that new (SEMANTICS §4.6, §14).
+func (e *Engine) offsetAtTime(r pebble.Reader, p *partition, ts int64) (Offset, error) {
+	it, err := e.segments(r, p.id)
+	if err != nil {
+		return 0, err
+	}
+	defer it.close()
+	for ok := it.first(); ok; ok = it.next() {
+		h, err := it.header()
+		if err != nil {
+			return 0, err
+		}
+		if h.CreatedAt >= ts {
+			return Offset(h.Base - 1), nil
+		}
+	}
+	return p.last(), nil
+}
+
+// createdAtOf returns the createdAt of the segment holding off (0, false when
+// none holds it).
+func (e *Engine) createdAtOf(r pebble.Reader, p *partition, off Offset) (int64, bool, error) {
+	it, err := e.segments(r, p.id)
+	if err != nil {
+		return 0, false, err
+	}
+	defer it.close()
+	if !it.seekContaining(off) {
+		return 0, false, nil
+	}
+	h, err := it.header()
+	if err != nil {
+		return 0, false, err
+	}
+	if Offset(h.Last()) < off {
+		return 0, false, nil
+	}
+	return h.CreatedAt, true, nil
+}

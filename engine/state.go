@@ -1,0 +1,106 @@
+package engine
+
+import (
+	"sort"
+
+	"github.com/queenmq/queen/engine/keyspace"
+)
+
+// The engine keeps every small record (queues, partitions, cursors,
+// subscriptions) in memory, mirrored write-through into Pebble; segments, the
+// transaction-id index and dead letters live only in Pebble. Memory is loaded
+// once at Open, in time proportional to the number of partitions and cursors,
+// never to the number of messages.
+
+type queue struct {
+	name   string
+	rec    keyspace.QueueRecord // Options is nil in memory; config holds them
+	config Config
+	parts  []*partition // sorted by name: the deterministic iteration order
+	byName map[string]*partition
+	subs   map[string]*sub // named groups' subscriptions, by group
+}
+
+// Subscription modes (keyspace.SubRecord.Mode): part of the on-disk format.
+const (
+	SubAll  uint8 = 0 // from the oldest retained message
+	SubNew  uint8 = 1 // from the join time
+	SubFrom uint8 = 2 // from a timestamp
+)
+
+type sub struct {
+	rec keyspace.SubRecord
+}
+
+type partition struct {
+	id      ID
+	q       *queue
+	rec     keyspace.PartitionRecord
+	cursors map[string]*row
+	dirty   bool
+}
+
+// last returns the partition's highest allocated offset (-1 when empty).
+func (p *partition) last() Offset { return Offset(p.rec.Next - 1) }
+
+// row is one (partition, consumer group) cursor.
+type row struct {
+	p       *partition
+	group   string
+	rec     keyspace.CursorRecord
+	dirty   bool
+	deleted bool
+}
+
+func (r *row) leaseLive(now int64) bool {
+	return r.rec.Lease != (ID{}) && r.rec.LeaseExpiresAt > now
+}
+
+// leaseRef finds a cursor row holding a lease id.
+type leaseRef struct {
+	p     *partition
+	group string
+}
+
+func newQueue(name string, rec keyspace.QueueRecord, c Config) *queue {
+	rec.Options = nil
+	return &queue{name: name, rec: rec, config: c, byName: map[string]*partition{}, subs: map[string]*sub{}}
+}
+
+func (q *queue) addPartition(p *partition) {
+	q.byName[p.rec.Name] = p
+	i := sort.Search(len(q.parts), func(i int) bool { return q.parts[i].rec.Name >= p.rec.Name })
+	q.parts = append(q.parts, nil)
+	copy(q.parts[i+1:], q.parts[i:])
+	q.parts[i] = p
+}
+
+func (q *queue) removePartition(p *partition) {
+	delete(q.byName, p.rec.Name)
+	for i, x := range q.parts {
+		if x == p {
+			q.parts = append(q.parts[:i], q.parts[i+1:]...)
+			return
+		}
+	}
+}
+
+// sortedGroups returns a partition's group names in order.
+func (p *partition) sortedGroups() []string {
+	gs := make([]string, 0, len(p.cursors))
+	for g := range p.cursors {
+		gs = append(gs, g)
+	}
+	sort.Strings(gs)
+	return gs
+}
+
+// sortedSubs returns a queue's subscribed group names in order.
+func (q *queue) sortedSubs() []string {
+	gs := make([]string, 0, len(q.subs))
+	for g := range q.subs {
+		gs = append(gs, g)
+	}
+	sort.Strings(gs)
+	return gs
+}
