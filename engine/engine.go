@@ -26,6 +26,7 @@ type Engine struct {
 	queues  map[string]*queue
 	parts   map[ID]*partition
 	leases  map[ID][]leaseRef
+	cluster map[string]string
 	applied uint64
 	broken  error // set when a commit failed: memory and disk may differ
 	closed  bool
@@ -50,6 +51,17 @@ func Open(dir string, opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("engine: open pebble: %w", err)
 	}
 	e := &Engine{opts: opts, db: db, cache: newSegmentCache(opts.SegmentCacheEntries)}
+	mark := keyspace.Meta(restoringKey)
+	if _, closer, err := db.Get(mark); err == nil {
+		closer.Close()
+		// A restore was cut short: the store is half old, half new. Start
+		// empty; the node restores its snapshot again.
+		opts.Logger.Warn("engine: wiping a store left by an interrupted snapshot restore", "dir", dir)
+		if err := e.wipe(nil); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
 	if err := e.load(); err != nil {
 		db.Close()
 		return nil, err
@@ -97,6 +109,9 @@ func (e *Engine) load() error {
 		return err
 	}
 
+	if err := e.loadCluster(); err != nil {
+		return err
+	}
 	err = e.scan(keyspace.FamilyQueue, func(k, v []byte) error {
 		rec, err := keyspace.DecodeQueue(v)
 		if err != nil {

@@ -161,20 +161,27 @@ func (b *Batch) pushGroup(now int64, m *minter, items []PushItem, results []Push
 // lookupTxn finds a transaction id in a partition's index, seeing this
 // batch's own writes.
 func (b *Batch) lookupTxn(part ID, txn string) (keyspace.TxnRecord, bool) {
-	v, closer, err := b.pb.Get(keyspace.Txn(part, txn))
+	rec, ok, err := lookupTxn(b.pb, part, txn)
 	if err != nil {
-		if err != pebble.ErrNotFound {
-			b.fail(fmt.Errorf("engine: read txn index: %w", err))
-		}
-		return keyspace.TxnRecord{}, false
+		b.fail(err)
+	}
+	return rec, ok
+}
+
+func lookupTxn(r pebble.Reader, part ID, txn string) (keyspace.TxnRecord, bool, error) {
+	v, closer, err := r.Get(keyspace.Txn(part, txn))
+	if err == pebble.ErrNotFound {
+		return keyspace.TxnRecord{}, false, nil
+	}
+	if err != nil {
+		return keyspace.TxnRecord{}, false, fmt.Errorf("engine: read txn index: %w", err)
 	}
 	defer closer.Close()
 	rec, err := keyspace.DecodeTxn(v)
 	if err != nil {
-		b.fail(err)
-		return rec, false
+		return rec, false, err
 	}
-	return rec, true
+	return rec, true, nil
 }
 
 // fail records the first storage error of the batch; Commit then refuses to

@@ -1,0 +1,31 @@
+package engine
+
+import "github.com/queenmq/queen/engine/keyspace"
+
+// The replication layer keeps a few values of its own in the replicated
+// state (the leader's HTTP address, for forwarding). The engine stores them
+// under meta keys "cluster/<name>" without interpreting them.
+
+// SetClusterValue stores a replication-layer value.
+func (b *Batch) SetClusterValue(name, value string) {
+	b.e.cluster[name] = value
+	b.set(keyspace.Meta(clusterPrefix+name), []byte(value))
+}
+
+// ClusterValue returns a replication-layer value ("" when unset).
+func (e *Engine) ClusterValue(name string) string {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.cluster[name]
+}
+
+const clusterPrefix = "cluster/"
+
+func (e *Engine) loadCluster() error {
+	e.cluster = map[string]string{}
+	prefix := keyspace.Meta(clusterPrefix)
+	return scanPrefix(e.db, prefix, func(k, v []byte) error {
+		e.cluster[string(k[len(prefix):])] = string(v)
+		return nil
+	})
+}

@@ -1,0 +1,124 @@
+package segment
+
+import (
+	"fmt"
+	"hash/crc32"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// Codec says how the body of a segment is stored.
+type Codec uint8
+
+// Part of the on-disk format — never change. Retired values stay reserved.
+const (
+	// CodecNone stores the raw frames as they are.
+	CodecNone Codec = 0
+	// CodecZstd stores the raw frames as one zstd frame.
+	CodecZstd Codec = 1
+)
+
+// MaxRawLen bounds the raw frames of one segment (and so the memory one
+// Decode can ask for). Part of the on-disk format — never change: readers
+// reject larger segments.
+const MaxRawLen = 256 << 20
+
+// Part of the on-disk format — never change. See the package comment.
+const (
+	magic   = "QSEG"
+	version = 1
+
+	offVersion   = 4
+	offCodec     = 5
+	offBase      = 6
+	offCount     = 14
+	offCreatedAt = 18
+	offRawLen    = 26
+	headerLen    = 30
+	crcLen       = 4
+
+	flagTrace = 1 << 0 // a 16-byte trace id follows the flags
+	flagSub   = 1 << 1 // a uvarint-prefixed, non-empty producer sub follows
+
+	minFrameLen = 1 + 16 + 1 + 1 // empty txn, message id, flags, empty payload
+)
+
+// maxZstdExpansion bounds what one body byte can decompress to: a zstd block
+// takes at least 4 bytes (3-byte header, 1-byte RLE) and yields at most 128 KiB.
+const maxZstdExpansion = 128 << 10 / 4
+
+// castagnoli is the CRC-32C table for the trailing checksum.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func (c Codec) String() string {
+	switch c {
+	case CodecNone:
+		return "none"
+	case CodecZstd:
+		return "zstd"
+	}
+	return fmt.Sprintf("Codec(%d)", uint8(c))
+}
+
+// Frame is one message. Byte slices returned by Decode alias the decoded
+// buffer owned by the Segment; they are capped at their length, so appending
+// to one copies rather than overwriting the next frame. Decode returns nil for
+// an empty TransactionID or Payload and for an absent ProducerSub.
+type Frame struct {
+	MessageID     [16]byte
+	TransactionID []byte
+	TraceID       [16]byte // meaningful only when HasTrace
+	HasTrace      bool
+	ProducerSub   []byte // nil when absent (encode: nil or empty means absent)
+	Payload       []byte // raw JSON, never re-marshalled
+}
+
+// Header is the fixed-width front of a segment.
+type Header struct {
+	Version   uint8
+	Codec     Codec
+	Base      int64
+	Count     uint32
+	CreatedAt int64 // unix microseconds
+	RawLen    uint32
+}
+
+// Last returns Base + Count - 1, the offset of the last frame.
+func (h Header) Last() int64 { return h.Base + int64(h.Count) - 1 }
+
+// Segment is a decoded segment. Frames alias one buffer owned by the Segment
+// and never alias the bytes it was decoded from.
+type Segment struct {
+	Header Header
+	Frames []Frame
+}
+
+// encoder compresses bodies. EncodeAll is safe for concurrent use. The zstd
+// checksum is off because the segment CRC covers the body; single-segment mode
+// makes every frame declare its content size, which Decode requires.
+var encoder = sync.OnceValue(func() *zstd.Encoder {
+	e, err := zstd.NewWriter(nil,
+		zstd.WithEncoderLevel(zstd.SpeedDefault),
+		zstd.WithEncoderCRC(false),
+		zstd.WithSingleSegment(true),
+	)
+	if err != nil {
+		panic(err) // constant options
+	}
+	return e
+})
+
+// decoder decompresses bodies. DecodeAll is safe for concurrent use; with the
+// cap limit it never writes past the rawLen-sized buffer it is given.
+var decoder = sync.OnceValue(func() *zstd.Decoder {
+	d, err := zstd.NewReader(nil,
+		zstd.WithDecoderConcurrency(0),
+		zstd.WithDecoderMaxMemory(MaxRawLen),
+		zstd.WithDecodeAllCapLimit(true),
+	)
+	if err != nil {
+		panic(err) // constant options
+	}
+	return d
+})

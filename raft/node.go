@@ -1,0 +1,411 @@
+package raft
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hashicorp/go-hclog"
+	hraft "github.com/hashicorp/raft"
+
+	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/raft/command"
+	"github.com/queenmq/queen/raft/logstore"
+)
+
+// Node is one broker replica: the engine as a Raft state machine, a
+// proposer that groups concurrent commands into log entries, and the local
+// read view. One node alone is a single-voter cluster on the same path.
+type Node struct {
+	opts      Options
+	log       *slog.Logger
+	raft      *hraft.Raft
+	engine    *engine.Engine
+	store     *logstore.Store
+	transport hraft.Transport
+	notify    *notifier
+
+	proposals chan *proposal
+	inflight  chan struct{}
+	done      chan struct{}
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+}
+
+type proposal struct {
+	cmd  command.Command
+	done chan result
+}
+
+// Open starts a node: it opens the engine and the Raft log, bootstraps a new
+// cluster when told to and there is no state yet, and starts proposing.
+func Open(opts Options) (*Node, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	for _, sub := range []string{"engine", "raft", "snapshots"} {
+		if err := os.MkdirAll(filepath.Join(opts.Dir, sub), 0o755); err != nil {
+			return nil, fmt.Errorf("raft: create data dir: %w", err)
+		}
+	}
+	n := &Node{opts: opts, log: opts.Logger.With("node", opts.ID), notify: newNotifier(),
+		proposals: make(chan *proposal, 4096), inflight: make(chan struct{}, opts.MaxInFlight),
+		done: make(chan struct{})}
+	ok := false
+	defer func() {
+		if !ok {
+			n.closeParts()
+		}
+	}()
+
+	eopts := opts.Engine
+	eopts.Sync = false // the Raft log is the write-ahead log
+	eopts.Logger = n.log
+	var err error
+	if n.engine, err = engine.Open(filepath.Join(opts.Dir, "engine"), eopts); err != nil {
+		return nil, err
+	}
+	lopts := logstore.DefaultOptions()
+	lopts.NoSync = !opts.RaftLogSync
+	lopts.Logger = func(format string, args ...any) { n.log.Error("logstore: " + fmt.Sprintf(format, args...)) }
+	if n.store, err = logstore.Open(filepath.Join(opts.Dir, "raft"), lopts); err != nil {
+		return nil, err
+	}
+	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: slogWriter{n.log}})
+	snaps, err := hraft.NewFileSnapshotStoreWithLogger(filepath.Join(opts.Dir, "snapshots"), 2, hlog)
+	if err != nil {
+		return nil, fmt.Errorf("raft: snapshot store: %w", err)
+	}
+	n.transport = opts.Transport
+	if n.transport == nil {
+		tcp, err := hraft.NewTCPTransportWithLogger(opts.RaftAddr, nil, 3, 10*time.Second, hlog)
+		if err != nil {
+			return nil, fmt.Errorf("raft: transport: %w", err)
+		}
+		n.transport = tcp
+	}
+
+	cfg := hraft.DefaultConfig()
+	cfg.LocalID = hraft.ServerID(opts.ID)
+	cfg.Logger = hlog
+	cfg.HeartbeatTimeout = opts.HeartbeatTimeout
+	cfg.ElectionTimeout = opts.ElectionTimeout
+	cfg.LeaderLeaseTimeout = opts.LeaderLeaseTimeout
+	cfg.SnapshotThreshold = opts.SnapshotThreshold
+	cfg.TrailingLogs = opts.TrailingLogs
+	cfg.SnapshotInterval = opts.SnapshotInterval
+	cfg.BatchApplyCh = true
+	cfg.MaxAppendEntries = 256
+	// The engine keeps its own applied index: skip restoring the snapshot at
+	// start when the engine is already at or past it (the usual restart),
+	// so restart time does not grow with the history.
+	cfg.NoSnapshotRestoreOnStart = n.engine.Applied() >= latestSnapshotIndex(snaps)
+
+	logs, err := hraft.NewLogCache(512, n.store)
+	if err != nil {
+		return nil, fmt.Errorf("raft: log cache: %w", err)
+	}
+	exists, err := hraft.HasExistingState(logs, n.store, snaps)
+	if err != nil {
+		return nil, fmt.Errorf("raft: read state: %w", err)
+	}
+	f := &fsm{e: n.engine, notify: n.notify, log: n.log}
+	if n.raft, err = hraft.NewRaft(cfg, f, logs, n.store, snaps, n.transport); err != nil {
+		return nil, fmt.Errorf("raft: start: %w", err)
+	}
+	if !exists && (len(opts.Peers) > 0 || opts.Bootstrap) {
+		var servers []hraft.Server
+		for _, p := range opts.Peers {
+			servers = append(servers, hraft.Server{ID: hraft.ServerID(p.ID), Address: hraft.ServerAddress(p.Addr)})
+		}
+		if len(servers) == 0 {
+			servers = []hraft.Server{{ID: cfg.LocalID, Address: n.transport.LocalAddr()}}
+		}
+		err := n.raft.BootstrapCluster(hraft.Configuration{Servers: servers}).Error()
+		if err != nil && !errors.Is(err, hraft.ErrCantBootstrap) {
+			return nil, fmt.Errorf("raft: bootstrap: %w", err)
+		}
+	}
+	n.wg.Add(2)
+	go n.proposeLoop()
+	go n.leaderLoop()
+	ok = true
+	return n, nil
+}
+
+func latestSnapshotIndex(snaps hraft.SnapshotStore) uint64 {
+	list, err := snaps.List()
+	if err != nil || len(list) == 0 {
+		return 0
+	}
+	return list[0].Index
+}
+
+// Close stops the node: raft first, then the stores.
+func (n *Node) Close() error {
+	var err error
+	n.closeOnce.Do(func() {
+		close(n.done)
+		if n.raft != nil {
+			err = n.raft.Shutdown().Error()
+		}
+		n.wg.Wait()
+		err = errors.Join(err, n.closeParts())
+	})
+	return err
+}
+
+func (n *Node) closeParts() error {
+	var errs []error
+	if c, ok := n.transport.(interface{ Close() error }); ok && n.opts.Transport == nil {
+		errs = append(errs, c.Close())
+	}
+	if n.store != nil {
+		errs = append(errs, n.store.Close())
+	}
+	if n.engine != nil {
+		errs = append(errs, n.engine.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// apply stamps a command and proposes it through the group-commit loop. It
+// returns the command's result, or ErrNotLeader (nothing was proposed: the
+// caller may forward) and the other errors of errors.go.
+func (n *Node) apply(ctx context.Context, c command.Command) (any, error) {
+	if n.raft.State() != hraft.Leader {
+		return nil, n.notLeader()
+	}
+	seed, err := uuid.NewV7()
+	if err != nil {
+		return nil, fmt.Errorf("raft: mint seed: %w", err)
+	}
+	c.Stamp = engine.Stamp{Time: time.Now().UnixMicro(), Seed: engine.ID(seed)}
+	p := &proposal{cmd: c, done: make(chan result, 1)}
+	select {
+	case n.proposals <- p:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-n.done:
+		return nil, ErrShutdown
+	}
+	select {
+	case r := <-p.done:
+		return r.value, r.err
+	case <-ctx.Done():
+		// The command may still be applied: its outcome is unknown.
+		return nil, ctx.Err()
+	case <-n.done:
+		return nil, ErrShutdown
+	}
+}
+
+func (n *Node) notLeader() error {
+	if _, id := n.raft.LeaderWithID(); id != "" {
+		return ErrNotLeader
+	}
+	return ErrNoLeader
+}
+
+// proposeLoop groups queued commands into log entries. It waits for the
+// first command, takes everything queued behind it, and proposes; while up
+// to MaxInFlight entries are in flight new commands queue up and form the
+// next, larger entry. It never waits on a timer.
+func (n *Node) proposeLoop() {
+	defer n.wg.Done()
+	var buf []byte
+	for {
+		var first *proposal
+		select {
+		case first = <-n.proposals:
+		case <-n.done:
+			return
+		}
+		select {
+		case n.inflight <- struct{}{}:
+		case <-n.done:
+			first.done <- result{err: ErrShutdown}
+			return
+		}
+		batch := []*proposal{first}
+	drain:
+		for len(batch) < n.opts.MaxBatchCommands {
+			select {
+			case p := <-n.proposals:
+				batch = append(batch, p)
+			default:
+				break drain
+			}
+		}
+		cmds := make([]*command.Command, len(batch))
+		for i, p := range batch {
+			cmds[i] = &p.cmd
+		}
+		buf = command.AppendEntry(buf[:0], cmds)
+		f := n.raft.Apply(bytes.Clone(buf), n.opts.ApplyTimeout)
+		n.wg.Add(1)
+		go n.await(f, batch)
+	}
+}
+
+// await hands an entry's results to its proposers.
+func (n *Node) await(f hraft.ApplyFuture, batch []*proposal) {
+	defer n.wg.Done()
+	defer func() { <-n.inflight }()
+	if err := f.Error(); err != nil {
+		err = n.mapError(err)
+		for _, p := range batch {
+			p.done <- result{err: err}
+		}
+		return
+	}
+	results, _ := f.Response().([]result)
+	for i, p := range batch {
+		if i < len(results) {
+			p.done <- results[i]
+		} else {
+			p.done <- result{err: fmt.Errorf("raft: entry applied without a result")}
+		}
+	}
+}
+
+func (n *Node) mapError(err error) error {
+	switch {
+	case errors.Is(err, hraft.ErrNotLeader):
+		return n.notLeader()
+	case errors.Is(err, hraft.ErrLeadershipLost):
+		return ErrLeadershipLost
+	case errors.Is(err, hraft.ErrRaftShutdown):
+		return ErrShutdown
+	case errors.Is(err, hraft.ErrEnqueueTimeout):
+		return ErrTimeout
+	}
+	return err
+}
+
+// leaderLoop publishes this node's HTTP address whenever it becomes leader,
+// so followers know where to forward.
+func (n *Node) leaderLoop() {
+	defer n.wg.Done()
+	for {
+		select {
+		case isLeader := <-n.raft.LeaderCh():
+			if !isLeader || n.opts.HTTPAddr == "" {
+				continue
+			}
+			if n.engine.ClusterValue(httpKey(n.opts.ID)) == n.opts.HTTPAddr {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), n.opts.ApplyTimeout)
+			_, err := n.apply(ctx, command.Command{Type: command.TypeAnnounce,
+				Announce: command.Announce{NodeID: n.opts.ID, HTTP: n.opts.HTTPAddr}})
+			cancel()
+			if err != nil {
+				n.log.Warn("raft: announce leader address", "err", err)
+			}
+		case <-n.done:
+			return
+		}
+	}
+}
+
+// Status reports the node's role, leader and applied index.
+func (n *Node) Status() Status {
+	s := Status{ID: n.opts.ID, Applied: n.engine.Applied()}
+	switch n.raft.State() {
+	case hraft.Leader:
+		s.Role = "leader"
+	case hraft.Candidate:
+		s.Role = "candidate"
+	case hraft.Follower:
+		s.Role = "follower"
+	default:
+		s.Role = "shutdown"
+	}
+	if _, id := n.raft.LeaderWithID(); id != "" {
+		s.Leader = string(id)
+		s.LeaderHTTP = n.engine.ClusterValue(httpKey(s.Leader))
+	}
+	s.Term = n.raft.CurrentTerm()
+	if f := n.raft.GetConfiguration(); f.Error() == nil {
+		for _, srv := range f.Configuration().Servers {
+			if srv.Suffrage == hraft.Voter {
+				s.Voters++
+			}
+		}
+	}
+	return s
+}
+
+// WaitForLeader blocks until the cluster has a leader or ctx ends.
+func (n *Node) WaitForLeader(ctx context.Context) error {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if _, id := n.raft.LeaderWithID(); id != "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// Barrier returns once this node, as leader, has applied every command
+// committed before the call. A follower answers ErrNotLeader: the caller
+// forwards the read to the leader.
+func (n *Node) Barrier(ctx context.Context) error {
+	if n.raft.State() != hraft.Leader {
+		return n.notLeader()
+	}
+	timeout := n.opts.ApplyTimeout
+	if d, ok := ctx.Deadline(); ok {
+		timeout = time.Until(d)
+	}
+	if err := n.raft.VerifyLeader().Error(); err != nil {
+		return n.mapError(err)
+	}
+	return n.mapError(n.raft.Barrier(timeout).Error())
+}
+
+// Join adds a voter (leader only).
+func (n *Node) Join(id, addr string) error {
+	if n.raft.State() != hraft.Leader {
+		return n.notLeader()
+	}
+	return n.mapError(n.raft.AddVoter(hraft.ServerID(id), hraft.ServerAddress(addr), 0, n.opts.ApplyTimeout).Error())
+}
+
+// Leave removes a server (leader only).
+func (n *Node) Leave(id string) error {
+	if n.raft.State() != hraft.Leader {
+		return n.notLeader()
+	}
+	return n.mapError(n.raft.RemoveServer(hraft.ServerID(id), 0, n.opts.ApplyTimeout).Error())
+}
+
+// Snapshot takes a Raft snapshot now (tests and operators).
+func (n *Node) Snapshot() error { return n.raft.Snapshot().Error() }
+
+// Engine returns the node's engine, for tests and for read-only tooling.
+func (n *Node) Engine() *engine.Engine { return n.engine }
+
+// Watch reports applies that may have made messages of queue deliverable.
+func (n *Node) Watch(queue string) (<-chan struct{}, func()) { return n.notify.watch(queue) }
+
+// slogWriter bridges raft's hclog output into slog at warning level.
+type slogWriter struct{ log *slog.Logger }
+
+func (w slogWriter) Write(p []byte) (int, error) {
+	w.log.Warn(string(bytes.TrimSpace(p)))
+	return len(p), nil
+}

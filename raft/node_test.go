@@ -1,0 +1,194 @@
+package raft_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/raft/rafttest"
+)
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func push(t *testing.T, n *raft.Node, queue, txn string) engine.PushResult {
+	t.Helper()
+	res, err := n.Push(ctxT(t), []engine.PushItem{{Queue: queue, TransactionID: txn, Payload: []byte(`{"t":"` + txn + `"}`)}})
+	if err != nil {
+		t.Fatalf("push %s: %v", txn, err)
+	}
+	return res[0]
+}
+
+func TestNode_SingleVoterPushPopAckRestart(t *testing.T) {
+	c := rafttest.MakeCluster(t, 1)
+	n := c.Leader()
+	if r := push(t, n, "q", "t1"); r.Status != engine.Queued {
+		t.Fatalf("push status %d", r.Status)
+	}
+	if r := push(t, n, "q", "t1"); r.Status != engine.Duplicate {
+		t.Fatalf("second push status %d, want duplicate", r.Status)
+	}
+	pop, err := n.Pop(ctxT(t), engine.PopCmd{Queue: "q", Batch: 10})
+	if err != nil || len(pop.Messages) != 1 {
+		t.Fatalf("pop = %+v, %v", pop, err)
+	}
+	c.Stop(0)
+	n = c.Restart(0)
+	c.Leader()
+	// The lease taken before the restart is still held: nothing was applied
+	// twice and nothing was lost.
+	again, err := n.Pop(ctxT(t), engine.PopCmd{Queue: "q", Batch: 10})
+	if err != nil || len(again.Messages) != 0 {
+		t.Fatalf("pop during lease after restart = %+v, %v", again.Messages, err)
+	}
+	acks, err := n.Ack(ctxT(t), []engine.AckItem{{TransactionID: "t1", PartitionID: pop.Messages[0].PartitionID, Lease: pop.LeaseID}})
+	if err != nil || !acks[0].Success || !acks[0].LeaseReleased {
+		t.Fatalf("ack after restart = %+v, %v", acks, err)
+	}
+	qs, err := n.Queues()
+	if err != nil || len(qs) != 1 || qs[0].Partitions[0].Next != 1 {
+		t.Fatalf("queues after restart = %+v, %v", qs, err)
+	}
+	c.EnsureSame()
+}
+
+func TestNode_FollowerRefusesAndClusterConverges(t *testing.T) {
+	c := rafttest.MakeCluster(t, 3)
+	leader := c.Leader()
+	for i := 0; i < 20; i++ {
+		push(t, leader, "q", fmt.Sprintf("t%d", i))
+	}
+	f := c.Followers()[0]
+	_, err := f.Push(ctxT(t), []engine.PushItem{{Queue: "q", Payload: []byte(`{}`)}})
+	if !errors.Is(err, raft.ErrNotLeader) {
+		t.Fatalf("push on a follower: err = %v, want ErrNotLeader", err)
+	}
+	if err := f.Barrier(ctxT(t)); !errors.Is(err, raft.ErrNotLeader) {
+		t.Fatalf("barrier on a follower: err = %v, want ErrNotLeader", err)
+	}
+	// Followers learn where the leader's HTTP API is.
+	deadline := time.Now().Add(5 * time.Second)
+	for f.Status().LeaderHTTP == "" && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got, want := f.Status().LeaderHTTP, "http-"+leader.Status().ID; got != want {
+		t.Fatalf("follower's leader HTTP = %q, want %q", got, want)
+	}
+	c.EnsureSame()
+}
+
+func TestNode_GroupCommit(t *testing.T) {
+	c := rafttest.MakeCluster(t, 1)
+	n := c.Leader()
+	before := n.Status().Applied
+	const writers, each = 32, 20
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				push(t, n, fmt.Sprintf("q%d", w%4), fmt.Sprintf("w%d-%d", w, i))
+			}
+		}()
+	}
+	wg.Wait()
+	entries := n.Status().Applied - before
+	if entries >= writers*each {
+		t.Fatalf("%d pushes took %d log entries: no grouping", writers*each, entries)
+	}
+	t.Logf("%d concurrent pushes in %d log entries", writers*each, entries)
+	qs, _ := n.Queues()
+	total := int64(0)
+	for _, q := range qs {
+		total += q.Partitions[0].Next
+	}
+	if total != writers*each {
+		t.Fatalf("stored %d messages, want %d", total, writers*each)
+	}
+}
+
+func TestNode_PartitionAndHeal(t *testing.T) {
+	c := rafttest.MakeCluster(t, 3)
+	old := c.Leader()
+	push(t, old, "q", "before")
+	c.Partition(c.Index(old))
+
+	// The majority elects a new leader and keeps serving.
+	var leader *raft.Node
+	deadline := time.Now().Add(10 * time.Second)
+	for leader == nil && time.Now().Before(deadline) {
+		for _, n := range c.Nodes {
+			if n != old && n.Status().Role == "leader" {
+				leader = n
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if leader == nil {
+		t.Fatal("no new leader after cutting the old one off")
+	}
+	push(t, leader, "q", "during")
+
+	// The cut-off node cannot commit: a write fails and is not applied later.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	_, err := old.Push(ctx, []engine.PushItem{{Queue: "q", TransactionID: "lost", Payload: []byte(`{}`)}})
+	cancel()
+	if err == nil {
+		t.Fatal("a partitioned old leader accepted a write")
+	}
+	c.Heal()
+	deadline = time.Now().Add(10 * time.Second)
+	for old.Status().Role == "leader" && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	c.EnsureSame()
+	l := c.Leader()
+	pop, err := l.Pop(ctxT(t), engine.PopCmd{Queue: "q", Batch: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range pop.Messages {
+		got = append(got, m.TransactionID)
+	}
+	if fmt.Sprint(got) != "[before during]" {
+		t.Fatalf("messages after heal = %v, want [before during]", got)
+	}
+}
+
+func TestNode_FollowerCatchesUpFromSnapshot(t *testing.T) {
+	c := rafttest.MakeClusterWith(t, 3, func(o *raft.Options) {
+		o.SnapshotThreshold = 16
+		o.TrailingLogs = 4
+	})
+	leader := c.Leader()
+	f := c.Followers()[0]
+	i := c.Index(f)
+	c.Stop(i)
+	for k := 0; k < 200; k++ {
+		push(t, leader, fmt.Sprintf("q%d", k%3), fmt.Sprintf("t%d", k))
+	}
+	if err := leader.Snapshot(); err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	// More entries after the snapshot so the log is compacted past the
+	// follower's position.
+	for k := 200; k < 240; k++ {
+		push(t, leader, "q0", fmt.Sprintf("t%d", k))
+	}
+	if err := leader.Snapshot(); err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	c.Restart(i)
+	c.EnsureSame()
+}

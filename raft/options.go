@@ -1,0 +1,109 @@
+package raft
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	hraft "github.com/hashicorp/raft"
+
+	"github.com/queenmq/queen/engine"
+)
+
+// Peer is one voter of a static membership.
+type Peer struct {
+	ID   string
+	Addr string // Raft address host:port
+}
+
+// Options configures a Node. Start from DefaultOptions.
+type Options struct {
+	// ID is this node's id, unique in the cluster for all time.
+	ID string
+	// Dir holds the node's data: engine/ (state), raft/ (log and stable
+	// store) and snapshots/.
+	Dir string
+	// RaftAddr is the TCP address the Raft transport binds and advertises.
+	// Ignored when Transport is set.
+	RaftAddr string
+	// Transport, when set, replaces the TCP transport (tests use raft's
+	// in-memory transport).
+	Transport hraft.Transport
+	// HTTPAddr is the address peers use to reach this node's HTTP API; the
+	// leader publishes it so followers can forward to it.
+	HTTPAddr string
+	// Peers is the static membership this node bootstraps with on its first
+	// start (itself included). Empty with Bootstrap set: a single voter.
+	Peers []Peer
+	// Bootstrap makes a node without peers and without state bootstrap a
+	// single-voter cluster (the embedded default). A node meant to join an
+	// existing cluster leaves it false.
+	Bootstrap bool
+	// Engine configures the state machine's store. Sync is forced off: the
+	// Raft log is the write-ahead log.
+	Engine engine.Options
+	// Logger receives the node's logs; raft's and Pebble's are bridged into
+	// it at warning level and above.
+	Logger *slog.Logger
+	// ApplyTimeout bounds how long a command may wait to be committed.
+	ApplyTimeout time.Duration
+	// MaxInFlight is how many log entries may be in flight at once; commands
+	// arriving meanwhile are grouped into the next entry (group commit).
+	MaxInFlight int
+	// MaxBatchCommands caps the commands grouped into one log entry.
+	MaxBatchCommands int
+	// HeartbeatTimeout, ElectionTimeout and LeaderLeaseTimeout tune raft's
+	// failure detection (raft's defaults are 1 s, 1 s, 500 ms).
+	HeartbeatTimeout   time.Duration
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
+	// SnapshotThreshold is how many log entries since the last snapshot
+	// trigger a new one; TrailingLogs how many entries a snapshot leaves
+	// behind for slow followers; SnapshotInterval how often to check.
+	SnapshotThreshold uint64
+	TrailingLogs      uint64
+	SnapshotInterval  time.Duration
+	// RaftLogSync is UNSAFE when false: Raft log appends are not fsynced and
+	// a crash can lose acknowledged commands. Only benchmarks turn it off.
+	RaftLogSync bool
+}
+
+// DefaultOptions returns the options of a production node.
+func DefaultOptions() Options {
+	return Options{
+		Engine:             engine.DefaultOptions(),
+		Logger:             slog.Default(),
+		ApplyTimeout:       10 * time.Second,
+		MaxInFlight:        4,
+		MaxBatchCommands:   1024,
+		HeartbeatTimeout:   1000 * time.Millisecond,
+		ElectionTimeout:    1000 * time.Millisecond,
+		LeaderLeaseTimeout: 500 * time.Millisecond,
+		SnapshotThreshold:  16384,
+		TrailingLogs:       10240,
+		SnapshotInterval:   2 * time.Minute,
+		RaftLogSync:        true,
+	}
+}
+
+// Validate reports an option that cannot work.
+func (o Options) Validate() error {
+	switch {
+	case o.ID == "":
+		return fmt.Errorf("raft: options: ID is required")
+	case o.Dir == "":
+		return fmt.Errorf("raft: options: Dir is required")
+	case o.Transport == nil && o.RaftAddr == "":
+		return fmt.Errorf("raft: options: RaftAddr or Transport is required")
+	case o.Logger == nil:
+		return fmt.Errorf("raft: options: Logger is required")
+	case o.ApplyTimeout <= 0 || o.MaxInFlight < 1 || o.MaxBatchCommands < 1:
+		return fmt.Errorf("raft: options: ApplyTimeout, MaxInFlight and MaxBatchCommands must be positive")
+	}
+	for _, p := range o.Peers {
+		if p.ID == "" || p.Addr == "" {
+			return fmt.Errorf("raft: options: peer %+v needs an id and an address", p)
+		}
+	}
+	return o.Engine.Validate()
+}
