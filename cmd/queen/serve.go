@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/server"
+)
+
+// serveConfig is everything `queen serve` reads from flags and the
+// environment.
+type serveConfig struct {
+	data      string
+	http      string
+	advertise string
+	nodeID    string
+	raftAddr  string
+	peers     []raft.Peer
+	logLevel  slog.Level
+	maxBody   int
+}
+
+func parseServe(args []string, getenv func(string) string) (serveConfig, error) {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	env := func(name, def string) string {
+		if v := getenv(name); v != "" {
+			return v
+		}
+		return def
+	}
+	defHTTP := "0.0.0.0:6632"
+	if h, p := getenv("HOST"), getenv("PORT"); h != "" || p != "" {
+		defHTTP = net.JoinHostPort(env("HOST", "0.0.0.0"), env("PORT", "6632"))
+	}
+	var c serveConfig
+	var peers, level string
+	fs.StringVar(&c.data, "data", env("QUEEN_DATA_DIR", "./data"), "data directory (env QUEEN_DATA_DIR)")
+	fs.StringVar(&c.http, "http", defHTTP, "HTTP listen address host:port (env HOST, PORT)")
+	fs.StringVar(&c.advertise, "advertise", env("QUEEN_ADVERTISE_HTTP", ""), "HTTP address other nodes reach this one at (default: --http, with 0.0.0.0 as 127.0.0.1)")
+	fs.StringVar(&c.nodeID, "node-id", env("QUEEN_NODE_ID", "node1"), "this node's id, unique in the cluster for all time (env QUEEN_NODE_ID)")
+	fs.StringVar(&c.raftAddr, "raft", env("QUEEN_RAFT_ADDR", ""), "Raft TCP address host:port; empty runs a single node without network replication (env QUEEN_RAFT_ADDR)")
+	fs.StringVar(&peers, "peers", env("QUEEN_PEERS", ""), "static membership id@raftHost:raftPort,... including this node; the first start bootstraps (env QUEEN_PEERS)")
+	fs.StringVar(&level, "log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
+	fs.IntVar(&c.maxBody, "max-body-bytes", 64<<20, "largest request body accepted (env QUEEN_MAX_BODY_BYTES)")
+	if v := getenv("QUEEN_MAX_BODY_BYTES"); v != "" {
+		fmt.Sscan(v, &c.maxBody)
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if err := c.logLevel.UnmarshalText([]byte(level)); err != nil {
+		return c, fmt.Errorf("bad --log-level %q", level)
+	}
+	if _, _, err := net.SplitHostPort(c.http); err != nil {
+		return c, fmt.Errorf("bad --http %q: %v", c.http, err)
+	}
+	if c.advertise == "" {
+		host, port, _ := net.SplitHostPort(c.http)
+		if host == "" || host == "0.0.0.0" || host == "::" {
+			host = "127.0.0.1"
+		}
+		c.advertise = net.JoinHostPort(host, port)
+	}
+	for _, p := range strings.Split(peers, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		id, addr, ok := strings.Cut(p, "@")
+		if !ok || id == "" || addr == "" {
+			return c, fmt.Errorf("bad --peers entry %q: want id@host:port", p)
+		}
+		c.peers = append(c.peers, raft.Peer{ID: id, Addr: addr})
+	}
+	if len(c.peers) > 0 && c.raftAddr == "" {
+		for _, p := range c.peers {
+			if p.ID == c.nodeID {
+				c.raftAddr = p.Addr
+			}
+		}
+		if c.raftAddr == "" {
+			return c, fmt.Errorf("--peers does not list --node-id %q; pass --raft", c.nodeID)
+		}
+	}
+	return c, nil
+}
+
+func serve(args []string) error {
+	c, err := parseServe(args, os.Getenv)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: c.logLevel}))
+
+	opts := raft.DefaultOptions()
+	opts.ID = c.nodeID
+	opts.Dir = c.data
+	opts.HTTPAddr = c.advertise
+	opts.Logger = log
+	opts.Peers = c.peers
+	if c.raftAddr == "" {
+		// A single node needs no network transport: it is a single voter
+		// on the same code path.
+		opts.Transport = raft.NewLocalTransport(c.nodeID)
+		opts.Bootstrap = true
+		// Alone, the node waits one heartbeat timeout before electing
+		// itself: keep that short so a restart serves at once.
+		opts.HeartbeatTimeout = 100 * time.Millisecond
+		opts.ElectionTimeout = 100 * time.Millisecond
+		opts.LeaderLeaseTimeout = 100 * time.Millisecond
+	} else {
+		opts.RaftAddr = c.raftAddr
+		opts.Bootstrap = len(c.peers) == 0
+	}
+	node, err := raft.Open(opts)
+	if err != nil {
+		return err
+	}
+	ms := metrics.NewSet()
+	srv, err := server.New(node, server.Options{
+		Addr: c.http, MaxBodyBytes: c.maxBody, Version: version, Logger: log, Metrics: ms,
+	})
+	if err != nil {
+		node.Close()
+		return err
+	}
+	ln, err := net.Listen("tcp", c.http)
+	if err != nil {
+		node.Close()
+		return fmt.Errorf("listen: %w", err)
+	}
+	log.Info("queen serving", "http", ln.Addr().String(), "data", c.data, "node", c.nodeID,
+		"raft", c.raftAddr, "peers", len(c.peers), "version", version)
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	select {
+	case sig := <-sigs:
+		log.Info("shutting down", "signal", sig.String())
+	case err := <-errc:
+		if err != nil {
+			log.Error("http server stopped", "err", err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	errs := []error{srv.Shutdown(ctx), node.Close()}
+	return errors.Join(errs...)
+}
