@@ -110,10 +110,10 @@ func (b *Batch) UpdateSubscription(group string, ts int64) int {
 
 // CursorInfo describes one (partition, group) cursor for the admin views.
 type CursorInfo struct {
-	Group              string
-	Queue              string
-	Partition          string
-	PartitionID        ID
+	Group       string
+	Queue       string
+	Partition   string
+	PartitionID ID
 	keyspace.CursorRecord
 	LeaseLive          bool
 	OffsetLag          int64 // messages retained past the cursor

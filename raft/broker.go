@@ -122,7 +122,9 @@ func (n *Node) Cursors(now int64, group string) ([]engine.CursorInfo, error) {
 func (n *Node) Subscriptions() ([]engine.Subscription, error) { return n.engine.Subscriptions() }
 
 // ListDLQ pages dead-letter rows.
-func (n *Node) ListDLQ(f engine.DLQFilter) ([]engine.DeadLetter, int, error) { return n.engine.ListDLQ(f) }
+func (n *Node) ListDLQ(f engine.DLQFilter) ([]engine.DeadLetter, int, error) {
+	return n.engine.ListDLQ(f)
+}
 
 // DeadLettersAt returns the dead-letter rows of an address.
 func (n *Node) DeadLettersAt(part engine.ID, txn string) ([]engine.DeadLetter, error) {
