@@ -4,7 +4,7 @@ PKGS     ?= ./...
 FUZZTIME ?= 30s
 BENCHTIME ?= 1s
 
-.PHONY: build test test-short lint fuzz bench run clean
+.PHONY: build test test-short lint fuzz bench run cluster cluster-stop clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/queen ./cmd/queen
@@ -37,5 +37,20 @@ bench:
 run: build
 	./bin/queen serve --data ./data
 
+# A three-node cluster on loopback: HTTP on 6632, 6642, 6652; Raft on 7001-7003;
+# data and logs in ./cluster/. Stop it with make cluster-stop.
+PEERS = n1@127.0.0.1:7001,n2@127.0.0.1:7002,n3@127.0.0.1:7003
+cluster: build
+	@mkdir -p cluster
+	@for i in 1 2 3; do \
+	  port=$$((6622 + 10*i)); \
+	  ./bin/queen serve --data cluster/n$$i --node-id n$$i --http 127.0.0.1:$$port \
+	    --raft 127.0.0.1:700$$i --peers $(PEERS) > cluster/n$$i.log 2>&1 & echo $$! > cluster/n$$i.pid; \
+	  echo "n$$i: http://127.0.0.1:$$port (log cluster/n$$i.log)"; \
+	done
+
+cluster-stop:
+	@for i in 1 2 3; do [ -f cluster/n$$i.pid ] && kill $$(cat cluster/n$$i.pid) 2>/dev/null; rm -f cluster/n$$i.pid; done; true
+
 clean:
-	rm -rf bin data
+	rm -rf bin data cluster

@@ -117,7 +117,7 @@ func (c *checker) partition(p *partition) {
 	}
 	defer it.close()
 	expect := p.rec.Start
-	var lastCreated int64
+	var lastCreated, firstCreated int64
 	frames := map[int64]segment.Frame{}
 	for ok := it.first(); ok; ok = it.next() {
 		seg, err := segment.Decode(it.it.Value())
@@ -132,6 +132,9 @@ func (c *checker) partition(p *partition) {
 		if h.CreatedAt < lastCreated || h.CreatedAt > p.rec.LastWriteAt {
 			c.failf("partition %x: segment %d createdAt %d out of order (last %d, partition %d)", p.id, h.Base, h.CreatedAt, lastCreated, p.rec.LastWriteAt)
 		}
+		if h.Base == p.rec.Start {
+			firstCreated = h.CreatedAt
+		}
 		lastCreated = h.CreatedAt
 		for i, f := range seg.Frames {
 			frames[h.Base+int64(i)] = f
@@ -140,6 +143,23 @@ func (c *checker) partition(p *partition) {
 	}
 	if expect != p.rec.Next {
 		c.failf("partition %x: segments end at %d, next is %d", p.id, expect-1, p.rec.Next)
+	}
+	if firstCreated != p.rec.OldestAt {
+		c.failf("partition %x: oldestAt %d, oldest segment created %d", p.id, p.rec.OldestAt, firstCreated)
+	}
+	var purgeFrom int64
+	err = scanPrefix(e.db, keyspace.TxnExpiryPrefix(p.id), func(k, _ []byte) error {
+		at, _, err := keyspace.ParseTxnExpiry(k)
+		if purgeFrom == 0 {
+			purgeFrom = at
+		}
+		return err
+	})
+	if err != nil {
+		c.failf("partition %x txn expiry: %v", p.id, err)
+	}
+	if purgeFrom != p.rec.PurgeFrom {
+		c.failf("partition %x: purgeFrom %d, oldest txn-expiry entry %d", p.id, p.rec.PurgeFrom, purgeFrom)
 	}
 	err = scanPrefix(e.db, keyspace.Txn(p.id, ""), func(k, v []byte) error {
 		_, txn, err := keyspace.ParseTxn(k)
@@ -178,7 +198,7 @@ func (c *checker) partition(p *partition) {
 
 // orphans finds per-partition keys of partitions that do not exist.
 func (c *checker) orphans() {
-	for _, f := range []keyspace.Family{keyspace.FamilySegment, keyspace.FamilyTxn, keyspace.FamilyCursor} {
+	for _, f := range []keyspace.Family{keyspace.FamilySegment, keyspace.FamilyTxn, keyspace.FamilyCursor, keyspace.FamilyTxnExpiry} {
 		err := c.e.scan(f, func(k, _ []byte) error {
 			if len(k) < 17 {
 				c.failf("short key %x", k)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -30,6 +31,8 @@ type Engine struct {
 	applied uint64
 	broken  error // set when a commit failed: memory and disk may differ
 	closed  bool
+
+	compacting sync.WaitGroup // background compactions of deleted ranges
 
 	cache *segmentCache
 }
@@ -77,6 +80,7 @@ func (e *Engine) Close() error {
 		return nil
 	}
 	e.closed = true
+	e.compacting.Wait()
 	return e.db.Close()
 }
 
@@ -234,6 +238,9 @@ type Batch struct {
 	rows  []*row       // dirty cursor rows, flushed at Commit
 	buf   []byte
 	err   error
+	// compactions are ranges deleted by this batch, compacted after it
+	// commits to give the space back.
+	compactions [][2][]byte
 }
 
 // Begin starts a batch. It returns an error if the engine is closed or broken.
@@ -288,7 +295,25 @@ func (b *Batch) Commit(applied uint64) error {
 	if applied > 0 {
 		e.applied = applied
 	}
+	if len(b.compactions) > 0 {
+		e.compactAsync(b.compactions)
+	}
 	return nil
+}
+
+// compactAsync compacts deleted ranges in the background. Compaction is
+// physical housekeeping: it changes no logical state.
+func (e *Engine) compactAsync(ranges [][2][]byte) {
+	e.compacting.Add(1)
+	go func() {
+		defer e.compacting.Done()
+		for _, r := range ranges {
+			if err := e.db.Compact(context.Background(), r[0], r[1], false); err != nil {
+				e.opts.Logger.Warn("engine: compact deleted range", "err", err)
+				return
+			}
+		}
+	}()
 }
 
 func (b *Batch) set(k, v []byte) {

@@ -148,10 +148,20 @@ func (b *Batch) pushGroup(now int64, m *minter, items []PushItem, results []Push
 	}
 	b.set(keyspace.Segment(p.id, base), enc)
 	b.buf = enc
+	txns := make([][]byte, len(frames))
 	for n, f := range frames {
 		rec := keyspace.TxnRecord{Offset: base + int64(n), CreatedAt: createdAt, MessageID: f.MessageID}
 		b.buf = rec.Encode(b.buf[:0])
 		b.set(keyspace.Txn(p.id, string(f.TransactionID)), b.buf)
+		txns[n] = f.TransactionID
+	}
+	b.buf = keyspace.EncodeTxnExpiry(b.buf[:0], txns)
+	b.set(keyspace.TxnExpiry(p.id, createdAt, base), b.buf)
+	if p.rec.Start == p.rec.Next {
+		p.rec.OldestAt = createdAt
+	}
+	if p.rec.PurgeFrom == 0 {
+		p.rec.PurgeFrom = createdAt
 	}
 	p.rec.Next = base + int64(len(frames))
 	p.rec.LastWriteAt = createdAt

@@ -93,6 +93,8 @@ func (b *Batch) DeleteQueue(name string) bool {
 		b.delRange(lo, keyspace.PrefixEnd(lo))
 		lo = keyspace.Txn(p.id, "")
 		b.delRange(lo, keyspace.PrefixEnd(lo))
+		lo = keyspace.TxnExpiryPrefix(p.id)
+		b.delRange(lo, keyspace.PrefixEnd(lo))
 		b.del(keyspace.Partition(p.id))
 		delete(b.e.parts, p.id)
 	}

@@ -137,6 +137,9 @@ func apply(b *engine.Batch, c *command.Command, t *touchSet) result {
 	case command.TypeAnnounce:
 		b.SetClusterValue(httpKey(c.Announce.NodeID), c.Announce.HTTP)
 		return result{}
+	case command.TypeSweep:
+		v, err := b.Sweep(st)
+		return result{v, err}
 	}
 	panic(fmt.Sprintf("raft: fsm: unknown command type %d", c.Type))
 }

@@ -133,9 +133,10 @@ func Open(opts Options) (*Node, error) {
 			return nil, fmt.Errorf("raft: bootstrap: %w", err)
 		}
 	}
-	n.wg.Add(2)
+	n.wg.Add(3)
 	go n.proposeLoop()
 	go n.leaderLoop()
+	go n.sweepLoop()
 	ok = true
 	return n, nil
 }
@@ -314,6 +315,40 @@ func (n *Node) leaderLoop() {
 			return
 		}
 	}
+}
+
+// sweepLoop proposes a retention sweep every RetentionInterval while this
+// node leads. The sweep is a command like any other: every replica deletes
+// the same segments as of the same stamped time.
+func (n *Node) sweepLoop() {
+	defer n.wg.Done()
+	if n.opts.RetentionInterval <= 0 {
+		return
+	}
+	t := time.NewTicker(n.opts.RetentionInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			if n.raft.State() != hraft.Leader {
+				continue
+			}
+			if _, err := n.Sweep(context.Background()); err != nil && !errors.Is(err, ErrShutdown) {
+				n.log.Warn("raft: retention sweep", "err", err)
+			}
+		case <-n.done:
+			return
+		}
+	}
+}
+
+// Sweep proposes a retention sweep now.
+func (n *Node) Sweep(ctx context.Context) (engine.SweepResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, n.opts.ApplyTimeout)
+	defer cancel()
+	v, err := n.apply(ctx, command.Command{Type: command.TypeSweep})
+	res, _ := v.(engine.SweepResult)
+	return res, err
 }
 
 // Status reports the node's role, leader and applied index.

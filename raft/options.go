@@ -63,6 +63,9 @@ type Options struct {
 	SnapshotThreshold uint64
 	TrailingLogs      uint64
 	SnapshotInterval  time.Duration
+	// RetentionInterval is how often the leader proposes a retention sweep
+	// (retention, eviction, index purge); 0 disables it.
+	RetentionInterval time.Duration
 	// RaftLogSync is UNSAFE when false: Raft log appends are not fsynced and
 	// a crash can lose acknowledged commands. Only benchmarks turn it off.
 	RaftLogSync bool
@@ -82,6 +85,7 @@ func DefaultOptions() Options {
 		SnapshotThreshold:  16384,
 		TrailingLogs:       10240,
 		SnapshotInterval:   2 * time.Minute,
+		RetentionInterval:  5 * time.Second,
 		RaftLogSync:        true,
 	}
 }

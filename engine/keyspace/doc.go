@@ -21,12 +21,18 @@
 //	0x08 dlq      0x08 | failedAt µs u64 | row id (16)                    DeadLetter record
 //	0x09 dlqaddr  0x09 | partition id (16) | u16 len | txn id | row key   empty (index by address)
 //	0x0A dlqqueue 0x0A | u16 len | queue | u16 len | group | row key      empty (index by queue, group)
+//	0x0B txnexp   0x0B | partition id (16) | createdAt µs u64 | base u64  TxnExpiry list (one per segment)
 //
 // A DLQ "row key" is the 24 bytes after the family byte of its 0x08 key
 // (failedAt then row id), so the indexes sort by failure time like the rows
 // do, and the newest failure is found by a reverse scan.
 //
-// Per-partition families (0x04, 0x05, 0x06, 0x09) put the partition id right
+// A txn-expiry entry lists the transaction ids of one segment under the
+// segment's creation time, so the purge of the transaction-id index after its
+// window (SEMANTICS §8.3) reads a partition's oldest entries in order instead
+// of scanning the whole index.
+//
+// Per-partition families (0x04, 0x05, 0x06, 0x09, 0x0B) put the partition id right
 // after the family byte, so all of a partition's segments, transaction ids or
 // cursors form one contiguous range: retention and queue deletion are range
 // deletes (SegmentSpan, TxnSpan). No key holds a number that spans partitions;
@@ -43,7 +49,9 @@
 // ErrCorrupt. Times are unix microseconds.
 //
 //	Queue        ver | id | createdAt i64 | namespace str | task str | n uvarint | n × (option u8, value varint)
-//	Partition    ver | queue str | name str | next i64 | start i64 | createdAt i64 | lastWriteAt i64
+//	Partition    ver | queue str | name str | next i64 | start i64 | createdAt i64 | lastWriteAt i64 |
+//	             oldestAt i64 | purgeFrom i64
+//	TxnExpiry    ver | n uvarint | n × txn bytes
 //	Txn          ver | offset i64 | createdAt i64 | message id
 //	Cursor       ver | committed i64 | batchEnd i64 | lease id | leaseExpiresAt i64 | leaseAcquiredAt i64 |
 //	             retryCount u32 | attemptOffset i64 | attemptCount u32 | totalConsumed i64 |

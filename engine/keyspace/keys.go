@@ -20,6 +20,7 @@ const (
 	FamilyDLQ       Family = 0x08
 	FamilyDLQAddr   Family = 0x09
 	FamilyDLQQueue  Family = 0x0A
+	FamilyTxnExpiry Family = 0x0B
 )
 
 // FormatVersion is the store format this code writes (meta key "version").
@@ -116,6 +117,28 @@ func ParseTxn(key []byte) (ID, string, error) {
 	var id ID
 	copy(id[:], key[1:17])
 	return id, string(key[17:]), nil
+}
+
+// TxnExpiry returns the key of the txn-expiry entry of the segment at base,
+// created at createdAt: the purge of the transaction-id index walks these in
+// time order.
+func TxnExpiry(id ID, createdAt, base int64) []byte {
+	k := make([]byte, 0, 1+16+16)
+	k = append(k, byte(FamilyTxnExpiry))
+	k = append(k, id[:]...)
+	k = binary.BigEndian.AppendUint64(k, uint64(createdAt))
+	return binary.BigEndian.AppendUint64(k, uint64(base))
+}
+
+// TxnExpiryPrefix returns the prefix of a partition's txn-expiry entries.
+func TxnExpiryPrefix(id ID) []byte { return append([]byte{byte(FamilyTxnExpiry)}, id[:]...) }
+
+// ParseTxnExpiry returns the createdAt and base of a txn-expiry key.
+func ParseTxnExpiry(key []byte) (createdAt, base int64, err error) {
+	if len(key) != 1+16+16 || Family(key[0]) != FamilyTxnExpiry {
+		return 0, 0, fmt.Errorf("%w: txn-expiry key %x", ErrCorrupt, key)
+	}
+	return int64(binary.BigEndian.Uint64(key[17:25])), int64(binary.BigEndian.Uint64(key[25:])), nil
 }
 
 // Cursor returns the key of the cursor row of group on partition id.

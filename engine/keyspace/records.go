@@ -26,6 +26,9 @@ type QueueRecord struct {
 
 // PartitionRecord is the value of a partition key. Next is the offset the next
 // pushed message gets (last offset + 1); Start is the oldest retained offset.
+// OldestAt is the createdAt of the segment at Start (0 when none is
+// retained) and PurgeFrom the createdAt of the oldest txn-expiry entry (0
+// when none): they let the retention sweep skip partitions without reading.
 type PartitionRecord struct {
 	Queue       string
 	Name        string
@@ -33,6 +36,8 @@ type PartitionRecord struct {
 	Start       int64
 	CreatedAt   int64
 	LastWriteAt int64
+	OldestAt    int64
+	PurgeFrom   int64
 }
 
 // TxnRecord is the value of a transaction-id index entry.
@@ -267,13 +272,16 @@ func (p *PartitionRecord) Encode(dst []byte) []byte {
 	w.i64(p.Start)
 	w.i64(p.CreatedAt)
 	w.i64(p.LastWriteAt)
+	w.i64(p.OldestAt)
+	w.i64(p.PurgeFrom)
 	return w.b
 }
 
 // DecodePartition decodes a partition record.
 func DecodePartition(b []byte) (PartitionRecord, error) {
 	r := newReader(b, "partition")
-	p := PartitionRecord{Queue: r.str(), Name: r.str(), Next: r.i64(), Start: r.i64(), CreatedAt: r.i64(), LastWriteAt: r.i64()}
+	p := PartitionRecord{Queue: r.str(), Name: r.str(), Next: r.i64(), Start: r.i64(), CreatedAt: r.i64(),
+		LastWriteAt: r.i64(), OldestAt: r.i64(), PurgeFrom: r.i64()}
 	return p, r.done()
 }
 
@@ -373,4 +381,30 @@ func DecodeDeadLetter(b []byte) (DeadLetterRecord, error) {
 		RetryCount: r.u32(), EnqueuedAt: r.i64(), Deliveries: r.u32(),
 	}
 	return d, r.done()
+}
+
+// EncodeTxnExpiry encodes the value of a txn-expiry entry: the transaction
+// ids of one segment.
+func EncodeTxnExpiry(dst []byte, txns [][]byte) []byte {
+	w := writer{dst}
+	w.u8(recordVersion)
+	w.b = binary.AppendUvarint(w.b, uint64(len(txns)))
+	for _, t := range txns {
+		w.bytes(t)
+	}
+	return w.b
+}
+
+// DecodeTxnExpiry decodes a txn-expiry entry.
+func DecodeTxnExpiry(b []byte) ([]string, error) {
+	r := newReader(b, "txn-expiry")
+	n := r.uvarint()
+	if n > uint64(len(r.b)) {
+		r.fail("count %d", n)
+	}
+	var out []string
+	for i := uint64(0); r.err == nil && i < n; i++ {
+		out = append(out, r.str())
+	}
+	return out, r.done()
 }

@@ -28,6 +28,7 @@ const (
 	TypeDeleteGroup Type = 12
 	TypeUpdateSub   Type = 13
 	TypeAnnounce    Type = 14
+	TypeSweep       Type = 15
 )
 
 const (
@@ -219,6 +220,7 @@ func (c *Command) append(dst []byte) []byte {
 	case TypeAnnounce:
 		w.str(c.Announce.NodeID)
 		w.str(c.Announce.HTTP)
+	case TypeSweep:
 	default:
 		panic(fmt.Sprintf("command: encode unknown type %d", c.Type))
 	}
@@ -325,6 +327,7 @@ func (c *Command) decode(b []byte) error {
 		c.Group = GroupCmd{Group: r.str(), Timestamp: r.i64()}
 	case TypeAnnounce:
 		c.Announce = Announce{NodeID: r.str(), HTTP: r.str()}
+	case TypeSweep:
 	default:
 		return fmt.Errorf("%w: unknown command type %d", ErrCorrupt, c.Type)
 	}

@@ -36,6 +36,7 @@ func sampleCommands() []*command.Command {
 		{Type: command.TypeDeleteGroup, Stamp: st, Group: command.GroupCmd{Group: "g", Queue: "q", DeleteMetadata: true}},
 		{Type: command.TypeUpdateSub, Stamp: st, Group: command.GroupCmd{Group: "g", Timestamp: 77}},
 		{Type: command.TypeAnnounce, Stamp: st, Announce: command.Announce{NodeID: "n1", HTTP: "127.0.0.1:6632"}},
+		{Type: command.TypeSweep, Stamp: st},
 	}
 }
 

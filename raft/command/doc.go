@@ -46,6 +46,7 @@
 //	DeleteGroup     group str | queue str | deleteMetadata u8
 //	UpdateSub       group str | timestamp i64
 //	Announce        node id str | http address str
+//	Sweep           (no body: retention, eviction and index purge as of the stamp's time)
 //
 // Type numbers are listed in command.go; retired numbers stay reserved.
 package command
