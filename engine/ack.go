@@ -40,11 +40,16 @@ const (
 )
 
 // Ack applies ack items. Items are grouped by (partition, group, lease) in
-// first-appearance order; each group is one clamp decision (SEMANTICS §6.3).
+// first-appearance order; each group is one clamp decision (SEMANTICS §6.3),
+// decided and applied in turn, so a later group on the same cursor row sees
+// what an earlier one did.
 func (b *Batch) Ack(st Stamp, items []AckItem) []AckResult {
 	m := &minter{seed: st.Seed}
 	results := make([]AckResult, len(items))
-	for _, plan := range b.planAcks(st.Time, items, results) {
+	for _, plan := range b.groupAcks(items, results) {
+		if plan.reject == "" {
+			b.decide(st.Time, plan, items, results, plan.r.rec)
+		}
 		b.applyAck(st.Time, m, plan, items, results)
 	}
 	return results
@@ -69,9 +74,9 @@ type ackKey struct {
 	lease ID
 }
 
-// planAcks resolves items and runs the clamp per group. It fills the results
-// of items it rejects outright and reads but never writes.
-func (b *Batch) planAcks(now int64, items []AckItem, results []AckResult) []*ackPlan {
+// groupAcks splits items into plans in first-appearance order and finds
+// each plan's cursor row. It only reads.
+func (b *Batch) groupAcks(items []AckItem, results []AckResult) []*ackPlan {
 	var plans []*ackPlan
 	index := map[ackKey]*ackPlan{}
 	for i := range items {
@@ -95,9 +100,6 @@ func (b *Batch) planAcks(now int64, items []AckItem, results []AckResult) []*ack
 				plan.reject = errTextNoCursor
 			default:
 				plan.r = p.cursors[group]
-				if it.Lease != (ID{}) && (plan.r.rec.Lease != it.Lease || !plan.r.leaseLive(now)) {
-					plan.reject = errTextInvalidLease
-				}
 			}
 		}
 		plan.items = append(plan.items, i)
@@ -105,53 +107,61 @@ func (b *Batch) planAcks(now int64, items []AckItem, results []AckResult) []*ack
 			results[i].Queue, results[i].Partition = plan.r.p.q.name, plan.r.p.rec.Name
 		}
 	}
-	for _, plan := range plans {
-		if plan.reject != "" {
-			for _, i := range plan.items {
-				results[i].Error = plan.reject
-			}
-			continue
-		}
-		b.decide(now, plan, items, results)
-	}
 	return plans
 }
 
-// decide resolves a plan's transaction ids and runs the clamp.
-func (b *Batch) decide(now int64, plan *ackPlan, items []AckItem, results []AckResult) {
+// decide validates a plan's lease against rec (its row as it stands when the
+// plan's turn comes), resolves its transaction ids and runs the clamp. It
+// only reads.
+func (b *Batch) decide(now int64, plan *ackPlan, items []AckItem, results []AckResult, rec keyspace.CursorRecord) {
 	r := plan.r
+	if plan.lease != (ID{}) && (rec.Lease != plan.lease || rec.LeaseExpiresAt <= now) {
+		plan.reject = errTextInvalidLease
+		return
+	}
 	resolved := plan.items[:0:0]
 	for _, i := range plan.items {
-		rec, ok := b.lookupTxn(r.p.id, items[i].TransactionID)
+		txn, ok := b.lookupTxn(r.p.id, items[i].TransactionID)
 		if !ok {
 			results[i].Error = errTextNotFound
 			plan.missing = append(plan.missing, i)
 			continue
 		}
 		resolved = append(resolved, i)
-		plan.offsets = append(plan.offsets, cursor.Item{Offset: Offset(rec.Offset), Status: items[i].Status})
+		plan.offsets = append(plan.offsets, cursor.Item{Offset: Offset(txn.Offset), Status: items[i].Status})
 	}
 	plan.items = resolved
 	plan.outcomes = make([]cursor.Outcome, len(plan.offsets))
 	state := cursor.State{
-		Committed:  Offset(r.rec.Committed),
-		RetryCount: r.rec.RetryCount,
+		Committed:  Offset(rec.Committed),
+		RetryCount: rec.RetryCount,
 	}
 	if plan.lease != (ID{}) {
-		state.SpanEnd, state.BatchEnd = Offset(r.rec.BatchEnd), Offset(r.rec.BatchEnd)
+		state.SpanEnd, state.BatchEnd = Offset(rec.BatchEnd), Offset(rec.BatchEnd)
 	} else {
 		// Lease-less (C10): any stored message past the cursor may be acked;
 		// the batch completes at its recorded end, or at the head when no
 		// batch is recorded.
 		state.SpanEnd = r.p.last()
 		state.BatchEnd = state.SpanEnd
-		if r.rec.BatchEnd > r.rec.Committed {
-			state.BatchEnd = Offset(r.rec.BatchEnd)
+		if rec.BatchEnd > rec.Committed {
+			state.BatchEnd = Offset(rec.BatchEnd)
 		}
 	}
 	cfg := r.p.q.config
 	policy := cursor.Policy{RetryLimit: uint32(min(cfg.Get(OptRetryLimit), 1<<31)), DeadLetter: cfg.DeadLetterEnabled()}
 	plan.decision = cursor.Clamp(state, policy, plan.offsets, plan.outcomes)
+}
+
+// nextCursor is the cursor row after a decision: the part of applyAck that
+// only moves numbers, shared with a transaction's dry run.
+func nextCursor(rec keyspace.CursorRecord, d cursor.Decision) keyspace.CursorRecord {
+	rec.Committed = max(rec.Committed, int64(d.Committed))
+	rec.RetryCount = d.RetryCount
+	if d.LeaseReleased {
+		rec.Lease, rec.LeaseExpiresAt, rec.BatchEnd = ID{}, 0, -1
+	}
+	return rec
 }
 
 // failed reports whether a plan would reject any of its items: what rolls a
@@ -177,6 +187,9 @@ func (plan *ackPlan) failed(results []AckResult) (string, bool) {
 // applyAck writes a plan's decision and fills its items' results.
 func (b *Batch) applyAck(now int64, m *minter, plan *ackPlan, items []AckItem, results []AckResult) {
 	if plan.reject != "" {
+		for _, i := range plan.items {
+			results[i].Error = plan.reject
+		}
 		return
 	}
 	r, d := plan.r, plan.decision
@@ -194,24 +207,23 @@ func (b *Batch) applyAck(now int64, m *minter, plan *ackPlan, items []AckItem, r
 		}
 		res.LeaseReleased = d.LeaseReleased
 	}
-	if d.Prefix > Offset(r.rec.Committed) {
-		r.rec.TotalConsumed += int64(d.Prefix) - r.rec.Committed
-		r.rec.Committed = int64(d.Prefix)
-		r.rec.LastConsumedAt = now
+	old := r.rec
+	next := nextCursor(old, d)
+	if next.Committed > old.Committed {
+		next.TotalConsumed += next.Committed - old.Committed
+		next.LastConsumedAt = now
 	}
 	switch d.Action {
-	case cursor.Unchanged, cursor.Advance:
-		r.rec.RetryCount = d.RetryCount
 	case cursor.Complete:
-		r.rec.RetryCount = d.RetryCount
-		r.rec.AttemptOffset, r.rec.AttemptCount = -1, 0
+		next.AttemptOffset, next.AttemptCount = -1, 0
 	case cursor.Release:
-		r.rec.RetryCount = d.RetryCount
 		if delay := r.p.q.config.Get(OptRetryDelay); delay > 0 {
-			r.rec.RetryAfter = now + delay*1000 // B6
+			next.RetryAfter = now + delay*1000 // B6
 		}
 	case cursor.ActionDeadLetter, cursor.Drop:
+		next.AttemptOffset, next.AttemptCount = -1, 0
 		poison := plan.items[d.PoisonIndex]
+		filed := false
 		if d.Action == cursor.ActionDeadLetter {
 			text := items[poison].Error
 			for _, i := range plan.items {
@@ -222,57 +234,41 @@ func (b *Batch) applyAck(now int64, m *minter, plan *ackPlan, items []AckItem, r
 			if text == "" {
 				text = errTextRetryExhausted
 			}
-			// deadLetter snapshots the counter as it stands: the budget
-			// consumed at this moment.
-			if err := b.deadLetter(now, m, r, d.Poison, text); err != nil {
+			// The snapshot records the budget consumed at this moment.
+			var err error
+			if filed, err = b.fileDeadLetter(now, m, r, d.Poison, text, old.RetryCount, old.AttemptCount); err != nil {
 				b.fail(err)
 				return
 			}
-			results[poison].DLQ = true
-		} else {
-			r.rec.Committed = int64(d.Poison)
-			r.rec.TotalConsumed++
-			r.rec.LastConsumedAt = now
-			r.rec.AttemptOffset, r.rec.AttemptCount = -1, 0
-			results[poison].Dropped = true
 		}
-		r.rec.RetryCount = 0
+		// A message retention already deleted cannot be filed: it is gone,
+		// as a dropped one is.
+		results[poison].DLQ, results[poison].Dropped = filed, !filed
 	}
-	if d.LeaseReleased && r.rec.Lease != (ID{}) {
-		b.setLease(r, ID{}, 0, 0)
-	} else if d.LeaseReleased {
-		r.rec.BatchEnd = -1
+	r.rec = next
+	if old.Lease != next.Lease {
+		b.indexLease(r, old.Lease, next.Lease)
 	}
 	b.touchRow(r)
 }
 
-// deadLetter files the message at off as a dead-letter snapshot for r's group,
-// moves the cursor past it and resets the retry and redelivery state
-// (SEMANTICS §6.3 step 6). The lease, if any, is left to the caller.
-func (b *Batch) deadLetter(now int64, m *minter, r *row, off Offset, text string) error {
+// fileDeadLetter writes the dead-letter snapshot of the message at off for
+// r's group (SEMANTICS §6.3 step 6). It reports false, writing nothing, when
+// the message's segment is already deleted. The cursor is the caller's.
+func (b *Batch) fileDeadLetter(now int64, m *minter, r *row, off Offset, text string, retryCount, deliveries uint32) (bool, error) {
 	p := r.p
+	frame, createdAt, found, err := b.e.readOne(b.pb, p.id, off)
+	if err != nil || !found {
+		return false, err
+	}
 	rec := keyspace.DeadLetterRecord{
 		PartitionID: p.id, Queue: p.q.name, Partition: p.rec.Name, Group: r.group, Offset: int64(off),
-		Error: text, RetryCount: r.rec.RetryCount, Deliveries: r.rec.AttemptCount,
-	}
-	frame, createdAt, found, err := b.e.readOne(b.pb, p.id, off)
-	if err != nil {
-		return err
-	}
-	if found {
-		rec.MessageID = frame.MessageID
-		rec.TransactionID = string(frame.TransactionID)
-		rec.HasTrace, rec.TraceID = frame.HasTrace, frame.TraceID
-		rec.ProducerSub = string(frame.ProducerSub)
-		rec.Payload = frame.Payload
-		rec.EnqueuedAt = createdAt
+		Error: text, RetryCount: retryCount, Deliveries: deliveries,
+		MessageID: frame.MessageID, TransactionID: string(frame.TransactionID),
+		HasTrace: frame.HasTrace, TraceID: frame.TraceID, ProducerSub: string(frame.ProducerSub),
+		Payload: frame.Payload, EnqueuedAt: createdAt,
 	}
 	b.putDeadLetter(keyspace.MakeRowKey(now, m.next()), &rec)
-	r.rec.Committed = int64(off)
-	r.rec.TotalConsumed++
-	r.rec.LastConsumedAt = now
-	r.rec.RetryCount = 0
-	r.rec.AttemptOffset, r.rec.AttemptCount = -1, 0
-	b.touchRow(r)
-	return nil
+	return true, nil
 }
+

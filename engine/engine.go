@@ -363,8 +363,23 @@ func (b *Batch) putSub(q *queue, group string, s *sub) {
 // setLease moves a row to a new lease (zero to release) and keeps the lease
 // index in step.
 func (b *Batch) setLease(r *row, lease ID, expiresAt, acquiredAt int64) {
+	old := r.rec.Lease
+	r.rec.Lease = lease
+	r.rec.LeaseExpiresAt = expiresAt
+	if lease != (ID{}) {
+		r.rec.LeaseAcquiredAt = acquiredAt
+	} else {
+		r.rec.BatchEnd = -1
+	}
+	b.indexLease(r, old, lease)
+	b.touchRow(r)
+}
+
+// indexLease moves r in the lease index from lease old to lease new (zero
+// ids mean none).
+func (b *Batch) indexLease(r *row, old, new ID) {
 	e := b.e
-	if old := r.rec.Lease; old != (ID{}) {
+	if old != (ID{}) {
 		refs := e.leases[old]
 		for i, ref := range refs {
 			if ref.p == r.p && ref.group == r.group {
@@ -378,15 +393,9 @@ func (b *Batch) setLease(r *row, lease ID, expiresAt, acquiredAt int64) {
 			e.leases[old] = refs
 		}
 	}
-	r.rec.Lease = lease
-	r.rec.LeaseExpiresAt = expiresAt
-	if lease != (ID{}) {
-		r.rec.LeaseAcquiredAt = acquiredAt
-		e.leases[lease] = append(e.leases[lease], leaseRef{r.p, r.group})
-	} else {
-		r.rec.BatchEnd = -1
+	if new != (ID{}) {
+		e.leases[new] = append(e.leases[new], leaseRef{r.p, r.group})
 	}
-	b.touchRow(r)
 }
 
 // queueFor returns the named queue, creating it with implicit defaults.

@@ -258,6 +258,10 @@ func (b *Batch) claim(now int64, m *minter, cmd *PopCmd, group string, p *partit
 	if r.leaseLive(now) || r.rec.RetryAfter > now {
 		return 0, nil
 	}
+	if r.rec.Lease != (ID{}) {
+		// An expired lease: this claim ends it, whether or not it delivers.
+		b.setLease(r, ID{}, 0, 0)
+	}
 	cfg := p.q.config
 	if w := cfg.Get(OptWindowBuffer) * secondUS; w > 0 && p.rec.LastWriteAt > now-w {
 		return 0, nil
@@ -281,10 +285,19 @@ func (b *Batch) claim(now int64, m *minter, cmd *PopCmd, group string, p *partit
 		// B5: a message delivered maxDeliveries times without a terminal ack
 		// is dead-lettered instead of delivered again.
 		for from <= last && r.rec.AttemptOffset == int64(from) && int64(r.rec.AttemptCount) >= maxDeliveries {
-			if err := b.deadLetter(now, m, r, from, "max deliveries exceeded"); err != nil {
+			filed, err := b.fileDeadLetter(now, m, r, from, "max deliveries exceeded", r.rec.RetryCount, r.rec.AttemptCount)
+			if err != nil {
 				return 0, err
 			}
-			res.DeadLettered++
+			if filed {
+				res.DeadLettered++
+			}
+			r.rec.Committed = int64(from)
+			r.rec.TotalConsumed++
+			r.rec.LastConsumedAt = now
+			r.rec.RetryCount = 0
+			r.rec.AttemptOffset, r.rec.AttemptCount = -1, 0
+			b.touchRow(r)
 			from++
 		}
 	}
@@ -320,9 +333,6 @@ func (b *Batch) claim(now int64, m *minter, cmd *PopCmd, group string, p *partit
 		r.rec.Committed = int64(to)
 		r.rec.TotalConsumed += int64(n)
 		r.rec.LastConsumedAt = now
-		if r.rec.Lease != (ID{}) {
-			b.setLease(r, ID{}, 0, 0)
-		}
 		r.rec.AttemptOffset, r.rec.AttemptCount = -1, 0
 	} else {
 		claim.LeaseExpiresAt = now + leaseSeconds*secondUS

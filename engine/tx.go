@@ -1,6 +1,10 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/queenmq/queen/engine/keyspace"
+)
 
 // TxOp is one operation of a transaction: exactly one of Push and Ack.
 type TxOp struct {
@@ -44,9 +48,20 @@ func (b *Batch) Transaction(st Stamp, ops []TxOp, requiredLeases []ID) TxResult 
 		res.Error = err.Error()
 		return res
 	}
+	// Decide every ack group in turn against the rows as the earlier
+	// groups would leave them, before writing anything.
 	ackResults := make([]AckResult, len(acks))
-	plans := b.planAcks(now, acks, ackResults)
+	plans := b.groupAcks(acks, ackResults)
+	after := map[*row]keyspace.CursorRecord{}
 	for _, plan := range plans {
+		if plan.reject == "" {
+			rec, ok := after[plan.r]
+			if !ok {
+				rec = plan.r.rec
+			}
+			b.decide(now, plan, acks, ackResults, rec)
+			after[plan.r] = nextCursor(rec, plan.decision)
+		}
 		if text, failed := plan.failed(ackResults); failed {
 			res.Error = "ack failed: " + text
 			return res

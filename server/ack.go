@@ -1,0 +1,474 @@
+package server
+
+import (
+	"github.com/valyala/fasthttp"
+
+	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/engine/cursor"
+)
+
+// Ack request error texts (API.md §7).
+const (
+	textTxnRequired       = "transactionId is required"
+	textPartRequired      = "partitionId is required to ensure message uniqueness"
+	textBatchTxnRequired  = "Each acknowledgment must have a valid transactionId string"
+	textBatchPartRequired = "Each acknowledgment must have a valid partitionId string to ensure message uniqueness"
+	textBadPartition      = "invalid partitionId: not a UUID"
+	textBadLease          = "invalid or expired lease"
+)
+
+// ackFields are the members of one acknowledgment.
+type ackFields struct {
+	like                                  *ackFields // while decoding: the previous item, whose strings are reused
+	txn, part, status, group, lease, text string
+	hasTxn, hasPart                       bool
+}
+
+// member decodes key if it is an ack field.
+func (f *ackFields) member(sc *scanner, key []byte) (handled bool, err error) {
+	switch string(key) {
+	case "transactionId":
+		f.txn, f.hasTxn, err = sc.optString("transactionId")
+	case "partitionId":
+		f.part, f.hasPart, err = sc.optStringLike("partitionId", f.like.part)
+	case "status":
+		f.status, _, err = sc.optStringLike("status", f.like.status) // absent/null: "" = completed (C8)
+	case "consumerGroup":
+		f.group, _, err = sc.optStringLike("consumerGroup", f.like.group)
+	case "leaseId":
+		f.lease, _, err = sc.optStringLike("leaseId", f.like.lease)
+	case "error":
+		f.text, _, err = sc.optString("error")
+	default:
+		return false, nil
+	}
+	return true, err
+}
+
+// item builds the engine item. A partitionId or leaseId that is not a UUID
+// cannot name anything: it becomes a per-item error (itemErr), not a 400.
+// prev and like are the previous item's fields and result (like is nil if
+// there is none or it failed): ids it already parsed are reused.
+func (f *ackFields) item(prev *ackFields, like *engine.AckItem) (it engine.AckItem, itemErr string) {
+	it = engine.AckItem{TransactionID: f.txn, Group: f.group, Status: cursor.ParseStatus(f.status), Error: f.text}
+	var err error
+	switch {
+	case like != nil && f.part == prev.part:
+		it.PartitionID = like.PartitionID
+	default:
+		if it.PartitionID, err = engine.ParseID(f.part); err != nil {
+			return it, textBadPartition
+		}
+	}
+	switch {
+	case f.lease == "":
+	case like != nil && f.lease == prev.lease:
+		it.Lease = like.Lease
+	default:
+		if it.Lease, err = engine.ParseID(f.lease); err != nil {
+			return it, textBadLease
+		}
+	}
+	return it, ""
+}
+
+// decodeAckFields reads one acknowledgment object; like is the previous
+// one (or empty).
+func decodeAckFields(sc *scanner, like *ackFields) (ackFields, error) {
+	f := ackFields{like: like}
+	if sc.peek() != '{' {
+		return f, skipThen(sc, badRequest("each acknowledgment must be an object"))
+	}
+	err := sc.object(func(sc *scanner, key []byte) error {
+		if ok, err := f.member(sc, key); ok {
+			return err
+		}
+		return sc.skip()
+	})
+	f.like = nil
+	return f, err
+}
+
+// ack answers POST /api/v1/ack: an array of one result.
+func (s *Server) ack(ctx *fasthttp.RequestCtx, _ *params) {
+	f := ackFields{like: &ackFields{}}
+	err := decodeObject(bodyCopy(ctx), false, func(sc *scanner, key []byte) error {
+		if ok, err := f.member(sc, key); ok {
+			return err
+		}
+		return sc.skip()
+	})
+	switch {
+	case err != nil:
+	case !f.hasTxn || f.txn == "":
+		err = badRequest(textTxnRequired)
+	case !f.hasPart || f.part == "":
+		err = badRequest(textPartRequired)
+	}
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	s.acknowledge(ctx, []ackFields{f})
+}
+
+// ackBatch answers POST /api/v1/ack/batch: a top-level consumerGroup applies
+// to every item (overriding theirs); results come back in input order.
+func (s *Server) ackBatch(ctx *fasthttp.RequestCtx, _ *params) {
+	var (
+		fields      []ackFields
+		found       bool
+		group       string
+		hasGroup    bool
+		errRequired error
+		none        ackFields
+	)
+	err := decodeObject(bodyCopy(ctx), false, func(sc *scanner, key []byte) (err error) {
+		switch string(key) {
+		case "consumerGroup":
+			group, hasGroup, err = sc.optString("consumerGroup")
+			return err
+		case "acknowledgments":
+			if sc.peek() != '[' {
+				return skipThen(sc, badRequest("acknowledgments array is required"))
+			}
+			found = true
+			return sc.array(func(sc *scanner, _ int) error {
+				like := &none
+				if len(fields) > 0 {
+					like = &fields[len(fields)-1]
+				}
+				f, err := decodeAckFields(sc, like)
+				switch {
+				case err != nil:
+					return err
+				case errRequired != nil:
+				case !f.hasTxn || f.txn == "":
+					errRequired = badRequest(textBatchTxnRequired)
+				case !f.hasPart || f.part == "":
+					errRequired = badRequest(textBatchPartRequired)
+				}
+				fields = append(fields, f)
+				return nil
+			})
+		}
+		return sc.skip()
+	})
+	switch {
+	case err != nil:
+	case !found:
+		err = badRequest("acknowledgments array is required")
+	default:
+		err = errRequired
+	}
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	if hasGroup {
+		for i := range fields {
+			fields[i].group = group
+		}
+	}
+	s.acknowledge(ctx, fields)
+}
+
+// acknowledge sends the well-formed items to the broker in one command and
+// answers the array of results, per-item errors included.
+func (s *Server) acknowledge(ctx *fasthttp.RequestCtx, fields []ackFields) {
+	items := make([]engine.AckItem, 0, len(fields))
+	itemErrs := make([]string, len(fields))
+	var like *engine.AckItem
+	for i := range fields {
+		var prev *ackFields
+		if i > 0 && itemErrs[i-1] == "" {
+			prev = &fields[i-1]
+		} else {
+			like = nil
+		}
+		it, itemErr := fields[i].item(prev, like)
+		if itemErrs[i] = itemErr; itemErr == "" {
+			items = append(items, it)
+			like = &items[len(items)-1]
+		}
+	}
+	var res []engine.AckResult
+	if len(items) > 0 {
+		var err error
+		if res, err = s.broker.Ack(s.ctx, items); err != nil {
+			s.writeError(ctx, err)
+			return
+		}
+		s.m.acked(items, res)
+	}
+	w := startBody(ctx)
+	w.array("")
+	next := 0
+	for i := range fields {
+		if itemErrs[i] != "" {
+			s.m.ackFailed.Inc()
+			writeAckResult(&w, i, fields[i].txn, &engine.AckResult{TransactionID: fields[i].txn, Error: itemErrs[i]})
+			continue
+		}
+		writeAckResult(&w, i, fields[i].txn, &res[next])
+		next++
+	}
+	w.endArray()
+	send(ctx, fasthttp.StatusOK, w)
+}
+
+// writeAckResult writes one ack result item (API.md §7.2, C7).
+func writeAckResult(w *jsonWriter, index int, txn string, r *engine.AckResult) {
+	w.object("")
+	w.int("index", int64(index))
+	w.str("transactionId", txn)
+	w.bool("success", r.Success)
+	w.strOrNull("error", r.Error)
+	w.strOrNull("queueName", r.Queue)
+	w.strOrNull("partitionName", r.Partition)
+	w.bool("leaseReleased", r.LeaseReleased)
+	w.bool("dlq", r.DLQ)
+	w.bool("noop", r.Noop)
+	w.bool("dropped", r.Dropped)
+	w.endObject()
+}
+
+// txOp is one flattened transaction operation, in request order.
+type txOp struct {
+	push bool
+	txn  string
+}
+
+// transaction answers POST /api/v1/transaction (SEMANTICS §13): always 200
+// with success true or false once the bundle reached the broker.
+func (s *Server) transaction(ctx *fasthttp.RequestCtx, _ *params) {
+	var (
+		ops      []engine.TxOp
+		order    []txOp
+		required []engine.ID
+		found    bool
+	)
+	err := decodeObject(bodyCopy(ctx), false, func(sc *scanner, key []byte) error {
+		switch string(key) {
+		case "operations":
+			if sc.peek() != '[' {
+				return skipThen(sc, badRequest("operations array required"))
+			}
+			found = true
+			return sc.array(func(sc *scanner, _ int) error {
+				return decodeTxOp(sc, &ops, &order)
+			})
+		case "requiredLeases":
+			if sc.peek() != '[' {
+				if sc.peek() == 'n' {
+					return sc.literal("null")
+				}
+				return skipThen(sc, badRequest("requiredLeases must be an array of lease ids"))
+			}
+			return sc.array(func(sc *scanner, _ int) error {
+				id, ok, err := sc.optID("requiredLeases")
+				if ok {
+					required = append(required, id)
+				}
+				return err
+			})
+		}
+		return sc.skip()
+	})
+	switch {
+	case err != nil:
+	case !found:
+		err = badRequest("operations array required")
+	case len(ops) == 0:
+		err = badRequest("operations array cannot be empty")
+	}
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	res, err := s.broker.Transaction(s.ctx, ops, required)
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	w := startBody(ctx)
+	w.object("")
+	w.id("transactionId", res.ID)
+	w.bool("success", res.Success)
+	if !res.Success {
+		s.m.txFailed.Inc()
+		w.str("error", res.Error)
+		w.array("results")
+		w.endArray()
+		w.endObject()
+		send(ctx, fasthttp.StatusOK, w)
+		return
+	}
+	s.m.txSuccess.Inc()
+	s.m.pushed(res.Pushes)
+	var acks []engine.AckItem
+	for _, op := range ops {
+		if op.Ack != nil {
+			acks = append(acks, *op.Ack)
+		}
+	}
+	s.m.acked(acks, res.Acks)
+	w.array("results")
+	pi, ai := 0, 0
+	for i, op := range order {
+		w.object("")
+		w.int("index", int64(i))
+		if op.push {
+			r := &res.Pushes[pi]
+			pi++
+			w.str("type", "push")
+			w.bool("success", r.Status == engine.Queued || r.Status == engine.Duplicate)
+			w.str("transactionId", r.TransactionID)
+			w.id("messageId", r.MessageID)
+			w.id("partitionId", r.PartitionID)
+			w.str("queueName", r.Queue)
+			if r.Status == engine.Duplicate {
+				w.str("status", "duplicate")
+			} else {
+				w.str("status", "queued")
+			}
+		} else {
+			r := &res.Acks[ai]
+			ai++
+			w.str("type", "ack")
+			w.bool("success", r.Success)
+			w.str("transactionId", op.txn)
+			w.strOrNull("error", r.Error)
+			w.bool("dlq", r.DLQ)
+			w.bool("dropped", r.Dropped)
+			w.bool("leaseReleased", r.LeaseReleased)
+			w.bool("noop", r.Noop)
+		}
+		w.endObject()
+	}
+	w.endArray()
+	w.endObject()
+	send(ctx, fasthttp.StatusOK, w)
+}
+
+// decodeTxOp reads one operation: {type:"push", items:[...]}, a flat push
+// {type:"push", queue, payload|data, ...} or {type:"ack", transactionId,
+// partitionId, ...}. Malformed operations are a 400: nothing reaches the
+// broker.
+func decodeTxOp(sc *scanner, ops *[]engine.TxOp, order *[]txOp) error {
+	if sc.peek() != '{' {
+		return skipThen(sc, badRequest("each operation must be an object"))
+	}
+	var (
+		typ      string
+		items    []engine.PushItem
+		hasItems bool
+		push     pushFields
+		ack      = ackFields{like: &ackFields{}}
+	)
+	err := sc.object(func(sc *scanner, key []byte) (err error) {
+		switch string(key) {
+		case "type":
+			typ, _, err = sc.optString("type")
+			return err
+		case "items":
+			if sc.peek() != '[' {
+				return skipThen(sc, badRequest("items must be an array"))
+			}
+			hasItems = true
+			return sc.array(func(sc *scanner, _ int) error {
+				it, err := decodePushItem(sc, items)
+				items = append(items, it)
+				return err
+			})
+		case "transactionId":
+			ack.txn, ack.hasTxn, err = sc.optString("transactionId")
+			push.txn = ack.txn
+			return err
+		}
+		if ok, err := push.member(sc, key); ok {
+			return err
+		}
+		if ok, err := ack.member(sc, key); ok {
+			return err
+		}
+		return sc.skip()
+	})
+	if err != nil {
+		return err
+	}
+	switch typ {
+	case "push":
+		if !hasItems {
+			it, err := push.item()
+			if err != nil {
+				return err
+			}
+			items = append(items, it)
+		}
+		for i := range items {
+			*ops = append(*ops, engine.TxOp{Push: &items[i]})
+			*order = append(*order, txOp{push: true, txn: items[i].TransactionID})
+		}
+	case "ack":
+		switch {
+		case !ack.hasTxn || ack.txn == "":
+			return badRequest(textTxnRequired)
+		case !ack.hasPart || ack.part == "":
+			return badRequest(textPartRequired)
+		}
+		it, itemErr := ack.item(nil, nil)
+		if itemErr != "" {
+			return badRequest(itemErr)
+		}
+		*ops = append(*ops, engine.TxOp{Ack: &it})
+		*order = append(*order, txOp{txn: it.TransactionID})
+	default:
+		return badRequest("Transaction supports only push and ack operations")
+	}
+	return nil
+}
+
+// extendLease answers POST /api/v1/lease/{leaseId}/extend (SEMANTICS §5):
+// always 200, success:false with renewed:0 when no live lease has this id.
+// The body is optional (C9) and seconds defaults to 60.
+func (s *Server) extendLease(ctx *fasthttp.RequestCtx, p *params) {
+	leaseText := p.get("leaseId")
+	seconds := int64(60)
+	err := decodeObject(bodyCopy(ctx), true, func(sc *scanner, key []byte) error {
+		if string(key) != "seconds" {
+			return sc.skip()
+		}
+		v, ok, err := sc.optInt("seconds")
+		if ok && v > 0 {
+			seconds = v
+		}
+		return err
+	})
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	var res engine.ExtendResult
+	if lease, perr := engine.ParseID(leaseText); perr == nil {
+		if res, err = s.broker.ExtendLease(s.ctx, lease, seconds); err != nil {
+			s.writeError(ctx, err)
+			return
+		}
+	}
+	w := startBody(ctx)
+	w.object("")
+	w.str("leaseId", leaseText)
+	w.bool("success", res.Renewed > 0)
+	w.int("renewed", int64(res.Renewed))
+	w.timeMillis("expiresAt", res.ExpiresAt)
+	w.timeMillis("newExpiresAt", res.ExpiresAt)
+	w.timeMillis("lease_expires_at", res.ExpiresAt)
+	if res.Renewed == 0 {
+		w.str("error", "Lease not found or expired")
+	} else {
+		w.null("error")
+	}
+	w.endObject()
+	send(ctx, fasthttp.StatusOK, w)
+}

@@ -1,0 +1,95 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/queenmq/queen/engine"
+)
+
+// stubBroker answers the hot-path commands with canned results, so the
+// benchmarks measure the edge alone (decode, call, encode).
+type stubBroker struct {
+	Broker
+	pop engine.PopResult
+}
+
+func (stubBroker) Push(_ context.Context, items []engine.PushItem) ([]engine.PushResult, error) {
+	res := make([]engine.PushResult, len(items))
+	for i := range items {
+		res[i] = engine.PushResult{Status: engine.Queued, TransactionID: items[i].TransactionID, Queue: items[i].Queue, Partition: "Default"}
+	}
+	return res, nil
+}
+
+func (b stubBroker) Pop(context.Context, engine.PopCmd) (engine.PopResult, error) { return b.pop, nil }
+
+func (stubBroker) Ack(_ context.Context, items []engine.AckItem) ([]engine.AckResult, error) {
+	res := make([]engine.AckResult, len(items))
+	for i := range items {
+		res[i] = engine.AckResult{TransactionID: items[i].TransactionID, Success: true, Queue: "q", Partition: "Default"}
+	}
+	return res, nil
+}
+
+func benchServer(b *testing.B, broker Broker) *Server {
+	s, err := New(broker, Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// run serves one prepared request b.N times.
+func run(b *testing.B, s *Server, method, uri, body string, wantStatus int) {
+	var req fasthttp.Request
+	req.Header.SetMethod(method)
+	req.SetRequestURI(uri)
+	req.SetBodyString(body)
+	var ctx fasthttp.RequestCtx
+	ctx.Init(&req, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}, nil)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		ctx.Response.Reset()
+		s.handle(&ctx)
+		if ctx.Response.StatusCode() != wantStatus {
+			b.Fatalf("status %d: %s", ctx.Response.StatusCode(), ctx.Response.Body())
+		}
+	}
+}
+
+func BenchmarkPush100(b *testing.B) {
+	var items []string
+	payload := `{"orderId":12345,"customer":"c-77","lines":[{"sku":"A1","qty":2},{"sku":"B7","qty":1}],"note":"` + strings.Repeat("x", 900) + `"}`
+	for i := range 100 {
+		items = append(items, fmt.Sprintf(`{"queue":"orders","partition":"Default","payload":%s,"transactionId":"0190b0f0-0000-7000-8000-%012d"}`, payload, i))
+	}
+	run(b, benchServer(b, stubBroker{}), "POST", "/api/v1/push", `{"items":[`+strings.Join(items, ",")+`]}`, 201)
+}
+
+func BenchmarkPop100(b *testing.B) {
+	payload := []byte(`{"orderId":12345,"customer":"c-77","note":"` + strings.Repeat("x", 900) + `"}`)
+	res := engine.PopResult{Group: engine.QueueMode, LeaseID: engine.ID{1},
+		Claims: []engine.Claim{{Queue: "orders", Partition: "Default", PartitionID: engine.ID{2}, LeaseExpiresAt: 1 << 50}}}
+	for i := range 100 {
+		res.Messages = append(res.Messages, engine.Message{ID: engine.ID{byte(i)}, TransactionID: fmt.Sprint("t", i),
+			Payload: payload, CreatedAt: 1 << 50, Queue: "orders", Partition: "Default", PartitionID: engine.ID{2}, Attempt: 1})
+	}
+	run(b, benchServer(b, stubBroker{pop: res}), "GET", "/api/v1/pop/queue/orders?batch=100&wait=false", "", 200)
+}
+
+func BenchmarkAckBatch100(b *testing.B) {
+	var acks []string
+	for i := range 100 {
+		acks = append(acks, fmt.Sprintf(`{"transactionId":"t%d","partitionId":"0190b0f0-0000-7000-8000-000000000002","status":"completed","leaseId":"0190b0f0-0000-7000-8000-000000000001"}`, i))
+	}
+	run(b, benchServer(b, stubBroker{}), "POST", "/api/v1/ack/batch", `{"acknowledgments":[`+strings.Join(acks, ",")+`],"consumerGroup":"g"}`, 200)
+}

@@ -1,0 +1,43 @@
+//go:build unix
+
+package server
+
+import (
+	"errors"
+	"net"
+	"syscall"
+)
+
+// peerClosed reports whether the client has closed its end of c (or reset
+// it), without consuming any byte it may have sent.
+//
+// fasthttp runs the handler on the connection's own goroutine and reads
+// nothing while it runs, so it has no way to tell a handler that the client
+// left (valyala/fasthttp#468, #874). A parked long-poll therefore peeks at the
+// socket itself: a non-blocking MSG_PEEK read returns 0 bytes at EOF, an
+// error such as ECONNRESET on a reset, EAGAIN while the client is still
+// waiting, and data if it pipelined a request (still there: alive).
+func peerClosed(c net.Conn) bool {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	closed := false
+	var buf [1]byte
+	err = raw.Read(func(fd uintptr) bool {
+		n, _, rerr := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		switch {
+		case rerr == nil:
+			closed = n == 0
+		case errors.Is(rerr, syscall.EAGAIN), errors.Is(rerr, syscall.EWOULDBLOCK), errors.Is(rerr, syscall.EINTR):
+		default:
+			closed = true
+		}
+		return true
+	})
+	return closed || err != nil
+}

@@ -1,0 +1,559 @@
+package server
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/queenmq/queen/engine"
+)
+
+// The request decoder is a small validating JSON scanner driven by the
+// handler: it walks the body once, the handler picks the members it knows
+// and skips the rest, and raw values (payloads) come back as sub-slices of
+// the body, never re-encoded. The body is copied out of the RequestCtx first
+// (bodyCopy), so every slice and string a handler keeps is its own.
+
+// maxDepth bounds nesting, as encoding/json does.
+const maxDepth = 10000
+
+// scanner reads one JSON document.
+type scanner struct {
+	b     []byte
+	i     int
+	depth int
+}
+
+// bodyCopy returns a copy of the request body: nothing that reaches the
+// broker may alias fasthttp's buffers, which are reused after the handler
+// returns (the RequestCtx retention rule).
+func bodyCopy(ctx *fasthttp.RequestCtx) []byte {
+	return append([]byte(nil), ctx.PostBody()...)
+}
+
+// decodeObject decodes a body that must be one JSON object, calling member
+// for each key with the scanner positioned at its value; member must consume
+// the value. An empty body is an error unless optional (C9: it means {}).
+func decodeObject(body []byte, optional bool, member func(s *scanner, key []byte) error) error {
+	s := &scanner{b: body}
+	s.ws()
+	if s.i == len(s.b) {
+		if optional {
+			return nil
+		}
+		return errEmptyBody
+	}
+	if s.b[s.i] != '{' {
+		if err := s.skip(); err != nil {
+			return err
+		}
+		return badRequest("request body must be a JSON object")
+	}
+	if err := s.object(member); err != nil {
+		return err
+	}
+	s.ws()
+	if s.i != len(s.b) {
+		return s.syntax("data after the top-level value")
+	}
+	return nil
+}
+
+func (s *scanner) syntax(msg string) error {
+	return invalidJSON(fmt.Sprintf("%s at offset %d", msg, s.i))
+}
+
+func (s *scanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// peek returns the first byte of the next value (0 at the end).
+func (s *scanner) peek() byte {
+	s.ws()
+	if s.i == len(s.b) {
+		return 0
+	}
+	return s.b[s.i]
+}
+
+// object reads an object, calling member for each key.
+func (s *scanner) object(member func(s *scanner, key []byte) error) error {
+	if s.peek() != '{' {
+		return s.syntax("expected an object")
+	}
+	if s.depth++; s.depth > maxDepth {
+		return s.syntax("too deeply nested")
+	}
+	s.i++
+	if s.peek() == '}' {
+		s.i++
+		s.depth--
+		return nil
+	}
+	for {
+		if s.peek() != '"' {
+			return s.syntax("expected a member name")
+		}
+		key, err := s.stringBytes()
+		if err != nil {
+			return err
+		}
+		if s.peek() != ':' {
+			return s.syntax("expected ':'")
+		}
+		s.i++
+		if s.peek() == 0 {
+			return s.syntax("unexpected end of input")
+		}
+		if err := member(s, key); err != nil {
+			return err
+		}
+		switch s.peek() {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
+			s.depth--
+			return nil
+		default:
+			return s.syntax("expected ',' or '}'")
+		}
+	}
+}
+
+// array reads an array, calling elem for each element.
+func (s *scanner) array(elem func(s *scanner, i int) error) error {
+	if s.peek() != '[' {
+		return s.syntax("expected an array")
+	}
+	if s.depth++; s.depth > maxDepth {
+		return s.syntax("too deeply nested")
+	}
+	s.i++
+	if s.peek() == ']' {
+		s.i++
+		s.depth--
+		return nil
+	}
+	for n := 0; ; n++ {
+		if s.peek() == 0 {
+			return s.syntax("unexpected end of input")
+		}
+		if err := elem(s, n); err != nil {
+			return err
+		}
+		switch s.peek() {
+		case ',':
+			s.i++
+		case ']':
+			s.i++
+			s.depth--
+			return nil
+		default:
+			return s.syntax("expected ',' or ']'")
+		}
+	}
+}
+
+// skip validates and skips one value.
+func (s *scanner) skip() error {
+	switch c := s.peek(); {
+	case c == '{':
+		return s.object(func(s *scanner, _ []byte) error { return s.skip() })
+	case c == '[':
+		return s.array(func(s *scanner, _ int) error { return s.skip() })
+	case c == '"':
+		return s.skipString()
+	case c == '-' || ('0' <= c && c <= '9'):
+		return s.skipNumber()
+	case c == 't':
+		return s.literal("true")
+	case c == 'f':
+		return s.literal("false")
+	case c == 'n':
+		return s.literal("null")
+	case c == 0:
+		return s.syntax("unexpected end of input")
+	default:
+		return s.syntax(fmt.Sprintf("invalid character %q", c))
+	}
+}
+
+// raw validates one value and returns its bytes.
+func (s *scanner) raw() ([]byte, error) {
+	s.ws()
+	start := s.i
+	if err := s.skip(); err != nil {
+		return nil, err
+	}
+	return s.b[start:s.i], nil
+}
+
+func (s *scanner) literal(lit string) error {
+	if len(s.b)-s.i < len(lit) || string(s.b[s.i:s.i+len(lit)]) != lit {
+		return s.syntax("invalid literal")
+	}
+	s.i += len(lit)
+	return nil
+}
+
+func (s *scanner) skipNumber() error {
+	start := s.i
+	if s.b[s.i] == '-' {
+		s.i++
+	}
+	digits := func() int {
+		n := 0
+		for s.i < len(s.b) && '0' <= s.b[s.i] && s.b[s.i] <= '9' {
+			s.i++
+			n++
+		}
+		return n
+	}
+	switch {
+	case s.i < len(s.b) && s.b[s.i] == '0':
+		s.i++
+	case digits() == 0:
+		s.i = start
+		return s.syntax("invalid number")
+	}
+	if s.i < len(s.b) && s.b[s.i] == '.' {
+		s.i++
+		if digits() == 0 {
+			return s.syntax("invalid number")
+		}
+	}
+	if s.i < len(s.b) && (s.b[s.i] == 'e' || s.b[s.i] == 'E') {
+		s.i++
+		if s.i < len(s.b) && (s.b[s.i] == '+' || s.b[s.i] == '-') {
+			s.i++
+		}
+		if digits() == 0 {
+			return s.syntax("invalid number")
+		}
+	}
+	return nil
+}
+
+// skipString validates and skips a string.
+func (s *scanner) skipString() error {
+	_, err := s.scanString()
+	return err
+}
+
+// scanString moves past a string (the scanner is at its opening quote) and
+// reports whether it holds escapes.
+func (s *scanner) scanString() (escaped bool, err error) {
+	b, i := s.b, s.i+1
+	for {
+		for i < len(b) && b[i] >= 0x20 && b[i] != '"' && b[i] != '\\' {
+			i++
+		}
+		if i >= len(b) {
+			s.i = i
+			return escaped, s.syntax("unterminated string")
+		}
+		switch b[i] {
+		case '"':
+			s.i = i + 1
+			return escaped, nil
+		case '\\':
+			escaped = true
+			if i+1 >= len(b) {
+				s.i = i
+				return escaped, s.syntax("unterminated string")
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(b) {
+					s.i = i
+					return escaped, s.syntax("invalid \\u escape")
+				}
+				for _, h := range b[i+2 : i+6] {
+					if _, ok := unhex(h); !ok {
+						s.i = i
+						return escaped, s.syntax("invalid \\u escape")
+					}
+				}
+				i += 6
+			default:
+				s.i = i
+				return escaped, s.syntax("invalid escape")
+			}
+		default:
+			s.i = i
+			return escaped, s.syntax("control character in string")
+		}
+	}
+}
+
+// stringBytes reads a string value (the scanner is at its quote): a slice
+// of the input when it holds no escapes, else a decoded copy. The caller
+// copies what it keeps.
+func (s *scanner) stringBytes() ([]byte, error) {
+	s.ws()
+	start := s.i
+	escaped, err := s.scanString()
+	if err != nil {
+		return nil, err
+	}
+	inner := s.b[start+1 : s.i-1]
+	if escaped {
+		return []byte(unescape(inner)), nil
+	}
+	return inner, nil
+}
+
+// stringValue reads a string value (the scanner is at its quote).
+func (s *scanner) stringValue() (string, error) {
+	b, err := s.stringBytes()
+	return string(b), err
+}
+
+// unescape decodes the escapes of a validated string body.
+func unescape(in []byte) string {
+	out := make([]byte, 0, len(in))
+	for i := 0; i < len(in); {
+		c := in[i]
+		if c != '\\' {
+			out = append(out, c)
+			i++
+			continue
+		}
+		switch in[i+1] {
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r := hex4(in[i+2 : i+6])
+			i += 6
+			if utf16.IsSurrogate(r) {
+				r2 := utf8.RuneError
+				if i+6 <= len(in) && in[i] == '\\' && in[i+1] == 'u' {
+					r2 = hex4(in[i+2 : i+6])
+				}
+				if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+					r = dec
+					i += 6
+				} else {
+					r = utf8.RuneError
+				}
+			}
+			out = utf8.AppendRune(out, r)
+			continue
+		default: // '"', '\\', '/'
+			out = append(out, in[i+1])
+		}
+		i += 2
+	}
+	return string(out)
+}
+
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b {
+		v, _ := unhex(c)
+		r = r<<4 | rune(v)
+	}
+	return r
+}
+
+func unhex(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}
+
+// optString reads a string member: null is absent. Any other type is a 400
+// naming the member.
+func (s *scanner) optString(name string) (v string, present bool, err error) {
+	return s.optStringLike(name, "")
+}
+
+// optStringLike is optString returning prev, without allocating, when the
+// value spells it: the items of a batch repeat their queue, partition,
+// group, lease and status.
+func (s *scanner) optStringLike(name, prev string) (v string, present bool, err error) {
+	switch s.peek() {
+	case '"':
+		b, err := s.stringBytes()
+		if string(b) == prev {
+			return prev, true, err
+		}
+		return string(b), true, err
+	case 'n':
+		return "", false, s.literal("null")
+	}
+	if err := s.skip(); err != nil {
+		return "", false, err
+	}
+	return "", false, badRequest(name + " must be a string")
+}
+
+// optInt reads an integer member (null is absent). Integral floats and
+// numeric strings are accepted; anything else is a 400 naming the member.
+func (s *scanner) optInt(name string) (v int64, present bool, err error) {
+	var text string
+	switch c := s.peek(); {
+	case c == 'n':
+		return 0, false, s.literal("null")
+	case c == '"':
+		if text, err = s.stringValue(); err != nil {
+			return 0, false, err
+		}
+	case c == '-' || ('0' <= c && c <= '9'):
+		start := s.i
+		if err := s.skipNumber(); err != nil {
+			return 0, false, err
+		}
+		text = string(s.b[start:s.i])
+	default:
+		if err := s.skip(); err != nil {
+			return 0, false, err
+		}
+		return 0, false, badRequest(name + " must be an integer")
+	}
+	if n, err := strconv.ParseInt(text, 10, 64); err == nil {
+		return n, true, nil
+	}
+	f, err := strconv.ParseFloat(text, 64)
+	if err != nil || f != float64(int64(f)) {
+		return 0, false, badRequest(name + " must be an integer")
+	}
+	return int64(f), true, nil
+}
+
+// optBool reads a boolean member (null is absent); 1/0 and "true"/"false"
+// are accepted too.
+func (s *scanner) optBool(name string) (v, present bool, err error) {
+	switch s.peek() {
+	case 't':
+		return true, true, s.literal("true")
+	case 'f':
+		return false, true, s.literal("false")
+	case 'n':
+		return false, false, s.literal("null")
+	}
+	raw, err := s.raw()
+	if err != nil {
+		return false, false, err
+	}
+	switch string(raw) {
+	case "1", `"true"`, `"1"`:
+		return true, true, nil
+	case "0", `"false"`, `"0"`:
+		return false, true, nil
+	}
+	return false, false, badRequest(name + " must be a boolean")
+}
+
+// optID reads a UUID string member.
+func (s *scanner) optID(name string) (id engine.ID, present bool, err error) {
+	v, present, err := s.optString(name)
+	if err != nil || !present || v == "" {
+		return id, false, err
+	}
+	id, err = engine.ParseID(v)
+	if err != nil {
+		return id, false, badRequest(name + " must be a UUID")
+	}
+	return id, true, nil
+}
+
+// optTime reads an ISO-8601 timestamp member as unix microseconds.
+func (s *scanner) optTime(name string) (us int64, present bool, err error) {
+	v, present, err := s.optString(name)
+	if err != nil || !present {
+		return 0, false, err
+	}
+	t, ok := parseTime(v)
+	if !ok {
+		return 0, false, badRequest(name + " must be an ISO-8601 timestamp")
+	}
+	return engine.Micros(t), true, nil
+}
+
+// parseTime accepts the ISO-8601 forms the SDKs send: RFC 3339 with any
+// fraction and offset (JS toISOString, Go RFC3339), a space instead of T,
+// no offset (UTC, Python isoformat), or a bare date.
+func parseTime(v string) (time.Time, bool) {
+	for _, layout := range [...]string{
+		time.RFC3339Nano,
+		"2006-01-02T15:04:05.999999999",
+		"2006-01-02T15:04:05.999999999Z0700",
+		"2006-01-02 15:04:05.999999999Z07:00",
+		"2006-01-02 15:04:05.999999999",
+		"2006-01-02",
+	} {
+		if t, err := time.Parse(layout, v); err == nil {
+			return t.UTC(), true
+		}
+	}
+	return time.Time{}, false
+}
+
+// Query-string helpers (API.md §1.2): booleans are true only for "true" or
+// "1"; integers that fail to parse fall back to the default.
+
+func queryString(args *fasthttp.Args, key string) string {
+	return string(args.Peek(key))
+}
+
+func queryBool(args *fasthttp.Args, key string, def bool) bool {
+	v := args.Peek(key)
+	if v == nil {
+		return def
+	}
+	return string(v) == "true" || string(v) == "1"
+}
+
+func queryInt(args *fasthttp.Args, key string, def int64) int64 {
+	v := args.Peek(key)
+	if len(v) == 0 {
+		return def
+	}
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil {
+		return def
+	}
+	return n
+}
+
+// queryTime reads an optional ISO-8601 timestamp; an unparsable one is a 400.
+func queryTime(args *fasthttp.Args, key string) (int64, error) {
+	v := args.Peek(key)
+	if len(v) == 0 {
+		return 0, nil
+	}
+	t, ok := parseTime(string(v))
+	if !ok {
+		return 0, badRequest(key + " must be an ISO-8601 timestamp")
+	}
+	return engine.Micros(t), nil
+}

@@ -1,0 +1,118 @@
+package server
+
+import (
+	"encoding/json"
+	"flag"
+	"math/rand/v2"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+var scannerSeed = flag.Uint64("scanner.seed", 0, "seed of TestScanner_AgreesWithEncodingJSON (0: time-based)")
+
+// validJSON runs the scanner over one whole document.
+func validJSON(b []byte) bool {
+	s := &scanner{b: b}
+	if _, err := s.raw(); err != nil {
+		return false
+	}
+	s.ws()
+	return s.i == len(b)
+}
+
+var scannerCorpus = []string{
+	`{}`, `[]`, `null`, `true`, `false`, `0`, `-0`, `1.5e-3`, `-12E+4`, `"a"`, `""`, ` {"a" : [1, 2, {"b": null}] } `,
+	`"\u00e9\n\t\"\\\/"`, `"\ud83d\ude00"`, `"\ud800"`, `"\ud800\u0041"`, `{"a":{"b":{"c":[[[]]]}}}`,
+	`{`, `}`, `[1,]`, `{"a":1,}`, `{"a" 1}`, `{a:1}`, `01`, `1.`, `.5`, `-`, `1e`, `+1`, `tru`, `nul`, `"abc`,
+	`"\x"`, `"\u12"`, "\"a\x01b\"", `[1 2]`, `{"a":1}{}`, `"é"`, "\"\xff\"", `[` + "\n" + `]`, `{"":""}`,
+}
+
+func TestScanner_AgreesWithEncodingJSON(t *testing.T) {
+	seed := *scannerSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (rerun with -scanner.seed=%d)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, seed))
+	check := func(in []byte) {
+		if got, want := validJSON(in), json.Valid(in); got != want {
+			t.Fatalf("%q: scanner valid=%v, encoding/json valid=%v", in, got, want)
+		}
+	}
+	for _, in := range scannerCorpus {
+		check([]byte(in))
+	}
+	const alphabet = `{}[]":,\ u0aeE+-.19tfnrl` + "\x01\xff\t"
+	for range 20000 {
+		in := []byte(scannerCorpus[rng.IntN(len(scannerCorpus))])
+		for range 1 + rng.IntN(3) {
+			switch op := rng.IntN(3); {
+			case op == 0 && len(in) > 0:
+				in[rng.IntN(len(in))] = alphabet[rng.IntN(len(alphabet))]
+			case op == 1:
+				i := rng.IntN(len(in) + 1)
+				in = append(in[:i], append([]byte{alphabet[rng.IntN(len(alphabet))]}, in[i:]...)...)
+			case len(in) > 0:
+				i := rng.IntN(len(in))
+				in = append(in[:i], in[i+1:]...)
+			}
+		}
+		check(in)
+	}
+}
+
+func TestScanner_StringsDecodeLikeEncodingJSON(t *testing.T) {
+	for _, in := range []string{`"plain"`, `"\u00e9\n\t\"\\\/"`, `"\ud83d\ude00"`, `"\ud800"`, `"\ud800\u0041"`, `"\udc00x"`, `"é\b\f\r"`} {
+		var want string
+		if err := json.Unmarshal([]byte(in), &want); err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		s := &scanner{b: []byte(in)}
+		got, err := s.stringValue()
+		if err != nil || got != want {
+			t.Fatalf("%s: got %q (%v), want %q", in, got, err, want)
+		}
+	}
+}
+
+func TestAppendString_RoundTrips(t *testing.T) {
+	for _, in := range []string{"", "plain", "quote\" back\\ nl\n tab\t ctl\x01\x1f", "é😀", "bad\xffutf8", "\u2028\u2029"} {
+		out := appendString(nil, in)
+		var back string
+		if err := json.Unmarshal(out, &back); err != nil {
+			t.Fatalf("%q encoded as %s: %v", in, out, err)
+		}
+		want := in
+		if !utf8.ValidString(in) {
+			want = string([]rune(in)) // invalid bytes become U+FFFD
+		}
+		if back != want {
+			t.Fatalf("%q -> %s -> %q", in, out, back)
+		}
+	}
+}
+
+// FuzzScanner checks the scanner against encoding/json: the same documents
+// are valid, and valid strings decode to the same text.
+func FuzzScanner(f *testing.F) {
+	for _, in := range scannerCorpus {
+		f.Add([]byte(in))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		valid := validJSON(in)
+		if want := json.Valid(in); valid != want {
+			t.Fatalf("%q: scanner valid=%v, encoding/json valid=%v", in, valid, want)
+		}
+		if !valid || len(in) == 0 || in[0] != '"' || !utf8.Valid(in) {
+			return
+		}
+		var want string
+		if err := json.Unmarshal(in, &want); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := (&scanner{b: in}).stringValue(); err != nil || got != want {
+			t.Fatalf("%q: got %q (%v), want %q", in, got, err, want)
+		}
+	})
+}

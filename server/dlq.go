@@ -1,0 +1,377 @@
+package server
+
+import (
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/queenmq/queen/engine"
+)
+
+// maxDLQPage caps a DLQ page. It is high on purpose: `queenctl dlq drain`
+// stops at the first page shorter than the limit it asked for.
+const maxDLQPage = 10000
+
+// listDLQ answers GET /api/v1/dlq with the B1 filters: rows newest failure
+// first, total = rows matching the filter, pagination.hasMore.
+func (s *Server) listDLQ(ctx *fasthttp.RequestCtx, _ *params) {
+	args := ctx.QueryArgs()
+	f := engine.DLQFilter{
+		Queue:     queryString(args, "queue"),
+		Group:     queryString(args, "consumerGroup"),
+		Partition: queryString(args, "partition"),
+		Limit:     int(min(max(queryInt(args, "limit", 100), 1), maxDLQPage)),
+		Offset:    int(max(queryInt(args, "offset", 0), 0)),
+	}
+	var err error
+	if f.From, err = queryTime(args, "from"); err == nil {
+		f.To, err = queryTime(args, "to")
+	}
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	rows, total, err := s.broker.ListDLQ(f)
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	w := startBody(ctx)
+	w.object("")
+	w.array("messages")
+	for i := range rows {
+		writeDeadLetter(&w, &rows[i])
+	}
+	w.endArray()
+	w.object("pagination")
+	w.int("limit", int64(f.Limit))
+	w.int("offset", int64(f.Offset))
+	w.bool("hasMore", f.Offset+len(rows) < total)
+	w.endObject()
+	w.int("total", int64(total))
+	w.endObject()
+	send(ctx, fasthttp.StatusOK, w)
+}
+
+// writeDeadLetter writes one DLQ row: Queen's fields (createdAt = failedAt)
+// plus what B2 keeps (enqueuedAt, producerSub, offset, deliveries).
+func writeDeadLetter(w *jsonWriter, d *engine.DeadLetter) {
+	w.object("")
+	w.id("id", d.MessageID)
+	w.str("transactionId", d.TransactionID)
+	w.id("partitionId", d.PartitionID)
+	w.str("queue", d.Queue)
+	w.str("queueName", d.Queue)
+	w.str("partition", d.Partition)
+	w.str("consumerGroup", d.Group)
+	w.str("errorMessage", d.Error)
+	w.int("retryCount", int64(d.RetryCount))
+	w.raw("data", d.Payload)
+	if d.HasTrace {
+		w.id("traceId", d.TraceID)
+	} else {
+		w.null("traceId")
+	}
+	w.strOrNull("producerSub", d.ProducerSub)
+	w.timeMillis("createdAt", d.FailedAt)
+	w.timeMillis("failedAt", d.FailedAt)
+	w.timeMicros("enqueuedAt", d.EnqueuedAt)
+	w.int("offset", d.Offset)
+	w.int("deliveries", int64(d.Deliveries))
+	w.endObject()
+}
+
+// address parses a {partitionId}/{transactionId} path. A partition id that
+// is not a UUID names nothing: notFound is returned for it.
+func address(p *params, notFound error) (engine.ID, string, error) {
+	part, err := engine.ParseID(p.get("partitionId"))
+	if err != nil {
+		return part, "", notFound
+	}
+	return part, p.get("transactionId"), nil
+}
+
+// listMessages answers GET /api/v1/messages. The Broker's Reader has no way
+// to list retained messages yet, so the route says so instead of answering
+// an empty list that would look like "no messages".
+func (s *Server) listMessages(ctx *fasthttp.RequestCtx, _ *params) {
+	s.writeError(ctx, notImplemented("listing messages is not implemented; use GET /api/v1/messages/{partitionId}/{transactionId}"))
+}
+
+// getMessage answers GET /api/v1/messages/{partitionId}/{transactionId}
+// (API.md §9.3). A message retention deleted is still described from its
+// dead-letter snapshot, if it has one.
+func (s *Server) getMessage(ctx *fasthttp.RequestCtx, p *params) {
+	part, txn, err := address(p, engine.ErrMessageNotFound)
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	dead, err := s.broker.DeadLettersAt(part, txn)
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	msg, err := s.broker.MessageAt(part, txn)
+	switch {
+	case err == nil:
+	case len(dead) > 0 && engineNotFound(err):
+		d := newest(dead)
+		msg = engine.StoredMessage{Message: engine.Message{ID: d.MessageID, TransactionID: d.TransactionID,
+			TraceID: d.TraceID, HasTrace: d.HasTrace, Payload: d.Payload, ProducerSub: d.ProducerSub,
+			CreatedAt: d.EnqueuedAt, Queue: d.Queue, Partition: d.Partition, PartitionID: d.PartitionID,
+			Offset: engine.Offset(d.Offset)}}
+	default:
+		s.writeError(ctx, err)
+		return
+	}
+	info, err := s.broker.Queue(msg.Queue)
+	if err != nil && !engineNotFound(err) {
+		s.writeError(ctx, err)
+		return
+	}
+	now := time.Now().UnixMicro()
+	status, leaseExpires, consumedBy := "pending", int64(0), 0
+	for _, g := range msg.Groups {
+		switch {
+		case int64(msg.Offset) <= g.Committed:
+			consumedBy++
+		case g.Lease != (engine.ID{}) && g.LeaseExpiresAt > now && int64(msg.Offset) <= g.BatchEnd:
+			status, leaseExpires = "processing", g.LeaseExpiresAt
+		}
+	}
+	if len(msg.Groups) > 0 && consumedBy == len(msg.Groups) {
+		status = "completed"
+	}
+	if len(dead) > 0 {
+		status = "dead_letter"
+	}
+	w := startBody(ctx)
+	w.object("")
+	w.id("id", msg.ID)
+	w.str("transactionId", msg.TransactionID)
+	w.id("partitionId", msg.PartitionID)
+	w.str("queuePath", msg.Queue+"/"+msg.Partition)
+	w.str("queue", msg.Queue)
+	w.str("partition", msg.Partition)
+	w.str("namespace", info.Namespace)
+	w.str("task", info.Task)
+	w.str("status", status)
+	w.raw("payload", msg.Payload)
+	w.raw("data", msg.Payload)
+	w.bool("isEncrypted", false)
+	if msg.HasTrace {
+		w.id("traceId", msg.TraceID)
+	} else {
+		w.null("traceId")
+	}
+	w.strOrNull("producerSub", msg.ProducerSub)
+	w.timeMicros("createdAt", msg.CreatedAt)
+	if len(dead) > 0 {
+		d := newest(dead)
+		w.str("errorMessage", d.Error)
+		w.int("retryCount", int64(d.RetryCount))
+	} else {
+		w.null("errorMessage")
+		w.int("retryCount", 0)
+	}
+	w.timeMillis("leaseExpiresAt", leaseExpires)
+	w.object("queueConfig")
+	for _, o := range []engine.Option{engine.OptLeaseTime, engine.OptRetryLimit, engine.OptRetryDelay, engine.OptTTL, engine.OptPriority} {
+		w.int(o.Name(), info.Config.Get(o))
+	}
+	w.endObject()
+	writeMode(&w, msg.Groups, consumedBy)
+	w.array("consumerGroups")
+	for _, g := range msg.Groups {
+		w.object("")
+		w.str("name", g.Group)
+		w.bool("consumed", int64(msg.Offset) <= g.Committed)
+		if g.Lease != (engine.ID{}) && g.LeaseExpiresAt > now {
+			w.timeMillis("leaseExpiresAt", g.LeaseExpiresAt)
+		} else {
+			w.null("leaseExpiresAt")
+		}
+		w.endObject()
+	}
+	w.endArray()
+	w.endObject()
+	send(ctx, fasthttp.StatusOK, w)
+}
+
+// writeMode writes the queue/bus mode summary of a partition's groups.
+func writeMode(w *jsonWriter, groups []engine.CursorInfo, consumedBy int) {
+	queueMode, bus := false, 0
+	for _, g := range groups {
+		if g.Group == engine.QueueMode {
+			queueMode = true
+		} else {
+			bus++
+		}
+	}
+	mode := "none"
+	switch {
+	case queueMode && bus > 0:
+		mode = "hybrid"
+	case queueMode:
+		mode = "queue"
+	case bus > 0:
+		mode = "bus"
+	}
+	w.object("mode")
+	w.bool("hasQueueMode", queueMode)
+	w.int("busGroupsCount", int64(bus))
+	w.int("consumedByGroups", int64(consumedBy))
+	w.str("type", mode)
+	w.endObject()
+}
+
+func newest(rows []engine.DeadLetter) *engine.DeadLetter {
+	n := &rows[0]
+	for i := range rows {
+		if rows[i].FailedAt > n.FailedAt {
+			n = &rows[i]
+		}
+	}
+	return n
+}
+
+func engineNotFound(err error) bool {
+	row, _, ok := classify(err)
+	return ok && row.status == fasthttp.StatusNotFound
+}
+
+// deleteMessage answers DELETE /api/v1/messages/{partitionId}/{transactionId}:
+// it removes dead-letter rows only (SEMANTICS §9.3); consumerGroup (query)
+// narrows it to one group's row.
+func (s *Server) deleteMessage(ctx *fasthttp.RequestCtx, p *params) {
+	part, txn, err := address(p, engine.ErrNoDeadLetter)
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	removed, err := s.broker.DeleteDLQ(s.ctx, part, txn, queryString(ctx.QueryArgs(), "consumerGroup"))
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	s.m.dlqDeletes.Add(removed)
+	w := startBody(ctx)
+	w.object("")
+	w.bool("success", true)
+	w.str("partitionId", p.get("partitionId"))
+	w.str("transactionId", txn)
+	w.int("deleted", int64(removed))
+	w.str("message", "Message deleted successfully")
+	w.endObject()
+	send(ctx, fasthttp.StatusOK, w)
+}
+
+// replayMessage answers POST .../{partitionId}/{transactionId}/retry (C4):
+// the dead-letter snapshot is pushed again with a fresh transaction id and
+// its rows removed in the same command. The optional body may carry a
+// corrected payload (B4 "data") and a consumerGroup to replay only that
+// group's row.
+func (s *Server) replayMessage(ctx *fasthttp.RequestCtx, p *params) {
+	part, txn, err := address(p, engine.ErrNoDeadLetter)
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	cmd := engine.ReplayCmd{PartitionID: part, TransactionID: txn, Group: queryString(ctx.QueryArgs(), "consumerGroup")}
+	err = decodeObject(bodyCopy(ctx), true, func(sc *scanner, key []byte) (err error) {
+		switch string(key) {
+		case "data", "payload":
+			cmd.Payload, err = sc.raw()
+			return err
+		case "consumerGroup":
+			var g string
+			var ok bool
+			if g, ok, err = sc.optString("consumerGroup"); ok {
+				cmd.Group = g
+			}
+			return err
+		}
+		return sc.skip()
+	})
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	res, err := s.broker.Replay(s.ctx, cmd)
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	s.m.replays.Inc()
+	s.m.pushed([]engine.PushResult{res.Push})
+	w := startBody(ctx)
+	w.object("")
+	w.bool("success", true)
+	w.str("queue", res.Queue)
+	w.str("partition", res.Partition)
+	writePushResult(&w, "replayedAs", 0, &engine.PushItem{}, &res.Push)
+	w.bool("replayed", true)
+	w.bool("dlqRowRemoved", res.RowsRemoved > 0)
+	w.int("rowsRemoved", int64(res.RowsRemoved))
+	w.endObject()
+	send(ctx, fasthttp.StatusOK, w)
+}
+
+// moveToDLQ answers POST .../{partitionId}/{transactionId}/dlq (B3): the
+// message is dead-lettered for consumerGroup (body or query; default queue
+// mode) as an ack with status dlq would, holding no lease. 404 when there is
+// no such message, 409 when the group already consumed it.
+func (s *Server) moveToDLQ(ctx *fasthttp.RequestCtx, p *params) {
+	part, txn, err := address(p, engine.ErrMessageNotFound)
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	group := queryString(ctx.QueryArgs(), "consumerGroup")
+	text := "Moved to the dead-letter queue by an operator"
+	err = decodeObject(bodyCopy(ctx), true, func(sc *scanner, key []byte) (err error) {
+		var v string
+		var ok bool
+		switch string(key) {
+		case "consumerGroup":
+			if v, ok, err = sc.optString("consumerGroup"); ok {
+				group = v
+			}
+			return err
+		case "error", "errorMessage":
+			if v, ok, err = sc.optString(string(key)); ok && v != "" {
+				text = v
+			}
+			return err
+		}
+		return sc.skip()
+	})
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	res, err := s.broker.MoveToDLQ(s.ctx, part, txn, group, text)
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	if res.DLQ {
+		s.m.deadLettersAdmin.Inc()
+	}
+	if group == "" {
+		group = engine.QueueMode
+	}
+	w := startBody(ctx)
+	w.object("")
+	w.bool("success", res.Success)
+	w.str("partitionId", p.get("partitionId"))
+	w.str("transactionId", txn)
+	w.str("consumerGroup", group)
+	w.strOrNull("queueName", res.Queue)
+	w.strOrNull("partitionName", res.Partition)
+	w.bool("dlq", res.DLQ)
+	w.strOrNull("error", res.Error)
+	w.endObject()
+	send(ctx, fasthttp.StatusOK, w)
+}

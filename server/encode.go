@@ -1,0 +1,193 @@
+package server
+
+import (
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/queenmq/queen/engine"
+)
+
+// jsonWriter appends one JSON document to a byte slice without reflection.
+// It tracks only whether the current level already holds a value, which is
+// all it needs to place commas: every method takes the member's key ("" for
+// an array element or the top-level value).
+type jsonWriter struct {
+	b     []byte
+	comma bool
+}
+
+// field writes the separator and, in an object, the key.
+func (w *jsonWriter) field(k string) {
+	if w.comma {
+		w.b = append(w.b, ',')
+	}
+	if k != "" {
+		w.b = appendString(w.b, k)
+		w.b = append(w.b, ':')
+	}
+	w.comma = true
+}
+
+func (w *jsonWriter) object(k string) {
+	w.field(k)
+	w.b = append(w.b, '{')
+	w.comma = false
+}
+
+func (w *jsonWriter) endObject() {
+	w.b = append(w.b, '}')
+	w.comma = true
+}
+
+func (w *jsonWriter) array(k string) {
+	w.field(k)
+	w.b = append(w.b, '[')
+	w.comma = false
+}
+
+func (w *jsonWriter) endArray() {
+	w.b = append(w.b, ']')
+	w.comma = true
+}
+
+func (w *jsonWriter) str(k, v string) {
+	w.field(k)
+	w.b = appendString(w.b, v)
+}
+
+// strOrNull writes null for "".
+func (w *jsonWriter) strOrNull(k, v string) {
+	if v == "" {
+		w.null(k)
+		return
+	}
+	w.str(k, v)
+}
+
+func (w *jsonWriter) int(k string, v int64) {
+	w.field(k)
+	w.b = strconv.AppendInt(w.b, v, 10)
+}
+
+func (w *jsonWriter) float(k string, v float64) {
+	w.field(k)
+	w.b = strconv.AppendFloat(w.b, v, 'f', -1, 64)
+}
+
+func (w *jsonWriter) bool(k string, v bool) {
+	w.field(k)
+	w.b = strconv.AppendBool(w.b, v)
+}
+
+func (w *jsonWriter) null(k string) {
+	w.field(k)
+	w.b = append(w.b, "null"...)
+}
+
+// raw writes an already valid JSON value (a stored payload) as is.
+func (w *jsonWriter) raw(k string, v []byte) {
+	w.field(k)
+	if len(v) == 0 {
+		v = []byte("null")
+	}
+	w.b = append(w.b, v...)
+}
+
+func (w *jsonWriter) id(k string, v engine.ID) {
+	w.field(k)
+	w.b = append(w.b, '"')
+	w.b = engine.AppendID(w.b, v)
+	w.b = append(w.b, '"')
+}
+
+// idOrNull writes null for the zero id.
+func (w *jsonWriter) idOrNull(k string, v engine.ID) {
+	if v == (engine.ID{}) {
+		w.null(k)
+		return
+	}
+	w.id(k, v)
+}
+
+// Time layouts on the wire (API.md §1.3): popped messages carry
+// microseconds, everything else milliseconds.
+const (
+	layoutMicros = "2006-01-02T15:04:05.000000Z"
+	layoutMillis = "2006-01-02T15:04:05.000Z"
+)
+
+// timeMicros writes unix microseconds as ISO-8601 UTC with microseconds, or
+// null for 0.
+func (w *jsonWriter) timeMicros(k string, us int64) {
+	w.timeLayout(k, us, layoutMicros)
+}
+
+// timeMillis writes unix microseconds as ISO-8601 UTC with milliseconds, or
+// null for 0.
+func (w *jsonWriter) timeMillis(k string, us int64) {
+	w.timeLayout(k, us, layoutMillis)
+}
+
+func (w *jsonWriter) timeLayout(k string, us int64, layout string) {
+	if us == 0 {
+		w.null(k)
+		return
+	}
+	w.field(k)
+	w.b = append(w.b, '"')
+	w.b = engine.Time(us).AppendFormat(w.b, layout)
+	w.b = append(w.b, '"')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD so
+// the output is always valid JSON.
+func appendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			// Valid JSON, but not valid JavaScript in older engines.
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}

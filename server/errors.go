@@ -1,0 +1,164 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/raft"
+)
+
+// Sentinel errors the edge detects itself. Validation failures are not
+// minted here: they wrap engine.ErrInvalid (badRequest), as the engine's own
+// rejections do, so one table entry answers both.
+var (
+	// errInvalidJSON is returned when a body is not valid JSON.
+	errInvalidJSON = errors.New("server: invalid JSON")
+	// errEmptyBody is returned when a route that needs a body gets none.
+	errEmptyBody = errors.New("server: empty request body")
+	// errMalformed is returned when fasthttp cannot parse the request.
+	errMalformed = errors.New("server: malformed request")
+	// errBodyTooLarge is returned when a body exceeds Options.MaxBodyBytes.
+	errBodyTooLarge = errors.New("server: request body too large")
+	// errHeadersTooLarge is returned when the request headers do not fit
+	// fasthttp's read buffer.
+	errHeadersTooLarge = errors.New("server: request headers too large")
+	// errRequestTimeout is returned when a request is not read in time.
+	errRequestTimeout = errors.New("server: request read timed out")
+	// errNoSuchRoute is returned for a path no route matches.
+	errNoSuchRoute = errors.New("server: no such route")
+	// errMethodNotAllowed is returned for a known path with another method.
+	errMethodNotAllowed = errors.New("server: method not allowed")
+	// errNotImplemented is returned by routes whose feature does not exist
+	// yet (maintenance mode, message listing).
+	errNotImplemented = errors.New("server: not implemented")
+)
+
+// errorCode is one row of the error table: the HTTP status and the stable
+// machine code a sentinel maps to (DECISIONS C1, C2). Codes are public API:
+// never renumber or rename them.
+type errorCode struct {
+	err    error
+	status int
+	code   string
+	// message is the public text; "" uses the error's own detail (safe for
+	// the client-input errors that leave it empty).
+	message string
+}
+
+// errorTable is the one place errors become HTTP answers; the first entry
+// the error matches (errors.Is) wins. Anything else is a 500 "internal"
+// whose details are logged, not returned.
+var errorTable = [...]errorCode{
+	{engine.ErrInvalid, fasthttp.StatusBadRequest, "invalid_argument", ""},
+	{errInvalidJSON, fasthttp.StatusBadRequest, "invalid_json", ""},
+	{errEmptyBody, fasthttp.StatusBadRequest, "empty_body", "Empty request body"},
+	{errMalformed, fasthttp.StatusBadRequest, "bad_request", "Bad Request"},
+	{errNoSuchRoute, fasthttp.StatusNotFound, "no_such_route", "Not Found"},
+	{errMethodNotAllowed, fasthttp.StatusMethodNotAllowed, "method_not_allowed", "Method Not Allowed"},
+	{errRequestTimeout, fasthttp.StatusRequestTimeout, "request_timeout", "Request Timeout"},
+	{errBodyTooLarge, fasthttp.StatusRequestEntityTooLarge, "body_too_large", "Request body too large"},
+	{errHeadersTooLarge, fasthttp.StatusRequestHeaderFieldsTooLarge, "headers_too_large", "Request headers too large"},
+	{engine.ErrQueueNotFound, fasthttp.StatusNotFound, "queue_not_found", "Queue not found"},
+	{engine.ErrPartitionNotFound, fasthttp.StatusNotFound, "partition_not_found", "Partition not found"},
+	{engine.ErrNoDeadLetter, fasthttp.StatusNotFound, "no_dead_letter", "No dead-letter row for this address"},
+	{engine.ErrMessageNotFound, fasthttp.StatusNotFound, "message_not_found", "Message not found"},
+	{engine.ErrAlreadyConsumed, fasthttp.StatusConflict, "already_consumed", "Message already consumed by this consumer group"},
+	{errNotImplemented, fasthttp.StatusNotImplemented, "not_implemented", ""},
+	{raft.ErrNoLeader, fasthttp.StatusServiceUnavailable, "no_leader", "No leader: the cluster cannot accept commands right now"},
+	{raft.ErrNotLeader, fasthttp.StatusServiceUnavailable, "not_leader", "Leadership changed while the command was in flight; its outcome is unknown"},
+	{raft.ErrTimeout, fasthttp.StatusServiceUnavailable, "timeout", "The command was not committed in time; its outcome is unknown"},
+	{raft.ErrShutdown, fasthttp.StatusServiceUnavailable, "shutting_down", "The node is shutting down"},
+	{raft.ErrForward, fasthttp.StatusServiceUnavailable, "forward_failed", "Forwarding to the leader failed"},
+	{engine.ErrClosed, fasthttp.StatusServiceUnavailable, "shutting_down", "The node is shutting down"},
+	{context.DeadlineExceeded, fasthttp.StatusServiceUnavailable, "timeout", "The request timed out"},
+	{context.Canceled, fasthttp.StatusServiceUnavailable, "canceled", "The request was canceled"},
+}
+
+// apiError carries the client-facing text of an error the edge detects; the
+// sentinel it wraps picks the table row.
+type apiError struct {
+	kind error
+	msg  string
+}
+
+func (e *apiError) Error() string { return e.kind.Error() + ": " + e.msg }
+func (e *apiError) Unwrap() error { return e.kind }
+
+// badRequest is a 400 invalid_argument with msg as the client's text.
+func badRequest(msg string) error { return &apiError{kind: engine.ErrInvalid, msg: msg} }
+
+// invalidJSON is a 400 invalid_json.
+func invalidJSON(msg string) error {
+	return &apiError{kind: errInvalidJSON, msg: "Invalid JSON: " + msg}
+}
+
+// notImplemented is a 501 not_implemented with msg as the client's text.
+func notImplemented(msg string) error { return &apiError{kind: errNotImplemented, msg: msg} }
+
+// classify maps err to its table row and public message. ok is false for
+// an unknown error.
+func classify(err error) (row errorCode, msg string, ok bool) {
+	for _, r := range errorTable {
+		if !errors.Is(err, r.err) {
+			continue
+		}
+		var ae *apiError
+		switch {
+		case errors.As(err, &ae):
+			msg = ae.msg
+		case r.message != "":
+			msg = r.message
+		default:
+			// engine: "engine: invalid argument: <detail>" -> "<detail>".
+			msg = strings.TrimPrefix(strings.TrimPrefix(err.Error(), r.err.Error()), ": ")
+			if msg == "" {
+				msg = r.err.Error()
+			}
+		}
+		return r, msg, true
+	}
+	return errorCode{}, "", false
+}
+
+// writeError answers a request with the error's status and the C2 body
+// {"error": "<message>", "code": "<code>"}. It is the only way handlers
+// report errors.
+func (s *Server) writeError(ctx *fasthttp.RequestCtx, err error) {
+	row, msg, ok := classify(err)
+	if !ok {
+		s.log.Error("request failed", "method", string(ctx.Method()), "path", string(ctx.Path()), "err", err)
+		row, msg = errorCode{status: fasthttp.StatusInternalServerError, code: "internal"}, "Internal Server Error"
+	} else if row.status == fasthttp.StatusServiceUnavailable {
+		s.log.Warn("request failed", "method", string(ctx.Method()), "path", string(ctx.Path()), "code", row.code, "err", err)
+	}
+	if row.status == fasthttp.StatusServiceUnavailable {
+		ctx.Response.Header.Set("Retry-After", "1")
+	}
+	w := startBody(ctx)
+	w.object("")
+	w.str("error", msg)
+	w.str("code", row.code)
+	w.endObject()
+	send(ctx, row.status, w)
+}
+
+// fasthttpError maps an error fasthttp met while reading a request (it
+// calls Server.ErrorHandler before any handler runs) to a sentinel.
+func fasthttpError(err error) error {
+	var small *fasthttp.ErrSmallBuffer
+	var ne net.Error
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		return errBodyTooLarge
+	case errors.As(err, &small):
+		return errHeadersTooLarge
+	case errors.As(err, &ne) && ne.Timeout():
+		return errRequestTimeout
+	}
+	return errMalformed
+}

@@ -1,0 +1,163 @@
+package server
+
+import (
+	"io"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/valyala/fasthttp"
+
+	"github.com/queenmq/queen/engine"
+)
+
+// health answers GET /health: 200 "healthy" while the node knows a leader
+// (commands can be applied), else 503 "unhealthy". The CLI's ping reads
+// status, database and version.
+func (s *Server) health(ctx *fasthttp.RequestCtx, _ *params) {
+	st := s.broker.Status()
+	status, database, code := "healthy", "connected", fasthttp.StatusOK
+	if !st.HasLeader() {
+		status, database, code = "unhealthy", "disconnected", fasthttp.StatusServiceUnavailable
+	}
+	w := startBody(ctx)
+	w.object("")
+	w.str("status", status)
+	w.str("database", database)
+	w.str("server", "queen")
+	w.str("version", s.opts.Version)
+	w.str("id", st.ID)
+	w.str("worker_id", st.ID)
+	w.str("role", st.Role)
+	w.str("leader", st.Leader)
+	w.str("leaderHttp", st.LeaderHTTP)
+	w.int("applied", int64(st.Applied))
+	w.int("term", int64(st.Term))
+	w.int("voters", int64(st.Voters))
+	w.int("uptime", int64(time.Since(s.started).Seconds()))
+	w.object("shared_state")
+	w.bool("enabled", false)
+	w.endObject()
+	w.object("queen")
+	w.str("worker_id", st.ID)
+	w.str("status", "active")
+	w.endObject()
+	w.endObject()
+	send(ctx, code, w)
+}
+
+// metricsJSON answers GET /metrics: Queen's small JSON snapshot.
+func (s *Server) metricsJSON(ctx *fasthttp.RequestCtx, _ *params) {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	st := s.broker.Status()
+	w := startBody(ctx)
+	w.object("")
+	w.int("uptime", int64(time.Since(s.started).Seconds()))
+	w.object("requests")
+	w.int("total", int64(s.m.requests.Load()))
+	w.int("rate", 0)
+	w.endObject()
+	w.object("messages")
+	w.int("total", int64(s.m.pushQueued.Get()))
+	w.int("rate", 0)
+	w.endObject()
+	w.object("database")
+	w.int("poolSize", 0)
+	w.int("idleConnections", 0)
+	w.int("waitingRequests", 0)
+	w.endObject()
+	w.object("memory")
+	w.int("rss", int64(ms.Sys))
+	w.int("heapTotal", int64(ms.HeapSys))
+	w.int("heapUsed", int64(ms.HeapAlloc))
+	w.int("external", 0)
+	w.int("arrayBuffers", 0)
+	w.endObject()
+	w.object("cpu")
+	w.int("user", 0)
+	w.int("system", 0)
+	w.endObject()
+	w.object("raft")
+	w.str("role", st.Role)
+	w.int("applied", int64(st.Applied))
+	w.endObject()
+	w.endObject()
+	send(ctx, fasthttp.StatusOK, w)
+}
+
+// metricsPrometheus answers GET /metrics/prometheus: the metric set, the
+// process and Go runtime series, and gauges read from the broker at scrape
+// time (DLQ depth per queue and per (queue, group), B8; the node's Raft view).
+func (s *Server) metricsPrometheus(ctx *fasthttp.RequestCtx, _ *params) {
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.Response.Header.SetContentType("text/plain; version=0.0.4; charset=utf-8")
+	ctx.Response.Header.Set("Cache-Control", "no-cache")
+	s.opts.Metrics.WritePrometheus(ctx)
+	metrics.WriteProcessMetrics(ctx)
+	st := s.broker.Status()
+	metrics.WriteGaugeUint64(ctx, "queen_raft_applied_index", st.Applied)
+	metrics.WriteGaugeUint64(ctx, "queen_raft_term", st.Term)
+	metrics.WriteGaugeUint64(ctx, "queen_raft_has_leader", boolGauge(st.HasLeader()))
+	metrics.WriteGaugeUint64(ctx, "queen_raft_is_leader", boolGauge(st.Role == "leader"))
+	if err := s.writeDLQDepth(ctx); err != nil {
+		s.log.Warn("metrics: dlq depth", "err", err)
+	}
+}
+
+func boolGauge(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// writeDLQDepth writes queen_dlq_depth{queue} and
+// queen_dlq_depth_by_group{queue,group} for the groups with a cursor on the
+// queue. The counts come from the DLQ indexes, not from reading rows.
+func (s *Server) writeDLQDepth(w io.Writer) error {
+	qs, err := s.broker.Queues()
+	if err != nil {
+		return err
+	}
+	cursors, err := s.broker.Cursors(time.Now().UnixMicro(), "")
+	if err != nil {
+		return err
+	}
+	groups := map[string][]string{} // by queue, in group order
+	seen := map[[2]string]bool{}
+	for i := range cursors {
+		k := [2]string{cursors[i].Queue, cursors[i].Group}
+		if !seen[k] {
+			seen[k] = true
+			groups[k[0]] = append(groups[k[0]], k[1])
+		}
+	}
+	for i := range qs {
+		q := qs[i].Name
+		_, total, err := s.broker.ListDLQ(dlqCount(q, ""))
+		if err != nil {
+			return err
+		}
+		metrics.WriteGaugeUint64(w, `queen_dlq_depth{queue="`+labelValue(q)+`"}`, uint64(total))
+		for _, g := range groups[q] {
+			_, n, err := s.broker.ListDLQ(dlqCount(q, g))
+			if err != nil {
+				return err
+			}
+			metrics.WriteGaugeUint64(w, `queen_dlq_depth_by_group{queue="`+labelValue(q)+`",group="`+labelValue(g)+`"}`, uint64(n))
+		}
+	}
+	return nil
+}
+
+// dlqCount is a filter whose only use is its total.
+func dlqCount(queue, group string) engine.DLQFilter {
+	return engine.DLQFilter{Queue: queue, Group: group, Limit: 1}
+}
+
+// labelValue escapes a Prometheus label value.
+func labelValue(v string) string {
+	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(v)
+}

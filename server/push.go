@@ -1,0 +1,187 @@
+package server
+
+import (
+	"github.com/valyala/fasthttp"
+
+	"github.com/queenmq/queen/engine"
+)
+
+// push answers POST /api/v1/push (API.md §5): 201 with one result per item,
+// in input order.
+func (s *Server) push(ctx *fasthttp.RequestCtx, _ *params) {
+	body := bodyCopy(ctx)
+	var (
+		items []engine.PushItem
+		found bool
+	)
+	err := decodeObject(body, false, func(sc *scanner, key []byte) error {
+		if string(key) != "items" {
+			return sc.skip()
+		}
+		if sc.peek() != '[' {
+			return skipThen(sc, badRequest("items array is required"))
+		}
+		found = true
+		return sc.array(func(sc *scanner, _ int) error {
+			it, err := decodePushItem(sc, items)
+			items = append(items, it)
+			return err
+		})
+	})
+	if err == nil && !found {
+		err = badRequest("items array is required")
+	}
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	var res []engine.PushResult
+	if len(items) > 0 {
+		if res, err = s.broker.Push(s.ctx, items); err != nil {
+			s.writeError(ctx, err)
+			return
+		}
+		s.m.pushed(res)
+	}
+	w := startBody(ctx)
+	w.array("")
+	for i := range res {
+		writePushResult(&w, "", i, &items[i], &res[i])
+	}
+	w.endArray()
+	send(ctx, fasthttp.StatusCreated, w)
+}
+
+// writePushResult writes one push result item (as member k; "" in an
+// array): snake_case ids and camelCase queueName, as Queen's clients read
+// them.
+func writePushResult(w *jsonWriter, k string, index int, it *engine.PushItem, r *engine.PushResult) {
+	w.object(k)
+	w.int("index", int64(index))
+	w.str("transaction_id", r.TransactionID)
+	switch r.Status {
+	case engine.Queued, engine.Duplicate:
+		w.id("message_id", r.MessageID)
+		w.id("partition_id", r.PartitionID)
+		if it.HasTrace {
+			w.id("trace_id", it.TraceID)
+		} else {
+			w.null("trace_id")
+		}
+		w.str("queueName", r.Queue)
+		if r.Status == engine.Queued {
+			w.str("status", "queued")
+		} else {
+			w.str("status", "duplicate")
+		}
+	default:
+		w.str("queueName", r.Queue)
+		w.str("status", "failed")
+		msg := "rejected"
+		if r.Err != nil {
+			_, msg, _ = classify(r.Err)
+		}
+		w.str("error", msg)
+	}
+	w.endObject()
+}
+
+// skipThen skips the current value and returns err (a type error found
+// by peeking).
+func skipThen(sc *scanner, err error) error {
+	if serr := sc.skip(); serr != nil {
+		return serr
+	}
+	return err
+}
+
+// pushFields are the members of a push item, also found flat in a
+// transaction's push operation.
+type pushFields struct {
+	// likeQueue and likePartition are the previous item's, reused when
+	// this one spells the same.
+	likeQueue, likePartition string
+	queue, partition, txn    string
+	hasQueue                 bool
+	trace                    engine.ID
+	hasTrace                 bool
+	payload, data            []byte
+}
+
+// member decodes key if it is a push field.
+func (f *pushFields) member(sc *scanner, key []byte) (handled bool, err error) {
+	switch string(key) {
+	case "queue":
+		f.queue, f.hasQueue, err = sc.optStringLike("Queue", f.likeQueue)
+	case "partition":
+		f.partition, _, err = sc.optStringLike("Partition", f.likePartition)
+	case "payload":
+		f.payload, err = sc.raw()
+	case "data":
+		f.data, err = sc.raw()
+	case "transactionId":
+		f.txn, _, err = sc.optString("TransactionId")
+	case "traceId":
+		var v string
+		var ok bool
+		if v, ok, err = sc.optString("TraceId"); err == nil && ok && v != "" {
+			if f.trace, err = engine.ParseID(v); err != nil {
+				err = badRequest("TraceId must be a UUID")
+			}
+			f.hasTrace = err == nil
+		}
+	default:
+		return false, nil
+	}
+	return true, err
+}
+
+// item validates the fields (API.md §5) and builds the item. The payload is
+// `payload`, else `data`, else {}; an explicit null is stored as null.
+func (f *pushFields) item() (engine.PushItem, error) {
+	if !f.hasQueue {
+		return engine.PushItem{}, badRequest("Queue must be a string")
+	}
+	if err := engine.ValidateQueueName(f.queue); err != nil {
+		return engine.PushItem{}, err
+	}
+	if f.partition != "" {
+		if err := engine.ValidateName("partition", f.partition); err != nil {
+			return engine.PushItem{}, err
+		}
+	}
+	if len(f.txn) > 255 {
+		return engine.PushItem{}, badRequest("TransactionId must be at most 255 bytes")
+	}
+	payload := f.payload
+	if payload == nil {
+		payload = f.data
+	}
+	if payload == nil {
+		payload = []byte("{}")
+	}
+	return engine.PushItem{Queue: f.queue, Partition: f.partition, TransactionID: f.txn,
+		TraceID: f.trace, HasTrace: f.hasTrace, Payload: payload}, nil
+}
+
+// decodePushItem reads one push item object; before are the items already
+// read, whose queue and partition names it reuses.
+func decodePushItem(sc *scanner, before []engine.PushItem) (engine.PushItem, error) {
+	if sc.peek() != '{' {
+		return engine.PushItem{}, skipThen(sc, badRequest("each item must be an object"))
+	}
+	var f pushFields
+	if n := len(before); n > 0 {
+		f.likeQueue, f.likePartition = before[n-1].Queue, before[n-1].Partition
+	}
+	err := sc.object(func(sc *scanner, key []byte) error {
+		if ok, err := f.member(sc, key); ok {
+			return err
+		}
+		return sc.skip()
+	})
+	if err != nil {
+		return engine.PushItem{}, err
+	}
+	return f.item()
+}

@@ -1,0 +1,256 @@
+package server
+
+import (
+	"strings"
+
+	"github.com/valyala/fasthttp"
+)
+
+// routeTable is the one route table. Patterns are matched segment by
+// segment on the raw path; {name} captures one percent-decoded segment
+// (C9: "q%2Fx" is the queue "q/x", "ord:42" stays "ord:42"). A literal
+// segment wins over a parameter ("/consumer-groups/lagging" over
+// "/consumer-groups/{group}"), with backtracking when the literal branch
+// leads nowhere. name labels the route's metrics.
+func (s *Server) routeTable() []route {
+	return []route{
+		{"GET", "/health", "health", (*Server).health},
+		{"GET", "/metrics", "metrics", (*Server).metricsJSON},
+		{"GET", "/metrics/prometheus", "metrics_prometheus", (*Server).metricsPrometheus},
+
+		{"POST", "/api/v1/configure", "configure", (*Server).configure},
+		{"POST", "/api/v1/push", "push", (*Server).push},
+		{"GET", "/api/v1/pop", "pop_discovery", (*Server).popDiscovery},
+		{"GET", "/api/v1/pop/queue/{queue}", "pop", (*Server).popQueue},
+		{"GET", "/api/v1/pop/queue/{queue}/partition/{partition}", "pop_partition", (*Server).popPartition},
+		{"POST", "/api/v1/ack", "ack", (*Server).ack},
+		{"POST", "/api/v1/ack/batch", "ack_batch", (*Server).ackBatch},
+		{"POST", "/api/v1/transaction", "transaction", (*Server).transaction},
+		{"POST", "/api/v1/lease/{leaseId}/extend", "lease_extend", (*Server).extendLease},
+
+		{"GET", "/api/v1/dlq", "dlq", (*Server).listDLQ},
+		{"GET", "/api/v1/messages", "messages", (*Server).listMessages},
+		{"GET", "/api/v1/messages/{partitionId}/{transactionId}", "message", (*Server).getMessage},
+		{"DELETE", "/api/v1/messages/{partitionId}/{transactionId}", "message_delete", (*Server).deleteMessage},
+		{"POST", "/api/v1/messages/{partitionId}/{transactionId}/retry", "message_replay", (*Server).replayMessage},
+		{"POST", "/api/v1/messages/{partitionId}/{transactionId}/dlq", "message_dlq", (*Server).moveToDLQ},
+
+		{"GET", "/api/v1/resources/overview", "resources_overview", (*Server).overview},
+		{"GET", "/api/v1/resources/queues", "resources_queues", (*Server).listQueues},
+		{"GET", "/api/v1/resources/queues/{queue}", "resources_queue", (*Server).getQueue},
+		{"DELETE", "/api/v1/resources/queues/{queue}", "resources_queue_delete", (*Server).deleteQueue},
+		{"GET", "/api/v1/resources/namespaces", "resources_namespaces", (*Server).listNamespaces},
+		{"GET", "/api/v1/resources/tasks", "resources_tasks", (*Server).listTasks},
+
+		{"GET", "/api/v1/consumer-groups", "groups", (*Server).listGroups},
+		{"GET", "/api/v1/consumer-groups/lagging", "groups_lagging", (*Server).laggingGroups},
+		{"GET", "/api/v1/consumer-groups/{group}", "group", (*Server).getGroup},
+		{"DELETE", "/api/v1/consumer-groups/{group}", "group_delete", (*Server).deleteGroup},
+		{"DELETE", "/api/v1/consumer-groups/{group}/queues/{queue}", "group_queue_delete", (*Server).deleteGroup},
+		{"POST", "/api/v1/consumer-groups/{group}/queues/{queue}/seek", "seek", (*Server).seek},
+		{"POST", "/api/v1/consumer-groups/{group}/queues/{queue}/partitions/{partition}/seek", "seek_partition", (*Server).seek},
+		{"POST", "/api/v1/consumer-groups/{group}/subscription", "subscription", (*Server).updateSubscription},
+		{"POST", "/api/v1/stats/refresh", "stats_refresh", (*Server).refreshStats},
+
+		{"GET", "/api/v1/status", "status", (*Server).status},
+		{"GET", "/api/v1/status/queues", "status_queues", (*Server).statusQueues},
+		{"GET", "/api/v1/status/queues/{queue}", "status_queue", (*Server).statusQueue},
+		{"GET", "/api/v1/status/analytics", "status_analytics", (*Server).analytics},
+		{"GET", "/api/v1/status/buffers", "status_buffers", (*Server).buffers},
+
+		{"GET", "/api/v1/system/maintenance", "maintenance", (*Server).getMaintenance},
+		{"POST", "/api/v1/system/maintenance", "maintenance_set", (*Server).setMaintenance},
+		{"GET", "/api/v1/system/maintenance/pop", "maintenance_pop", (*Server).getMaintenance},
+		{"POST", "/api/v1/system/maintenance/pop", "maintenance_pop_set", (*Server).setMaintenance},
+	}
+}
+
+// maxParams and maxSegments bound a path; longer ones match no route.
+const (
+	maxParams   = 4
+	maxSegments = 12
+)
+
+// route is one row of the table.
+type route struct {
+	method  string
+	pattern string
+	name    string
+	handle  func(s *Server, ctx *fasthttp.RequestCtx, p *params)
+}
+
+// params are a matched route's decoded path parameters.
+type params struct {
+	names []string
+	vals  [maxParams]string
+}
+
+// get returns the parameter called name ("" if the route has none).
+func (p *params) get(name string) string {
+	for i, n := range p.names {
+		if n == name {
+			return p.vals[i]
+		}
+	}
+	return ""
+}
+
+// endpoint is a route compiled into the tree, with its metrics.
+type endpoint struct {
+	route
+	names   []string // parameter names, in order
+	paramAt []int    // segment index of each parameter, in order
+	stats   *routeStats
+}
+
+// node is one segment of the route tree.
+type node struct {
+	literal   map[string]*node
+	param     *node
+	endpoints []*endpoint // routes ending here, one per method
+}
+
+// router matches raw paths against the route tree.
+type router struct {
+	root node
+}
+
+func (rt *router) add(e *endpoint) {
+	n := &rt.root
+	for i, seg := range splitPattern(e.pattern) {
+		if strings.HasPrefix(seg, "{") && strings.HasSuffix(seg, "}") {
+			e.names = append(e.names, seg[1:len(seg)-1])
+			e.paramAt = append(e.paramAt, i)
+			if n.param == nil {
+				n.param = &node{}
+			}
+			n = n.param
+			continue
+		}
+		if n.literal == nil {
+			n.literal = map[string]*node{}
+		}
+		c := n.literal[seg]
+		if c == nil {
+			c = &node{}
+			n.literal[seg] = c
+		}
+		n = c
+	}
+	if len(e.names) > maxParams {
+		panic("server: too many parameters in " + e.pattern)
+	}
+	n.endpoints = append(n.endpoints, e)
+}
+
+func splitPattern(p string) []string {
+	if p == "/" {
+		return nil
+	}
+	return strings.Split(strings.TrimPrefix(p, "/"), "/")
+}
+
+// lookup finds the endpoint for method and a raw (not yet decoded) path and
+// fills p. The error is errNoSuchRoute, errMethodNotAllowed (allow lists
+// the path's methods) or a 400 for a bad percent escape.
+func (rt *router) lookup(method, rawPath []byte, p *params) (e *endpoint, allow string, err error) {
+	var buf [maxSegments][]byte
+	segs := buf[:0]
+	path := rawPath
+	if len(path) == 0 || path[0] != '/' {
+		return nil, "", errNoSuchRoute
+	}
+	path = path[1:]
+	if n := len(path); n > 0 && path[n-1] == '/' {
+		path = path[:n-1] // a trailing slash is ignored
+	}
+	for len(path) > 0 {
+		if len(segs) == maxSegments {
+			return nil, "", errNoSuchRoute
+		}
+		i := indexByte(path, '/')
+		seg := path
+		if i >= 0 {
+			seg, path = path[:i], path[i+1:]
+		} else {
+			path = nil
+		}
+		if indexByte(seg, '%') >= 0 {
+			dec, ok := percentDecode(seg)
+			if !ok {
+				return nil, "", badRequest("invalid percent escape in path")
+			}
+			seg = dec
+		}
+		segs = append(segs, seg)
+	}
+	n := rt.root.match(segs)
+	if n == nil {
+		return nil, "", errNoSuchRoute
+	}
+	for _, ep := range n.endpoints {
+		if ep.method == string(method) || (ep.method == "GET" && string(method) == "HEAD") {
+			p.names = ep.names
+			for i, at := range ep.paramAt {
+				p.vals[i] = string(segs[at])
+			}
+			return ep, "", nil
+		}
+	}
+	methods := make([]string, 0, len(n.endpoints)+1)
+	for _, ep := range n.endpoints {
+		methods = append(methods, ep.method)
+	}
+	return nil, strings.Join(append(methods, "OPTIONS"), ", "), errMethodNotAllowed
+}
+
+// match walks the tree, preferring literal segments and backtracking to a
+// parameter when the literal branch has no route for the rest of the path.
+func (n *node) match(segs [][]byte) *node {
+	if len(segs) == 0 {
+		if len(n.endpoints) > 0 {
+			return n
+		}
+		return nil
+	}
+	if c := n.literal[string(segs[0])]; c != nil {
+		if m := c.match(segs[1:]); m != nil {
+			return m
+		}
+	}
+	if n.param != nil && len(segs[0]) > 0 {
+		return n.param.match(segs[1:])
+	}
+	return nil
+}
+
+func indexByte(b []byte, c byte) int {
+	for i, x := range b {
+		if x == c {
+			return i
+		}
+	}
+	return -1
+}
+
+// percentDecode decodes %XX escapes ('+' stays '+': this is a path).
+func percentDecode(seg []byte) ([]byte, bool) {
+	out := make([]byte, 0, len(seg))
+	for i := 0; i < len(seg); i++ {
+		if seg[i] != '%' {
+			out = append(out, seg[i])
+			continue
+		}
+		if i+2 >= len(seg) {
+			return nil, false
+		}
+		hi, ok1 := unhex(seg[i+1])
+		lo, ok2 := unhex(seg[i+2])
+		if !ok1 || !ok2 {
+			return nil, false
+		}
+		out = append(out, hi<<4|lo)
+		i += 2
+	}
+	return out, true
+}

@@ -1,0 +1,254 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/valyala/fasthttp"
+
+	"github.com/queenmq/queen/engine"
+)
+
+// Options configures a Server. Zero fields take their defaults (see
+// DefaultOptions).
+type Options struct {
+	// Addr is the address ListenAndServe listens on (default
+	// "0.0.0.0:6632", DECISIONS C12).
+	Addr string
+	// MaxBodyBytes caps a request body (QUEEN_MAX_BODY_BYTES, default
+	// 64 MiB); a larger body is answered 413 body_too_large.
+	MaxBodyBytes int
+	// DefaultPopTimeout is the long-poll deadline of a pop that sends
+	// wait=true without a usable timeout (DEFAULT_TIMEOUT, 30 s).
+	DefaultPopTimeout time.Duration
+	// MaxPopTimeout caps the long-poll deadline a client may ask for
+	// (default 5 min).
+	MaxPopTimeout time.Duration
+	// ReadTimeout bounds reading one request, body included (default 60 s).
+	ReadTimeout time.Duration
+	// WriteTimeout bounds writing one response (default 60 s).
+	WriteTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection idle this long (default
+	// 2 min).
+	IdleTimeout time.Duration
+	// Version is reported by /health (default "dev").
+	Version string
+	// Logger receives request failures (500s with details, 503s) and, at
+	// debug level, fasthttp's connection errors (default slog.Default()).
+	Logger *slog.Logger
+	// Metrics is the set the server registers its series in and that
+	// /metrics/prometheus writes out; pass the process's shared set so one
+	// scrape sees every layer (default: a private set).
+	Metrics *metrics.Set
+}
+
+// DefaultOptions returns the options a zero Options is completed with.
+func DefaultOptions() Options {
+	var o Options
+	o.EnsureDefaults()
+	return o
+}
+
+// EnsureDefaults fills every zero field with its default.
+func (o *Options) EnsureDefaults() {
+	if o.Addr == "" {
+		o.Addr = "0.0.0.0:6632"
+	}
+	if o.MaxBodyBytes == 0 {
+		o.MaxBodyBytes = 64 << 20
+	}
+	if o.DefaultPopTimeout == 0 {
+		o.DefaultPopTimeout = 30 * time.Second
+	}
+	if o.MaxPopTimeout == 0 {
+		o.MaxPopTimeout = 5 * time.Minute
+	}
+	if o.ReadTimeout == 0 {
+		o.ReadTimeout = 60 * time.Second
+	}
+	if o.WriteTimeout == 0 {
+		o.WriteTimeout = 60 * time.Second
+	}
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = 2 * time.Minute
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Metrics == nil {
+		o.Metrics = metrics.NewSet()
+	}
+}
+
+// Validate reports an option that cannot work.
+func (o Options) Validate() error {
+	switch {
+	case o.MaxBodyBytes < 0:
+		return fmt.Errorf("%w: MaxBodyBytes must not be negative", engine.ErrInvalid)
+	case o.DefaultPopTimeout < 0 || o.MaxPopTimeout < 0:
+		return fmt.Errorf("%w: pop timeouts must not be negative", engine.ErrInvalid)
+	case o.DefaultPopTimeout > o.MaxPopTimeout:
+		return fmt.Errorf("%w: DefaultPopTimeout exceeds MaxPopTimeout", engine.ErrInvalid)
+	case o.ReadTimeout < 0 || o.WriteTimeout < 0 || o.IdleTimeout < 0:
+		return fmt.Errorf("%w: timeouts must not be negative", engine.ErrInvalid)
+	}
+	return nil
+}
+
+// Server is Queen's v1 HTTP API over a Broker.
+type Server struct {
+	broker  Broker
+	opts    Options
+	log     *slog.Logger
+	http    *fasthttp.Server
+	router  router
+	m       *brokerMetrics
+	options *routeStats // OPTIONS preflights
+	misses  *routeStats // requests no route matched
+	started time.Time
+	// ctx is the context of every broker call. Handlers never pass the
+	// RequestCtx itself: a broker may keep a context after the call
+	// returns, and fasthttp recycles RequestCtx values.
+	ctx context.Context
+}
+
+// New builds a server over b. It does not listen yet: see Serve and
+// ListenAndServe.
+func New(b Broker, opts Options) (*Server, error) {
+	if b == nil {
+		return nil, fmt.Errorf("%w: nil Broker", engine.ErrInvalid)
+	}
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{
+		broker:  b,
+		opts:    opts,
+		log:     opts.Logger,
+		m:       newBrokerMetrics(opts.Metrics),
+		options: newRouteStats(opts.Metrics, "options"),
+		misses:  newRouteStats(opts.Metrics, "unmatched"),
+		started: time.Now(),
+		ctx:     context.Background(),
+	}
+	for _, r := range s.routeTable() {
+		s.router.add(&endpoint{route: r, stats: newRouteStats(opts.Metrics, r.name)})
+	}
+	s.http = &fasthttp.Server{
+		Handler:                      s.handle,
+		ErrorHandler:                 s.readError,
+		Name:                         "queen",
+		NoDefaultServerHeader:        true,
+		NoDefaultContentType:         true,
+		MaxRequestBodySize:           opts.MaxBodyBytes,
+		ReadBufferSize:               8 << 10, // request line + headers (bearer tokens can be large)
+		StreamRequestBody:            false,
+		DisablePreParseMultipartForm: true,
+		ReadTimeout:                  opts.ReadTimeout,
+		WriteTimeout:                 opts.WriteTimeout,
+		IdleTimeout:                  opts.IdleTimeout,
+		CloseOnShutdown:              true,
+		Logger:                       fasthttpLogger{opts.Logger},
+	}
+	return s, nil
+}
+
+// Serve answers requests on ln until Shutdown. It returns nil after a
+// Shutdown.
+func (s *Server) Serve(ln net.Listener) error { return s.http.Serve(ln) }
+
+// ListenAndServe listens on Options.Addr and serves.
+func (s *Server) ListenAndServe() error {
+	ln, err := net.Listen("tcp", s.opts.Addr)
+	if err != nil {
+		return fmt.Errorf("server: listen: %w", err)
+	}
+	return s.Serve(ln)
+}
+
+// Shutdown stops accepting connections, wakes parked long-polls (they answer
+// 204) and waits for in-flight requests until ctx is done.
+func (s *Server) Shutdown(ctx context.Context) error { return s.http.ShutdownWithContext(ctx) }
+
+// handle is fasthttp's handler: CORS, routing, panics, metrics.
+func (s *Server) handle(ctx *fasthttp.RequestCtx) {
+	start := time.Now()
+	s.m.requests.Add(1)
+	setCORS(ctx)
+	stats := s.misses
+	defer func() {
+		if v := recover(); v != nil {
+			s.writeError(ctx, fmt.Errorf("server: panic: %v", v))
+		}
+		stats.observe(ctx.Response.StatusCode(), start)
+	}()
+	if ctx.IsOptions() {
+		stats = s.options
+		ctx.SetStatusCode(fasthttp.StatusNoContent)
+		return
+	}
+	var p params
+	ep, allow, err := s.router.lookup(ctx.Method(), ctx.URI().PathOriginal(), &p)
+	if err != nil {
+		if allow != "" {
+			ctx.Response.Header.Set("Allow", allow)
+		}
+		s.writeError(ctx, err)
+		return
+	}
+	stats = ep.stats
+	ep.handle(s, ctx, &p)
+}
+
+// readError answers a request fasthttp could not read (oversize body,
+// malformed request, read timeout) with the C2 body.
+func (s *Server) readError(ctx *fasthttp.RequestCtx, err error) {
+	setCORS(ctx)
+	s.writeError(ctx, fasthttpError(err))
+	s.misses.observe(ctx.Response.StatusCode(), time.Now())
+}
+
+// setCORS adds the CORS headers of API.md §1.3 to every reply.
+func setCORS(ctx *fasthttp.RequestCtx) {
+	h := &ctx.Response.Header
+	h.Set("Access-Control-Allow-Origin", "*")
+	h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE, OPTIONS")
+	h.Set("Access-Control-Allow-Headers", "Content-Type, Authorization")
+	h.Set("Access-Control-Max-Age", "86400")
+}
+
+// startBody returns a writer over the response's own pooled buffer.
+func startBody(ctx *fasthttp.RequestCtx) jsonWriter {
+	return jsonWriter{b: ctx.Response.SwapBody(nil)[:0]}
+}
+
+// send hands the written body back to the response (no copy) with status.
+func send(ctx *fasthttp.RequestCtx, status int, w jsonWriter) {
+	ctx.Response.SwapBody(w.b)
+	ctx.SetStatusCode(status)
+	ctx.Response.Header.SetContentType("application/json")
+}
+
+// noContent answers 204 with no body.
+func noContent(ctx *fasthttp.RequestCtx) {
+	ctx.Response.ResetBody()
+	ctx.SetStatusCode(fasthttp.StatusNoContent)
+}
+
+// fasthttpLogger writes fasthttp's log lines through slog at debug level:
+// they report client misbehaviour (resets, timeouts), not broker faults.
+type fasthttpLogger struct{ log *slog.Logger }
+
+func (l fasthttpLogger) Printf(format string, args ...any) {
+	if l.log.Enabled(context.Background(), slog.LevelDebug) {
+		l.log.Debug("fasthttp: " + fmt.Sprintf(format, args...))
+	}
+}
