@@ -271,4 +271,3 @@ func (b *Batch) fileDeadLetter(now int64, m *minter, r *row, off Offset, text st
 	b.putDeadLetter(keyspace.MakeRowKey(now, m.next()), &rec)
 	return true, nil
 }
-
