@@ -70,7 +70,8 @@ var errorTable = [...]errorCode{
 	{engine.ErrAlreadyConsumed, fasthttp.StatusConflict, "already_consumed", "Message already consumed by this consumer group"},
 	{errNotImplemented, fasthttp.StatusNotImplemented, "not_implemented", ""},
 	{raft.ErrNoLeader, fasthttp.StatusServiceUnavailable, "no_leader", "No leader: the cluster cannot accept commands right now"},
-	{raft.ErrNotLeader, fasthttp.StatusServiceUnavailable, "not_leader", "Leadership changed while the command was in flight; its outcome is unknown"},
+	{raft.ErrNotLeader, fasthttp.StatusServiceUnavailable, "not_leader", "This node is not the leader and could not forward the request"},
+	{raft.ErrLeadershipLost, fasthttp.StatusServiceUnavailable, "leadership_lost", "Leadership changed while the command was in flight; its outcome is unknown"},
 	{raft.ErrTimeout, fasthttp.StatusServiceUnavailable, "timeout", "The command was not committed in time; its outcome is unknown"},
 	{raft.ErrShutdown, fasthttp.StatusServiceUnavailable, "shutting_down", "The node is shutting down"},
 	{raft.ErrForward, fasthttp.StatusServiceUnavailable, "forward_failed", "Forwarding to the leader failed"},
@@ -129,6 +130,9 @@ func classify(err error) (row errorCode, msg string, ok bool) {
 // {"error": "<message>", "code": "<code>"}. It is the only way handlers
 // report errors.
 func (s *Server) writeError(ctx *fasthttp.RequestCtx, err error) {
+	if errors.Is(err, raft.ErrNotLeader) && s.forward(ctx) {
+		return
+	}
 	row, msg, ok := classify(err)
 	if !ok {
 		s.log.Error("request failed", "method", string(ctx.Method()), "path", string(ctx.Path()), "err", err)

@@ -48,6 +48,7 @@ type brokerMetrics struct {
 	deadLettersAdmin, drops               *metrics.Counter
 	replays, dlqDeletes                   *metrics.Counter
 	txSuccess, txFailed                   *metrics.Counter
+	forwarded                             *metrics.Counter
 }
 
 func newBrokerMetrics(set *metrics.Set) *brokerMetrics {
@@ -56,6 +57,7 @@ func newBrokerMetrics(set *metrics.Set) *brokerMetrics {
 		pushDuplicate:       set.GetOrCreateCounter(`queen_push_messages_total{status="duplicate"}`),
 		pushFailed:          set.GetOrCreateCounter(`queen_push_messages_total{status="failed"}`),
 		popMessages:         set.GetOrCreateCounter(`queen_pop_messages_total`),
+		forwarded:           set.GetOrCreateCounter(`queen_forwarded_requests_total`),
 		popEmpty:            set.GetOrCreateCounter(`queen_pop_empty_total`),
 		popRedelivered:      set.GetOrCreateCounter(`queen_redeliveries_total`),
 		popAbandoned:        set.GetOrCreateCounter(`queen_pop_abandoned_total`),

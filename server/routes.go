@@ -62,6 +62,9 @@ func (s *Server) routeTable() []route {
 		{"POST", "/api/v1/system/maintenance", "maintenance_set", (*Server).setMaintenance},
 		{"GET", "/api/v1/system/maintenance/pop", "maintenance_pop", (*Server).getMaintenance},
 		{"POST", "/api/v1/system/maintenance/pop", "maintenance_pop_set", (*Server).setMaintenance},
+
+		{"POST", "/internal/v1/cluster/join", "cluster_join", (*Server).join},
+		{"POST", "/internal/v1/cluster/leave", "cluster_leave", (*Server).leave},
 	}
 }
 

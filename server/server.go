@@ -108,6 +108,7 @@ type Server struct {
 	opts    Options
 	log     *slog.Logger
 	http    *fasthttp.Server
+	client  *fasthttp.Client // forwards to the leader
 	router  router
 	m       *brokerMetrics
 	options *routeStats // OPTIONS preflights
@@ -138,6 +139,15 @@ func New(b Broker, opts Options) (*Server, error) {
 		misses:  newRouteStats(opts.Metrics, "unmatched"),
 		started: time.Now(),
 		ctx:     context.Background(),
+	}
+	s.client = &fasthttp.Client{
+		Name:                          "queen-forward",
+		NoDefaultUserAgentHeader:      true,
+		MaxConnsPerHost:               512,
+		MaxIdleConnDuration:           30 * time.Second,
+		DisableHeaderNamesNormalizing: true,
+		DisablePathNormalizing:        true,
+		MaxResponseBodySize:           opts.MaxBodyBytes * 4,
 	}
 	for _, r := range s.routeTable() {
 		s.router.add(&endpoint{route: r, stats: newRouteStats(opts.Metrics, r.name)})

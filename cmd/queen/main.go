@@ -2,6 +2,7 @@
 //
 //	queen serve [flags]   run a node (single node by default)
 //	queen check --data DIR   walk a stopped node's store and report inconsistencies
+//	queen leave --url URL --node-id ID   remove a node from its cluster
 //
 // Run `queen serve -h` for the flags.
 package main
@@ -25,6 +26,8 @@ func main() {
 		err = serve(os.Args[2:])
 	case "check":
 		err = check(os.Args[2:])
+	case "leave":
+		err = leave(os.Args[2:])
 	case "version":
 		fmt.Println(version)
 	case "-h", "--help", "help":
@@ -46,6 +49,7 @@ func usage() {
 commands:
   serve     run a broker node (single node by default, port 6632)
   check     verify a stopped node's store (--data DIR)
+  leave     remove a node from its cluster (--url http://any-node:6632 --node-id ID)
   version   print the version
 `)
 }

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -28,8 +31,13 @@ type serveConfig struct {
 	nodeID    string
 	raftAddr  string
 	peers     []raft.Peer
+	join      string
 	logLevel  slog.Level
 	maxBody   int
+	// Raft tuning, for operators and for the process-level tests.
+	snapshotThreshold uint64
+	trailingLogs      uint64
+	retention         time.Duration
 }
 
 func parseServe(args []string, getenv func(string) string) (serveConfig, error) {
@@ -52,6 +60,10 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 	fs.StringVar(&c.nodeID, "node-id", env("QUEEN_NODE_ID", "node1"), "this node's id, unique in the cluster for all time (env QUEEN_NODE_ID)")
 	fs.StringVar(&c.raftAddr, "raft", env("QUEEN_RAFT_ADDR", ""), "Raft TCP address host:port; empty runs a single node without network replication (env QUEEN_RAFT_ADDR)")
 	fs.StringVar(&peers, "peers", env("QUEEN_PEERS", ""), "static membership id@raftHost:raftPort,... including this node; the first start bootstraps (env QUEEN_PEERS)")
+	fs.StringVar(&c.join, "join", env("QUEEN_JOIN", ""), "HTTP URL of a running cluster node to join at first start, instead of bootstrapping (env QUEEN_JOIN)")
+	fs.Uint64Var(&c.snapshotThreshold, "snapshot-threshold", 16384, "Raft log entries between snapshots")
+	fs.Uint64Var(&c.trailingLogs, "trailing-logs", 10240, "Raft log entries kept after a snapshot for slow followers")
+	fs.DurationVar(&c.retention, "retention-interval", 5*time.Second, "how often the leader sweeps retention and eviction (0 disables)")
 	fs.StringVar(&level, "log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
 	fs.IntVar(&c.maxBody, "max-body-bytes", 64<<20, "largest request body accepted (env QUEEN_MAX_BODY_BYTES)")
 	if v := getenv("QUEEN_MAX_BODY_BYTES"); v != "" {
@@ -86,6 +98,9 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 		}
 		c.peers = append(c.peers, raft.Peer{ID: id, Addr: addr})
 	}
+	if c.join != "" && (c.raftAddr == "" || len(c.peers) > 0) {
+		return c, fmt.Errorf("--join needs --raft and no --peers")
+	}
 	if len(c.peers) > 0 && c.raftAddr == "" {
 		for _, p := range c.peers {
 			if p.ID == c.nodeID {
@@ -112,6 +127,9 @@ func serve(args []string) error {
 	opts.HTTPAddr = c.advertise
 	opts.Logger = log
 	opts.Peers = c.peers
+	opts.SnapshotThreshold = c.snapshotThreshold
+	opts.TrailingLogs = c.trailingLogs
+	opts.RetentionInterval = c.retention
 	if c.raftAddr == "" {
 		// A single node needs no network transport: it is a single voter
 		// on the same code path.
@@ -124,7 +142,7 @@ func serve(args []string) error {
 		opts.LeaderLeaseTimeout = 100 * time.Millisecond
 	} else {
 		opts.RaftAddr = c.raftAddr
-		opts.Bootstrap = len(c.peers) == 0
+		opts.Bootstrap = len(c.peers) == 0 && c.join == ""
 	}
 	node, err := raft.Open(opts)
 	if err != nil {
@@ -148,6 +166,9 @@ func serve(args []string) error {
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	if c.join != "" {
+		go joinCluster(log, c.join, c.nodeID, c.raftAddr)
+	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	select {
@@ -162,4 +183,26 @@ func serve(args []string) error {
 	defer cancel()
 	errs := []error{srv.Shutdown(ctx), node.Close()}
 	return errors.Join(errs...)
+}
+
+// joinCluster asks a running node (which forwards to the leader) to add this
+// node as a voter, retrying until it succeeds: the cluster may be electing.
+// Joining twice is harmless.
+func joinCluster(log *slog.Logger, url, id, raftAddr string) {
+	body := fmt.Sprintf(`{"id":%q,"addr":%q}`, id, raftAddr)
+	client := &http.Client{Timeout: 15 * time.Second}
+	for attempt := 1; ; attempt++ {
+		resp, err := client.Post(strings.TrimSuffix(url, "/")+"/internal/v1/cluster/join", "application/json", strings.NewReader(body))
+		if err == nil {
+			msg, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				log.Info("joined cluster", "via", url)
+				return
+			}
+			err = fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(msg))
+		}
+		log.Warn("join cluster", "via", url, "attempt", attempt, "err", err)
+		time.Sleep(min(time.Duration(attempt)*time.Second, 5*time.Second))
+	}
 }

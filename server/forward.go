@@ -1,0 +1,105 @@
+package server
+
+import (
+	"errors"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/queenmq/queen/raft"
+)
+
+// forwardedHeader marks a request a follower relayed to the leader; the
+// leader never relays it again, so a request hops at most once.
+const forwardedHeader = "X-Queen-Forwarded-By"
+
+// forward relays a request this node cannot serve to the leader and copies
+// the leader's answer back. It is used only for raft.ErrNotLeader, which the
+// node returns before proposing anything, so the relayed request cannot be
+// applied twice. It reports false when there is nowhere to relay to: the
+// request was already relayed once, or the leader's HTTP address is not
+// known yet (the caller then answers 503 and the client retries).
+func (s *Server) forward(ctx *fasthttp.RequestCtx) bool {
+	if len(ctx.Request.Header.Peek(forwardedHeader)) > 0 {
+		return false
+	}
+	st := s.broker.Status()
+	if st.LeaderHTTP == "" || st.Leader == st.ID {
+		return false
+	}
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	ctx.Request.CopyTo(req)
+	req.URI().SetScheme("http")
+	req.SetHost(st.LeaderHTTP)
+	req.Header.Set(forwardedHeader, st.ID)
+	// A forwarded long-poll parks on the leader for up to its timeout.
+	if err := s.client.DoTimeout(req, resp, s.opts.MaxPopTimeout+30*time.Second); err != nil {
+		s.log.Warn("forward to leader", "leader", st.Leader, "addr", st.LeaderHTTP, "err", err)
+		s.writeError(ctx, errors.Join(raft.ErrForward, err))
+		return true
+	}
+	resp.CopyTo(&ctx.Response)
+	s.m.forwarded.Inc()
+	return true
+}
+
+// Membership is implemented by brokers whose cluster can grow and shrink
+// (raft.Node). The join and leave routes answer 501 without it.
+type Membership interface {
+	Join(id, addr string) error
+	Leave(id string) error
+}
+
+// join adds a voter: POST /internal/v1/cluster/join {"id","addr"}.
+func (s *Server) join(ctx *fasthttp.RequestCtx, _ *params) {
+	s.membership(ctx, true)
+}
+
+// leave removes a server: POST /internal/v1/cluster/leave {"id"}.
+func (s *Server) leave(ctx *fasthttp.RequestCtx, _ *params) {
+	s.membership(ctx, false)
+}
+
+func (s *Server) membership(ctx *fasthttp.RequestCtx, join bool) {
+	m, ok := s.broker.(Membership)
+	if !ok {
+		s.writeError(ctx, notImplemented("this broker has no cluster membership"))
+		return
+	}
+	var id, addr string
+	err := decodeObject(bodyCopy(ctx), false, func(sc *scanner, key []byte) (err error) {
+		switch string(key) {
+		case "id":
+			id, _, err = sc.optString("id")
+		case "addr":
+			addr, _, err = sc.optString("addr")
+		default:
+			err = sc.skip()
+		}
+		return err
+	})
+	switch {
+	case err != nil:
+	case id == "":
+		err = badRequest("id is required")
+	case join && addr == "":
+		err = badRequest("addr (the node's Raft host:port) is required")
+	case join:
+		err = m.Join(id, addr)
+	default:
+		err = m.Leave(id)
+	}
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	w := startBody(ctx)
+	w.object("")
+	w.bool("success", true)
+	w.str("id", id)
+	w.endObject()
+	send(ctx, fasthttp.StatusOK, w)
+}
