@@ -1,10 +1,5 @@
 package keyspace
 
-import (
-	"encoding/binary"
-	"fmt"
-)
-
 // recordVersion is the version byte of every record: part of the on-disk
 // format — never change; a new layout takes a new version and an upgrade step.
 const recordVersion = 1
@@ -90,321 +85,191 @@ type DeadLetterRecord struct {
 	Deliveries    uint32
 }
 
-type writer struct{ b []byte }
-
-func (w *writer) i64(v int64)  { w.b = binary.BigEndian.AppendUint64(w.b, uint64(v)) }
-func (w *writer) u32(v uint32) { w.b = binary.BigEndian.AppendUint32(w.b, v) }
-func (w *writer) u8(v uint8)   { w.b = append(w.b, v) }
-func (w *writer) id(v ID)      { w.b = append(w.b, v[:]...) }
-func (w *writer) str(s string) {
-	w.b = binary.AppendUvarint(w.b, uint64(len(s)))
-	w.b = append(w.b, s...)
-}
-func (w *writer) bytes(s []byte) {
-	w.b = binary.AppendUvarint(w.b, uint64(len(s)))
-	w.b = append(w.b, s...)
-}
-func (w *writer) boolean(v bool) {
-	if v {
-		w.u8(1)
-	} else {
-		w.u8(0)
-	}
-}
-
-// reader decodes a record; the first failure sticks and later reads return
-// zero values, so decoders check err once at the end.
-type reader struct {
-	b    []byte
-	err  error
-	what string
-}
-
-func newReader(b []byte, what string) *reader {
-	r := &reader{b: b, what: what}
-	if v := r.u8(); r.err == nil && v != recordVersion {
-		r.fail("unknown version %d", v)
+// newRecordReader starts decoding a record and checks its version byte.
+func newRecordReader(b []byte, what string) *Reader {
+	r := NewReader(b, ErrCorrupt, what+" record")
+	if v := r.U8(); r.Err() == nil && v != recordVersion {
+		r.Fail("unknown version %d", v)
 	}
 	return r
 }
 
-func (r *reader) fail(format string, args ...any) {
-	if r.err == nil {
-		r.err = fmt.Errorf("%w: %s record: %s", ErrCorrupt, r.what, fmt.Sprintf(format, args...))
-	}
-}
-
-func (r *reader) take(n int) []byte {
-	if r.err != nil {
-		return nil
-	}
-	if n < 0 || len(r.b) < n {
-		r.fail("short")
-		return nil
-	}
-	v := r.b[:n]
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) i64() int64 {
-	if v := r.take(8); v != nil {
-		return int64(binary.BigEndian.Uint64(v))
-	}
-	return 0
-}
-
-func (r *reader) u32() uint32 {
-	if v := r.take(4); v != nil {
-		return binary.BigEndian.Uint32(v)
-	}
-	return 0
-}
-
-func (r *reader) u8() uint8 {
-	if v := r.take(1); v != nil {
-		return v[0]
-	}
-	return 0
-}
-
-func (r *reader) id() (id ID) {
-	copy(id[:], r.take(16))
-	return id
-}
-
-func (r *reader) uvarint() uint64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.fail("bad varint")
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) varint() int64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.fail("bad varint")
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) bytes() []byte {
-	n := r.uvarint()
-	if n > uint64(len(r.b)) {
-		r.fail("length %d past end", n)
-		return nil
-	}
-	return r.take(int(n))
-}
-
-func (r *reader) str() string { return string(r.bytes()) }
-
-func (r *reader) boolean() bool {
-	switch v := r.u8(); v {
-	case 0:
-		return false
-	case 1:
-		return true
-	default:
-		r.fail("bad bool %d", v)
-		return false
-	}
-}
-
-func (r *reader) done() error {
-	if r.err == nil && len(r.b) != 0 {
-		r.fail("%d trailing bytes", len(r.b))
-	}
-	return r.err
-}
-
 // Encode appends the record to dst.
 func (q *QueueRecord) Encode(dst []byte) []byte {
-	w := writer{dst}
-	w.u8(recordVersion)
-	w.id(q.ID)
-	w.i64(q.CreatedAt)
-	w.str(q.Namespace)
-	w.str(q.Task)
-	w.b = binary.AppendUvarint(w.b, uint64(len(q.Options)))
+	w := Writer{B: dst}
+	w.U8(recordVersion)
+	w.ID(q.ID)
+	w.I64(q.CreatedAt)
+	w.Str(q.Namespace)
+	w.Str(q.Task)
+	w.Uvarint(uint64(len(q.Options)))
 	for _, o := range q.Options {
-		w.u8(o.Number)
-		w.b = binary.AppendVarint(w.b, o.Value)
+		w.U8(o.Number)
+		w.Varint(o.Value)
 	}
-	return w.b
+	return w.B
 }
 
 // DecodeQueue decodes a queue record.
 func DecodeQueue(b []byte) (QueueRecord, error) {
-	r := newReader(b, "queue")
-	q := QueueRecord{ID: r.id(), CreatedAt: r.i64(), Namespace: r.str(), Task: r.str()}
-	n := r.uvarint()
-	if n > uint64(len(r.b)) {
-		r.fail("option count %d", n)
+	r := newRecordReader(b, "queue")
+	q := QueueRecord{ID: r.ID(), CreatedAt: r.I64(), Namespace: r.Str(), Task: r.Str()}
+	n := r.Uvarint()
+	if n > uint64(r.Len()) {
+		r.Fail("option count %d", n)
 	}
-	if r.err == nil && n > 0 {
+	if r.Err() == nil && n > 0 {
 		q.Options = make([]Option, n)
 		for i := range q.Options {
-			q.Options[i] = Option{Number: r.u8(), Value: r.varint()}
+			q.Options[i] = Option{Number: r.U8(), Value: r.Varint()}
 		}
 	}
-	return q, r.done()
+	return q, r.Done()
 }
 
 // Encode appends the record to dst.
 func (p *PartitionRecord) Encode(dst []byte) []byte {
-	w := writer{dst}
-	w.u8(recordVersion)
-	w.str(p.Queue)
-	w.str(p.Name)
-	w.i64(p.Next)
-	w.i64(p.Start)
-	w.i64(p.CreatedAt)
-	w.i64(p.LastWriteAt)
-	w.i64(p.OldestAt)
-	w.i64(p.PurgeFrom)
-	return w.b
+	w := Writer{B: dst}
+	w.U8(recordVersion)
+	w.Str(p.Queue)
+	w.Str(p.Name)
+	w.I64(p.Next)
+	w.I64(p.Start)
+	w.I64(p.CreatedAt)
+	w.I64(p.LastWriteAt)
+	w.I64(p.OldestAt)
+	w.I64(p.PurgeFrom)
+	return w.B
 }
 
 // DecodePartition decodes a partition record.
 func DecodePartition(b []byte) (PartitionRecord, error) {
-	r := newReader(b, "partition")
-	p := PartitionRecord{Queue: r.str(), Name: r.str(), Next: r.i64(), Start: r.i64(), CreatedAt: r.i64(),
-		LastWriteAt: r.i64(), OldestAt: r.i64(), PurgeFrom: r.i64()}
-	return p, r.done()
+	r := newRecordReader(b, "partition")
+	p := PartitionRecord{Queue: r.Str(), Name: r.Str(), Next: r.I64(), Start: r.I64(), CreatedAt: r.I64(),
+		LastWriteAt: r.I64(), OldestAt: r.I64(), PurgeFrom: r.I64()}
+	return p, r.Done()
 }
 
 // Encode appends the record to dst.
 func (t *TxnRecord) Encode(dst []byte) []byte {
-	w := writer{dst}
-	w.u8(recordVersion)
-	w.i64(t.Offset)
-	w.i64(t.CreatedAt)
-	w.id(t.MessageID)
-	return w.b
+	w := Writer{B: dst}
+	w.U8(recordVersion)
+	w.I64(t.Offset)
+	w.I64(t.CreatedAt)
+	w.ID(t.MessageID)
+	return w.B
 }
 
 // DecodeTxn decodes a transaction-id index record.
 func DecodeTxn(b []byte) (TxnRecord, error) {
-	r := newReader(b, "txn")
-	t := TxnRecord{Offset: r.i64(), CreatedAt: r.i64(), MessageID: r.id()}
-	return t, r.done()
+	r := newRecordReader(b, "txn")
+	t := TxnRecord{Offset: r.I64(), CreatedAt: r.I64(), MessageID: r.ID()}
+	return t, r.Done()
 }
 
 // Encode appends the record to dst.
 func (c *CursorRecord) Encode(dst []byte) []byte {
-	w := writer{dst}
-	w.u8(recordVersion)
-	w.i64(c.Committed)
-	w.i64(c.BatchEnd)
-	w.id(c.Lease)
-	w.i64(c.LeaseExpiresAt)
-	w.i64(c.LeaseAcquiredAt)
-	w.u32(c.RetryCount)
-	w.i64(c.AttemptOffset)
-	w.u32(c.AttemptCount)
-	w.i64(c.TotalConsumed)
-	w.i64(c.CreatedAt)
-	w.i64(c.LastConsumedAt)
-	w.i64(c.RetryAfter)
-	return w.b
+	w := Writer{B: dst}
+	w.U8(recordVersion)
+	w.I64(c.Committed)
+	w.I64(c.BatchEnd)
+	w.ID(c.Lease)
+	w.I64(c.LeaseExpiresAt)
+	w.I64(c.LeaseAcquiredAt)
+	w.U32(c.RetryCount)
+	w.I64(c.AttemptOffset)
+	w.U32(c.AttemptCount)
+	w.I64(c.TotalConsumed)
+	w.I64(c.CreatedAt)
+	w.I64(c.LastConsumedAt)
+	w.I64(c.RetryAfter)
+	return w.B
 }
 
 // DecodeCursor decodes a cursor record.
 func DecodeCursor(b []byte) (CursorRecord, error) {
-	r := newReader(b, "cursor")
+	r := newRecordReader(b, "cursor")
 	c := CursorRecord{
-		Committed: r.i64(), BatchEnd: r.i64(), Lease: r.id(), LeaseExpiresAt: r.i64(),
-		LeaseAcquiredAt: r.i64(), RetryCount: r.u32(), AttemptOffset: r.i64(), AttemptCount: r.u32(),
-		TotalConsumed: r.i64(), CreatedAt: r.i64(), LastConsumedAt: r.i64(), RetryAfter: r.i64(),
+		Committed: r.I64(), BatchEnd: r.I64(), Lease: r.ID(), LeaseExpiresAt: r.I64(),
+		LeaseAcquiredAt: r.I64(), RetryCount: r.U32(), AttemptOffset: r.I64(), AttemptCount: r.U32(),
+		TotalConsumed: r.I64(), CreatedAt: r.I64(), LastConsumedAt: r.I64(), RetryAfter: r.I64(),
 	}
-	return c, r.done()
+	return c, r.Done()
 }
 
 // Encode appends the record to dst.
 func (s *SubRecord) Encode(dst []byte) []byte {
-	w := writer{dst}
-	w.u8(recordVersion)
-	w.u8(s.Mode)
-	w.i64(s.Timestamp)
-	w.i64(s.CreatedAt)
-	return w.b
+	w := Writer{B: dst}
+	w.U8(recordVersion)
+	w.U8(s.Mode)
+	w.I64(s.Timestamp)
+	w.I64(s.CreatedAt)
+	return w.B
 }
 
 // DecodeSub decodes a subscription record.
 func DecodeSub(b []byte) (SubRecord, error) {
-	r := newReader(b, "subscription")
-	s := SubRecord{Mode: r.u8(), Timestamp: r.i64(), CreatedAt: r.i64()}
-	return s, r.done()
+	r := newRecordReader(b, "subscription")
+	s := SubRecord{Mode: r.U8(), Timestamp: r.I64(), CreatedAt: r.I64()}
+	return s, r.Done()
 }
 
 // Encode appends the record to dst.
 func (d *DeadLetterRecord) Encode(dst []byte) []byte {
-	w := writer{dst}
-	w.u8(recordVersion)
-	w.id(d.PartitionID)
-	w.str(d.Queue)
-	w.str(d.Partition)
-	w.str(d.Group)
-	w.i64(d.Offset)
-	w.id(d.MessageID)
-	w.str(d.TransactionID)
-	w.boolean(d.HasTrace)
-	w.id(d.TraceID)
-	w.str(d.ProducerSub)
-	w.bytes(d.Payload)
-	w.str(d.Error)
-	w.u32(d.RetryCount)
-	w.i64(d.EnqueuedAt)
-	w.u32(d.Deliveries)
-	return w.b
+	w := Writer{B: dst}
+	w.U8(recordVersion)
+	w.ID(d.PartitionID)
+	w.Str(d.Queue)
+	w.Str(d.Partition)
+	w.Str(d.Group)
+	w.I64(d.Offset)
+	w.ID(d.MessageID)
+	w.Str(d.TransactionID)
+	w.Bool(d.HasTrace)
+	w.ID(d.TraceID)
+	w.Str(d.ProducerSub)
+	w.Bytes(d.Payload)
+	w.Str(d.Error)
+	w.U32(d.RetryCount)
+	w.I64(d.EnqueuedAt)
+	w.U32(d.Deliveries)
+	return w.B
 }
 
 // DecodeDeadLetter decodes a dead-letter record. Payload is a copy.
 func DecodeDeadLetter(b []byte) (DeadLetterRecord, error) {
-	r := newReader(b, "dead-letter")
+	r := newRecordReader(b, "dead-letter")
 	d := DeadLetterRecord{
-		PartitionID: r.id(), Queue: r.str(), Partition: r.str(), Group: r.str(), Offset: r.i64(),
-		MessageID: r.id(), TransactionID: r.str(), HasTrace: r.boolean(), TraceID: r.id(),
-		ProducerSub: r.str(), Payload: append([]byte(nil), r.bytes()...), Error: r.str(),
-		RetryCount: r.u32(), EnqueuedAt: r.i64(), Deliveries: r.u32(),
+		PartitionID: r.ID(), Queue: r.Str(), Partition: r.Str(), Group: r.Str(), Offset: r.I64(),
+		MessageID: r.ID(), TransactionID: r.Str(), HasTrace: r.Bool(), TraceID: r.ID(),
+		ProducerSub: r.Str(), Payload: append([]byte(nil), r.Bytes()...), Error: r.Str(),
+		RetryCount: r.U32(), EnqueuedAt: r.I64(), Deliveries: r.U32(),
 	}
-	return d, r.done()
+	return d, r.Done()
 }
 
 // EncodeTxnExpiry encodes the value of a txn-expiry entry: the transaction
 // ids of one segment.
 func EncodeTxnExpiry(dst []byte, txns [][]byte) []byte {
-	w := writer{dst}
-	w.u8(recordVersion)
-	w.b = binary.AppendUvarint(w.b, uint64(len(txns)))
+	w := Writer{B: dst}
+	w.U8(recordVersion)
+	w.Uvarint(uint64(len(txns)))
 	for _, t := range txns {
-		w.bytes(t)
+		w.Bytes(t)
 	}
-	return w.b
+	return w.B
 }
 
 // DecodeTxnExpiry decodes a txn-expiry entry.
 func DecodeTxnExpiry(b []byte) ([]string, error) {
-	r := newReader(b, "txn-expiry")
-	n := r.uvarint()
-	if n > uint64(len(r.b)) {
-		r.fail("count %d", n)
+	r := newRecordReader(b, "txn-expiry")
+	n := r.Uvarint()
+	if n > uint64(r.Len()) {
+		r.Fail("count %d", n)
 	}
 	var out []string
-	for i := uint64(0); r.err == nil && i < n; i++ {
-		out = append(out, r.str())
+	for i := uint64(0); r.Err() == nil && i < n; i++ {
+		out = append(out, r.Str())
 	}
-	return out, r.done()
+	return out, r.Done()
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/engine/cursor"
+	"github.com/queenmq/queen/engine/keyspace"
 )
 
 // Type identifies a command: part of the on-disk format — never change or
@@ -101,214 +102,210 @@ func DecodeEntry(b []byte) ([]Command, error) {
 	if b[1] != version {
 		return nil, fmt.Errorf("%w: %d", ErrVersion, b[1])
 	}
-	r := &reader{b: b[2:]}
-	n := r.uvarint()
-	if n > uint64(len(r.b)) {
-		return nil, fmt.Errorf("%w: %d commands in %d bytes", ErrCorrupt, n, len(r.b))
-	}
-	cmds := make([]Command, n)
+	r := keyspace.NewReader(b[2:], ErrCorrupt, "entry")
+	cmds := make([]Command, r.Count(1))
 	for i := range cmds {
-		body := r.bytes()
-		if r.err != nil {
-			return nil, r.err
+		body := r.Bytes()
+		if r.Err() != nil {
+			return nil, r.Err()
 		}
 		if err := cmds[i].decode(body); err != nil {
 			return nil, err
 		}
 	}
-	if err := r.done(); err != nil {
+	if err := r.Done(); err != nil {
 		return nil, err
 	}
 	return cmds, nil
 }
 
 func (c *Command) append(dst []byte) []byte {
-	w := writer{dst}
-	w.u8(uint8(c.Type))
-	w.i64(c.Stamp.Time)
-	w.id(c.Stamp.Seed)
+	w := keyspace.Writer{B: dst}
+	w.U8(uint8(c.Type))
+	w.I64(c.Stamp.Time)
+	w.ID(c.Stamp.Seed)
 	switch c.Type {
 	case TypeConfigure:
 		k := &c.Configure
-		w.str(k.Queue)
-		w.boolean(k.NamespaceSet)
-		w.str(k.Namespace)
-		w.boolean(k.TaskSet)
-		w.str(k.Task)
-		w.boolean(k.Replace)
-		w.uvarint(uint64(len(k.Set)))
+		w.Str(k.Queue)
+		w.Bool(k.NamespaceSet)
+		w.Str(k.Namespace)
+		w.Bool(k.TaskSet)
+		w.Str(k.Task)
+		w.Bool(k.Replace)
+		w.Uvarint(uint64(len(k.Set)))
 		for _, v := range k.Set {
-			w.u8(uint8(v.Option))
-			w.varint(v.Value)
+			w.U8(uint8(v.Option))
+			w.Varint(v.Value)
 		}
-		w.uvarint(uint64(len(k.Reset)))
+		w.Uvarint(uint64(len(k.Reset)))
 		for _, o := range k.Reset {
-			w.u8(uint8(o))
+			w.U8(uint8(o))
 		}
 	case TypeDeleteQueue:
-		w.str(c.Queue)
+		w.Str(c.Queue)
 	case TypePush:
-		w.uvarint(uint64(len(c.Push)))
+		w.Uvarint(uint64(len(c.Push)))
 		for i := range c.Push {
-			w.pushItem(&c.Push[i])
+			appendPushItem(&w, &c.Push[i])
 		}
 	case TypePop:
 		p := &c.Pop
-		w.str(p.Queue)
-		w.str(p.Partition)
-		w.str(p.Namespace)
-		w.str(p.Task)
-		w.str(p.Group)
-		w.varint(int64(p.Batch))
-		w.varint(int64(p.Partitions))
-		w.boolean(p.AutoAck)
-		w.u8(p.SubscriptionMode)
-		w.i64(p.SubscriptionFrom)
-		w.varint(p.LeaseSeconds)
+		w.Str(p.Queue)
+		w.Str(p.Partition)
+		w.Str(p.Namespace)
+		w.Str(p.Task)
+		w.Str(p.Group)
+		w.Varint(int64(p.Batch))
+		w.Varint(int64(p.Partitions))
+		w.Bool(p.AutoAck)
+		w.U8(p.SubscriptionMode)
+		w.I64(p.SubscriptionFrom)
+		w.Varint(p.LeaseSeconds)
 	case TypeAck:
-		w.uvarint(uint64(len(c.Ack)))
+		w.Uvarint(uint64(len(c.Ack)))
 		for i := range c.Ack {
-			w.ackItem(&c.Ack[i])
+			appendAckItem(&w, &c.Ack[i])
 		}
 	case TypeExtendLease:
-		w.id(c.Lease)
-		w.varint(c.Seconds)
+		w.ID(c.Lease)
+		w.Varint(c.Seconds)
 	case TypeTransaction:
-		w.uvarint(uint64(len(c.Ops)))
+		w.Uvarint(uint64(len(c.Ops)))
 		for _, op := range c.Ops {
 			if op.Push != nil {
-				w.u8(1)
-				w.pushItem(op.Push)
+				w.U8(1)
+				appendPushItem(&w, op.Push)
 			} else {
-				w.u8(2)
-				w.ackItem(op.Ack)
+				w.U8(2)
+				appendAckItem(&w, op.Ack)
 			}
 		}
-		w.uvarint(uint64(len(c.Leases)))
+		w.Uvarint(uint64(len(c.Leases)))
 		for _, l := range c.Leases {
-			w.id(l)
+			w.ID(l)
 		}
 	case TypeReplay:
-		w.id(c.Replay.PartitionID)
-		w.str(c.Replay.TransactionID)
-		w.str(c.Replay.Group)
-		w.boolean(c.Replay.Payload != nil)
-		w.bytes(c.Replay.Payload)
+		w.ID(c.Replay.PartitionID)
+		w.Str(c.Replay.TransactionID)
+		w.Str(c.Replay.Group)
+		w.Bool(c.Replay.Payload != nil)
+		w.Bytes(c.Replay.Payload)
 	case TypeDeleteDLQ:
-		w.id(c.Address.PartitionID)
-		w.str(c.Address.TransactionID)
-		w.str(c.Address.Group)
+		w.ID(c.Address.PartitionID)
+		w.Str(c.Address.TransactionID)
+		w.Str(c.Address.Group)
 	case TypeMoveToDLQ:
-		w.id(c.Address.PartitionID)
-		w.str(c.Address.TransactionID)
-		w.str(c.Address.Group)
-		w.str(c.Address.Error)
+		w.ID(c.Address.PartitionID)
+		w.Str(c.Address.TransactionID)
+		w.Str(c.Address.Group)
+		w.Str(c.Address.Error)
 	case TypeSeek:
 		s := &c.Seek
-		w.str(s.Group)
-		w.str(s.Queue)
-		w.str(s.Partition)
-		w.boolean(s.ToEnd)
-		w.i64(s.Timestamp)
+		w.Str(s.Group)
+		w.Str(s.Queue)
+		w.Str(s.Partition)
+		w.Bool(s.ToEnd)
+		w.I64(s.Timestamp)
 	case TypeDeleteGroup:
-		w.str(c.Group.Group)
-		w.str(c.Group.Queue)
-		w.boolean(c.Group.DeleteMetadata)
+		w.Str(c.Group.Group)
+		w.Str(c.Group.Queue)
+		w.Bool(c.Group.DeleteMetadata)
 	case TypeUpdateSub:
-		w.str(c.Group.Group)
-		w.i64(c.Group.Timestamp)
+		w.Str(c.Group.Group)
+		w.I64(c.Group.Timestamp)
 	case TypeAnnounce:
-		w.str(c.Announce.NodeID)
-		w.str(c.Announce.HTTP)
+		w.Str(c.Announce.NodeID)
+		w.Str(c.Announce.HTTP)
 	case TypeSweep:
 	default:
 		panic(fmt.Sprintf("command: encode unknown type %d", c.Type))
 	}
-	return w.b
+	return w.B
 }
 
 func (c *Command) decode(b []byte) error {
-	r := &reader{b: b}
-	c.Type = Type(r.u8())
-	c.Stamp.Time = r.i64()
-	c.Stamp.Seed = r.id()
+	r := keyspace.NewReader(b, ErrCorrupt, "command")
+	c.Type = Type(r.U8())
+	c.Stamp.Time = r.I64()
+	c.Stamp.Seed = r.ID()
 	switch c.Type {
 	case TypeConfigure:
 		k := &c.Configure
-		k.Queue = r.str()
-		k.NamespaceSet = r.boolean()
-		k.Namespace = r.str()
-		k.TaskSet = r.boolean()
-		k.Task = r.str()
-		k.Replace = r.boolean()
-		if n := r.count(2); n > 0 {
+		k.Queue = r.Str()
+		k.NamespaceSet = r.Bool()
+		k.Namespace = r.Str()
+		k.TaskSet = r.Bool()
+		k.Task = r.Str()
+		k.Replace = r.Bool()
+		if n := r.Count(2); n > 0 {
 			k.Set = make([]engine.OptionValue, n)
 			for i := range k.Set {
-				k.Set[i] = engine.OptionValue{Option: engine.Option(r.u8()), Value: r.varint()}
+				k.Set[i] = engine.OptionValue{Option: engine.Option(r.U8()), Value: r.Varint()}
 			}
 		}
-		if n := r.count(1); n > 0 {
+		if n := r.Count(1); n > 0 {
 			k.Reset = make([]engine.Option, n)
 			for i := range k.Reset {
-				k.Reset[i] = engine.Option(r.u8())
+				k.Reset[i] = engine.Option(r.U8())
 			}
 		}
 	case TypeDeleteQueue:
-		c.Queue = r.str()
+		c.Queue = r.Str()
 	case TypePush:
-		if n := r.count(6); n > 0 {
+		if n := r.Count(6); n > 0 {
 			c.Push = make([]engine.PushItem, n)
 			for i := range c.Push {
-				r.pushItem(&c.Push[i])
+				readPushItem(r, &c.Push[i])
 			}
 		}
 	case TypePop:
 		p := &c.Pop
-		p.Queue, p.Partition, p.Namespace, p.Task, p.Group = r.str(), r.str(), r.str(), r.str(), r.str()
-		p.Batch = int(r.varint())
-		p.Partitions = int(r.varint())
-		p.AutoAck = r.boolean()
-		p.SubscriptionMode = r.u8()
-		p.SubscriptionFrom = r.i64()
-		p.LeaseSeconds = r.varint()
+		p.Queue, p.Partition, p.Namespace, p.Task, p.Group = r.Str(), r.Str(), r.Str(), r.Str(), r.Str()
+		p.Batch = int(r.Varint())
+		p.Partitions = int(r.Varint())
+		p.AutoAck = r.Bool()
+		p.SubscriptionMode = r.U8()
+		p.SubscriptionFrom = r.I64()
+		p.LeaseSeconds = r.Varint()
 	case TypeAck:
-		if n := r.count(37); n > 0 {
+		if n := r.Count(37); n > 0 {
 			c.Ack = make([]engine.AckItem, n)
 			for i := range c.Ack {
-				r.ackItem(&c.Ack[i])
+				readAckItem(r, &c.Ack[i])
 			}
 		}
 	case TypeExtendLease:
-		c.Lease = r.id()
-		c.Seconds = r.varint()
+		c.Lease = r.ID()
+		c.Seconds = r.Varint()
 	case TypeTransaction:
-		if n := r.count(7); n > 0 {
+		if n := r.Count(7); n > 0 {
 			c.Ops = make([]engine.TxOp, n)
 			for i := range c.Ops {
-				switch kind := r.u8(); kind {
+				switch kind := r.U8(); kind {
 				case 1:
 					c.Ops[i].Push = &engine.PushItem{}
-					r.pushItem(c.Ops[i].Push)
+					readPushItem(r, c.Ops[i].Push)
 				case 2:
 					c.Ops[i].Ack = &engine.AckItem{}
-					r.ackItem(c.Ops[i].Ack)
+					readAckItem(r, c.Ops[i].Ack)
 				default:
-					r.fail("transaction op kind %d", kind)
+					r.Fail("transaction op kind %d", kind)
 				}
 			}
 		}
-		if n := r.count(16); n > 0 {
+		if n := r.Count(16); n > 0 {
 			c.Leases = make([]engine.ID, n)
 			for i := range c.Leases {
-				c.Leases[i] = r.id()
+				c.Leases[i] = r.ID()
 			}
 		}
 	case TypeReplay:
-		c.Replay.PartitionID = r.id()
-		c.Replay.TransactionID = r.str()
-		c.Replay.Group = r.str()
-		has := r.boolean()
-		payload := r.bytes()
+		c.Replay.PartitionID = r.ID()
+		c.Replay.TransactionID = r.Str()
+		c.Replay.Group = r.Str()
+		has := r.Bool()
+		payload := r.Bytes()
 		if has {
 			c.Replay.Payload = payload
 			if c.Replay.Payload == nil {
@@ -316,60 +313,60 @@ func (c *Command) decode(b []byte) error {
 			}
 		}
 	case TypeDeleteDLQ:
-		c.Address = Address{PartitionID: r.id(), TransactionID: r.str(), Group: r.str()}
+		c.Address = Address{PartitionID: r.ID(), TransactionID: r.Str(), Group: r.Str()}
 	case TypeMoveToDLQ:
-		c.Address = Address{PartitionID: r.id(), TransactionID: r.str(), Group: r.str(), Error: r.str()}
+		c.Address = Address{PartitionID: r.ID(), TransactionID: r.Str(), Group: r.Str(), Error: r.Str()}
 	case TypeSeek:
-		c.Seek = engine.SeekCmd{Group: r.str(), Queue: r.str(), Partition: r.str(), ToEnd: r.boolean(), Timestamp: r.i64()}
+		c.Seek = engine.SeekCmd{Group: r.Str(), Queue: r.Str(), Partition: r.Str(), ToEnd: r.Bool(), Timestamp: r.I64()}
 	case TypeDeleteGroup:
-		c.Group = GroupCmd{Group: r.str(), Queue: r.str(), DeleteMetadata: r.boolean()}
+		c.Group = GroupCmd{Group: r.Str(), Queue: r.Str(), DeleteMetadata: r.Bool()}
 	case TypeUpdateSub:
-		c.Group = GroupCmd{Group: r.str(), Timestamp: r.i64()}
+		c.Group = GroupCmd{Group: r.Str(), Timestamp: r.I64()}
 	case TypeAnnounce:
-		c.Announce = Announce{NodeID: r.str(), HTTP: r.str()}
+		c.Announce = Announce{NodeID: r.Str(), HTTP: r.Str()}
 	case TypeSweep:
 	default:
 		return fmt.Errorf("%w: unknown command type %d", ErrCorrupt, c.Type)
 	}
-	return r.done()
+	return r.Done()
 }
 
-func (w *writer) pushItem(it *engine.PushItem) {
-	w.str(it.Queue)
-	w.str(it.Partition)
-	w.str(it.TransactionID)
-	w.boolean(it.HasTrace)
-	w.id(it.TraceID)
-	w.str(it.ProducerSub)
-	w.bytes(it.Payload)
+func appendPushItem(w *keyspace.Writer, it *engine.PushItem) {
+	w.Str(it.Queue)
+	w.Str(it.Partition)
+	w.Str(it.TransactionID)
+	w.Bool(it.HasTrace)
+	w.ID(it.TraceID)
+	w.Str(it.ProducerSub)
+	w.Bytes(it.Payload)
 }
 
-func (r *reader) pushItem(it *engine.PushItem) {
-	it.Queue, it.Partition, it.TransactionID = r.str(), r.str(), r.str()
-	it.HasTrace = r.boolean()
-	it.TraceID = r.id()
-	it.ProducerSub = r.str()
-	it.Payload = r.bytes()
+func readPushItem(r *keyspace.Reader, it *engine.PushItem) {
+	it.Queue, it.Partition, it.TransactionID = r.Str(), r.Str(), r.Str()
+	it.HasTrace = r.Bool()
+	it.TraceID = r.ID()
+	it.ProducerSub = r.Str()
+	it.Payload = r.Bytes()
 }
 
-func (w *writer) ackItem(it *engine.AckItem) {
-	w.str(it.TransactionID)
-	w.id(it.PartitionID)
-	w.str(it.Group)
-	w.u8(uint8(it.Status))
-	w.id(it.Lease)
-	w.str(it.Error)
+func appendAckItem(w *keyspace.Writer, it *engine.AckItem) {
+	w.Str(it.TransactionID)
+	w.ID(it.PartitionID)
+	w.Str(it.Group)
+	w.U8(uint8(it.Status))
+	w.ID(it.Lease)
+	w.Str(it.Error)
 }
 
-func (r *reader) ackItem(it *engine.AckItem) {
-	it.TransactionID = r.str()
-	it.PartitionID = r.id()
-	it.Group = r.str()
-	status := r.u8()
+func readAckItem(r *keyspace.Reader, it *engine.AckItem) {
+	it.TransactionID = r.Str()
+	it.PartitionID = r.ID()
+	it.Group = r.Str()
+	status := r.U8()
 	if status > uint8(cursor.DeadLetter) {
-		r.fail("ack status %d", status)
+		r.Fail("ack status %d", status)
 	}
 	it.Status = cursor.Status(status)
-	it.Lease = r.id()
-	it.Error = r.str()
+	it.Lease = r.ID()
+	it.Error = r.Str()
 }
