@@ -187,7 +187,7 @@ func (e *Engine) Subscriptions() ([]Subscription, error) {
 	return out, nil
 }
 
-// String names a subscription mode as the API does.
+// SubModeName names a subscription mode as the API does.
 func SubModeName(mode uint8) string {
 	switch mode {
 	case SubAll:
