@@ -116,4 +116,3 @@ func seedInput(committed, spanEnd, batchEnd int, retryCount, retryLimit byte, dl
 	}
 	return data
 }
-

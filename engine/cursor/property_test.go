@@ -84,4 +84,3 @@ func randomStatus(rng *rand.Rand) cursor.Status {
 		return cursor.Status(4 + rng.IntN(252))
 	}
 }
-
