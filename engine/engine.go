@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/sstable"
 
 	"github.com/queenmq/queen/engine/keyspace"
 )
@@ -44,12 +46,21 @@ func Open(dir string, opts Options) (*Engine, error) {
 	}
 	cache := pebble.NewCache(opts.BlockCacheBytes)
 	defer cache.Unref()
-	db, err := pebble.Open(dir, &pebble.Options{
+	po := &pebble.Options{
 		FormatMajorVersion: pebble.FormatNewest,
 		Cache:              cache,
 		MemTableSize:       opts.MemTableBytes,
 		Logger:             pebbleLogger{opts.Logger},
-	})
+	}
+	for i := range po.Levels {
+		// Most point lookups are dedup probes for transaction ids that do
+		// not exist: a bloom filter answers them without reading a block.
+		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+		// Segment values are already zstd: block compression would spend
+		// CPU on them for nothing.
+		po.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
+	}
+	db, err := pebble.Open(dir, po)
 	if err != nil {
 		return nil, fmt.Errorf("engine: open pebble: %w", err)
 	}

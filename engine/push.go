@@ -44,50 +44,110 @@ type PushResult struct {
 // Push writes items: per (queue, partition) in first-appearance order, the
 // non-duplicate items become one segment with consecutive offsets in request
 // order (SEMANTICS §3). Queues and partitions are created on first use.
+// It is PreparePush and PushPrepared in one step.
 func (b *Batch) Push(st Stamp, items []PushItem) []PushResult {
 	m := &minter{seed: st.Seed}
 	return b.push(st.Time, m, items)
 }
 
-// pushGroup is the items of one push bound for one partition.
-type pushGroup struct {
-	queue, partition string
-	items            []int
+func (b *Batch) push(now int64, m *minter, items []PushItem) []PushResult {
+	pp, err := PreparePush(items, m.next)
+	if err != nil {
+		b.fail(err)
+		return nil
+	}
+	return b.pushPrepared(now, m, &pp)
 }
 
-func (b *Batch) push(now int64, m *minter, items []PushItem) []PushResult {
-	results := make([]PushResult, len(items))
-	var groups []pushGroup
+// PreparedPush is a push made ready before it is proposed: everything that
+// needs no state is done, so the state machine only probes for duplicates,
+// assembles segments and writes. Preparing off the apply path takes the
+// compression out of the serial part and keeps the replicated log small.
+type PreparedPush struct {
+	Items  []PreparedItem  // one per pushed item, in request order
+	Groups []PreparedGroup // one per (queue, partition), in first-appearance order
+}
+
+// PreparedItem is one pushed item as prepared.
+type PreparedItem struct {
+	TransactionID string
+	MessageID     ID
+	// Minted is set when the transaction id was minted from the message id:
+	// it cannot exist yet, so the dedup probe is skipped.
+	Minted bool
+	// DuplicateOf is the index of an earlier item of the request with the
+	// same (queue, partition, transaction id), or -1 (first wins, §3.4).
+	DuplicateOf int
+	// Reject is why the item was refused ("" when it was not).
+	Reject string
+}
+
+// PreparedGroup is the items of a push bound for one partition and their
+// encoded frames.
+type PreparedGroup struct {
+	Queue     string
+	Partition string
+	Items     []int        // indexes into PreparedPush.Items of Body's frames, in order
+	Body      segment.Body // Body.Count == len(Items)
+}
+
+// PreparePush validates items, mints their message ids (and transaction ids
+// for items without one) with mint, resolves repeats of a transaction id
+// within the request (first wins), groups items per (queue, partition) and
+// encodes each group's frames into a segment body. It reads no state: the
+// proposer runs it before proposing, in the caller's goroutine.
+func PreparePush(items []PushItem, mint func() ID) (PreparedPush, error) {
+	pp := PreparedPush{Items: make([]PreparedItem, len(items))}
 	index := map[[2]string]int{}
+	type key struct {
+		group int
+		txn   string
+	}
+	seen := map[key]int{}
+	var frames [][]segment.Frame
 	for i := range items {
 		it := &items[i]
-		res := &results[i]
-		res.Queue, res.Partition = it.Queue, it.Partition
-		if res.Partition == "" {
-			res.Partition = DefaultPartition
+		pi := &pp.Items[i]
+		pi.DuplicateOf = -1
+		pi.MessageID = mint()
+		pi.TransactionID = it.TransactionID
+		if pi.TransactionID == "" {
+			pi.TransactionID, pi.Minted = FormatID(pi.MessageID), true
 		}
-		res.MessageID = m.next()
-		res.TransactionID = it.TransactionID
-		if res.TransactionID == "" {
-			res.TransactionID = FormatID(res.MessageID)
+		partition := it.Partition
+		if partition == "" {
+			partition = DefaultPartition
 		}
-		if err := validatePushItem(res.Queue, res.Partition, it.TransactionID); err != nil {
-			res.Status, res.Err = Rejected, err
+		if err := validatePushItem(it.Queue, partition, it.TransactionID); err != nil {
+			pi.Reject = err.Error()
 			continue
 		}
-		k := [2]string{res.Queue, res.Partition}
-		g, ok := index[k]
+		g, ok := index[[2]string{it.Queue, partition}]
 		if !ok {
-			g = len(groups)
-			index[k] = g
-			groups = append(groups, pushGroup{queue: res.Queue, partition: res.Partition})
+			g = len(pp.Groups)
+			index[[2]string{it.Queue, partition}] = g
+			pp.Groups = append(pp.Groups, PreparedGroup{Queue: it.Queue, Partition: partition})
+			frames = append(frames, nil)
 		}
-		groups[g].items = append(groups[g].items, i)
+		if first, dup := seen[key{g, pi.TransactionID}]; dup {
+			pi.DuplicateOf = first
+			continue
+		}
+		seen[key{g, pi.TransactionID}] = i
+		pp.Groups[g].Items = append(pp.Groups[g].Items, i)
+		frames[g] = append(frames[g], segment.Frame{
+			MessageID: pi.MessageID, TransactionID: []byte(pi.TransactionID), TraceID: it.TraceID,
+			HasTrace: it.HasTrace, ProducerSub: []byte(it.ProducerSub), Payload: it.Payload,
+		})
 	}
-	for _, g := range groups {
-		b.pushGroup(now, m, items, results, g)
+	for g := range pp.Groups {
+		body, err := segment.EncodeBody(nil, frames[g])
+		if err != nil {
+			return pp, fmt.Errorf("engine: encode segment: %w", err)
+		}
+		pp.Groups[g].Body = body
 	}
-	return results
+	return pp, nil
 }
 
 func validatePushItem(queue, partition, txn string) error {
@@ -103,57 +163,85 @@ func validatePushItem(queue, partition, txn string) error {
 	return nil
 }
 
-func (b *Batch) pushGroup(now int64, m *minter, items []PushItem, results []PushResult, g pushGroup) {
-	q := b.queueFor(g.queue, now, m)
-	p := b.partitionFor(q, g.partition, now, m)
+// PushPrepared applies a prepared push.
+func (b *Batch) PushPrepared(st Stamp, pp *PreparedPush) []PushResult {
+	return b.pushPrepared(st.Time, &minter{seed: st.Seed}, pp)
+}
+
+func (b *Batch) pushPrepared(now int64, m *minter, pp *PreparedPush) []PushResult {
+	results := make([]PushResult, len(pp.Items))
+	for i := range pp.Items {
+		pi := &pp.Items[i]
+		results[i] = PushResult{MessageID: pi.MessageID, TransactionID: pi.TransactionID}
+		if pi.Reject != "" {
+			results[i].Status, results[i].Err = Rejected, fmt.Errorf("%w: %s", ErrInvalid, pi.Reject)
+		}
+	}
+	for g := range pp.Groups {
+		b.pushGroup(now, m, pp, &pp.Groups[g], results)
+	}
+	for i := range pp.Items {
+		if first := pp.Items[i].DuplicateOf; first >= 0 {
+			results[i].Status = Duplicate
+			results[i].MessageID = results[first].MessageID
+			results[i].PartitionID = results[first].PartitionID
+			results[i].Queue, results[i].Partition = results[first].Queue, results[first].Partition
+		}
+	}
+	return results
+}
+
+func (b *Batch) pushGroup(now int64, m *minter, pp *PreparedPush, g *PreparedGroup, results []PushResult) {
+	q := b.queueFor(g.Queue, now, m)
+	p := b.partitionFor(q, g.Partition, now, m)
 	window := q.config.Get(OptDedupWindowSeconds) * secondUS
 	// createdAt never decreases along a partition, even across a leader
 	// change to a node whose clock is behind.
 	createdAt := max(now, p.rec.LastWriteAt)
 
-	frames := make([]segment.Frame, 0, len(g.items))
-	seen := make(map[string]int, len(g.items))
-	for _, i := range g.items {
-		res := &results[i]
-		res.PartitionID = p.id
-		if first, dup := seen[res.TransactionID]; dup {
-			res.Status, res.MessageID = Duplicate, results[first].MessageID
-			continue
-		}
-		if window > 0 {
-			if rec, ok := b.lookupTxn(p.id, res.TransactionID); ok && rec.CreatedAt >= now-window {
-				res.Status, res.MessageID = Duplicate, rec.MessageID
-				continue
+	kept := g.Items
+	if window > 0 {
+		kept = kept[:0:0]
+		for _, i := range g.Items {
+			res := &results[i]
+			res.Queue, res.Partition, res.PartitionID = q.name, p.rec.Name, p.id
+			if !pp.Items[i].Minted {
+				if rec, ok := b.lookupTxn(p.id, res.TransactionID); ok && rec.CreatedAt >= now-window {
+					res.Status, res.MessageID = Duplicate, rec.MessageID
+					continue
+				}
 			}
+			kept = append(kept, i)
 		}
-		seen[res.TransactionID] = i
-		it := &items[i]
-		frames = append(frames, segment.Frame{
-			MessageID:     res.MessageID,
-			TransactionID: []byte(res.TransactionID),
-			TraceID:       it.TraceID,
-			HasTrace:      it.HasTrace,
-			ProducerSub:   []byte(it.ProducerSub),
-			Payload:       it.Payload,
-		})
 	}
-	if len(frames) == 0 {
+	body := g.Body
+	if len(kept) != len(g.Items) {
+		// A repeat of an earlier request: rebuild the body without it.
+		var err error
+		if body, err = filterBody(g.Body, g.Items, kept); err != nil {
+			b.fail(err)
+			return
+		}
+	}
+	if len(kept) == 0 {
 		return
 	}
 	base := p.rec.Next
-	enc, err := segment.Encode(b.buf[:0], base, createdAt, frames)
+	enc, err := body.Assemble(b.buf[:0], base, createdAt)
 	if err != nil {
-		b.fail(fmt.Errorf("engine: encode segment: %w", err))
+		b.fail(fmt.Errorf("engine: assemble segment: %w", err))
 		return
 	}
 	b.set(keyspace.Segment(p.id, base), enc)
 	b.buf = enc
-	txns := make([][]byte, len(frames))
-	for n, f := range frames {
-		rec := keyspace.TxnRecord{Offset: base + int64(n), CreatedAt: createdAt, MessageID: f.MessageID}
+	txns := make([][]byte, len(kept))
+	for n, i := range kept {
+		res := &results[i]
+		res.Status, res.Queue, res.Partition, res.PartitionID = Queued, q.name, p.rec.Name, p.id
+		rec := keyspace.TxnRecord{Offset: base + int64(n), CreatedAt: createdAt, MessageID: res.MessageID}
 		b.buf = rec.Encode(b.buf[:0])
-		b.set(keyspace.Txn(p.id, string(f.TransactionID)), b.buf)
-		txns[n] = f.TransactionID
+		b.set(keyspace.Txn(p.id, res.TransactionID), b.buf)
+		txns[n] = []byte(res.TransactionID)
 	}
 	b.buf = keyspace.EncodeTxnExpiry(b.buf[:0], txns)
 	b.set(keyspace.TxnExpiry(p.id, createdAt, base), b.buf)
@@ -163,9 +251,35 @@ func (b *Batch) pushGroup(now int64, m *minter, items []PushItem, results []Push
 	if p.rec.PurgeFrom == 0 {
 		p.rec.PurgeFrom = createdAt
 	}
-	p.rec.Next = base + int64(len(frames))
+	p.rec.Next = base + int64(len(kept))
 	p.rec.LastWriteAt = createdAt
 	b.touchPartition(p)
+}
+
+// filterBody re-encodes a body keeping the frames of the kept items (a
+// subsequence of items, in order). Every replica does the same work on the
+// same input, so the bytes agree.
+func filterBody(body segment.Body, items, kept []int) (segment.Body, error) {
+	enc, err := body.Assemble(nil, 0, 0)
+	if err != nil {
+		return body, err
+	}
+	seg, err := segment.Decode(enc)
+	if err != nil {
+		return body, err
+	}
+	frames := make([]segment.Frame, 0, len(kept))
+	k := 0
+	for n, i := range items {
+		if k < len(kept) && kept[k] == i {
+			frames = append(frames, seg.Frames[n])
+			k++
+		}
+	}
+	if len(frames) == 0 {
+		return segment.Body{}, nil
+	}
+	return segment.EncodeBody(nil, frames)
 }
 
 // lookupTxn finds a transaction id in a partition's index, seeing this

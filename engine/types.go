@@ -53,6 +53,14 @@ func (m *minter) next() ID {
 	return id
 }
 
+// IDsFrom returns a generator of the ids derived from seed, in order: what a
+// proposer uses to mint ids (message ids of a prepared push) before the
+// command exists.
+func IDsFrom(seed ID) func() ID {
+	m := &minter{seed: seed}
+	return m.next
+}
+
 // rngSeed derives the two PCG seeds of a command's random choices.
 func (m *minter) rngSeed() (uint64, uint64) {
 	return binary.BigEndian.Uint64(m.seed[:8]), binary.BigEndian.Uint64(m.seed[8:])

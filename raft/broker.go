@@ -2,6 +2,9 @@ package raft
 
 import (
 	"context"
+	"fmt"
+
+	"github.com/google/uuid"
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft/command"
@@ -24,9 +27,22 @@ func (n *Node) DeleteQueue(ctx context.Context, name string) (bool, error) {
 	return existed, err
 }
 
-// Push writes messages.
+// Push writes messages. The push is prepared here, in the caller's
+// goroutine (ids minted, frames encoded and compressed), before it is
+// proposed: the serial apply path then only assembles segments.
 func (n *Node) Push(ctx context.Context, items []engine.PushItem) ([]engine.PushResult, error) {
-	v, err := n.apply(ctx, command.Command{Type: command.TypePush, Push: items})
+	if err := n.leading(); err != nil {
+		return nil, err
+	}
+	seed, err := uuid.NewV7()
+	if err != nil {
+		return nil, fmt.Errorf("raft: mint seed: %w", err)
+	}
+	pp, err := engine.PreparePush(items, engine.IDsFrom(engine.ID(seed)))
+	if err != nil {
+		return nil, err
+	}
+	v, err := n.apply(ctx, command.Command{Type: command.TypePushPrepared, Prepared: &pp})
 	res, _ := v.([]engine.PushResult)
 	return res, err
 }

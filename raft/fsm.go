@@ -91,6 +91,14 @@ func apply(b *engine.Batch, c *command.Command, t *touchSet) result {
 			}
 		}
 		return result{v, nil}
+	case command.TypePushPrepared:
+		v := b.PushPrepared(st, c.Prepared)
+		for i := range v {
+			if v[i].Status == engine.Queued {
+				t.add(v[i].Queue)
+			}
+		}
+		return result{v, nil}
 	case command.TypePop:
 		v, err := b.Pop(st, c.Pop)
 		return result{v, err}

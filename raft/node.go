@@ -181,8 +181,8 @@ func (n *Node) closeParts() error {
 // returns the command's result, or ErrNotLeader (nothing was proposed: the
 // caller may forward) and the other errors of errors.go.
 func (n *Node) apply(ctx context.Context, c command.Command) (any, error) {
-	if n.raft.State() != hraft.Leader {
-		return nil, n.notLeader()
+	if err := n.leading(); err != nil {
+		return nil, err
 	}
 	seed, err := uuid.NewV7()
 	if err != nil {
@@ -206,6 +206,14 @@ func (n *Node) apply(ctx context.Context, c command.Command) (any, error) {
 	case <-n.done:
 		return nil, ErrShutdown
 	}
+}
+
+// leading returns nil on the leader, else the error a caller may forward on.
+func (n *Node) leading() error {
+	if n.raft.State() != hraft.Leader {
+		return n.notLeader()
+	}
+	return nil
 }
 
 func (n *Node) notLeader() error {

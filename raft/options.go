@@ -77,7 +77,7 @@ func DefaultOptions() Options {
 		Engine:             engine.DefaultOptions(),
 		Logger:             slog.Default(),
 		ApplyTimeout:       10 * time.Second,
-		MaxInFlight:        4,
+		MaxInFlight:        2,
 		MaxBatchCommands:   1024,
 		HeartbeatTimeout:   1000 * time.Millisecond,
 		ElectionTimeout:    1000 * time.Millisecond,

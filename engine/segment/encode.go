@@ -34,54 +34,116 @@ func EncodeCodec(dst []byte, codec Codec, base int64, createdAt int64, frames []
 // encode writes a segment with codec; fallback switches a zstd body that is
 // not smaller than the raw frames to CodecNone.
 func encode(dst []byte, codec Codec, fallback bool, base, createdAt int64, frames []Frame) ([]byte, error) {
+	if err := checkBase(base, uint32(len(frames))); err != nil {
+		return dst, err
+	}
+	// The body goes straight after room for the header: no second buffer.
+	start := len(dst)
+	out, body, err := encodeBody(append(dst, make([]byte, headerLen)...), codec, fallback, frames)
+	if err != nil {
+		return dst, err
+	}
+	putHeader(out[start:], body, base, createdAt)
+	return binary.BigEndian.AppendUint32(out, crc32.Checksum(out[start:], castagnoli)), nil
+}
+
+func checkBase(base int64, count uint32) error {
 	switch {
-	case len(frames) == 0:
-		return dst, fmt.Errorf("%w: no frames", ErrInvalid)
+	case count == 0:
+		return fmt.Errorf("%w: no frames", ErrInvalid)
 	case base < 0:
-		return dst, fmt.Errorf("%w: negative base %d", ErrInvalid, base)
-	case base > math.MaxInt64-int64(len(frames)-1):
-		return dst, fmt.Errorf("%w: base %d + %d frames overflows", ErrInvalid, base, len(frames))
+		return fmt.Errorf("%w: negative base %d", ErrInvalid, base)
+	case base > math.MaxInt64-int64(count-1):
+		return fmt.Errorf("%w: base %d + %d frames overflows", ErrInvalid, base, count)
+	}
+	return nil
+}
+
+// putHeader writes the header of body's segment into h[:headerLen].
+func putHeader(h []byte, body Body, base, createdAt int64) {
+	copy(h, magic)
+	h[offVersion], h[offCodec] = version, byte(body.Codec)
+	binary.BigEndian.PutUint64(h[offBase:], uint64(base))
+	binary.BigEndian.PutUint32(h[offCount:], body.Count)
+	binary.BigEndian.PutUint64(h[offCreatedAt:], uint64(createdAt))
+	binary.BigEndian.PutUint32(h[offRawLen:], body.RawLen)
+}
+
+// Body is a segment without its header: the frames, encoded and possibly
+// compressed. A proposer prepares it before the partition's next offset and
+// the apply time are known; Assemble adds them. Encode(base, createdAt,
+// frames) and EncodeBody(frames).Assemble(base, createdAt) give the same
+// bytes.
+type Body struct {
+	Codec  Codec
+	RawLen uint32 // length of the raw frames
+	Count  uint32 // number of frames
+	Data   []byte // the raw frames (CodecNone) or one zstd frame of them
+}
+
+// EncodeBody encodes frames into a Body, compressing with zstd unless that is
+// not smaller. It is safe for concurrent use; the result's Data is appended
+// to dst.
+func EncodeBody(dst []byte, frames []Frame) (Body, error) {
+	_, b, err := encodeBody(dst, CodecZstd, true, frames)
+	return b, err
+}
+
+// encodeBody appends the body to dst and returns the grown dst and the body
+// (whose Data is the appended tail).
+func encodeBody(dst []byte, codec Codec, fallback bool, frames []Frame) ([]byte, Body, error) {
+	if len(frames) == 0 {
+		return dst, Body{}, fmt.Errorf("%w: no frames", ErrInvalid)
 	}
 	var size uint64
 	for i := range frames {
 		size += frameLen(&frames[i])
 	}
 	if size > MaxRawLen {
-		return dst, fmt.Errorf("%w: %d raw bytes exceed %d", ErrInvalid, size, MaxRawLen)
+		return dst, Body{}, fmt.Errorf("%w: %d raw bytes exceed %d", ErrInvalid, size, MaxRawLen)
 	}
-
 	scratch := rawPool.Get().(*[]byte)
 	raw := slices.Grow((*scratch)[:0], int(size))
 	for i := range frames {
 		raw = appendFrame(raw, &frames[i])
 	}
-
+	b := Body{Codec: codec, RawLen: uint32(len(raw)), Count: uint32(len(frames))}
 	start := len(dst)
-	dst = append(dst, magic...)
-	dst = append(dst, version, byte(codec))
-	dst = binary.BigEndian.AppendUint64(dst, uint64(base))
-	dst = binary.BigEndian.AppendUint32(dst, uint32(len(frames))) // MaxRawLen/minFrameLen < MaxUint32
-	dst = binary.BigEndian.AppendUint64(dst, uint64(createdAt))
-	dst = binary.BigEndian.AppendUint32(dst, uint32(len(raw)))
-	body := len(dst)
 	if codec == CodecZstd {
 		dst = encoder().EncodeAll(raw, dst)
-		if fallback && len(dst)-body >= len(raw) {
-			dst = dst[:body]
-			dst[start+offCodec] = byte(CodecNone)
-			codec = CodecNone
+		if fallback && len(dst)-start >= len(raw) {
+			dst, b.Codec = dst[:start], CodecNone
 		}
 	}
-	if codec == CodecNone {
+	if b.Codec == CodecNone {
 		dst = append(dst, raw...)
 	}
-	dst = binary.BigEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
-
+	b.Data = dst[start:]
 	if cap(raw) <= maxPooledRaw {
 		*scratch = raw[:0]
 		rawPool.Put(scratch)
 	}
-	return dst, nil
+	return dst, b, nil
+}
+
+// Assemble appends the segment made of the body, starting at offset base and
+// created at createdAt (unix µs), to dst: header, body and CRC.
+func (b Body) Assemble(dst []byte, base, createdAt int64) ([]byte, error) {
+	if err := checkBase(base, b.Count); err != nil {
+		return dst, err
+	}
+	switch {
+	case b.Codec != CodecNone && b.Codec != CodecZstd:
+		return dst, fmt.Errorf("%w: unknown codec %d", ErrInvalid, b.Codec)
+	case b.Codec == CodecNone && len(b.Data) != int(b.RawLen):
+		return dst, fmt.Errorf("%w: raw body of %d bytes, rawLen %d", ErrInvalid, len(b.Data), b.RawLen)
+	}
+	start := len(dst)
+	dst = slices.Grow(dst, headerLen+len(b.Data)+crcLen)
+	dst = dst[:start+headerLen]
+	putHeader(dst[start:], b, base, createdAt)
+	dst = append(dst, b.Data...)
+	return binary.BigEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli)), nil
 }
 
 // frameLen returns the encoded length of f.

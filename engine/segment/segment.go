@@ -99,7 +99,7 @@ type Segment struct {
 // makes every frame declare its content size, which Decode requires.
 var encoder = sync.OnceValue(func() *zstd.Encoder {
 	e, err := zstd.NewWriter(nil,
-		zstd.WithEncoderLevel(zstd.SpeedDefault),
+		zstd.WithEncoderLevel(zstd.SpeedFastest),
 		zstd.WithEncoderCRC(false),
 		zstd.WithSingleSegment(true),
 	)

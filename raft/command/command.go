@@ -7,6 +7,7 @@ import (
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/engine/cursor"
 	"github.com/queenmq/queen/engine/keyspace"
+	"github.com/queenmq/queen/engine/segment"
 )
 
 // Type identifies a command: part of the on-disk format — never change or
@@ -15,21 +16,22 @@ type Type uint8
 
 // Command types.
 const (
-	TypeConfigure   Type = 1
-	TypeDeleteQueue Type = 2
-	TypePush        Type = 3
-	TypePop         Type = 4
-	TypeAck         Type = 5
-	TypeExtendLease Type = 6
-	TypeTransaction Type = 7
-	TypeReplay      Type = 8
-	TypeDeleteDLQ   Type = 9
-	TypeMoveToDLQ   Type = 10
-	TypeSeek        Type = 11
-	TypeDeleteGroup Type = 12
-	TypeUpdateSub   Type = 13
-	TypeAnnounce    Type = 14
-	TypeSweep       Type = 15
+	TypeConfigure    Type = 1
+	TypeDeleteQueue  Type = 2
+	TypePush         Type = 3
+	TypePop          Type = 4
+	TypeAck          Type = 5
+	TypeExtendLease  Type = 6
+	TypeTransaction  Type = 7
+	TypeReplay       Type = 8
+	TypeDeleteDLQ    Type = 9
+	TypeMoveToDLQ    Type = 10
+	TypeSeek         Type = 11
+	TypeDeleteGroup  Type = 12
+	TypeUpdateSub    Type = 13
+	TypeAnnounce     Type = 14
+	TypeSweep        Type = 15
+	TypePushPrepared Type = 16
 )
 
 const (
@@ -45,6 +47,7 @@ type Command struct {
 	Configure engine.ConfigureCmd
 	Queue     string // DeleteQueue
 	Push      []engine.PushItem
+	Prepared  *engine.PreparedPush
 	Pop       engine.PopCmd
 	Ack       []engine.AckItem
 	Lease     engine.ID // ExtendLease
@@ -218,6 +221,8 @@ func (c *Command) append(dst []byte) []byte {
 		w.Str(c.Announce.NodeID)
 		w.Str(c.Announce.HTTP)
 	case TypeSweep:
+	case TypePushPrepared:
+		appendPrepared(&w, c.Prepared)
 	default:
 		panic(fmt.Sprintf("command: encode unknown type %d", c.Type))
 	}
@@ -325,6 +330,8 @@ func (c *Command) decode(b []byte) error {
 	case TypeAnnounce:
 		c.Announce = Announce{NodeID: r.Str(), HTTP: r.Str()}
 	case TypeSweep:
+	case TypePushPrepared:
+		c.Prepared = readPrepared(r)
 	default:
 		return fmt.Errorf("%w: unknown command type %d", ErrCorrupt, c.Type)
 	}
@@ -369,4 +376,94 @@ func readAckItem(r *keyspace.Reader, it *engine.AckItem) {
 	it.Status = cursor.Status(status)
 	it.Lease = r.ID()
 	it.Error = r.Str()
+}
+
+// Prepared item flags: part of the on-disk format — never change.
+const (
+	preparedMinted = 1 << 0
+	preparedDup    = 1 << 1
+	preparedReject = 1 << 2
+)
+
+func appendPrepared(w *keyspace.Writer, pp *engine.PreparedPush) {
+	w.Uvarint(uint64(len(pp.Items)))
+	for i := range pp.Items {
+		it := &pp.Items[i]
+		w.Str(it.TransactionID)
+		w.ID(it.MessageID)
+		var flags uint8
+		if it.Minted {
+			flags |= preparedMinted
+		}
+		if it.DuplicateOf >= 0 {
+			flags |= preparedDup
+		}
+		if it.Reject != "" {
+			flags |= preparedReject
+		}
+		w.U8(flags)
+		if it.DuplicateOf >= 0 {
+			w.Uvarint(uint64(it.DuplicateOf))
+		}
+		if it.Reject != "" {
+			w.Str(it.Reject)
+		}
+	}
+	w.Uvarint(uint64(len(pp.Groups)))
+	for g := range pp.Groups {
+		grp := &pp.Groups[g]
+		w.Str(grp.Queue)
+		w.Str(grp.Partition)
+		w.Uvarint(uint64(len(grp.Items)))
+		for _, i := range grp.Items {
+			w.Uvarint(uint64(i))
+		}
+		w.U8(uint8(grp.Body.Codec))
+		w.U32(grp.Body.RawLen)
+		w.Bytes(grp.Body.Data)
+	}
+}
+
+func readPrepared(r *keyspace.Reader) *engine.PreparedPush {
+	pp := &engine.PreparedPush{}
+	n := r.Count(18)
+	pp.Items = make([]engine.PreparedItem, n)
+	for i := range pp.Items {
+		it := &pp.Items[i]
+		it.TransactionID = r.Str()
+		it.MessageID = r.ID()
+		flags := r.U8()
+		it.Minted = flags&preparedMinted != 0
+		it.DuplicateOf = -1
+		if flags&preparedDup != 0 {
+			if it.DuplicateOf = int(r.Uvarint()); it.DuplicateOf >= i {
+				r.Fail("item %d duplicates a later item", i)
+			}
+		}
+		if flags&preparedReject != 0 {
+			it.Reject = r.Str()
+		}
+		if flags&^(preparedMinted|preparedDup|preparedReject) != 0 {
+			r.Fail("item flags %x", flags)
+		}
+	}
+	groups := r.Count(8)
+	if groups > 0 {
+		pp.Groups = make([]engine.PreparedGroup, groups)
+	}
+	for g := range pp.Groups {
+		grp := &pp.Groups[g]
+		grp.Queue, grp.Partition = r.Str(), r.Str()
+		grp.Items = make([]int, r.Count(1))
+		for k := range grp.Items {
+			if grp.Items[k] = int(r.Uvarint()); grp.Items[k] >= n {
+				r.Fail("group item %d out of range", grp.Items[k])
+			}
+		}
+		grp.Body.Codec = segment.Codec(r.U8())
+		grp.Body.RawLen = r.U32()
+		grp.Body.Data = r.Bytes()
+		grp.Body.Count = uint32(len(grp.Items))
+	}
+	return pp
 }

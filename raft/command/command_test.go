@@ -16,7 +16,13 @@ func sampleCommands() []*command.Command {
 		ProducerSub: "sub", Payload: []byte(`{"a":1}`)}
 	ack := engine.AckItem{TransactionID: "t", PartitionID: engine.ID{7}, Group: "g", Status: cursor.DeadLetter,
 		Lease: engine.ID{8}, Error: "bad"}
+	pp, err := engine.PreparePush([]engine.PushItem{push, push, {Queue: "q2", Payload: []byte(`[1]`)}, {Queue: ""}},
+		engine.IDsFrom(engine.ID{7, 7, 7, 7, 7, 7, 0x70, 7, 0x80}))
+	if err != nil {
+		panic(err)
+	}
 	return []*command.Command{
+		{Type: command.TypePushPrepared, Stamp: st, Prepared: &pp},
 		{Type: command.TypeConfigure, Stamp: st, Configure: engine.ConfigureCmd{Queue: "q", Namespace: "n", NamespaceSet: true,
 			Task: "t", TaskSet: true, Replace: true, Set: []engine.OptionValue{{Option: engine.OptRetryLimit, Value: 5}},
 			Reset: []engine.Option{engine.OptLeaseTime}}},

@@ -47,6 +47,16 @@
 //	UpdateSub       group str | timestamp i64
 //	Announce        node id str | http address str
 //	Sweep           (no body: retention, eviction and index purge as of the stamp's time)
+//	PushPrepared    n uvarint | n × (txn str | message id | flags u8 (1 minted txn, 2 duplicate,
+//	                4 rejected) | [duplicateOf uvarint] | [reject str]) | nGroups uvarint |
+//	                nGroups × (queue str | partition str | k uvarint | k × item uvarint |
+//	                codec u8 | rawLen u32 | body bytes)
+//
+// PushPrepared carries a push the leader prepared before proposing
+// (engine.PreparePush): message ids minted, repeats within the request
+// resolved, and each partition's frames already encoded as a segment body
+// (zstd), so the log holds compressed payloads and applying only probes for
+// duplicates and assembles segments.
 //
 // Type numbers are listed in command.go; retired numbers stay reserved.
 package command
