@@ -151,3 +151,7 @@ func (n *Node) DeadLettersAt(part engine.ID, txn string) ([]engine.DeadLetter, e
 func (n *Node) MessageAt(part engine.ID, txn string) (engine.StoredMessage, error) {
 	return n.engine.MessageAt(part, txn)
 }
+
+// QueueConfig returns a queue's effective configuration without building a
+// full description (the edge reads it on every push to an encrypted queue).
+func (n *Node) QueueConfig(name string) (engine.Config, bool) { return n.engine.QueueConfig(name) }

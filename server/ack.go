@@ -282,6 +282,12 @@ func (s *Server) transaction(ctx *fasthttp.RequestCtx, _ *params) {
 	case len(ops) == 0:
 		err = badRequest("operations array cannot be empty")
 	}
+	z := sealer{s: s}
+	for i := 0; err == nil && i < len(ops); i++ {
+		if ops[i].Push != nil {
+			err = z.item(ops[i].Push)
+		}
+	}
 	if err != nil {
 		s.writeError(ctx, err)
 		return

@@ -57,6 +57,10 @@ func (s *Server) configure(ctx *fasthttp.RequestCtx, _ *params) {
 		s.writeError(ctx, err)
 		return
 	}
+	if s.crypt == nil && info.Config.Bool(engine.OptEncryptionEnabled) {
+		s.log.Warn("queue has encryptionEnabled but no valid QUEEN_ENCRYPTION_KEY is configured: its payloads are stored in plaintext",
+			"queue", info.Name)
+	}
 	w := startBody(ctx)
 	w.object("")
 	w.bool("configured", true)

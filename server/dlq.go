@@ -40,7 +40,7 @@ func (s *Server) listDLQ(ctx *fasthttp.RequestCtx, _ *params) {
 	w.object("")
 	w.array("messages")
 	for i := range rows {
-		writeDeadLetter(&w, &rows[i])
+		writeDeadLetter(&w, &rows[i], s.crypt)
 	}
 	w.endArray()
 	w.object("pagination")
@@ -54,8 +54,10 @@ func (s *Server) listDLQ(ctx *fasthttp.RequestCtx, _ *params) {
 }
 
 // writeDeadLetter writes one DLQ row: Queen's fields (createdAt = failedAt)
-// plus what B2 keeps (enqueuedAt, producerSub, offset, deliveries).
-func writeDeadLetter(w *jsonWriter, d *engine.DeadLetter) {
+// plus what B2 keeps (enqueuedAt, producerSub, offset, deliveries). A
+// snapshot stored as an encryption envelope is written decrypted, flagged
+// isEncrypted:true, when c opens it; otherwise as stored.
+func writeDeadLetter(w *jsonWriter, d *engine.DeadLetter, c *payloadCipher) {
 	w.object("")
 	w.id("id", d.MessageID)
 	w.str("transactionId", d.TransactionID)
@@ -66,7 +68,9 @@ func writeDeadLetter(w *jsonWriter, d *engine.DeadLetter) {
 	w.str("consumerGroup", d.Group)
 	w.str("errorMessage", d.Error)
 	w.int("retryCount", int64(d.RetryCount))
-	w.raw("data", d.Payload)
+	data, decrypted := c.reveal(d.Payload)
+	w.raw("data", data)
+	w.bool("isEncrypted", decrypted)
 	if d.HasTrace {
 		w.id("traceId", d.TraceID)
 	} else {
@@ -157,9 +161,10 @@ func (s *Server) getMessage(ctx *fasthttp.RequestCtx, p *params) {
 	w.str("namespace", info.Namespace)
 	w.str("task", info.Task)
 	w.str("status", status)
-	w.raw("payload", msg.Payload)
-	w.raw("data", msg.Payload)
-	w.bool("isEncrypted", false)
+	data, decrypted := s.crypt.reveal(msg.Payload)
+	w.raw("payload", data)
+	w.raw("data", data)
+	w.bool("isEncrypted", decrypted)
 	if msg.HasTrace {
 		w.id("traceId", msg.TraceID)
 	} else {
@@ -294,6 +299,9 @@ func (s *Server) replayMessage(ctx *fasthttp.RequestCtx, p *params) {
 		}
 		return sc.skip()
 	})
+	if err == nil && cmd.Payload != nil {
+		err = s.sealReplay(&cmd)
+	}
 	if err != nil {
 		s.writeError(ctx, err)
 		return
@@ -316,6 +324,27 @@ func (s *Server) replayMessage(ctx *fasthttp.RequestCtx, p *params) {
 	w.int("rowsRemoved", int64(res.RowsRemoved))
 	w.endObject()
 	send(ctx, fasthttp.StatusOK, w)
+}
+
+// sealReplay seals a replay's corrected payload (B4) if the address's queue
+// is encrypted now. A replay without one re-pushes the stored snapshot as it
+// is, so an envelope stays one envelope and is never sealed twice. An
+// address without dead-letter rows is left to Replay, which answers 404.
+func (s *Server) sealReplay(cmd *engine.ReplayCmd) error {
+	if s.crypt == nil {
+		return nil
+	}
+	rows, err := s.broker.DeadLettersAt(cmd.PartitionID, cmd.TransactionID)
+	if err != nil || len(rows) == 0 {
+		return err
+	}
+	z := sealer{s: s}
+	it := engine.PushItem{Queue: rows[0].Queue, Payload: cmd.Payload}
+	if err := z.item(&it); err != nil {
+		return err
+	}
+	cmd.Payload = it.Payload
+	return nil
 }
 
 // moveToDLQ answers POST .../{partitionId}/{transactionId}/dlq (B3): the

@@ -76,6 +76,69 @@
 // left ends the wait, and if it left while a pop was being applied the
 // delivered messages are given back at once with a budget-free "retry" ack.
 //
+// # Encryption at rest
+//
+// SEMANTICS §11; crypt.go. With Options.EncryptionKey (QUEEN_ENCRYPTION_KEY:
+// 64 hex characters, a 32-byte AES-256 key), the payload of every item
+// pushed to a queue whose encryptionEnabled is set is replaced, here at the
+// edge and before the command is proposed, by Queen's envelope. The Raft
+// log, the engine's segments, snapshots and dead-letter snapshots therefore
+// only ever hold the envelope, and applying a command stays deterministic:
+// the random IV is drawn here, once, not by each replica's state machine.
+// Only the payload is sealed; transaction id, message id, partition, trace
+// id and producerSub are not.
+//
+// The envelope is the JSON text
+//
+//	{"encrypted":"<base64 ciphertext>","iv":"<base64, 16 bytes>","authTag":"<base64, 16 bytes>"}
+//
+// in that member order, without whitespace, base64 being the standard
+// alphabet with padding. Its construction:
+//
+//	iv         16 bytes from crypto/rand, all stored
+//	nonce      iv[0:12]   (the last 4 iv bytes are unused)
+//	ciphertext, authTag = AES-256-GCM(key, nonce, plaintext, no additional data), 16-byte tag
+//	plaintext  the payload's JSON text exactly as the client sent it
+//
+// Only the first 12 IV bytes are the nonce because Queen's C++ broker
+// passed a 16-byte IV to OpenSSL without setting the GCM IV length, so
+// OpenSSL used its default, 12; the Rust broker reproduces that, and so do
+// we: data either of them wrote opens here, and ours opens there. The
+// envelope's sizes are stored format — never change them. A test vector
+// (crypt_internal_test.go) pins the construction and was checked against
+// OpenSSL independently.
+//
+// Which payloads are sealed: the items of POST /push, the push operations
+// of POST /transaction, and a replay's corrected payload (B4) — each when a
+// key is configured and the target queue exists with encryptionEnabled, as
+// this node's applied state says at push time (a queue the push creates is
+// not encrypted). Changing the flag later rewrites nothing. A replay
+// without a corrected payload re-pushes the stored snapshot as it is, so an
+// envelope stays one envelope and is never sealed twice. Without a key the
+// push path looks nothing up; with one it reads the queue's flag once per
+// run of items naming the same queue, through the Broker's optional
+// QueueConfig when it has one (else the whole QueueInfo).
+//
+// Reads open payloads by their shape, never by the queue's flag: pop's
+// data, message detail's payload/data and the DLQ's data. A stored payload
+// that is exactly an envelope (one object with exactly those three string
+// members, in any order and spacing, iv and authTag decoding to 16 bytes)
+// and opens under the key to one JSON value is written decrypted; message
+// detail and DLQ rows then say isEncrypted:true. Anything else — a plain
+// payload, an envelope under another key or with no key configured, a
+// tampered one — is written exactly as stored, with isEncrypted:false, and
+// counted in queen_payload_decrypt_failures_total when it had the shape.
+// The envelope is never replaced by an invented value.
+//
+// A missing key disables encryption; a malformed one disables it too, with
+// one warning at startup, and configuring encryptionEnabled on a queue
+// without a usable key logs a warning. A push never fails because of
+// encryption: such queues store plaintext.
+//
+// In a cluster every node needs the same key: a push is sealed by the
+// leader's edge (a follower forwards the request as it came), but reads are
+// served by whichever node answers them.
+//
 // # Followers
 //
 // The server does not know whether its node leads. It calls the Broker,

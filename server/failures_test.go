@@ -133,8 +133,8 @@ func TestFailures_LeaseExpiryRedeliversForeverNeverDLQ(t *testing.T) {
 	c.mustPop(popPath("q", "batch=1"))
 }
 
-// The broker has no retention sweep command; deleting the queue deletes its
-// segments the same way, and the dead-letter snapshots must survive it.
+// Deleting the queue deletes its segments as retention does (the sweep
+// itself: retention_test.go); the dead-letter snapshots must survive it.
 func TestFailures_SegmentsDeletedDeadLettersKept(t *testing.T) {
 	c := newClient(t)
 	c.pushOne("q", "", "m", map[string]any{"keep": true})

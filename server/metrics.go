@@ -49,6 +49,7 @@ type brokerMetrics struct {
 	replays, dlqDeletes                   *metrics.Counter
 	txSuccess, txFailed                   *metrics.Counter
 	forwarded                             *metrics.Counter
+	payloadsSealed                        *metrics.Counter
 }
 
 func newBrokerMetrics(set *metrics.Set) *brokerMetrics {
@@ -58,6 +59,7 @@ func newBrokerMetrics(set *metrics.Set) *brokerMetrics {
 		pushFailed:          set.GetOrCreateCounter(`queen_push_messages_total{status="failed"}`),
 		popMessages:         set.GetOrCreateCounter(`queen_pop_messages_total`),
 		forwarded:           set.GetOrCreateCounter(`queen_forwarded_requests_total`),
+		payloadsSealed:      set.GetOrCreateCounter(`queen_payloads_encrypted_total`),
 		popEmpty:            set.GetOrCreateCounter(`queen_pop_empty_total`),
 		popRedelivered:      set.GetOrCreateCounter(`queen_redeliveries_total`),
 		popAbandoned:        set.GetOrCreateCounter(`queen_pop_abandoned_total`),

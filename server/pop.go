@@ -119,7 +119,7 @@ func (s *Server) pop(ctx *fasthttp.RequestCtx, queue, partition string) {
 		return
 	}
 	w := startBody(ctx)
-	writePop(&w, &res)
+	writePop(&w, &res, s.crypt)
 	send(ctx, fasthttp.StatusOK, w)
 }
 
@@ -206,8 +206,9 @@ func (s *Server) release(res *engine.PopResult) {
 }
 
 // writePop writes the pop envelope. Top-level partition fields are the
-// first claim's; per-message fields are authoritative for acks.
-func writePop(w *jsonWriter, res *engine.PopResult) {
+// first claim's; per-message fields are authoritative for acks. A payload
+// stored as an encryption envelope is written decrypted when c opens it.
+func writePop(w *jsonWriter, res *engine.PopResult, c *payloadCipher) {
 	first := &res.Claims[0]
 	w.object("")
 	w.bool("success", true)
@@ -229,7 +230,8 @@ func writePop(w *jsonWriter, res *engine.PopResult) {
 		} else {
 			w.null("traceId")
 		}
-		w.raw("data", m.Payload)
+		data, _ := c.reveal(m.Payload)
+		w.raw("data", data)
 		w.strOrNull("producerSub", m.ProducerSub)
 		w.timeMicros("createdAt", m.CreatedAt)
 		w.id("partitionId", m.PartitionID)

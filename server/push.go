@@ -31,6 +31,10 @@ func (s *Server) push(ctx *fasthttp.RequestCtx, _ *params) {
 	if err == nil && !found {
 		err = badRequest("items array is required")
 	}
+	z := sealer{s: s}
+	for i := 0; err == nil && i < len(items); i++ {
+		err = z.item(&items[i])
+	}
 	if err != nil {
 		s.writeError(ctx, err)
 		return

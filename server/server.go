@@ -44,6 +44,15 @@ type Options struct {
 	// /metrics/prometheus writes out; pass the process's shared set so one
 	// scrape sees every layer (default: a private set).
 	Metrics *metrics.Set
+	// EncryptionKey is QUEEN_ENCRYPTION_KEY as given: 64 hex characters,
+	// the AES-256-GCM key that seals the payloads pushed to queues with
+	// encryptionEnabled (SEMANTICS §11; doc.go, "Encryption at rest").
+	// Empty disables encryption at rest. A MALFORMED KEY ALSO DISABLES IT,
+	// process-wide, with one warning logged by New: encrypted queues then
+	// store PLAINTEXT, and no push ever fails for want of a key. Payloads
+	// that are envelopes are decrypted on every read whatever the queue's
+	// flag; under another key (or none) they are returned as stored.
+	EncryptionKey string
 }
 
 // DefaultOptions returns the options a zero Options is completed with.
@@ -118,6 +127,8 @@ type Server struct {
 	// RequestCtx itself: a broker may keep a context after the call
 	// returns, and fasthttp recycles RequestCtx values.
 	ctx context.Context
+	// crypt seals and opens payloads; nil when no usable key is configured.
+	crypt *payloadCipher
 }
 
 // New builds a server over b. It does not listen yet: see Serve and
@@ -140,6 +151,7 @@ func New(b Broker, opts Options) (*Server, error) {
 		started: time.Now(),
 		ctx:     context.Background(),
 	}
+	s.crypt = newCipherFromOptions(opts)
 	s.client = &fasthttp.Client{
 		Name:                          "queen-forward",
 		NoDefaultUserAgentHeader:      true,
@@ -169,6 +181,26 @@ func New(b Broker, opts Options) (*Server, error) {
 		Logger:                       fasthttpLogger{opts.Logger},
 	}
 	return s, nil
+}
+
+// newCipherFromOptions builds the payload cipher from Options.EncryptionKey,
+// or returns nil (encryption disabled) when there is none or it is
+// malformed, which it logs once, here.
+func newCipherFromOptions(opts Options) *payloadCipher {
+	if opts.EncryptionKey == "" {
+		return nil
+	}
+	key, err := parseEncryptionKey(opts.EncryptionKey)
+	var c *payloadCipher
+	if err == nil {
+		c, err = newPayloadCipher(key, opts.Metrics)
+	}
+	if err != nil {
+		opts.Logger.Warn("encryption at rest DISABLED: QUEEN_ENCRYPTION_KEY is malformed; queues with encryptionEnabled store plaintext", "err", err)
+		return nil
+	}
+	opts.Logger.Info("encryption at rest enabled (AES-256-GCM)")
+	return c
 }
 
 // Serve answers requests on ln until Shutdown. It returns nil after a

@@ -34,6 +34,9 @@ type serveConfig struct {
 	join      string
 	logLevel  slog.Level
 	maxBody   int
+	// encryptionKey is QUEEN_ENCRYPTION_KEY (environment only, never a
+	// flag: a flag would show the key in the process list).
+	encryptionKey string
 	// Raft tuning, for operators and for the process-level tests.
 	snapshotThreshold uint64
 	trailingLogs      uint64
@@ -69,6 +72,7 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 	if v := getenv("QUEEN_MAX_BODY_BYTES"); v != "" {
 		fmt.Sscan(v, &c.maxBody)
 	}
+	c.encryptionKey = getenv("QUEEN_ENCRYPTION_KEY")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -151,6 +155,7 @@ func serve(args []string) error {
 	ms := metrics.NewSet()
 	srv, err := server.New(node, server.Options{
 		Addr: c.http, MaxBodyBytes: c.maxBody, Version: version, Logger: log, Metrics: ms,
+		EncryptionKey: c.encryptionKey,
 	})
 	if err != nil {
 		node.Close()

@@ -74,6 +74,7 @@ func Elapse(b server.Broker, d time.Duration) {
 // only replication is missing. Watch is served by an in-process notifier.
 type LocalBroker struct {
 	eng *engine.Engine
+	dir string
 
 	mu      sync.Mutex // serializes commands: stamps and applied index
 	offset  time.Duration
@@ -96,7 +97,22 @@ var _ server.Broker = (*LocalBroker)(nil)
 func NewLocalBroker(t testing.TB) *LocalBroker {
 	t.Helper()
 	h := enginetest.MustOpenDir(t, t.TempDir(), enginetest.Options())
-	return &LocalBroker{eng: h.Engine, watchers: map[*watcher]struct{}{}}
+	return &LocalBroker{eng: h.Engine, dir: h.Dir, watchers: map[*watcher]struct{}{}}
+}
+
+// Dir is the engine's data directory.
+func (b *LocalBroker) Dir() string { return b.dir }
+
+// Sweep runs a retention sweep (retention, eviction, transaction-id index
+// purge) as of the broker's clock, as the Raft leader proposes one every
+// RetentionInterval. The space of deleted segments comes back when the
+// engine's background compaction of their ranges finishes.
+func (b *LocalBroker) Sweep(ctx context.Context) (res engine.SweepResult, err error) {
+	err = b.apply(ctx, func(batch *engine.Batch, st engine.Stamp) error {
+		res, err = batch.Sweep(st)
+		return err
+	})
+	return res, err
 }
 
 // Advance moves the broker's clock forward: leases expire and delays pass
@@ -183,8 +199,11 @@ func (b *LocalBroker) Status() raft.Status {
 
 // Reader.
 
-func (b *LocalBroker) Queues() ([]engine.QueueInfo, error)           { return b.eng.Queues() }
-func (b *LocalBroker) Queue(name string) (engine.QueueInfo, error)   { return b.eng.Queue(name) }
+func (b *LocalBroker) Queues() ([]engine.QueueInfo, error)         { return b.eng.Queues() }
+func (b *LocalBroker) Queue(name string) (engine.QueueInfo, error) { return b.eng.Queue(name) }
+
+// QueueConfig is the edge's optional cheap configuration lookup.
+func (b *LocalBroker) QueueConfig(name string) (engine.Config, bool) { return b.eng.QueueConfig(name) }
 func (b *LocalBroker) Subscriptions() ([]engine.Subscription, error) { return b.eng.Subscriptions() }
 func (b *LocalBroker) Cursors(now int64, group string) ([]engine.CursorInfo, error) {
 	return b.eng.Cursors(now, group)
