@@ -3,6 +3,7 @@ package engine
 import (
 	"github.com/queenmq/queen/engine/cursor"
 	"github.com/queenmq/queen/engine/keyspace"
+	"github.com/queenmq/queen/engine/segment"
 )
 
 // AckItem acknowledges one message for one consumer group.
@@ -119,16 +120,40 @@ func (b *Batch) decide(now int64, plan *ackPlan, items []AckItem, results []AckR
 		plan.reject = errTextInvalidLease
 		return
 	}
+	// A lease-holding ack names messages of its leased span, which the pop
+	// just read: resolve them from the span's (cached) frames, and only what
+	// is not there (stale acks) through the transaction-id index.
+	var inSpan map[string]Offset
+	if plan.lease != (ID{}) && rec.BatchEnd > rec.Committed {
+		want := make(map[string]int, len(plan.items))
+		for _, i := range plan.items {
+			want[items[i].TransactionID] = i
+		}
+		inSpan = make(map[string]Offset, len(plan.items))
+		err := b.e.readRange(b.pb, r.p, Offset(rec.Committed+1), Offset(rec.BatchEnd), func(off Offset, f *segment.Frame, _ int64) error {
+			if i, ok := want[string(f.TransactionID)]; ok {
+				inSpan[items[i].TransactionID] = off
+			}
+			return nil
+		})
+		if err != nil {
+			b.fail(err)
+		}
+	}
 	resolved := plan.items[:0:0]
 	for _, i := range plan.items {
-		txn, ok := b.lookupTxn(r.p.id, items[i].TransactionID)
+		off, ok := inSpan[items[i].TransactionID]
 		if !ok {
-			results[i].Error = errTextNotFound
-			plan.missing = append(plan.missing, i)
-			continue
+			txn, found := b.lookupTxn(r.p.id, items[i].TransactionID)
+			if !found {
+				results[i].Error = errTextNotFound
+				plan.missing = append(plan.missing, i)
+				continue
+			}
+			off = Offset(txn.Offset)
 		}
 		resolved = append(resolved, i)
-		plan.offsets = append(plan.offsets, cursor.Item{Offset: Offset(txn.Offset), Status: items[i].Status})
+		plan.offsets = append(plan.offsets, cursor.Item{Offset: off, Status: items[i].Status})
 	}
 	plan.items = resolved
 	plan.outcomes = make([]cursor.Outcome, len(plan.offsets))
@@ -257,7 +282,7 @@ func (b *Batch) applyAck(now int64, m *minter, plan *ackPlan, items []AckItem, r
 // the message's segment is already deleted. The cursor is the caller's.
 func (b *Batch) fileDeadLetter(now int64, m *minter, r *row, off Offset, text string, retryCount, deliveries uint32) (bool, error) {
 	p := r.p
-	frame, createdAt, found, err := b.e.readOne(b.pb, p.id, off)
+	frame, createdAt, found, err := b.e.readOne(b.pb, p, off)
 	if err != nil || !found {
 		return false, err
 	}

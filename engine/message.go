@@ -29,7 +29,7 @@ func (e *Engine) MessageAt(part ID, txn string) (StoredMessage, error) {
 	if !ok || rec.Offset < p.rec.Start {
 		return StoredMessage{}, ErrMessageNotFound
 	}
-	f, createdAt, found, err := e.readOne(e.db, part, Offset(rec.Offset))
+	f, createdAt, found, err := e.readOne(e.db, p, Offset(rec.Offset))
 	if err != nil {
 		return StoredMessage{}, err
 	}

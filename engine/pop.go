@@ -312,7 +312,7 @@ func (b *Batch) claim(now int64, m *minter, cmd *PopCmd, group string, p *partit
 		r.rec.AttemptOffset, r.rec.AttemptCount = int64(from), 1
 	}
 	first := len(res.Messages)
-	err := b.e.readRange(b.pb, p.id, from, to, func(off Offset, f *segment.Frame, createdAt int64) error {
+	err := b.e.readRange(b.pb, p, from, to, func(off Offset, f *segment.Frame, createdAt int64) error {
 		res.Messages = append(res.Messages, Message{
 			ID: f.MessageID, TransactionID: string(f.TransactionID), TraceID: f.TraceID, HasTrace: f.HasTrace,
 			Payload: f.Payload, ProducerSub: string(f.ProducerSub), CreatedAt: createdAt,

@@ -253,6 +253,7 @@ func (b *Batch) pushGroup(now int64, m *minter, pp *PreparedPush, g *PreparedGro
 	}
 	p.rec.Next = base + int64(len(kept))
 	p.rec.LastWriteAt = createdAt
+	p.remember(base)
 	b.touchPartition(p)
 }
 

@@ -131,14 +131,35 @@ func (s *segmentIter) decode() (*segment.Segment, error) {
 	return seg, nil
 }
 
-// readRange calls fn for every stored message of part with an offset in
+// readRange calls fn for every stored message of p with an offset in
 // [from, to], in order. Offsets with no segment (deleted by retention) are
-// skipped.
-func (e *Engine) readRange(r pebble.Reader, part ID, from, to Offset, fn func(off Offset, f *segment.Frame, createdAt int64) error) error {
+// skipped. When p remembers the segment holding from (recent segments), the
+// segments are found by exact key, through the cache, without an iterator;
+// otherwise one iterator seeks to it.
+func (e *Engine) readRange(r pebble.Reader, p *partition, from, to Offset, fn func(off Offset, f *segment.Frame, createdAt int64) error) error {
 	if from > to {
 		return nil
 	}
-	it, err := e.segments(r, part)
+	if base, ok := p.recentBase(int64(from)); ok {
+		for base <= int64(to) && base < p.rec.Next {
+			seg, err := e.segmentAt(r, p.id, base)
+			if err != nil {
+				return err
+			}
+			if seg == nil {
+				break // deleted meanwhile: the iterator path skips the gap
+			}
+			if err := visit(seg, from, to, fn); err != nil {
+				return err
+			}
+			base = seg.Header.Last() + 1
+		}
+		if base > int64(to) || base >= p.rec.Next {
+			return nil
+		}
+		from = Offset(base)
+	}
+	it, err := e.segments(r, p.id)
 	if err != nil {
 		return err
 	}
@@ -152,32 +173,63 @@ func (e *Engine) readRange(r pebble.Reader, part ID, from, to Offset, fn func(of
 		if err != nil {
 			return err
 		}
-		h := seg.Header
-		if Offset(h.Base) > to {
+		if Offset(seg.Header.Base) > to {
 			break
 		}
-		if Offset(h.Last()) < from {
-			continue
-		}
-		lo := max(from, Offset(h.Base))
-		hi := min(to, Offset(h.Last()))
-		for off := lo; off <= hi; off++ {
-			if err := fn(off, &seg.Frames[off-Offset(h.Base)], h.CreatedAt); err != nil {
-				return err
-			}
+		if err := visit(seg, from, to, fn); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
+// visit calls fn for the frames of seg with offsets in [from, to].
+func visit(seg *segment.Segment, from, to Offset, fn func(off Offset, f *segment.Frame, createdAt int64) error) error {
+	h := seg.Header
+	lo := max(from, Offset(h.Base))
+	hi := min(to, Offset(h.Last()))
+	for off := lo; off <= hi; off++ {
+		if err := fn(off, &seg.Frames[off-Offset(h.Base)], h.CreatedAt); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// segmentAt returns the decoded segment at base, through the cache; nil when
+// there is none.
+func (e *Engine) segmentAt(r pebble.Reader, part ID, base int64) (*segment.Segment, error) {
+	k := segmentKey{part, base}
+	if seg := e.cache.get(k); seg != nil {
+		return seg, nil
+	}
+	v, closer, err := r.Get(keyspace.Segment(part, base))
+	if err == pebble.ErrNotFound {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("engine: read segment: %w", err)
+	}
+	defer closer.Close()
+	seg, err := segment.Decode(v)
+	if err != nil {
+		return nil, fmt.Errorf("engine: segment %x/%d: %w", part, base, err)
+	}
+	if seg.Header.Base != base {
+		return nil, fmt.Errorf("%w: segment %x/%d holds base %d", ErrCorrupt, part, base, seg.Header.Base)
+	}
+	e.cache.put(k, seg)
+	return seg, nil
+}
+
 // readOne returns the frame at off and its segment's createdAt.
-func (e *Engine) readOne(r pebble.Reader, part ID, off Offset) (segment.Frame, int64, bool, error) {
+func (e *Engine) readOne(r pebble.Reader, p *partition, off Offset) (segment.Frame, int64, bool, error) {
 	var (
 		frame     segment.Frame
 		createdAt int64
 		found     bool
 	)
-	err := e.readRange(r, part, off, off, func(_ Offset, f *segment.Frame, at int64) error {
+	err := e.readRange(r, p, off, off, func(_ Offset, f *segment.Frame, at int64) error {
 		frame, createdAt, found = *f, at, true
 		return nil
 	})

@@ -125,6 +125,7 @@ func (b *Batch) retain(now int64, cfg Config, p *partition, res *SweepResult) er
 	res.Messages += newStart - p.rec.Start
 	res.Evicted += evicted
 	p.rec.Start, p.rec.OldestAt = newStart, oldest
+	p.forget(newStart)
 	b.touchPartition(p)
 	return nil
 }

@@ -38,6 +38,40 @@ type partition struct {
 	rec     keyspace.PartitionRecord
 	cursors map[string]*row
 	dirty   bool
+	// recent holds the base offsets of the partition's newest segments, in
+	// order, so reads near the head find their segment by exact key. It is a
+	// cache of what is on disk (empty after a restart), never state.
+	recent []int64
+}
+
+// maxRecent bounds partition.recent.
+const maxRecent = 32
+
+// remember records the base of a segment just written.
+func (p *partition) remember(base int64) {
+	if len(p.recent) == maxRecent {
+		copy(p.recent, p.recent[1:])
+		p.recent = p.recent[:maxRecent-1]
+	}
+	p.recent = append(p.recent, base)
+}
+
+// forget drops remembered bases below start (deleted by retention).
+func (p *partition) forget(start int64) {
+	i := 0
+	for i < len(p.recent) && p.recent[i] < start {
+		i++
+	}
+	p.recent = append(p.recent[:0], p.recent[i:]...)
+}
+
+// recentBase returns the base of the remembered segment holding off.
+func (p *partition) recentBase(off int64) (int64, bool) {
+	if len(p.recent) == 0 || off < p.recent[0] || off >= p.rec.Next {
+		return 0, false
+	}
+	i := sort.Search(len(p.recent), func(i int) bool { return p.recent[i] > off }) - 1
+	return p.recent[i], true
 }
 
 // last returns the partition's highest allocated offset (-1 when empty).

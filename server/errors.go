@@ -33,6 +33,9 @@ var (
 	errNoSuchRoute = errors.New("server: no such route")
 	// errMethodNotAllowed is returned for a known path with another method.
 	errMethodNotAllowed = errors.New("server: method not allowed")
+	// errForwardExpired is returned by the leader for a relayed request
+	// that arrived after the relaying follower gave up on it.
+	errForwardExpired = errors.New("server: relayed request arrived after its deadline")
 	// errNotImplemented is returned by routes whose feature does not exist
 	// yet (maintenance mode, message listing).
 	errNotImplemented = errors.New("server: not implemented")
@@ -75,6 +78,7 @@ var errorTable = [...]errorCode{
 	{raft.ErrTimeout, fasthttp.StatusServiceUnavailable, "timeout", "The command was not committed in time; its outcome is unknown"},
 	{raft.ErrShutdown, fasthttp.StatusServiceUnavailable, "shutting_down", "The node is shutting down"},
 	{raft.ErrForward, fasthttp.StatusServiceUnavailable, "forward_failed", "Forwarding to the leader failed"},
+	{errForwardExpired, fasthttp.StatusServiceUnavailable, "forward_expired", "The relayed request arrived after its deadline and was not applied"},
 	{engine.ErrClosed, fasthttp.StatusServiceUnavailable, "shutting_down", "The node is shutting down"},
 	{context.DeadlineExceeded, fasthttp.StatusServiceUnavailable, "timeout", "The request timed out"},
 	{context.Canceled, fasthttp.StatusServiceUnavailable, "canceled", "The request was canceled"},

@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -12,6 +13,15 @@ import (
 // forwardedHeader marks a request a follower relayed to the leader; the
 // leader never relays it again, so a request hops at most once.
 const forwardedHeader = "X-Queen-Forwarded-By"
+
+// deadlineHeader carries the time (unix µs) after which the follower has
+// given up on a relayed request. The leader refuses one that arrives later,
+// so a request held up by a network cut is never applied after its client
+// was told it failed.
+const deadlineHeader = "X-Queen-Forward-Deadline"
+
+// forwardTimeout bounds a relayed request that is not a long-poll.
+const forwardTimeout = 15 * time.Second
 
 // forward relays a request this node cannot serve to the leader and copies
 // the leader's answer back. It is used only for raft.ErrNotLeader, which the
@@ -35,8 +45,13 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx) bool {
 	req.URI().SetScheme("http")
 	req.SetHost(st.LeaderHTTP)
 	req.Header.Set(forwardedHeader, st.ID)
-	// A forwarded long-poll parks on the leader for up to its timeout.
-	if err := s.client.DoTimeout(req, resp, s.opts.MaxPopTimeout+30*time.Second); err != nil {
+	// A relayed long-poll parks on the leader for up to its own timeout.
+	timeout := forwardTimeout
+	if queryBool(ctx.QueryArgs(), "wait", false) {
+		timeout += s.popTimeout(ctx.QueryArgs())
+	}
+	req.Header.Set(deadlineHeader, strconv.FormatInt(time.Now().Add(timeout).UnixMicro(), 10))
+	if err := s.client.DoTimeout(req, resp, timeout); err != nil {
 		s.log.Warn("forward to leader", "leader", st.Leader, "addr", st.LeaderHTTP, "err", err)
 		s.writeError(ctx, errors.Join(raft.ErrForward, err))
 		return true
@@ -102,4 +117,15 @@ func (s *Server) membership(ctx *fasthttp.RequestCtx, join bool) {
 	w.str("id", id)
 	w.endObject()
 	send(ctx, fasthttp.StatusOK, w)
+}
+
+// expired reports whether a relayed request arrived after the follower
+// that relayed it gave up.
+func expired(ctx *fasthttp.RequestCtx) bool {
+	v := ctx.Request.Header.Peek(deadlineHeader)
+	if len(v) == 0 {
+		return false
+	}
+	deadline, err := strconv.ParseInt(string(v), 10, 64)
+	return err == nil && time.Now().UnixMicro() > deadline
 }

@@ -87,14 +87,19 @@ func (s *Server) decodePop(ctx *fasthttp.RequestCtx, queue, partition string) (p
 		c.SubscriptionMode, c.SubscriptionFrom = engine.SubFrom, engine.Micros(t)
 	}
 	if queryBool(args, "wait", false) {
-		ms := queryInt(args, "timeout", 0)
-		r.wait = time.Duration(ms) * time.Millisecond
-		if ms <= 0 {
-			r.wait = s.opts.DefaultPopTimeout
-		}
-		r.wait = min(r.wait, s.opts.MaxPopTimeout)
+		r.wait = s.popTimeout(args)
 	}
 	return r, nil
+}
+
+// popTimeout is a long-poll's deadline: the timeout parameter (ms), the
+// default when it is missing or not positive, capped.
+func (s *Server) popTimeout(args *fasthttp.Args) time.Duration {
+	ms := queryInt(args, "timeout", 0)
+	if ms <= 0 {
+		return s.opts.DefaultPopTimeout
+	}
+	return min(time.Duration(ms)*time.Millisecond, s.opts.MaxPopTimeout)
 }
 
 // pop decodes, pops (long-polling if asked) and answers 200 with the

@@ -247,6 +247,10 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	stats = ep.stats
+	if expired(ctx) {
+		s.writeError(ctx, errForwardExpired)
+		return
+	}
 	ep.handle(s, ctx, &p)
 }
 

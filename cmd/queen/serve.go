@@ -39,6 +39,7 @@ type serveConfig struct {
 	encryptionKey string
 	// Raft tuning, for operators and for the process-level tests.
 	snapshotThreshold uint64
+	snapshotInterval  time.Duration
 	trailingLogs      uint64
 	retention         time.Duration
 }
@@ -65,6 +66,7 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 	fs.StringVar(&peers, "peers", env("QUEEN_PEERS", ""), "static membership id@raftHost:raftPort,... including this node; the first start bootstraps (env QUEEN_PEERS)")
 	fs.StringVar(&c.join, "join", env("QUEEN_JOIN", ""), "HTTP URL of a running cluster node to join at first start, instead of bootstrapping (env QUEEN_JOIN)")
 	fs.Uint64Var(&c.snapshotThreshold, "snapshot-threshold", 16384, "Raft log entries between snapshots")
+	fs.DurationVar(&c.snapshotInterval, "snapshot-interval", 2*time.Minute, "how often Raft checks whether a snapshot is due")
 	fs.Uint64Var(&c.trailingLogs, "trailing-logs", 10240, "Raft log entries kept after a snapshot for slow followers")
 	fs.DurationVar(&c.retention, "retention-interval", 5*time.Second, "how often the leader sweeps retention and eviction (0 disables)")
 	fs.StringVar(&level, "log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
@@ -132,6 +134,7 @@ func serve(args []string) error {
 	opts.Logger = log
 	opts.Peers = c.peers
 	opts.SnapshotThreshold = c.snapshotThreshold
+	opts.SnapshotInterval = c.snapshotInterval
 	opts.TrailingLogs = c.trailingLogs
 	opts.RetentionInterval = c.retention
 	if c.raftAddr == "" {

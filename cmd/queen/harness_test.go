@@ -1,0 +1,656 @@
+package main
+
+// Process-level test harness: real `queen serve` processes driven over HTTP.
+// The binary is built once per test run (on first use) into a directory
+// TestMain removes at the end. Every node writes its stderr and stdout to a
+// file; a failed test logs the tail of each node's file.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	binDir  string
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "queen-cmd-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "queen tests:", err)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// queenBinary builds the queen binary once (go build -o <tmp>/queen .) and
+// returns its path. QUEEN_TEST_BINARY names a prebuilt binary to use instead
+// (say, one built with -race).
+func queenBinary(t testing.TB) string {
+	t.Helper()
+	binOnce.Do(func() {
+		if p := os.Getenv("QUEEN_TEST_BINARY"); p != "" {
+			binPath = p
+			return
+		}
+		goTool, err := exec.LookPath("go") // go test puts GOROOT/bin first on PATH
+		if err != nil {
+			binErr = fmt.Errorf("go tool not found: %v", err)
+			return
+		}
+		binPath = filepath.Join(binDir, "queen")
+		start := time.Now()
+		out, err := exec.Command(goTool, "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			binErr = fmt.Errorf("go build -o %s .: %v\n%s", binPath, err, out)
+			return
+		}
+		t.Logf("built %s in %v", binPath, time.Since(start).Round(time.Millisecond))
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+// serveHasFlag reports whether `queen serve` knows the flag (so a test can
+// use a tuning flag as soon as it exists).
+func serveHasFlag(t testing.TB, name string) bool {
+	out, _ := exec.Command(queenBinary(t), "serve", "-h").CombinedOutput()
+	return bytes.Contains(out, []byte("-"+name+" "))
+}
+
+// freePorts returns n distinct TCP ports that were free on 127.0.0.1 a
+// moment ago (listen on :0, close).
+func freePorts(t testing.TB, n int) []int {
+	t.Helper()
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("pick a free port: %v", err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports
+}
+
+// qnode is one `queen serve` process (possibly restarted several times on
+// the same data directory).
+type qnode struct {
+	t       testing.TB
+	id      string
+	dir     string   // --data
+	http    string   // host:port the test driver reaches the node at
+	args    []string // serve flags
+	wrap    []string // command prefix, e.g. ip netns exec NS
+	logPath string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	starts int
+}
+
+func (n *qnode) url(path string) string { return "http://" + n.http + path }
+
+// start launches the process; its output is appended to n.logPath.
+func (n *qnode) start() {
+	n.t.Helper()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd != nil && !isClosed(n.exited) {
+		n.t.Fatalf("%s: start while running", n.id)
+	}
+	f, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	defer f.Close() // the child holds its own descriptor
+	n.starts++
+	argv := append(append(append([]string{}, n.wrap...), queenBinary(n.t), "serve"), n.args...)
+	fmt.Fprintf(f, "=== test: start #%d at %s: %s\n", n.starts, time.Now().Format(time.RFC3339Nano), strings.Join(argv, " "))
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdout, cmd.Stderr = f, f
+	setDeathSignal(cmd)
+	if err := cmd.Start(); err != nil {
+		n.t.Fatalf("%s: start: %v", n.id, err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(exited)
+	}()
+	n.cmd, n.exited = cmd, exited
+}
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+func (n *qnode) running() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.cmd != nil && !isClosed(n.exited)
+}
+
+// kill sends SIGKILL and waits for the process to be gone.
+func (n *qnode) kill() {
+	n.mu.Lock()
+	cmd, exited := n.cmd, n.exited
+	n.mu.Unlock()
+	if cmd == nil || isClosed(exited) {
+		return
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		n.t.Errorf("%s: still running 10s after SIGKILL", n.id)
+	}
+}
+
+// stop sends SIGTERM and waits for a clean exit (status 0); after 20 s it
+// kills the process and reports an error. Safe from any goroutine.
+func (n *qnode) stop() {
+	n.mu.Lock()
+	cmd, exited := n.cmd, n.exited
+	n.mu.Unlock()
+	if cmd == nil || isClosed(exited) {
+		return
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+		if !cmd.ProcessState.Success() {
+			n.t.Errorf("%s: exit after SIGTERM: %v (want status 0)", n.id, cmd.ProcessState)
+		}
+	case <-time.After(20 * time.Second):
+		n.t.Errorf("%s: did not exit within 20s of SIGTERM; killing it", n.id)
+		n.kill()
+	}
+}
+
+// logTail returns the last max bytes of the node's output.
+func (n *qnode) logTail(max int) string {
+	b, err := os.ReadFile(n.logPath)
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
+	}
+	if len(b) > max {
+		b = b[len(b)-max:]
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			b = b[i+1:]
+		}
+	}
+	return string(b)
+}
+
+// cluster is a set of nodes and the test's HTTP client.
+type cluster struct {
+	t     testing.TB
+	base  string // the nodes' data directories and logs
+	nodes []*qnode
+	hc    *http.Client
+}
+
+func newCluster(t testing.TB) *cluster {
+	// The temp dir is made before the cleanup below is registered, so it is
+	// removed after the cleanup has killed the nodes and logged their tails.
+	c := &cluster{t: t, base: t.TempDir(), hc: &http.Client{Transport: &http.Transport{
+		MaxIdleConnsPerHost: 32,
+		IdleConnTimeout:     30 * time.Second,
+		DialContext:         (&net.Dialer{Timeout: 3 * time.Second}).DialContext,
+	}}}
+	t.Cleanup(func() {
+		for _, n := range c.nodes {
+			n.kill()
+		}
+		if t.Failed() {
+			for _, n := range c.nodes {
+				t.Logf("---- tail of %s (%s) ----\n%s", n.id, n.logPath, n.logTail(6000))
+			}
+		}
+		c.hc.CloseIdleConnections()
+	})
+	return c
+}
+
+// addNode registers a node; its data directory and log are in c.base.
+func (c *cluster) addNode(id, httpAddr string, wrap []string, args ...string) *qnode {
+	dir := filepath.Join(c.base, id)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		c.t.Fatal(err)
+	}
+	n := &qnode{t: c.t, id: id, dir: dir, http: httpAddr, wrap: wrap, logPath: filepath.Join(c.base, id+".log")}
+	n.args = append([]string{"--data", dir, "--node-id", id}, args...)
+	c.nodes = append(c.nodes, n)
+	return n
+}
+
+// startLoopback starts n nodes on 127.0.0.1 with static peers. Retention
+// sweeps are off (--retention-interval 0) so that a quiet cluster proposes
+// nothing and replicas can be compared at one applied index.
+func startLoopback(t testing.TB, n int, extra ...string) *cluster {
+	c := newCluster(t)
+	ports := freePorts(t, 2*n)
+	var peers []string
+	for i := range n {
+		peers = append(peers, fmt.Sprintf("n%d@127.0.0.1:%d", i+1, ports[n+i]))
+	}
+	for i := range n {
+		httpAddr := fmt.Sprintf("127.0.0.1:%d", ports[i])
+		args := append([]string{"--http", httpAddr, "--raft", fmt.Sprintf("127.0.0.1:%d", ports[n+i]),
+			"--peers", strings.Join(peers, ","), "--retention-interval", "0"}, extra...)
+		c.addNode(fmt.Sprintf("n%d", i+1), httpAddr, nil, args...)
+	}
+	for _, nd := range c.nodes {
+		nd.start()
+	}
+	return c
+}
+
+func (c *cluster) byID(id string) *qnode {
+	for _, n := range c.nodes {
+		if n.id == id {
+			return n
+		}
+	}
+	return nil
+}
+
+func (c *cluster) others(n *qnode) []*qnode {
+	var out []*qnode
+	for _, o := range c.nodes {
+		if o != n {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// do sends one request with a timeout and returns the status and body.
+func (c *cluster) do(timeout time.Duration, method, url string, body []byte) (int, []byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		return 0, nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
+}
+
+// health is the part of GET /health the tests read.
+type health struct {
+	Code       int    `json:"-"`
+	ID         string `json:"id"`
+	Role       string `json:"role"`
+	Leader     string `json:"leader"`
+	LeaderHTTP string `json:"leaderHttp"`
+	Applied    uint64 `json:"applied"`
+	Term       uint64 `json:"term"`
+	Voters     int    `json:"voters"`
+}
+
+func (h health) String() string {
+	return fmt.Sprintf("{%d %s role=%s leader=%q applied=%d term=%d voters=%d}",
+		h.Code, h.ID, h.Role, h.Leader, h.Applied, h.Term, h.Voters)
+}
+
+func (c *cluster) health(n *qnode) (health, error) {
+	code, b, err := c.do(2*time.Second, "GET", n.url("/health"), nil)
+	if err != nil {
+		return health{}, err
+	}
+	var h health
+	if err := json.Unmarshal(b, &h); err != nil {
+		return health{}, fmt.Errorf("health %d: %v: %s", code, err, b)
+	}
+	h.Code = code
+	return h, nil
+}
+
+// waitFor polls cond every 50 ms until it holds or timeout passes; then it
+// fails the test with what and cond's last description of the state.
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s; last state: %s", timeout, what, state)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// healths reads /health from every node of nodes; the description lists
+// them (or their errors).
+func (c *cluster) healths(nodes []*qnode) ([]health, []error, string) {
+	hs := make([]health, len(nodes))
+	errs := make([]error, len(nodes))
+	var desc []string
+	for i, n := range nodes {
+		hs[i], errs[i] = c.health(n)
+		if errs[i] != nil {
+			desc = append(desc, fmt.Sprintf("%s: %v", n.id, errs[i]))
+		} else {
+			desc = append(desc, hs[i].String())
+		}
+	}
+	return hs, errs, strings.Join(desc, ", ")
+}
+
+// waitLeader waits until every node of nodes answers 200 and names the same
+// leader, which is one of them and reports role leader.
+func (c *cluster) waitLeader(nodes []*qnode, timeout time.Duration) *qnode {
+	c.t.Helper()
+	var leader *qnode
+	waitFor(c.t, timeout, "one leader that all of "+ids(nodes)+" agree on", func() (bool, string) {
+		hs, errs, desc := c.healths(nodes)
+		id := ""
+		for i, h := range hs {
+			if errs[i] != nil || h.Code != 200 || h.Leader == "" || (id != "" && h.Leader != id) {
+				return false, desc
+			}
+			id = h.Leader
+		}
+		for i, n := range nodes {
+			if n.id == id && hs[i].Role == "leader" {
+				leader = n
+				return true, desc
+			}
+		}
+		return false, desc
+	})
+	return leader
+}
+
+// waitConverged waits until every node of nodes answers 200 with the same
+// leader and the same applied index, twice in a row 200 ms apart. It
+// returns the leader and the index.
+func (c *cluster) waitConverged(nodes []*qnode, timeout time.Duration) (*qnode, uint64) {
+	c.t.Helper()
+	var (
+		leader *qnode
+		last   string
+		idx    uint64
+	)
+	waitFor(c.t, timeout, "nodes "+ids(nodes)+" to agree on a leader and an applied index", func() (bool, string) {
+		hs, errs, desc := c.healths(nodes)
+		for i, h := range hs {
+			if errs[i] != nil || h.Code != 200 || h.Leader == "" || h.Leader != hs[0].Leader || h.Applied != hs[0].Applied {
+				last = ""
+				return false, desc
+			}
+		}
+		key := fmt.Sprintf("%s@%d", hs[0].Leader, hs[0].Applied)
+		if key != last {
+			last = key
+			time.Sleep(150 * time.Millisecond)
+			return false, desc
+		}
+		leader, idx = c.byID(hs[0].Leader), hs[0].Applied
+		return true, desc
+	})
+	return leader, idx
+}
+
+func ids(nodes []*qnode) string {
+	var s []string
+	for _, n := range nodes {
+		s = append(s, n.id)
+	}
+	return strings.Join(s, ",")
+}
+
+// checkResult is `queen check` on one stopped node.
+type checkResult struct {
+	applied uint64
+	digest  string
+}
+
+var checkLine = regexp.MustCompile(`(?m)^ok: applied index (\d+), digest ([0-9a-f]+)\s*$`)
+
+func runCheck(t testing.TB, dir string) (checkResult, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, queenBinary(t), "check", "--data", dir).CombinedOutput()
+	if err != nil {
+		return checkResult{}, fmt.Errorf("queen check --data %s: %v: %s", dir, err, out)
+	}
+	m := checkLine.FindSubmatch(out)
+	if m == nil {
+		return checkResult{}, fmt.Errorf("queen check --data %s: no ok line in %q", dir, out)
+	}
+	a, _ := strconv.ParseUint(string(m[1]), 10, 64)
+	return checkResult{applied: a, digest: string(m[2])}, nil
+}
+
+// stopAndCompare waits for nodes to converge, stops them (followers first,
+// so that nothing can commit after they agreed), runs `queen check` on each
+// and requires ok with identical applied indexes and digests.
+func (c *cluster) stopAndCompare(nodes []*qnode, timeout time.Duration) {
+	c.t.Helper()
+	leader, idx := c.waitConverged(nodes, timeout)
+	var wg sync.WaitGroup
+	for _, n := range nodes {
+		if n != leader {
+			wg.Go(n.stop)
+		}
+	}
+	wg.Wait()
+	leader.stop()
+	var (
+		first   checkResult
+		results []string
+	)
+	for i, n := range nodes {
+		r, err := runCheck(c.t, n.dir)
+		if err != nil {
+			c.t.Errorf("%s: %v", n.id, err)
+			continue
+		}
+		results = append(results, fmt.Sprintf("%s: applied %d digest %s", n.id, r.applied, r.digest))
+		if i == 0 {
+			first = r
+		} else if r != first {
+			c.t.Errorf("replicas differ: %s has applied %d digest %s, %s has applied %d digest %s",
+				nodes[0].id, first.applied, first.digest, n.id, r.applied, r.digest)
+		}
+	}
+	if len(results) > 0 && first.applied != idx {
+		c.t.Errorf("queen check reports applied %d, /health reported %d before the stop", first.applied, idx)
+	}
+	c.t.Logf("queen check: %s", strings.Join(results, "; "))
+}
+
+// Wire shapes (API.md §5-§7).
+
+type pushItem struct {
+	Queue         string `json:"queue"`
+	Partition     string `json:"partition,omitempty"`
+	TransactionID string `json:"transactionId"`
+	Payload       any    `json:"payload"`
+}
+
+type pushResult struct {
+	Index         int    `json:"index"`
+	TransactionID string `json:"transaction_id"`
+	Status        string `json:"status"`
+	MessageID     string `json:"message_id"`
+	PartitionID   string `json:"partition_id"`
+	Error         string `json:"error"`
+}
+
+type popMessage struct {
+	ID            string          `json:"id"`
+	TransactionID string          `json:"transactionId"`
+	PartitionID   string          `json:"partitionId"`
+	LeaseID       string          `json:"leaseId"`
+	Data          json.RawMessage `json:"data"`
+}
+
+type popResponse struct {
+	LeaseID  string       `json:"leaseId"`
+	Messages []popMessage `json:"messages"`
+}
+
+type ackItem struct {
+	TransactionID string `json:"transactionId"`
+	PartitionID   string `json:"partitionId"`
+	LeaseID       string `json:"leaseId,omitempty"`
+	Status        string `json:"status"`
+}
+
+type ackResult struct {
+	Index         int     `json:"index"`
+	TransactionID string  `json:"transactionId"`
+	Success       bool    `json:"success"`
+	Error         *string `json:"error"`
+}
+
+// apiError is the C2 error body {"error","code"}.
+type apiError struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+}
+
+// c2 parses an error body and reports whether it has the C2 shape.
+func c2(body []byte) (apiError, bool) {
+	var e apiError
+	if json.Unmarshal(body, &e) != nil || e.Error == "" || e.Code == "" {
+		return e, false
+	}
+	return e, true
+}
+
+// push posts items to node n. On 201 it decodes the per-item results.
+func (c *cluster) push(n *qnode, timeout time.Duration, items []pushItem) (int, []pushResult, []byte, error) {
+	body, err := json.Marshal(map[string]any{"items": items})
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	return c.pushRaw(n, timeout, body)
+}
+
+func (c *cluster) pushRaw(n *qnode, timeout time.Duration, body []byte) (int, []pushResult, []byte, error) {
+	code, b, err := c.do(timeout, "POST", n.url("/api/v1/push"), body)
+	if err != nil || code != http.StatusCreated {
+		return code, nil, b, err
+	}
+	var res []pushResult
+	if err := json.Unmarshal(b, &res); err != nil {
+		return code, nil, b, fmt.Errorf("decode push reply: %v: %s", err, b)
+	}
+	return code, res, b, nil
+}
+
+// mustPush pushes items through the nodes (round robin from the first),
+// retrying network errors and 5xx with the same items until the deadline,
+// and requires every item answered queued or duplicate. It returns the
+// results of the answered attempt. Test goroutine only.
+func (c *cluster) mustPush(nodes []*qnode, timeout time.Duration, items []pushItem) []pushResult {
+	c.t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last string
+	for attempt := 0; ; attempt++ {
+		n := nodes[attempt%len(nodes)]
+		code, res, b, err := c.push(n, 10*time.Second, items)
+		switch {
+		case err == nil && code == http.StatusCreated:
+			for _, r := range res {
+				if r.Status != "queued" && r.Status != "duplicate" {
+					c.t.Fatalf("push via %s: item %d (%s) answered %q: %s", n.id, r.Index, r.TransactionID, r.Status, b)
+				}
+			}
+			if len(res) != len(items) {
+				c.t.Fatalf("push via %s: %d results for %d items", n.id, len(res), len(items))
+			}
+			return res
+		case err == nil && code < 500:
+			c.t.Fatalf("push via %s: %d %s", n.id, code, b)
+		}
+		last = fmt.Sprintf("via %s: %d %v %s", n.id, code, err, b)
+		if time.Now().After(deadline) {
+			c.t.Fatalf("push of %d items not accepted within %v; last attempt %s", len(items), timeout, last)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// latestSnapshot reads the newest raft snapshot's index in a node's data
+// directory, 0 when there is none. Raft's file snapshot store keeps
+// <term>-<index>-<ms>/meta.json in a "snapshots" directory of its own under
+// the node's snapshots/.
+func latestSnapshot(dir string) uint64 {
+	var metas []string
+	filepath.WalkDir(filepath.Join(dir, "snapshots"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Name() == "meta.json" {
+			metas = append(metas, p)
+		}
+		return nil
+	})
+	var best uint64
+	for _, m := range metas {
+		b, err := os.ReadFile(m)
+		if err != nil {
+			continue
+		}
+		var meta struct{ Index uint64 }
+		if json.Unmarshal(b, &meta) == nil && meta.Index > best {
+			best = meta.Index
+		}
+	}
+	return best
+}
