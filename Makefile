@@ -31,8 +31,12 @@ fuzz:
 	$(FUZZ) ./fuzz -fuzz '^FuzzSegmentRoundTrip$$'
 	$(FUZZ) ./raft/logstore -fuzz '^FuzzDecodeLog$$'
 
+# The Go benchmarks of bench/, printed as one table in which every rate is
+# also a ratio to the limit (raw synced Pebble writes) measured in the same
+# run. BENCH selects benchmarks; see bench/README.md.
 bench:
-	$(GO) test ./bench -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME)
+	$(GO) test ./bench -run '^$$' -bench '$(or $(BENCH),.)' -benchmem -benchtime $(BENCHTIME) -count 1 -timeout 20m -json \
+	  | $(GO) run ./bench/cmd/benchtable
 
 run: build
 	./bin/queen serve --data ./data

@@ -37,6 +37,7 @@ func BenchmarkClamp(b *testing.B) {
 				cursor.Clamp(s, p, bc.items, out)
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/item")
+			b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "msgs/s")
 		})
 	}
 }

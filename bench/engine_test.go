@@ -25,37 +25,9 @@ import (
 
 const enginePayloadBytes = 1024
 
-// enginePayloads returns n distinct realistic JSON documents of about 1 KiB each
-// (an order with customer, lines and free text), so compression sees what a
-// broker usually carries rather than repeated bytes.
-func enginePayloads(n int) [][]byte {
-	rng := rand.New(rand.NewPCG(7, 11))
-	words := []string{"express", "standard", "gift", "fragile", "priority", "return", "backorder",
-		"warehouse", "north", "south", "east", "west", "pending", "paid", "invoiced", "shipped"}
-	out := make([][]byte, n)
-	for i := range out {
-		b := fmt.Appendf(nil, `{"orderId":"ord-%08d","createdAt":"2026-01-02T03:04:%02d.%06dZ","customer":{"id":%d,"email":"user%d@example.com","tier":%q},"currency":"EUR","lines":[`,
-			rng.IntN(1e8), rng.IntN(60), rng.IntN(1e6), rng.IntN(1e6), rng.IntN(1e6), words[rng.IntN(len(words))])
-		for l := 0; ; l++ {
-			if l > 0 {
-				b = append(b, ',')
-			}
-			b = fmt.Appendf(b, `{"sku":"SKU-%06d","qty":%d,"price":%d.%02d,"tags":[%q,%q]}`,
-				rng.IntN(1e6), 1+rng.IntN(9), rng.IntN(500), rng.IntN(100), words[rng.IntN(len(words))], words[rng.IntN(len(words))])
-			if len(b) > enginePayloadBytes-200 {
-				break
-			}
-		}
-		b = append(b, `],"note":"`...)
-		for len(b) < enginePayloadBytes-2 {
-			b = append(b, words[rng.IntN(len(words))]...)
-			b = append(b, ' ')
-		}
-		b = append(b[:enginePayloadBytes-2], `"}`...)
-		out[i] = b
-	}
-	return out
-}
+// enginePayloads returns n distinct realistic JSON documents of 1 KiB each
+// (see Payloads), the same bytes on every run.
+func enginePayloads(n int) [][]byte { return Payloads(n, enginePayloadBytes, 7) }
 
 // engineStamper hands out command stamps: a clock that moves 1 ms per command and
 // a fresh UUIDv7 seed, as a proposing node would.
@@ -257,6 +229,7 @@ func BenchmarkPebbleSyncedLimit(b *testing.B) {
 				bt.Close()
 			}
 			b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "msgs/s")
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "fsyncs/s")
 		})
 	}
 }

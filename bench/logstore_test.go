@@ -21,7 +21,9 @@ import (
 
 const logEntrySize = 1 << 10 // Data bytes per entry
 
-var logBatchSizes = []int{1, 64}
+// logBatchSizes match the batches of BenchmarkPebbleSyncedLimit, so the
+// table pairs each row with the limit of the same batch.
+var logBatchSizes = []int{1, 100}
 
 // logStoreValueSize is the encoded size of one benchmark entry: 1 KiB of
 // Data plus logstore's 42-byte frame (see the logstore package doc).

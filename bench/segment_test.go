@@ -143,6 +143,7 @@ func segmentCases(b *testing.B, fn func(b *testing.B, codec segment.Codec, frame
 				b.ReportAllocs()
 				fn(b, codec, frames, enc)
 				b.ReportMetric(float64(h.RawLen)/float64(len(enc)), "ratio")
+				b.ReportMetric(float64(b.N*len(frames))/b.Elapsed().Seconds(), "msgs/s")
 			})
 		}
 	}

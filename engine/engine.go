@@ -252,7 +252,16 @@ type Batch struct {
 	// compactions are ranges deleted by this batch, compacted after it
 	// commits to give the space back.
 	compactions [][2][]byte
+	// lean skips building results nobody will read: pops then leave
+	// PopResult.Messages empty. The state written is the same.
+	lean bool
 }
+
+// SkipResults tells the batch whether the results of the commands that
+// follow will be read. A Raft replica applies commands whose answers only
+// their proposer sends; with skip set, pops do not read the messages they
+// lease. State changes are the same either way.
+func (b *Batch) SkipResults(skip bool) { b.lean = skip }
 
 // Begin starts a batch. It returns an error if the engine is closed or broken.
 func (e *Engine) Begin() (*Batch, error) {

@@ -163,7 +163,7 @@ func (b *Batch) Pop(st Stamp, cmd PopCmd) (PopResult, error) {
 }
 
 func (b *Batch) finishPop(res PopResult, lease ID) PopResult {
-	if len(res.Messages) > 0 {
+	if len(res.Claims) > 0 {
 		res.LeaseID = lease
 	}
 	return res
@@ -311,20 +311,21 @@ func (b *Batch) claim(now int64, m *minter, cmd *PopCmd, group string, p *partit
 	} else {
 		r.rec.AttemptOffset, r.rec.AttemptCount = int64(from), 1
 	}
-	first := len(res.Messages)
-	err := b.e.readRange(b.pb, p, from, to, func(off Offset, f *segment.Frame, createdAt int64) error {
-		res.Messages = append(res.Messages, Message{
-			ID: f.MessageID, TransactionID: string(f.TransactionID), TraceID: f.TraceID, HasTrace: f.HasTrace,
-			Payload: f.Payload, ProducerSub: string(f.ProducerSub), CreatedAt: createdAt,
-			Queue: p.q.name, Partition: p.rec.Name, PartitionID: p.id, Offset: off,
-			RetryCount: r.rec.RetryCount, Attempt: r.rec.AttemptCount,
+	n := int(to - from + 1) // offsets [Start, Next) are contiguous: every one is stored
+	if !b.lean {
+		err := b.e.readRange(b.pb, p, from, to, func(off Offset, f *segment.Frame, createdAt int64) error {
+			res.Messages = append(res.Messages, Message{
+				ID: f.MessageID, TransactionID: string(f.TransactionID), TraceID: f.TraceID, HasTrace: f.HasTrace,
+				Payload: f.Payload, ProducerSub: string(f.ProducerSub), CreatedAt: createdAt,
+				Queue: p.q.name, Partition: p.rec.Name, PartitionID: p.id, Offset: off,
+				RetryCount: r.rec.RetryCount, Attempt: r.rec.AttemptCount,
+			})
+			return nil
 		})
-		return nil
-	})
-	if err != nil {
-		return 0, err
+		if err != nil {
+			return 0, err
+		}
 	}
-	n := len(res.Messages) - first
 	if n == 0 {
 		return 0, nil
 	}

@@ -20,6 +20,9 @@ type fsm struct {
 	e      *engine.Engine
 	notify *notifier
 	log    *slog.Logger
+	// id is this node's id: an entry proposed elsewhere (its Extensions
+	// name the proposer) is applied without building results nobody reads.
+	id string
 }
 
 // result is one command's outcome, as the proposer receives it.
@@ -42,6 +45,7 @@ func (f *fsm) ApplyBatch(logs []*hraft.Log) []any {
 	if err != nil {
 		panic(fmt.Sprintf("raft: fsm: begin engine batch: %v", err))
 	}
+
 	var (
 		last    uint64
 		touched touchSet
@@ -54,6 +58,7 @@ func (f *fsm) ApplyBatch(logs []*hraft.Log) []any {
 		if l.Type != hraft.LogCommand {
 			continue
 		}
+		b.SkipResults(string(l.Extensions) != f.id)
 		cmds, err := command.DecodeEntry(l.Data)
 		if err != nil {
 			// Never skip a command: an entry this binary cannot read means

@@ -32,6 +32,7 @@ type Node struct {
 	transport hraft.Transport
 	notify    *notifier
 
+	origin    []byte // this node's id, stamped on the entries it proposes
 	proposals chan *proposal
 	inflight  chan struct{}
 	done      chan struct{}
@@ -55,7 +56,7 @@ func Open(opts Options) (*Node, error) {
 			return nil, fmt.Errorf("raft: create data dir: %w", err)
 		}
 	}
-	n := &Node{opts: opts, log: opts.Logger.With("node", opts.ID), notify: newNotifier(),
+	n := &Node{opts: opts, log: opts.Logger.With("node", opts.ID), notify: newNotifier(), origin: []byte(opts.ID),
 		proposals: make(chan *proposal, 4096), inflight: make(chan struct{}, opts.MaxInFlight),
 		done: make(chan struct{})}
 	ok := false
@@ -116,7 +117,7 @@ func Open(opts Options) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("raft: read state: %w", err)
 	}
-	f := &fsm{e: n.engine, notify: n.notify, log: n.log}
+	f := &fsm{e: n.engine, notify: n.notify, log: n.log, id: opts.ID}
 	if n.raft, err = hraft.NewRaft(cfg, f, logs, n.store, snaps, n.transport); err != nil {
 		return nil, fmt.Errorf("raft: start: %w", err)
 	}
@@ -258,7 +259,9 @@ func (n *Node) proposeLoop() {
 			cmds[i] = &p.cmd
 		}
 		buf = command.AppendEntry(buf[:0], cmds)
-		f := n.raft.Apply(bytes.Clone(buf), n.opts.ApplyTimeout)
+		// The entry names its proposer (Extensions): only that node reads
+		// the results, the others apply without building them.
+		f := n.raft.ApplyLog(hraft.Log{Data: bytes.Clone(buf), Extensions: n.origin}, n.opts.ApplyTimeout)
 		n.wg.Add(1)
 		go n.await(f, batch)
 	}

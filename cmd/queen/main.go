@@ -28,6 +28,8 @@ func main() {
 		err = check(os.Args[2:])
 	case "leave":
 		err = leave(os.Args[2:])
+	case "bench":
+		err = benchCmd(os.Args[2:])
 	case "version":
 		fmt.Println(version)
 	case "-h", "--help", "help":
@@ -50,6 +52,7 @@ commands:
   serve     run a broker node (single node by default, port 6632)
   check     verify a stopped node's store (--data DIR)
   leave     remove a node from its cluster (--url http://any-node:6632 --node-id ID)
+  bench     drive running nodes with load and report throughput and latency (queen bench -h)
   version   print the version
 `)
 }

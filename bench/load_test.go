@@ -1,0 +1,144 @@
+package bench
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/queenmq/queen/raft/rafttest"
+	"github.com/queenmq/queen/server"
+)
+
+// startBroker serves a one-node Raft cluster over HTTP on 127.0.0.1 and
+// returns its base URL; everything stops at cleanup.
+func startBroker(tb testing.TB) string {
+	tb.Helper()
+	c := rafttest.MakeCluster(tb, 1)
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	srv, err := server.New(c.Leader(), server.Options{Logger: log})
+	if err != nil {
+		tb.Fatalf("server.New: %v", err)
+	}
+	ln, err := listenLoopback()
+	if err != nil {
+		tb.Fatalf("listen: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			tb.Errorf("server shutdown: %v", err)
+		}
+		if err := <-done; err != nil {
+			tb.Errorf("serve: %v", err)
+		}
+	})
+	return "http://" + ln.Addr().String()
+}
+
+func listenLoopback() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
+
+func checkNoErrors(t *testing.T, rep Report) {
+	t.Helper()
+	if len(rep.Errors) > 0 {
+		t.Errorf("%s: errors %v", rep.Workload, rep.Errors)
+	}
+}
+
+// TestRun_PushThenPopAck fills a queue, drains it in queue mode, and checks
+// the report's counts agree with each other and with the broker.
+func TestRun_PushThenPopAck(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end run")
+	}
+	url := startBroker(t)
+	o := DefaultOptions()
+	o.URLs = []string{url}
+	o.Conns, o.Batch, o.Size, o.Partitions = 4, 25, 512, 3
+	o.Queue = "e2e"
+	o.Messages, o.Duration = 1000, 2*time.Second
+	push, err := Run(context.Background(), o, nil)
+	if err != nil {
+		t.Fatalf("push: %v", err)
+	}
+	checkNoErrors(t, push)
+	t.Logf("push: %d msgs in %.2fs (%s)", push.Pushed, push.Seconds, push.Stop)
+	if push.Pushed == 0 || push.Pushed > o.Messages {
+		t.Fatalf("pushed %d, want 1..%d", push.Pushed, o.Messages)
+	}
+	if push.Stop == "messages" && push.Pushed != o.Messages {
+		t.Errorf("stopped by messages after %d, want exactly %d", push.Pushed, o.Messages)
+	}
+	if op := push.Ops["push"]; op.Messages != push.Pushed || op.Requests < push.Pushed/int64(o.Batch) ||
+		op.Latency.P50 <= 0 || op.Latency.P50 > op.Latency.P99 || op.Latency.P99 > op.Latency.Max {
+		t.Errorf("push op report %+v", op)
+	}
+
+	o.Workload, o.Messages, o.Idle = PopAck, 0, 300*time.Millisecond
+	pop, err := Run(context.Background(), o, nil)
+	if err != nil {
+		t.Fatalf("popack: %v", err)
+	}
+	checkNoErrors(t, pop)
+	t.Logf("popack: %d msgs in %.2fs (%s)", pop.Acked, pop.Seconds, pop.Stop)
+	if pop.Stop != "drained" {
+		t.Errorf("popack stopped by %s, want drained", pop.Stop)
+	}
+	if pop.Acked != push.Pushed || pop.Popped != pop.Acked {
+		t.Errorf("pushed %d, popped %d, acked %d: want all equal", push.Pushed, pop.Popped, pop.Acked)
+	}
+	if pop.Ops["pop"].Messages != pop.Popped || pop.Ops["ack"].Messages != pop.Acked || pop.Ops["ack"].Requests > pop.Ops["pop"].Requests {
+		t.Errorf("op reports %+v", pop.Ops)
+	}
+}
+
+// TestRun_MixedGroups pushes and consumes at once with two groups: each
+// group receives every message.
+func TestRun_MixedGroups(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end run")
+	}
+	url := startBroker(t)
+	o := DefaultOptions()
+	o.URLs = []string{url, url} // two "nodes": both paths are exercised
+	o.Workload = Mixed
+	o.Conns, o.Batch, o.Size, o.Partitions, o.Groups = 6, 20, 256, 2, 2
+	o.Queue, o.Queues = "mixed", 2
+	o.Messages, o.Duration, o.Idle = 600, 2*time.Second, 300*time.Millisecond
+	rep, err := Run(context.Background(), o, nil)
+	if err != nil {
+		t.Fatalf("mixed: %v", err)
+	}
+	checkNoErrors(t, rep)
+	t.Logf("mixed: pushed %d, acked %d in %.2fs (%s)", rep.Pushed, rep.Acked, rep.Seconds, rep.Stop)
+	if rep.Pushed == 0 || rep.Acked != rep.Popped || rep.Acked > 2*rep.Pushed {
+		t.Errorf("pushed %d, popped %d, acked %d", rep.Pushed, rep.Popped, rep.Acked)
+	}
+	if rep.Stop != "duration" && rep.Acked != 2*rep.Pushed {
+		t.Errorf("stopped by %s with %d acked, want every message acked by both groups (%d)", rep.Stop, rep.Acked, 2*rep.Pushed)
+	}
+}
+
+func TestRun_Cancelled(t *testing.T) {
+	o := DefaultOptions()
+	o.URLs = []string{"http://127.0.0.1:1"} // nothing listens: every request fails fast
+	o.Conns = 2
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	rep, err := Run(ctx, o, nil)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if elapsed := time.Since(start); elapsed > 2*time.Second {
+		t.Errorf("cancelled run took %v", elapsed)
+	}
+	if rep.Stop != "cancelled" || rep.Pushed != 0 || len(rep.Errors) == 0 {
+		t.Errorf("report %+v", rep)
+	}
+}
