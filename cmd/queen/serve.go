@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"strings"
@@ -32,6 +33,7 @@ type serveConfig struct {
 	raftAddr  string
 	peers     []raft.Peer
 	join      string
+	pprof     string
 	logLevel  slog.Level
 	maxBody   int
 	// encryptionKey is QUEEN_ENCRYPTION_KEY (environment only, never a
@@ -69,6 +71,7 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 	fs.DurationVar(&c.snapshotInterval, "snapshot-interval", 2*time.Minute, "how often Raft checks whether a snapshot is due")
 	fs.Uint64Var(&c.trailingLogs, "trailing-logs", 10240, "Raft log entries kept after a snapshot for slow followers")
 	fs.DurationVar(&c.retention, "retention-interval", 5*time.Second, "how often the leader sweeps retention and eviction (0 disables)")
+	fs.StringVar(&c.pprof, "pprof", env("QUEEN_PPROF", ""), "serve Go's pprof profiles on this host:port (off when empty; keep it on loopback)")
 	fs.StringVar(&level, "log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
 	fs.IntVar(&c.maxBody, "max-body-bytes", 64<<20, "largest request body accepted (env QUEEN_MAX_BODY_BYTES)")
 	if v := getenv("QUEEN_MAX_BODY_BYTES"); v != "" {
@@ -172,6 +175,9 @@ func serve(args []string) error {
 	log.Info("queen serving", "http", ln.Addr().String(), "data", c.data, "node", c.nodeID,
 		"raft", c.raftAddr, "peers", len(c.peers), "version", version)
 
+	if c.pprof != "" {
+		go servePprof(log, c.pprof)
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	if c.join != "" {
@@ -212,5 +218,19 @@ func joinCluster(log *slog.Logger, url, id, raftAddr string) {
 		}
 		log.Warn("join cluster", "via", url, "attempt", attempt, "err", err)
 		time.Sleep(min(time.Duration(attempt)*time.Second, 5*time.Second))
+	}
+}
+
+// servePprof serves net/http/pprof's handlers on their own listener, apart
+// from the API.
+func servePprof(log *slog.Logger, addr string) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	log.Info("pprof serving", "addr", addr)
+	if err := http.ListenAndServe(addr, mux); err != nil {
+		log.Error("pprof server stopped", "err", err)
 	}
 }
