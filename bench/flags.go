@@ -45,6 +45,7 @@ func ParseFlags(args []string, errOut io.Writer) (Command, error) {
 	fs.IntVar(&o.Partitions, "partitions", o.Partitions, "partitions per queue to spread pushes over (1: the Default partition)")
 	fs.IntVar(&o.Groups, "groups", o.Groups, "consumer groups popping, each consuming everything (0: queue mode)")
 	fs.DurationVar(&o.Duration, "duration", 0, fmt.Sprintf("how long to run (default %s without --messages; at most %s)", DefaultDuration, MaxDuration))
+	fs.Float64Var(&o.Rate, "rate", 0, "pace pushes to this many messages/s in total (0: unpaced)")
 	fs.Int64Var(&o.Messages, "messages", 0, "stop after this many messages pushed (push, mixed) or acked (popack); whichever of --duration and --messages comes first")
 	fs.DurationVar(&o.Idle, "idle", o.Idle, "popack: stop once no message was delivered for this long")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "per-request timeout")

@@ -77,6 +77,7 @@ type run struct {
 
 	pushed, popped, acked atomic.Int64
 	pushClaims            atomic.Int64 // messages claimed by pushers (Messages limit)
+	paced                 atomic.Int64 // push requests scheduled so far (Rate)
 	ackClaims             atomic.Int64 // messages claimed by poppers (Messages limit)
 	lastDelivery          atomic.Int64 // unix ns of the last delivered pop, or of the pushers finishing
 	lastDone              atomic.Int64 // unix ns of the last successful push or ack reply
@@ -303,6 +304,17 @@ func (w *worker) runPush() {
 		n := r.claim(&r.pushClaims, r.opts.Batch)
 		if n == 0 {
 			return
+		}
+		if r.opts.Rate > 0 {
+			// The slot-th request of the run is due at start + slot*batch/rate.
+			slot := r.paced.Add(1) - 1
+			due := r.start.Add(time.Duration(float64(slot) * float64(r.opts.Batch) / r.opts.Rate * float64(time.Second)))
+			if d := time.Until(due); d > 0 {
+				w.sleep(d)
+			}
+			if !r.timeLeft() {
+				return
+			}
 		}
 		queue := r.queues[(w.id+k)%len(r.queues)]
 		part := ""

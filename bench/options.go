@@ -72,6 +72,10 @@ type Options struct {
 	// Messages ends the run once this many messages were pushed (push,
 	// mixed) or acked (popack, summed over groups); 0 means no count limit.
 	Messages int64
+	// Rate paces pushes to this many messages per second in total (0: as
+	// fast as the broker answers). Requests are scheduled evenly from the
+	// start, so latency is measured at a known load: e.g. half of peak.
+	Rate float64
 	// Idle ends a popack run, or the popping side of a mixed run whose
 	// pushers are done, when no message was delivered for this long (the
 	// queues are drained).
@@ -118,6 +122,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("bench: unknown workload %q (push, popack, mixed)", o.Workload)
 	}
 	switch {
+	case o.Rate < 0:
+		return errors.New("bench: --rate must not be negative")
 	case o.Conns < 1 || o.Conns > MaxConns:
 		return fmt.Errorf("bench: --conns must be in [1, %d]", MaxConns)
 	case o.Workload == Mixed && o.Conns < 2:
