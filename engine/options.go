@@ -13,7 +13,10 @@ type Options struct {
 	// applied index makes re-application safe. Turning it off WITHOUT Raft
 	// LOSES ACKNOWLEDGED WRITES on a crash.
 	Sync bool
-	// BlockCacheBytes is the size of Pebble's block cache.
+	// BlockCacheBytes is the size of Pebble's block cache. Pebble reserves
+	// its memtables out of it, so it must exceed twice MemTableBytes by a
+	// good margin, or the index and filter blocks every dedup probe needs
+	// are read from disk each time.
 	BlockCacheBytes int64
 	// MemTableBytes is the size of one Pebble memtable.
 	MemTableBytes uint64
@@ -29,7 +32,7 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		Sync:                true,
-		BlockCacheBytes:     64 << 20,
+		BlockCacheBytes:     128 << 20,
 		MemTableBytes:       32 << 20,
 		SegmentCacheEntries: 4096,
 		Logger:              slog.Default(),
@@ -43,6 +46,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: BlockCacheBytes must not be negative", ErrInvalid)
 	case o.MemTableBytes < 1<<20:
 		return fmt.Errorf("%w: MemTableBytes must be at least 1 MiB", ErrInvalid)
+	case o.BlockCacheBytes < 2*int64(o.MemTableBytes)+16<<20:
+		return fmt.Errorf("%w: BlockCacheBytes must be at least 2 × MemTableBytes + 16 MiB (memtables are reserved from it)", ErrInvalid)
 	case o.SegmentCacheEntries < 0:
 		return fmt.Errorf("%w: SegmentCacheEntries must not be negative", ErrInvalid)
 	case o.Logger == nil:

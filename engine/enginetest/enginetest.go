@@ -33,7 +33,7 @@ func Options() engine.Options {
 	o := engine.DefaultOptions()
 	o.Sync = false
 	o.MemTableBytes = 4 << 20
-	o.BlockCacheBytes = 8 << 20
+	o.BlockCacheBytes = 32 << 20
 	o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	return o
 }

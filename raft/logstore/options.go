@@ -15,7 +15,9 @@ type Options struct {
 	NoSync bool
 
 	// CacheSize is the size in bytes of Pebble's block cache, which serves
-	// GetLog for entries no longer in the memtable. Must be positive.
+	// GetLog for entries no longer in the memtable. Pebble reserves its
+	// memtables out of it, so keep it well above twice MemTableSize. Must be
+	// positive.
 	CacheSize int64
 
 	// MemTableSize is the size in bytes of one Pebble memtable. Appends land
@@ -28,11 +30,11 @@ type Options struct {
 	Logger func(format string, args ...any)
 }
 
-// DefaultOptions returns the options a node uses: synced writes, an 8 MiB
-// block cache and memtable, and Pebble's errors on the standard logger.
+// DefaultOptions returns the options a node uses: synced writes, a 32 MiB
+// block cache, an 8 MiB memtable, and Pebble's errors on the standard logger.
 func DefaultOptions() Options {
 	return Options{
-		CacheSize:    8 << 20,
+		CacheSize:    32 << 20,
 		MemTableSize: 8 << 20,
 		Logger: func(format string, args ...any) {
 			log.Printf("logstore: "+format, args...)
