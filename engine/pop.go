@@ -173,6 +173,10 @@ func (b *Batch) finishPop(res PopResult, lease ID) PopResult {
 // partition is not validly leased to the group and holds offsets past its
 // cursor (or the group has no cursor there yet).
 func (b *Batch) mayHavePending(now int64, p *partition, group string) bool {
+	return b.e.mayHavePending(now, p, group)
+}
+
+func (e *Engine) mayHavePending(now int64, p *partition, group string) bool {
 	if p.rec.Next <= p.rec.Start {
 		return false
 	}
@@ -343,4 +347,49 @@ func (b *Batch) claim(now int64, m *minter, cmd *PopCmd, group string, p *partit
 	b.touchRow(r)
 	res.Claims = append(res.Claims, claim)
 	return n, nil
+}
+
+// PopIsEmpty reports, from the applied state and without writing, that a pop
+// would deliver nothing and change nothing: every partition it could claim
+// is leased, delayed by retryDelay, or has nothing past the group's cursor,
+// and the pop has no first contact to record. A proposer answers such a pop
+// at once instead of replicating a command that does nothing. It is
+// conservative: false means only that the pop has to run.
+func (e *Engine) PopIsEmpty(now int64, cmd PopCmd) bool {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	group := cmd.Group
+	if group == "" {
+		group = QueueMode
+	}
+	empty := func(q *queue, p *partition) bool {
+		if p.cursors[group] == nil {
+			return false // first contact: the pop seeds a cursor
+		}
+		return !e.mayHavePending(now, p, group)
+	}
+	switch {
+	case cmd.Queue != "" && cmd.Partition != "":
+		q := e.queues[cmd.Queue]
+		if q == nil {
+			return true
+		}
+		p := q.byName[cmd.Partition]
+		return p == nil || empty(q, p)
+	case cmd.Queue != "":
+		q := e.queues[cmd.Queue]
+		if q == nil {
+			return group == QueueMode // a named group's pop records its subscription
+		}
+		if group != QueueMode && q.subs[group] == nil {
+			return false
+		}
+		for _, p := range q.parts {
+			if !empty(q, p) {
+				return false
+			}
+		}
+		return true
+	}
+	return false // discovery pops: not worth the scan here
 }

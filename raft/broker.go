@@ -3,6 +3,7 @@ package raft
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -47,8 +48,20 @@ func (n *Node) Push(ctx context.Context, items []engine.PushItem) ([]engine.Push
 	return res, err
 }
 
-// Pop claims and delivers messages.
+// Pop claims and delivers messages. A pop that the applied state shows would
+// deliver nothing and change nothing is answered here without a command:
+// long-polling consumers would otherwise fill the log with empty pops.
 func (n *Node) Pop(ctx context.Context, cmd engine.PopCmd) (engine.PopResult, error) {
+	if err := n.leading(); err != nil {
+		return engine.PopResult{}, err
+	}
+	if n.engine.PopIsEmpty(time.Now().UnixMicro(), cmd) {
+		group := cmd.Group
+		if group == "" {
+			group = engine.QueueMode
+		}
+		return engine.PopResult{Group: group}, nil
+	}
 	v, err := n.apply(ctx, command.Command{Type: command.TypePop, Pop: cmd})
 	res, _ := v.(engine.PopResult)
 	return res, err
