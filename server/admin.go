@@ -287,14 +287,20 @@ func (s *Server) queuesAndDLQ() ([]engine.QueueInfo, dlqSummary, error) {
 	return qs, dlq, err
 }
 
-// getQueue answers GET /api/v1/resources/queues/{queue}.
-func (s *Server) getQueue(ctx *fasthttp.RequestCtx, p *params) {
-	q, err := s.broker.Queue(p.get("queue"))
+// queueWithDLQ describes one queue with its dead-letter summary: what the
+// two per-queue admin views share.
+func (s *Server) queueWithDLQ(name string) (engine.QueueInfo, dlqSummary, error) {
+	q, err := s.broker.Queue(name)
 	if err != nil {
-		s.writeError(ctx, err)
-		return
+		return q, dlqSummary{}, err
 	}
 	dlq, err := s.dlqSummary(q.Name)
+	return q, dlq, err
+}
+
+// getQueue answers GET /api/v1/resources/queues/{queue}.
+func (s *Server) getQueue(ctx *fasthttp.RequestCtx, p *params) {
+	q, dlq, err := s.queueWithDLQ(p.get("queue"))
 	if err != nil {
 		s.writeError(ctx, err)
 		return
@@ -972,12 +978,7 @@ func (s *Server) statusQueues(ctx *fasthttp.RequestCtx, _ *params) {
 
 // statusQueue answers GET /api/v1/status/queues/{queue}.
 func (s *Server) statusQueue(ctx *fasthttp.RequestCtx, p *params) {
-	q, err := s.broker.Queue(p.get("queue"))
-	if err != nil {
-		s.writeError(ctx, err)
-		return
-	}
-	dlq, err := s.dlqSummary(q.Name)
+	q, dlq, err := s.queueWithDLQ(p.get("queue"))
 	if err != nil {
 		s.writeError(ctx, err)
 		return
