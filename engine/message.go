@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"sort"
+
 	"github.com/queenmq/queen/engine/cursor"
 )
 
@@ -79,4 +81,116 @@ func (b *Batch) MoveToDLQ(st Stamp, part ID, txn, group, text string) (AckResult
 	}
 	res := b.Ack(st, []AckItem{{TransactionID: txn, PartitionID: part, Group: group, Status: cursor.DeadLetter, Error: text}})
 	return res[0], nil
+}
+
+// MessageFilter selects retained messages for ListMessages. Zero fields do
+// not filter.
+type MessageFilter struct {
+	Queue     string
+	Partition string
+	Namespace string
+	Task      string
+	From, To  int64 // createdAt bounds in µs, inclusive; 0 = open
+	Limit     int   // page size; <= 0 means 200
+	Offset    int
+}
+
+// ListedMessage is one message of a listing: the message, every group's
+// cursor on its partition, and whether it has dead-letter rows.
+type ListedMessage struct {
+	StoredMessage
+	DeadLettered bool
+}
+
+// ListMessages returns one page of retained messages, newest first, with
+// their partitions' cursors (API.md §9.2). It reads segments newest first
+// and stops once a partition has given Offset+Limit candidates, so its cost
+// follows the page, not the queue.
+func (e *Engine) ListMessages(f MessageFilter) ([]ListedMessage, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if err := e.usable(); err != nil {
+		return nil, err
+	}
+	if f.Limit <= 0 {
+		f.Limit = 200
+	}
+	want := f.Offset + f.Limit
+	var all []ListedMessage
+	for _, q := range e.sortedQueues() {
+		if (f.Queue != "" && q.name != f.Queue) || (f.Namespace != "" && q.rec.Namespace != f.Namespace) ||
+			(f.Task != "" && q.rec.Task != f.Task) {
+			continue
+		}
+		for _, p := range q.parts {
+			if f.Partition != "" && p.rec.Name != f.Partition {
+				continue
+			}
+			got, err := e.newestMessages(p, f.From, f.To, want)
+			if err != nil {
+				return nil, err
+			}
+			all = append(all, got...)
+		}
+	}
+	sort.SliceStable(all, func(i, j int) bool {
+		if all[i].CreatedAt != all[j].CreatedAt {
+			return all[i].CreatedAt > all[j].CreatedAt
+		}
+		return all[i].Offset > all[j].Offset
+	})
+	if f.Offset >= len(all) {
+		return nil, nil
+	}
+	all = all[f.Offset:min(len(all), want)]
+	for i := range all {
+		m := &all[i]
+		rows, err := deadLettersAt(e.db, m.PartitionID, m.TransactionID, "")
+		if err != nil {
+			return nil, err
+		}
+		m.DeadLettered = len(rows) > 0
+	}
+	return all, nil
+}
+
+// newestMessages returns up to n messages of p created in [from, to],
+// newest first.
+func (e *Engine) newestMessages(p *partition, from, to int64, n int) ([]ListedMessage, error) {
+	it, err := e.segments(e.db, p.id)
+	if err != nil {
+		return nil, err
+	}
+	defer it.close()
+	var groups []CursorInfo
+	for _, g := range p.sortedGroups() {
+		groups = append(groups, CursorInfo{Group: g, Queue: p.q.name, Partition: p.rec.Name, PartitionID: p.id,
+			CursorRecord: p.cursors[g].rec})
+	}
+	var out []ListedMessage
+	for ok := it.last(); ok && len(out) < n; ok = it.prev() {
+		h, err := it.header()
+		if err != nil {
+			return nil, err
+		}
+		if to != 0 && h.CreatedAt > to {
+			continue
+		}
+		if from != 0 && h.CreatedAt < from {
+			break // createdAt never decreases along a partition
+		}
+		seg, err := it.decode()
+		if err != nil {
+			return nil, err
+		}
+		for i := len(seg.Frames) - 1; i >= 0 && len(out) < n; i-- {
+			f := &seg.Frames[i]
+			out = append(out, ListedMessage{StoredMessage: StoredMessage{Groups: groups, Message: Message{
+				ID: f.MessageID, TransactionID: string(f.TransactionID), TraceID: f.TraceID, HasTrace: f.HasTrace,
+				Payload: f.Payload, ProducerSub: string(f.ProducerSub), CreatedAt: h.CreatedAt,
+				Queue: p.q.name, Partition: p.rec.Name, PartitionID: p.id, Offset: Offset(h.Base) + Offset(i),
+			}}})
+		}
+	}
+	return out, nil
 }

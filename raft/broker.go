@@ -168,3 +168,8 @@ func (n *Node) MessageAt(part engine.ID, txn string) (engine.StoredMessage, erro
 // QueueConfig returns a queue's effective configuration without building a
 // full description (the edge reads it on every push to an encrypted queue).
 func (n *Node) QueueConfig(name string) (engine.Config, bool) { return n.engine.QueueConfig(name) }
+
+// ListMessages pages retained messages, newest first.
+func (n *Node) ListMessages(f engine.MessageFilter) ([]engine.ListedMessage, error) {
+	return n.engine.ListMessages(f)
+}

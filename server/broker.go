@@ -18,6 +18,7 @@ type Reader interface {
 	ListDLQ(f engine.DLQFilter) ([]engine.DeadLetter, int, error)
 	DeadLettersAt(part engine.ID, txn string) ([]engine.DeadLetter, error)
 	MessageAt(part engine.ID, txn string) (engine.StoredMessage, error)
+	ListMessages(f engine.MessageFilter) ([]engine.ListedMessage, error)
 }
 
 // Broker is the replicated broker as the HTTP edge sees it; raft.Node

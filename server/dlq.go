@@ -95,11 +95,148 @@ func address(p *params, notFound error) (engine.ID, string, error) {
 	return part, p.get("transactionId"), nil
 }
 
-// listMessages answers GET /api/v1/messages. The Broker's Reader has no way
-// to list retained messages yet, so the route says so instead of answering
-// an empty list that would look like "no messages".
+// listMessages answers GET /api/v1/messages (API.md §9.2): retained
+// messages newest first, filtered by queue, partition, ns (namespace), task,
+// createdAt window (from, default an hour ago; to, default now) and status.
+// A status filter is applied to at most maxStatusScan candidates.
 func (s *Server) listMessages(ctx *fasthttp.RequestCtx, _ *params) {
-	s.writeError(ctx, notImplemented("listing messages is not implemented; use GET /api/v1/messages/{partitionId}/{transactionId}"))
+	args := ctx.QueryArgs()
+	now := time.Now()
+	f := engine.MessageFilter{
+		Queue:     queryString(args, "queue"),
+		Partition: queryString(args, "partition"),
+		Namespace: queryString(args, "ns"),
+		Task:      queryString(args, "task"),
+		From:      now.Add(-time.Hour).UnixMicro(),
+		To:        now.UnixMicro(),
+	}
+	if f.Namespace == "" {
+		f.Namespace = queryString(args, "namespace")
+	}
+	for _, b := range []struct {
+		key string
+		dst *int64
+	}{{"from", &f.From}, {"to", &f.To}} {
+		if v := queryString(args, b.key); v != "" {
+			t, ok := parseTime(v)
+			if !ok {
+				s.writeError(ctx, badRequest(b.key+" must be an ISO-8601 timestamp"))
+				return
+			}
+			*b.dst = engine.Micros(t)
+		}
+	}
+	limit := int(min(max(queryInt(args, "limit", 200), 1), 1000))
+	offset := int(max(queryInt(args, "offset", 0), 0))
+	status := queryString(args, "status")
+	switch status {
+	case "", "pending", "processing", "completed", "dead_letter":
+	default:
+		s.writeError(ctx, badRequest("status must be pending, processing, completed or dead_letter"))
+		return
+	}
+	f.Offset, f.Limit = offset, limit
+	if status != "" {
+		f.Offset, f.Limit = 0, maxStatusScan
+	}
+	msgs, err := s.broker.ListMessages(f)
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	us := now.UnixMicro()
+	w := startBody(ctx)
+	w.object("")
+	w.array("messages")
+	var summary []engine.CursorInfo
+	matched := 0
+	for i := range msgs {
+		m := &msgs[i]
+		st := statusOf(&m.StoredMessage, m.DeadLettered, us)
+		if status != "" {
+			if st.status != status {
+				continue
+			}
+			matched++
+			if matched <= offset || matched > offset+limit {
+				continue
+			}
+		}
+		if summary == nil {
+			summary = m.Groups
+		}
+		w.object("")
+		w.id("id", m.ID)
+		w.str("transactionId", m.TransactionID)
+		w.id("partitionId", m.PartitionID)
+		w.str("queuePath", m.Queue+"/"+m.Partition)
+		w.str("queue", m.Queue)
+		w.str("partition", m.Partition)
+		w.str("status", st.status)
+		w.str("queueStatus", st.queueStatus)
+		w.object("busStatus")
+		w.int("consumedBy", int64(st.busConsumed))
+		w.int("totalGroups", int64(st.busGroups))
+		w.endObject()
+		if m.HasTrace {
+			w.id("traceId", m.TraceID)
+		} else {
+			w.null("traceId")
+		}
+		w.strOrNull("producerSub", m.ProducerSub)
+		w.timeMicros("createdAt", m.CreatedAt)
+		w.timeMillis("leaseExpiresAt", st.leaseExpires)
+		w.endObject()
+	}
+	w.endArray()
+	writeMode(&w, summary, 0)
+	w.endObject()
+	send(ctx, fasthttp.StatusOK, w)
+}
+
+// maxStatusScan bounds the candidates a status-filtered listing examines.
+const maxStatusScan = 10000
+
+// messageStatus is how a message stands with the groups of its partition.
+type messageStatus struct {
+	status       string // pending, processing, completed, dead_letter
+	queueStatus  string // the same for queue mode alone
+	busConsumed  int    // named groups past the message
+	busGroups    int    // named groups with a cursor
+	consumedBy   int    // all groups past the message
+	leaseExpires int64  // µs, when a live lease holds it
+}
+
+func statusOf(m *engine.StoredMessage, dead bool, now int64) messageStatus {
+	st := messageStatus{status: "pending", queueStatus: "pending"}
+	processing := false
+	for _, g := range m.Groups {
+		state := "pending"
+		switch {
+		case int64(m.Offset) <= g.Committed:
+			state = "completed"
+			st.consumedBy++
+		case g.Lease != (engine.ID{}) && g.LeaseExpiresAt > now && int64(m.Offset) <= g.BatchEnd:
+			state, processing, st.leaseExpires = "processing", true, g.LeaseExpiresAt
+		}
+		if g.Group == engine.QueueMode {
+			st.queueStatus = state
+		} else {
+			st.busGroups++
+			if state == "completed" {
+				st.busConsumed++
+			}
+		}
+	}
+	switch {
+	case dead:
+		st.status = "dead_letter"
+	case len(m.Groups) > 0 && st.consumedBy == len(m.Groups):
+		st.status = "completed"
+	case processing:
+		st.status = "processing"
+	}
+	return st
 }
 
 // getMessage answers GET /api/v1/messages/{partitionId}/{transactionId}
@@ -135,21 +272,8 @@ func (s *Server) getMessage(ctx *fasthttp.RequestCtx, p *params) {
 		return
 	}
 	now := time.Now().UnixMicro()
-	status, leaseExpires, consumedBy := "pending", int64(0), 0
-	for _, g := range msg.Groups {
-		switch {
-		case int64(msg.Offset) <= g.Committed:
-			consumedBy++
-		case g.Lease != (engine.ID{}) && g.LeaseExpiresAt > now && int64(msg.Offset) <= g.BatchEnd:
-			status, leaseExpires = "processing", g.LeaseExpiresAt
-		}
-	}
-	if len(msg.Groups) > 0 && consumedBy == len(msg.Groups) {
-		status = "completed"
-	}
-	if len(dead) > 0 {
-		status = "dead_letter"
-	}
+	st := statusOf(&msg, len(dead) > 0, now)
+	status, leaseExpires, consumedBy := st.status, st.leaseExpires, st.consumedBy
 	w := startBody(ctx)
 	w.object("")
 	w.id("id", msg.ID)

@@ -23,7 +23,7 @@
 //	POST   /api/v1/transaction                       200 {success, results} | 400 malformed
 //	POST   /api/v1/lease/{leaseId}/extend            200 always; body optional
 //	GET    /api/v1/dlq                               B1 filters, true total, hasMore
-//	GET    /api/v1/messages                          501 (no listing in the Reader yet)
+//	GET    /api/v1/messages                          retained messages, newest first, with status
 //	GET    /api/v1/messages/{partitionId}/{transactionId}
 //	DELETE /api/v1/messages/{partitionId}/{transactionId}        DLQ rows only; else 404
 //	POST   /api/v1/messages/{partitionId}/{transactionId}/retry  C4 replay (B4 "data")

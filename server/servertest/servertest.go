@@ -218,6 +218,10 @@ func (b *LocalBroker) MessageAt(part engine.ID, txn string) (engine.StoredMessag
 	return b.eng.MessageAt(part, txn)
 }
 
+func (b *LocalBroker) ListMessages(f engine.MessageFilter) ([]engine.ListedMessage, error) {
+	return b.eng.ListMessages(f)
+}
+
 // Commands.
 
 func (b *LocalBroker) Configure(ctx context.Context, cmd engine.ConfigureCmd) (info engine.QueueInfo, err error) {
