@@ -173,3 +173,16 @@ func (n *Node) QueueConfig(name string) (engine.Config, bool) { return n.engine.
 func (n *Node) ListMessages(f engine.MessageFilter) ([]engine.ListedMessage, error) {
 	return n.engine.ListMessages(f)
 }
+
+// Maintenance reports the cluster-wide maintenance switches (SEMANTICS §12).
+func (n *Node) Maintenance() (push, pop bool) {
+	return n.engine.ClusterValue(maintenanceKey(false)) != "", n.engine.ClusterValue(maintenanceKey(true)) != ""
+}
+
+// SetMaintenance turns push (pop false) or pop maintenance on or off for the
+// whole cluster.
+func (n *Node) SetMaintenance(ctx context.Context, pop, enabled bool) error {
+	_, err := n.apply(ctx, command.Command{Type: command.TypeMaintenance,
+		Maintenance: command.Maintenance{Pop: pop, Enabled: enabled}})
+	return err
+}

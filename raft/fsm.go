@@ -150,6 +150,16 @@ func apply(b *engine.Batch, c *command.Command, t *touchSet) result {
 	case command.TypeAnnounce:
 		b.SetClusterValue(httpKey(c.Announce.NodeID), c.Announce.HTTP)
 		return result{}
+	case command.TypeMaintenance:
+		v := ""
+		if c.Maintenance.Enabled {
+			v = "on"
+		}
+		b.SetClusterValue(maintenanceKey(c.Maintenance.Pop), v)
+		if !c.Maintenance.Enabled {
+			t.all = true // parked pops may deliver again
+		}
+		return result{}
 	case command.TypeSweep:
 		v, err := b.Sweep(st)
 		return result{v, err}
@@ -163,6 +173,13 @@ type groupDeleted struct {
 }
 
 func httpKey(nodeID string) string { return "http/" + nodeID }
+
+func maintenanceKey(pop bool) string {
+	if pop {
+		return "maintenance/pop"
+	}
+	return "maintenance/push"
+}
 
 // Snapshot grabs a consistent engine view; Persist streams it. Raft never
 // calls Snapshot concurrently with Apply.

@@ -304,3 +304,20 @@ func TestNode_LeaderChangeUnderLoad(t *testing.T) {
 		t.Fatal("no push was acknowledged")
 	}
 }
+
+// The maintenance switches are replicated: every node reads them.
+func TestNode_MaintenanceIsClusterWide(t *testing.T) {
+	c := rafttest.MakeCluster(t, 3)
+	if err := c.Leader().SetMaintenance(ctxT(t), true, true); err != nil {
+		t.Fatal(err)
+	}
+	c.EnsureSame()
+	for _, n := range c.Nodes {
+		if push, pop := n.Maintenance(); push || !pop {
+			t.Fatalf("%s: maintenance push=%v pop=%v, want pop only", n.Status().ID, push, pop)
+		}
+	}
+	if err := c.Followers()[0].SetMaintenance(ctxT(t), true, false); !errors.Is(err, raft.ErrNotLeader) {
+		t.Fatalf("switch on a follower: %v", err)
+	}
+}

@@ -3,6 +3,7 @@ package server
 import (
 	"cmp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -1080,38 +1081,29 @@ func (s *Server) analytics(ctx *fasthttp.RequestCtx, _ *params) {
 // buffers answers GET /api/v1/status/buffers: there is no failover spool.
 func (s *Server) buffers(ctx *fasthttp.RequestCtx, _ *params) {
 	st := s.broker.Status()
+	var pending, failed int64
+	if s.spool != nil {
+		pending, failed = s.spool.pending.Load(), s.spool.failed.Load()
+	}
 	w := startBody(ctx)
 	w.object("")
-	w.int("pending", 0)
-	w.int("failed", 0)
+	w.int("pending", pending)
+	w.int("failed", failed)
 	w.bool("dbHealthy", st.HasLeader())
 	w.str("worker", st.ID)
-	w.str("note", "no failover spool: pushes fail with 503 when there is no leader")
+	w.str("note", "the spool holds pushes made during push maintenance; without a leader pushes answer 503")
 	w.endObject()
 	send(ctx, fasthttp.StatusOK, w)
 }
 
-// getMaintenance answers GET /api/v1/system/maintenance and .../pop: there
-// is no maintenance mode, so both switches read false.
+// getMaintenance answers GET /api/v1/system/maintenance and .../pop.
 func (s *Server) getMaintenance(ctx *fasthttp.RequestCtx, _ *params) {
-	w := startBody(ctx)
-	w.object("")
-	w.bool("maintenanceMode", false)
-	w.bool("popMaintenanceMode", false)
-	w.int("bufferedMessages", 0)
-	w.bool("bufferHealthy", true)
-	w.object("bufferStats")
-	w.int("pendingCount", 0)
-	w.int("failedCount", 0)
-	w.bool("dbHealthy", true)
-	w.endObject()
-	w.str("message", "maintenance mode is not implemented: always off")
-	w.endObject()
-	send(ctx, fasthttp.StatusOK, w)
+	s.writeMaintenance(ctx, "")
 }
 
-// setMaintenance answers POST /api/v1/system/maintenance and .../pop:
-// {"enabled": false} is accepted (it is already off); enabling is 501.
+// setMaintenance answers POST /api/v1/system/maintenance ({"enabled"}: push
+// maintenance) and POST .../maintenance/pop (pop maintenance). The switch is
+// cluster-wide: it is a replicated command.
 func (s *Server) setMaintenance(ctx *fasthttp.RequestCtx, _ *params) {
 	var enabled, has bool
 	err := decodeObject(bodyCopy(ctx), true, func(sc *scanner, key []byte) (err error) {
@@ -1121,24 +1113,57 @@ func (s *Server) setMaintenance(ctx *fasthttp.RequestCtx, _ *params) {
 		enabled, has, err = sc.optBool("enabled")
 		return err
 	})
+	m, ok := s.broker.(Maintainer)
+	pop := strings.HasSuffix(string(ctx.Path()), "/pop")
 	switch {
 	case err != nil:
 	case !has:
 		err = badRequest("enabled (boolean) is required")
-	case enabled:
-		err = notImplemented("maintenance mode is not implemented")
+	case !ok:
+		err = notImplemented("this broker has no maintenance mode")
+	default:
+		err = m.SetMaintenance(s.ctx, pop, enabled)
 	}
 	if err != nil {
 		s.writeError(ctx, err)
 		return
 	}
+	msg := "Push maintenance mode "
+	if pop {
+		msg = "Pop maintenance mode "
+	}
+	if enabled {
+		msg += "enabled"
+	} else {
+		msg += "disabled"
+	}
+	s.writeMaintenance(ctx, msg)
+}
+
+func (s *Server) writeMaintenance(ctx *fasthttp.RequestCtx, msg string) {
+	var push, pop bool
+	if m, ok := s.broker.(Maintainer); ok {
+		push, pop = m.Maintenance()
+	}
+	var pending, failed int64
+	if s.spool != nil {
+		pending, failed = s.spool.pending.Load(), s.spool.failed.Load()
+	}
+	healthy := s.broker.Status().HasLeader()
 	w := startBody(ctx)
 	w.object("")
-	w.bool("maintenanceMode", false)
-	w.bool("popMaintenanceMode", false)
-	w.int("bufferedMessages", 0)
-	w.bool("bufferHealthy", true)
-	w.str("message", "maintenance mode is off")
+	w.bool("maintenanceMode", push)
+	w.bool("popMaintenanceMode", pop)
+	w.int("bufferedMessages", pending)
+	w.bool("bufferHealthy", s.spool != nil)
+	w.object("bufferStats")
+	w.int("pendingCount", pending)
+	w.int("failedCount", failed)
+	w.bool("dbHealthy", healthy)
+	w.endObject()
+	if msg != "" {
+		w.str("message", msg)
+	}
 	w.endObject()
 	send(ctx, fasthttp.StatusOK, w)
 }

@@ -127,15 +127,58 @@ func TestStatus_ShapesHaveQueensTopLevelKeys(t *testing.T) {
 	c.do("GET", "/api/v1/status/queues/nope", nil).expectError(t, 404, "queue_not_found")
 }
 
-func TestMaintenance_OffIsAcceptedOnIsNotImplemented(t *testing.T) {
+// SEMANTICS §12 and the second half of §16.40: with push maintenance on a
+// push answers 201 "buffered" and nothing is stored until maintenance ends,
+// then the spool is replayed (idempotently); with pop maintenance on a pop
+// answers 204 and leaves leases and cursors alone.
+func TestMaintenance_PushBuffersAndReplaysPopPauses(t *testing.T) {
 	c := newClient(t)
-	for _, path := range []string{"/api/v1/system/maintenance", "/api/v1/system/maintenance/pop"} {
-		obj := c.do("POST", path, map[string]any{"enabled": false}).expect(t, 200).object(t)
-		if obj["maintenanceMode"] != false || obj["popMaintenanceMode"] != false {
-			t.Fatalf("%s: %v", path, obj)
-		}
-		c.do("POST", path, map[string]any{"enabled": true}).expectError(t, 501, "not_implemented")
+	on := c.do("POST", "/api/v1/system/maintenance", map[string]any{"enabled": true}).expect(t, 200).object(t)
+	if on["maintenanceMode"] != true || on["popMaintenanceMode"] != false {
+		t.Fatalf("push maintenance on: %v", on)
 	}
+	var res []map[string]any
+	c.do("POST", "/api/v1/push", map[string]any{"items": []any{
+		map[string]any{"queue": "m", "payload": map[string]any{"n": 1}, "transactionId": "t1"},
+		map[string]any{"queue": "m", "payload": map[string]any{"n": 2}},
+	}}).expect(t, 201).decode(t, &res)
+	if len(res) != 2 || res[0]["status"] != "buffered" || res[0]["transactionId"] != "t1" || res[1]["transactionId"] == "" {
+		t.Fatalf("buffered push: %v", res)
+	}
+	c.do("GET", "/api/v1/resources/queues/m", nil).expectError(t, 404, "queue_not_found")
+	st := c.do("GET", "/api/v1/system/maintenance", nil).expect(t, 200).object(t)
+	if st["bufferedMessages"] != float64(2) {
+		t.Fatalf("maintenance status: %v", st)
+	}
+	c.do("POST", "/api/v1/system/maintenance", map[string]any{"enabled": false}).expect(t, 200)
+	deadline := time.Now().Add(10 * time.Second)
+	var got *popped
+	for got == nil || len(got.Messages) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("spool not replayed: %v", got)
+		}
+		time.Sleep(50 * time.Millisecond)
+		if c.do("GET", "/api/v1/resources/queues/m", nil).status == 200 {
+			got = c.pop(popPath("m", "batch=10&consumerGroup=g"))
+		}
+	}
+	if got.Messages[0].TransactionID != "t1" {
+		t.Fatalf("replayed in order: %+v", got.Messages)
+	}
+	if st := c.do("GET", "/api/v1/status/buffers", nil).expect(t, 200).object(t); st["pending"] != float64(0) {
+		t.Fatalf("buffers after replay: %v", st)
+	}
+
+	c.do("POST", "/api/v1/system/maintenance/pop", map[string]any{"enabled": true}).expect(t, 200)
+	c.pushOne("m", "", "t3", 3)
+	if r := c.do("GET", popPath("m", "batch=10"), nil); r.status != 204 {
+		t.Fatalf("pop during pop maintenance: %d %s", r.status, r.body)
+	}
+	c.do("POST", "/api/v1/system/maintenance/pop", map[string]any{"enabled": false}).expect(t, 200)
+	if p := c.mustPop(popPath("m", "batch=10")); len(p.Messages) != 3 {
+		t.Fatalf("queue mode after pop maintenance: %d messages", len(p.Messages))
+	}
+	c.do("POST", "/api/v1/system/maintenance", map[string]any{}).expectError(t, 400, "invalid_argument")
 }
 
 func TestGroups_ListDetailLaggingSeekSubscriptionDelete(t *testing.T) {

@@ -35,8 +35,8 @@
 //	POST   /api/v1/consumer-groups/{group}/subscription
 //	POST   /api/v1/stats/refresh                     no-op (stats are computed on read)
 //	GET    /api/v1/status[/queues[/{queue}]|/analytics|/buffers]
-//	GET    /api/v1/system/maintenance[/pop]          always off
-//	POST   /api/v1/system/maintenance[/pop]          {"enabled":false} 200; true → 501
+//	GET    /api/v1/system/maintenance[/pop]          the switches and the spool
+//	POST   /api/v1/system/maintenance[/pop]          {"enabled"}: cluster-wide switch (push → spool, pop → 204)
 //	OPTIONS /*                                       204 with CORS headers
 //
 // # Edge contract

@@ -36,6 +36,9 @@ var (
 	// errForwardExpired is returned by the leader for a relayed request
 	// that arrived after the relaying follower gave up on it.
 	errForwardExpired = errors.New("server: relayed request arrived after its deadline")
+	// errNoSpool is returned for a push during push maintenance on a server
+	// without a spool directory.
+	errNoSpool = errors.New("server: push maintenance is on and this node has no spool")
 	// errNotImplemented is returned by routes whose feature does not exist
 	// yet (maintenance mode, message listing).
 	errNotImplemented = errors.New("server: not implemented")
@@ -72,6 +75,7 @@ var errorTable = [...]errorCode{
 	{engine.ErrMessageNotFound, fasthttp.StatusNotFound, "message_not_found", "Message not found"},
 	{engine.ErrAlreadyConsumed, fasthttp.StatusConflict, "already_consumed", "Message already consumed by this consumer group"},
 	{errNotImplemented, fasthttp.StatusNotImplemented, "not_implemented", ""},
+	{errNoSpool, fasthttp.StatusInternalServerError, "spool_unavailable", "Push maintenance is on and this node cannot buffer pushes"},
 	{raft.ErrNoLeader, fasthttp.StatusServiceUnavailable, "no_leader", "No leader: the cluster cannot accept commands right now"},
 	{raft.ErrNotLeader, fasthttp.StatusServiceUnavailable, "not_leader", "This node is not the leader and could not forward the request"},
 	{raft.ErrLeadershipLost, fasthttp.StatusServiceUnavailable, "leadership_lost", "Leadership changed while the command was in flight; its outcome is unknown"},

@@ -110,6 +110,12 @@ func (s *Server) pop(ctx *fasthttp.RequestCtx, queue, partition string) {
 		s.writeError(ctx, err)
 		return
 	}
+	if m, ok := s.broker.(Maintainer); ok {
+		if _, paused := m.Maintenance(); paused {
+			noContent(ctx) // pop maintenance: leases and cursors untouched
+			return
+		}
+	}
 	res, err := s.broker.Pop(s.ctx, req.cmd)
 	if err == nil && len(res.Messages) == 0 && req.wait > 0 {
 		res, err = s.park(ctx, req.cmd, req.wait)

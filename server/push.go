@@ -31,13 +31,22 @@ func (s *Server) push(ctx *fasthttp.RequestCtx, _ *params) {
 	if err == nil && !found {
 		err = badRequest("items array is required")
 	}
-	z := sealer{s: s}
-	for i := 0; err == nil && i < len(items); i++ {
-		err = z.item(&items[i])
+	// A relayed spool replay is already sealed by the node that spooled it.
+	if len(ctx.Request.Header.Peek(sealedHeader)) == 0 || len(ctx.Request.Header.Peek(forwardedHeader)) == 0 {
+		z := sealer{s: s}
+		for i := 0; err == nil && i < len(items); i++ {
+			err = z.item(&items[i])
+		}
 	}
 	if err != nil {
 		s.writeError(ctx, err)
 		return
+	}
+	if m, ok := s.broker.(Maintainer); ok && len(items) > 0 && len(ctx.Request.Header.Peek(sealedHeader)) == 0 {
+		if push, _ := m.Maintenance(); push {
+			s.bufferPush(ctx, items)
+			return
+		}
 	}
 	var res []engine.PushResult
 	if len(items) > 0 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -40,6 +41,9 @@ type Options struct {
 	// Logger receives request failures (500s with details, 503s) and, at
 	// debug level, fasthttp's connection errors (default slog.Default()).
 	Logger *slog.Logger
+	// SpoolDir is where pushes received during push maintenance wait to be
+	// replayed (SEMANTICS §12). Empty: push maintenance answers 500.
+	SpoolDir string
 	// Metrics is the set the server registers its series in and that
 	// /metrics/prometheus writes out; pass the process's shared set so one
 	// scrape sees every layer (default: a private set).
@@ -113,16 +117,20 @@ func (o Options) Validate() error {
 
 // Server is Queen's v1 HTTP API over a Broker.
 type Server struct {
-	broker  Broker
-	opts    Options
-	log     *slog.Logger
-	http    *fasthttp.Server
-	client  *fasthttp.Client // forwards to the leader
-	router  router
-	m       *brokerMetrics
-	options *routeStats // OPTIONS preflights
-	misses  *routeStats // requests no route matched
-	started time.Time
+	broker   Broker
+	opts     Options
+	log      *slog.Logger
+	http     *fasthttp.Server
+	client   *fasthttp.Client // forwards to the leader
+	spool    *spool           // pushes held during push maintenance; nil without SpoolDir
+	stop     chan struct{}    // closed by Shutdown: stops the spool's drain
+	drained  chan struct{}    // closed when the drain loop has stopped
+	stopOnce sync.Once
+	router   router
+	m        *brokerMetrics
+	options  *routeStats // OPTIONS preflights
+	misses   *routeStats // requests no route matched
+	started  time.Time
 	// ctx is the context of every broker call. Handlers never pass the
 	// RequestCtx itself: a broker may keep a context after the call
 	// returns, and fasthttp recycles RequestCtx values.
@@ -160,6 +168,19 @@ func New(b Broker, opts Options) (*Server, error) {
 		DisableHeaderNamesNormalizing: true,
 		DisablePathNormalizing:        true,
 		MaxResponseBodySize:           opts.MaxBodyBytes * 4,
+	}
+	s.stop, s.drained = make(chan struct{}), make(chan struct{})
+	if opts.SpoolDir != "" {
+		sp, err := openSpool(opts.SpoolDir)
+		if err != nil {
+			return nil, err
+		}
+		s.spool = sp
+	}
+	if m, ok := b.(Maintainer); ok && s.spool != nil {
+		go s.drainLoop(m, s.stop)
+	} else {
+		close(s.drained)
 	}
 	for _, r := range s.routeTable() {
 		s.router.add(&endpoint{route: r, stats: newRouteStats(opts.Metrics, r.name)})
@@ -218,7 +239,12 @@ func (s *Server) ListenAndServe() error {
 
 // Shutdown stops accepting connections, wakes parked long-polls (they answer
 // 204) and waits for in-flight requests until ctx is done.
-func (s *Server) Shutdown(ctx context.Context) error { return s.http.ShutdownWithContext(ctx) }
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopOnce.Do(func() { close(s.stop) })
+	err := s.http.ShutdownWithContext(ctx)
+	<-s.drained
+	return err
+}
 
 // handle is fasthttp's handler: CORS, routing, panics, metrics.
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {

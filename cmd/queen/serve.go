@@ -13,6 +13,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -161,6 +162,7 @@ func serve(args []string) error {
 	ms := metrics.NewSet()
 	srv, err := server.New(node, server.Options{
 		Addr: c.http, MaxBodyBytes: c.maxBody, Version: version, Logger: log, Metrics: ms,
+		SpoolDir:      filepath.Join(c.data, "spool"),
 		EncryptionKey: c.encryptionKey,
 	})
 	if err != nil {

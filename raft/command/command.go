@@ -32,6 +32,7 @@ const (
 	TypeAnnounce     Type = 14
 	TypeSweep        Type = 15
 	TypePushPrepared Type = 16
+	TypeMaintenance  Type = 17
 )
 
 const (
@@ -59,6 +60,14 @@ type Command struct {
 	Seek      engine.SeekCmd
 	Group     GroupCmd // DeleteGroup, UpdateSub
 	Announce  Announce
+	// Maintenance switches push (Pop false) or pop (Pop true) maintenance.
+	Maintenance Maintenance
+}
+
+// Maintenance is the body of a maintenance switch.
+type Maintenance struct {
+	Pop     bool
+	Enabled bool
 }
 
 // Address names a message for the DLQ commands.
@@ -223,6 +232,9 @@ func (c *Command) append(dst []byte) []byte {
 	case TypeSweep:
 	case TypePushPrepared:
 		appendPrepared(&w, c.Prepared)
+	case TypeMaintenance:
+		w.Bool(c.Maintenance.Pop)
+		w.Bool(c.Maintenance.Enabled)
 	default:
 		panic(fmt.Sprintf("command: encode unknown type %d", c.Type))
 	}
@@ -332,6 +344,8 @@ func (c *Command) decode(b []byte) error {
 	case TypeSweep:
 	case TypePushPrepared:
 		c.Prepared = readPrepared(r)
+	case TypeMaintenance:
+		c.Maintenance = Maintenance{Pop: r.Bool(), Enabled: r.Bool()}
 	default:
 		return fmt.Errorf("%w: unknown command type %d", ErrCorrupt, c.Type)
 	}

@@ -43,6 +43,7 @@ func sampleCommands() []*command.Command {
 		{Type: command.TypeUpdateSub, Stamp: st, Group: command.GroupCmd{Group: "g", Timestamp: 77}},
 		{Type: command.TypeAnnounce, Stamp: st, Announce: command.Announce{NodeID: "n1", HTTP: "127.0.0.1:6632"}},
 		{Type: command.TypeSweep, Stamp: st},
+		{Type: command.TypeMaintenance, Stamp: st, Maintenance: command.Maintenance{Pop: true, Enabled: true}},
 	}
 }
 

@@ -47,6 +47,7 @@
 //	UpdateSub       group str | timestamp i64
 //	Announce        node id str | http address str
 //	Sweep           (no body: retention, eviction and index purge as of the stamp's time)
+//	Maintenance     pop u8 (0 push switch, 1 pop switch) | enabled u8
 //	PushPrepared    n uvarint | n × (txn str | message id | flags u8 (1 minted txn, 2 duplicate,
 //	                4 rejected) | [duplicateOf uvarint] | [reject str]) | nGroups uvarint |
 //	                nGroups × (queue str | partition str | k uvarint | k × item uvarint |

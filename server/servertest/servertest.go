@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,6 +35,9 @@ func StartOptions(t testing.TB, b server.Broker, opts server.Options) string {
 	t.Helper()
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	if opts.SpoolDir == "" {
+		opts.SpoolDir = t.TempDir()
 	}
 	s, err := server.New(b, opts)
 	if err != nil {
@@ -83,6 +87,24 @@ type LocalBroker struct {
 
 	watchMu  sync.Mutex
 	watchers map[*watcher]struct{}
+
+	pushPaused, popPaused atomic.Bool // the maintenance switches
+}
+
+// Maintenance reports the maintenance switches (server.Maintainer).
+func (b *LocalBroker) Maintenance() (push, pop bool) { return b.pushPaused.Load(), b.popPaused.Load() }
+
+// SetMaintenance flips a maintenance switch; turning one off wakes parked pops.
+func (b *LocalBroker) SetMaintenance(_ context.Context, pop, enabled bool) error {
+	if pop {
+		b.popPaused.Store(enabled)
+	} else {
+		b.pushPaused.Store(enabled)
+	}
+	if !enabled {
+		b.notify(true)
+	}
+	return nil
 }
 
 type watcher struct {

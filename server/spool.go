@@ -1,0 +1,290 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/valyala/fasthttp"
+
+	"github.com/queenmq/queen/engine"
+)
+
+// Maintainer is implemented by brokers with Queen's cluster-wide maintenance
+// switches (SEMANTICS §12): while push maintenance is on, pushes go to this
+// node's spool and are answered "buffered"; while pop maintenance is on,
+// every pop answers 204. raft.Node implements it.
+type Maintainer interface {
+	Maintenance() (push, pop bool)
+	SetMaintenance(ctx context.Context, pop, enabled bool) error
+}
+
+// sealedHeader marks a relayed push whose payloads were already sealed by
+// the node that spooled them: the leader must not seal them again.
+const sealedHeader = "X-Queen-Sealed"
+
+// spool keeps pushes received during push maintenance, one file per
+// request, and replays them in file order once maintenance is off. A file is
+// written under a temporary name and renamed: only complete files are ever
+// replayed. Every item carries a transaction id (minted here when the client
+// sent none), so a replay interrupted and repeated is deduplicated.
+//
+// A file holds one JSON object per line: {"queue", "partition",
+// "transactionId", "traceId"?, "producerSub"?, "payload"}, payloads as
+// stored (sealed for encrypted queues).
+type spool struct {
+	dir     string
+	mu      sync.Mutex // serializes writes and the drain
+	seq     atomic.Uint64
+	pending atomic.Int64 // messages waiting in complete files
+	failed  atomic.Int64 // replays that failed (retried later)
+}
+
+type spooledItem struct {
+	Queue         string          `json:"queue"`
+	Partition     string          `json:"partition,omitempty"`
+	TransactionID string          `json:"transactionId"`
+	TraceID       string          `json:"traceId,omitempty"`
+	ProducerSub   string          `json:"producerSub,omitempty"`
+	Payload       json.RawMessage `json:"payload"`
+}
+
+func openSpool(dir string) (*spool, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("server: spool: %w", err)
+	}
+	sp := &spool{dir: dir}
+	names, err := sp.files()
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range names {
+		items, err := sp.read(name)
+		if err != nil {
+			return nil, err
+		}
+		sp.pending.Add(int64(len(items)))
+	}
+	return sp, nil
+}
+
+// write stores one request's items. Items without a transaction id get one.
+func (sp *spool) write(items []engine.PushItem) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for i := range items {
+		it := &items[i]
+		if it.TransactionID == "" {
+			id, err := uuid.NewV7()
+			if err != nil {
+				return err
+			}
+			it.TransactionID = id.String()
+		}
+		si := spooledItem{Queue: it.Queue, Partition: it.Partition, TransactionID: it.TransactionID,
+			ProducerSub: it.ProducerSub, Payload: it.Payload}
+		if it.HasTrace {
+			si.TraceID = engine.FormatID(it.TraceID)
+		}
+		if err := enc.Encode(&si); err != nil {
+			return err
+		}
+	}
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	name := fmt.Sprintf("%020d-%06d.jsonl", time.Now().UnixNano(), sp.seq.Add(1)%1000000)
+	tmp := filepath.Join(sp.dir, name+".tmp")
+	if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("server: spool: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(sp.dir, name)); err != nil {
+		return fmt.Errorf("server: spool: %w", err)
+	}
+	sp.pending.Add(int64(len(items)))
+	return nil
+}
+
+// files lists complete spool files in replay order.
+func (sp *spool) files() ([]string, error) {
+	entries, err := os.ReadDir(sp.dir)
+	if err != nil {
+		return nil, fmt.Errorf("server: spool: %w", err)
+	}
+	var names []string
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".jsonl") {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+func (sp *spool) read(name string) ([]engine.PushItem, error) {
+	f, err := os.Open(filepath.Join(sp.dir, name))
+	if err != nil {
+		return nil, fmt.Errorf("server: spool: %w", err)
+	}
+	defer f.Close()
+	var items []engine.PushItem
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 256<<20)
+	for sc.Scan() {
+		var si spooledItem
+		if err := json.Unmarshal(sc.Bytes(), &si); err != nil {
+			return nil, fmt.Errorf("server: spool file %s: %w", name, err)
+		}
+		it := engine.PushItem{Queue: si.Queue, Partition: si.Partition, TransactionID: si.TransactionID,
+			ProducerSub: si.ProducerSub, Payload: si.Payload}
+		if si.TraceID != "" {
+			if it.TraceID, err = engine.ParseID(si.TraceID); err != nil {
+				return nil, fmt.Errorf("server: spool file %s: %w", name, err)
+			}
+			it.HasTrace = true
+		}
+		items = append(items, it)
+	}
+	return items, sc.Err()
+}
+
+// drainLoop replays the spool whenever push maintenance is off.
+func (s *Server) drainLoop(m Maintainer, stop <-chan struct{}) {
+	defer close(s.drained)
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		if push, _ := m.Maintenance(); push || s.spool.pending.Load() == 0 {
+			continue
+		}
+		if err := s.drain(); err != nil {
+			s.spool.failed.Add(1)
+			s.log.Warn("spool replay", "err", err)
+		}
+	}
+}
+
+// drain replays every complete spool file in order and removes each once
+// the cluster accepted it. On the leader it pushes directly; on a follower
+// it relays the items to the leader, marked as already sealed.
+func (s *Server) drain() error {
+	sp := s.spool
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	names, err := sp.files()
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		items, err := sp.read(name)
+		if err != nil {
+			return err
+		}
+		if err := s.replaySpooled(items); err != nil {
+			return err
+		}
+		if err := os.Remove(filepath.Join(sp.dir, name)); err != nil {
+			return err
+		}
+		sp.pending.Add(-int64(len(items)))
+	}
+	return nil
+}
+
+func (s *Server) replaySpooled(items []engine.PushItem) error {
+	st := s.broker.Status()
+	if st.Role == "leader" {
+		ctx, cancel := context.WithTimeout(s.ctx, forwardTimeout)
+		defer cancel()
+		_, err := s.broker.Push(ctx, items)
+		return err
+	}
+	if st.LeaderHTTP == "" {
+		return fmt.Errorf("server: spool replay: no leader")
+	}
+	body := []byte(`{"items":[`)
+	for i := range items {
+		it := &items[i]
+		if i > 0 {
+			body = append(body, ',')
+		}
+		si := spooledItem{Queue: it.Queue, Partition: it.Partition, TransactionID: it.TransactionID,
+			ProducerSub: it.ProducerSub, Payload: it.Payload}
+		if it.HasTrace {
+			si.TraceID = engine.FormatID(it.TraceID)
+		}
+		b, err := json.Marshal(&si)
+		if err != nil {
+			return err
+		}
+		body = append(body, b...)
+	}
+	body = append(body, "]}"...)
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI("http://" + st.LeaderHTTP + "/api/v1/push")
+	req.Header.SetMethod("POST")
+	req.Header.SetContentType("application/json")
+	req.Header.Set(forwardedHeader, st.ID)
+	req.Header.Set(sealedHeader, "1")
+	req.Header.Set(deadlineHeader, strconv.FormatInt(time.Now().Add(forwardTimeout).UnixMicro(), 10))
+	req.SetBody(body)
+	if err := s.client.DoTimeout(req, resp, forwardTimeout); err != nil {
+		return fmt.Errorf("server: spool replay: %w", err)
+	}
+	if resp.StatusCode() != fasthttp.StatusCreated {
+		return fmt.Errorf("server: spool replay: leader answered %d: %s", resp.StatusCode(), resp.Body())
+	}
+	return nil
+}
+
+// bufferPush answers a push during push maintenance: its items go to the
+// spool, and each is answered "buffered" (201), or the whole request 500s
+// when the spool cannot be written (SEMANTICS §12).
+func (s *Server) bufferPush(ctx *fasthttp.RequestCtx, items []engine.PushItem) {
+	if s.spool == nil {
+		s.writeError(ctx, errNoSpool)
+		return
+	}
+	if err := s.spool.write(items); err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	w := startBody(ctx)
+	w.array("")
+	for i := range items {
+		it := &items[i]
+		w.object("")
+		w.int("index", int64(i))
+		w.str("status", "buffered")
+		w.str("queue", it.Queue)
+		w.str("queueName", it.Queue)
+		partition := it.Partition
+		if partition == "" {
+			partition = engine.DefaultPartition
+		}
+		w.str("partition", partition)
+		w.str("transactionId", it.TransactionID)
+		w.str("transaction_id", it.TransactionID)
+		w.endObject()
+	}
+	w.endArray()
+	send(ctx, fasthttp.StatusCreated, w)
+}
