@@ -21,7 +21,7 @@ const forwardedHeader = "X-Queen-Forwarded-By"
 const deadlineHeader = "X-Queen-Forward-Deadline"
 
 // forwardTimeout bounds a relayed request that is not a long-poll.
-const forwardTimeout = 15 * time.Second
+const forwardTimeout = 10 * time.Second
 
 // forward relays a request this node cannot serve to the leader and copies
 // the leader's answer back. It is used only for raft.ErrNotLeader, which the
