@@ -1,11 +1,13 @@
 package server
 
 import (
+	"errors"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/raft"
 )
 
 // maxDLQPage caps a DLQ page. It is high on purpose: `queenctl dlq drain`
@@ -15,18 +17,7 @@ const maxDLQPage = 10000
 // listDLQ answers GET /api/v1/dlq with the B1 filters: rows newest failure
 // first, total = rows matching the filter, pagination.hasMore.
 func (s *Server) listDLQ(ctx *fasthttp.RequestCtx, _ *params) {
-	args := ctx.QueryArgs()
-	f := engine.DLQFilter{
-		Queue:     queryString(args, "queue"),
-		Group:     queryString(args, "consumerGroup"),
-		Partition: queryString(args, "partition"),
-		Limit:     int(min(max(queryInt(args, "limit", 100), 1), maxDLQPage)),
-		Offset:    int(max(queryInt(args, "offset", 0), 0)),
-	}
-	var err error
-	if f.From, err = queryTime(args, "from"); err == nil {
-		f.To, err = queryTime(args, "to")
-	}
+	f, err := dlqFilter(ctx.QueryArgs())
 	if err != nil {
 		s.writeError(ctx, err)
 		return
@@ -49,6 +40,85 @@ func (s *Server) listDLQ(ctx *fasthttp.RequestCtx, _ *params) {
 	w.bool("hasMore", f.Offset+len(rows) < total)
 	w.endObject()
 	w.int("total", int64(total))
+	w.endObject()
+	send(ctx, fasthttp.StatusOK, w)
+}
+
+// dlqFilter reads the B1 filters and paging of a DLQ request.
+func dlqFilter(args *fasthttp.Args) (engine.DLQFilter, error) {
+	f := engine.DLQFilter{
+		Queue:     queryString(args, "queue"),
+		Group:     queryString(args, "consumerGroup"),
+		Partition: queryString(args, "partition"),
+		Limit:     int(min(max(queryInt(args, "limit", 100), 1), maxDLQPage)),
+		Offset:    int(max(queryInt(args, "offset", 0), 0)),
+	}
+	var err error
+	if f.From, err = queryTime(args, "from"); err == nil {
+		f.To, err = queryTime(args, "to")
+	}
+	return f, err
+}
+
+// replayDLQ answers POST /api/v1/dlq/replay (B4): it replays the rows the B1
+// filters (query string) select, oldest failure first, at most limit of
+// them, and answers the counts. Each replay is one atomic command that
+// pushes the snapshot and removes its row, so a row is replayed at most once
+// even when the call is repeated or cut short; a row another caller replayed
+// meanwhile is skipped.
+func (s *Server) replayDLQ(ctx *fasthttp.RequestCtx, _ *params) {
+	f, err := dlqFilter(ctx.QueryArgs())
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	limit := f.Limit
+	f.Offset, f.Limit = 0, 1
+	_, total, err := s.broker.ListDLQ(f)
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	// The oldest rows are the last page of the newest-first listing.
+	f.Offset, f.Limit = max(total-limit, 0), limit
+	rows, _, err := s.broker.ListDLQ(f)
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	replayed, skipped, failed := 0, 0, 0
+	for i := len(rows) - 1; i >= 0; i-- {
+		d := &rows[i]
+		_, err := s.broker.Replay(s.ctx, engine.ReplayCmd{PartitionID: d.PartitionID, TransactionID: d.TransactionID, Group: d.Group})
+		switch {
+		case err == nil:
+			replayed++
+			s.m.replays.Inc()
+		case errors.Is(err, engine.ErrNoDeadLetter):
+			skipped++
+		case errors.Is(err, raft.ErrNotLeader) && i == len(rows)-1 && s.forward(ctx):
+			return // a follower: the leader runs the whole redrive
+		default:
+			failed++
+			s.log.Warn("dlq redrive", "partition", engine.FormatID(d.PartitionID), "transactionId", d.TransactionID, "err", err)
+		}
+		if failed > 0 && !errors.Is(err, engine.ErrInvalid) {
+			break // the cluster is unavailable: stop, the rest stays in the DLQ
+		}
+	}
+	f.Offset, f.Limit = 0, 1
+	_, remaining, err := s.broker.ListDLQ(f)
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	w := startBody(ctx)
+	w.object("")
+	w.bool("success", failed == 0)
+	w.int("replayed", int64(replayed))
+	w.int("skipped", int64(skipped))
+	w.int("failed", int64(failed))
+	w.int("remaining", int64(remaining))
 	w.endObject()
 	send(ctx, fasthttp.StatusOK, w)
 }

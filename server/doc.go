@@ -23,6 +23,7 @@
 //	POST   /api/v1/transaction                       200 {success, results} | 400 malformed
 //	POST   /api/v1/lease/{leaseId}/extend            200 always; body optional
 //	GET    /api/v1/dlq                               B1 filters, true total, hasMore
+//	POST   /api/v1/dlq/replay                        B4 bulk redrive: B1 filters, limit, oldest first
 //	GET    /api/v1/messages                          retained messages, newest first, with status
 //	GET    /api/v1/messages/{partitionId}/{transactionId}
 //	DELETE /api/v1/messages/{partitionId}/{transactionId}        DLQ rows only; else 404

@@ -29,6 +29,7 @@ func (s *Server) routeTable() []route {
 		{"POST", "/api/v1/lease/{leaseId}/extend", "lease_extend", (*Server).extendLease},
 
 		{"GET", "/api/v1/dlq", "dlq", (*Server).listDLQ},
+		{"POST", "/api/v1/dlq/replay", "dlq_replay", (*Server).replayDLQ},
 		{"GET", "/api/v1/messages", "messages", (*Server).listMessages},
 		{"GET", "/api/v1/messages/{partitionId}/{transactionId}", "message", (*Server).getMessage},
 		{"DELETE", "/api/v1/messages/{partitionId}/{transactionId}", "message_delete", (*Server).deleteMessage},

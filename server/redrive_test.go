@@ -1,0 +1,41 @@
+package server_test
+
+import (
+	"testing"
+)
+
+// B4: a bulk redrive replays the filtered rows oldest failure first, at most
+// limit of them, each once; repeating it goes on with the rest.
+func TestDLQ_BulkRedrive(t *testing.T) {
+	c := newClient(t)
+	c.configure("q", map[string]any{"retryLimit": 0})
+	for _, txn := range []string{"t0", "t1", "t2"} {
+		c.pushOne("q", "", txn, map[string]any{"id": txn})
+		p := c.mustPop(popPath("q", "batch=1"))
+		c.ack(p.Messages[0], "failed", "bad "+txn)
+	}
+	c.pushOne("other", "", "x", 1)
+	px := c.mustPop(popPath("other", "batch=1"))
+	c.ack(px.Messages[0], "dlq", "other queue")
+
+	var got map[string]any
+	c.do("POST", "/api/v1/dlq/replay?queue=q&limit=2", nil).expect(t, 200).decode(t, &got)
+	if got["replayed"] != float64(2) || got["remaining"] != float64(1) || got["success"] != true {
+		t.Fatalf("first redrive: %v", got)
+	}
+	left := c.dlq("queue=q")
+	if left.Total != 1 || left.Messages[0].TransactionID != "t2" {
+		t.Fatalf("oldest first: left %+v", left.Messages)
+	}
+	p := c.mustPop(popPath("q", "batch=10"))
+	if len(p.Messages) != 2 {
+		t.Fatalf("replayed messages poppable: %d", len(p.Messages))
+	}
+	c.do("POST", "/api/v1/dlq/replay?queue=q", nil).expect(t, 200).decode(t, &got)
+	if got["replayed"] != float64(1) || got["remaining"] != float64(0) {
+		t.Fatalf("second redrive: %v", got)
+	}
+	if other := c.dlq("queue=other"); other.Total != 1 {
+		t.Fatalf("the filter left other queues alone: %+v", other)
+	}
+}
