@@ -10,6 +10,7 @@
 // queue "q/x" and "ord:42" works raw or escaped; literal segments win over
 // parameters ("/consumer-groups/lagging" over "/consumer-groups/{group}").
 //
+//	GET    /dlq                                      the DLQ page (B9)
 //	GET    /health                                   200 healthy | 503 unhealthy (no leader)
 //	GET    /metrics                                  JSON snapshot
 //	GET    /metrics/prometheus                       Prometheus text (VictoriaMetrics set + DLQ depth)

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -37,5 +38,19 @@ func TestDLQ_BulkRedrive(t *testing.T) {
 	}
 	if other := c.dlq("queue=other"); other.Total != 1 {
 		t.Fatalf("the filter left other queues alone: %+v", other)
+	}
+}
+
+// B9: the DLQ page is served by the broker itself.
+func TestDLQ_Page(t *testing.T) {
+	c := newClient(t)
+	r := c.do("GET", "/dlq", nil).expect(t, 200)
+	if ct := r.header.Get("Content-Type"); ct != "text/html; charset=utf-8" {
+		t.Fatalf("content type %q", ct)
+	}
+	for _, want := range []string{"Dead-letter queue", "/api/v1/dlq?", "/retry", "Replay edited payload"} {
+		if !strings.Contains(string(r.body), want) {
+			t.Fatalf("page lacks %q", want)
+		}
 	}
 }

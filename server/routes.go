@@ -15,6 +15,7 @@ import (
 func (s *Server) routeTable() []route {
 	return []route{
 		{"GET", "/health", "health", (*Server).health},
+		{"GET", "/dlq", "dlq_page", (*Server).dlqUI},
 		{"GET", "/metrics", "metrics", (*Server).metricsJSON},
 		{"GET", "/metrics/prometheus", "metrics_prometheus", (*Server).metricsPrometheus},
 
