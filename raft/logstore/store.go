@@ -77,6 +77,11 @@ func (s *Store) Close() error {
 		return ErrClosed
 	}
 	s.closed = true
+	// Flushing the memtable makes the next open skip the WAL replay.
+	if err := s.db.Flush(); err != nil {
+		s.db.Close()
+		return fmt.Errorf("flush pebble: %w", err)
+	}
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close pebble: %w", err)
 	}
