@@ -116,18 +116,23 @@ func (s *segmentIter) decode() (*segment.Segment, error) {
 	if err != nil {
 		return nil, err
 	}
-	k := segmentKey{s.part, base}
-	if seg := s.e.cache.get(k); seg != nil {
+	if seg := s.e.cache.get(segmentKey{s.part, base}); seg != nil {
 		return seg, nil
 	}
-	seg, err := segment.Decode(s.it.Value())
+	return s.e.decodeSegment(s.part, base, s.it.Value())
+}
+
+// decodeSegment decodes the value stored at (part, base), checks it holds
+// that base, and caches it.
+func (e *Engine) decodeSegment(part ID, base int64, v []byte) (*segment.Segment, error) {
+	seg, err := segment.Decode(v)
 	if err != nil {
-		return nil, fmt.Errorf("engine: segment %x/%d: %w", s.part, base, err)
+		return nil, fmt.Errorf("engine: segment %x/%d: %w", part, base, err)
 	}
 	if seg.Header.Base != base {
-		return nil, fmt.Errorf("%w: segment %x/%d holds base %d", ErrCorrupt, s.part, base, seg.Header.Base)
+		return nil, fmt.Errorf("%w: segment %x/%d holds base %d", ErrCorrupt, part, base, seg.Header.Base)
 	}
-	s.e.cache.put(k, seg)
+	e.cache.put(segmentKey{part, base}, seg)
 	return seg, nil
 }
 
@@ -211,15 +216,7 @@ func (e *Engine) segmentAt(r pebble.Reader, part ID, base int64) (*segment.Segme
 		return nil, fmt.Errorf("engine: read segment: %w", err)
 	}
 	defer closer.Close()
-	seg, err := segment.Decode(v)
-	if err != nil {
-		return nil, fmt.Errorf("engine: segment %x/%d: %w", part, base, err)
-	}
-	if seg.Header.Base != base {
-		return nil, fmt.Errorf("%w: segment %x/%d holds base %d", ErrCorrupt, part, base, seg.Header.Base)
-	}
-	e.cache.put(k, seg)
-	return seg, nil
+	return e.decodeSegment(part, base, v)
 }
 
 // readOne returns the frame at off and its segment's createdAt.

@@ -32,7 +32,8 @@ func (s *Server) push(ctx *fasthttp.RequestCtx, _ *params) {
 		err = badRequest("items array is required")
 	}
 	// A relayed spool replay is already sealed by the node that spooled it.
-	if len(ctx.Request.Header.Peek(sealedHeader)) == 0 || len(ctx.Request.Header.Peek(forwardedHeader)) == 0 {
+	replay := len(ctx.Request.Header.Peek(sealedHeader)) > 0 && len(ctx.Request.Header.Peek(forwardedHeader)) > 0
+	if !replay {
 		z := sealer{s: s}
 		for i := 0; err == nil && i < len(items); i++ {
 			err = z.item(&items[i])
@@ -42,7 +43,7 @@ func (s *Server) push(ctx *fasthttp.RequestCtx, _ *params) {
 		s.writeError(ctx, err)
 		return
 	}
-	if m, ok := s.broker.(Maintainer); ok && len(items) > 0 && len(ctx.Request.Header.Peek(sealedHeader)) == 0 {
+	if m, ok := s.broker.(Maintainer); ok && len(items) > 0 && !replay {
 		if push, _ := m.Maintenance(); push {
 			s.bufferPush(ctx, items)
 			return

@@ -60,6 +60,15 @@ type spooledItem struct {
 	Payload       json.RawMessage `json:"payload"`
 }
 
+func toSpooled(it *engine.PushItem) spooledItem {
+	si := spooledItem{Queue: it.Queue, Partition: it.Partition, TransactionID: it.TransactionID,
+		ProducerSub: it.ProducerSub, Payload: it.Payload}
+	if it.HasTrace {
+		si.TraceID = engine.FormatID(it.TraceID)
+	}
+	return si
+}
+
 func openSpool(dir string) (*spool, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("server: spool: %w", err)
@@ -92,11 +101,7 @@ func (sp *spool) write(items []engine.PushItem) error {
 			}
 			it.TransactionID = id.String()
 		}
-		si := spooledItem{Queue: it.Queue, Partition: it.Partition, TransactionID: it.TransactionID,
-			ProducerSub: it.ProducerSub, Payload: it.Payload}
-		if it.HasTrace {
-			si.TraceID = engine.FormatID(it.TraceID)
-		}
+		si := toSpooled(it)
 		if err := enc.Encode(&si); err != nil {
 			return err
 		}
@@ -223,11 +228,7 @@ func (s *Server) replaySpooled(items []engine.PushItem) error {
 		if i > 0 {
 			body = append(body, ',')
 		}
-		si := spooledItem{Queue: it.Queue, Partition: it.Partition, TransactionID: it.TransactionID,
-			ProducerSub: it.ProducerSub, Payload: it.Payload}
-		if it.HasTrace {
-			si.TraceID = engine.FormatID(it.TraceID)
-		}
+		si := toSpooled(it)
 		b, err := json.Marshal(&si)
 		if err != nil {
 			return err
