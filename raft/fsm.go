@@ -181,14 +181,14 @@ func maintenanceKey(pop bool) string {
 	return "maintenance/push"
 }
 
-// Snapshot grabs a consistent engine view; Persist streams it. Raft never
-// calls Snapshot concurrently with Apply.
+// Snapshot makes the engine durable up to its applied index and returns a
+// reference to it (see snapstore.go): its cost does not grow with the store.
+// Raft never calls Snapshot concurrently with Apply.
 func (f *fsm) Snapshot() (hraft.FSMSnapshot, error) {
-	s, err := f.e.Snapshot()
-	if err != nil {
+	if err := f.e.Sync(); err != nil {
 		return nil, err
 	}
-	return &fsmSnapshot{s}, nil
+	return refSnapshot(f.e.Applied()), nil
 }
 
 // Restore replaces the engine's store with a snapshot.
@@ -201,14 +201,15 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	return nil
 }
 
-type fsmSnapshot struct{ s *engine.Snapshot }
+// refSnapshot is a reference to the engine at an index.
+type refSnapshot uint64
 
-func (s *fsmSnapshot) Persist(sink hraft.SnapshotSink) error {
-	if _, err := s.s.WriteTo(sink); err != nil {
+func (r refSnapshot) Persist(sink hraft.SnapshotSink) error {
+	if _, err := sink.Write(encodeRef(uint64(r))); err != nil {
 		sink.Cancel()
 		return err
 	}
 	return sink.Close()
 }
 
-func (s *fsmSnapshot) Release() { s.s.Close() }
+func (refSnapshot) Release() {}

@@ -80,10 +80,11 @@ func Open(opts Options) (*Node, error) {
 		return nil, err
 	}
 	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: slogWriter{n.log}})
-	snaps, err := hraft.NewFileSnapshotStoreWithLogger(filepath.Join(opts.Dir, "snapshots"), 2, hlog)
+	files, err := hraft.NewFileSnapshotStoreWithLogger(filepath.Join(opts.Dir, "snapshots"), 2, hlog)
 	if err != nil {
 		return nil, fmt.Errorf("raft: snapshot store: %w", err)
 	}
+	snaps := &refStore{SnapshotStore: files, e: n.engine}
 	n.transport = opts.Transport
 	if n.transport == nil {
 		tcp, err := hraft.NewTCPTransportWithLogger(opts.RaftAddr, nil, 3, 10*time.Second, hlog)

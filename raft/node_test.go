@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
+
+	hraft "github.com/hashicorp/raft"
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
@@ -191,6 +195,60 @@ func TestNode_FollowerCatchesUpFromSnapshot(t *testing.T) {
 	}
 	c.Restart(i)
 	c.EnsureSame()
+	// The leader's snapshots are references; the follower holds the full
+	// stream it was sent, which proves it was installed.
+	if size := latestSnapshotSize(t, c.Dir(c.Index(leader))); size != 13 {
+		t.Errorf("leader's latest snapshot is %d bytes, want a 13-byte reference", size)
+	}
+	if size := latestSnapshotSize(t, c.Dir(i)); size <= 13 {
+		t.Errorf("follower's latest snapshot is %d bytes, want the installed full stream", size)
+	}
+}
+
+func latestSnapshotSize(t *testing.T, dir string) int64 {
+	t.Helper()
+	files, err := hraft.NewFileSnapshotStore(filepath.Join(dir, "snapshots"), 2, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := files.List()
+	if err != nil || len(list) == 0 {
+		t.Fatalf("%s: no snapshot (%v)", dir, err)
+	}
+	return list[0].Size
+}
+
+// A snapshot costs the same whatever the store holds, and a node restarted
+// after its log was compacted behind a snapshot has all its data.
+func TestNode_SnapshotIsAReference(t *testing.T) {
+	c := rafttest.MakeClusterWith(t, 1, func(o *raft.Options) {
+		o.SnapshotThreshold = 1 << 30 // only the explicit snapshots below
+		o.TrailingLogs = 1
+	})
+	n := c.Leader()
+	for round := 0; round < 2; round++ {
+		for k := 0; k < 150; k++ {
+			push(t, n, "q", fmt.Sprintf("r%d-%d", round, k))
+		}
+		if err := n.Snapshot(); err != nil {
+			t.Fatalf("snapshot: %v", err)
+		}
+		if size := latestSnapshotSize(t, c.Dir(0)); size != 13 {
+			t.Fatalf("round %d: snapshot of %d bytes, want 13", round, size)
+		}
+	}
+	before, _ := n.Engine().Digest()
+	c.Stop(0)
+	n = c.Restart(0)
+	c.Leader()
+	after, _ := n.Engine().Digest()
+	if before != after {
+		t.Fatalf("engine changed across the restart")
+	}
+	qs, err := n.Queues()
+	if err != nil || len(qs) != 1 || qs[0].Partitions[0].Next != 300 {
+		t.Fatalf("queues after restart = %+v, %v", qs, err)
+	}
 }
 
 // A leader change under a steady stream of pushes loses no push that was

@@ -82,11 +82,13 @@ func DefaultOptions() Options {
 		HeartbeatTimeout:   1000 * time.Millisecond,
 		ElectionTimeout:    1000 * time.Millisecond,
 		LeaderLeaseTimeout: 500 * time.Millisecond,
-		SnapshotThreshold:  16384,
-		TrailingLogs:       10240,
-		SnapshotInterval:   2 * time.Minute,
-		RetentionInterval:  5 * time.Second,
-		RaftLogSync:        true,
+		// A snapshot is a fsync and a 13-byte file (snapstore.go), so it is
+		// taken often: a restart reads at most the log since the last one.
+		SnapshotThreshold: 1024,
+		TrailingLogs:      10240,
+		SnapshotInterval:  3 * time.Second,
+		RetentionInterval: 5 * time.Second,
+		RaftLogSync:       true,
 	}
 }
 

@@ -149,6 +149,9 @@ func (c *Cluster) Partition(i int) {
 	}
 }
 
+// Dir is node i's data directory.
+func (c *Cluster) Dir(i int) string { return c.dirs[i] }
+
 // Heal reconnects every node.
 func (c *Cluster) Heal() { c.connectAll() }
 
