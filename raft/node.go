@@ -70,15 +70,18 @@ func Open(opts Options) (*Node, error) {
 	eopts.Sync = false // the Raft log is the write-ahead log
 	eopts.Logger = n.log
 	var err error
+	t0 := time.Now()
 	if n.engine, err = engine.Open(filepath.Join(opts.Dir, "engine"), eopts); err != nil {
 		return nil, err
 	}
+	t1 := time.Now()
 	lopts := logstore.DefaultOptions()
 	lopts.NoSync = !opts.RaftLogSync
 	lopts.Logger = func(format string, args ...any) { n.log.Error("logstore: " + fmt.Sprintf(format, args...)) }
 	if n.store, err = logstore.Open(filepath.Join(opts.Dir, "raft"), lopts); err != nil {
 		return nil, err
 	}
+	t2 := time.Now()
 	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: slogWriter{n.log}})
 	files, err := hraft.NewFileSnapshotStoreWithLogger(filepath.Join(opts.Dir, "snapshots"), 2, hlog)
 	if err != nil {
@@ -122,6 +125,10 @@ func Open(opts Options) (*Node, error) {
 	if n.raft, err = hraft.NewRaft(cfg, f, logs, n.store, snaps, n.transport); err != nil {
 		return nil, fmt.Errorf("raft: start: %w", err)
 	}
+	// Where a start's time went: each part should stay flat as the history
+	// grows (see ARCHITECTURE.md, durability and restart).
+	n.log.Info("node opened", "engine", t1.Sub(t0).Round(time.Millisecond), "log", t2.Sub(t1).Round(time.Millisecond),
+		"raft", time.Since(t2).Round(time.Millisecond), "applied", n.engine.Applied(), "snapshot", latestSnapshotIndex(snaps))
 	if !exists && (len(opts.Peers) > 0 || opts.Bootstrap) {
 		var servers []hraft.Server
 		for _, p := range opts.Peers {

@@ -84,9 +84,9 @@ func DefaultOptions() Options {
 		LeaderLeaseTimeout: 500 * time.Millisecond,
 		// A snapshot is a fsync and a 13-byte file (snapstore.go), so it is
 		// taken often: a restart reads at most the log since the last one.
-		SnapshotThreshold: 1024,
+		SnapshotThreshold: 256,
 		TrailingLogs:      10240,
-		SnapshotInterval:  3 * time.Second,
+		SnapshotInterval:  2 * time.Second,
 		RetentionInterval: 5 * time.Second,
 		RaftLogSync:       true,
 	}
