@@ -47,6 +47,40 @@ func TestConformance_Dedup_WithinRequestFirstWins(t *testing.T) {
 	wantTxns(t, "other", popPart(h, "q", "other", "", 10), "T")
 }
 
+// Two push commands in one batch (one Raft entry group): the second sees the
+// first's index writes, whether it is prepared or not, and a txn id that is
+// a prefix of another is not mistaken for it.
+func TestConformance_Dedup_AcrossCommandsInOneBatch(t *testing.T) {
+	h := enginetest.MustOpen(t)
+	h.PushOne("q", "p", "AB", `0`)
+	var first, second, third []engine.PushResult
+	st := h.Stamp()
+	h.Do(func(b *engine.Batch) {
+		first = b.Push(st, []engine.PushItem{{Queue: "q", Partition: "p", TransactionID: "A", Payload: []byte(`1`)}})
+		pp, err := engine.PreparePush([]engine.PushItem{
+			{Queue: "q", Partition: "p", TransactionID: "A", Payload: []byte(`2`)},
+			{Queue: "q", Partition: "p", TransactionID: "AB", Payload: []byte(`3`)},
+			{Queue: "q", Partition: "p", TransactionID: "ABC", Payload: []byte(`4`)},
+		}, engine.IDsFrom(engine.ID{7, 7, 7, 7, 7, 7, 0x70, 7, 0x80}))
+		if err != nil {
+			t.Fatalf("prepare: %v", err)
+		}
+		second = b.PushPrepared(st, &pp)
+		third = b.Push(st, []engine.PushItem{{Queue: "q", Partition: "p", TransactionID: "ABC", Payload: []byte(`5`)}})
+	})
+	got := []engine.PushStatus{first[0].Status, second[0].Status, second[1].Status, second[2].Status, third[0].Status}
+	want := []engine.PushStatus{engine.Queued, engine.Duplicate, engine.Duplicate, engine.Queued, engine.Duplicate}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("statuses %v, want %v", got, want)
+		}
+	}
+	if second[0].MessageID != first[0].MessageID || third[0].MessageID != second[2].MessageID {
+		t.Fatalf("duplicates carry the wrong message ids")
+	}
+	wantTxns(t, "p", popPart(h, "q", "p", "", 10), "AB", "A", "ABC")
+}
+
 // A repeat inside the window is a duplicate, one pushed more than the window
 // after the original is a new message, and within-request dedup applies even
 // with the window off.

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -202,17 +203,19 @@ func (b *Batch) pushGroup(now int64, m *minter, pp *PreparedPush, g *PreparedGro
 	kept := g.Items
 	if window > 0 {
 		kept = kept[:0:0]
+		var probe txnProbe
 		for _, i := range g.Items {
 			res := &results[i]
 			res.Queue, res.Partition, res.PartitionID = q.name, p.rec.Name, p.id
 			if !pp.Items[i].Minted {
-				if rec, ok := b.lookupTxn(p.id, res.TransactionID); ok && rec.CreatedAt >= now-window {
+				if rec, ok := b.probeTxn(&probe, p.id, res.TransactionID); ok && rec.CreatedAt >= now-window {
 					res.Status, res.MessageID = Duplicate, rec.MessageID
 					continue
 				}
 			}
 			kept = append(kept, i)
 		}
+		probe.close()
 	}
 	body := g.Body
 	if len(kept) != len(g.Items) {
@@ -281,6 +284,53 @@ func filterBody(body segment.Body, items, kept []int) (segment.Body, error) {
 		return segment.Body{}, nil
 	}
 	return segment.EncodeBody(nil, frames)
+}
+
+// txnProbe looks up many transaction ids through one iterator. A point Get
+// builds and tears down an iterator over every LSM level each time, which
+// was most of the apply loop's time under push load; prefix seeks on one
+// iterator reuse it and still consult the bloom filters. The iterator sees
+// the batch as it was when the probe started, so a probe must not outlive a
+// write to the txn index (pushGroup probes first, then writes).
+type txnProbe struct {
+	it  *pebble.Iterator
+	key []byte
+}
+
+// probeTxn is lookupTxn through p.
+func (b *Batch) probeTxn(p *txnProbe, part ID, txn string) (keyspace.TxnRecord, bool) {
+	if p.it == nil {
+		it, err := b.pb.NewIter(nil)
+		if err != nil {
+			b.fail(fmt.Errorf("engine: read txn index: %w", err))
+			return keyspace.TxnRecord{}, false
+		}
+		p.it = it
+	}
+	p.key = keyspace.AppendTxn(p.key[:0], part, txn)
+	if !p.it.SeekPrefixGE(p.key) || !bytes.Equal(p.it.Key(), p.key) {
+		if err := p.it.Error(); err != nil {
+			b.fail(fmt.Errorf("engine: read txn index: %w", err))
+		}
+		return keyspace.TxnRecord{}, false
+	}
+	v, err := p.it.ValueAndErr()
+	if err != nil {
+		b.fail(fmt.Errorf("engine: read txn index: %w", err))
+		return keyspace.TxnRecord{}, false
+	}
+	rec, err := keyspace.DecodeTxn(v)
+	if err != nil {
+		b.fail(err)
+		return rec, false
+	}
+	return rec, true
+}
+
+func (p *txnProbe) close() {
+	if p.it != nil {
+		p.it.Close()
+	}
 }
 
 // lookupTxn finds a transaction id in a partition's index, seeing this

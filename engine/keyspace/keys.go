@@ -102,11 +102,13 @@ func ParseSegment(key []byte) (ID, int64, error) {
 }
 
 // Txn returns the key of a transaction-id index entry.
-func Txn(id ID, txn string) []byte {
-	k := make([]byte, 0, 1+16+len(txn))
-	k = append(k, byte(FamilyTxn))
-	k = append(k, id[:]...)
-	return append(k, txn...)
+func Txn(id ID, txn string) []byte { return AppendTxn(make([]byte, 0, 1+16+len(txn)), id, txn) }
+
+// AppendTxn appends the txn key of (id, txn) to dst.
+func AppendTxn(dst []byte, id ID, txn string) []byte {
+	dst = append(dst, byte(FamilyTxn))
+	dst = append(dst, id[:]...)
+	return append(dst, txn...)
 }
 
 // ParseTxn returns the partition id and transaction id of a txn key.
