@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -59,6 +60,13 @@ func Open(dir string, opts Options) (*Engine, error) {
 		// Segment values are already zstd: block compression would spend
 		// CPU on them for nothing.
 		po.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
+	}
+	// Segments go to blob files when flushed and compactions move only
+	// references to them: the LSM then rewrites small keys, not message
+	// bodies, and compaction CPU stops competing with the apply loop.
+	po.Experimental.ValueSeparationPolicy = func() pebble.ValueSeparationPolicy {
+		return pebble.ValueSeparationPolicy{Enabled: true, MinimumSize: 1024, MaxBlobReferenceDepth: 10,
+			RewriteMinimumAge: 5 * time.Minute, TargetGarbageRatio: 0.2}
 	}
 	db, err := pebble.Open(dir, po)
 	if err != nil {

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/sstable"
 	hraft "github.com/hashicorp/raft"
 )
 
@@ -46,13 +48,24 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	cache := pebble.NewCache(opts.CacheSize)
 	defer cache.Unref()
-	db, err := pebble.Open(dir, &pebble.Options{
+	po := &pebble.Options{
 		FormatMajorVersion: pebble.FormatNewest,
 		Cache:              cache,
 		MemTableSize:       opts.MemTableSize,
 		DisableWAL:         false, // the WAL is what makes a synced batch durable
 		Logger:             pebbleLogger{logf: opts.Logger},
-	})
+	}
+	// Entries are mostly compressed message bodies: block compression
+	// would spend CPU for nothing, and separating them into blob files
+	// keeps compactions from rewriting entries that truncation soon drops.
+	for i := range po.Levels {
+		po.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
+	}
+	po.Experimental.ValueSeparationPolicy = func() pebble.ValueSeparationPolicy {
+		return pebble.ValueSeparationPolicy{Enabled: true, MinimumSize: 1024, MaxBlobReferenceDepth: 10,
+			RewriteMinimumAge: time.Minute, TargetGarbageRatio: 0.5}
+	}
+	db, err := pebble.Open(dir, po)
 	if err != nil {
 		return nil, fmt.Errorf("open pebble: %w", err)
 	}
