@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# compare.sh: the issue-6 speed table in one session. Every broker figure is
+# divided by the ceiling (../shared/perf/ceiling) measured minutes earlier by
+# the same tool, on the same machine. See bench/README.md.
+#
+#   bench/compare.sh                 # about 5 minutes
+#   RESTART=1 bench/compare.sh       # plus the restart-vs-history runs (about 3 more minutes)
+#   RESTART=only bench/compare.sh    # only those
+#
+# Needs go, curl and python3 (for the summary). Uses ports 16632-16652,
+# 17632-17652 and 18091-18092 on 127.0.0.1, and a temporary directory.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+PERF=${PERF:-$ROOT/../shared/perf}
+DUR=${DUR:-8s}
+W=$(mktemp -d /tmp/queen-compare.XXXXXX)
+OUT=$W/results.jsonl
+trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$W"' EXIT
+
+echo "building into $W" >&2
+(cd "$ROOT" && go build -o "$W/queen" ./cmd/queen)
+(cd "$PERF/ceiling" && go build -o "$W/ceiling" .)
+(cd "$PERF/loadgen" && go build -o "$W/loadgen" .)
+Q=$W/queen
+U=http://127.0.0.1:16632
+
+wait_http() { until curl -sf "$1/health" >/dev/null 2>&1; do sleep 0.1; done; }
+settle() { sync; sleep 2; }
+# record LABEL TOOL ARGS...: runs one measurement and appends {"label":…,"tool":…,"report":…}.
+record() {
+	local label=$1 tool=$2
+	shift 2
+	echo "== $label" >&2
+	local line
+	if [ "$tool" = loadgen ]; then line=$("$W/loadgen" "$@" | tail -1); else line=$("$Q" bench "$@" --json 2>/dev/null); fi
+	printf '{"label":"%s","tool":"%s","report":%s}\n' "$label" "$tool" "$line" >>"$OUT"
+}
+
+# 1. The ceiling, single node and three Raft nodes, by both tools. It runs
+# again at the end: the machines drift, and ratios use the higher reading.
+ceiling_runs() {
+	for mode in single raft3; do
+		port=18091
+		[ $mode = raft3 ] && port=18092
+		"$W/ceiling" -mode $mode -addr 127.0.0.1:$port -dir "$W/ceiling-data" -life 60s >"$W/ceiling-$mode.log" 2>&1 &
+		cpid=$!
+		sleep 2
+		record "ceiling $mode" loadgen -url http://127.0.0.1:$port -mode push -conns 32 -batch 100 -size 1024 -duration $DUR -queue q
+		record "ceiling $mode" queen --url http://127.0.0.1:$port --conns 32 --batch 100 --size 1024 --duration $DUR --queue q
+		kill $cpid 2>/dev/null || true
+		wait $cpid 2>/dev/null || true
+		rm -rf "$W/ceiling-data" 2>/dev/null || true
+		settle
+	done
+}
+if [ "${RESTART:-}" != only ]; then
+ceiling_runs
+
+# 2. One node.
+U=http://127.0.0.1:16632
+"$Q" serve --data "$W/single" --http 127.0.0.1:16632 --log-level warn 2>"$W/single.log" &
+spid=$!
+wait_http $U
+record "1 node push b100" queen --url $U --batch 100 --duration $DUR --queue s100
+record "1 node push b100" loadgen -url $U -mode push -conns 32 -batch 100 -size 1024 -duration $DUR -queue lg100
+record "1 node push b10" queen --url $U --batch 10 --duration $DUR --queue s10
+record "1 node push b1" queen --url $U --batch 1 --duration $DUR --queue s1
+record "1 node pop+ack b100" queen --url $U --workload popack --batch 100 --duration $DUR --queue s100
+record "1 node push b100 (again)" queen --url $U --batch 100 --duration $DUR --queue s100b
+record "1 node mixed" queen --url $U --workload mixed --batch 100 --duration $DUR --queue smix
+record "1 node push 1 partition" queen --url $U --batch 100 --partitions 1 --duration $DUR --queue p1
+record "1 node push 10000 partitions" queen --url $U --batch 100 --partitions 10000 --duration $DUR --queue p10k
+peak=$(python3 -c "import json,sys
+for l in open('$OUT'):
+    r=json.loads(l)
+    if r['label']=='1 node push b100 (again)': print(int(r['report']['ops']['push']['msgs_per_s']/2))")
+record "1 node push b100 at half peak" queen --url $U --batch 100 --rate "$peak" --duration 15s --queue half
+kill $spid
+wait $spid 2>/dev/null || true
+settle
+
+# 3. Three nodes on loopback; node 1 bootstraps and leads first.
+peers=n1@127.0.0.1:17632,n2@127.0.0.1:17642,n3@127.0.0.1:17652
+for i in 1 2 3; do
+	p=$((16622 + 10 * i))
+	"$Q" serve --data "$W/n$i" --node-id n$i --http 127.0.0.1:$p --raft 127.0.0.1:$((17622 + 10 * i)) --peers $peers --log-level warn 2>"$W/n$i.log" &
+done
+leader=""
+until [ -n "$leader" ]; do
+	sleep 0.2
+	for i in 1 2 3; do
+		p=$((16622 + 10 * i))
+		if curl -s http://127.0.0.1:$p/health 2>/dev/null | grep -q '"role":"leader"'; then leader=http://127.0.0.1:$p; fi
+	done
+done
+record "3 nodes push b100 (leader)" queen --url $leader --batch 100 --duration $DUR --queue c100
+record "3 nodes push b100 (all URLs)" queen --url http://127.0.0.1:16632,http://127.0.0.1:16642,http://127.0.0.1:16652 --batch 100 --duration $DUR --queue c100all
+record "3 nodes pop+ack b100" queen --url $leader --workload popack --batch 100 --duration $DUR --queue c100
+for j in $(jobs -p); do kill "$j" 2>/dev/null || true; done
+wait 2>/dev/null || true
+settle
+
+fi
+
+# 4. Restart time against history length (RESTART=1 or only): push for 5 s or 60 s
+# (ten times the messages), kill -9, restart (crash recovery: replays the
+# unflushed memtables and the log since the last snapshot), then two clean
+# restarts (SIGTERM). Each is timed from `queen serve` to the first
+# successful push.
+if [ -n "${RESTART:-}" ]; then
+	for hist in 5 60; do
+		d=$W/r$hist
+		"$Q" serve --data "$d" --http 127.0.0.1:16632 --log-level warn 2>>"$W/restart.log" &
+		rpid=$!
+		wait_http $U
+		record "history ${hist}s" queen --url $U --batch 100 --duration ${hist}s --queue hist
+		sig=KILL
+		for kind in crash clean clean; do
+			kill -$sig $rpid
+			wait $rpid 2>/dev/null || true
+			# The kernel's write-back of what the last run wrote is not
+			# part of a restart (and would grow with the history).
+			sync
+			s=$(date +%s%N)
+			"$Q" serve --data "$d" --http 127.0.0.1:16632 --log-level info 2>>"$W/restart.log" &
+			rpid=$!
+			until curl -sf -XPOST -H 'content-type: application/json' -d '{"items":[{"queue":"probe","payload":{"a":1}}]}' $U/api/v1/push >/dev/null 2>&1; do sleep 0.01; done
+			e=$(date +%s%N)
+			printf '{"label":"%s restart, history %ss","tool":"restart","report":{"seconds":%s}}\n' "$kind" "$hist" "$(((e - s) / 1000000))e-3" >>"$OUT"
+			sig=TERM
+		done
+		kill $rpid
+		wait $rpid 2>/dev/null || true
+		grep -o 'msg="node opened".*' "$W/restart.log" >&2 || true
+		: >"$W/restart.log"
+		rm -rf "$d"
+		settle
+	done
+fi
+
+[ "${RESTART:-}" = only ] || ceiling_runs
+
+python3 - "$OUT" <<'EOF'
+import json, sys, statistics
+rows = [json.loads(l) for l in open(sys.argv[1])]
+def rate(r):
+    ops = r["report"].get("ops")
+    if ops is None:  # loadgen
+        return r["report"]["msgs_per_s"]
+    op = "ack" if "pop+ack" in r["label"] else "push"
+    return ops.get(op, {}).get("msgs_per_s", 0)
+ceil, seen = {}, {}
+for r in rows:
+    if r["label"].startswith("ceiling"):
+        k = (r["label"].split()[1], r["tool"])
+        seen.setdefault(k, []).append(rate(r))
+        ceil[k] = max(seen[k])
+print("ceiling (this run, first and last reading; ratios use the higher):")
+for (m, t), v in sorted(seen.items()):
+    print(f"  {m:6} by {t:7} " + " / ".join(f"{x:.0f}" for x in v) + " msgs/s")
+if ceil:
+    print(f"{'run':36} {'tool':8} {'x single':>9} {'x raft3':>8} {'p50 ms':>8} {'p99 ms':>8}")
+restarts = {}
+for r in rows:
+    if r["label"].startswith(("ceiling", "history")):
+        continue
+    if r["tool"] == "restart":
+        restarts.setdefault(r["label"], []).append(r["report"]["seconds"])
+        continue
+    v = rate(r)
+    s, t = ceil.get(("single", r["tool"])), ceil.get(("raft3", r["tool"]))
+    lat = {"p50": r["report"].get("p50_ms", 0), "p99": r["report"].get("p99_ms", 0)}
+    ops = r["report"].get("ops")
+    if ops:
+        op = "ack" if "pop+ack" in r["label"] else "push"
+        lat = ops.get(op, {}).get("latency_ms", {})
+    extra = ""
+    if r["label"] == "1 node mixed" and ops:
+        extra = f"  (pop+ack x single {ops.get('ack', {}).get('msgs_per_s', 0) / s:.2f})"
+    print(f"{r['label']:36} {r['tool']:8} {v / s if s else 0:9.2f} {v / t if t else 0:8.2f} {lat.get('p50', 0):8.1f} {lat.get('p99', 0):8.1f}{extra}")
+if restarts:
+    for kind in ("crash", "clean"):
+        base = statistics.median(restarts.get(f"{kind} restart, history 5s", [1]))
+        for hist in ("5s", "60s"):
+            v = restarts.get(f"{kind} restart, history {hist}")
+            if v:
+                m = statistics.median(v)
+                print(f"{kind} restart, history {hist:4}: {m:.2f} s (median of {len(v)}; x history 5s: {m / base:.2f})")
+EOF
