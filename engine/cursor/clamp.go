@@ -195,41 +195,37 @@ func Clamp(s State, p Policy, items []Item, outcomes []Outcome) Decision {
 		}
 	}
 
-	d := Decision{
-		Action:      Unchanged,
-		Prefix:      prefix,
-		Committed:   prefix,
-		Poison:      poison,
-		PoisonIndex: head,
-		Signal:      signal,
-		RetryCount:  s.RetryCount,
-	}
+	// The decision is built from scalars and returned in one literal: a
+	// Decision local lives in memory (too many fields for registers) and
+	// copying it out cost more than the whole decision for one item.
+	action, committed, retry, charged := Unchanged, prefix, s.RetryCount, false
 	switch {
 	case head < 0:
-		if prefix == s.Committed {
-			return d
+		switch {
+		case prefix == s.Committed:
+		case prefix < s.BatchEnd:
+			action = Advance
+		default:
+			action, retry = Complete, 0
 		}
-		if prefix < s.BatchEnd {
-			d.Action = Advance
-			return d
-		}
-		d.Action = Complete
-		d.RetryCount = 0
 	case signal == Retry:
-		d.Action = Release
+		action = Release
 	case signal == Failed && s.RetryCount < p.RetryLimit:
-		d.Action = Release
-		d.RetryCount = s.RetryCount + 1
-		d.Charged = true
+		action, retry, charged = Release, s.RetryCount+1, true
 	case signal == Failed && !p.DeadLetter:
-		d.Action = Drop
-		d.Committed = poison
-		d.RetryCount = 0
+		action, committed, retry = Drop, poison, 0
 	default: // DeadLetter, or Failed with the budget exhausted
-		d.Action = ActionDeadLetter
-		d.Committed = poison
-		d.RetryCount = 0
+		action, committed, retry = ActionDeadLetter, poison, 0
 	}
-	d.LeaseReleased = true
-	return d
+	return Decision{
+		Action:        action,
+		Prefix:        prefix,
+		Committed:     committed,
+		Poison:        poison,
+		PoisonIndex:   head,
+		Signal:        signal,
+		RetryCount:    retry,
+		Charged:       charged,
+		LeaseReleased: action != Unchanged && action != Advance,
+	}
 }
