@@ -5,7 +5,8 @@
 #
 #   bench/compare.sh                 # about 5 minutes
 #   RESTART=1 bench/compare.sh       # plus the restart-vs-history runs (about 3 more minutes)
-#   RESTART=only bench/compare.sh    # only those
+#   MEMORY=1 bench/compare.sh        # plus resident memory per idle partition (about 1 minute)
+#   SPEED=0 RESTART=1 bench/compare.sh   # only the restart runs (SPEED=0 skips the throughput table)
 #
 # Needs go, curl and python3 (for the summary). Uses ports 16632-16652,
 # 17632-17652 and 18091-18092 on 127.0.0.1, and a temporary directory.
@@ -54,7 +55,7 @@ ceiling_runs() {
 		settle
 	done
 }
-if [ "${RESTART:-}" != only ]; then
+if [ "${SPEED:-1}" != 0 ]; then
 ceiling_runs
 
 # 2. One node.
@@ -103,7 +104,7 @@ settle
 
 fi
 
-# 4. Restart time against history length (RESTART=1 or only): push for 5 s or 60 s
+# 4. Restart time against history length (RESTART=1): push for 5 s or 60 s
 # (ten times the messages), kill -9, restart (crash recovery: replays the
 # unflushed memtables and the log since the last snapshot), then two clean
 # restarts (SIGTERM). Each is timed from `queen serve` to the first
@@ -139,7 +140,37 @@ if [ -n "${RESTART:-}" ]; then
 	done
 fi
 
-[ "${RESTART:-}" = only ] || ceiling_runs
+# 5. Memory (MEMORY=1): resident size of a restarted, idle node holding
+# 1,000 partitions and then 21,000, one message each; the difference over
+# 20,000 is the cost of an idle partition.
+rss_after_restart() { # DATA: restart on DATA, wait, print VmRSS in bytes
+	"$Q" serve --data "$1" --http 127.0.0.1:16632 --log-level warn 2>>"$W/memory.log" &
+	mpid=$!
+	wait_http $U
+	sleep 3
+	echo $(($(awk '/^VmRSS/ {print $2}' /proc/$mpid/status) * 1024))
+	kill $mpid
+	wait $mpid 2>/dev/null || true
+}
+if [ -n "${MEMORY:-}" ]; then
+	d=$W/mem
+	fill() { # PARTITIONS QUEUE
+		"$Q" serve --data "$d" --http 127.0.0.1:16632 --log-level warn 2>>"$W/memory.log" &
+		mpid=$!
+		wait_http $U
+		"$Q" bench --url $U --batch 1 --partitions "$1" --messages "$1" --queue "$2" --json >/dev/null 2>&1
+		kill $mpid
+		wait $mpid 2>/dev/null || true
+	}
+	fill 1000 m1
+	r1=$(rss_after_restart "$d")
+	fill 20000 m2
+	r2=$(rss_after_restart "$d")
+	printf '{"label":"memory","tool":"memory","report":{"rss_1k":%s,"rss_21k":%s}}\n' "$r1" "$r2" >>"$OUT"
+	rm -rf "$d"
+fi
+
+[ "${SPEED:-1}" = 0 ] || ceiling_runs
 
 python3 - "$OUT" <<'EOF'
 import json, sys, statistics
@@ -156,7 +187,8 @@ for r in rows:
         k = (r["label"].split()[1], r["tool"])
         seen.setdefault(k, []).append(rate(r))
         ceil[k] = max(seen[k])
-print("ceiling (this run, first and last reading; ratios use the higher):")
+if seen:
+    print("ceiling (this run, first and last reading; ratios use the higher):")
 for (m, t), v in sorted(seen.items()):
     print(f"  {m:6} by {t:7} " + " / ".join(f"{x:.0f}" for x in v) + " msgs/s")
 if ceil:
@@ -164,6 +196,11 @@ if ceil:
 restarts = {}
 for r in rows:
     if r["label"].startswith(("ceiling", "history")):
+        continue
+    if r["tool"] == "memory":
+        m = r["report"]
+        print(f"memory: RSS {m['rss_1k'] / 2**20:.1f} MiB with 1,000 idle partitions, {m['rss_21k'] / 2**20:.1f} MiB with 21,000: "
+              f"{(m['rss_21k'] - m['rss_1k']) / 20000:.0f} B per idle partition")
         continue
     if r["tool"] == "restart":
         restarts.setdefault(r["label"], []).append(r["report"]["seconds"])
