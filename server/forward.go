@@ -1,7 +1,10 @@
 package server
 
 import (
+	"bufio"
+	"encoding/json"
 	"errors"
+	"net"
 	"strconv"
 	"time"
 
@@ -47,11 +50,21 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx) bool {
 	req.Header.Set(forwardedHeader, st.ID)
 	// A relayed long-poll parks on the leader for up to its own timeout.
 	timeout := forwardTimeout
-	if queryBool(ctx.QueryArgs(), "wait", false) {
+	longPoll := queryBool(ctx.QueryArgs(), "wait", false)
+	if longPoll {
 		timeout += s.popTimeout(ctx.QueryArgs())
 	}
 	req.Header.Set(deadlineHeader, strconv.FormatInt(time.Now().Add(timeout).UnixMicro(), 10))
-	if err := s.client.DoTimeout(req, resp, timeout); err != nil {
+	var err error
+	if longPoll {
+		err = s.relayLongPoll(ctx, req, resp, st.LeaderHTTP, timeout)
+		if errors.Is(err, errClientGone) {
+			return true
+		}
+	} else {
+		err = s.client.DoTimeout(req, resp, timeout)
+	}
+	if err != nil {
 		s.log.Warn("forward to leader", "leader", st.Leader, "addr", st.LeaderHTTP, "err", err)
 		s.writeError(ctx, errors.Join(raft.ErrForward, err))
 		return true
@@ -128,4 +141,116 @@ func expired(ctx *fasthttp.RequestCtx) bool {
 	}
 	deadline, err := strconv.ParseInt(string(v), 10, 64)
 	return err == nil && time.Now().UnixMicro() > deadline
+}
+
+// errClientGone: a relayed long-poll's client left before the answer.
+var errClientGone = errors.New("server: client left during a relayed long-poll")
+
+// relayCheck is how often a relayed long-poll looks at its client.
+const relayCheck = 100 * time.Millisecond
+
+// relayLongPoll relays a long-poll over a connection of its own and watches
+// the client meanwhile. The leader parks the poll and watches its own peer,
+// which here is this relay: when the client leaves, closing the relay's
+// connection is what tells the leader, so the poll ends there without taking
+// a lease. If the leader answered with messages just as the client left, their
+// lease is given back (a relayed "retry" ack) instead of being left to expire.
+func (s *Server) relayLongPoll(ctx *fasthttp.RequestCtx, req *fasthttp.Request, resp *fasthttp.Response, addr string, timeout time.Duration) error {
+	conn, err := net.DialTimeout("tcp", addr, forwardTimeout)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	done := make(chan error, 1)
+	go func() {
+		conn.SetDeadline(time.Now().Add(timeout))
+		bw := bufio.NewWriter(conn)
+		if err := req.Write(bw); err != nil {
+			done <- err
+			return
+		}
+		if err := bw.Flush(); err != nil {
+			done <- err
+			return
+		}
+		done <- resp.Read(bufio.NewReader(conn))
+	}()
+	tick := time.NewTicker(relayCheck)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			if err == nil && peerClosed(ctx.Conn()) {
+				s.releaseRelayed(resp, addr)
+				ctx.SetConnectionClose()
+				return errClientGone
+			}
+			return err
+		case <-tick.C:
+			if peerClosed(ctx.Conn()) {
+				conn.Close()
+				if err := <-done; err == nil {
+					s.releaseRelayed(resp, addr)
+				}
+				s.m.popAbandoned.Inc()
+				ctx.SetConnectionClose()
+				return errClientGone
+			}
+		}
+	}
+}
+
+// releaseRelayed gives back the lease of a relayed pop answer nobody will
+// read: a "retry" ack, relayed to the leader, on the first message of each
+// partition (as release does for a local pop).
+func (s *Server) releaseRelayed(resp *fasthttp.Response, addr string) {
+	if resp.StatusCode() != fasthttp.StatusOK {
+		return
+	}
+	var pop struct {
+		LeaseID  string `json:"leaseId"`
+		Group    string `json:"consumerGroup"`
+		Messages []struct {
+			TransactionID string `json:"transactionId"`
+			PartitionID   string `json:"partitionId"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(resp.Body(), &pop); err != nil || pop.LeaseID == "" {
+		return
+	}
+	type ackItem struct {
+		TransactionID string `json:"transactionId"`
+		PartitionID   string `json:"partitionId"`
+		LeaseID       string `json:"leaseId"`
+		Status        string `json:"status"`
+	}
+	body := struct {
+		Group string    `json:"consumerGroup,omitempty"`
+		Acks  []ackItem `json:"acknowledgments"`
+	}{Group: pop.Group}
+	seen := map[string]bool{}
+	for _, m := range pop.Messages {
+		if !seen[m.PartitionID] {
+			seen[m.PartitionID] = true
+			body.Acks = append(body.Acks, ackItem{m.TransactionID, m.PartitionID, pop.LeaseID, "retry"})
+		}
+	}
+	data, err := json.Marshal(body)
+	if err != nil || len(body.Acks) == 0 {
+		return
+	}
+	req := fasthttp.AcquireRequest()
+	ack := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(ack)
+	req.SetRequestURI("http://" + addr + "/api/v1/ack/batch")
+	req.Header.SetMethod(fasthttp.MethodPost)
+	req.Header.SetContentType("application/json")
+	req.Header.Set(forwardedHeader, s.broker.Status().ID)
+	req.SetBody(data)
+	if err := s.client.DoTimeout(req, ack, forwardTimeout); err != nil || ack.StatusCode() != fasthttp.StatusOK {
+		s.log.Warn("release abandoned relayed pop", "err", err, "status", ack.StatusCode())
+		return
+	}
+	s.m.popReleased.Add(len(body.Acks))
 }
