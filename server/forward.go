@@ -182,6 +182,7 @@ func (s *Server) relayLongPoll(ctx *fasthttp.RequestCtx, req *fasthttp.Request, 
 		case err := <-done:
 			if err == nil && peerClosed(ctx.Conn()) {
 				s.releaseRelayed(resp, addr)
+				s.m.popAbandoned.Inc()
 				ctx.SetConnectionClose()
 				return errClientGone
 			}
