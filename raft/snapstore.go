@@ -86,7 +86,8 @@ func (s *refStore) Open(id string) (*hraft.SnapshotMeta, io.ReadCloser, error) {
 	if applied := s.e.Applied(); applied < index {
 		// Only a disk that lost synced writes gets here; the state the
 		// reference names is gone, and an older one would lose entries.
-		return nil, nil, fmt.Errorf("raft: snapshot %s refers to engine index %d but the engine is at %d", id, index, applied)
+		return nil, nil, fmt.Errorf("raft: snapshot %s refers to engine index %d but the engine is at %d: "+
+			"the engine lost data; wipe this node's data directory and join it to the cluster again", id, index, applied)
 	}
 	snap, err := s.e.Snapshot()
 	if err != nil {
