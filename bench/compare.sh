@@ -141,9 +141,9 @@ if [ -n "${RESTART:-}" ]; then
 fi
 
 # 5. Memory (MEMORY=1): resident size of a restarted, idle node holding
-# 1,000 partitions and then 21,000, one message each (the difference over
-# 20,000 is the cost of an idle partition), then after two consumer groups
-# consumed 20,000 of them (over 40,000: the cost of a cursor).
+# 1,000 partitions and then 101,000, one message each (the difference over
+# 100,000 is the cost of an idle partition), then after two consumer groups
+# acked 40,000 of those messages (about 40,000 cursors).
 rss_after_restart() { # DATA: restart on DATA, wait, print VmRSS in bytes
 	"$Q" serve --data "$1" --http 127.0.0.1:16632 --log-level warn 2>>"$W/memory.log" &
 	mpid=$!
@@ -165,17 +165,17 @@ if [ -n "${MEMORY:-}" ]; then
 	}
 	fill 1000 m1
 	r1=$(rss_after_restart "$d")
-	fill 20000 m2
+	fill 100000 m2
 	r2=$(rss_after_restart "$d")
 	# Two consumer groups drain m2: 40,000 cursor rows.
 	"$Q" serve --data "$d" --http 127.0.0.1:16632 --log-level warn 2>>"$W/memory.log" &
 	mpid=$!
 	wait_http $U
-	"$Q" bench --url $U --workload popack --queue m2 --groups 2 --batch 100 --duration 120s --idle 2s --json >/dev/null 2>&1
+	"$Q" bench --url $U --workload popack --queue m2 --groups 2 --batch 100 --messages 40000 --duration 120s --idle 2s --json >/dev/null 2>&1
 	kill $mpid
 	wait $mpid 2>/dev/null || true
 	r3=$(rss_after_restart "$d")
-	printf '{"label":"memory","tool":"memory","report":{"rss_1k":%s,"rss_21k":%s,"rss_cursors":%s}}\n' "$r1" "$r2" "$r3" >>"$OUT"
+	printf '{"label":"memory","tool":"memory","report":{"rss_1k":%s,"rss_101k":%s,"rss_cursors":%s}}\n' "$r1" "$r2" "$r3" >>"$OUT"
 	rm -rf "$d"
 fi
 
@@ -208,9 +208,9 @@ for r in rows:
         continue
     if r["tool"] == "memory":
         m = r["report"]
-        print(f"memory: RSS {m['rss_1k'] / 2**20:.1f} MiB with 1,000 idle partitions, {m['rss_21k'] / 2**20:.1f} MiB with 21,000: "
-              f"{(m['rss_21k'] - m['rss_1k']) / 20000:.0f} B per idle partition; {m['rss_cursors'] / 2**20:.1f} MiB once two "
-              f"consumer groups have drained 20,000 of them (40,000 cursors)")
+        print(f"memory: RSS {m['rss_1k'] / 2**20:.1f} MiB with 1,000 idle partitions, {m['rss_101k'] / 2**20:.1f} MiB with 101,000: "
+              f"{(m['rss_101k'] - m['rss_1k']) / 100000:.0f} B per idle partition; {m['rss_cursors'] / 2**20:.1f} MiB once two "
+              f"consumer groups have acked 40,000 of their messages (about 40,000 cursors)")
         continue
     if r["tool"] == "restart":
         restarts.setdefault(r["label"], []).append(r["report"]["seconds"])
