@@ -286,6 +286,8 @@ type Batch struct {
 	// lean skips building results nobody will read: pops then leave
 	// PopResult.Messages empty. The state written is the same.
 	lean bool
+	// deferReads leaves pops' messages to FillPop (popread.go).
+	deferReads bool
 }
 
 // SkipResults tells the batch whether the results of the commands that

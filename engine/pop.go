@@ -62,6 +62,8 @@ type PopResult struct {
 	Messages     []Message
 	Claims       []Claim
 	DeadLettered int // messages dead-lettered by maxDeliveries (B5) on the way
+	// reads are the ranges a batch with DeferReads left to FillPop.
+	reads []popRead
 }
 
 const (
@@ -316,7 +318,12 @@ func (b *Batch) claim(now int64, m *minter, cmd *PopCmd, group string, p *partit
 		r.rec.AttemptOffset, r.rec.AttemptCount = int64(from), 1
 	}
 	n := int(to - from + 1) // offsets [Start, Next) are contiguous: every one is stored
-	if !b.lean {
+	switch {
+	case b.lean:
+	case b.deferReads:
+		res.reads = append(res.reads, popRead{part: p.id, from: from, to: to,
+			queue: p.q.name, partition: p.rec.Name, retry: r.rec.RetryCount, attempt: r.rec.AttemptCount})
+	default:
 		err := b.e.readRange(b.pb, p, from, to, func(off Offset, f *segment.Frame, createdAt int64) error {
 			res.Messages = append(res.Messages, Message{
 				ID: f.MessageID, TransactionID: string(f.TransactionID), TraceID: f.TraceID, HasTrace: f.HasTrace,

@@ -164,7 +164,13 @@ func (e *Engine) readRange(r pebble.Reader, p *partition, from, to Offset, fn fu
 		}
 		from = Offset(base)
 	}
-	it, err := e.segments(r, p.id)
+	return e.readRangeIter(r, p.id, from, to, fn)
+}
+
+// readRangeIter is readRange through one iterator, without the partition's
+// in-memory state (so it may run outside a batch, on a snapshot).
+func (e *Engine) readRangeIter(r pebble.Reader, part ID, from, to Offset, fn func(off Offset, f *segment.Frame, createdAt int64) error) error {
+	it, err := e.segments(r, part)
 	if err != nil {
 		return err
 	}

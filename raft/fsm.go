@@ -45,6 +45,9 @@ func (f *fsm) ApplyBatch(logs []*hraft.Log) []any {
 	if err != nil {
 		panic(fmt.Sprintf("raft: fsm: begin engine batch: %v", err))
 	}
+	// Pops leave reading their messages to the proposer (Node.await), out
+	// of this serial loop.
+	b.DeferReads(true)
 
 	var (
 		last    uint64

@@ -278,8 +278,11 @@ func (n *Node) proposeLoop() {
 // await hands an entry's results to its proposers.
 func (n *Node) await(f hraft.ApplyFuture, batch []*proposal) {
 	defer n.wg.Done()
-	defer func() { <-n.inflight }()
-	if err := f.Error(); err != nil {
+	err := f.Error()
+	// The entry is applied (or failed): the next one may be proposed while
+	// this goroutine reads pops' messages and hands out results.
+	<-n.inflight
+	if err != nil {
 		err = n.mapError(err)
 		for _, p := range batch {
 			p.done <- result{err: err}
@@ -287,6 +290,17 @@ func (n *Node) await(f hraft.ApplyFuture, batch []*proposal) {
 		return
 	}
 	results, _ := f.Response().([]result)
+	for i := range results {
+		// Pops were applied with deferred reads: read their messages here,
+		// in parallel with the next entries' apply.
+		if pop, ok := results[i].value.(engine.PopResult); ok && results[i].err == nil {
+			if err := n.engine.FillPop(&pop); err != nil {
+				results[i] = result{err: err}
+			} else {
+				results[i].value = pop
+			}
+		}
+	}
 	for i, p := range batch {
 		if i < len(results) {
 			p.done <- results[i]
