@@ -92,21 +92,9 @@ func apply(b *engine.Batch, c *command.Command, t *touchSet) result {
 		t.add(c.Queue)
 		return result{b.DeleteQueue(c.Queue), nil}
 	case command.TypePush:
-		v := b.Push(st, c.Push)
-		for i := range v {
-			if v[i].Status == engine.Queued {
-				t.add(v[i].Queue)
-			}
-		}
-		return result{v, nil}
+		return result{t.addQueued(b.Push(st, c.Push)), nil}
 	case command.TypePushPrepared:
-		v := b.PushPrepared(st, c.Prepared)
-		for i := range v {
-			if v[i].Status == engine.Queued {
-				t.add(v[i].Queue)
-			}
-		}
-		return result{v, nil}
+		return result{t.addQueued(b.PushPrepared(st, c.Prepared)), nil}
 	case command.TypePop:
 		v, err := b.Pop(st, c.Pop)
 		return result{v, err}

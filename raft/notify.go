@@ -1,11 +1,25 @@
 package raft
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/queenmq/queen/engine"
+)
 
 // touchSet collects the queues an apply batch may have made deliverable.
 type touchSet struct {
 	queues []string
 	all    bool
+}
+
+// addQueued adds the queues of the pushes that were queued, and returns res.
+func (t *touchSet) addQueued(res []engine.PushResult) []engine.PushResult {
+	for i := range res {
+		if res[i].Status == engine.Queued {
+			t.add(res[i].Queue)
+		}
+	}
+	return res
 }
 
 func (t *touchSet) add(q string) {

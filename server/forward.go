@@ -180,25 +180,28 @@ func (s *Server) relayLongPoll(ctx *fasthttp.RequestCtx, req *fasthttp.Request, 
 	for {
 		select {
 		case err := <-done:
-			if err == nil && peerClosed(ctx.Conn()) {
-				s.releaseRelayed(resp, addr)
-				s.m.popAbandoned.Inc()
-				ctx.SetConnectionClose()
-				return errClientGone
+			if err != nil || !peerClosed(ctx.Conn()) {
+				return err
 			}
-			return err
+			return s.clientGone(ctx, resp, addr, nil)
 		case <-tick.C:
 			if peerClosed(ctx.Conn()) {
-				conn.Close()
-				if err := <-done; err == nil {
-					s.releaseRelayed(resp, addr)
-				}
-				s.m.popAbandoned.Inc()
-				ctx.SetConnectionClose()
-				return errClientGone
+				conn.Close() // the leader sees its peer gone and ends the park
+				return s.clientGone(ctx, resp, addr, <-done)
 			}
 		}
 	}
+}
+
+// clientGone ends a relayed long-poll whose client left: an answer that did
+// come back (err nil) has its lease given back.
+func (s *Server) clientGone(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, addr string, err error) error {
+	if err == nil {
+		s.releaseRelayed(resp, addr)
+	}
+	s.m.popAbandoned.Inc()
+	ctx.SetConnectionClose()
+	return errClientGone
 }
 
 // releaseRelayed gives back the lease of a relayed pop answer nobody will
