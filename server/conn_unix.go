@@ -3,6 +3,7 @@
 package server
 
 import (
+	"crypto/tls"
 	"errors"
 	"net"
 	"syscall"
@@ -17,7 +18,16 @@ import (
 // socket itself: a non-blocking MSG_PEEK read returns 0 bytes at EOF, an
 // error such as ECONNRESET on a reset, EAGAIN while the client is still
 // waiting, and data if it pipelined a request (still there: alive).
+//
+// Over TLS the peek looks at the socket under the TLS layer: a client that
+// leaves sends a close_notify alert before its FIN, so a pending record of
+// the alert type counts as closed too (a pipelined request would be
+// application data).
 func peerClosed(c net.Conn) bool {
+	overTLS := false
+	if tc, ok := c.(*tls.Conn); ok {
+		c, overTLS = tc.NetConn(), true
+	}
 	sc, ok := c.(syscall.Conn)
 	if !ok {
 		return false
@@ -32,7 +42,7 @@ func peerClosed(c net.Conn) bool {
 		n, _, rerr := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 		switch {
 		case rerr == nil:
-			closed = n == 0
+			closed = n == 0 || (overTLS && buf[0] == tlsRecordAlert)
 		case errors.Is(rerr, syscall.EAGAIN), errors.Is(rerr, syscall.EWOULDBLOCK), errors.Is(rerr, syscall.EINTR):
 		default:
 			closed = true
@@ -41,3 +51,6 @@ func peerClosed(c net.Conn) bool {
 	})
 	return closed || err != nil
 }
+
+// tlsRecordAlert is the content type of a TLS alert record (RFC 8446 §5.1).
+const tlsRecordAlert = 21

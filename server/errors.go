@@ -39,6 +39,15 @@ var (
 	// errNoSpool is returned for a push during push maintenance on a server
 	// without a spool directory.
 	errNoSpool = errors.New("server: push maintenance is on and this node has no spool")
+	// errOriginNotAllowed is returned for a browser request whose Origin
+	// is not in Options.CORSOrigins.
+	errOriginNotAllowed = errors.New("server: origin not allowed")
+	// errClusterClosed is returned for a node-to-node route when no
+	// cluster secret is configured and the caller holds no admin token.
+	errClusterClosed = errors.New("server: the cluster plane is closed")
+	// errClusterSecret is returned for a node-to-node route whose
+	// X-Queen-Cluster-Secret header is missing or wrong.
+	errClusterSecret = errors.New("server: missing or wrong cluster secret")
 	// errNotImplemented is returned by routes whose feature does not exist
 	// yet (maintenance mode, message listing).
 	errNotImplemented = errors.New("server: not implemented")
@@ -74,6 +83,9 @@ var errorTable = [...]errorCode{
 	{engine.ErrNoDeadLetter, fasthttp.StatusNotFound, "no_dead_letter", "No dead-letter row for this address"},
 	{engine.ErrMessageNotFound, fasthttp.StatusNotFound, "message_not_found", "Message not found"},
 	{engine.ErrAlreadyConsumed, fasthttp.StatusConflict, "already_consumed", "Message already consumed by this consumer group"},
+	{errOriginNotAllowed, fasthttp.StatusForbidden, "origin_not_allowed", "Origin not allowed"},
+	{errClusterClosed, fasthttp.StatusForbidden, "cluster_closed", "Cluster membership is closed: start every node with --cluster-secret (QUEEN_CLUSTER_SECRET) and send it in X-Queen-Cluster-Secret"},
+	{errClusterSecret, fasthttp.StatusForbidden, "cluster_secret_invalid", "Missing or wrong cluster secret (X-Queen-Cluster-Secret)"},
 	{errNotImplemented, fasthttp.StatusNotImplemented, "not_implemented", ""},
 	{errNoSpool, fasthttp.StatusInternalServerError, "spool_unavailable", "Push maintenance is on and this node cannot buffer pushes"},
 	{raft.ErrNoLeader, fasthttp.StatusServiceUnavailable, "no_leader", "No leader: the cluster cannot accept commands right now"},

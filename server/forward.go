@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"net"
@@ -45,7 +46,7 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx) bool {
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
 	ctx.Request.CopyTo(req)
-	req.URI().SetScheme("http")
+	req.URI().SetScheme(s.relayScheme())
 	req.SetHost(st.LeaderHTTP)
 	req.Header.Set(forwardedHeader, st.ID)
 	// A relayed long-poll parks on the leader for up to its own timeout.
@@ -132,6 +133,28 @@ func (s *Server) membership(ctx *fasthttp.RequestCtx, join bool) {
 	send(ctx, fasthttp.StatusOK, w)
 }
 
+// relayScheme is the scheme relays reach the leader with.
+func (s *Server) relayScheme() string {
+	if s.opts.RelayTLS != nil {
+		return "https"
+	}
+	return "http"
+}
+
+// dialLeader opens a connection of its own to the leader's HTTP API, over
+// TLS when the cluster uses it.
+func (s *Server) dialLeader(addr string) (net.Conn, error) {
+	d := &net.Dialer{Timeout: forwardTimeout}
+	if s.opts.RelayTLS == nil {
+		return d.Dial("tcp", addr)
+	}
+	cfg := s.opts.RelayTLS.Clone()
+	if cfg.ServerName == "" {
+		cfg.ServerName, _, _ = net.SplitHostPort(addr)
+	}
+	return tls.DialWithDialer(d, "tcp", addr, cfg)
+}
+
 // expired reports whether a relayed request arrived after the follower
 // that relayed it gave up.
 func expired(ctx *fasthttp.RequestCtx) bool {
@@ -156,7 +179,7 @@ const relayCheck = 100 * time.Millisecond
 // a lease. If the leader answered with messages just as the client left, their
 // lease is given back (a relayed "retry" ack) instead of being left to expire.
 func (s *Server) relayLongPoll(ctx *fasthttp.RequestCtx, req *fasthttp.Request, resp *fasthttp.Response, addr string, timeout time.Duration) error {
-	conn, err := net.DialTimeout("tcp", addr, forwardTimeout)
+	conn, err := s.dialLeader(addr)
 	if err != nil {
 		return err
 	}
@@ -247,7 +270,7 @@ func (s *Server) releaseRelayed(resp *fasthttp.Response, addr string) {
 	ack := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(ack)
-	req.SetRequestURI("http://" + addr + "/api/v1/ack/batch")
+	req.SetRequestURI(s.relayScheme() + "://" + addr + "/api/v1/ack/batch")
 	req.Header.SetMethod(fasthttp.MethodPost)
 	req.Header.SetContentType("application/json")
 	req.Header.Set(forwardedHeader, s.broker.Status().ID)

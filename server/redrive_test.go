@@ -1,6 +1,9 @@
 package server_test
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -52,5 +55,32 @@ func TestDLQ_Page(t *testing.T) {
 		if !strings.Contains(string(r.body), want) {
 			t.Fatalf("page lacks %q", want)
 		}
+	}
+	if got := r.header.Get("X-Frame-Options"); got != "DENY" {
+		t.Fatalf("X-Frame-Options %q, want DENY", got)
+	}
+	csp := r.header.Get("Content-Security-Policy")
+	for _, want := range []string{"default-src 'none'", "frame-ancestors 'none'", "connect-src 'self'"} {
+		if !strings.Contains(csp, want) {
+			t.Fatalf("Content-Security-Policy %q lacks %q", csp, want)
+		}
+	}
+	// Under that policy only inline blocks whose hash it lists run: the page
+	// must have exactly one script and one style, both listed, and no inline
+	// event attributes or outside sources (they would be blocked).
+	page := string(r.body)
+	for _, tag := range []string{"script", "style"} {
+		if n := strings.Count(page, "<"+tag); n != 1 {
+			t.Fatalf("%d <%s> elements, want 1", n, tag)
+		}
+		_, rest, _ := strings.Cut(page, "<"+tag+">")
+		body, _, _ := strings.Cut(rest, "</"+tag+">")
+		sum := sha256.Sum256([]byte(body))
+		if h := "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"; !strings.Contains(csp, tag+"-src "+h) {
+			t.Fatalf("policy %q does not allow the page's <%s> (%s)", csp, tag, h)
+		}
+	}
+	if regexp.MustCompile(`(?i)\son[a-z]+\s*=\s*["']|\ssrc\s*=|<link`).MatchString(page) {
+		t.Fatal("the page has an inline event attribute or an outside source, which the policy blocks")
 	}
 }

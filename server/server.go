@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -57,6 +58,27 @@ type Options struct {
 	// that are envelopes are decrypted on every read whatever the queue's
 	// flag; under another key (or none) they are returned as stored.
 	EncryptionKey string
+	// CORSOrigins lists the browser origins allowed to call the API
+	// (--cors-origins). Empty or ["*"] allows any origin, as Queen does.
+	// With a list, a request whose Origin is neither listed nor this
+	// server's own host is refused with 403 origin_not_allowed, preflights
+	// included, so a page elsewhere cannot drive the broker with a
+	// browser's "simple" requests either.
+	CORSOrigins []string
+	// ClusterSecret guards the node-to-node routes (/internal/v1/...:
+	// cluster join and leave). A request must carry it in the
+	// X-Queen-Cluster-Secret header (compared in constant time), or an
+	// admin token when JWT is on. EMPTY CLOSES THE CLUSTER PLANE: those
+	// routes then answer 403 unless the caller holds an admin token.
+	ClusterSecret string
+	// TLS, when set, makes Serve and ListenAndServe speak HTTPS with it
+	// (--tls-cert, --tls-key).
+	TLS *tls.Config
+	// RelayTLS, when set, is the client configuration for relays to the
+	// leader: followers then reach the leader's HTTP API over HTTPS,
+	// verifying its certificate with RelayTLS.RootCAs. Set it whenever the
+	// nodes serve TLS.
+	RelayTLS *tls.Config
 }
 
 // DefaultOptions returns the options a zero Options is completed with.
@@ -137,6 +159,8 @@ type Server struct {
 	ctx context.Context
 	// crypt seals and opens payloads; nil when no usable key is configured.
 	crypt *payloadCipher
+	// cors is Options.CORSOrigins, compiled.
+	cors corsPolicy
 }
 
 // New builds a server over b. It does not listen yet: see Serve and
@@ -159,6 +183,10 @@ func New(b Broker, opts Options) (*Server, error) {
 		started: time.Now(),
 		ctx:     context.Background(),
 	}
+	var err error
+	if s.cors, err = newCORSPolicy(opts.CORSOrigins); err != nil {
+		return nil, err
+	}
 	s.crypt = newCipherFromOptions(opts)
 	s.client = &fasthttp.Client{
 		Name:                          "queen-forward",
@@ -168,6 +196,7 @@ func New(b Broker, opts Options) (*Server, error) {
 		DisableHeaderNamesNormalizing: true,
 		DisablePathNormalizing:        true,
 		MaxResponseBodySize:           opts.MaxBodyBytes * 4,
+		TLSConfig:                     opts.RelayTLS,
 	}
 	s.stop, s.drained = make(chan struct{}), make(chan struct{})
 	if opts.SpoolDir != "" {
@@ -224,9 +253,14 @@ func newCipherFromOptions(opts Options) *payloadCipher {
 	return c
 }
 
-// Serve answers requests on ln until Shutdown. It returns nil after a
-// Shutdown.
-func (s *Server) Serve(ln net.Listener) error { return s.http.Serve(ln) }
+// Serve answers requests on ln until Shutdown, over TLS when Options.TLS
+// is set. It returns nil after a Shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	if s.opts.TLS != nil {
+		ln = tls.NewListener(ln, s.opts.TLS)
+	}
+	return s.http.Serve(ln)
+}
 
 // ListenAndServe listens on Options.Addr and serves.
 func (s *Server) ListenAndServe() error {
@@ -250,7 +284,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	start := time.Now()
 	s.m.requests.Add(1)
-	setCORS(ctx)
+	allowed := s.setCORS(ctx)
 	stats := s.misses
 	defer func() {
 		if v := recover(); v != nil {
@@ -258,6 +292,10 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		}
 		stats.observe(ctx.Response.StatusCode(), start)
 	}()
+	if !allowed {
+		s.writeError(ctx, errOriginNotAllowed)
+		return
+	}
 	if ctx.IsOptions() {
 		stats = s.options
 		ctx.SetStatusCode(fasthttp.StatusNoContent)
@@ -283,18 +321,9 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 // readError answers a request fasthttp could not read (oversize body,
 // malformed request, read timeout) with the C2 body.
 func (s *Server) readError(ctx *fasthttp.RequestCtx, err error) {
-	setCORS(ctx)
+	s.setCORS(ctx)
 	s.writeError(ctx, fasthttpError(err))
 	s.misses.observe(ctx.Response.StatusCode(), time.Now())
-}
-
-// setCORS adds the CORS headers of API.md §1.3 to every reply.
-func setCORS(ctx *fasthttp.RequestCtx) {
-	h := &ctx.Response.Header
-	h.Set("Access-Control-Allow-Origin", "*")
-	h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE, OPTIONS")
-	h.Set("Access-Control-Allow-Headers", "Content-Type, Authorization")
-	h.Set("Access-Control-Max-Age", "86400")
 }
 
 // startBody returns a writer over the response's own pooled buffer.
