@@ -19,10 +19,11 @@ import (
 // error such as ECONNRESET on a reset, EAGAIN while the client is still
 // waiting, and data if it pipelined a request (still there: alive).
 //
-// Over TLS the peek looks at the socket under the TLS layer: a client that
-// leaves sends a close_notify alert before its FIN, so a pending record of
-// the alert type counts as closed too (a pipelined request would be
-// application data).
+// Over TLS the peek looks at the socket under the TLS layer. A client that
+// leaves sends a close_notify alert before its FIN, and under TLS 1.3 that
+// alert is an opaque record like any request, so pending bytes do not prove
+// the client is there: the socket is then asked whether the peer hung up
+// (POLLRDHUP, where the platform has it).
 func peerClosed(c net.Conn) bool {
 	overTLS := false
 	if tc, ok := c.(*tls.Conn); ok {
@@ -42,7 +43,7 @@ func peerClosed(c net.Conn) bool {
 		n, _, rerr := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 		switch {
 		case rerr == nil:
-			closed = n == 0 || (overTLS && buf[0] == tlsRecordAlert)
+			closed = n == 0 || (overTLS && hungUp(fd))
 		case errors.Is(rerr, syscall.EAGAIN), errors.Is(rerr, syscall.EWOULDBLOCK), errors.Is(rerr, syscall.EINTR):
 		default:
 			closed = true
@@ -51,6 +52,3 @@ func peerClosed(c net.Conn) bool {
 	})
 	return closed || err != nil
 }
-
-// tlsRecordAlert is the content type of a TLS alert record (RFC 8446 §5.1).
-const tlsRecordAlert = 21

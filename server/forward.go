@@ -206,11 +206,11 @@ func (s *Server) relayLongPoll(ctx *fasthttp.RequestCtx, req *fasthttp.Request, 
 			if err != nil || !peerClosed(ctx.Conn()) {
 				return err
 			}
-			return s.clientGone(ctx, resp, addr, nil)
+			return s.clientGone(ctx, req, resp, addr, nil)
 		case <-tick.C:
 			if peerClosed(ctx.Conn()) {
 				conn.Close() // the leader sees its peer gone and ends the park
-				return s.clientGone(ctx, resp, addr, <-done)
+				return s.clientGone(ctx, req, resp, addr, <-done)
 			}
 		}
 	}
@@ -218,9 +218,9 @@ func (s *Server) relayLongPoll(ctx *fasthttp.RequestCtx, req *fasthttp.Request, 
 
 // clientGone ends a relayed long-poll whose client left: an answer that did
 // come back (err nil) has its lease given back.
-func (s *Server) clientGone(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, addr string, err error) error {
+func (s *Server) clientGone(ctx *fasthttp.RequestCtx, req *fasthttp.Request, resp *fasthttp.Response, addr string, err error) error {
 	if err == nil {
-		s.releaseRelayed(resp, addr)
+		s.releaseRelayed(req, resp, addr)
 	}
 	s.m.popAbandoned.Inc()
 	ctx.SetConnectionClose()
@@ -229,12 +229,14 @@ func (s *Server) clientGone(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, a
 
 // releaseRelayed gives back the lease of a relayed pop answer nobody will
 // read: a "retry" ack, relayed to the leader, on the first message of each
-// partition (as release does for a local pop).
-func (s *Server) releaseRelayed(resp *fasthttp.Response, addr string) {
+// partition (as release does for a local pop). It carries the pop's own
+// Authorization header: the follower never acts on the leader under an
+// identity of its own.
+func (s *Server) releaseRelayed(pop *fasthttp.Request, resp *fasthttp.Response, addr string) {
 	if resp.StatusCode() != fasthttp.StatusOK {
 		return
 	}
-	var pop struct {
+	var popped struct {
 		LeaseID  string `json:"leaseId"`
 		Group    string `json:"consumerGroup"`
 		Messages []struct {
@@ -242,7 +244,7 @@ func (s *Server) releaseRelayed(resp *fasthttp.Response, addr string) {
 			PartitionID   string `json:"partitionId"`
 		} `json:"messages"`
 	}
-	if err := json.Unmarshal(resp.Body(), &pop); err != nil || pop.LeaseID == "" {
+	if err := json.Unmarshal(resp.Body(), &popped); err != nil || popped.LeaseID == "" {
 		return
 	}
 	type ackItem struct {
@@ -254,12 +256,12 @@ func (s *Server) releaseRelayed(resp *fasthttp.Response, addr string) {
 	body := struct {
 		Group string    `json:"consumerGroup,omitempty"`
 		Acks  []ackItem `json:"acknowledgments"`
-	}{Group: pop.Group}
+	}{Group: popped.Group}
 	seen := map[string]bool{}
-	for _, m := range pop.Messages {
+	for _, m := range popped.Messages {
 		if !seen[m.PartitionID] {
 			seen[m.PartitionID] = true
-			body.Acks = append(body.Acks, ackItem{m.TransactionID, m.PartitionID, pop.LeaseID, "retry"})
+			body.Acks = append(body.Acks, ackItem{m.TransactionID, m.PartitionID, popped.LeaseID, "retry"})
 		}
 	}
 	data, err := json.Marshal(body)
@@ -274,6 +276,9 @@ func (s *Server) releaseRelayed(resp *fasthttp.Response, addr string) {
 	req.Header.SetMethod(fasthttp.MethodPost)
 	req.Header.SetContentType("application/json")
 	req.Header.Set(forwardedHeader, s.broker.Status().ID)
+	if a := pop.Header.Peek(fasthttp.HeaderAuthorization); len(a) > 0 {
+		req.Header.SetBytesV(fasthttp.HeaderAuthorization, a)
+	}
 	req.SetBody(data)
 	if err := s.client.DoTimeout(req, ack, forwardTimeout); err != nil || ack.StatusCode() != fasthttp.StatusOK {
 		s.log.Warn("release abandoned relayed pop", "err", err, "status", ack.StatusCode())

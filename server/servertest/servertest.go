@@ -30,7 +30,8 @@ func Start(t testing.TB, b server.Broker) string {
 	return StartOptions(t, b, server.Options{})
 }
 
-// StartOptions is Start with options (Addr is ignored).
+// StartOptions is Start with options (Addr is ignored). With opts.TLS the
+// URL is https.
 func StartOptions(t testing.TB, b server.Broker, opts server.Options) string {
 	t.Helper()
 	if opts.Logger == nil {
@@ -59,6 +60,9 @@ func StartOptions(t testing.TB, b server.Broker, opts server.Options) string {
 			t.Errorf("server serve: %v", err)
 		}
 	})
+	if opts.TLS != nil {
+		return "https://" + ln.Addr().String()
+	}
 	return "http://" + ln.Addr().String()
 }
 
