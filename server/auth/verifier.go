@@ -3,6 +3,7 @@ package auth
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -32,6 +33,8 @@ type Verifier struct {
 	keys keyConfig
 	// expected names the accepted algorithms for "Token uses X, expected Y".
 	expected string
+	// jwks serves the algorithms with no static key; nil when none.
+	jwks *jwks
 	// issuer and audience are Options.Issuer and Options.Audience.
 	issuer, audience string
 	// names are the role claim names when not the defaults; nil otherwise.
@@ -44,6 +47,13 @@ type Verifier struct {
 
 // New validates opts, completes them with defaults and builds a Verifier.
 // With Enabled false it returns a Verifier that lets every request through.
+//
+// With a JWKS URL, New fetches the key set once, waiting at most
+// Options.JWKSTimeout, and starts a goroutine that refreshes it until Close.
+// A failed first fetch does not fail New: the node starts, logs the
+// failure, and answers requests that need the set with ErrJWKS (500 "Failed
+// to fetch JWKS") until a refresh succeeds, so that a node can come up while
+// the identity provider is down.
 func New(opts Options) (*Verifier, error) {
 	opts.EnsureDefaults()
 	k, err := opts.keys()
@@ -86,8 +96,16 @@ func New(opts Options) (*Verifier, error) {
 	if k.hmac != nil && len(opts.Secret) < 32 {
 		log.Warn("auth: JWT_SECRET is shorter than 32 bytes; HS256 wants a key of at least 256 bits (RFC 7518 §3.2)")
 	}
-	if k.jwks {
-		return nil, configError("JWT_JWKS_URL is not supported yet")
+	switch {
+	case k.jwks:
+		if u, _ := url.Parse(opts.JWKSURL); u != nil && u.Scheme == "http" {
+			log.Warn("auth: JWT_JWKS_URL is plain http: whoever can alter the fetch can mint tokens", "url", opts.JWKSURL)
+		}
+		if v.jwks, err = newJWKS(opts); err != nil {
+			return nil, err
+		}
+	case opts.JWKSURL != "":
+		log.Warn("auth: JWT_JWKS_URL is not used: JWT_PUBLIC_KEY serves every accepted algorithm", "url", opts.JWKSURL)
 	}
 	return v, nil
 }
@@ -181,13 +199,18 @@ func (v *Verifier) Authorize(authorization string, need Level) (Identity, error)
 	return id, nil
 }
 
-// Close releases what the Verifier holds. Tokens are still checked
-// afterwards, against the keys in hand. Close is idempotent.
+// Close stops the key set refresh and closes the Verifier's idle
+// connections to the identity provider. Tokens are still checked afterwards,
+// against the keys in hand. Close is idempotent.
 func (v *Verifier) Close() {
 	if v == nil {
 		return
 	}
-	v.closeOnce.Do(func() {})
+	v.closeOnce.Do(func() {
+		if v.jwks != nil {
+			v.jwks.close()
+		}
+	})
 }
 
 // bearer extracts the token from an Authorization header value.
@@ -222,8 +245,11 @@ func (v *Verifier) key(t *jwt.Token) (any, error) {
 	case EdDSA:
 		static = v.keys.ed
 	}
-	if static != nil {
+	switch {
+	case static != nil:
 		return static, nil
+	case alg != HS256 && v.jwks != nil:
+		return v.jwks.key(t, alg)
 	}
 	return nil, invalid("Token uses "+alg+", expected "+v.expected, nil)
 }
