@@ -3,6 +3,7 @@ package auth
 import (
 	"bytes"
 	"encoding/json"
+	"unicode/utf8"
 
 	"github.com/golang-jwt/jwt/v5"
 )
@@ -73,8 +74,8 @@ type text string
 func (t *text) UnmarshalJSON(b []byte) error {
 	switch {
 	case len(b) > 0 && b[0] == '"':
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
+		s, err := unquote(b)
+		if err != nil {
 			return err
 		}
 		*t = text(s)
@@ -94,8 +95,8 @@ func (r *roles) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
 	switch {
 	case len(b) > 0 && b[0] == '"':
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
+		s, err := unquote(b)
+		if err != nil {
 			return err
 		}
 		*r = roles{s}
@@ -120,4 +121,18 @@ func (r *roles) UnmarshalJSON(b []byte) error {
 		*r = out
 	}
 	return nil
+}
+
+// unquote decodes a JSON string literal exactly as encoding/json does. One
+// without escapes and in valid UTF-8, the usual case, is copied out directly
+// instead of going through a second decoder.
+func unquote(b []byte) (string, error) {
+	if n := len(b); n >= 2 && b[0] == '"' && b[n-1] == '"' {
+		if inner := b[1 : n-1]; bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+			return string(inner), nil
+		}
+	}
+	var s string
+	err := json.Unmarshal(b, &s)
+	return s, err
 }
