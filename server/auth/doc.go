@@ -41,5 +41,6 @@
 // ever gets a key of its own kind (the HMAC secret for HS256, an RSA key for
 // RS256, an Ed25519 key for EdDSA), so a token MACed with the RSA public key
 // is refused whatever the mode. A static PEM key (JWT_PUBLIC_KEY) serves its
-// algorithm; the key set at JWT_JWKS_URL serves the others.
+// algorithm; the key set at JWT_JWKS_URL serves the others. DESIGN.md tells
+// the choices made where Queen's spec is silent.
 package auth
