@@ -105,7 +105,7 @@ func New(opts Options) (*Verifier, error) {
 			return nil, err
 		}
 	case opts.JWKSURL != "":
-		log.Warn("auth: JWT_JWKS_URL is not used: JWT_PUBLIC_KEY serves every accepted algorithm", "url", opts.JWKSURL)
+		log.Warn("auth: JWT_JWKS_URL is not used: every accepted algorithm has a static key", "url", opts.JWKSURL)
 	}
 	return v, nil
 }
