@@ -241,3 +241,25 @@ func TestVerifier_Close_JWKS(t *testing.T) {
 		t.Fatalf("Close logged its own cancellation:\n%s", logs)
 	}
 }
+
+// TestVerifier_Authenticate_JWKSKeyHeader covers kid headers the set cannot
+// answer: not a string, and absent with no key of the token's algorithm.
+func TestVerifier_Authenticate_JWKSKeyHeader(t *testing.T) {
+	k := keys()
+	idp := newJWKSServer(t, jwk{"r", &k.rsaA.PublicKey})
+	o, _ := jwksOptions(auth.EdDSA, idp.URL, 0)
+	v := mustNew(t, o)
+	tok := jwt.NewWithClaims(jwt.SigningMethodEdDSA, claims(nil))
+	tok.Header["kid"] = 7
+	numeric, err := tok.SignedString(k.edA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = v.Authenticate(numeric)
+	check(t, err, auth.ErrInvalidToken, "Token decode error: kid header is not a string")
+	_, err = v.Authenticate(sign(t, jwt.SigningMethodEdDSA, k.edA, "", claims(nil)))
+	check(t, err, auth.ErrInvalidToken, "Token verification failed: no key in the key set is for EdDSA")
+	if got := idp.hits.Load(); got != 1 {
+		t.Fatalf("fetches: got %d, want 1", got)
+	}
+}
