@@ -241,7 +241,7 @@ type txOp struct {
 
 // transaction answers POST /api/v1/transaction (SEMANTICS §13): always 200
 // with success true or false once the bundle reached the broker.
-func (s *Server) transaction(ctx *fasthttp.RequestCtx, _ *params) {
+func (s *Server) transaction(ctx *fasthttp.RequestCtx, p *params) {
 	var (
 		ops      []engine.TxOp
 		order    []txOp
@@ -285,6 +285,7 @@ func (s *Server) transaction(ctx *fasthttp.RequestCtx, _ *params) {
 	z := sealer{s: s}
 	for i := 0; err == nil && i < len(ops); i++ {
 		if ops[i].Push != nil {
+			ops[i].Push.ProducerSub = p.subject // never the body's
 			err = z.item(ops[i].Push)
 		}
 	}

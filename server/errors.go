@@ -10,6 +10,7 @@ import (
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/server/auth"
 )
 
 // Sentinel errors the edge detects itself. Validation failures are not
@@ -69,6 +70,14 @@ type errorCode struct {
 // the error matches (errors.Is) wins. Anything else is a 500 "internal"
 // whose details are logged, not returned.
 var errorTable = [...]errorCode{
+	// Authentication first: an auth error may wrap a library cause (a
+	// JWKS fetch timeout) that a later row would otherwise claim. Their
+	// text is Queen's, from auth.PublicMessage.
+	{auth.ErrAuthRequired, fasthttp.StatusUnauthorized, "unauthorized", ""},
+	{auth.ErrInvalidToken, fasthttp.StatusUnauthorized, "invalid_token", ""},
+	{auth.ErrForbidden, fasthttp.StatusForbidden, "forbidden", ""},
+	{auth.ErrJWKS, fasthttp.StatusInternalServerError, "jwks_unavailable", ""},
+	{auth.ErrConfig, fasthttp.StatusInternalServerError, "auth_misconfigured", ""},
 	{engine.ErrInvalid, fasthttp.StatusBadRequest, "invalid_argument", ""},
 	{errInvalidJSON, fasthttp.StatusBadRequest, "invalid_json", ""},
 	{errEmptyBody, fasthttp.StatusBadRequest, "empty_body", "Empty request body"},
@@ -132,6 +141,8 @@ func classify(err error) (row errorCode, msg string, ok bool) {
 		switch {
 		case errors.As(err, &ae):
 			msg = ae.msg
+		case auth.PublicMessage(err) != "":
+			msg = auth.PublicMessage(err)
 		case r.message != "":
 			msg = r.message
 		default:
@@ -160,8 +171,15 @@ func (s *Server) writeError(ctx *fasthttp.RequestCtx, err error) {
 	} else if row.status == fasthttp.StatusServiceUnavailable {
 		s.log.Warn("request failed", "method", string(ctx.Method()), "path", string(ctx.Path()), "code", row.code, "err", err)
 	}
-	if row.status == fasthttp.StatusServiceUnavailable {
+	switch row.status {
+	case fasthttp.StatusServiceUnavailable:
 		ctx.Response.Header.Set("Retry-After", "1")
+	case fasthttp.StatusUnauthorized:
+		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="queen"`)
+	case fasthttp.StatusInternalServerError:
+		if ok {
+			s.log.Error("request failed", "method", string(ctx.Method()), "path", string(ctx.Path()), "code", row.code, "err", err)
+		}
 	}
 	w := startBody(ctx)
 	w.object("")

@@ -8,7 +8,7 @@ import (
 
 // push answers POST /api/v1/push (API.md §5): 201 with one result per item,
 // in input order.
-func (s *Server) push(ctx *fasthttp.RequestCtx, _ *params) {
+func (s *Server) push(ctx *fasthttp.RequestCtx, p *params) {
 	body := bodyCopy(ctx)
 	var (
 		items []engine.PushItem
@@ -31,8 +31,12 @@ func (s *Server) push(ctx *fasthttp.RequestCtx, _ *params) {
 	if err == nil && !found {
 		err = badRequest("items array is required")
 	}
-	// A relayed spool replay is already sealed by the node that spooled it.
-	replay := len(ctx.Request.Header.Peek(sealedHeader)) > 0 && len(ctx.Request.Header.Peek(forwardedHeader)) > 0
+	// A spool replay relayed by another node (it proved the cluster
+	// secret) is already sealed and stamped by the node that spooled it.
+	replay := p.node && len(ctx.Request.Header.Peek(sealedHeader)) > 0
+	if !replay {
+		stamp(items, p.subject)
+	}
 	if !replay {
 		z := sealer{s: s}
 		for i := 0; err == nil && i < len(items); i++ {
@@ -100,6 +104,14 @@ func writePushResult(w *jsonWriter, k string, index int, it *engine.PushItem, r 
 	w.endObject()
 }
 
+// stamp sets every item's producerSub to the caller's verified token
+// subject ("" with auth off): a producerSub in the body is never trusted.
+func stamp(items []engine.PushItem, subject string) {
+	for i := range items {
+		items[i].ProducerSub = subject
+	}
+}
+
 // skipThen skips the current value and returns err (a type error found
 // by peeking).
 func skipThen(sc *scanner, err error) error {
@@ -120,6 +132,7 @@ type pushFields struct {
 	trace                    engine.ID
 	hasTrace                 bool
 	payload, data            []byte
+	producerSub              string
 }
 
 // member decodes key if it is a push field.
@@ -135,6 +148,10 @@ func (f *pushFields) member(sc *scanner, key []byte) (handled bool, err error) {
 		f.data, err = sc.raw()
 	case "transactionId":
 		f.txn, _, err = sc.optString("TransactionId")
+	case "producerSub":
+		// Read for spool replays between nodes only; the push handler
+		// overwrites it for everyone else.
+		f.producerSub, _, err = sc.optString("producerSub")
 	case "traceId":
 		var v string
 		var ok bool
@@ -175,7 +192,7 @@ func (f *pushFields) item() (engine.PushItem, error) {
 		payload = []byte("{}")
 	}
 	return engine.PushItem{Queue: f.queue, Partition: f.partition, TransactionID: f.txn,
-		TraceID: f.trace, HasTrace: f.hasTrace, Payload: payload}, nil
+		TraceID: f.trace, HasTrace: f.hasTrace, ProducerSub: f.producerSub, Payload: payload}, nil
 }
 
 // decodePushItem reads one push item object; before are the items already

@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/queenmq/queen/server/auth"
 )
 
 // routeTable is the one route table. Patterns are matched segment by
@@ -11,62 +13,65 @@ import (
 // (C9: "q%2Fx" is the queue "q/x", "ord:42" stays "ord:42"). A literal
 // segment wins over a parameter ("/consumer-groups/lagging" over
 // "/consumer-groups/{group}"), with backtracking when the literal branch
-// leads nowhere. name labels the route's metrics.
+// leads nowhere. name labels the route's metrics. level is the access a
+// caller needs (API.md §2, each route's **Auth:**; cluster routes take the
+// cluster secret or an admin token): every route declares one, and New
+// refuses a table with a route that does not.
 func (s *Server) routeTable() []route {
 	return []route{
-		{"GET", "/health", "health", (*Server).health},
-		{"GET", "/dlq", "dlq_page", (*Server).dlqUI},
-		{"GET", "/metrics", "metrics", (*Server).metricsJSON},
-		{"GET", "/metrics/prometheus", "metrics_prometheus", (*Server).metricsPrometheus},
+		{"GET", "/health", "health", auth.Public, (*Server).health},
+		{"GET", "/dlq", "dlq_page", auth.Public, (*Server).dlqUI},
+		{"GET", "/metrics", "metrics", auth.Public, (*Server).metricsJSON},
+		{"GET", "/metrics/prometheus", "metrics_prometheus", auth.Public, (*Server).metricsPrometheus},
 
-		{"POST", "/api/v1/configure", "configure", (*Server).configure},
-		{"POST", "/api/v1/push", "push", (*Server).push},
-		{"GET", "/api/v1/pop", "pop_discovery", (*Server).popDiscovery},
-		{"GET", "/api/v1/pop/queue/{queue}", "pop", (*Server).popQueue},
-		{"GET", "/api/v1/pop/queue/{queue}/partition/{partition}", "pop_partition", (*Server).popPartition},
-		{"POST", "/api/v1/ack", "ack", (*Server).ack},
-		{"POST", "/api/v1/ack/batch", "ack_batch", (*Server).ackBatch},
-		{"POST", "/api/v1/transaction", "transaction", (*Server).transaction},
-		{"POST", "/api/v1/lease/{leaseId}/extend", "lease_extend", (*Server).extendLease},
+		{"POST", "/api/v1/configure", "configure", auth.ReadWrite, (*Server).configure},
+		{"POST", "/api/v1/push", "push", auth.ReadWrite, (*Server).push},
+		{"GET", "/api/v1/pop", "pop_discovery", auth.ReadWrite, (*Server).popDiscovery},
+		{"GET", "/api/v1/pop/queue/{queue}", "pop", auth.ReadWrite, (*Server).popQueue},
+		{"GET", "/api/v1/pop/queue/{queue}/partition/{partition}", "pop_partition", auth.ReadWrite, (*Server).popPartition},
+		{"POST", "/api/v1/ack", "ack", auth.ReadWrite, (*Server).ack},
+		{"POST", "/api/v1/ack/batch", "ack_batch", auth.ReadWrite, (*Server).ackBatch},
+		{"POST", "/api/v1/transaction", "transaction", auth.ReadWrite, (*Server).transaction},
+		{"POST", "/api/v1/lease/{leaseId}/extend", "lease_extend", auth.ReadWrite, (*Server).extendLease},
 
-		{"GET", "/api/v1/dlq", "dlq", (*Server).listDLQ},
-		{"POST", "/api/v1/dlq/replay", "dlq_replay", (*Server).replayDLQ},
-		{"GET", "/api/v1/messages", "messages", (*Server).listMessages},
-		{"GET", "/api/v1/messages/{partitionId}/{transactionId}", "message", (*Server).getMessage},
-		{"DELETE", "/api/v1/messages/{partitionId}/{transactionId}", "message_delete", (*Server).deleteMessage},
-		{"POST", "/api/v1/messages/{partitionId}/{transactionId}/retry", "message_replay", (*Server).replayMessage},
-		{"POST", "/api/v1/messages/{partitionId}/{transactionId}/dlq", "message_dlq", (*Server).moveToDLQ},
+		{"GET", "/api/v1/dlq", "dlq", auth.ReadOnly, (*Server).listDLQ},
+		{"POST", "/api/v1/dlq/replay", "dlq_replay", auth.Admin, (*Server).replayDLQ},
+		{"GET", "/api/v1/messages", "messages", auth.ReadOnly, (*Server).listMessages},
+		{"GET", "/api/v1/messages/{partitionId}/{transactionId}", "message", auth.ReadOnly, (*Server).getMessage},
+		{"DELETE", "/api/v1/messages/{partitionId}/{transactionId}", "message_delete", auth.ReadWrite, (*Server).deleteMessage},
+		{"POST", "/api/v1/messages/{partitionId}/{transactionId}/retry", "message_replay", auth.ReadWrite, (*Server).replayMessage},
+		{"POST", "/api/v1/messages/{partitionId}/{transactionId}/dlq", "message_dlq", auth.ReadWrite, (*Server).moveToDLQ},
 
-		{"GET", "/api/v1/resources/overview", "resources_overview", (*Server).overview},
-		{"GET", "/api/v1/resources/queues", "resources_queues", (*Server).listQueues},
-		{"GET", "/api/v1/resources/queues/{queue}", "resources_queue", (*Server).getQueue},
-		{"DELETE", "/api/v1/resources/queues/{queue}", "resources_queue_delete", (*Server).deleteQueue},
-		{"GET", "/api/v1/resources/namespaces", "resources_namespaces", (*Server).listNamespaces},
-		{"GET", "/api/v1/resources/tasks", "resources_tasks", (*Server).listTasks},
+		{"GET", "/api/v1/resources/overview", "resources_overview", auth.ReadOnly, (*Server).overview},
+		{"GET", "/api/v1/resources/queues", "resources_queues", auth.ReadOnly, (*Server).listQueues},
+		{"GET", "/api/v1/resources/queues/{queue}", "resources_queue", auth.ReadOnly, (*Server).getQueue},
+		{"DELETE", "/api/v1/resources/queues/{queue}", "resources_queue_delete", auth.Admin, (*Server).deleteQueue},
+		{"GET", "/api/v1/resources/namespaces", "resources_namespaces", auth.ReadOnly, (*Server).listNamespaces},
+		{"GET", "/api/v1/resources/tasks", "resources_tasks", auth.ReadOnly, (*Server).listTasks},
 
-		{"GET", "/api/v1/consumer-groups", "groups", (*Server).listGroups},
-		{"GET", "/api/v1/consumer-groups/lagging", "groups_lagging", (*Server).laggingGroups},
-		{"GET", "/api/v1/consumer-groups/{group}", "group", (*Server).getGroup},
-		{"DELETE", "/api/v1/consumer-groups/{group}", "group_delete", (*Server).deleteGroup},
-		{"DELETE", "/api/v1/consumer-groups/{group}/queues/{queue}", "group_queue_delete", (*Server).deleteGroup},
-		{"POST", "/api/v1/consumer-groups/{group}/queues/{queue}/seek", "seek", (*Server).seek},
-		{"POST", "/api/v1/consumer-groups/{group}/queues/{queue}/partitions/{partition}/seek", "seek_partition", (*Server).seek},
-		{"POST", "/api/v1/consumer-groups/{group}/subscription", "subscription", (*Server).updateSubscription},
-		{"POST", "/api/v1/stats/refresh", "stats_refresh", (*Server).refreshStats},
+		{"GET", "/api/v1/consumer-groups", "groups", auth.ReadOnly, (*Server).listGroups},
+		{"GET", "/api/v1/consumer-groups/lagging", "groups_lagging", auth.ReadOnly, (*Server).laggingGroups},
+		{"GET", "/api/v1/consumer-groups/{group}", "group", auth.ReadOnly, (*Server).getGroup},
+		{"DELETE", "/api/v1/consumer-groups/{group}", "group_delete", auth.Admin, (*Server).deleteGroup},
+		{"DELETE", "/api/v1/consumer-groups/{group}/queues/{queue}", "group_queue_delete", auth.Admin, (*Server).deleteGroup},
+		{"POST", "/api/v1/consumer-groups/{group}/queues/{queue}/seek", "seek", auth.ReadWrite, (*Server).seek},
+		{"POST", "/api/v1/consumer-groups/{group}/queues/{queue}/partitions/{partition}/seek", "seek_partition", auth.ReadWrite, (*Server).seek},
+		{"POST", "/api/v1/consumer-groups/{group}/subscription", "subscription", auth.ReadWrite, (*Server).updateSubscription},
+		{"POST", "/api/v1/stats/refresh", "stats_refresh", auth.Admin, (*Server).refreshStats},
 
-		{"GET", "/api/v1/status", "status", (*Server).status},
-		{"GET", "/api/v1/status/queues", "status_queues", (*Server).statusQueues},
-		{"GET", "/api/v1/status/queues/{queue}", "status_queue", (*Server).statusQueue},
-		{"GET", "/api/v1/status/analytics", "status_analytics", (*Server).analytics},
-		{"GET", "/api/v1/status/buffers", "status_buffers", (*Server).buffers},
+		{"GET", "/api/v1/status", "status", auth.ReadOnly, (*Server).status},
+		{"GET", "/api/v1/status/queues", "status_queues", auth.ReadOnly, (*Server).statusQueues},
+		{"GET", "/api/v1/status/queues/{queue}", "status_queue", auth.ReadOnly, (*Server).statusQueue},
+		{"GET", "/api/v1/status/analytics", "status_analytics", auth.ReadOnly, (*Server).analytics},
+		{"GET", "/api/v1/status/buffers", "status_buffers", auth.ReadOnly, (*Server).buffers},
 
-		{"GET", "/api/v1/system/maintenance", "maintenance", (*Server).getMaintenance},
-		{"POST", "/api/v1/system/maintenance", "maintenance_set", (*Server).setMaintenance},
-		{"GET", "/api/v1/system/maintenance/pop", "maintenance_pop", (*Server).getMaintenance},
-		{"POST", "/api/v1/system/maintenance/pop", "maintenance_pop_set", (*Server).setMaintenance},
+		{"GET", "/api/v1/system/maintenance", "maintenance", auth.Admin, (*Server).getMaintenance},
+		{"POST", "/api/v1/system/maintenance", "maintenance_set", auth.Admin, (*Server).setMaintenance},
+		{"GET", "/api/v1/system/maintenance/pop", "maintenance_pop", auth.Admin, (*Server).getMaintenance},
+		{"POST", "/api/v1/system/maintenance/pop", "maintenance_pop_set", auth.Admin, (*Server).setMaintenance},
 
-		{"POST", "/internal/v1/cluster/join", "cluster_join", (*Server).join},
-		{"POST", "/internal/v1/cluster/leave", "cluster_leave", (*Server).leave},
+		{"POST", "/internal/v1/cluster/join", "cluster_join", auth.Cluster, (*Server).join},
+		{"POST", "/internal/v1/cluster/leave", "cluster_leave", auth.Cluster, (*Server).leave},
 	}
 }
 
@@ -81,6 +86,7 @@ type route struct {
 	method  string
 	pattern string
 	name    string
+	level   auth.Level
 	handle  func(s *Server, ctx *fasthttp.RequestCtx, p *params)
 }
 
@@ -88,6 +94,12 @@ type route struct {
 type params struct {
 	names []string
 	vals  [maxParams]string
+	// subject is the verified token's sub ("" with auth off or on a
+	// public route): the producerSub of what this request pushes.
+	subject string
+	// node is set when the request carries the cluster secret: another
+	// node of the cluster sent it (a spool replay), not a client.
+	node bool
 }
 
 // get returns the parameter called name ("" if the route has none).

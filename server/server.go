@@ -13,6 +13,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/server/auth"
 )
 
 // Options configures a Server. Zero fields take their defaults (see
@@ -74,6 +75,10 @@ type Options struct {
 	// TLS, when set, makes Serve and ListenAndServe speak HTTPS with it
 	// (--tls-cert, --tls-key).
 	TLS *tls.Config
+	// Auth verifies JWTs (JWT_ENABLED and the other JWT_* settings, see
+	// package auth); nil turns authentication off, as Queen's default is.
+	// The server does not close it.
+	Auth *auth.Verifier
 	// RelayTLS, when set, is the client configuration for relays to the
 	// leader: followers then reach the leader's HTTP API over HTTPS,
 	// verifying its certificate with RelayTLS.RootCAs. Set it whenever the
@@ -161,6 +166,8 @@ type Server struct {
 	crypt *payloadCipher
 	// cors is Options.CORSOrigins, compiled.
 	cors corsPolicy
+	// auth is Options.Auth, or a disabled verifier.
+	auth *auth.Verifier
 }
 
 // New builds a server over b. It does not listen yet: see Serve and
@@ -211,7 +218,15 @@ func New(b Broker, opts Options) (*Server, error) {
 	} else {
 		close(s.drained)
 	}
+	if s.auth = opts.Auth; s.auth == nil {
+		if s.auth, err = auth.New(auth.Options{}); err != nil {
+			return nil, err
+		}
+	}
 	for _, r := range s.routeTable() {
+		if r.level == auth.Unset || r.level > auth.Cluster {
+			return nil, fmt.Errorf("%w: route %s %s declares no access level", engine.ErrInvalid, r.method, r.pattern)
+		}
 		s.router.add(&endpoint{route: r, stats: newRouteStats(opts.Metrics, r.name)})
 	}
 	s.http = &fasthttp.Server{
@@ -311,6 +326,10 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	stats = ep.stats
+	if err := s.admit(ctx, ep.level, &p); err != nil {
+		s.writeError(ctx, err)
+		return
+	}
 	if expired(ctx) {
 		s.writeError(ctx, errForwardExpired)
 		return

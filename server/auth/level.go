@@ -9,11 +9,15 @@ import "strconv"
 type Level uint8
 
 const (
+	// Unset is the zero Level. No route may declare it: the server refuses
+	// a route table that does (so a route added without a level fails
+	// its tests), and Authorize fails closed on it.
+	Unset Level = iota
 	// Public routes are never checked (health, metrics, OPTIONS, the
 	// dashboard). As a held level it means "no known role": the token is
 	// valid but may reach public routes only, so every other route answers
 	// 403, as in Queen.
-	Public Level = iota
+	Public
 	// ReadOnly is held by the read-only role (JWT_ROLE_READ_ONLY) and
 	// needed by routes that only read.
 	ReadOnly
@@ -23,6 +27,10 @@ const (
 	// Admin is held by the admin role (JWT_ROLE_ADMIN) and needed by
 	// deletions and system routes.
 	Admin
+	// Cluster is needed by node-to-node routes (cluster membership). No
+	// role grants it: the server admits the cluster secret there, and
+	// Authorize admits an admin token.
+	Cluster
 )
 
 // String returns "public", "read-only", "read-write" or "admin".
@@ -36,6 +44,10 @@ func (l Level) String() string {
 		return "read-write"
 	case Admin:
 		return "admin"
+	case Cluster:
+		return "cluster"
+	case Unset:
+		return "unset"
 	}
 	return "Level(" + strconv.Itoa(int(l)) + ")"
 }

@@ -183,17 +183,19 @@ func (v *Verifier) Authenticate(authorization string) (Identity, error) {
 // ErrForbidden, for the log. With auth disabled every request passes, as
 // Authenticate describes.
 func (v *Verifier) Authorize(authorization string, need Level) (Identity, error) {
-	if v != nil && v.disabled {
+	switch {
+	case need == Unset || need > Cluster:
+		return Identity{}, fmt.Errorf("%w: a route needs level %v", ErrConfig, need)
+	case v != nil && v.disabled:
 		return Identity{Level: Admin}, nil
-	}
-	if need == Public {
+	case need == Public:
 		return Identity{}, nil
 	}
 	id, err := v.Authenticate(authorization)
 	if err != nil {
 		return Identity{}, err
 	}
-	if id.Level < need {
+	if id.Level < min(need, Admin) {
 		return id, ErrForbidden
 	}
 	return id, nil
@@ -292,7 +294,7 @@ func (v *Verifier) reject(t *jwt.Token, c *claims, err error) error {
 
 // identity reads the verified claims.
 func (v *Verifier) identity(c *claims) Identity {
-	id := Identity{Subject: c.Subject, ID: string(c.UserID), Username: string(c.Username)}
+	id := Identity{Subject: c.Subject, Level: Public, ID: string(c.UserID), Username: string(c.Username)}
 	switch {
 	case len(c.Roles) == 0:
 		id.Roles = c.Role

@@ -135,7 +135,7 @@ func TestVerifier_Authenticate_Identity(t *testing.T) {
 		{"role as array", map[string]any{"role": []string{"read-only"}, "roles": []string{"read-write"}},
 			auth.Identity{Subject: "user-1", Roles: []string{"read-only", "read-write"}, Level: auth.ReadWrite}},
 		{"no subject", map[string]any{"sub": nil},
-			auth.Identity{}},
+			auth.Identity{Level: auth.Public}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := v.Authenticate(bearerOf(hs(t, claims(c.extra))))
