@@ -48,8 +48,6 @@ func (s *Server) admit(ctx *fasthttp.RequestCtx, level auth.Level, p *params) er
 			return errClusterClosed
 		}
 		return errClusterSecret
-	case level == auth.Cluster && len(header) == 0 && s.opts.ClusterSecret == "":
-		return errClusterClosed
 	case !s.auth.Enabled() || (level != auth.Cluster && s.auth.Skip(string(ctx.Path()))):
 		return nil
 	}

@@ -75,6 +75,25 @@ func (s *Server) routeTable() []route {
 	}
 }
 
+// Route describes one row of the route table.
+type Route struct {
+	Method  string
+	Pattern string // {name} marks a path parameter
+	Name    string // the route's metrics label
+	Level   auth.Level
+}
+
+// Routes lists the route table, in its order: what an operator (or a test)
+// reads to know which level each route needs.
+func (s *Server) Routes() []Route {
+	table := s.routeTable()
+	out := make([]Route, len(table))
+	for i, r := range table {
+		out[i] = Route{Method: r.method, Pattern: r.pattern, Name: r.name, Level: r.level}
+	}
+	return out
+}
+
 // maxParams and maxSegments bound a path; longer ones match no route.
 const (
 	maxParams   = 4

@@ -219,7 +219,7 @@ func New(b Broker, opts Options) (*Server, error) {
 		close(s.drained)
 	}
 	if s.auth = opts.Auth; s.auth == nil {
-		if s.auth, err = auth.New(auth.Options{}); err != nil {
+		if s.auth, err = auth.New(auth.Options{Logger: opts.Logger}); err != nil {
 			return nil, err
 		}
 	}

@@ -1,0 +1,354 @@
+package server_test
+
+import (
+	"crypto"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/base64"
+	"encoding/json"
+	"log/slog"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/queenmq/queen/server"
+	"github.com/queenmq/queen/server/auth"
+	"github.com/queenmq/queen/server/servertest"
+)
+
+const jwtSecret = "an-hs256-secret-of-at-least-32-bytes!"
+
+// token is one credential the access tests present.
+type token struct {
+	name   string
+	header string     // Authorization value ("" sends none)
+	level  auth.Level // what it reaches; Unset: nothing (401)
+	status int        // the refusal when it does not reach a route
+	code   string
+	text   string
+}
+
+// mint signs claims for sub with role (none when ""), expiring at exp.
+func mint(t testing.TB, method jwt.SigningMethod, key any, kid, sub, role string, exp time.Time) string {
+	t.Helper()
+	c := jwt.MapClaims{"sub": sub, "iat": time.Now().Add(-time.Minute).Unix(), "exp": exp.Unix()}
+	if role != "" {
+		c["role"] = role
+	}
+	tok := jwt.NewWithClaims(method, c)
+	if kid != "" {
+		tok.Header["kid"] = kid
+	}
+	s, err := tok.SignedString(key)
+	if err != nil {
+		t.Fatalf("sign: %v", err)
+	}
+	return "Bearer " + s
+}
+
+func hsTokens(t testing.TB) []token {
+	later, past := time.Now().Add(time.Hour), time.Now().Add(-time.Hour)
+	hs := func(sub, role string, exp time.Time) string {
+		return mint(t, jwt.SigningMethodHS256, []byte(jwtSecret), "", sub, role, exp)
+	}
+	return []token{
+		{"none", "", auth.Unset, 401, "unauthorized", "Authentication required"},
+		{"expired", hs("u-exp", "admin", past), auth.Unset, 401, "invalid_token", "Token has expired"},
+		{"wrong-signature", mint(t, jwt.SigningMethodHS256, []byte("another-secret-another-secret-xx"), "", "u-x", "admin", later),
+			auth.Unset, 401, "invalid_token", "Invalid token signature"},
+		{"no-role", hs("u-none", "", later), auth.Public, 403, "forbidden", "Insufficient permissions"},
+		{"read-only", hs("u-ro", "read-only", later), auth.ReadOnly, 403, "forbidden", "Insufficient permissions"},
+		{"read-write", hs("u-rw", "read-write", later), auth.ReadWrite, 403, "forbidden", "Insufficient permissions"},
+		{"admin", hs("u-admin", "admin", later), auth.Admin, 0, "", ""},
+	}
+}
+
+func quietLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+}
+
+func hsVerifier(t testing.TB) *auth.Verifier {
+	o := auth.DefaultOptions()
+	o.Enabled, o.Algorithm, o.Secret, o.Logger = true, auth.HS256, jwtSecret, quietLogger()
+	v, err := auth.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(v.Close)
+	return v
+}
+
+// fixture is the state one token's requests act on: its own queue, a
+// dead letter, a live message and a consumer group, so that every route is
+// answered 2xx when the token may use it, whatever ran before.
+type fixture struct {
+	queue, group, partitionID, live, dead string
+}
+
+func seed(t *testing.T, c *client, k string) fixture {
+	f := fixture{queue: "q-" + k, group: "g-" + k, live: "live-" + k, dead: "dead-" + k}
+	c.configure(f.queue, map[string]any{"retryLimit": 0})
+	f.partitionID = c.pushOne(f.queue, "p", f.dead, map[string]any{"k": k}).PartitionID
+	m := c.mustPop(popPath(f.queue, "batch=1&consumerGroup="+f.group))
+	c.ack(m.Messages[0], "failed", "seeded")
+	c.pushOne(f.queue, "p", f.live, map[string]any{"k": k})
+	return f
+}
+
+// request builds the request that route r answers 2xx for fixture f.
+func request(r server.Route, f fixture) (path string, body any) {
+	path = r.Pattern
+	for name, val := range map[string]string{"{queue}": f.queue, "{partition}": "p", "{partitionId}": f.partitionID,
+		"{group}": f.group, "{leaseId}": "0190d1c6-7b1e-7000-8000-000000000001"} {
+		path = strings.ReplaceAll(path, name, val)
+	}
+	txn := f.live
+	switch r.Name {
+	case "message_delete", "message_replay":
+		txn = f.dead
+	}
+	path = strings.ReplaceAll(path, "{transactionId}", txn)
+	switch r.Name {
+	case "configure":
+		body = map[string]any{"queue": f.queue, "options": map[string]any{"retryLimit": 0}}
+	case "push":
+		body = map[string]any{"items": []any{map[string]any{"queue": f.queue, "payload": 1}}}
+	case "pop_discovery":
+		path += "?namespace=none"
+	case "ack":
+		body = map[string]any{"transactionId": f.live, "partitionId": f.partitionID, "status": "completed"}
+	case "ack_batch":
+		body = map[string]any{"acknowledgments": []any{map[string]any{"transactionId": f.live, "partitionId": f.partitionID, "status": "completed"}}}
+	case "transaction":
+		body = map[string]any{"operations": []any{map[string]any{"type": "push", "items": []any{map[string]any{"queue": f.queue, "payload": 2}}}}}
+	case "dlq_replay":
+		path += "?queue=" + f.queue
+	case "seek", "seek_partition":
+		body = map[string]any{"toEnd": true}
+	case "subscription":
+		body = map[string]any{"subscriptionTimestamp": "2026-01-01T00:00:00Z"}
+	case "maintenance_set", "maintenance_pop_set":
+		body = map[string]any{"enabled": false}
+	case "cluster_join":
+		body = map[string]any{"id": "n9", "addr": "127.0.0.1:1"}
+	case "cluster_leave":
+		body = map[string]any{"id": "n9"}
+	}
+	return path, body
+}
+
+// reaches reports whether a token of level have may use a route of level
+// need. Cluster routes take an admin token.
+func reaches(have, need auth.Level) bool {
+	switch {
+	case need == auth.Public:
+		return true
+	case have == auth.Unset:
+		return false
+	}
+	return have >= min(need, auth.Admin)
+}
+
+// checkAccess sends every route's request with each token and checks the
+// answer against the route's level: 401 or 403 with Queen's text and our
+// code when the token does not reach it, 2xx when it does (the cluster
+// routes' handler answers 501 over a broker without membership: it ran).
+func checkAccess(t *testing.T, v *auth.Verifier, tokens []token, only map[string]bool) {
+	probe, err := server.New(servertest.NewLocalBroker(t), server.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range probe.Routes() {
+		if only != nil && !only[r.Name] {
+			continue
+		}
+		t.Run(r.Name, func(t *testing.T) {
+			c := newClientOptions(t, newBroker(t), server.Options{Auth: v, Logger: quietLogger()})
+			admin := c.header.Clone()
+			admin.Set("Authorization", tokens[len(tokens)-1].header)
+			c.header = admin
+			fixtures := map[string]fixture{}
+			for _, tk := range tokens {
+				fixtures[tk.name] = seed(t, c, tk.name)
+			}
+			for _, tk := range tokens {
+				c.header = admin.Clone()
+				c.header.Del("Authorization")
+				if tk.header != "" {
+					c.header.Set("Authorization", tk.header)
+				}
+				path, body := request(r, fixtures[tk.name])
+				resp := c.do(r.Method, path, body)
+				switch {
+				case !reaches(tk.level, r.Level):
+					var e struct{ Error, Code string }
+					json.Unmarshal(resp.body, &e)
+					if resp.status != tk.status || e.Code != tk.code || e.Error != tk.text {
+						t.Errorf("%s %s with %s (route needs %v): %d %s, want %d {%q, %q}",
+							r.Method, path, tk.name, r.Level, resp.status, resp.body, tk.status, tk.text, tk.code)
+					}
+					if tk.status == 401 && resp.header.Get("WWW-Authenticate") == "" {
+						t.Errorf("%s %s with %s: 401 without WWW-Authenticate", r.Method, path, tk.name)
+					}
+				case r.Level == auth.Cluster:
+					if resp.status != http.StatusNotImplemented {
+						t.Errorf("%s %s with %s: %d %s, want the handler's 501", r.Method, path, tk.name, resp.status, resp.body)
+					}
+				case resp.status < 200 || resp.status > 299:
+					t.Errorf("%s %s with %s (route needs %v): %d %s, want 2xx", r.Method, path, tk.name, r.Level, resp.status, resp.body)
+				}
+			}
+		})
+	}
+}
+
+// Every route of the table × {no token, expired, wrong signature, no role,
+// read-only, read-write, admin}, HS256.
+func TestAuth_RouteLevels_HS256(t *testing.T) {
+	checkAccess(t, hsVerifier(t), hsTokens(t), nil)
+}
+
+// The table is the spec's: spot-check the levels API.md gives by name, and
+// that no route is left without one.
+func TestAuth_RouteTableLevels(t *testing.T) {
+	s, err := server.New(servertest.NewLocalBroker(t), server.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]auth.Level{
+		"health": auth.Public, "metrics": auth.Public, "metrics_prometheus": auth.Public,
+		"push": auth.ReadWrite, "pop": auth.ReadWrite, "ack": auth.ReadWrite, "configure": auth.ReadWrite,
+		"transaction": auth.ReadWrite, "lease_extend": auth.ReadWrite, "message_delete": auth.ReadWrite,
+		"dlq": auth.ReadOnly, "messages": auth.ReadOnly, "resources_queues": auth.ReadOnly, "status": auth.ReadOnly,
+		"groups": auth.ReadOnly, "resources_queue_delete": auth.Admin, "group_delete": auth.Admin,
+		"stats_refresh": auth.Admin, "maintenance": auth.Admin, "maintenance_set": auth.Admin,
+		"cluster_join": auth.Cluster, "cluster_leave": auth.Cluster,
+	}
+	for _, r := range s.Routes() {
+		if r.Level == auth.Unset {
+			t.Errorf("%s %s declares no level", r.Method, r.Pattern)
+		}
+		if w, ok := want[r.Name]; ok && r.Level != w {
+			t.Errorf("%s %s: level %v, want %v", r.Method, r.Pattern, r.Level, w)
+		}
+		if strings.HasPrefix(r.Pattern, "/internal/") && r.Level != auth.Cluster {
+			t.Errorf("%s %s is node-to-node but needs only %v", r.Method, r.Pattern, r.Level)
+		}
+	}
+}
+
+// jwksServer serves a JSON Web Key Set that a test can change.
+type jwksServer struct {
+	*httptest.Server
+	mu   sync.Mutex
+	keys []map[string]any
+}
+
+func newJWKSServer(t *testing.T) *jwksServer {
+	j := &jwksServer{}
+	j.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		json.NewEncoder(w).Encode(map[string]any{"keys": j.keys})
+	}))
+	t.Cleanup(j.Close)
+	return j
+}
+
+func (j *jwksServer) set(keys ...map[string]any) {
+	j.mu.Lock()
+	j.keys = keys
+	j.mu.Unlock()
+}
+
+func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
+
+func rsaJWK(kid string, pub *rsa.PublicKey) map[string]any {
+	return map[string]any{"kty": "RSA", "kid": kid, "alg": "RS256", "use": "sig",
+		"n": b64(pub.N.Bytes()), "e": b64(big.NewInt(int64(pub.E)).Bytes())}
+}
+
+func edJWK(kid string, pub ed25519.PublicKey) map[string]any {
+	return map[string]any{"kty": "OKP", "crv": "Ed25519", "kid": kid, "alg": "EdDSA", "use": "sig", "x": b64(pub)}
+}
+
+func jwksVerifier(t *testing.T, alg, url string) *auth.Verifier {
+	o := auth.DefaultOptions()
+	o.Enabled, o.Algorithm, o.JWKSURL, o.Logger = true, alg, url, quietLogger()
+	o.JWKSUnknownKIDInterval = 10 * time.Millisecond
+	v, err := auth.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(v.Close)
+	return v
+}
+
+// asymTokens are the credentials for an asymmetric algorithm: signed by
+// key (kid), by a key the set does not hold, expired, and by role.
+func asymTokens(t *testing.T, method jwt.SigningMethod, key, stranger crypto.Signer, kid string) []token {
+	later := time.Now().Add(time.Hour)
+	sig := func(sub, role string, exp time.Time) string { return mint(t, method, key, kid, sub, role, exp) }
+	return []token{
+		{"none", "", auth.Unset, 401, "unauthorized", "Authentication required"},
+		{"expired", sig("u-exp", "admin", time.Now().Add(-time.Hour)), auth.Unset, 401, "invalid_token", "Token has expired"},
+		{"wrong-signature", mint(t, method, stranger, kid, "u-x", "admin", later), auth.Unset, 401, "invalid_token", "Invalid token signature"},
+		{"read-only", sig("u-ro", "read-only", later), auth.ReadOnly, 403, "forbidden", "Insufficient permissions"},
+		{"read-write", sig("u-rw", "read-write", later), auth.ReadWrite, 403, "forbidden", "Insufficient permissions"},
+		{"admin", sig("u-admin", "admin", later), auth.Admin, 0, "", ""},
+	}
+}
+
+// RS256 and EdDSA with keys from a JWKS endpoint, on one route of each
+// level; then the identity provider rotates its key.
+func TestAuth_RouteLevels_JWKS(t *testing.T) {
+	some := map[string]bool{"push": true, "dlq": true, "resources_queue_delete": true, "health": true}
+	rsaKey, _ := rsa.GenerateKey(rand.Reader, 2048)
+	rsaStranger, _ := rsa.GenerateKey(rand.Reader, 2048)
+	_, edKey, _ := ed25519.GenerateKey(rand.Reader)
+	_, edStranger, _ := ed25519.GenerateKey(rand.Reader)
+
+	t.Run("RS256", func(t *testing.T) {
+		j := newJWKSServer(t)
+		j.set(rsaJWK("r1", &rsaKey.PublicKey))
+		checkAccess(t, jwksVerifier(t, auth.RS256, j.URL), asymTokens(t, jwt.SigningMethodRS256, rsaKey, rsaStranger, "r1"), some)
+	})
+	t.Run("EdDSA", func(t *testing.T) {
+		j := newJWKSServer(t)
+		j.set(edJWK("e1", edKey.Public().(ed25519.PublicKey)))
+		checkAccess(t, jwksVerifier(t, auth.EdDSA, j.URL), asymTokens(t, jwt.SigningMethodEdDSA, edKey, edStranger, "e1"), some)
+	})
+	t.Run("rotation", func(t *testing.T) {
+		j := newJWKSServer(t)
+		j.set(rsaJWK("old", &rsaKey.PublicKey))
+		v := jwksVerifier(t, auth.RS256, j.URL)
+		c := newClientOptions(t, newBroker(t), server.Options{Auth: v, Logger: quietLogger()})
+		later := time.Now().Add(time.Hour)
+		as := func(h string) *client {
+			cc := *c
+			cc.header = c.header.Clone()
+			cc.header.Set("Authorization", h)
+			return &cc
+		}
+		oldTok := mint(t, jwt.SigningMethodRS256, rsaKey, "old", "u", "read-only", later)
+		newTok := mint(t, jwt.SigningMethodRS256, rsaStranger, "new", "u", "read-only", later)
+		as(oldTok).do("GET", "/api/v1/dlq", nil).expect(t, 200)
+		as(newTok).do("GET", "/api/v1/dlq", nil).expectError(t, 401, "invalid_token")
+
+		j.set(rsaJWK("new", &rsaStranger.PublicKey)) // the IdP rotates: old is gone
+		waitFor(t, 10*time.Second, "the new key to be accepted", func() bool {
+			return as(newTok).do("GET", "/api/v1/dlq", nil).status == 200
+		})
+		waitFor(t, 10*time.Second, "the old key to be refused", func() bool {
+			return as(oldTok).do("GET", "/api/v1/dlq", nil).status == 401
+		})
+	})
+}
