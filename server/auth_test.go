@@ -352,3 +352,90 @@ func TestAuth_RouteLevels_JWKS(t *testing.T) {
 		})
 	})
 }
+
+// With auth on, producerSub is the pushing token's sub, on push and on a
+// transaction's pushes, and a producerSub in the body is ignored; it shows
+// in pop, message detail, the message list and the DLQ row.
+func TestAuth_ProducerSub(t *testing.T) {
+	c := newClientOptions(t, newBroker(t), server.Options{Auth: hsVerifier(t), Logger: quietLogger()})
+	c.header.Set("Authorization", mint(t, jwt.SigningMethodHS256, []byte(jwtSecret), "", "svc-orders", "read-write", time.Now().Add(time.Hour)))
+	c.configure("ps", map[string]any{"retryLimit": 0})
+	c.do("POST", "/api/v1/push", map[string]any{"items": []any{
+		map[string]any{"queue": "ps", "transactionId": "a", "payload": 1, "producerSub": "forged"}}}).expect(t, 201)
+	c.do("POST", "/api/v1/transaction", map[string]any{"operations": []any{map[string]any{"type": "push",
+		"items": []any{map[string]any{"queue": "ps", "transactionId": "b", "payload": 2, "producerSub": "forged"}}}}}).expect(t, 200)
+
+	sub := func(where string, got *string) {
+		t.Helper()
+		if got == nil || *got != "svc-orders" {
+			t.Errorf("%s: producerSub %v, want svc-orders", where, got)
+		}
+	}
+	p := c.mustPop(popPath("ps", "batch=2"))
+	if len(p.Messages) != 2 {
+		t.Fatalf("popped %d, want 2", len(p.Messages))
+	}
+	for _, m := range p.Messages {
+		sub("pop "+m.TransactionID, m.ProducerSub)
+	}
+	pid := p.Messages[0].PartitionID
+	var detail struct{ ProducerSub *string }
+	c.do("GET", "/api/v1/messages/"+pid+"/a", nil).expect(t, 200).decode(t, &detail)
+	sub("message detail", detail.ProducerSub)
+	var list struct{ Messages []struct{ ProducerSub *string } }
+	c.do("GET", "/api/v1/messages?queue=ps", nil).expect(t, 200).decode(t, &list)
+	if len(list.Messages) != 2 {
+		t.Fatalf("listed %d, want 2", len(list.Messages))
+	}
+	for i := range list.Messages {
+		sub("message list", list.Messages[i].ProducerSub)
+	}
+	c.ack(p.Messages[0], "failed", "to the DLQ")
+	var page struct{ Messages []struct{ ProducerSub *string } }
+	c.do("GET", "/api/v1/dlq?queue=ps", nil).expect(t, 200).decode(t, &page)
+	if len(page.Messages) != 1 {
+		t.Fatalf("DLQ rows %d, want 1", len(page.Messages))
+	}
+	sub("DLQ row", page.Messages[0].ProducerSub)
+}
+
+// With auth off producerSub is null, whatever the body says.
+func TestAuth_ProducerSub_Off(t *testing.T) {
+	c := newClient(t)
+	c.do("POST", "/api/v1/push", map[string]any{"items": []any{
+		map[string]any{"queue": "ps", "transactionId": "a", "payload": 1, "producerSub": "forged"}}}).expect(t, 201)
+	if m := c.mustPop(popPath("ps", "batch=1")).Messages[0]; m.ProducerSub != nil {
+		t.Fatalf("producerSub %q with auth off, want null", *m.ProducerSub)
+	}
+}
+
+// The cluster secret: a node (or operator) holding it is admitted; a wrong
+// one is refused even where no token would be needed; without a secret
+// configured the membership routes are closed.
+func TestAuth_ClusterSecret(t *testing.T) {
+	join := map[string]any{"id": "n9", "addr": "127.0.0.1:1"}
+	closed := newClient(t)
+	closed.do("POST", "/internal/v1/cluster/join", join).expectError(t, 403, "cluster_closed")
+	closed.header.Set("X-Queen-Cluster-Secret", "guess")
+	closed.do("POST", "/internal/v1/cluster/join", join).expectError(t, 403, "cluster_secret_invalid")
+
+	c := newClientOptions(t, newBroker(t), server.Options{ClusterSecret: "s3cret-s3cret", Auth: hsVerifier(t), Logger: quietLogger()})
+	c.do("POST", "/internal/v1/cluster/leave", map[string]any{"id": "n9"}).expectError(t, 401, "unauthorized")
+	c.header.Set("X-Queen-Cluster-Secret", "s3cret-s3cre")
+	c.do("POST", "/internal/v1/cluster/leave", map[string]any{"id": "n9"}).expectError(t, 403, "cluster_secret_invalid")
+	c.do("GET", "/api/v1/resources/queues", nil).expectError(t, 403, "cluster_secret_invalid")
+	c.header.Set("X-Queen-Cluster-Secret", "s3cret-s3cret")
+	// Admitted: the handler runs (this broker has no membership: 501).
+	c.do("POST", "/internal/v1/cluster/leave", map[string]any{"id": "n9"}).expectError(t, 501, "not_implemented")
+	c.do("GET", "/api/v1/resources/queues", nil).expect(t, 200)
+}
+
+// A client cannot pass for a relaying follower: the leader checks the
+// token of a request marked as relayed like any other.
+func TestAuth_RelayHeadersGrantNothing(t *testing.T) {
+	c := newClientOptions(t, newBroker(t), server.Options{Auth: hsVerifier(t), Logger: quietLogger()})
+	c.header.Set("X-Queen-Forwarded-By", "n2")
+	c.header.Set("X-Queen-Sealed", "1")
+	c.do("POST", "/api/v1/push", map[string]any{"items": []any{map[string]any{"queue": "r", "payload": 1}}}).
+		expectError(t, 401, "unauthorized")
+}
