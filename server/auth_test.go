@@ -382,7 +382,9 @@ func TestAuth_ProducerSub(t *testing.T) {
 	var detail struct{ ProducerSub *string }
 	c.do("GET", "/api/v1/messages/"+pid+"/a", nil).expect(t, 200).decode(t, &detail)
 	sub("message detail", detail.ProducerSub)
-	var list struct{ Messages []struct{ ProducerSub *string } }
+	var list struct {
+		Messages []struct{ ProducerSub *string }
+	}
 	c.do("GET", "/api/v1/messages?queue=ps", nil).expect(t, 200).decode(t, &list)
 	if len(list.Messages) != 2 {
 		t.Fatalf("listed %d, want 2", len(list.Messages))
@@ -391,7 +393,9 @@ func TestAuth_ProducerSub(t *testing.T) {
 		sub("message list", list.Messages[i].ProducerSub)
 	}
 	c.ack(p.Messages[0], "failed", "to the DLQ")
-	var page struct{ Messages []struct{ ProducerSub *string } }
+	var page struct {
+		Messages []struct{ ProducerSub *string }
+	}
 	c.do("GET", "/api/v1/dlq?queue=ps", nil).expect(t, 200).decode(t, &page)
 	if len(page.Messages) != 1 {
 		t.Fatalf("DLQ rows %d, want 1", len(page.Messages))
