@@ -44,15 +44,18 @@ var errNotEnvelope = errors.New("server: not an encryption envelope")
 
 // parseEncryptionKey decodes QUEEN_ENCRYPTION_KEY: exactly 64 hex characters
 // (surrounding whitespace, such as the newline of a key file, is ignored).
-// Its errors never quote the key.
+// Its errors name the variable and the expected format, and never quote the
+// key: they end up in logs and on the operator's terminal.
 func parseEncryptionKey(text string) ([]byte, error) {
 	text = strings.TrimSpace(text)
 	if len(text) != encryptionKeyHexLen {
-		return nil, fmt.Errorf("%w: encryption key must be %d hex characters, got %d", engine.ErrInvalid, encryptionKeyHexLen, len(text))
+		return nil, fmt.Errorf("%w: QUEEN_ENCRYPTION_KEY must be %d hex characters (a 32-byte AES-256 key), got %d characters",
+			engine.ErrInvalid, encryptionKeyHexLen, len(text))
 	}
 	key, err := hex.DecodeString(text)
 	if err != nil {
-		return nil, fmt.Errorf("%w: encryption key is not hexadecimal", engine.ErrInvalid)
+		return nil, fmt.Errorf("%w: QUEEN_ENCRYPTION_KEY must be %d hex characters (a 32-byte AES-256 key), got other characters",
+			engine.ErrInvalid, encryptionKeyHexLen)
 	}
 	return key, nil
 }

@@ -132,10 +132,17 @@
 // counted in queen_payload_decrypt_failures_total when it had the shape.
 // The envelope is never replaced by an invented value.
 //
-// A missing key disables encryption; a malformed one disables it too, with
-// one warning at startup, and configuring encryptionEnabled on a queue
-// without a usable key logs a warning. A push never fails because of
-// encryption: such queues store plaintext.
+// A missing key disables encryption: queues with encryptionEnabled then
+// store plaintext, configuring the flag logs a warning, and a push never
+// fails because of encryption. A malformed key (anything but 64 hex
+// characters once surrounding whitespace is trimmed) is refused instead:
+// Options.Validate and so New fail with an error naming
+// QUEEN_ENCRYPTION_KEY and the expected format, never quoting the key, and
+// `queen serve` exits before it opens the data directory or listens. This
+// departs from SEMANTICS §11, where a malformed key disables encryption
+// like a missing one: an operator who set a key asked for encryption, and a
+// typo must not turn that into plaintext on disk while configure still
+// answers encryptionEnabled:true.
 //
 // In a cluster every node needs the same key: a push is sealed by the
 // leader's edge (a follower forwards the request as it came), but reads are

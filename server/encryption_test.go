@@ -2,8 +2,10 @@ package server_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -278,37 +280,75 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 	return s.b.Write(p)
 }
 
+func (s *syncBuffer) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Len()
+}
+
 func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
 }
 
-// A malformed key disables encryption with one warning at startup; pushes
-// to a queue with the flag still succeed, in plaintext.
-func TestEncryption_MalformedKeyDisablesWithOneWarning(t *testing.T) {
-	for _, key := range []string{malformedKey, strings.Repeat("zz", 32)} {
+// A malformed key stops the server from being built (fail closed): the
+// error wraps engine.ErrInvalid, names QUEEN_ENCRYPTION_KEY and the format,
+// and never quotes the key. Nothing is logged as "enabled" or "disabled".
+func TestServer_New_MalformedEncryptionKey(t *testing.T) {
+	b := newBroker(t)
+	for _, key := range []string{malformedKey, "abc", strings.Repeat("zz", 32), testKey + "0", " \n", "é" + testKey[2:]} {
 		var logs syncBuffer
-		b := newBroker(t)
-		c := newClientOptions(t, b, server.Options{EncryptionKey: key,
-			Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
-		if n := strings.Count(logs.String(), "encryption at rest DISABLED"); n != 1 {
-			t.Fatalf("key %q: %d startup warnings, want 1; logs:\n%s", key, n, logs.String())
+		s, err := server.New(b, server.Options{EncryptionKey: key, SpoolDir: t.TempDir(),
+			Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+		if err == nil {
+			s.Shutdown(context.Background())
+			t.Fatalf("key of %d bytes: New succeeded, want an error", len(key))
 		}
-		if strings.Contains(logs.String(), key[:16]) {
-			t.Fatalf("the log quotes the key:\n%s", logs.String())
+		if !errors.Is(err, engine.ErrInvalid) {
+			t.Errorf("key of %d bytes: err = %v, want engine.ErrInvalid", len(key), err)
 		}
-		c.configure("q", map[string]any{"encryptionEnabled": true})
-		if !strings.Contains(logs.String(), "encryptionEnabled but no valid QUEEN_ENCRYPTION_KEY") {
-			t.Fatalf("configuring an encrypted queue without a key did not warn:\n%s", logs.String())
+		msg := err.Error()
+		if !strings.Contains(msg, "QUEEN_ENCRYPTION_KEY") || !strings.Contains(msg, "64 hex characters") {
+			t.Errorf("key of %d bytes: error %q does not name QUEEN_ENCRYPTION_KEY and its format", len(key), msg)
 		}
-		res := c.pushOne("q", "", "m", map[string]any{"plain": true})
-		if raw := stored(t, b, res.PartitionID, "m"); string(raw) != `{"plain":true}` {
-			t.Fatalf("stored %s, want plaintext", raw)
+		if k := strings.TrimSpace(key); k != "" && strings.Contains(msg+logs.String(), k[:min(len(k), 8)]) {
+			t.Errorf("the error or the log quotes the key: %q\n%s", msg, logs.String())
 		}
-		if m := c.mustPop(popPath("q", "batch=1")).Messages[0]; string(m.Data) != `{"plain":true}` {
-			t.Fatalf("popped %s", m.Data)
+		if logs.Len() != 0 {
+			t.Errorf("key of %d bytes: New logged\n%s", len(key), logs.String())
 		}
+		if verr := (server.Options{EncryptionKey: key}).Validate(); !errors.Is(verr, engine.ErrInvalid) {
+			t.Errorf("key of %d bytes: Validate = %v, want engine.ErrInvalid", len(key), verr)
+		}
+	}
+	// The control: the same key well formed (a key file's newline and all)
+	// builds a server that seals.
+	c := newKeyedClient(t, b, "  "+testKey+"\n")
+	c.configure("q", map[string]any{"encryptionEnabled": true})
+	res := c.pushOne("q", "", "m", map[string]any{"plain": true})
+	if raw := stored(t, b, res.PartitionID, "m"); !isEnvelope(raw) {
+		t.Fatalf("a well-formed key stored %s, want an envelope", raw)
+	}
+}
+
+// Without a key, encryption is off: configuring encryptionEnabled warns, and
+// pushes to the queue succeed in plaintext (SEMANTICS §11).
+func TestEncryption_MissingKeyStoresPlaintextWithAWarning(t *testing.T) {
+	var logs syncBuffer
+	b := newBroker(t)
+	c := newClientOptions(t, b, server.Options{
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	c.configure("q", map[string]any{"encryptionEnabled": true})
+	if !strings.Contains(logs.String(), "encryptionEnabled but QUEEN_ENCRYPTION_KEY is not set") {
+		t.Fatalf("configuring an encrypted queue without a key did not warn:\n%s", logs.String())
+	}
+	res := c.pushOne("q", "", "m", map[string]any{"plain": true})
+	if raw := stored(t, b, res.PartitionID, "m"); string(raw) != `{"plain":true}` {
+		t.Fatalf("stored %s, want plaintext", raw)
+	}
+	if m := c.mustPop(popPath("q", "batch=1")).Messages[0]; string(m.Data) != `{"plain":true}` {
+		t.Fatalf("popped %s", m.Data)
 	}
 }
 
