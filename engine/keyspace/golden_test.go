@@ -27,6 +27,13 @@ var goldenDeadLetters = []struct {
 		ProducerSub: "auth0|u1", Payload: []byte(`{"orderId":1}`), Error: "poison", RetryCount: 3,
 		EnqueuedAt: 1_754_000_000_123_456, Deliveries: 4,
 	}},
+	// Version 2: the same row, its payload sealed by the broker.
+	{"deadletter-v2-sealed.golden", keyspace.DeadLetterRecord{
+		PartitionID: keyspace.ID{0x01, 0x98, 0x6a}, Queue: "orders", Partition: "eu", Group: "billing", Offset: 1 << 33,
+		MessageID: keyspace.ID{0x01, 0x98, 0x6b}, TransactionID: "t-1", HasTrace: true, TraceID: keyspace.ID{0xaa},
+		ProducerSub: "auth0|u1", Payload: []byte(`{"encrypted":"","iv":"AAAAAAAAAAAAAAAAAAAAAA==","authTag":"AAAAAAAAAAAAAAAAAAAAAA=="}`),
+		Error: "poison", RetryCount: 3, EnqueuedAt: 1_754_000_000_123_456, Deliveries: 4, Sealed: true,
+	}},
 }
 
 // TestDeadLetterRecord_Encode_Golden pins the dead-letter record byte for
