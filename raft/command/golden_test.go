@@ -81,6 +81,30 @@ func v1Commands() []*command.Command {
 	}
 }
 
+// sealedCommands are the commands that carry the sealed bit added to
+// version 1 (doc.go, "Versions"): push items with flag bit 1, replays of
+// payload kind 2, and a prepared push whose frames carry segment flag bit 2.
+func sealedCommands() []*command.Command {
+	st := goldenStamp
+	envelope := []byte(`{"encrypted":"","iv":"AAAAAAAAAAAAAAAAAAAAAA==","authTag":"AAAAAAAAAAAAAAAAAAAAAA=="}`)
+	sealed := engine.PushItem{Queue: "secret", TransactionID: "t-s", Payload: envelope, Sealed: true}
+	traced := engine.PushItem{Queue: "secret", Partition: "eu", TransactionID: "t-st", HasTrace: true, TraceID: engine.ID{0xaa},
+		ProducerSub: "auth0|u1", Payload: envelope, Sealed: true}
+	msg := engine.ID{0x01, 0x98, 5}
+	pp := &engine.PreparedPush{
+		Items: []engine.PreparedItem{{TransactionID: "t-s", MessageID: msg, DuplicateOf: -1}},
+		Groups: []engine.PreparedGroup{{Queue: "secret", Partition: "Default", Items: []int{0},
+			Body: preparedBody([]segment.Frame{{MessageID: msg, TransactionID: []byte("t-s"), Payload: envelope, Sealed: true}})}},
+	}
+	return []*command.Command{
+		{Type: command.TypePush, Stamp: st, Push: []engine.PushItem{sealed, traced}},
+		{Type: command.TypeTransaction, Stamp: st, Ops: []engine.TxOp{{Push: &sealed}, {Push: &traced}}},
+		{Type: command.TypeReplay, Stamp: st, Replay: engine.ReplayCmd{PartitionID: engine.ID{0xcc}, TransactionID: "t-s",
+			Group: "billing", Payload: envelope, Sealed: true}},
+		{Type: command.TypePushPrepared, Stamp: st, Prepared: pp},
+	}
+}
+
 // goldenEntries are the fixtures in testdata: each file is the hex dump of
 // one entry holding its commands.
 var goldenEntries = []struct {
@@ -88,6 +112,7 @@ var goldenEntries = []struct {
 	cmds func() []*command.Command
 }{
 	{"entry-v1.golden", v1Commands},
+	{"entry-v1-sealed.golden", sealedCommands},
 }
 
 // TestEntry_Golden pins the log format byte for byte: each golden entry
