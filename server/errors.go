@@ -39,6 +39,10 @@ var (
 	// errNoSpool is returned for a push during push maintenance on a server
 	// without a spool directory.
 	errNoSpool = errors.New("server: push maintenance is on and this node has no spool")
+	// errSpoolUnopened stops a follower's spool replay at a sealed item its
+	// key does not open (QUEEN_ENCRYPTION_KEY changed or unset since the
+	// item was spooled); the file stays for a later attempt. Only logged.
+	errSpoolUnopened = errors.New("server: spool replay: a sealed item does not open under this node's QUEEN_ENCRYPTION_KEY")
 	// errNotImplemented is returned by routes whose feature does not exist
 	// yet (maintenance mode, message listing).
 	errNotImplemented = errors.New("server: not implemented")

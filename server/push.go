@@ -31,19 +31,17 @@ func (s *Server) push(ctx *fasthttp.RequestCtx, _ *params) {
 	if err == nil && !found {
 		err = badRequest("items array is required")
 	}
-	// A relayed spool replay is already sealed by the node that spooled it.
-	replay := len(ctx.Request.Header.Peek(sealedHeader)) > 0 && len(ctx.Request.Header.Peek(forwardedHeader)) > 0
-	if !replay {
-		z := sealer{s: s}
-		for i := 0; err == nil && i < len(items); i++ {
-			err = z.item(&items[i])
-		}
+	// Every push is sealed here, a follower's relayed spool replay too: no
+	// request can say its payloads are already sealed (spool.go).
+	z := sealer{s: s}
+	for i := 0; err == nil && i < len(items); i++ {
+		err = z.item(&items[i])
 	}
 	if err != nil {
 		s.writeError(ctx, err)
 		return
 	}
-	if m, ok := s.broker.(Maintainer); ok && len(items) > 0 && !replay {
+	if m, ok := s.broker.(Maintainer); ok && len(items) > 0 {
 		if push, _ := m.Maintenance(); push {
 			s.bufferPush(ctx, items)
 			return

@@ -55,7 +55,9 @@ type Options struct {
 	// queues with the flag then store PLAINTEXT, with a warning when one is
 	// configured. Any other value that is not 64 hex characters is refused
 	// by Validate, so New fails and the node does not start (fail closed;
-	// the error never quotes the key).
+	// the error never quotes the key). Reads decrypt only the payloads this
+	// broker sealed (their messages' sealed mark), never a payload by its
+	// shape.
 	EncryptionKey string
 }
 
