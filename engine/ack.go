@@ -291,7 +291,7 @@ func (b *Batch) fileDeadLetter(now int64, m *minter, r *row, off Offset, text st
 		Error: text, RetryCount: retryCount, Deliveries: deliveries,
 		MessageID: frame.MessageID, TransactionID: string(frame.TransactionID),
 		HasTrace: frame.HasTrace, TraceID: frame.TraceID, ProducerSub: string(frame.ProducerSub),
-		Payload: frame.Payload, EnqueuedAt: createdAt,
+		Payload: frame.Payload, Sealed: frame.Sealed, EnqueuedAt: createdAt,
 	}
 	b.putDeadLetter(keyspace.MakeRowKey(now, m.next()), &rec)
 	return true, nil

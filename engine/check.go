@@ -16,8 +16,9 @@ import (
 // in-memory model equals what is on disk, every partition's segments are
 // contiguous from its oldest retained offset to its last, every segment
 // decodes, the transaction-id index points at the frames it names, cursors
-// and leases are consistent, and every dead-letter row and index entry has
-// its counterparts. It returns every violation found, joined; each wraps
+// and leases are consistent, every dead-letter row and index entry has its
+// counterparts, and a row whose message is still retained is a faithful
+// snapshot of its frame (payload and sealed bit). It returns every violation found, joined; each wraps
 // ErrCorrupt. Tests run it after every engine test; operators can run it on
 // a stopped node's data.
 func (e *Engine) Check() error {
@@ -245,6 +246,28 @@ func (c *checker) leases() {
 	}
 }
 
+// deadLetterFrame checks a row whose message is still retained against its
+// frame: the row is a snapshot of it, so message id, payload and sealed bit
+// agree. A row whose message retention or a queue delete removed has
+// nothing to be compared with.
+func (c *checker) deadLetterFrame(row keyspace.RowKey, rec *keyspace.DeadLetterRecord) {
+	p := c.e.parts[rec.PartitionID]
+	if p == nil || rec.Offset < p.rec.Start || rec.Offset >= p.rec.Next {
+		return
+	}
+	f, _, found, err := c.e.readOne(c.e.db, p, Offset(rec.Offset))
+	switch {
+	case err != nil:
+		c.failf("dead letter %x: read its frame: %v", row, err)
+	case !found:
+		c.failf("dead letter %x: no frame at retained offset %d", row, rec.Offset)
+	case f.MessageID != rec.MessageID:
+		c.failf("dead letter %x: offset %d holds message %x, the row names %x", row, rec.Offset, f.MessageID, rec.MessageID)
+	case f.Sealed != rec.Sealed || !bytes.Equal(f.Payload, rec.Payload):
+		c.failf("dead letter %x: the snapshot's payload or sealed bit differs from its frame", row)
+	}
+}
+
 // deadLetters checks every row against its two index entries and back.
 func (c *checker) deadLetters() {
 	db := c.e.db
@@ -259,6 +282,7 @@ func (c *checker) deadLetters() {
 			return err
 		}
 		rows++
+		c.deadLetterFrame(row, &rec)
 		for _, ik := range [][]byte{keyspace.DLQAddr(rec.PartitionID, rec.TransactionID, row), keyspace.DLQQueue(rec.Queue, rec.Group, row)} {
 			if _, closer, err := db.Get(ik); err != nil {
 				c.failf("dead letter %x: index %x: %v", row, ik, err)

@@ -189,6 +189,10 @@ type ReplayCmd struct {
 	TransactionID string
 	Group         string // "" replays the address for every group that dead-lettered it
 	Payload       []byte // nil replays the snapshot; else a corrected payload (B4)
+	// Sealed says the corrected Payload is an envelope the broker's edge
+	// sealed (PushItem.Sealed). Without a Payload it is ignored: the
+	// snapshot is replayed with its own sealed bit.
+	Sealed bool
 }
 
 // ReplayResult reports a replay.
@@ -202,7 +206,9 @@ type ReplayResult struct {
 // Replay pushes the newest snapshot of an address back to its queue and
 // partition with a fresh transaction id minted from the new message id, and
 // removes the address's rows in the same atomic batch, so the row goes only
-// if the push is accepted (C4, SEMANTICS §9.2).
+// if the push is accepted (C4, SEMANTICS §9.2). The snapshot keeps its
+// sealed bit, so a sealed payload is re-pushed as it is, never sealed twice;
+// a corrected payload is sealed as cmd.Sealed says.
 func (b *Batch) Replay(st Stamp, cmd ReplayCmd) (ReplayResult, error) {
 	rows, err := deadLettersAt(b.pb, cmd.PartitionID, cmd.TransactionID, cmd.Group)
 	if err != nil {
@@ -217,11 +223,11 @@ func (b *Batch) Replay(st Stamp, cmd ReplayCmd) (ReplayResult, error) {
 			newest = d
 		}
 	}
-	payload := newest.Payload
+	payload, sealed := newest.Payload, newest.Sealed
 	if cmd.Payload != nil {
-		payload = cmd.Payload
+		payload, sealed = cmd.Payload, cmd.Sealed
 	}
-	item := PushItem{Queue: newest.Queue, Partition: newest.Partition, Payload: payload,
+	item := PushItem{Queue: newest.Queue, Partition: newest.Partition, Payload: payload, Sealed: sealed,
 		TraceID: newest.TraceID, HasTrace: newest.HasTrace, ProducerSub: newest.ProducerSub}
 	m := &minter{seed: st.Seed}
 	pushed := b.push(st.Time, m, []PushItem{item})[0]

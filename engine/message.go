@@ -40,7 +40,7 @@ func (e *Engine) MessageAt(part ID, txn string) (StoredMessage, error) {
 	}
 	sm := StoredMessage{Message: Message{
 		ID: f.MessageID, TransactionID: txn, TraceID: f.TraceID, HasTrace: f.HasTrace,
-		Payload: f.Payload, ProducerSub: string(f.ProducerSub), CreatedAt: createdAt,
+		Payload: f.Payload, Sealed: f.Sealed, ProducerSub: string(f.ProducerSub), CreatedAt: createdAt,
 		Queue: p.q.name, Partition: p.rec.Name, PartitionID: p.id, Offset: Offset(rec.Offset),
 	}}
 	for _, g := range p.sortedGroups() {
@@ -187,7 +187,7 @@ func (e *Engine) newestMessages(p *partition, from, to int64, n int) ([]ListedMe
 			f := &seg.Frames[i]
 			out = append(out, ListedMessage{StoredMessage: StoredMessage{Groups: groups, Message: Message{
 				ID: f.MessageID, TransactionID: string(f.TransactionID), TraceID: f.TraceID, HasTrace: f.HasTrace,
-				Payload: f.Payload, ProducerSub: string(f.ProducerSub), CreatedAt: h.CreatedAt,
+				Payload: f.Payload, Sealed: f.Sealed, ProducerSub: string(f.ProducerSub), CreatedAt: h.CreatedAt,
 				Queue: p.q.name, Partition: p.rec.Name, PartitionID: p.id, Offset: Offset(h.Base) + Offset(i),
 			}}})
 		}

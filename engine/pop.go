@@ -36,6 +36,7 @@ type Message struct {
 	TraceID       ID
 	HasTrace      bool
 	Payload       []byte // aliases an immutable decoded segment: never modify
+	Sealed        bool   // Payload is an envelope the broker sealed (PushItem.Sealed)
 	ProducerSub   string
 	CreatedAt     int64
 	Queue         string
@@ -327,7 +328,7 @@ func (b *Batch) claim(now int64, m *minter, cmd *PopCmd, group string, p *partit
 		err := b.e.readRange(b.pb, p, from, to, func(off Offset, f *segment.Frame, createdAt int64) error {
 			res.Messages = append(res.Messages, Message{
 				ID: f.MessageID, TransactionID: string(f.TransactionID), TraceID: f.TraceID, HasTrace: f.HasTrace,
-				Payload: f.Payload, ProducerSub: string(f.ProducerSub), CreatedAt: createdAt,
+				Payload: f.Payload, Sealed: f.Sealed, ProducerSub: string(f.ProducerSub), CreatedAt: createdAt,
 				Queue: p.q.name, Partition: p.rec.Name, PartitionID: p.id, Offset: off,
 				RetryCount: r.rec.RetryCount, Attempt: r.rec.AttemptCount,
 			})

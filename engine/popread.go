@@ -37,7 +37,7 @@ func (e *Engine) FillPop(res *PopResult) error {
 		err := e.readRangeIter(e.db, r.part, r.from, r.to, func(off Offset, f *segment.Frame, createdAt int64) error {
 			res.Messages = append(res.Messages, Message{
 				ID: f.MessageID, TransactionID: string(f.TransactionID), TraceID: f.TraceID, HasTrace: f.HasTrace,
-				Payload: f.Payload, ProducerSub: string(f.ProducerSub), CreatedAt: createdAt,
+				Payload: f.Payload, Sealed: f.Sealed, ProducerSub: string(f.ProducerSub), CreatedAt: createdAt,
 				Queue: r.queue, Partition: r.partition, PartitionID: r.part, Offset: off,
 				RetryCount: r.retry, Attempt: r.attempt,
 			})

@@ -19,6 +19,11 @@ type PushItem struct {
 	HasTrace      bool
 	ProducerSub   string // "" means none
 	Payload       []byte // raw JSON, stored as is
+	// Sealed says Payload is an encryption envelope the broker's edge made
+	// (server, "Encryption at rest"): it is stored with the frame's sealed
+	// bit, and only such payloads are opened on read. The edge sets it
+	// before proposing; nothing a client sends sets it.
+	Sealed bool
 }
 
 // PushStatus is the outcome of one pushed item.
@@ -138,7 +143,7 @@ func PreparePush(items []PushItem, mint func() ID) (PreparedPush, error) {
 		pp.Groups[g].Items = append(pp.Groups[g].Items, i)
 		frames[g] = append(frames[g], segment.Frame{
 			MessageID: pi.MessageID, TransactionID: []byte(pi.TransactionID), TraceID: it.TraceID,
-			HasTrace: it.HasTrace, ProducerSub: []byte(it.ProducerSub), Payload: it.Payload,
+			HasTrace: it.HasTrace, ProducerSub: []byte(it.ProducerSub), Payload: it.Payload, Sealed: it.Sealed,
 		})
 	}
 	for g := range pp.Groups {

@@ -37,8 +37,8 @@ func (in *segmentInput) bytes(n int) []byte {
 }
 
 // segmentFrames builds between 1 and 64 frames from data. A control byte per frame
-// picks the optional fields and whether the payload is repeated (so that
-// zstd has something to compress).
+// picks the optional fields, the sealed bit and whether the payload is
+// repeated (so that zstd has something to compress).
 func segmentFrames(data []byte) []segment.Frame {
 	in := segmentInput(data)
 	var frames []segment.Frame
@@ -54,6 +54,7 @@ func segmentFrames(data []byte) []segment.Frame {
 		if ctl&2 != 0 {
 			f.ProducerSub = in.bytes(1 + int(in.byte()%32))
 		}
+		f.Sealed = ctl&0x40 != 0
 		f.Payload = in.bytes(int(binary.LittleEndian.Uint16([]byte{in.byte(), in.byte()}) % 4096))
 		if ctl&4 != 0 && len(f.Payload) > 0 {
 			f.Payload = bytes.Repeat(f.Payload, 2+int(ctl>>3)%8)
@@ -148,6 +149,7 @@ func FuzzSegmentDecode(f *testing.F) {
 		frames := []segment.Frame{
 			{MessageID: [16]byte{1}, TransactionID: []byte("txn-1"), Payload: []byte(`{"orderId":1,"amount":9.5}`)},
 			{MessageID: [16]byte{2}, TransactionID: []byte("txn-2"), TraceID: [16]byte{3}, HasTrace: true, ProducerSub: []byte("sub"), Payload: []byte(`{"orderId":2,"amount":9.5}`)},
+			{MessageID: [16]byte{4}, TransactionID: []byte("txn-3"), Payload: []byte(`{"encrypted":"","iv":"","authTag":""}`), Sealed: true},
 		}
 		enc, err := segment.EncodeCodec(nil, codec, 10, 1_754_000_000_000_000, frames)
 		if err != nil {

@@ -59,7 +59,7 @@ func (s *Server) configure(ctx *fasthttp.RequestCtx, _ *params) {
 		return
 	}
 	if s.crypt == nil && info.Config.Bool(engine.OptEncryptionEnabled) {
-		s.log.Warn("queue has encryptionEnabled but no valid QUEEN_ENCRYPTION_KEY is configured: its payloads are stored in plaintext",
+		s.log.Warn("queue has encryptionEnabled but QUEEN_ENCRYPTION_KEY is not set: its payloads are stored in plaintext",
 			"queue", info.Name)
 	}
 	w := startBody(ctx)

@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"log/slog"
+	"maps"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
@@ -442,4 +443,50 @@ func TestAuth_RelayHeadersGrantNothing(t *testing.T) {
 	c.header.Set("X-Queen-Sealed", "1")
 	c.do("POST", "/api/v1/push", map[string]any{"items": []any{map[string]any{"queue": "r", "payload": 1}}}).
 		expectError(t, 401, "unauthorized")
+}
+
+// Through a follower: a client's push is relayed with the client's own
+// token and the leader stamps that token's sub; a follower's spool replay
+// proves the cluster secret and keeps the sub each item was spooled with.
+func TestAuth_FollowerRelaysKeepTheCallersIdentity(t *testing.T) {
+	lb := servertest.NewLocalBroker(t)
+	const secret = "cluster-secret-for-tests"
+	opts := func() server.Options {
+		return server.Options{Auth: hsVerifier(t), ClusterSecret: secret, Logger: quietLogger(), SpoolDir: t.TempDir()}
+	}
+	leader := newClientOptions(t, lb, opts())
+	f := newClientOptions(t, follower{LocalBroker: lb, leaderHTTP: strings.TrimPrefix(leader.base, "http://")}, opts())
+	later := time.Now().Add(time.Hour)
+	as := func(c *client, sub, role string) *client {
+		cc := *c
+		cc.header = c.header.Clone()
+		cc.header.Set("Authorization", mint(t, jwt.SigningMethodHS256, []byte(jwtSecret), "", sub, role, later))
+		return &cc
+	}
+	push := func(txn string) map[string]any {
+		return map[string]any{"items": []any{map[string]any{"queue": "rel", "transactionId": txn, "payload": 1, "producerSub": "forged"}}}
+	}
+	f.do("POST", "/api/v1/push", push("anon")).expectError(t, 401, "unauthorized")
+	as(f, "svc-relayed", "read-write").do("POST", "/api/v1/push", push("relayed")).expect(t, 201)
+
+	admin := as(f, "ops", "admin")
+	admin.do("POST", "/api/v1/system/maintenance", map[string]any{"enabled": true}).expect(t, 200)
+	var buffered []map[string]any
+	as(f, "svc-spooled", "read-write").do("POST", "/api/v1/push", push("spooled")).expect(t, 201).decode(t, &buffered)
+	if len(buffered) != 1 || buffered[0]["status"] != "buffered" {
+		t.Fatalf("push during maintenance: %v", buffered)
+	}
+	admin.do("POST", "/api/v1/system/maintenance", map[string]any{"enabled": false}).expect(t, 200)
+	waitFor(t, 30*time.Second, "the follower's spool to be replayed", func() bool {
+		return admin.do("GET", "/api/v1/status/buffers", nil).expect(t, 200).object(t)["pending"] == float64(0)
+	})
+	got := map[string]string{}
+	for _, m := range as(leader, "reader", "read-write").mustPop(popPath("rel", "batch=10")).Messages {
+		if m.ProducerSub != nil {
+			got[m.TransactionID] = *m.ProducerSub
+		}
+	}
+	if want := map[string]string{"relayed": "svc-relayed", "spooled": "svc-spooled"}; !maps.Equal(got, want) {
+		t.Fatalf("producerSub by transaction %v, want %v", got, want)
+	}
 }

@@ -17,9 +17,10 @@ import (
 )
 
 // Encryption at rest (SEMANTICS §11). The edge seals a payload into Queen's
-// envelope before the push is proposed, and opens any payload that has the
-// envelope's shape on the way out. doc.go ("Encryption at rest") describes
-// the envelope and why the work happens here and not in the state machine.
+// envelope before the push is proposed and marks the item sealed; on the
+// way out it opens only payloads so marked. doc.go ("Encryption at rest")
+// describes the envelope, the sealed bit, and why the work happens here and
+// not in the state machine.
 
 // The envelope's sizes are part of the stored format, shared with Queen's
 // C++ and Rust brokers — never change them.
@@ -44,15 +45,18 @@ var errNotEnvelope = errors.New("server: not an encryption envelope")
 
 // parseEncryptionKey decodes QUEEN_ENCRYPTION_KEY: exactly 64 hex characters
 // (surrounding whitespace, such as the newline of a key file, is ignored).
-// Its errors never quote the key.
+// Its errors name the variable and the expected format, and never quote the
+// key: they end up in logs and on the operator's terminal.
 func parseEncryptionKey(text string) ([]byte, error) {
 	text = strings.TrimSpace(text)
 	if len(text) != encryptionKeyHexLen {
-		return nil, fmt.Errorf("%w: encryption key must be %d hex characters, got %d", engine.ErrInvalid, encryptionKeyHexLen, len(text))
+		return nil, fmt.Errorf("%w: QUEEN_ENCRYPTION_KEY must be %d hex characters (a 32-byte AES-256 key), got %d characters",
+			engine.ErrInvalid, encryptionKeyHexLen, len(text))
 	}
 	key, err := hex.DecodeString(text)
 	if err != nil {
-		return nil, fmt.Errorf("%w: encryption key is not hexadecimal", engine.ErrInvalid)
+		return nil, fmt.Errorf("%w: QUEEN_ENCRYPTION_KEY must be %d hex characters (a 32-byte AES-256 key), got other characters",
+			engine.ErrInvalid, encryptionKeyHexLen)
 	}
 	return key, nil
 }
@@ -62,8 +66,8 @@ func parseEncryptionKey(text string) ([]byte, error) {
 // never called (the push path checks first).
 type payloadCipher struct {
 	aead cipher.AEAD // AES-256-GCM, 12-byte nonce, 16-byte tag
-	// undecryptable counts envelopes that did not open (wrong or rotated
-	// key, tampering); they are returned as stored.
+	// undecryptable counts sealed payloads that did not open (wrong or
+	// rotated key, tampering); they are returned as stored.
 	undecryptable *metrics.Counter
 }
 
@@ -113,9 +117,11 @@ func (c *payloadCipher) sealIV(plain []byte, iv [envelopeIVLen]byte) []byte {
 
 // open returns the JSON text sealed in stored when stored is an envelope
 // that this key opens and whose plaintext is one JSON value. Otherwise it
-// reports false and the caller returns stored as it is: a plain payload, or
-// an envelope sealed under another key. A payload whose first member is not
-// an envelope key is ruled out after reading that one key.
+// reports false: not an envelope, an envelope sealed under another key, or
+// a tampered one. Only payloads the broker sealed are given to it (reveal):
+// opening whatever has the envelope's shape would decrypt a client's
+// captured envelope for it. A payload whose first member is not an
+// envelope key is ruled out after reading that one key.
 func (c *payloadCipher) open(stored []byte) ([]byte, bool) {
 	if c == nil || len(stored) < minEnvelopeLen {
 		return nil, false
@@ -126,18 +132,24 @@ func (c *payloadCipher) open(stored []byte) ([]byte, bool) {
 	}
 	plain, err := c.aead.Open(ct[:0], iv[:envelopeNonceLen], append(ct, tag...), nil)
 	if err != nil || !oneJSONValue(plain) {
-		c.undecryptable.Inc()
 		return nil, false
 	}
 	return plain, true
 }
 
-// reveal is what a read path writes for a stored payload: its plaintext
-// when it opens (decrypted true), else the stored bytes.
-func (c *payloadCipher) reveal(stored []byte) (data []byte, decrypted bool) {
+// reveal is what a read path writes for a stored payload and its sealed
+// bit: the plaintext (decrypted true) when the broker sealed it and it
+// opens, else the stored bytes. A payload the broker did not seal is never
+// opened, whatever its shape. A sealed one that does not open (another key,
+// no key, tampering) is counted and returned as stored.
+func (c *payloadCipher) reveal(stored []byte, sealed bool) (data []byte, decrypted bool) {
+	if !sealed || c == nil {
+		return stored, false
+	}
 	if plain, ok := c.open(stored); ok {
 		return plain, true
 	}
+	c.undecryptable.Inc()
 	return stored, false
 }
 
@@ -264,8 +276,10 @@ type sealer struct {
 	looked bool
 }
 
-// item replaces the item's payload by its envelope if its queue is encrypted.
-// Without a key it does nothing and looks nothing up.
+// item replaces the item's payload by its envelope, and marks the item
+// sealed, if its queue is encrypted. Without a key it does nothing and looks
+// nothing up. Nothing else sets PushItem.Sealed: an item decoded from a
+// request never has it, whatever its payload looks like.
 func (z *sealer) item(it *engine.PushItem) error {
 	if z.s.crypt == nil {
 		return nil
@@ -278,7 +292,7 @@ func (z *sealer) item(it *engine.PushItem) error {
 		z.queue, z.on, z.looked = it.Queue, on, true
 	}
 	if z.on {
-		it.Payload = z.s.crypt.seal(it.Payload)
+		it.Payload, it.Sealed = z.s.crypt.seal(it.Payload), true
 		z.s.m.payloadsSealed.Inc()
 	}
 	return nil

@@ -186,16 +186,37 @@ func TestPayloadCipher_OpenRefuses(t *testing.T) {
 		if got, ok := c.open([]byte(stored)); ok {
 			t.Errorf("%s: open(%s) = %q, want refused", name, stored, got)
 		}
-		if data, dec := c.reveal([]byte(stored)); dec || string(data) != stored {
+		before := c.undecryptable.Get()
+		if data, dec := c.reveal([]byte(stored), true); dec || string(data) != stored {
 			t.Errorf("%s: reveal changed the stored bytes", name)
+		}
+		if got := c.undecryptable.Get() - before; got != 1 {
+			t.Errorf("%s: a sealed payload that does not open counted %d times, want 1", name, got)
 		}
 	}
 	var none *payloadCipher
 	if _, ok := none.open([]byte(vectorSealed)); ok {
 		t.Error("a nil cipher opened an envelope")
 	}
-	if data, dec := none.reveal([]byte(vectorSealed)); dec || string(data) != vectorSealed {
+	if data, dec := none.reveal([]byte(vectorSealed), true); dec || string(data) != vectorSealed {
 		t.Error("a nil cipher's reveal changed the envelope")
+	}
+}
+
+// reveal opens only what the broker sealed: the very envelope this key
+// opens is returned as stored, and not counted, when its sealed bit is off.
+func TestPayloadCipher_Reveal_OnlySealed(t *testing.T) {
+	c := testCipher(t, vectorKeyHex)
+	data, dec := c.reveal([]byte(vectorSealed), true)
+	if !dec || string(data) != vectorPlain {
+		t.Fatalf("sealed: reveal = %s, %v; want the plaintext", data, dec)
+	}
+	data, dec = c.reveal([]byte(vectorSealed), false)
+	if dec || string(data) != vectorSealed {
+		t.Fatalf("not sealed: reveal = %s, %v; want the envelope as stored", data, dec)
+	}
+	if n := c.undecryptable.Get(); n != 0 {
+		t.Fatalf("decrypt failures counted %d, want 0", n)
 	}
 }
 
@@ -376,7 +397,7 @@ func BenchmarkPop100Encrypted(b *testing.B) {
 		Claims: []engine.Claim{{Queue: "orders", Partition: "Default", PartitionID: engine.ID{2}, LeaseExpiresAt: 1 << 50}}}
 	for i := range 100 {
 		res.Messages = append(res.Messages, engine.Message{ID: engine.ID{byte(i)}, TransactionID: fmt.Sprint("t", i),
-			Payload: payload, CreatedAt: 1 << 50, Queue: "orders", Partition: "Default", PartitionID: engine.ID{2}, Attempt: 1})
+			Payload: payload, Sealed: true, CreatedAt: 1 << 50, Queue: "orders", Partition: "Default", PartitionID: engine.ID{2}, Attempt: 1})
 	}
 	s, err := New(stubBroker{pop: res}, Options{Logger: slog.New(slog.DiscardHandler), EncryptionKey: vectorKeyHex})
 	if err != nil {

@@ -125,8 +125,8 @@ func (s *Server) replayDLQ(ctx *fasthttp.RequestCtx, _ *params) {
 
 // writeDeadLetter writes one DLQ row: Queen's fields (createdAt = failedAt)
 // plus what B2 keeps (enqueuedAt, producerSub, offset, deliveries). A
-// snapshot stored as an encryption envelope is written decrypted, flagged
-// isEncrypted:true, when c opens it; otherwise as stored.
+// snapshot the broker sealed is written decrypted, flagged isEncrypted:true,
+// when c opens it; any other is written as stored, isEncrypted:false.
 func writeDeadLetter(w *jsonWriter, d *engine.DeadLetter, c *payloadCipher) {
 	w.object("")
 	w.id("id", d.MessageID)
@@ -138,7 +138,7 @@ func writeDeadLetter(w *jsonWriter, d *engine.DeadLetter, c *payloadCipher) {
 	w.str("consumerGroup", d.Group)
 	w.str("errorMessage", d.Error)
 	w.int("retryCount", int64(d.RetryCount))
-	data, decrypted := c.reveal(d.Payload)
+	data, decrypted := c.reveal(d.Payload, d.Sealed)
 	w.raw("data", data)
 	w.bool("isEncrypted", decrypted)
 	if d.HasTrace {
@@ -329,7 +329,7 @@ func (s *Server) getMessage(ctx *fasthttp.RequestCtx, p *params) {
 	case len(dead) > 0 && engineNotFound(err):
 		d := newest(dead)
 		msg = engine.StoredMessage{Message: engine.Message{ID: d.MessageID, TransactionID: d.TransactionID,
-			TraceID: d.TraceID, HasTrace: d.HasTrace, Payload: d.Payload, ProducerSub: d.ProducerSub,
+			TraceID: d.TraceID, HasTrace: d.HasTrace, Payload: d.Payload, Sealed: d.Sealed, ProducerSub: d.ProducerSub,
 			CreatedAt: d.EnqueuedAt, Queue: d.Queue, Partition: d.Partition, PartitionID: d.PartitionID,
 			Offset: engine.Offset(d.Offset)}}
 	default:
@@ -355,7 +355,7 @@ func (s *Server) getMessage(ctx *fasthttp.RequestCtx, p *params) {
 	w.str("namespace", info.Namespace)
 	w.str("task", info.Task)
 	w.str("status", status)
-	data, decrypted := s.crypt.reveal(msg.Payload)
+	data, decrypted := s.crypt.reveal(msg.Payload, msg.Sealed)
 	w.raw("payload", data)
 	w.raw("data", data)
 	w.bool("isEncrypted", decrypted)
@@ -520,10 +520,11 @@ func (s *Server) replayMessage(ctx *fasthttp.RequestCtx, p *params) {
 	send(ctx, fasthttp.StatusOK, w)
 }
 
-// sealReplay seals a replay's corrected payload (B4) if the address's queue
-// is encrypted now. A replay without one re-pushes the stored snapshot as it
-// is, so an envelope stays one envelope and is never sealed twice. An
-// address without dead-letter rows is left to Replay, which answers 404.
+// sealReplay seals a replay's corrected payload (B4), and marks it sealed,
+// if the address's queue is encrypted now; else it goes plain. A replay
+// without one re-pushes the stored snapshot with its own sealed bit, so an
+// envelope stays one envelope and is never sealed twice. An address without
+// dead-letter rows is left to Replay, which answers 404.
 func (s *Server) sealReplay(cmd *engine.ReplayCmd) error {
 	if s.crypt == nil {
 		return nil
@@ -537,7 +538,7 @@ func (s *Server) sealReplay(cmd *engine.ReplayCmd) error {
 	if err := z.item(&it); err != nil {
 		return err
 	}
-	cmd.Payload = it.Payload
+	cmd.Payload, cmd.Sealed = it.Payload, it.Sealed
 	return nil
 }
 

@@ -49,6 +49,10 @@ var (
 	// errClusterSecret is returned for a node-to-node route whose
 	// X-Queen-Cluster-Secret header is missing or wrong.
 	errClusterSecret = errors.New("server: missing or wrong cluster secret")
+	// errSpoolUnopened stops a follower's spool replay at a sealed item its
+	// key does not open (QUEEN_ENCRYPTION_KEY changed or unset since the
+	// item was spooled); the file stays for a later attempt. Only logged.
+	errSpoolUnopened = errors.New("server: spool replay: a sealed item does not open under this node's QUEEN_ENCRYPTION_KEY")
 	// errNotImplemented is returned by routes whose feature does not exist
 	// yet (maintenance mode, message listing).
 	errNotImplemented = errors.New("server: not implemented")

@@ -218,7 +218,8 @@ func (s *Server) release(res *engine.PopResult) {
 
 // writePop writes the pop envelope. Top-level partition fields are the
 // first claim's; per-message fields are authoritative for acks. A payload
-// stored as an encryption envelope is written decrypted when c opens it.
+// the broker sealed is written decrypted when c opens it; any other is
+// written as stored.
 func writePop(w *jsonWriter, res *engine.PopResult, c *payloadCipher) {
 	first := &res.Claims[0]
 	w.object("")
@@ -241,7 +242,7 @@ func writePop(w *jsonWriter, res *engine.PopResult, c *payloadCipher) {
 		} else {
 			w.null("traceId")
 		}
-		data, _ := c.reveal(m.Payload)
+		data, _ := c.reveal(m.Payload, m.Sealed)
 		w.raw("data", data)
 		w.strOrNull("producerSub", m.ProducerSub)
 		w.timeMicros("createdAt", m.CreatedAt)

@@ -32,22 +32,23 @@ func (s *Server) push(ctx *fasthttp.RequestCtx, p *params) {
 		err = badRequest("items array is required")
 	}
 	// A spool replay relayed by another node (it proved the cluster
-	// secret) is already sealed and stamped by the node that spooled it.
-	replay := p.node && len(ctx.Request.Header.Peek(sealedHeader)) > 0
+	// secret) keeps the producerSub its node stamped when it spooled it,
+	// and is not spooled again. Its payloads are plain (the relaying node
+	// opened what it had sealed) and are sealed here like any push: no
+	// request can say its payloads are already sealed (spool.go).
+	replay := p.node && len(ctx.Request.Header.Peek(spoolReplayHeader)) > 0
 	if !replay {
 		stamp(items, p.subject)
 	}
-	if !replay {
-		z := sealer{s: s}
-		for i := 0; err == nil && i < len(items); i++ {
-			err = z.item(&items[i])
-		}
+	z := sealer{s: s}
+	for i := 0; err == nil && i < len(items); i++ {
+		err = z.item(&items[i])
 	}
 	if err != nil {
 		s.writeError(ctx, err)
 		return
 	}
-	if m, ok := s.broker.(Maintainer); ok && len(items) > 0 && !replay {
+	if m, ok := s.broker.(Maintainer); ok && len(items) > 0 {
 		if push, _ := m.Maintenance(); push {
 			s.bufferPush(ctx, items)
 			return

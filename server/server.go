@@ -50,14 +50,16 @@ type Options struct {
 	// /metrics/prometheus writes out; pass the process's shared set so one
 	// scrape sees every layer (default: a private set).
 	Metrics *metrics.Set
-	// EncryptionKey is QUEEN_ENCRYPTION_KEY as given: 64 hex characters,
-	// the AES-256-GCM key that seals the payloads pushed to queues with
-	// encryptionEnabled (SEMANTICS §11; doc.go, "Encryption at rest").
-	// Empty disables encryption at rest. A MALFORMED KEY ALSO DISABLES IT,
-	// process-wide, with one warning logged by New: encrypted queues then
-	// store PLAINTEXT, and no push ever fails for want of a key. Payloads
-	// that are envelopes are decrypted on every read whatever the queue's
-	// flag; under another key (or none) they are returned as stored.
+	// EncryptionKey is QUEEN_ENCRYPTION_KEY as given: 64 hex characters
+	// (surrounding whitespace ignored), the AES-256-GCM key that seals the
+	// payloads pushed to queues with encryptionEnabled (SEMANTICS §11;
+	// doc.go, "Encryption at rest"). Empty disables encryption at rest:
+	// queues with the flag then store PLAINTEXT, with a warning when one is
+	// configured. Any other value that is not 64 hex characters is refused
+	// by Validate, so New fails and the node does not start (fail closed;
+	// the error never quotes the key). Reads decrypt only the payloads this
+	// broker sealed (their messages' sealed mark), never a payload by its
+	// shape.
 	EncryptionKey string
 	// CORSOrigins lists the browser origins allowed to call the API
 	// (--cors-origins). Empty or ["*"] allows any origin, as Queen does.
@@ -138,6 +140,10 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: DefaultPopTimeout exceeds MaxPopTimeout", engine.ErrInvalid)
 	case o.ReadTimeout < 0 || o.WriteTimeout < 0 || o.IdleTimeout < 0:
 		return fmt.Errorf("%w: timeouts must not be negative", engine.ErrInvalid)
+	case o.EncryptionKey != "":
+		if _, err := parseEncryptionKey(o.EncryptionKey); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -190,11 +196,14 @@ func New(b Broker, opts Options) (*Server, error) {
 		started: time.Now(),
 		ctx:     context.Background(),
 	}
-	var err error
+	crypt, err := newCipherFromOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	s.crypt = crypt
 	if s.cors, err = newCORSPolicy(opts.CORSOrigins); err != nil {
 		return nil, err
 	}
-	s.crypt = newCipherFromOptions(opts)
 	s.client = &fasthttp.Client{
 		Name:                          "queen-forward",
 		NoDefaultUserAgentHeader:      true,
@@ -248,24 +257,24 @@ func New(b Broker, opts Options) (*Server, error) {
 	return s, nil
 }
 
-// newCipherFromOptions builds the payload cipher from Options.EncryptionKey,
-// or returns nil (encryption disabled) when there is none or it is
-// malformed, which it logs once, here.
-func newCipherFromOptions(opts Options) *payloadCipher {
+// newCipherFromOptions builds the payload cipher from Options.EncryptionKey:
+// nil (encryption disabled) when there is none, an error when it is
+// malformed. A malformed key never degrades to "disabled": queues that
+// asked for encryption would silently store plaintext.
+func newCipherFromOptions(opts Options) (*payloadCipher, error) {
 	if opts.EncryptionKey == "" {
-		return nil
+		return nil, nil
 	}
 	key, err := parseEncryptionKey(opts.EncryptionKey)
-	var c *payloadCipher
-	if err == nil {
-		c, err = newPayloadCipher(key, opts.Metrics)
-	}
 	if err != nil {
-		opts.Logger.Warn("encryption at rest DISABLED: QUEEN_ENCRYPTION_KEY is malformed; queues with encryptionEnabled store plaintext", "err", err)
-		return nil
+		return nil, err
+	}
+	c, err := newPayloadCipher(key, opts.Metrics)
+	if err != nil {
+		return nil, err
 	}
 	opts.Logger.Info("encryption at rest enabled (AES-256-GCM)")
-	return c
+	return c, nil
 }
 
 // Serve answers requests on ln until Shutdown, over TLS when Options.TLS

@@ -24,6 +24,13 @@ func TestMain(m *testing.M) {
 		// A stopped worker pool's cleaner notices the stop only after its
 		// current sleep (MaxIdleWorkerDuration, 10 s), well after Shutdown.
 		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"),
+		// A server relaying to another (a follower's spool replay) dials
+		// through fasthttp's default dialer, whose address-cache cleaner
+		// runs once per process and never stops, and its client's cleaners
+		// exit only after their current sleep (up to MaxIdleConnDuration).
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*TCPDialer).tcpAddrsClean"),
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*Client).mCleaner"),
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*HostClient).connsCleaner"),
 	)
 }
 

@@ -30,10 +30,6 @@ type Maintainer interface {
 	SetMaintenance(ctx context.Context, pop, enabled bool) error
 }
 
-// sealedHeader marks a relayed push whose payloads were already sealed by
-// the node that spooled them: the leader must not seal them again.
-const sealedHeader = "X-Queen-Sealed"
-
 // spool keeps pushes received during push maintenance, one file per
 // request, and replays them in file order once maintenance is off. A file is
 // written under a temporary name and renamed: only complete files are ever
@@ -41,8 +37,11 @@ const sealedHeader = "X-Queen-Sealed"
 // sent none), so a replay interrupted and repeated is deduplicated.
 //
 // A file holds one JSON object per line: {"queue", "partition",
-// "transactionId", "traceId"?, "producerSub"?, "payload"}, payloads as
-// stored (sealed for encrypted queues).
+// "transactionId", "traceId"?, "producerSub"?, "payload", "sealed"?},
+// payloads as they would have been pushed: sealed for encrypted queues, with
+// "sealed":true, so no plaintext of theirs reaches the spool's disk. A line
+// without "sealed" (every line an earlier binary wrote) replays as the
+// client's bytes, envelope or not.
 type spool struct {
 	dir     string
 	mu      sync.Mutex // serializes writes and the drain
@@ -58,11 +57,12 @@ type spooledItem struct {
 	TraceID       string          `json:"traceId,omitempty"`
 	ProducerSub   string          `json:"producerSub,omitempty"`
 	Payload       json.RawMessage `json:"payload"`
+	Sealed        bool            `json:"sealed,omitempty"`
 }
 
 func toSpooled(it *engine.PushItem) spooledItem {
 	si := spooledItem{Queue: it.Queue, Partition: it.Partition, TransactionID: it.TransactionID,
-		ProducerSub: it.ProducerSub, Payload: it.Payload}
+		ProducerSub: it.ProducerSub, Payload: it.Payload, Sealed: it.Sealed}
 	if it.HasTrace {
 		si.TraceID = engine.FormatID(it.TraceID)
 	}
@@ -151,7 +151,7 @@ func (sp *spool) read(name string) ([]engine.PushItem, error) {
 			return nil, fmt.Errorf("server: spool file %s: %w", name, err)
 		}
 		it := engine.PushItem{Queue: si.Queue, Partition: si.Partition, TransactionID: si.TransactionID,
-			ProducerSub: si.ProducerSub, Payload: si.Payload}
+			ProducerSub: si.ProducerSub, Payload: si.Payload, Sealed: si.Sealed}
 		if si.TraceID != "" {
 			if it.TraceID, err = engine.ParseID(si.TraceID); err != nil {
 				return nil, fmt.Errorf("server: spool file %s: %w", name, err)
@@ -185,8 +185,9 @@ func (s *Server) drainLoop(m Maintainer, stop <-chan struct{}) {
 }
 
 // drain replays every complete spool file in order and removes each once
-// the cluster accepted it. On the leader it pushes directly; on a follower
-// it relays the items to the leader, marked as already sealed.
+// the cluster accepted it. On the leader it pushes the items as stored,
+// sealed bits included; on a follower it relays them to the leader as an
+// ordinary push of their plaintext (relayBody).
 func (s *Server) drain() error {
 	sp := s.spool
 	sp.mu.Lock()
@@ -211,6 +212,10 @@ func (s *Server) drain() error {
 	return nil
 }
 
+// spoolReplayHeader marks a push that replays another node's spool. It
+// counts only on a request that carries the cluster secret.
+const spoolReplayHeader = "X-Queen-Spool-Replay"
+
 func (s *Server) replaySpooled(items []engine.PushItem) error {
 	st := s.broker.Status()
 	if st.Role == "leader" {
@@ -222,29 +227,25 @@ func (s *Server) replaySpooled(items []engine.PushItem) error {
 	if st.LeaderHTTP == "" {
 		return fmt.Errorf("server: spool replay: no leader")
 	}
-	body := []byte(`{"items":[`)
-	for i := range items {
-		it := &items[i]
-		if i > 0 {
-			body = append(body, ',')
-		}
-		si := toSpooled(it)
-		b, err := json.Marshal(&si)
-		if err != nil {
-			return err
-		}
-		body = append(body, b...)
+	body, err := s.relayBody(items)
+	if err != nil {
+		return err
 	}
-	body = append(body, "]}"...)
 	req := fasthttp.AcquireRequest()
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
-	req.SetRequestURI("http://" + st.LeaderHTTP + "/api/v1/push")
+	req.SetRequestURI(s.relayScheme() + "://" + st.LeaderHTTP + "/api/v1/push")
 	req.Header.SetMethod("POST")
 	req.Header.SetContentType("application/json")
 	req.Header.Set(forwardedHeader, st.ID)
-	req.Header.Set(sealedHeader, "1")
+	if s.opts.ClusterSecret != "" {
+		// As a node of the cluster: the leader keeps the producerSub each
+		// item was spooled with. Without the secret the replay is an
+		// anonymous push (refused when JWT is on: configure the secret).
+		req.Header.Set(clusterSecretHeader, s.opts.ClusterSecret)
+		req.Header.Set(spoolReplayHeader, "1")
+	}
 	req.Header.Set(deadlineHeader, strconv.FormatInt(time.Now().Add(forwardTimeout).UnixMicro(), 10))
 	req.SetBody(body)
 	if err := s.client.DoTimeout(req, resp, forwardTimeout); err != nil {
@@ -254,6 +255,37 @@ func (s *Server) replaySpooled(items []engine.PushItem) error {
 		return fmt.Errorf("server: spool replay: leader answered %d: %s", resp.StatusCode(), resp.Body())
 	}
 	return nil
+}
+
+// relayBody is the push request a follower relays for spooled items. The
+// leader cannot take a request's word that a payload is already sealed: any
+// client could say so of a captured envelope and have it opened on read. So
+// sealed items are opened here and relayed as the plaintext the client sent,
+// as a forwarded push carries it, and the leader seals them again by the
+// queue's flag. An item that does not open under this node's key fails the
+// replay; its file stays for the next attempt.
+func (s *Server) relayBody(items []engine.PushItem) ([]byte, error) {
+	body := []byte(`{"items":[`)
+	for i := range items {
+		it := items[i]
+		if it.Sealed {
+			plain, ok := s.crypt.open(it.Payload)
+			if !ok {
+				return nil, errSpoolUnopened
+			}
+			it.Payload, it.Sealed = plain, false
+		}
+		if i > 0 {
+			body = append(body, ',')
+		}
+		si := toSpooled(&it)
+		b, err := json.Marshal(&si)
+		if err != nil {
+			return nil, err
+		}
+		body = append(body, b...)
+	}
+	return append(body, "]}"...), nil
 }
 
 // bufferPush answers a push during push maintenance: its items go to the

@@ -131,6 +131,17 @@ func serve(args []string) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: c.logLevel}))
+	ms := metrics.NewSet()
+	sopts := server.Options{
+		Addr: c.http, MaxBodyBytes: c.maxBody, Version: version, Logger: log, Metrics: ms,
+		SpoolDir:      filepath.Join(c.data, "spool"),
+		EncryptionKey: c.encryptionKey,
+	}
+	// Refuse bad server options (a malformed QUEEN_ENCRYPTION_KEY) before
+	// the data directory is opened: the node must not start at all.
+	if err := sopts.Validate(); err != nil {
+		return err
+	}
 
 	opts := raft.DefaultOptions()
 	opts.ID = c.nodeID
@@ -160,12 +171,7 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	ms := metrics.NewSet()
-	srv, err := server.New(node, server.Options{
-		Addr: c.http, MaxBodyBytes: c.maxBody, Version: version, Logger: log, Metrics: ms,
-		SpoolDir:      filepath.Join(c.data, "spool"),
-		EncryptionKey: c.encryptionKey,
-	})
+	srv, err := server.New(node, sopts)
 	if err != nil {
 		node.Close()
 		return err

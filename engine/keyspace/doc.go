@@ -41,12 +41,12 @@
 //
 // # Values
 //
-// Records start with a version byte (currently 1) and then their fields in
-// declaration order: integers as big-endian fixed width (i64/u64: 8 bytes,
-// u32: 4 bytes), ids as 16 raw bytes, strings and byte strings as a uvarint
-// length and the bytes, booleans as one byte 0 or 1. A record that fails to
-// decode (short, unknown version, trailing bytes) returns an error wrapping
-// ErrCorrupt. Times are unix microseconds.
+// Records start with a version byte (1; dead-letter records 1 or 2) and then
+// their fields in declaration order: integers as big-endian fixed width
+// (i64/u64: 8 bytes, u32: 4 bytes), ids as 16 raw bytes, strings and byte
+// strings as a uvarint length and the bytes, booleans as one byte 0 or 1. A
+// record that fails to decode (short, unknown version, trailing bytes)
+// returns an error wrapping ErrCorrupt. Times are unix microseconds.
 //
 //	Queue        ver | id | createdAt i64 | namespace str | task str | n uvarint | n × (option u8, value varint)
 //	Partition    ver | queue str | name str | next i64 | start i64 | createdAt i64 | lastWriteAt i64 |
@@ -59,15 +59,36 @@
 //	Subscription ver | mode u8 | timestamp i64 | createdAt i64
 //	DeadLetter   ver | partition id | queue str | partition str | group str | offset i64 | message id |
 //	             txn str | hasTrace u8 | trace id | producerSub str | payload bytes | error str |
-//	             retryCount u32 | enqueuedAt i64 | deliveries u32
+//	             retryCount u32 | enqueuedAt i64 | deliveries u32 | [ver 2: flags u8]
 //
 // Queue options are stored as (option number, value) pairs so an option can be
 // added without a format change; option numbers are part of the format and
 // are never reused (see the engine's option table).
+//
+// Dead-letter records come in two versions. Version 2 is version 1 followed
+// by a flags byte: bit 0 (sealed) says the payload is an encryption envelope
+// the broker sealed, copied from the frame's sealed bit (engine/segment) when
+// the row is filed; only such payloads are decrypted on read. The other bits
+// are zero and at least one is set: a row without flags is written as
+// version 1, the very bytes earlier binaries wrote, so a binary that predates
+// version 2 still reads every row of an unencrypted queue, and fails loudly
+// ("unknown version 2", ErrCorrupt) on a sealed row rather than misreading
+// it. Rows written before version 2 existed read as not sealed: their
+// payloads are returned exactly as stored, envelopes included. Nothing is
+// rewritten; rows are immutable.
 //
 // # Versioning
 //
 // The meta key "version" holds the store format version (FormatVersion). The
 // engine refuses to open a store with a newer version; a version bump comes with
 // an upgrade step in the engine's Open and an upgrade fixture in its tests.
+//
+// Record versions are finer than the store format version: a record type may
+// gain a version that this binary reads beside the older ones, as the
+// dead-letter record did. The store format version stays 1 for version-2
+// dead-letter rows and sealed segment frames: this binary reads both from any
+// store with no upgrade step, and a binary that predates them fails on the
+// record it cannot read instead of at open. Raising FormatVersion would make
+// such a binary refuse every store, those that hold no sealed payload too.
+// Golden records are kept in testdata as format fixtures.
 package keyspace

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/queenmq/queen/engine/keyspace"
@@ -97,6 +98,49 @@ func TestRecords_RoundTrip(t *testing.T) {
 		Payload: []byte(`{"a":1}`), Error: "bad", RetryCount: 3, EnqueuedAt: 10, Deliveries: 4}
 	if got, err := keyspace.DecodeDeadLetter(d.Encode(nil)); err != nil || !reflect.DeepEqual(got, d) {
 		t.Fatalf("dead letter: got %+v, %v", got, err)
+	}
+	d.Sealed = true
+	if got, err := keyspace.DecodeDeadLetter(d.Encode(nil)); err != nil || !reflect.DeepEqual(got, d) {
+		t.Fatalf("sealed dead letter: got %+v, %v", got, err)
+	}
+}
+
+// TestDeadLetterRecord_Encode_Versions checks which version a row is
+// written as: 1 without flags, byte for byte what it was before version 2
+// existed plus nothing, and 2 with the sealed flag, one byte longer.
+func TestDeadLetterRecord_Encode_Versions(t *testing.T) {
+	d := keyspace.DeadLetterRecord{Queue: "q", Payload: []byte(`{}`)}
+	plain := d.Encode(nil)
+	d.Sealed = true
+	sealed := d.Encode(nil)
+	if plain[0] != 1 || sealed[0] != 2 {
+		t.Fatalf("versions = %d (plain), %d (sealed), want 1 and 2", plain[0], sealed[0])
+	}
+	if !bytes.Equal(sealed[1:len(sealed)-1], plain[1:]) || sealed[len(sealed)-1] != 1 {
+		t.Fatalf("version 2 is not version 1 plus a flags byte:\n%x\n%x", plain, sealed)
+	}
+}
+
+func TestDecodeDeadLetter_Corrupt(t *testing.T) {
+	d := keyspace.DeadLetterRecord{Queue: "q", Payload: []byte(`{}`), Sealed: true}
+	good := d.Encode(nil)
+	withFlags := func(flags byte) []byte { return append(bytes.Clone(good[:len(good)-1]), flags) }
+	cases := map[string]struct {
+		b    []byte
+		want string
+	}{
+		"unknown-version":      {append([]byte{3}, good[1:]...), "unknown version 3"},
+		"version-0":            {append([]byte{0}, good[1:]...), "unknown version 0"},
+		"v2-missing-flags":     {good[:len(good)-1], "short"},
+		"v2-without-flags":     {withFlags(0), "version 2 without flags"},
+		"v2-unknown-flag":      {withFlags(3), "unknown flags 0x2"},
+		"v1-with-a-flags-byte": {append([]byte{1}, good[1:]...), "trailing"},
+	}
+	for name, c := range cases {
+		_, err := keyspace.DecodeDeadLetter(c.b)
+		if !errors.Is(err, keyspace.ErrCorrupt) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want ErrCorrupt mentioning %q", name, err, c.want)
+		}
 	}
 }
 

@@ -4,6 +4,14 @@ package keyspace
 // format — never change; a new layout takes a new version and an upgrade step.
 const recordVersion = 1
 
+// Dead-letter records have a second version, which appends a flags byte
+// (doc.go, "Values"). Part of the on-disk format — never change; a retired
+// flag bit is never reused.
+const (
+	deadLetterFlagsVersion = 2
+	deadLetterSealed       = 1 << 0 // the payload is an envelope the broker sealed
+)
+
 // Option is one stored queue option: its number and value.
 type Option struct {
 	Number uint8
@@ -83,15 +91,27 @@ type DeadLetterRecord struct {
 	RetryCount    uint32
 	EnqueuedAt    int64
 	Deliveries    uint32
+	// Sealed records that the broker sealed Payload into an encryption
+	// envelope (the frame's sealed bit, copied when the row is filed).
+	// Stored as version 2; a version-1 row is not Sealed.
+	Sealed bool
 }
 
 // newRecordReader starts decoding a record and checks its version byte.
 func newRecordReader(b []byte, what string) *Reader {
+	r, _ := newRecordReaderUpTo(b, what, recordVersion)
+	return r
+}
+
+// newRecordReaderUpTo starts decoding a record whose versions run from 1 to
+// newest, and returns the version read.
+func newRecordReaderUpTo(b []byte, what string, newest uint8) (*Reader, uint8) {
 	r := NewReader(b, ErrCorrupt, what+" record")
-	if v := r.U8(); r.Err() == nil && v != recordVersion {
+	v := r.U8()
+	if r.Err() == nil && (v < recordVersion || v > newest) {
 		r.Fail("unknown version %d", v)
 	}
-	return r
+	return r, v
 }
 
 // Encode appends the record to dst.
@@ -214,10 +234,19 @@ func DecodeSub(b []byte) (SubRecord, error) {
 	return s, r.Done()
 }
 
-// Encode appends the record to dst.
+// Encode appends the record to dst: version 1 when it has no flag set (the
+// bytes every earlier binary wrote and reads), else version 2.
 func (d *DeadLetterRecord) Encode(dst []byte) []byte {
+	var flags uint8
+	if d.Sealed {
+		flags |= deadLetterSealed
+	}
 	w := Writer{B: dst}
-	w.U8(recordVersion)
+	if flags == 0 {
+		w.U8(recordVersion)
+	} else {
+		w.U8(deadLetterFlagsVersion)
+	}
 	w.ID(d.PartitionID)
 	w.Str(d.Queue)
 	w.Str(d.Partition)
@@ -233,17 +262,32 @@ func (d *DeadLetterRecord) Encode(dst []byte) []byte {
 	w.U32(d.RetryCount)
 	w.I64(d.EnqueuedAt)
 	w.U32(d.Deliveries)
+	if flags != 0 {
+		w.U8(flags)
+	}
 	return w.B
 }
 
-// DecodeDeadLetter decodes a dead-letter record. Payload is a copy.
+// DecodeDeadLetter decodes a dead-letter record of version 1 or 2. Payload
+// is a copy.
 func DecodeDeadLetter(b []byte) (DeadLetterRecord, error) {
-	r := newRecordReader(b, "dead-letter")
+	r, v := newRecordReaderUpTo(b, "dead-letter", deadLetterFlagsVersion)
 	d := DeadLetterRecord{
 		PartitionID: r.ID(), Queue: r.Str(), Partition: r.Str(), Group: r.Str(), Offset: r.I64(),
 		MessageID: r.ID(), TransactionID: r.Str(), HasTrace: r.Bool(), TraceID: r.ID(),
 		ProducerSub: r.Str(), Payload: append([]byte(nil), r.Bytes()...), Error: r.Str(),
 		RetryCount: r.U32(), EnqueuedAt: r.I64(), Deliveries: r.U32(),
+	}
+	if v == deadLetterFlagsVersion {
+		switch flags := r.U8(); {
+		case r.Err() != nil:
+		case flags&^deadLetterSealed != 0:
+			r.Fail("unknown flags %#x", flags&^deadLetterSealed)
+		case flags == 0:
+			r.Fail("version 2 without flags") // such a row is written as version 1
+		default:
+			d.Sealed = flags&deadLetterSealed != 0
+		}
 	}
 	return d, r.Done()
 }

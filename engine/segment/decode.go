@@ -139,9 +139,10 @@ func (r *reader) frame(f *Frame) error {
 	if err != nil {
 		return err
 	}
-	if extra := flags[0] &^ (flagTrace | flagSub); extra != 0 {
+	if extra := flags[0] &^ flagsKnown; extra != 0 {
 		return fmt.Errorf("unknown flags %#x", extra)
 	}
+	f.Sealed = flags[0]&flagSealed != 0
 	if flags[0]&flagTrace != 0 {
 		trace, err := r.take(16, "trace id")
 		if err != nil {

@@ -39,9 +39,13 @@
 //	+------------+-----+-----------+-------+-----------+---------------------+----------------+---------+
 //
 // Flag bit 0 says a trace id follows; bit 1 says a producer sub follows, which
-// is then never empty. The other six bits are zero. The payload is the
-// producer's JSON, stored as received. A frame is at least 19 bytes (empty
-// transaction id and payload, no optional fields), so count*19 <= rawLen.
+// is then never empty; bit 2 (sealed) says the broker sealed the payload: it
+// is an encryption envelope the broker's edge made, and only such payloads
+// are decrypted on read (package server, "Encryption at rest"). Bit 2 adds no
+// bytes. The other five bits are zero. The payload is the producer's JSON,
+// stored as received, or its envelope when sealed. A frame is at least 19
+// bytes (empty transaction id and payload, no optional fields), so
+// count*19 <= rawLen.
 //
 // # Checks
 //
@@ -52,8 +56,8 @@
 // dictionary that declares a content size equal to rawLen. Decode then
 // decompresses into a buffer of exactly rawLen bytes (the zstd decoder may not
 // write past it, nor hold more than MaxRawLen) and parses the frames:
-// lengths in shortest form and within the buffer, no unknown flag bits, no
-// empty producer sub, exactly count frames and no trailing bytes. Any failure
+// lengths in shortest form and within the buffer, no unknown flag bits (bits
+// 3 to 7), no empty producer sub, exactly count frames and no trailing bytes. Any failure
 // wraps ErrCorrupt. (Like any zstd decoder, Decode also accepts skippable or
 // empty zstd frames after the first; the encoder never writes them.) These
 // rules make the raw frames canonical: a segment that
@@ -77,4 +81,27 @@
 // keep decoding every older version; each keeps its golden files in
 // testdata/golden as upgrade fixtures. Codec numbers, like versions, are never
 // reused once retired.
+//
+// # Flag bits
+//
+// Version 1 grows by flag bits. A v1 reader rejects a frame with a flag bit
+// it does not know, so a bit that adds no bytes can join v1 without a new
+// version: a binary that predates the bit reports such a frame as corrupt,
+// loudly, and can never misread it, while every frame without the bit stays
+// byte-identical and readable by every v1 binary. Bit 2 (sealed) joined v1
+// this way instead of as version 2. A version 2 would be rejected by the
+// same older binaries just as loudly, so it would buy no safety; but it
+// would make every segment written after the upgrade unreadable to them,
+// those of unencrypted queues too, where the bit is never set, and it would
+// have to wait for the store format gate above. With the bit in v1, a
+// cluster that never seals a payload (no key, or no queue with
+// encryptionEnabled) writes exactly the bytes it wrote before and can still
+// roll back. The price is the one a version bump would have had: during a
+// rolling upgrade, a node on an older binary stores the sealed frames it is
+// sent (every replica holds the same bytes) but fails with ErrCorrupt when
+// it reads them (pop, message detail, dead-lettering, check), until it runs
+// a binary that knows bit 2. Upgrade every node before pushing to encrypted
+// queues. Each bit is listed above with what it means; a retired bit, like a
+// retired version, is never reused. The golden files of sealed frames are
+// named like the others (sealed-v1-*.seg).
 package segment

@@ -171,6 +171,9 @@ func appendFrame(b []byte, f *Frame) []byte {
 	if len(f.ProducerSub) > 0 {
 		flags |= flagSub
 	}
+	if f.Sealed {
+		flags |= flagSealed
+	}
 	b = append(b, flags)
 	if f.HasTrace {
 		b = append(b, f.TraceID[:]...)

@@ -39,8 +39,10 @@ const (
 	headerLen    = 30
 	crcLen       = 4
 
-	flagTrace = 1 << 0 // a 16-byte trace id follows the flags
-	flagSub   = 1 << 1 // a uvarint-prefixed, non-empty producer sub follows
+	flagTrace  = 1 << 0 // a 16-byte trace id follows the flags
+	flagSub    = 1 << 1 // a uvarint-prefixed, non-empty producer sub follows
+	flagSealed = 1 << 2 // the payload is an envelope the broker sealed; no bytes follow
+	flagsKnown = flagTrace | flagSub | flagSealed
 
 	minFrameLen = 1 + 16 + 1 + 1 // empty txn, message id, flags, empty payload
 )
@@ -73,6 +75,10 @@ type Frame struct {
 	HasTrace      bool
 	ProducerSub   []byte // nil when absent (encode: nil or empty means absent)
 	Payload       []byte // raw JSON, never re-marshalled
+	// Sealed records that the broker sealed Payload into an encryption
+	// envelope (flag bit 2): only such payloads are opened on read. This
+	// package only carries the bit; the broker's edge decides it.
+	Sealed bool
 }
 
 // Header is the fixed-width front of a segment.

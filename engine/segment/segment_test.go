@@ -135,6 +135,9 @@ func TestSegment_Encode_RoundTrip(t *testing.T) {
 		{name: "trace id", base: 1, frames: []segment.Frame{{MessageID: id("m"), TraceID: id("t"), HasTrace: true, Payload: []byte(`{}`)}}},
 		{name: "producer sub", frames: []segment.Frame{{MessageID: id("m"), ProducerSub: []byte("sub|123"), Payload: []byte(`1`)}}},
 		{name: "trace id and producer sub", frames: orders(1)},
+		{name: "sealed", frames: []segment.Frame{{MessageID: id("m"), Payload: []byte(`{"encrypted":"","iv":"","authTag":""}`), Sealed: true}}},
+		{name: "sealed with every field", frames: []segment.Frame{{MessageID: id("m"), TransactionID: []byte("t"), TraceID: id("t"), HasTrace: true,
+			ProducerSub: []byte("sub"), Payload: []byte(`{}`), Sealed: true}, {Payload: []byte(`1`)}, {Sealed: true}}},
 		{
 			name:   "empty producer sub is absent",
 			frames: []segment.Frame{{ProducerSub: []byte{}, TransactionID: []byte{}, Payload: []byte{}}},
@@ -212,6 +215,7 @@ func TestSegment_Encode_RoundTripRandom(t *testing.T) {
 			}
 			f.ProducerSub = field(20)
 			f.Payload = field(3000)
+			f.Sealed = rng.IntN(2) == 0
 		}
 		base, createdAt := rng.Int64N(1<<62), rng.Int64()
 		for _, e := range encodings() {
@@ -325,6 +329,32 @@ func TestSegment_Decode_HandBuilt(t *testing.T) {
 	}
 }
 
+// TestSegment_Decode_SealedFlag checks flag bit 2 on hand-built frames: it
+// sets Sealed, adds no bytes, combines with the other bits, and re-encodes
+// to the same bytes.
+func TestSegment_Decode_SealedFlag(t *testing.T) {
+	msg, trace := id("message-id-00001"), id("trace-id-0000001")
+	frames := raw(
+		[]byte{0}, msg[:], []byte{4}, []byte{2}, []byte("{}"),
+		[]byte{1}, []byte("t"), msg[:], []byte{7}, trace[:], []byte{3}, []byte("sub"), []byte{1}, []byte("1"),
+		[]byte{0}, msg[:], []byte{0}, []byte{1}, []byte("2"),
+	)
+	src := build(segment.CodecNone, 0, 3, 99, uint32(len(frames)), frames)
+	want := []segment.Frame{
+		{MessageID: msg, Payload: []byte("{}"), Sealed: true},
+		{MessageID: msg, TransactionID: []byte("t"), TraceID: trace, HasTrace: true, ProducerSub: []byte("sub"), Payload: []byte("1"), Sealed: true},
+		{MessageID: msg, Payload: []byte("2")},
+	}
+	checkRoundTrip(t, src, 0, 99, want)
+	got, err := segment.EncodeCodec(nil, segment.CodecNone, 0, 99, want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, src) {
+		t.Fatalf("Encode = %x\nwant     %x", got, src)
+	}
+}
+
 func TestSegment_Decode_Corrupt(t *testing.T) {
 	none, err := segment.EncodeCodec(nil, segment.CodecNone, 5, 100, orders(2))
 	if err != nil {
@@ -387,7 +417,8 @@ func TestSegment_Decode_Corrupt(t *testing.T) {
 		{name: "truncated message id", src: oneFrame(frame([]byte{10}, make([]byte, 10), make([]byte, 8))), want: "message id runs past the end"},
 		{name: "truncated trace id", src: oneFrame(frame([]byte{0}, msg[:], []byte{1}, make([]byte, 4))), want: "trace id runs past the end"},
 		{name: "missing payload length", src: oneFrame(frame([]byte{2}, []byte("tx"), msg[:])), want: "flags runs past the end"},
-		{name: "unknown flags", src: oneFrame(frame([]byte{0}, msg[:], []byte{4}, []byte{1}, []byte("1"))), want: "unknown flags 0x4"},
+		{name: "unknown flags", src: oneFrame(frame([]byte{0}, msg[:], []byte{8}, []byte{1}, []byte("1"))), want: "unknown flags 0x8"},
+		{name: "unknown flags beside known ones", src: oneFrame(frame([]byte{0}, msg[:], []byte{0x84}, []byte{1}, []byte("1"))), want: "unknown flags 0x80"},
 		{name: "empty producer sub", src: oneFrame(frame([]byte{0}, msg[:], []byte{2}, []byte{0}, []byte{1}, []byte("1"))), want: "empty producer sub"},
 	}
 	for _, tt := range tests {
@@ -426,6 +457,15 @@ var golden = []struct {
 		{MessageID: id("message-0000003")},
 	}},
 	{name: "orders", base: 1000, createdAt: 1_754_000_000_000_000, frames: orders(30)},
+	// Flag bit 2, added to v1: sealed frames beside plain ones.
+	{name: "sealed", base: 7, createdAt: 1_780_000_000_000_000, frames: []segment.Frame{
+		{MessageID: id("message-0000001"), TransactionID: []byte("txn-1"), Sealed: true,
+			Payload: []byte(`{"encrypted":"nToTXyGucPYGR73rP0vy8lLCNmT3lXhO9FJTtk/OTG2+GWWC","iv":"oKGio6SlpqeoqaqrrK2urw==","authTag":"dOCuKXxGKbI+HLmUmIFikQ=="}`)},
+		{MessageID: id("message-0000002"), TransactionID: []byte("txn-2"), TraceID: id("trace-000000002"), HasTrace: true, ProducerSub: []byte("auth0|u2"), Sealed: true,
+			Payload: []byte(`{"encrypted":"","iv":"AAAAAAAAAAAAAAAAAAAAAA==","authTag":"AAAAAAAAAAAAAAAAAAAAAA=="}`)},
+		{MessageID: id("message-0000003"), TransactionID: []byte("txn-3"),
+			Payload: []byte(`{"encrypted":"nToTXyGucPYGR73rP0vy8lLCNmT3lXhO9FJTtk/OTG2+GWWC","iv":"oKGio6SlpqeoqaqrrK2urw==","authTag":"dOCuKXxGKbI+HLmUmIFikQ=="}`)},
+	}},
 }
 
 // TestSegment_Decode_Golden pins the format: the golden files must decode to their

@@ -201,7 +201,7 @@ func (c *Command) append(dst []byte) []byte {
 		w.ID(c.Replay.PartitionID)
 		w.Str(c.Replay.TransactionID)
 		w.Str(c.Replay.Group)
-		w.Bool(c.Replay.Payload != nil)
+		w.U8(replayKind(&c.Replay))
 		w.Bytes(c.Replay.Payload)
 	case TypeDeleteDLQ:
 		w.ID(c.Address.PartitionID)
@@ -321,14 +321,7 @@ func (c *Command) decode(b []byte) error {
 		c.Replay.PartitionID = r.ID()
 		c.Replay.TransactionID = r.Str()
 		c.Replay.Group = r.Str()
-		has := r.Bool()
-		payload := r.Bytes()
-		if has {
-			c.Replay.Payload = payload
-			if c.Replay.Payload == nil {
-				c.Replay.Payload = []byte{}
-			}
-		}
+		readReplayPayload(r, &c.Replay)
 	case TypeDeleteDLQ:
 		c.Address = Address{PartitionID: r.ID(), TransactionID: r.Str(), Group: r.Str()}
 	case TypeMoveToDLQ:
@@ -352,11 +345,27 @@ func (c *Command) decode(b []byte) error {
 	return r.Done()
 }
 
+// Push item flags: the byte that was hasTrace, whose 0 and 1 keep their
+// meaning (doc.go, "Versions"). Part of the on-disk format — never change;
+// a retired bit is never reused.
+const (
+	pushTrace      = 1 << 0 // the trace id is set
+	pushSealed     = 1 << 1 // the payload is an envelope the broker's edge sealed
+	pushFlagsKnown = pushTrace | pushSealed
+)
+
 func appendPushItem(w *keyspace.Writer, it *engine.PushItem) {
+	var flags uint8
+	if it.HasTrace {
+		flags |= pushTrace
+	}
+	if it.Sealed {
+		flags |= pushSealed
+	}
 	w.Str(it.Queue)
 	w.Str(it.Partition)
 	w.Str(it.TransactionID)
-	w.Bool(it.HasTrace)
+	w.U8(flags)
 	w.ID(it.TraceID)
 	w.Str(it.ProducerSub)
 	w.Bytes(it.Payload)
@@ -364,10 +373,50 @@ func appendPushItem(w *keyspace.Writer, it *engine.PushItem) {
 
 func readPushItem(r *keyspace.Reader, it *engine.PushItem) {
 	it.Queue, it.Partition, it.TransactionID = r.Str(), r.Str(), r.Str()
-	it.HasTrace = r.Bool()
+	flags := r.U8()
+	if flags&^pushFlagsKnown != 0 {
+		r.Fail("push item flags %#x", flags)
+	}
+	it.HasTrace, it.Sealed = flags&pushTrace != 0, flags&pushSealed != 0
 	it.TraceID = r.ID()
 	it.ProducerSub = r.Str()
 	it.Payload = r.Bytes()
+}
+
+// Replay payload kinds: the byte that was hasPayload, whose 0 and 1 keep
+// their meaning (doc.go, "Versions"). Part of the on-disk format — never
+// change or reuse a value.
+const (
+	replaySnapshot = 0 // no corrected payload: replay the dead-letter snapshot
+	replayPlain    = 1 // a corrected payload, stored as sent
+	replaySealed   = 2 // a corrected payload the broker's edge sealed
+)
+
+// replayKind is the payload kind of a replay. Sealed means nothing without a
+// corrected payload, so it is not encoded then.
+func replayKind(c *engine.ReplayCmd) uint8 {
+	switch {
+	case c.Payload == nil:
+		return replaySnapshot
+	case c.Sealed:
+		return replaySealed
+	}
+	return replayPlain
+}
+
+func readReplayPayload(r *keyspace.Reader, c *engine.ReplayCmd) {
+	kind := r.U8()
+	payload := r.Bytes()
+	switch kind {
+	case replaySnapshot:
+	case replayPlain, replaySealed:
+		c.Payload, c.Sealed = payload, kind == replaySealed
+		if c.Payload == nil {
+			c.Payload = []byte{}
+		}
+	default:
+		r.Fail("replay payload kind %d", kind)
+	}
 }
 
 func appendAckItem(w *keyspace.Writer, it *engine.AckItem) {

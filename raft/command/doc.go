@@ -1,7 +1,7 @@
 // Package command is the replicated log's format: the commands a leader
 // stamps and proposes, and their compact, versioned binary encoding. It is the
 // FSM's only input format, so every byte here is part of the on-disk format —
-// never change a layout in place; add a new version.
+// never change a layout in place; grow it as "Versions" below allows.
 //
 // # Entry
 //
@@ -31,7 +31,8 @@
 //	                nSet uvarint | nSet × (option u8, value varint) | nReset uvarint | nReset × option u8
 //	DeleteQueue     queue str
 //	Push            n uvarint | n × PushItem
-//	PushItem        queue str | partition str | txn str | hasTrace u8 | trace id | producerSub str | payload bytes
+//	PushItem        queue str | partition str | txn str | flags u8 (1 trace, 2 sealed) | trace id |
+//	                producerSub str | payload bytes
 //	Pop             queue str | partition str | namespace str | task str | group str | batch varint |
 //	                partitions varint | autoAck u8 | subMode u8 | subFrom i64 | leaseSeconds varint
 //	Ack             n uvarint | n × AckItem
@@ -39,7 +40,8 @@
 //	ExtendLease     lease id | seconds varint
 //	Transaction     nOps uvarint | nOps × (kind u8 (1 push, 2 ack) | PushItem or AckItem) |
 //	                nLeases uvarint | nLeases × lease id
-//	Replay          partition id | txn str | group str | hasPayload u8 | payload bytes
+//	Replay          partition id | txn str | group str | payload u8 (0 none: replay the snapshot,
+//	                1 corrected, 2 corrected and sealed) | payload bytes
 //	DeleteDLQ       partition id | txn str | group str
 //	MoveToDLQ       partition id | txn str | group str | error str
 //	Seek            group str | queue str | partition str | toEnd u8 | timestamp i64
@@ -59,5 +61,44 @@
 // (zstd), so the log holds compressed payloads and applying only probes for
 // duplicates and assembles segments.
 //
+// Push (type 3) is no longer proposed, pushes go as PushPrepared, but it is
+// still decoded: logs written before PushPrepared hold it.
+//
 // Type numbers are listed in command.go; retired numbers stay reserved.
+//
+// # Versions
+//
+// The entry version is 1, and a layout is never changed in place:
+// testdata/entry-v1.golden holds one command of every type as version 1
+// first wrote it, and must keep encoding and decoding to the same bytes.
+// Version 1 may grow in two ways only, each of which an older binary meets
+// as a command it cannot decode (ErrCorrupt), so the FSM stops that node
+// instead of applying something it misunderstands: a new type number, or a
+// new value in a flags or enum byte whose decoder rejects unknown values
+// (a strict boolean is such a byte). A command that does not use the new
+// value encodes exactly as before. Anything else (a field added, moved or
+// widened) takes a new entry version, which stops an older binary at the
+// first entry of any kind.
+//
+// The sealed bit (package server, "Encryption at rest": the broker decrypts
+// only payloads it sealed) grew version 1 the second way; its fixtures are
+// in testdata/entry-v1-sealed.golden:
+//
+//   - PushItem's fourth byte was hasTrace, read as a strict boolean; it is
+//     now flags, bit 0 the trace (so 0 and 1 mean what they meant) and bit 1
+//     sealed. Push and Transaction carry it.
+//   - Replay's hasPayload byte, also a strict boolean, is now the payload
+//     kind: 0 and 1 as before, 2 a corrected payload the edge sealed.
+//   - PushPrepared is unchanged: its bodies are segment frames, whose own
+//     flags carry the bit (engine/segment, flag bit 2, "Flag bits").
+//
+// The edge decides the bit before proposing; applying reads it from the
+// command (or, replaying a snapshot, from the dead-letter row), never from
+// a clock or the key. During a rolling upgrade a node on an older binary
+// stops at the first Transaction or Replay that carries a sealed payload
+// and resumes from there once upgraded; it applies PushPrepared entries
+// with sealed frames, storing the bytes every replica stores, but cannot
+// read those frames until it is upgraded. A new entry version would have
+// stopped it at the first entry after the leader's upgrade, whether or not
+// anything was sealed; hence the growth in place of a version 2.
 package command

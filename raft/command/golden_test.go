@@ -1,0 +1,181 @@
+package command_test
+
+import (
+	"bytes"
+	"encoding/hex"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/engine/cursor"
+	"github.com/queenmq/queen/engine/segment"
+	"github.com/queenmq/queen/raft/command"
+)
+
+var rewrite = flag.Bool("rewrite", false, "rewrite the golden files in testdata")
+
+// goldenStamp is every golden command's stamp.
+var goldenStamp = engine.Stamp{Time: 1_754_000_000_123_456, Seed: engine.ID{0x01, 0x98, 0x6a, 0x2b, 0, 0, 0x70, 0, 0x80, 1, 2, 3}}
+
+// preparedBody is frames as a segment body stored raw (codec none), so the
+// golden bytes do not depend on the zstd compressor.
+func preparedBody(frames []segment.Frame) segment.Body {
+	enc, err := segment.EncodeCodec(nil, segment.CodecNone, 0, 0, frames)
+	if err != nil {
+		panic(err)
+	}
+	const headerLen, crcLen = 30, 4
+	return segment.Body{Codec: segment.CodecNone, RawLen: uint32(len(enc) - headerLen - crcLen),
+		Count: uint32(len(frames)), Data: enc[headerLen : len(enc)-crcLen]}
+}
+
+// v1Commands are one command of every type, every field set, as format
+// version 1 wrote them before any later extension: the bytes they encode to
+// (testdata/entry-v1.golden) must keep decoding to them.
+func v1Commands() []*command.Command {
+	st := goldenStamp
+	push := engine.PushItem{Queue: "orders", Partition: "eu", TransactionID: "t-1", HasTrace: true,
+		TraceID: engine.ID{0xaa, 0xbb}, ProducerSub: "auth0|u1", Payload: []byte(`{"orderId":1}`)}
+	plain := engine.PushItem{Queue: "orders", Payload: []byte(`[1,2]`)}
+	ack := engine.AckItem{TransactionID: "t-1", PartitionID: engine.ID{0xcc}, Group: "billing",
+		Status: cursor.DeadLetter, Lease: engine.ID{0xdd}, Error: "poison"}
+	msg1, msg2 := engine.ID{0x01, 0x98, 1}, engine.ID{0x01, 0x98, 2}
+	pp := &engine.PreparedPush{
+		Items: []engine.PreparedItem{
+			{TransactionID: "t-1", MessageID: msg1, DuplicateOf: -1},
+			{TransactionID: "t-1", MessageID: engine.ID{0x01, 0x98, 3}, DuplicateOf: 0},
+			{TransactionID: engine.FormatID(msg2), MessageID: msg2, Minted: true, DuplicateOf: -1},
+			{TransactionID: "t-4", MessageID: engine.ID{0x01, 0x98, 4}, DuplicateOf: -1, Reject: "bad queue name"},
+		},
+		Groups: []engine.PreparedGroup{{Queue: "orders", Partition: "Default", Items: []int{0, 2}, Body: preparedBody([]segment.Frame{
+			{MessageID: msg1, TransactionID: []byte("t-1"), TraceID: engine.ID{0xaa}, HasTrace: true, ProducerSub: []byte("sub"), Payload: []byte(`{"a":1}`)},
+			{MessageID: msg2, TransactionID: []byte(engine.FormatID(msg2)), Payload: []byte(`"b"`)},
+		})}},
+	}
+	return []*command.Command{
+		{Type: command.TypeConfigure, Stamp: st, Configure: engine.ConfigureCmd{Queue: "orders", Namespace: "shop", NamespaceSet: true,
+			Task: "bill", TaskSet: true, Replace: true, Set: []engine.OptionValue{{Option: engine.OptRetryLimit, Value: 5}, {Option: engine.OptEncryptionEnabled, Value: 1}},
+			Reset: []engine.Option{engine.OptLeaseTime}}},
+		{Type: command.TypeDeleteQueue, Stamp: st, Queue: "orders"},
+		{Type: command.TypePush, Stamp: st, Push: []engine.PushItem{push, plain}},
+		{Type: command.TypePop, Stamp: st, Pop: engine.PopCmd{Queue: "orders", Partition: "eu", Namespace: "shop", Task: "bill",
+			Group: "billing", Batch: 10, Partitions: 2, AutoAck: true, SubscriptionMode: engine.SubFrom, SubscriptionFrom: 1_754_000_000_000_000, LeaseSeconds: 30}},
+		{Type: command.TypeAck, Stamp: st, Ack: []engine.AckItem{ack, {TransactionID: "t-2", PartitionID: engine.ID{0xcc}}}},
+		{Type: command.TypeExtendLease, Stamp: st, Lease: engine.ID{0xdd}, Seconds: 60},
+		{Type: command.TypeTransaction, Stamp: st, Ops: []engine.TxOp{{Push: &push}, {Ack: &ack}, {Push: &plain}}, Leases: []engine.ID{{0xdd}}},
+		{Type: command.TypeReplay, Stamp: st, Replay: engine.ReplayCmd{PartitionID: engine.ID{0xcc}, TransactionID: "t-1", Group: "billing", Payload: []byte(`{"fixed":true}`)}},
+		{Type: command.TypeReplay, Stamp: st, Replay: engine.ReplayCmd{PartitionID: engine.ID{0xcc}, TransactionID: "t-1"}},
+		{Type: command.TypeDeleteDLQ, Stamp: st, Address: command.Address{PartitionID: engine.ID{0xcc}, TransactionID: "t-1", Group: "billing"}},
+		{Type: command.TypeMoveToDLQ, Stamp: st, Address: command.Address{PartitionID: engine.ID{0xcc}, TransactionID: "t-1", Group: "billing", Error: "by hand"}},
+		{Type: command.TypeSeek, Stamp: st, Seek: engine.SeekCmd{Group: "billing", Queue: "orders", Partition: "eu", ToEnd: true, Timestamp: 9}},
+		{Type: command.TypeDeleteGroup, Stamp: st, Group: command.GroupCmd{Group: "billing", Queue: "orders", DeleteMetadata: true}},
+		{Type: command.TypeUpdateSub, Stamp: st, Group: command.GroupCmd{Group: "billing", Timestamp: 77}},
+		{Type: command.TypeAnnounce, Stamp: st, Announce: command.Announce{NodeID: "n1", HTTP: "10.0.0.1:6632"}},
+		{Type: command.TypeSweep, Stamp: st},
+		{Type: command.TypePushPrepared, Stamp: st, Prepared: pp},
+		{Type: command.TypeMaintenance, Stamp: st, Maintenance: command.Maintenance{Pop: true, Enabled: true}},
+	}
+}
+
+// sealedCommands are the commands that carry the sealed bit added to
+// version 1 (doc.go, "Versions"): push items with flag bit 1, replays of
+// payload kind 2, and a prepared push whose frames carry segment flag bit 2.
+func sealedCommands() []*command.Command {
+	st := goldenStamp
+	envelope := []byte(`{"encrypted":"","iv":"AAAAAAAAAAAAAAAAAAAAAA==","authTag":"AAAAAAAAAAAAAAAAAAAAAA=="}`)
+	sealed := engine.PushItem{Queue: "secret", TransactionID: "t-s", Payload: envelope, Sealed: true}
+	traced := engine.PushItem{Queue: "secret", Partition: "eu", TransactionID: "t-st", HasTrace: true, TraceID: engine.ID{0xaa},
+		ProducerSub: "auth0|u1", Payload: envelope, Sealed: true}
+	msg := engine.ID{0x01, 0x98, 5}
+	pp := &engine.PreparedPush{
+		Items: []engine.PreparedItem{{TransactionID: "t-s", MessageID: msg, DuplicateOf: -1}},
+		Groups: []engine.PreparedGroup{{Queue: "secret", Partition: "Default", Items: []int{0},
+			Body: preparedBody([]segment.Frame{{MessageID: msg, TransactionID: []byte("t-s"), Payload: envelope, Sealed: true}})}},
+	}
+	return []*command.Command{
+		{Type: command.TypePush, Stamp: st, Push: []engine.PushItem{sealed, traced}},
+		{Type: command.TypeTransaction, Stamp: st, Ops: []engine.TxOp{{Push: &sealed}, {Push: &traced}}},
+		{Type: command.TypeReplay, Stamp: st, Replay: engine.ReplayCmd{PartitionID: engine.ID{0xcc}, TransactionID: "t-s",
+			Group: "billing", Payload: envelope, Sealed: true}},
+		{Type: command.TypePushPrepared, Stamp: st, Prepared: pp},
+	}
+}
+
+// goldenEntries are the fixtures in testdata: each file is the hex dump of
+// one entry holding its commands.
+var goldenEntries = []struct {
+	file string
+	cmds func() []*command.Command
+}{
+	{"entry-v1.golden", v1Commands},
+	{"entry-v1-sealed.golden", sealedCommands},
+}
+
+// TestEntry_Golden pins the log format byte for byte: each golden entry
+// must encode to its file, and the file must decode to the same commands
+// and re-encode to the same bytes. Run with -rewrite only to add a fixture;
+// an existing file that changes is a layout changed in place.
+func TestEntry_Golden(t *testing.T) {
+	for _, g := range goldenEntries {
+		t.Run(g.file, func(t *testing.T) {
+			path := filepath.Join("testdata", g.file)
+			cmds := g.cmds()
+			got := hex.Dump(command.AppendEntry(nil, cmds))
+			if *rewrite {
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("read golden (create it with -rewrite): %v", err)
+			}
+			if got != string(want) {
+				t.Errorf("encoding changed:\ngot\n%swant\n%s", got, want)
+			}
+			b := undump(t, string(want))
+			dec, err := command.DecodeEntry(b)
+			if err != nil {
+				t.Fatalf("decode golden: %v", err)
+			}
+			if len(dec) != len(cmds) {
+				t.Fatalf("decoded %d commands, want %d", len(dec), len(cmds))
+			}
+			again := make([]*command.Command, len(dec))
+			for i := range dec {
+				if !reflect.DeepEqual(&dec[i], cmds[i]) {
+					t.Errorf("command %d (type %d):\n got %+v\nwant %+v", i, cmds[i].Type, dec[i], *cmds[i])
+				}
+				again[i] = &dec[i]
+			}
+			if re := command.AppendEntry(nil, again); !bytes.Equal(re, b) {
+				t.Errorf("the decoded golden re-encodes differently:\n%s", hex.Dump(re))
+			}
+		})
+	}
+}
+
+// undump parses the output of hex.Dump.
+func undump(t *testing.T, s string) []byte {
+	t.Helper()
+	var b []byte
+	for _, line := range strings.Split(strings.TrimSpace(s), "\n") {
+		// "00000000  01 02 ... |....|": the bytes sit between the offset
+		// and the ASCII column.
+		line, _, _ = strings.Cut(line, "  |")
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		h, err := hex.DecodeString(strings.Join(fields[1:], ""))
+		if err != nil {
+			t.Fatalf("golden line %q: %v", line, err)
+		}
+		b = append(b, h...)
+	}
+	return b
+}
