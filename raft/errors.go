@@ -26,4 +26,7 @@ var (
 	ErrShutdown = errors.New("raft: node is shutting down")
 	// ErrForward is returned when forwarding a command to the leader failed.
 	ErrForward = errors.New("raft: forward to leader failed")
+	// ErrInUse is returned by Open when another node (in this
+	// process or another) holds the data directory.
+	ErrInUse = errors.New("raft: data directory in use by a running node")
 )
