@@ -26,6 +26,10 @@ var (
 	ErrShutdown = errors.New("raft: node is shutting down")
 	// ErrForward is returned when forwarding a command to the leader failed.
 	ErrForward = errors.New("raft: forward to leader failed")
+	// ErrHandshake is wrapped by a Raft connection's Dial when the peer
+	// failed its set-up: TLS (certificate not signed by the cluster CA, or
+	// not naming the dialed host) or the cluster-secret handshake.
+	ErrHandshake = errors.New("raft: connection set-up failed")
 	// ErrInUse is returned by Open when another node (in this
 	// process or another) holds the data directory.
 	ErrInUse = errors.New("raft: data directory in use by a running node")

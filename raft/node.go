@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -32,6 +33,7 @@ type Node struct {
 	store     *logstore.Store
 	transport hraft.Transport
 	disk      *disk
+	stream    *streamLayer // nil when Options.Transport is set
 	notify    *notifier
 
 	origin    []byte // this node's id, stamped on the entries it proposes
@@ -71,11 +73,11 @@ func Open(opts Options) (*Node, error) {
 	t2 := time.Now()
 	n.transport = opts.Transport
 	if n.transport == nil {
-		tcp, err := hraft.NewTCPTransportWithLogger(opts.RaftAddr, nil, 3, 10*time.Second, n.disk.hlog)
-		if err != nil {
-			return nil, fmt.Errorf("raft: transport: %w", err)
+		if n.stream, err = newStreamLayer(opts.RaftAddr, opts.TLS, opts.ClusterSecret, n.log); err != nil {
+			return nil, err
 		}
-		n.transport = tcp
+		n.transport = newNetworkTransport(n.stream, n.disk.hlog)
+		n.warnIfOpen()
 	}
 	cfg := raftConfig(opts, n.disk)
 	logs, err := hraft.NewLogCache(512, n.store)
@@ -207,6 +209,22 @@ func raftConfig(opts Options, d *disk) *hraft.Config {
 	return cfg
 }
 
+// warnIfOpen warns when the Raft port is reachable beyond this host and
+// nothing keeps strangers out of it.
+func (n *Node) warnIfOpen() {
+	if exposed(n.stream.Addr(), n.opts) {
+		n.log.Warn("raft: the Raft transport has neither TLS nor a cluster secret: "+
+			"anyone who can reach this port can join the replication stream", "addr", n.stream.Addr().String())
+	}
+}
+
+// exposed reports whether a transport bound to addr takes connections from
+// other hosts with neither TLS nor a cluster secret.
+func exposed(addr net.Addr, opts Options) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && !tcp.IP.IsLoopback() && opts.TLS == nil && opts.ClusterSecret == ""
+}
+
 func latestSnapshotIndex(snaps hraft.SnapshotStore) uint64 {
 	list, err := snaps.List()
 	if err != nil || len(list) == 0 {
@@ -233,6 +251,8 @@ func (n *Node) closeParts() error {
 	var errs []error
 	if c, ok := n.transport.(interface{ Close() error }); ok && n.opts.Transport == nil {
 		errs = append(errs, c.Close())
+	} else if n.stream != nil {
+		errs = append(errs, n.stream.Close()) // the transport was never built
 	}
 	if n.disk != nil {
 		errs = append(errs, n.disk.close())
