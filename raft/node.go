@@ -35,6 +35,10 @@ type Node struct {
 	disk      *disk
 	stream    *streamLayer // nil when Options.Transport is set
 	notify    *notifier
+	live      *liveness
+	// membership serialises Join and Leave: a check and the change it
+	// allows happen together.
+	membership sync.Mutex
 
 	origin    []byte // this node's id, stamped on the entries it proposes
 	proposals chan *proposal
@@ -58,7 +62,7 @@ func Open(opts Options) (*Node, error) {
 	}
 	n := &Node{opts: opts, log: opts.Logger.With("node", opts.ID), notify: newNotifier(), origin: []byte(opts.ID),
 		proposals: make(chan *proposal, 4096), inflight: make(chan struct{}, opts.MaxInFlight),
-		done: make(chan struct{})}
+		done: make(chan struct{}), live: newLiveness()}
 	ok := false
 	defer func() {
 		if !ok {
@@ -92,6 +96,9 @@ func Open(opts Options) (*Node, error) {
 	if n.raft, err = hraft.NewRaft(cfg, f, logs, n.store, n.disk.snaps, n.transport); err != nil {
 		return nil, fmt.Errorf("raft: start: %w", err)
 	}
+	// The filter is the observer: it records heartbeat failures as raft
+	// reports them, and nothing is sent to a channel (none is dropped).
+	n.raft.RegisterObserver(hraft.NewObserver(nil, false, n.live.observe))
 	// Where a start's time went: each part should stay flat as the history
 	// grows (see ARCHITECTURE.md, durability and restart).
 	n.log.Info("node opened", "engine", n.disk.engineTime.Round(time.Millisecond), "log", n.disk.logTime.Round(time.Millisecond),
@@ -477,10 +484,10 @@ func (n *Node) Status() Status {
 	}
 	s.Term = n.raft.CurrentTerm()
 	if f := n.raft.GetConfiguration(); f.Error() == nil {
-		for _, srv := range f.Configuration().Servers {
-			if srv.Suffrage == hraft.Voter {
-				s.Voters++
-			}
+		var live int
+		s.Voters, live = n.count(f.Configuration(), "")
+		if s.Role == "leader" {
+			s.LiveVoters = live
 		}
 	}
 	return s
@@ -517,22 +524,6 @@ func (n *Node) Barrier(ctx context.Context) error {
 		return n.mapError(err)
 	}
 	return n.mapError(n.raft.Barrier(timeout).Error())
-}
-
-// Join adds a voter (leader only).
-func (n *Node) Join(id, addr string) error {
-	if n.raft.State() != hraft.Leader {
-		return n.notLeader()
-	}
-	return n.mapError(n.raft.AddVoter(hraft.ServerID(id), hraft.ServerAddress(addr), 0, n.opts.ApplyTimeout).Error())
-}
-
-// Leave removes a server (leader only).
-func (n *Node) Leave(id string) error {
-	if n.raft.State() != hraft.Leader {
-		return n.notLeader()
-	}
-	return n.mapError(n.raft.RemoveServer(hraft.ServerID(id), 0, n.opts.ApplyTimeout).Error())
 }
 
 // Snapshot takes a Raft snapshot now (tests and operators).

@@ -28,7 +28,8 @@ type Options struct {
 	// Ignored when Transport is set.
 	RaftAddr string
 	// Transport, when set, replaces the TCP transport (tests use raft's
-	// in-memory transport).
+	// in-memory transport). A node on such a transport cannot dial a
+	// joining node to check it, so Join refuses unless forced.
 	Transport hraft.Transport
 	// TLS, when set, runs the TCP transport over mutual TLS: every node
 	// presents its certificate and verifies its peer's against RootCAs, the

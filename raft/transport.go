@@ -295,6 +295,16 @@ func (s *streamLayer) Dial(address hraft.ServerAddress, timeout time.Duration) (
 	return conn, nil
 }
 
+// probe dials addr through the whole set-up and hangs up: it proves that a
+// node listens there and passes TLS and the secret handshake.
+func (s *streamLayer) probe(addr string) error {
+	c, err := s.Dial(hraft.ServerAddress(addr), handshakeTimeout)
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
+
 // Close stops accepting, unblocks Accept and closes the connections being
 // set up.
 func (s *streamLayer) Close() error {

@@ -2,6 +2,7 @@ package raft_test
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -136,8 +137,44 @@ func TestNode_Open_RefusesUntrustedPeer(t *testing.T) {
 			if st := intruder.Status(); st.Leader != "" || st.Applied != 0 {
 				t.Fatalf("the intruder got somewhere: %+v", st)
 			}
+			// And the cluster will not take it in either.
+			if err := good.Join("n2", addrs[1], false); !errors.Is(err, raft.ErrQuorumRisk) {
+				t.Fatalf("join of the intruder: %v, want ErrQuorumRisk", err)
+			}
 		})
 	}
+}
+
+// A dialing node checks that the certificate of the node it dials names the
+// host it dialed: a certificate of the cluster CA made out to another host
+// does not pass.
+func TestNode_Join_ChecksTheDialedHostName(t *testing.T) {
+	ca := rafttest.NewCA(t, "cluster")
+	addrs := rafttest.FreeAddrs(t, 3)
+	base := t.TempDir()
+	leader := rafttest.OpenTCP(t, "n1", filepath.Join(base, "n1"), addrs[0], func(o *raft.Options) {
+		o.Bootstrap = true
+		o.TLS = ca.TLS("n1", "127.0.0.1")
+	})
+	rafttest.WaitLeader(t, leader)
+	rafttest.OpenTCP(t, "n2", filepath.Join(base, "n2"), addrs[1], func(o *raft.Options) {
+		o.TLS = ca.TLS("n2", "10.1.2.3", "n2.example")
+	})
+	err := leader.Join("n2", addrs[1], false)
+	if !errors.Is(err, raft.ErrQuorumRisk) || !strings.Contains(err.Error(), "not 127.0.0.1") {
+		t.Fatalf("join of a node whose certificate names another host: %v, want ErrQuorumRisk from the host check", err)
+	}
+	if got := leader.Status().Voters; got != 1 {
+		t.Fatalf("voters = %d after a refused join, want 1", got)
+	}
+	// The same CA's certificate naming the right host passes.
+	n3 := rafttest.OpenTCP(t, "n3", filepath.Join(base, "n3"), addrs[2], func(o *raft.Options) {
+		o.TLS = ca.TLS("n3", "127.0.0.1")
+	})
+	if err := leader.Join("n3", addrs[2], false); err != nil {
+		t.Fatalf("join of a node whose certificate names its host: %v", err)
+	}
+	rafttest.WaitLeader(t, leader, n3)
 }
 
 func TestLoadTLS_Errors(t *testing.T) {

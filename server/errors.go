@@ -74,6 +74,7 @@ var errorTable = [...]errorCode{
 	{engine.ErrNoDeadLetter, fasthttp.StatusNotFound, "no_dead_letter", "No dead-letter row for this address"},
 	{engine.ErrMessageNotFound, fasthttp.StatusNotFound, "message_not_found", "Message not found"},
 	{engine.ErrAlreadyConsumed, fasthttp.StatusConflict, "already_consumed", "Message already consumed by this consumer group"},
+	{raft.ErrQuorumRisk, fasthttp.StatusConflict, "quorum_at_risk", ""},
 	{errNotImplemented, fasthttp.StatusNotImplemented, "not_implemented", ""},
 	{errNoSpool, fasthttp.StatusInternalServerError, "spool_unavailable", "Push maintenance is on and this node cannot buffer pushes"},
 	{raft.ErrNoLeader, fasthttp.StatusServiceUnavailable, "no_leader", "No leader: the cluster cannot accept commands right now"},
