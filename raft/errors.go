@@ -37,7 +37,10 @@ var (
 	// failed its set-up: TLS (certificate not signed by the cluster CA, or
 	// not naming the dialed host) or the cluster-secret handshake.
 	ErrHandshake = errors.New("raft: connection set-up failed")
-	// ErrInUse is returned by Open when another node (in this
+	// ErrInUse is returned by Open and Recover when another node (in this
 	// process or another) holds the data directory.
 	ErrInUse = errors.New("raft: data directory in use by a running node")
+	// ErrNoState is returned by Recover for a data directory that holds no
+	// Raft state: there is nothing to recover.
+	ErrNoState = errors.New("raft: no Raft state in the data directory")
 )

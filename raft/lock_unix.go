@@ -12,9 +12,9 @@ import (
 )
 
 // lockDir takes an exclusive lock (flock) on dir/LOCK, held until the
-// returned closer is closed: one node per data directory. The kernel
-// drops the lock when the process dies, so a crash leaves nothing to clean
-// up.
+// returned closer is closed: one node per data directory, and no recovery
+// under a running node. The kernel drops the lock when the process dies, so
+// a crash leaves nothing to clean up.
 func lockDir(dir string) (io.Closer, error) {
 	f, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {

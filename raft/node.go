@@ -104,10 +104,7 @@ func Open(opts Options) (*Node, error) {
 	n.log.Info("node opened", "engine", n.disk.engineTime.Round(time.Millisecond), "log", n.disk.logTime.Round(time.Millisecond),
 		"raft", time.Since(t2).Round(time.Millisecond), "applied", n.engine.Applied(), "snapshot", latestSnapshotIndex(n.disk.snaps))
 	if !exists && (len(opts.Peers) > 0 || opts.Bootstrap) {
-		var servers []hraft.Server
-		for _, p := range opts.Peers {
-			servers = append(servers, hraft.Server{ID: hraft.ServerID(p.ID), Address: hraft.ServerAddress(p.Addr)})
-		}
+		servers := configuration(opts.Peers).Servers
 		if len(servers) == 0 {
 			servers = []hraft.Server{{ID: cfg.LocalID, Address: n.transport.LocalAddr()}}
 		}
@@ -126,7 +123,8 @@ func Open(opts Options) (*Node, error) {
 
 // disk is a node's state on disk, opened on its data directory under its
 // lock: the engine (the state machine), the Raft log and stable store, and
-// the snapshot store. Open runs Raft on it.
+// the snapshot store. Open runs Raft on it; Recover rewrites its
+// configuration.
 type disk struct {
 	lock       io.Closer
 	engine     *engine.Engine
@@ -214,6 +212,19 @@ func raftConfig(opts Options, d *disk) *hraft.Config {
 	// so restart time does not grow with the history.
 	cfg.NoSnapshotRestoreOnStart = d.engine.Applied() >= latestSnapshotIndex(d.snaps)
 	return cfg
+}
+
+// configuration is the Raft configuration of peers.
+func configuration(peers []Peer) hraft.Configuration {
+	var c hraft.Configuration
+	for _, p := range peers {
+		suffrage := hraft.Voter
+		if p.NonVoter {
+			suffrage = hraft.Nonvoter
+		}
+		c.Servers = append(c.Servers, hraft.Server{Suffrage: suffrage, ID: hraft.ServerID(p.ID), Address: hraft.ServerAddress(p.Addr)})
+	}
+	return c
 }
 
 // warnIfOpen warns when the Raft port is reachable beyond this host and

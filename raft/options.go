@@ -11,10 +11,13 @@ import (
 	"github.com/queenmq/queen/engine"
 )
 
-// Peer is one voter of a static membership.
+// Peer is one server of a static membership: a voter unless NonVoter.
 type Peer struct {
 	ID   string
 	Addr string // Raft address host:port
+	// NonVoter makes the server a non-voter: it receives the log but does
+	// not vote or count towards the quorum (peers.json's "non_voter").
+	NonVoter bool
 }
 
 // Options configures a Node. Start from DefaultOptions.

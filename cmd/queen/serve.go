@@ -99,15 +99,9 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 		}
 		c.advertise = net.JoinHostPort(host, port)
 	}
-	for _, p := range strings.Split(peers, ",") {
-		if p = strings.TrimSpace(p); p == "" {
-			continue
-		}
-		id, addr, ok := strings.Cut(p, "@")
-		if !ok || id == "" || addr == "" {
-			return c, fmt.Errorf("bad --peers entry %q: want id@host:port", p)
-		}
-		c.peers = append(c.peers, raft.Peer{ID: id, Addr: addr})
+	var err error
+	if c.peers, err = parsePeers(peers); err != nil {
+		return c, err
 	}
 	if c.join != "" && (c.raftAddr == "" || len(c.peers) > 0) {
 		return c, fmt.Errorf("--join needs --raft and no --peers")
@@ -123,6 +117,22 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 		}
 	}
 	return c, nil
+}
+
+// parsePeers parses id@host:port,... (--peers).
+func parsePeers(list string) ([]raft.Peer, error) {
+	var peers []raft.Peer
+	for _, p := range strings.Split(list, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		id, addr, ok := strings.Cut(p, "@")
+		if !ok || id == "" || addr == "" {
+			return nil, fmt.Errorf("bad --peers entry %q: want id@host:port", p)
+		}
+		peers = append(peers, raft.Peer{ID: id, Addr: addr})
+	}
+	return peers, nil
 }
 
 func serve(args []string) error {
