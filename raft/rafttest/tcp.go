@@ -33,15 +33,6 @@ func FreeAddrs(t testing.TB, n int) []string {
 // tests, then adjust) with its data in dir, and closes it at cleanup.
 func OpenTCP(t testing.TB, id, dir, addr string, adjust func(*raft.Options)) *raft.Node {
 	t.Helper()
-	n, err := TryOpenTCP(t, id, dir, addr, adjust)
-	if err != nil {
-		t.Fatalf("open %s at %s: %v", id, addr, err)
-	}
-	return n
-}
-
-// TryOpenTCP is OpenTCP returning Open's error.
-func TryOpenTCP(t testing.TB, id, dir, addr string, adjust func(*raft.Options)) (*raft.Node, error) {
 	o := Options(id, dir)
 	o.RaftAddr = addr
 	o.HTTPAddr = "http-" + id
@@ -51,10 +42,10 @@ func TryOpenTCP(t testing.TB, id, dir, addr string, adjust func(*raft.Options)) 
 	}
 	n, err := raft.Open(o)
 	if err != nil {
-		return nil, err
+		t.Fatalf("open %s at %s: %v", id, addr, err)
 	}
 	t.Cleanup(func() { n.Close() })
-	return n, nil
+	return n
 }
 
 // WaitLeader waits up to 20 s until one of nodes is leader and every other
@@ -91,35 +82,46 @@ func WaitLeader(t testing.TB, nodes ...*raft.Node) *raft.Node {
 	return nil
 }
 
-// WaitApplied waits up to 20 s until every node has applied index, then
-// requires identical engine digests.
+// WaitApplied waits up to 20 s until every node has applied the same index,
+// at least index, and then requires identical engine digests there.
 func WaitApplied(t testing.TB, index uint64, nodes ...*raft.Node) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	for _, n := range nodes {
-		for n.Status().Applied < index {
-			if ctx.Err() != nil {
-				t.Fatalf("%s applied %d, want %d", n.Status().ID, n.Status().Applied, index)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		at, same := nodes[0].Status().Applied, true
+		for _, n := range nodes[1:] {
+			same = same && n.Status().Applied == at
+		}
+		if same && at >= index {
+			var digests [][32]byte
+			for _, n := range nodes {
+				d, err := n.Engine().Digest()
+				if err != nil {
+					t.Fatal(err)
+				}
+				digests = append(digests, d)
 			}
-			time.Sleep(5 * time.Millisecond)
+			moved := false
+			for _, n := range nodes {
+				moved = moved || n.Status().Applied != at
+			}
+			if !moved {
+				for i, d := range digests {
+					if d != digests[0] {
+						t.Fatalf("%s: engine digest at applied %d differs from %s's", nodes[i].Status().ID, at, nodes[0].Status().ID)
+					}
+				}
+				return
+			}
 		}
-	}
-	ref, err := nodes[0].Engine().Digest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range nodes[1:] {
-		if n.Status().Applied != nodes[0].Status().Applied {
-			t.Fatalf("%s applied %d, %s %d: they moved on", n.Status().ID, n.Status().Applied, nodes[0].Status().ID, nodes[0].Status().Applied)
+		if time.Now().After(deadline) {
+			var desc []string
+			for _, n := range nodes {
+				desc = append(desc, fmt.Sprintf("%s applied %d", n.Status().ID, n.Status().Applied))
+			}
+			t.Fatalf("after 20s the nodes have not all applied the same index >= %d: %s", index, strings.Join(desc, ", "))
 		}
-		d, err := n.Engine().Digest()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d != ref {
-			t.Errorf("%s: engine digest differs from %s's", n.Status().ID, nodes[0].Status().ID)
-		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
