@@ -6,8 +6,9 @@ import (
 	hraft "github.com/hashicorp/raft"
 )
 
-// Sentinel errors. The HTTP edge maps each to 503 with a stable code, so
-// clients retry (a retried push is made safe by transaction-id dedup).
+// Sentinel errors. The HTTP edge maps each to a status and a stable code
+// (server/errors.go): the ones a retry may cure to 503, so clients retry (a
+// retried push is made safe by transaction-id dedup).
 var (
 	// ErrNoLeader is returned when the cluster has no leader (no quorum, or
 	// an election in progress): the command was not applied and will not be
@@ -26,4 +27,20 @@ var (
 	ErrShutdown = errors.New("raft: node is shutting down")
 	// ErrForward is returned when forwarding a command to the leader failed.
 	ErrForward = errors.New("raft: forward to leader failed")
+	// ErrQuorumRisk is returned by Join and Leave for a membership change
+	// that would leave the cluster without a quorum of reachable voters (or
+	// add a voter nobody can reach); nothing was changed. Passing force makes
+	// the change anyway, except removing the last voter, which is always
+	// refused.
+	ErrQuorumRisk = errors.New("raft: membership change would lose the quorum")
+	// ErrHandshake is wrapped by a Raft connection's Dial when the peer
+	// failed its set-up: TLS (certificate not signed by the cluster CA, or
+	// not naming the dialed host) or the cluster-secret handshake.
+	ErrHandshake = errors.New("raft: connection set-up failed")
+	// ErrInUse is returned by Open and Recover when another node (in this
+	// process or another) holds the data directory.
+	ErrInUse = errors.New("raft: data directory in use by a running node")
+	// ErrNoState is returned by Recover for a data directory that holds no
+	// Raft state: there is nothing to recover.
+	ErrNoState = errors.New("raft: no Raft state in the data directory")
 )

@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -30,7 +32,13 @@ type Node struct {
 	engine    *engine.Engine
 	store     *logstore.Store
 	transport hraft.Transport
+	disk      *disk
+	stream    *streamLayer // nil when Options.Transport is set
 	notify    *notifier
+	live      *liveness
+	// membership serialises Join and Leave: a check and the change it
+	// allows happen together.
+	membership sync.Mutex
 
 	origin    []byte // this node's id, stamped on the entries it proposes
 	proposals chan *proposal
@@ -46,94 +54,57 @@ type proposal struct {
 }
 
 // Open starts a node: it opens the engine and the Raft log, bootstraps a new
-// cluster when told to and there is no state yet, and starts proposing.
+// cluster when told to and there is no state yet, and starts proposing. It
+// returns ErrInUse when another node holds opts.Dir.
 func Open(opts Options) (*Node, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	for _, sub := range []string{"engine", "raft", "snapshots"} {
-		if err := os.MkdirAll(filepath.Join(opts.Dir, sub), 0o755); err != nil {
-			return nil, fmt.Errorf("raft: create data dir: %w", err)
-		}
-	}
 	n := &Node{opts: opts, log: opts.Logger.With("node", opts.ID), notify: newNotifier(), origin: []byte(opts.ID),
 		proposals: make(chan *proposal, 4096), inflight: make(chan struct{}, opts.MaxInFlight),
-		done: make(chan struct{})}
+		done: make(chan struct{}), live: newLiveness()}
 	ok := false
 	defer func() {
 		if !ok {
 			n.closeParts()
 		}
 	}()
-
-	eopts := opts.Engine
-	eopts.Sync = false // the Raft log is the write-ahead log
-	eopts.Logger = n.log
 	var err error
-	t0 := time.Now()
-	if n.engine, err = engine.Open(filepath.Join(opts.Dir, "engine"), eopts); err != nil {
+	if n.disk, err = openDisk(opts, n.log); err != nil {
 		return nil, err
 	}
-	t1 := time.Now()
-	lopts := logstore.DefaultOptions()
-	lopts.NoSync = !opts.RaftLogSync
-	lopts.Logger = func(format string, args ...any) { n.log.Error("logstore: " + fmt.Sprintf(format, args...)) }
-	if n.store, err = logstore.Open(filepath.Join(opts.Dir, "raft"), lopts); err != nil {
-		return nil, err
-	}
+	n.engine, n.store = n.disk.engine, n.disk.store
 	t2 := time.Now()
-	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: slogWriter{n.log}})
-	files, err := hraft.NewFileSnapshotStoreWithLogger(filepath.Join(opts.Dir, "snapshots"), 2, hlog)
-	if err != nil {
-		return nil, fmt.Errorf("raft: snapshot store: %w", err)
-	}
-	snaps := &refStore{SnapshotStore: files, e: n.engine}
 	n.transport = opts.Transport
 	if n.transport == nil {
-		tcp, err := hraft.NewTCPTransportWithLogger(opts.RaftAddr, nil, 3, 10*time.Second, hlog)
-		if err != nil {
-			return nil, fmt.Errorf("raft: transport: %w", err)
+		if n.stream, err = newStreamLayer(opts.RaftAddr, opts.TLS, opts.ClusterSecret, n.log); err != nil {
+			return nil, err
 		}
-		n.transport = tcp
+		n.transport = newNetworkTransport(n.stream, n.disk.hlog)
+		n.warnIfOpen()
 	}
-
-	cfg := hraft.DefaultConfig()
-	cfg.LocalID = hraft.ServerID(opts.ID)
-	cfg.Logger = hlog
-	cfg.HeartbeatTimeout = opts.HeartbeatTimeout
-	cfg.ElectionTimeout = opts.ElectionTimeout
-	cfg.LeaderLeaseTimeout = opts.LeaderLeaseTimeout
-	cfg.SnapshotThreshold = opts.SnapshotThreshold
-	cfg.TrailingLogs = opts.TrailingLogs
-	cfg.SnapshotInterval = opts.SnapshotInterval
-	cfg.BatchApplyCh = true
-	cfg.MaxAppendEntries = 256
-	// The engine keeps its own applied index: skip restoring the snapshot at
-	// start when the engine is already at or past it (the usual restart),
-	// so restart time does not grow with the history.
-	cfg.NoSnapshotRestoreOnStart = n.engine.Applied() >= latestSnapshotIndex(snaps)
-
+	cfg := raftConfig(opts, n.disk)
 	logs, err := hraft.NewLogCache(512, n.store)
 	if err != nil {
 		return nil, fmt.Errorf("raft: log cache: %w", err)
 	}
-	exists, err := hraft.HasExistingState(logs, n.store, snaps)
+	exists, err := hraft.HasExistingState(logs, n.store, n.disk.snaps)
 	if err != nil {
 		return nil, fmt.Errorf("raft: read state: %w", err)
 	}
 	f := &fsm{e: n.engine, notify: n.notify, log: n.log, id: opts.ID}
-	if n.raft, err = hraft.NewRaft(cfg, f, logs, n.store, snaps, n.transport); err != nil {
+	if n.raft, err = hraft.NewRaft(cfg, f, logs, n.store, n.disk.snaps, n.transport); err != nil {
 		return nil, fmt.Errorf("raft: start: %w", err)
 	}
+	// The filter is the observer: it records heartbeat failures as raft
+	// reports them, and nothing is sent to a channel (none is dropped).
+	n.raft.RegisterObserver(hraft.NewObserver(nil, false, n.live.observe))
 	// Where a start's time went: each part should stay flat as the history
 	// grows (see ARCHITECTURE.md, durability and restart).
-	n.log.Info("node opened", "engine", t1.Sub(t0).Round(time.Millisecond), "log", t2.Sub(t1).Round(time.Millisecond),
-		"raft", time.Since(t2).Round(time.Millisecond), "applied", n.engine.Applied(), "snapshot", latestSnapshotIndex(snaps))
+	n.log.Info("node opened", "engine", n.disk.engineTime.Round(time.Millisecond), "log", n.disk.logTime.Round(time.Millisecond),
+		"raft", time.Since(t2).Round(time.Millisecond), "applied", n.engine.Applied(), "snapshot", latestSnapshotIndex(n.disk.snaps))
 	if !exists && (len(opts.Peers) > 0 || opts.Bootstrap) {
-		var servers []hraft.Server
-		for _, p := range opts.Peers {
-			servers = append(servers, hraft.Server{ID: hraft.ServerID(p.ID), Address: hraft.ServerAddress(p.Addr)})
-		}
+		servers := configuration(opts.Peers).Servers
 		if len(servers) == 0 {
 			servers = []hraft.Server{{ID: cfg.LocalID, Address: n.transport.LocalAddr()}}
 		}
@@ -148,6 +119,128 @@ func Open(opts Options) (*Node, error) {
 	go n.sweepLoop()
 	ok = true
 	return n, nil
+}
+
+// disk is a node's state on disk, opened on its data directory under its
+// lock: the engine (the state machine), the Raft log and stable store, and
+// the snapshot store. Open runs Raft on it; Recover rewrites its
+// configuration.
+type disk struct {
+	lock       io.Closer
+	engine     *engine.Engine
+	store      *logstore.Store
+	snaps      *refStore
+	hlog       hclog.Logger
+	engineTime time.Duration // how long the engine took to open
+	logTime    time.Duration // how long the Raft log took to open
+}
+
+// openDisk locks opts.Dir (ErrInUse when a node holds it) and opens the
+// stores in it, creating them when missing.
+func openDisk(opts Options, log *slog.Logger) (_ *disk, err error) {
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("raft: create data dir: %w", err)
+	}
+	d := &disk{}
+	if d.lock, err = lockDir(opts.Dir); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			d.close()
+		}
+	}()
+	for _, sub := range []string{"engine", "raft", "snapshots"} {
+		if err := os.MkdirAll(filepath.Join(opts.Dir, sub), 0o755); err != nil {
+			return nil, fmt.Errorf("raft: create data dir: %w", err)
+		}
+	}
+	eopts := opts.Engine
+	eopts.Sync = false // the Raft log is the write-ahead log
+	eopts.Logger = log
+	t0 := time.Now()
+	if d.engine, err = engine.Open(filepath.Join(opts.Dir, "engine"), eopts); err != nil {
+		return nil, err
+	}
+	t1 := time.Now()
+	lopts := logstore.DefaultOptions()
+	lopts.NoSync = !opts.RaftLogSync
+	lopts.Logger = func(format string, args ...any) { log.Error("logstore: " + fmt.Sprintf(format, args...)) }
+	if d.store, err = logstore.Open(filepath.Join(opts.Dir, "raft"), lopts); err != nil {
+		return nil, err
+	}
+	d.engineTime, d.logTime = t1.Sub(t0), time.Since(t1)
+	d.hlog = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: slogWriter{log}})
+	files, err := hraft.NewFileSnapshotStoreWithLogger(filepath.Join(opts.Dir, "snapshots"), 2, d.hlog)
+	if err != nil {
+		return nil, fmt.Errorf("raft: snapshot store: %w", err)
+	}
+	d.snaps = &refStore{SnapshotStore: files, e: d.engine}
+	return d, nil
+}
+
+// close closes the stores and then releases the lock.
+func (d *disk) close() error {
+	var errs []error
+	if d.store != nil {
+		errs = append(errs, d.store.Close())
+	}
+	if d.engine != nil {
+		errs = append(errs, d.engine.Close())
+	}
+	if d.lock != nil {
+		errs = append(errs, d.lock.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// raftConfig is hashicorp/raft's configuration of a node on d.
+func raftConfig(opts Options, d *disk) *hraft.Config {
+	cfg := hraft.DefaultConfig()
+	cfg.LocalID = hraft.ServerID(opts.ID)
+	cfg.Logger = d.hlog
+	cfg.HeartbeatTimeout = opts.HeartbeatTimeout
+	cfg.ElectionTimeout = opts.ElectionTimeout
+	cfg.LeaderLeaseTimeout = opts.LeaderLeaseTimeout
+	cfg.SnapshotThreshold = opts.SnapshotThreshold
+	cfg.TrailingLogs = opts.TrailingLogs
+	cfg.SnapshotInterval = opts.SnapshotInterval
+	cfg.BatchApplyCh = true
+	cfg.MaxAppendEntries = 256
+	// The engine keeps its own applied index: skip restoring the snapshot at
+	// start when the engine is already at or past it (the usual restart),
+	// so restart time does not grow with the history.
+	cfg.NoSnapshotRestoreOnStart = d.engine.Applied() >= latestSnapshotIndex(d.snaps)
+	return cfg
+}
+
+// configuration is the Raft configuration of peers.
+func configuration(peers []Peer) hraft.Configuration {
+	var c hraft.Configuration
+	for _, p := range peers {
+		suffrage := hraft.Voter
+		if p.NonVoter {
+			suffrage = hraft.Nonvoter
+		}
+		c.Servers = append(c.Servers, hraft.Server{Suffrage: suffrage, ID: hraft.ServerID(p.ID), Address: hraft.ServerAddress(p.Addr)})
+	}
+	return c
+}
+
+// warnIfOpen warns when the Raft port is reachable beyond this host and
+// nothing keeps strangers out of it.
+func (n *Node) warnIfOpen() {
+	if exposed(n.stream.Addr(), n.opts) {
+		n.log.Warn("raft: the Raft transport has neither TLS nor a cluster secret: "+
+			"anyone who can reach this port can join the replication stream", "addr", n.stream.Addr().String())
+	}
+}
+
+// exposed reports whether a transport bound to addr takes connections from
+// other hosts with neither TLS nor a cluster secret.
+func exposed(addr net.Addr, opts Options) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && !tcp.IP.IsLoopback() && opts.TLS == nil && opts.ClusterSecret == ""
 }
 
 func latestSnapshotIndex(snaps hraft.SnapshotStore) uint64 {
@@ -176,12 +269,11 @@ func (n *Node) closeParts() error {
 	var errs []error
 	if c, ok := n.transport.(interface{ Close() error }); ok && n.opts.Transport == nil {
 		errs = append(errs, c.Close())
+	} else if n.stream != nil {
+		errs = append(errs, n.stream.Close()) // the transport was never built
 	}
-	if n.store != nil {
-		errs = append(errs, n.store.Close())
-	}
-	if n.engine != nil {
-		errs = append(errs, n.engine.Close())
+	if n.disk != nil {
+		errs = append(errs, n.disk.close())
 	}
 	return errors.Join(errs...)
 }
@@ -403,10 +495,10 @@ func (n *Node) Status() Status {
 	}
 	s.Term = n.raft.CurrentTerm()
 	if f := n.raft.GetConfiguration(); f.Error() == nil {
-		for _, srv := range f.Configuration().Servers {
-			if srv.Suffrage == hraft.Voter {
-				s.Voters++
-			}
+		var live int
+		s.Voters, live = n.count(f.Configuration(), "")
+		if s.Role == "leader" {
+			s.LiveVoters = live
 		}
 	}
 	return s
@@ -443,22 +535,6 @@ func (n *Node) Barrier(ctx context.Context) error {
 		return n.mapError(err)
 	}
 	return n.mapError(n.raft.Barrier(timeout).Error())
-}
-
-// Join adds a voter (leader only).
-func (n *Node) Join(id, addr string) error {
-	if n.raft.State() != hraft.Leader {
-		return n.notLeader()
-	}
-	return n.mapError(n.raft.AddVoter(hraft.ServerID(id), hraft.ServerAddress(addr), 0, n.opts.ApplyTimeout).Error())
-}
-
-// Leave removes a server (leader only).
-func (n *Node) Leave(id string) error {
-	if n.raft.State() != hraft.Leader {
-		return n.notLeader()
-	}
-	return n.mapError(n.raft.RemoveServer(hraft.ServerID(id), 0, n.opts.ApplyTimeout).Error())
 }
 
 // Snapshot takes a Raft snapshot now (tests and operators).

@@ -379,3 +379,15 @@ func TestNode_MaintenanceIsClusterWide(t *testing.T) {
 		t.Fatalf("switch on a follower: %v", err)
 	}
 }
+
+func TestNode_Open_RefusesDirInUse(t *testing.T) {
+	c := rafttest.MakeCluster(t, 1)
+	o := rafttest.Options("again", c.Dir(0))
+	o.Transport = raft.NewLocalTransport("again")
+	if n, err := raft.Open(o); !errors.Is(err, raft.ErrInUse) {
+		if n != nil {
+			n.Close()
+		}
+		t.Fatalf("second open of a data dir: %v, want ErrInUse", err)
+	}
+}

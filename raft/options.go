@@ -1,6 +1,7 @@
 package raft
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"time"
@@ -10,10 +11,13 @@ import (
 	"github.com/queenmq/queen/engine"
 )
 
-// Peer is one voter of a static membership.
+// Peer is one server of a static membership: a voter unless NonVoter.
 type Peer struct {
 	ID   string
 	Addr string // Raft address host:port
+	// NonVoter makes the server a non-voter: it receives the log but does
+	// not vote or count towards the quorum (peers.json's "non_voter").
+	NonVoter bool
 }
 
 // Options configures a Node. Start from DefaultOptions.
@@ -27,8 +31,27 @@ type Options struct {
 	// Ignored when Transport is set.
 	RaftAddr string
 	// Transport, when set, replaces the TCP transport (tests use raft's
-	// in-memory transport).
+	// in-memory transport). A node on such a transport cannot dial a
+	// joining node to check it, so Join refuses unless forced.
 	Transport hraft.Transport
+	// TLS, when set, runs the TCP transport over mutual TLS: every node
+	// presents its certificate and verifies its peer's against RootCAs, the
+	// cluster CA (ClientCAs defaults to it; a client certificate is always
+	// required). A dialing node also checks that the certificate names the
+	// host of the Raft address it dialed, so each node's certificate must
+	// carry its Raft host as an IP or DNS SAN and allow both server and
+	// client authentication. LoadTLS builds one from PEM files. Not with
+	// Transport.
+	TLS *tls.Config
+	// ClusterSecret, when set, opens every Raft connection with a mutual
+	// challenge-response keyed by it (HMAC-SHA256; the bytes are in
+	// transport.go), with or without TLS: a peer that does not know it is
+	// disconnected before Raft reads a byte from it. Every node needs the
+	// same secret. Without TLS it authenticates connections but does not
+	// hide or protect the stream, and a weak secret can be guessed offline
+	// from one recorded handshake: use 32 random bytes or more. Not with
+	// Transport.
+	ClusterSecret string
 	// HTTPAddr is the address peers use to reach this node's HTTP API; the
 	// leader publishes it so followers can forward to it.
 	HTTPAddr string
@@ -101,6 +124,10 @@ func (o Options) Validate() error {
 		return fmt.Errorf("raft: options: Dir is required")
 	case o.Transport == nil && o.RaftAddr == "":
 		return fmt.Errorf("raft: options: RaftAddr or Transport is required")
+	case o.Transport != nil && (o.TLS != nil || o.ClusterSecret != ""):
+		return fmt.Errorf("raft: options: TLS and ClusterSecret protect the TCP transport; they cannot be used with Transport")
+	case o.TLS != nil && (o.TLS.RootCAs == nil || (len(o.TLS.Certificates) == 0 && (o.TLS.GetCertificate == nil || o.TLS.GetClientCertificate == nil))):
+		return fmt.Errorf("raft: options: TLS needs this node's certificate and RootCAs (the cluster CA); see LoadTLS")
 	case o.Logger == nil:
 		return fmt.Errorf("raft: options: Logger is required")
 	case o.ApplyTimeout <= 0 || o.MaxInFlight < 1 || o.MaxBatchCommands < 1:

@@ -9,6 +9,10 @@ type Status struct {
 	Applied    uint64 // the last Raft index applied to the engine
 	Term       uint64
 	Voters     int
+	// LiveVoters is, on the leader, how many voters it knows live: itself
+	// and the followers whose heartbeats are not failing (see membership.go).
+	// 0 on any other node.
+	LiveVoters int
 }
 
 // HasLeader reports whether the node knows a leader.

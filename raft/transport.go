@@ -1,6 +1,99 @@
 package raft
 
-import hraft "github.com/hashicorp/raft"
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	hraft "github.com/hashicorp/raft"
+)
+
+// Raft connections.
+//
+// A node's Raft transport is hashicorp/raft's NetworkTransport over a stream
+// layer of ours (streamLayer): TCP, optionally inside mutual TLS
+// (Options.TLS), optionally opened with a cluster-secret handshake
+// (Options.ClusterSecret). Both run before Raft sees the connection: a peer
+// that fails them is closed by the accepting side, which goes on to the next
+// connection, and the dialing side's Dial returns ErrHandshake.
+//
+// With neither set, a connection carries Raft's own stream from its first
+// byte, as hashicorp/raft's TCP transport does. With either set, each side
+// first sends a hello, both at once:
+//
+//	+--------+---------+-------+--------+
+//	| "QRFT" | version | flags | nonce  |
+//	|  4 B   | u8 = 1  |  u8   |  32 B  |
+//	+--------+---------+-------+--------+
+//
+// flags bit 0 (flagSecret) says that secret proofs follow; the other bits are
+// zero and reserved. The nonce is fresh random bytes. A hello whose magic,
+// version or flags differ from this side's own ends the connection: the peer
+// is not a queen node, or runs another handshake version, or one side has a
+// cluster secret and the other none.
+//
+// With a secret, the dialer then sends its proof; the acceptor checks it and
+// only then sends its own, which the dialer checks. Each proof is 32 bytes:
+//
+//	dialer   → acceptor: HMAC-SHA256(secret, "queen raft dialer"   ‖ dialer nonce   ‖ acceptor nonce ‖ binding)
+//	acceptor → dialer:   HMAC-SHA256(secret, "queen raft acceptor" ‖ acceptor nonce ‖ dialer nonce   ‖ binding)
+//
+// binding is empty on plain TCP. Over TLS it is 32 bytes of keying material
+// exported from the TLS session (label "EXPORTER-queen-raft-secret", no
+// context), so a proof is worth nothing outside the TLS session it was made
+// in. The labels differ by direction, so a node's own proof reflected back at
+// it does not pass; each side's nonce is fresh, so a recorded proof cannot be
+// replayed; and the acceptor proves nothing to a dialer that has not proved
+// first. Proofs are compared with hmac.Equal. Every read has a fixed length,
+// and the whole set-up, TLS included, must end within handshakeTimeout.
+//
+// Part of the wire format — never change; a new layout takes a new version.
+//
+// The secret authenticates who opens a connection. On plain TCP it does not
+// hide or protect what follows: someone on the network path can read and
+// alter the stream, and from one recorded handshake can try to guess a weak
+// secret offline. TLS is what protects the stream; the secret is then a
+// second key, independent of the certificates.
+const (
+	helloMagic    = "QRFT"
+	helloVersion  = 1
+	flagSecret    = 1 << 0
+	nonceLen      = 32
+	helloLen      = len(helloMagic) + 1 + 1 + nonceLen
+	proofLen      = sha256.Size
+	dialerLabel   = "queen raft dialer"
+	acceptorLabel = "queen raft acceptor"
+	exporterLabel = "EXPORTER-queen-raft-secret"
+	bindingLen    = 32
+)
+
+const (
+	// handshakeTimeout bounds a connection's set-up: TLS, hello and proofs.
+	handshakeTimeout = 5 * time.Second
+	// maxHandshakes bounds the connections being set up at once; the
+	// accepting side closes any beyond it at once.
+	maxHandshakes = 64
+	// warnEvery is how often a refused peer's host is logged at warning
+	// level; refusals in between are logged at debug level.
+	warnEvery = 10 * time.Second
+)
+
+// Transport pool size and I/O timeout, as hashicorp/raft's TCP transport
+// was used with before the stream layer.
+const (
+	transportPool    = 3
+	transportTimeout = 10 * time.Second
+)
 
 // NewLocalTransport returns the transport of a node that replicates to no
 // one: a single voter needs no network, and this keeps it on the same code
@@ -8,4 +101,357 @@ import hraft "github.com/hashicorp/raft"
 func NewLocalTransport(id string) hraft.Transport {
 	_, t := hraft.NewInmemTransport(hraft.ServerAddress(id))
 	return t
+}
+
+// streamLayer is a hraft.StreamLayer over TCP that sets every connection up
+// (TLS, secret handshake) before handing it to Raft.
+type streamLayer struct {
+	ln        net.Listener
+	server    *tls.Config // nil: no TLS
+	client    *tls.Config // cloned per dial with ServerName set
+	secret    []byte      // nil: no secret handshake
+	log       *slog.Logger
+	conns     chan net.Conn // set up, waiting for Accept
+	closed    chan struct{}
+	slots     chan struct{} // one per connection being set up (maxHandshakes)
+	closeOnce sync.Once
+	wg        sync.WaitGroup
+
+	mu      sync.Mutex
+	done    bool                  // Close has run
+	pending map[net.Conn]struct{} // accepted, being set up; closed by Close
+	warned  map[string]time.Time  // remote host -> last warning
+}
+
+var _ hraft.StreamLayer = (*streamLayer)(nil)
+
+// newStreamLayer listens on addr. The address must be one peers can dial
+// (not 0.0.0.0): it is what the node advertises.
+func newStreamLayer(addr string, tlsConf *tls.Config, secret string, log *slog.Logger) (*streamLayer, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("raft: transport: %w", err)
+	}
+	if tcp, ok := ln.Addr().(*net.TCPAddr); !ok || tcp.IP.IsUnspecified() {
+		ln.Close()
+		return nil, fmt.Errorf("raft: transport: %s is not an address peers can dial: bind a specific IP", addr)
+	}
+	s := &streamLayer{ln: ln, log: log, conns: make(chan net.Conn), closed: make(chan struct{}),
+		slots: make(chan struct{}, maxHandshakes), pending: map[net.Conn]struct{}{}, warned: map[string]time.Time{}}
+	if tlsConf != nil {
+		s.server = tlsConf.Clone()
+		s.server.ClientAuth = tls.RequireAndVerifyClientCert
+		if s.server.ClientCAs == nil {
+			s.server.ClientCAs = s.server.RootCAs
+		}
+		s.client = tlsConf.Clone()
+	}
+	if secret != "" {
+		s.secret = []byte(secret)
+	}
+	s.wg.Add(1)
+	go s.acceptLoop()
+	return s, nil
+}
+
+// newNetworkTransport is Raft's network transport over s.
+func newNetworkTransport(s *streamLayer, logger hclog.Logger) *hraft.NetworkTransport {
+	return hraft.NewNetworkTransportWithConfig(&hraft.NetworkTransportConfig{
+		Stream: s, MaxPool: transportPool, Timeout: transportTimeout, Logger: logger,
+	})
+}
+
+// protected reports whether connections start with a hello (TLS or secret).
+func (s *streamLayer) protected() bool { return s.server != nil || s.secret != nil }
+
+// acceptLoop accepts TCP connections and sets each up in a goroutine of its
+// own, so a slow or hostile peer holds up no one else.
+func (s *streamLayer) acceptLoop() {
+	defer s.wg.Done()
+	var delay time.Duration
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			if s.isClosed() {
+				return
+			}
+			// Out of descriptors or the like: back off and go on.
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			s.log.Warn("raft: accept", "err", err, "retry_in", delay)
+			select {
+			case <-time.After(delay):
+				continue
+			case <-s.closed:
+				return
+			}
+		}
+		delay = 0
+		select {
+		case s.slots <- struct{}{}:
+		default:
+			c.Close()
+			s.refused(c.RemoteAddr(), fmt.Errorf("%d connections already being set up", maxHandshakes))
+			continue
+		}
+		if !s.track(c) {
+			c.Close()
+			return
+		}
+		go s.setUpAccepted(c)
+	}
+}
+
+// track registers a connection being set up; false once Close has run.
+func (s *streamLayer) track(c net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done {
+		return false
+	}
+	s.pending[c] = struct{}{}
+	s.wg.Add(1)
+	return true
+}
+
+func (s *streamLayer) untrack(c net.Conn) {
+	s.mu.Lock()
+	delete(s.pending, c)
+	s.mu.Unlock()
+}
+
+// setUpAccepted runs the accepting side's set-up and queues the connection
+// for Accept, or closes it.
+func (s *streamLayer) setUpAccepted(c net.Conn) {
+	defer s.wg.Done()
+	conn, err := s.setUp(c, false, "")
+	s.untrack(c)
+	<-s.slots
+	if err != nil {
+		c.Close()
+		if !s.isClosed() { // after Close, failures are Close's doing
+			s.refused(c.RemoteAddr(), err)
+		}
+		return
+	}
+	select {
+	case s.conns <- conn:
+	case <-s.closed:
+		conn.Close()
+	}
+}
+
+// refused logs a peer that failed the set-up: at warning level once per
+// host every warnEvery, at debug level in between, so a misconfigured node
+// retrying all day is seen without filling the log.
+func (s *streamLayer) refused(remote net.Addr, err error) {
+	host := remote.String()
+	if h, _, splitErr := net.SplitHostPort(host); splitErr == nil {
+		host = h
+	}
+	now := time.Now()
+	s.mu.Lock()
+	warn := now.Sub(s.warned[host]) >= warnEvery
+	if warn {
+		if len(s.warned) >= 1024 {
+			clear(s.warned)
+		}
+		s.warned[host] = now
+	}
+	s.mu.Unlock()
+	level := slog.LevelDebug
+	if warn {
+		level = slog.LevelWarn
+	}
+	s.log.Log(context.Background(), level, "raft: refused a connection", "remote", remote.String(), "err", err)
+}
+
+// Accept returns the next connection that passed the set-up. It returns
+// net.ErrClosed once Close has run.
+func (s *streamLayer) Accept() (net.Conn, error) {
+	select {
+	case c := <-s.conns:
+		if s.isClosed() {
+			c.Close()
+			return nil, net.ErrClosed
+		}
+		return c, nil
+	case <-s.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+// Dial connects to a peer and sets the connection up; a peer that fails the
+// set-up gives an error wrapping ErrHandshake.
+func (s *streamLayer) Dial(address hraft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	c, err := net.DialTimeout("tcp", string(address), timeout)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := s.setUp(c, true, string(address))
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("%w: %s: %w", ErrHandshake, address, err)
+	}
+	return conn, nil
+}
+
+// probe dials addr through the whole set-up and hangs up: it proves that a
+// node listens there and passes TLS and the secret handshake.
+func (s *streamLayer) probe(addr string) error {
+	c, err := s.Dial(hraft.ServerAddress(addr), handshakeTimeout)
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
+
+// Close stops accepting, unblocks Accept and closes the connections being
+// set up.
+func (s *streamLayer) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.done = true
+		close(s.closed)
+		for c := range s.pending {
+			c.Close()
+		}
+		s.mu.Unlock()
+		err = s.ln.Close()
+		s.wg.Wait()
+	})
+	return err
+}
+
+func (s *streamLayer) isClosed() bool {
+	select {
+	case <-s.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Addr is the address the node listens on and advertises.
+func (s *streamLayer) Addr() net.Addr { return s.ln.Addr() }
+
+// setUp runs TLS and the hello on c, within handshakeTimeout. dialer says
+// which side this is; address is the dialed peer (its host is the name its
+// certificate must carry).
+func (s *streamLayer) setUp(c net.Conn, dialer bool, address string) (net.Conn, error) {
+	if !s.protected() {
+		return c, nil
+	}
+	if err := c.SetDeadline(time.Now().Add(handshakeTimeout)); err != nil {
+		return nil, err
+	}
+	conn := c
+	var binding []byte
+	if s.server != nil {
+		var tc *tls.Conn
+		if dialer {
+			cfg := s.client.Clone()
+			host, _, err := net.SplitHostPort(address)
+			if err != nil {
+				return nil, err
+			}
+			cfg.ServerName = host
+			tc = tls.Client(c, cfg)
+		} else {
+			tc = tls.Server(c, s.server)
+		}
+		if err := tc.Handshake(); err != nil {
+			return nil, fmt.Errorf("tls: %w", err)
+		}
+		conn = tc
+		if s.secret != nil {
+			st := tc.ConnectionState()
+			b, err := st.ExportKeyingMaterial(exporterLabel, nil, bindingLen)
+			if err != nil {
+				return nil, fmt.Errorf("tls: export keying material: %w", err)
+			}
+			binding = b
+		}
+	}
+	if err := hello(conn, dialer, s.secret, binding); err != nil {
+		return nil, err
+	}
+	if err := c.SetDeadline(time.Time{}); err != nil {
+		return nil, err
+	}
+	return conn, nil
+}
+
+// hello exchanges hellos and, with a secret, proofs (see the format above).
+func hello(conn io.ReadWriter, dialer bool, secret, binding []byte) error {
+	var own, peer [helloLen]byte
+	copy(own[:], helloMagic)
+	own[len(helloMagic)] = helloVersion
+	if secret != nil {
+		own[len(helloMagic)+1] = flagSecret
+	}
+	nonce := own[len(helloMagic)+2:]
+	if _, err := rand.Read(nonce); err != nil {
+		return fmt.Errorf("draw nonce: %w", err)
+	}
+	if _, err := conn.Write(own[:]); err != nil {
+		return fmt.Errorf("send hello: %w", err)
+	}
+	if _, err := io.ReadFull(conn, peer[:]); err != nil {
+		return fmt.Errorf("read hello: %w", err)
+	}
+	switch {
+	case string(peer[:len(helloMagic)]) != helloMagic:
+		return errors.New("the peer's hello is not a queen Raft hello: it is not a queen node with TLS or a cluster secret")
+	case peer[len(helloMagic)] != helloVersion:
+		return fmt.Errorf("the peer speaks handshake version %d, this node %d", peer[len(helloMagic)], helloVersion)
+	case peer[len(helloMagic)+1] != own[len(helloMagic)+1]:
+		if secret != nil {
+			return errors.New("the peer has no cluster secret and this node has one")
+		}
+		return errors.New("the peer has a cluster secret and this node has none")
+	}
+	if secret == nil {
+		return nil
+	}
+	peerNonce := peer[len(helloMagic)+2:]
+	ownLabel, peerLabel := acceptorLabel, dialerLabel
+	if dialer {
+		ownLabel, peerLabel = dialerLabel, acceptorLabel
+	}
+	mine := proof(secret, ownLabel, nonce, peerNonce, binding)
+	want := proof(secret, peerLabel, peerNonce, nonce, binding)
+	var got [proofLen]byte
+	if dialer {
+		if _, err := conn.Write(mine); err != nil {
+			return fmt.Errorf("send proof: %w", err)
+		}
+		if _, err := io.ReadFull(conn, got[:]); err != nil {
+			return fmt.Errorf("the peer did not accept this node's proof (different cluster secret?): %w", err)
+		}
+		if !hmac.Equal(got[:], want) {
+			return errors.New("the peer's proof is wrong: it has another cluster secret")
+		}
+		return nil
+	}
+	if _, err := io.ReadFull(conn, got[:]); err != nil {
+		return fmt.Errorf("read proof: %w", err)
+	}
+	if !hmac.Equal(got[:], want) {
+		return errors.New("the peer's proof is wrong: it has another cluster secret")
+	}
+	if _, err := conn.Write(mine); err != nil {
+		return fmt.Errorf("send proof: %w", err)
+	}
+	return nil
+}
+
+// proof is HMAC-SHA256(secret, label ‖ first ‖ second ‖ binding).
+func proof(secret []byte, label string, first, second, binding []byte) []byte {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(label))
+	m.Write(first)
+	m.Write(second)
+	m.Write(binding)
+	return m.Sum(nil)
 }

@@ -99,6 +99,7 @@ var errorTable = [...]errorCode{
 	{errOriginNotAllowed, fasthttp.StatusForbidden, "origin_not_allowed", "Origin not allowed"},
 	{errClusterClosed, fasthttp.StatusForbidden, "cluster_closed", "Cluster membership is closed: start every node with --cluster-secret (QUEEN_CLUSTER_SECRET) and send it in X-Queen-Cluster-Secret"},
 	{errClusterSecret, fasthttp.StatusForbidden, "cluster_secret_invalid", "Missing or wrong cluster secret (X-Queen-Cluster-Secret)"},
+	{raft.ErrQuorumRisk, fasthttp.StatusConflict, "quorum_at_risk", ""},
 	{errNotImplemented, fasthttp.StatusNotImplemented, "not_implemented", ""},
 	{errNoSpool, fasthttp.StatusInternalServerError, "spool_unavailable", "Push maintenance is on and this node cannot buffer pushes"},
 	{raft.ErrNoLeader, fasthttp.StatusServiceUnavailable, "no_leader", "No leader: the cluster cannot accept commands right now"},

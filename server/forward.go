@@ -77,17 +77,18 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx) bool {
 
 // Membership is implemented by brokers whose cluster can grow and shrink
 // (raft.Node). The join and leave routes answer 501 without it.
+// force makes a change the broker would refuse as a risk to its quorum.
 type Membership interface {
-	Join(id, addr string) error
-	Leave(id string) error
+	Join(id, addr string, force bool) error
+	Leave(id string, force bool) error
 }
 
-// join adds a voter: POST /internal/v1/cluster/join {"id","addr"}.
+// join adds a voter: POST /internal/v1/cluster/join {"id","addr","force"}.
 func (s *Server) join(ctx *fasthttp.RequestCtx, _ *params) {
 	s.membership(ctx, true)
 }
 
-// leave removes a server: POST /internal/v1/cluster/leave {"id"}.
+// leave removes a server: POST /internal/v1/cluster/leave {"id","force"}.
 func (s *Server) leave(ctx *fasthttp.RequestCtx, _ *params) {
 	s.membership(ctx, false)
 }
@@ -99,12 +100,15 @@ func (s *Server) membership(ctx *fasthttp.RequestCtx, join bool) {
 		return
 	}
 	var id, addr string
+	var force bool
 	err := decodeObject(bodyCopy(ctx), false, func(sc *scanner, key []byte) (err error) {
 		switch string(key) {
 		case "id":
 			id, _, err = sc.optString("id")
 		case "addr":
 			addr, _, err = sc.optString("addr")
+		case "force":
+			force, _, err = sc.optBool("force")
 		default:
 			err = sc.skip()
 		}
@@ -117,9 +121,9 @@ func (s *Server) membership(ctx *fasthttp.RequestCtx, join bool) {
 	case join && addr == "":
 		err = badRequest("addr (the node's Raft host:port) is required")
 	case join:
-		err = m.Join(id, addr)
+		err = m.Join(id, addr, force)
 	default:
-		err = m.Leave(id)
+		err = m.Leave(id, force)
 	}
 	if err != nil {
 		s.writeError(ctx, err)

@@ -16,7 +16,7 @@ import (
 // close_notify alert, not application data).
 func TestServer_TLS(t *testing.T) {
 	ca := rafttest.NewCA(t, "http")
-	c := newClientOptions(t, newBroker(t), server.Options{TLS: ca.ServerTLS(t, "node", "127.0.0.1")})
+	c := newClientOptions(t, newBroker(t), server.Options{TLS: ca.ServerTLS("node", "127.0.0.1")})
 	if !strings.HasPrefix(c.base, "https://") {
 		t.Fatalf("base %q", c.base)
 	}

@@ -3,6 +3,7 @@
 //	queen serve [flags]   run a node (single node by default)
 //	queen check --data DIR   walk a stopped node's store and report inconsistencies
 //	queen leave --url URL --node-id ID   remove a node from its cluster
+//	queen recover --data DIR [--peers ...]   rewrite a stopped node's membership after a lost quorum
 //
 // Run `queen serve -h` for the flags.
 package main
@@ -28,6 +29,8 @@ func main() {
 		err = check(os.Args[2:])
 	case "leave":
 		err = leave(os.Args[2:])
+	case "recover":
+		err = recoverCmd(os.Args[2:])
 	case "bench":
 		err = benchCmd(os.Args[2:])
 	case "version":
@@ -51,7 +54,9 @@ func usage() {
 commands:
   serve     run a broker node (single node by default, port 6632)
   check     verify a stopped node's store (--data DIR)
-  leave     remove a node from its cluster (--url http://any-node:6632 --node-id ID)
+  leave     remove a node from its cluster (--url http://any-node:6632 --node-id ID [--force])
+  recover   rewrite a stopped node's membership after its cluster lost the quorum
+            (--data DIR [--peers id@host:port,...]; default DIR/peers.json)
   bench     drive running nodes with load and report throughput and latency (queen bench -h)
   version   print the version
 `)

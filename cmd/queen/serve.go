@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -40,6 +41,12 @@ type serveConfig struct {
 	// encryptionKey is QUEEN_ENCRYPTION_KEY (environment only, never a
 	// flag: a flag would show the key in the process list).
 	encryptionKey string
+	// raftTLS is the Raft transport's mutual TLS (--raft-tls-cert, -key,
+	// -ca), nil without them.
+	raftTLS *tls.Config
+	// clusterSecret is --cluster-secret, or the contents of
+	// --cluster-secret-file without a trailing newline.
+	clusterSecret string
 	// Raft tuning, for operators and for the process-level tests.
 	snapshotThreshold uint64
 	snapshotInterval  time.Duration
@@ -60,13 +67,18 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 		defHTTP = net.JoinHostPort(env("HOST", "0.0.0.0"), env("PORT", "6632"))
 	}
 	var c serveConfig
-	var peers, level string
+	var peers, level, tlsCert, tlsKey, tlsCA, secretFile string
 	fs.StringVar(&c.data, "data", env("QUEEN_DATA_DIR", "./data"), "data directory (env QUEEN_DATA_DIR)")
 	fs.StringVar(&c.http, "http", defHTTP, "HTTP listen address host:port (env HOST, PORT)")
 	fs.StringVar(&c.advertise, "advertise", env("QUEEN_ADVERTISE_HTTP", ""), "HTTP address other nodes reach this one at (default: --http, with 0.0.0.0 as 127.0.0.1)")
 	fs.StringVar(&c.nodeID, "node-id", env("QUEEN_NODE_ID", "node1"), "this node's id, unique in the cluster for all time (env QUEEN_NODE_ID)")
 	fs.StringVar(&c.raftAddr, "raft", env("QUEEN_RAFT_ADDR", ""), "Raft TCP address host:port; empty runs a single node without network replication (env QUEEN_RAFT_ADDR)")
 	fs.StringVar(&peers, "peers", env("QUEEN_PEERS", ""), "static membership id@raftHost:raftPort,... including this node; the first start bootstraps (env QUEEN_PEERS)")
+	fs.StringVar(&tlsCert, "raft-tls-cert", env("QUEEN_RAFT_TLS_CERT", ""), "PEM certificate of this node for mutual TLS on the Raft transport, naming its --raft host; with --raft-tls-key and --raft-tls-ca (env QUEEN_RAFT_TLS_CERT)")
+	fs.StringVar(&tlsKey, "raft-tls-key", env("QUEEN_RAFT_TLS_KEY", ""), "PEM private key of --raft-tls-cert (env QUEEN_RAFT_TLS_KEY)")
+	fs.StringVar(&tlsCA, "raft-tls-ca", env("QUEEN_RAFT_TLS_CA", ""), "PEM certificate of the CA that signed every node's Raft certificate (env QUEEN_RAFT_TLS_CA)")
+	fs.StringVar(&c.clusterSecret, "cluster-secret", env("QUEEN_CLUSTER_SECRET", ""), "secret every node of the cluster shares; Raft connections must prove it (env QUEEN_CLUSTER_SECRET; prefer --cluster-secret-file, which keeps it out of the process list)")
+	fs.StringVar(&secretFile, "cluster-secret-file", env("QUEEN_CLUSTER_SECRET_FILE", ""), "file holding the cluster secret; a trailing newline is dropped (env QUEEN_CLUSTER_SECRET_FILE)")
 	fs.StringVar(&c.join, "join", env("QUEEN_JOIN", ""), "HTTP URL of a running cluster node to join at first start, instead of bootstrapping (env QUEEN_JOIN)")
 	def := raft.DefaultOptions()
 	fs.Uint64Var(&c.snapshotThreshold, "snapshot-threshold", def.SnapshotThreshold, "Raft log entries between snapshots")
@@ -99,15 +111,12 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 		}
 		c.advertise = net.JoinHostPort(host, port)
 	}
-	for _, p := range strings.Split(peers, ",") {
-		if p = strings.TrimSpace(p); p == "" {
-			continue
-		}
-		id, addr, ok := strings.Cut(p, "@")
-		if !ok || id == "" || addr == "" {
-			return c, fmt.Errorf("bad --peers entry %q: want id@host:port", p)
-		}
-		c.peers = append(c.peers, raft.Peer{ID: id, Addr: addr})
+	var err error
+	if c.peers, err = parsePeers(peers); err != nil {
+		return c, err
+	}
+	if err := c.loadRaftTrust(tlsCert, tlsKey, tlsCA, secretFile); err != nil {
+		return c, err
 	}
 	if c.join != "" && (c.raftAddr == "" || len(c.peers) > 0) {
 		return c, fmt.Errorf("--join needs --raft and no --peers")
@@ -122,7 +131,65 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 			return c, fmt.Errorf("--peers does not list --node-id %q; pass --raft", c.nodeID)
 		}
 	}
+	if c.raftTLS != nil && c.raftAddr == "" {
+		return c, fmt.Errorf("--raft-tls-cert, --raft-tls-key and --raft-tls-ca protect the Raft transport: they need --raft or --peers")
+	}
 	return c, nil
+}
+
+// parsePeers parses id@host:port,... (--peers).
+func parsePeers(list string) ([]raft.Peer, error) {
+	var peers []raft.Peer
+	for _, p := range strings.Split(list, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		id, addr, ok := strings.Cut(p, "@")
+		if !ok || id == "" || addr == "" {
+			return nil, fmt.Errorf("bad --peers entry %q: want id@host:port", p)
+		}
+		peers = append(peers, raft.Peer{ID: id, Addr: addr})
+	}
+	return peers, nil
+}
+
+// loadRaftTrust loads the Raft transport's TLS files (all three or none)
+// and the cluster secret's file.
+func (c *serveConfig) loadRaftTrust(cert, key, ca, secretFile string) error {
+	switch n := btoi(cert != "") + btoi(key != "") + btoi(ca != ""); n {
+	case 0:
+	case 3:
+		conf, err := raft.LoadTLS(cert, key, ca)
+		if err != nil {
+			return err
+		}
+		c.raftTLS = conf
+	default:
+		return fmt.Errorf("--raft-tls-cert, --raft-tls-key and --raft-tls-ca go together: %d of the 3 are set", n)
+	}
+	if secretFile == "" {
+		return nil
+	}
+	if c.clusterSecret != "" {
+		return fmt.Errorf("--cluster-secret and --cluster-secret-file are exclusive")
+	}
+	b, err := os.ReadFile(secretFile)
+	if err != nil {
+		return fmt.Errorf("--cluster-secret-file: %w", err)
+	}
+	s := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+	if s == "" {
+		return fmt.Errorf("--cluster-secret-file %s is empty", secretFile)
+	}
+	c.clusterSecret = s
+	return nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func serve(args []string) error {
@@ -166,6 +233,8 @@ func serve(args []string) error {
 	} else {
 		opts.RaftAddr = c.raftAddr
 		opts.Bootstrap = len(c.peers) == 0 && c.join == ""
+		opts.TLS = c.raftTLS
+		opts.ClusterSecret = c.clusterSecret
 	}
 	node, err := raft.Open(opts)
 	if err != nil {

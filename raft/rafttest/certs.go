@@ -14,67 +14,75 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/queenmq/queen/raft"
 )
 
-// CA is a certificate authority made at run time, for TLS tests: no key or
-// certificate is ever checked in.
+// CA is a throwaway certificate authority, made at run time, for tests of
+// the Raft transport's mutual TLS.
 type CA struct {
+	t    testing.TB
+	dir  string
 	cert *x509.Certificate
 	key  *ecdsa.PrivateKey
-	dir  string
-	file string // the CA certificate, PEM
+	// CertFile is the CA's certificate, PEM (--raft-tls-ca).
+	CertFile string
 }
 
-// NewCA makes a fresh CA (ECDSA P-256, valid for a day) whose files live in
-// a temp dir of t.
+// NewCA makes a CA whose files live in a temporary directory of t.
 func NewCA(t testing.TB, name string) *CA {
 	t.Helper()
-	key := newKey(t)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial(t),
 		Subject:               pkix.Name{CommonName: name},
 		NotBefore:             time.Now().Add(-time.Hour),
 		NotAfter:              time.Now().Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
 		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
-		t.Fatalf("rafttest: create CA: %v", err)
+		t.Fatal(err)
 	}
 	cert, err := x509.ParseCertificate(der)
 	if err != nil {
-		t.Fatalf("rafttest: parse CA: %v", err)
+		t.Fatal(err)
 	}
-	ca := &CA{cert: cert, key: key, dir: t.TempDir()}
-	ca.file = writePEM(t, filepath.Join(ca.dir, name+"-ca.pem"), "CERTIFICATE", der)
+	ca := &CA{t: t, dir: t.TempDir(), cert: cert, key: key}
+	ca.CertFile = ca.write(name+"-ca.pem", "CERTIFICATE", der)
 	return ca
 }
 
-// File is the path of the CA certificate (PEM), as --raft-tls-ca takes it.
-func (ca *CA) File() string { return ca.file }
-
-// Pool is a pool holding just this CA.
-func (ca *CA) Pool() *x509.CertPool {
-	p := x509.NewCertPool()
-	p.AddCert(ca.cert)
-	return p
+// Issue signs a node certificate naming hosts (IPs or DNS names) for both
+// server and client authentication, and returns its PEM files.
+func (ca *CA) Issue(name string, hosts ...string) (certFile, keyFile string) {
+	return ca.issue(name, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}, hosts)
 }
 
-// Issue signs a certificate for hosts (IP addresses or DNS names), good for
-// both server and client authentication, and writes it and its key as PEM
-// files. It returns their paths.
-func (ca *CA) Issue(t testing.TB, name string, hosts ...string) (certFile, keyFile string) {
-	t.Helper()
-	key := newKey(t)
+// IssueServerOnly signs a certificate that allows server authentication
+// only (a wrong certificate for a node, which is also a client).
+func (ca *CA) IssueServerOnly(name string, hosts ...string) (certFile, keyFile string) {
+	return ca.issue(name, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, hosts)
+}
+
+func (ca *CA) issue(name string, usages []x509.ExtKeyUsage, hosts []string) (string, string) {
+	ca.t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		ca.t.Fatal(err)
+	}
 	tmpl := &x509.Certificate{
-		SerialNumber: serial(t),
+		SerialNumber: serial(ca.t),
 		Subject:      pkix.Name{CommonName: name},
 		NotBefore:    time.Now().Add(-time.Hour),
 		NotAfter:     time.Now().Add(24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		ExtKeyUsage:  usages,
 	}
 	for _, h := range hosts {
 		if ip := net.ParseIP(h); ip != nil {
@@ -85,53 +93,58 @@ func (ca *CA) Issue(t testing.TB, name string, hosts ...string) (certFile, keyFi
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
-		t.Fatalf("rafttest: issue %s: %v", name, err)
+		ca.t.Fatal(err)
 	}
 	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
-		t.Fatalf("rafttest: marshal key: %v", err)
+		ca.t.Fatal(err)
 	}
-	certFile = writePEM(t, filepath.Join(ca.dir, name+".pem"), "CERTIFICATE", der)
-	keyFile = writePEM(t, filepath.Join(ca.dir, name+"-key.pem"), "PRIVATE KEY", keyDER)
-	return certFile, keyFile
+	return ca.write(name+".pem", "CERTIFICATE", der), ca.write(name+"-key.pem", "PRIVATE KEY", keyDER)
 }
 
-// ServerTLS issues a certificate for hosts and returns a server
-// configuration that presents it.
-func (ca *CA) ServerTLS(t testing.TB, name string, hosts ...string) *tls.Config {
-	t.Helper()
-	certFile, keyFile := ca.Issue(t, name, hosts...)
-	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+// TLS is raft.LoadTLS of a fresh certificate for name naming hosts.
+func (ca *CA) TLS(name string, hosts ...string) *tls.Config {
+	ca.t.Helper()
+	cert, key := ca.Issue(name, hosts...)
+	conf, err := raft.LoadTLS(cert, key, ca.CertFile)
 	if err != nil {
-		t.Fatalf("rafttest: load %s: %v", name, err)
+		ca.t.Fatal(err)
 	}
-	return &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+	return conf
 }
 
-// ClientTLS is a client configuration that trusts only this CA.
-func (ca *CA) ClientTLS() *tls.Config {
-	return &tls.Config{RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12}
-}
-
-func newKey(t testing.TB) *ecdsa.PrivateKey {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatalf("rafttest: generate key: %v", err)
+func (ca *CA) write(name, kind string, der []byte) string {
+	ca.t.Helper()
+	p := filepath.Join(ca.dir, name)
+	if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600); err != nil {
+		ca.t.Fatal(err)
 	}
-	return key
+	return p
 }
 
 func serial(t testing.TB) *big.Int {
 	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
 	if err != nil {
-		t.Fatalf("rafttest: serial: %v", err)
+		t.Fatal(err)
 	}
 	return n
 }
 
-func writePEM(t testing.TB, path, kind string, der []byte) string {
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600); err != nil {
-		t.Fatalf("rafttest: write %s: %v", path, err)
+// ServerTLS is a server configuration presenting a fresh certificate for
+// name naming hosts, asking nothing of clients (an HTTPS API listener).
+func (ca *CA) ServerTLS(name string, hosts ...string) *tls.Config {
+	ca.t.Helper()
+	cert, key := ca.Issue(name, hosts...)
+	pair, err := tls.LoadX509KeyPair(cert, key)
+	if err != nil {
+		ca.t.Fatal(err)
 	}
-	return path
+	return &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+}
+
+// ClientTLS is a client configuration that trusts this CA only.
+func (ca *CA) ClientTLS() *tls.Config {
+	p := x509.NewCertPool()
+	p.AddCert(ca.cert)
+	return &tls.Config{RootCAs: p, MinVersion: tls.VersionTLS12}
 }

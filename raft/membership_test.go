@@ -1,0 +1,163 @@
+package raft_test
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/raft/rafttest"
+)
+
+// waitFor polls cond every 10 ms for up to 20 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after 20s waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// closedAddr is a loopback address nothing listens on.
+func closedAddr(t *testing.T) string { return rafttest.FreeAddrs(t, 1)[0] }
+
+func TestNode_Join_RefusesUnreachableUnlessForced(t *testing.T) {
+	addr := rafttest.FreeAddrs(t, 1)[0]
+	n := rafttest.OpenTCP(t, "n1", t.TempDir(), addr, func(o *raft.Options) { o.Bootstrap = true })
+	rafttest.WaitLeader(t, n)
+	push(t, n, "q", "before")
+	ghost := closedAddr(t)
+
+	err := n.Join("ghost", ghost, false)
+	if !errors.Is(err, raft.ErrQuorumRisk) || !strings.Contains(err.Error(), "force") {
+		t.Fatalf("join of an unreachable address: %v, want ErrQuorumRisk saying force overrides it", err)
+	}
+	if st := n.Status(); st.Voters != 1 || st.Role != "leader" {
+		t.Fatalf("after a refused join: %+v, want the single voter still leading", st)
+	}
+	push(t, n, "q", "after refusal")
+
+	// Forced, the voter is added, and the node loses its quorum as the
+	// refusal said it would.
+	if err := n.Join("ghost", ghost, true); err != nil && !errors.Is(err, raft.ErrLeadershipLost) {
+		t.Fatalf("forced join: %v", err)
+	}
+	waitFor(t, "2 voters and no leader", func() bool {
+		st := n.Status()
+		return st.Voters == 2 && st.Role != "leader"
+	})
+}
+
+func TestNode_Join_RefusedWithoutNetworkTransport(t *testing.T) {
+	c := rafttest.MakeCluster(t, 1)
+	err := c.Leader().Join("n2", "127.0.0.1:1", false)
+	if !errors.Is(err, raft.ErrQuorumRisk) || !strings.Contains(err.Error(), "no network transport") {
+		t.Fatalf("join on a node without a network transport: %v, want ErrQuorumRisk saying so", err)
+	}
+	if got := c.Leader().Status().Voters; got != 1 {
+		t.Fatalf("voters = %d, want 1", got)
+	}
+}
+
+func TestNode_Join_AddsReachableNodeOnce(t *testing.T) {
+	addrs := rafttest.FreeAddrs(t, 2)
+	base := t.TempDir()
+	n1 := rafttest.OpenTCP(t, "n1", filepath.Join(base, "n1"), addrs[0], func(o *raft.Options) { o.Bootstrap = true })
+	rafttest.WaitLeader(t, n1)
+	push(t, n1, "q", "before join")
+	n2 := rafttest.OpenTCP(t, "n2", filepath.Join(base, "n2"), addrs[1], nil)
+	if err := n1.Join("n2", addrs[1], false); err != nil {
+		t.Fatalf("join of a running node: %v", err)
+	}
+	rafttest.WaitLeader(t, n1, n2)
+	push(t, n1, "q", "after join")
+	rafttest.WaitApplied(t, n1.Status().Applied, n1, n2)
+	if got := n2.Status().Voters; got != 2 {
+		t.Fatalf("n2 sees %d voters, want 2", got)
+	}
+	// Joining again is a no-op: nothing is appended to the log.
+	before := n1.Status().Applied
+	if err := n1.Join("n2", addrs[1], false); err != nil {
+		t.Fatalf("second join: %v", err)
+	}
+	if err := n1.Join("n2", addrs[1], true); err != nil {
+		t.Fatalf("second join, forced: %v", err)
+	}
+	if got := n1.Status().Applied; got != before {
+		t.Fatalf("a repeated join moved the applied index from %d to %d", before, got)
+	}
+}
+
+// stopFollower stops one follower of c and waits until the leader knows
+// its heartbeats fail.
+func stopFollower(t *testing.T, c *rafttest.Cluster) (leader, stopped, alive *raft.Node) {
+	t.Helper()
+	leader = c.Leader()
+	fs := c.Followers()
+	stopped, alive = fs[0], fs[1]
+	c.Stop(c.Index(stopped))
+	waitFor(t, "the leader to see 2 live voters", func() bool { return leader.Status().LiveVoters == 2 })
+	return leader, stopped, alive
+}
+
+func TestNode_Leave_RefusesLosingQuorum(t *testing.T) {
+	c := rafttest.MakeCluster(t, 3)
+	if got := c.Leader().Status().LiveVoters; got != 3 {
+		t.Fatalf("live voters of a healthy cluster = %d, want 3", got)
+	}
+	leader, stopped, alive := stopFollower(t, c)
+	aliveID, stoppedID := alive.Status().ID, stopped.Status().ID
+
+	err := leader.Leave(aliveID, false)
+	if !errors.Is(err, raft.ErrQuorumRisk) || !strings.Contains(err.Error(), "force") {
+		t.Fatalf("leave of a live voter with another voter down: %v, want ErrQuorumRisk", err)
+	}
+	if st := leader.Status(); st.Voters != 3 || st.Role != "leader" {
+		t.Fatalf("after a refused leave: %+v", st)
+	}
+	push(t, leader, "q", "still writable")
+
+	// Removing the dead voter leaves two live voters of two: allowed.
+	if err := leader.Leave(stoppedID, false); err != nil {
+		t.Fatalf("leave of the stopped voter: %v", err)
+	}
+	waitFor(t, "2 voters on both live nodes", func() bool {
+		return leader.Status().Voters == 2 && alive.Status().Voters == 2
+	})
+	push(t, leader, "q", "after leave")
+}
+
+func TestNode_Leave_ForcedProceeds(t *testing.T) {
+	c := rafttest.MakeCluster(t, 3)
+	leader, _, alive := stopFollower(t, c)
+	err := leader.Leave(alive.Status().ID, true)
+	if err != nil && !errors.Is(err, raft.ErrLeadershipLost) {
+		t.Fatalf("forced leave: %v", err)
+	}
+	// The change went through, and the cluster lost its quorum as the
+	// unforced refusal said it would.
+	waitFor(t, "the old leader to hold 2 voters and lead no more", func() bool {
+		st := leader.Status()
+		return st.Voters == 2 && st.Role != "leader"
+	})
+}
+
+func TestNode_Leave_RefusesTheLastVoter(t *testing.T) {
+	c := rafttest.MakeCluster(t, 1)
+	n := c.Leader()
+	for _, force := range []bool{false, true} {
+		err := n.Leave(n.Status().ID, force)
+		if !errors.Is(err, raft.ErrQuorumRisk) || !strings.Contains(err.Error(), "last voter") {
+			t.Fatalf("leave of the last voter (force %v): %v, want ErrQuorumRisk", force, err)
+		}
+	}
+	if st := n.Status(); st.Voters != 1 || st.Role != "leader" {
+		t.Fatalf("after refusals: %+v", st)
+	}
+	push(t, n, "q", "still writable")
+}
