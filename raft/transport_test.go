@@ -114,6 +114,13 @@ func TestNode_Open_RefusesUntrustedPeer(t *testing.T) {
 			})
 			rafttest.WaitLeader(t, good)
 			push(t, good, "q", "before")
+			// The new leader announces its HTTP address in a command of its
+			// own: let it land before the state is taken as the baseline.
+			for deadline := time.Now().Add(30 * time.Second); good.Status().LeaderHTTP == ""; time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the leader did not announce its HTTP address within 30s")
+				}
+			}
 			before := good.Status()
 
 			intruder := rafttest.OpenTCP(t, "n2", filepath.Join(base, "n2"), addrs[1], func(o *raft.Options) {
