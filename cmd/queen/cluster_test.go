@@ -508,16 +508,20 @@ func TestCluster_RestartCatchesUpFromSnapshot(t *testing.T) {
 	}
 }
 
-// TestCluster_JoinAndLeave: one node bootstraps, two join it, one leaves.
+// TestCluster_JoinAndLeave: one node bootstraps, two join it with the
+// cluster secret, one leaves; anonymous membership requests are refused
+// throughout and change nothing.
 func TestCluster_JoinAndLeave(t *testing.T) {
 	c := newCluster(t)
 	ports := freePorts(t, 6)
+	secretFile := writeSecret(t, "join-and-leave secret")
 	var nodes []*qnode
 	for i := range 3 {
 		httpAddr := fmt.Sprintf("127.0.0.1:%d", ports[i])
-		args := []string{"--http", httpAddr, "--raft", fmt.Sprintf("127.0.0.1:%d", ports[3+i]), "--retention-interval", "0"}
+		args := []string{"--http", httpAddr, "--raft", fmt.Sprintf("127.0.0.1:%d", ports[3+i]), "--retention-interval", "0",
+			"--cluster-secret-file", secretFile}
 		if i > 0 {
-			args = append(args, "--join", "http://"+nodes[0].http)
+			args = append(args, "--join", nodes[0].url(""))
 		}
 		nodes = append(nodes, c.addNode(fmt.Sprintf("n%d", i+1), httpAddr, nil, args...))
 	}
@@ -544,7 +548,32 @@ func TestCluster_JoinAndLeave(t *testing.T) {
 	// A pushed-through-a-joiner message is replicated like any other.
 	c.mustPush([]*qnode{n3}, 10*time.Second, []pushItem{{Queue: "jl", TransactionID: "after-join", Payload: 2}})
 
-	out, err := exec.Command(queenBinary(t), "leave", "--url", "http://"+n2.http, "--node-id", n3.id).CombinedOutput()
+	// Anonymous or with a wrong secret, leaves and joins are refused by
+	// every node, and the cluster stays as it was.
+	for _, n := range nodes {
+		for _, req := range []struct{ route, body, secret, code string }{
+			{"leave", `{"id":"n2"}`, "", "cluster_secret_invalid"},
+			{"leave", `{"id":"n3","force":true}`, "guess", "cluster_secret_invalid"},
+			{"join", `{"id":"evil","addr":"127.0.0.1:1","force":true}`, "", "cluster_secret_invalid"},
+		} {
+			c.header.Del("X-Queen-Cluster-Secret")
+			if req.secret != "" {
+				c.header.Set("X-Queen-Cluster-Secret", req.secret)
+			}
+			code, b, err := c.do(10*time.Second, "POST", n.url("/internal/v1/cluster/"+req.route), []byte(req.body))
+			if e, ok := c2(b); err != nil || code != http.StatusForbidden || !ok || e.Code != req.code {
+				t.Fatalf("%s via %s with secret %q: %d %s %v, want 403 %s", req.route, n.id, req.secret, code, b, err, req.code)
+			}
+		}
+	}
+	c.header.Del("X-Queen-Cluster-Secret")
+	waitFor(t, 10*time.Second, "voters == 3 after the refused requests", voters(nodes, 3))
+	out, err := exec.Command(queenBinary(t), "leave", "--url", n2.url(""), "--node-id", n3.id).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "anonymous") {
+		t.Fatalf("queen leave without a secret: %v: %s (want a refusal before sending)", err, out)
+	}
+
+	out, err = exec.Command(queenBinary(t), "leave", "--url", n2.url(""), "--node-id", n3.id, "--cluster-secret-file", secretFile).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "removed "+n3.id) {
 		t.Fatalf("queen leave --node-id %s via %s: %v: %s", n3.id, n2.id, err, out)
 	}

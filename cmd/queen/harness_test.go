@@ -8,6 +8,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -111,6 +112,7 @@ type qnode struct {
 	id      string
 	dir     string   // --data
 	http    string   // host:port the test driver reaches the node at
+	scheme  string   // http, or https when the cluster serves TLS
 	args    []string // serve flags
 	wrap    []string // command prefix, e.g. ip netns exec NS
 	logPath string
@@ -121,7 +123,7 @@ type qnode struct {
 	starts int
 }
 
-func (n *qnode) url(path string) string { return "http://" + n.http + path }
+func (n *qnode) url(path string) string { return n.scheme + "://" + n.http + path }
 
 // start launches the process; its output is appended to n.logPath.
 func (n *qnode) start() {
@@ -226,12 +228,22 @@ type cluster struct {
 	base  string // the nodes' data directories and logs
 	nodes []*qnode
 	hc    *http.Client
+	// header is sent with every request of do (a cluster secret, a token).
+	header http.Header
+	scheme string // of the nodes' URLs: http unless useTLS
+}
+
+// useTLS makes the driver reach the nodes over HTTPS, trusting roots. Call
+// it before adding nodes.
+func (c *cluster) useTLS(roots *tls.Config) {
+	c.scheme = "https"
+	c.hc.Transport.(*http.Transport).TLSClientConfig = roots
 }
 
 func newCluster(t testing.TB) *cluster {
 	// The temp dir is made before the cleanup below is registered, so it is
 	// removed after the cleanup has killed the nodes and logged their tails.
-	c := &cluster{t: t, base: t.TempDir(), hc: &http.Client{Transport: &http.Transport{
+	c := &cluster{t: t, base: t.TempDir(), header: http.Header{}, scheme: "http", hc: &http.Client{Transport: &http.Transport{
 		MaxIdleConnsPerHost: 32,
 		IdleConnTimeout:     30 * time.Second,
 		DialContext:         (&net.Dialer{Timeout: 3 * time.Second}).DialContext,
@@ -256,7 +268,7 @@ func (c *cluster) addNode(id, httpAddr string, wrap []string, args ...string) *q
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		c.t.Fatal(err)
 	}
-	n := &qnode{t: c.t, id: id, dir: dir, http: httpAddr, wrap: wrap, logPath: filepath.Join(c.base, id+".log")}
+	n := &qnode{t: c.t, id: id, dir: dir, http: httpAddr, scheme: c.scheme, wrap: wrap, logPath: filepath.Join(c.base, id+".log")}
 	n.args = append([]string{"--data", dir, "--node-id", id}, args...)
 	c.nodes = append(c.nodes, n)
 	return n
@@ -267,6 +279,14 @@ func (c *cluster) addNode(id, httpAddr string, wrap []string, args ...string) *q
 // nothing and replicas can be compared at one applied index.
 func startLoopback(t testing.TB, n int, extra ...string) *cluster {
 	c := newCluster(t)
+	c.startLoopback(n, extra...)
+	return c
+}
+
+// startLoopback adds and starts n nodes as the function startLoopback does,
+// on a cluster the caller has set up (useTLS, header).
+func (c *cluster) startLoopback(n int, extra ...string) {
+	t := c.t
 	ports := freePorts(t, 2*n)
 	var peers []string
 	for i := range n {
@@ -281,7 +301,6 @@ func startLoopback(t testing.TB, n int, extra ...string) *cluster {
 	for _, nd := range c.nodes {
 		nd.start()
 	}
-	return c
 }
 
 func (c *cluster) byID(id string) *qnode {
@@ -317,6 +336,9 @@ func (c *cluster) do(timeout time.Duration, method, url string, body []byte) (in
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range c.header {
+		req.Header[k] = v
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
@@ -653,4 +675,15 @@ func latestSnapshot(dir string) uint64 {
 		}
 	}
 	return best
+}
+
+// writeSecret writes a cluster secret file (with the trailing newline an
+// editor leaves) and returns its path.
+func writeSecret(t testing.TB, secret string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "cluster-secret")
+	if err := os.WriteFile(p, []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -5,27 +5,44 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 )
 
 // leave asks a cluster (through any node, which forwards to the leader) to
 // remove a server from its membership. The leader refuses a removal that
-// would leave too few reachable voters for a quorum, unless --force.
+// would leave too few reachable voters for a quorum, unless --force. The
+// membership routes need the cluster secret, or an admin token when JWT is
+// on: without either leave stops before sending anything.
 func leave(args []string) error {
 	fs := flag.NewFlagSet("leave", flag.ContinueOnError)
 	url := fs.String("url", "http://127.0.0.1:6632", "HTTP URL of any node of the cluster")
 	id := fs.String("node-id", "", "id of the node to remove")
 	force := fs.Bool("force", false, "remove it even when the voters left would not be a reachable majority")
+	secret := fs.String("cluster-secret", os.Getenv("QUEEN_CLUSTER_SECRET"), "the cluster secret (env QUEEN_CLUSTER_SECRET; prefer --cluster-secret-file)")
+	secretFile := fs.String("cluster-secret-file", os.Getenv("QUEEN_CLUSTER_SECRET_FILE"), "file holding the cluster secret (env QUEEN_CLUSTER_SECRET_FILE)")
+	token := fs.String("token", os.Getenv("QUEEN_TOKEN"), "an admin JWT, instead of the secret, when the cluster runs with JWT (env QUEEN_TOKEN)")
+	ca := fs.String("ca", os.Getenv("QUEEN_TLS_CA"), "PEM CA certificate to trust for an https --url, besides the system roots (env QUEEN_TLS_CA)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *id == "" {
 		return fmt.Errorf("--node-id is required")
 	}
-	client := &http.Client{Timeout: 15 * time.Second}
-	resp, err := client.Post(strings.TrimSuffix(*url, "/")+"/internal/v1/cluster/leave", "application/json",
-		strings.NewReader(fmt.Sprintf(`{"id":%q,"force":%t}`, *id, *force)))
+	s, err := secretFrom(*secret, *secretFile)
+	if err != nil {
+		return err
+	}
+	if s == "" && *token == "" {
+		return fmt.Errorf("the cluster refuses anonymous membership changes: pass --cluster-secret-file (or --cluster-secret, QUEEN_CLUSTER_SECRET), or an admin --token")
+	}
+	roots, err := trustedRoots(*ca)
+	if err != nil {
+		return err
+	}
+	client := &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{TLSClientConfig: roots}}
+	resp, err := postMembership(client, *url, "leave", fmt.Sprintf(`{"id":%q,"force":%t}`, *id, *force), s, *token)
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,9 @@ func TestRecover_SingleNodeServesAgain(t *testing.T) {
 	ports := freePorts(t, 3)
 	httpAddr, raftAddr := fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])
 	ghost := fmt.Sprintf("127.0.0.1:%d", ports[2]) // nothing listens there
-	n := c.addNode("n1", httpAddr, nil, "--http", httpAddr, "--raft", raftAddr, "--retention-interval", "0")
+	n := c.addNode("n1", httpAddr, nil, "--http", httpAddr, "--raft", raftAddr, "--retention-interval", "0",
+		"--cluster-secret-file", writeSecret(t, "recover secret"))
+	c.header.Set("X-Queen-Cluster-Secret", "recover secret")
 	n.start()
 	c.waitLeader([]*qnode{n}, 30*time.Second)
 	for i := range 10 {

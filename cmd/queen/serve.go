@@ -23,6 +23,7 @@ import (
 
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server"
+	"github.com/queenmq/queen/server/auth"
 )
 
 // serveConfig is everything `queen serve` reads from flags and the
@@ -44,9 +45,20 @@ type serveConfig struct {
 	// raftTLS is the Raft transport's mutual TLS (--raft-tls-cert, -key,
 	// -ca), nil without them.
 	raftTLS *tls.Config
+	// raftCA is --raft-tls-ca's path: relays and --join also trust it.
+	raftCA string
 	// clusterSecret is --cluster-secret, or the contents of
 	// --cluster-secret-file without a trailing newline.
 	clusterSecret string
+	// httpTLS serves the API over HTTPS (--tls-cert, --tls-key), nil
+	// without them; relayTLS is then how this node verifies the others'
+	// HTTPS when it relays to the leader or joins (--tls-ca, --raft-tls-ca
+	// and the system roots).
+	httpTLS, relayTLS *tls.Config
+	// corsOrigins is --cors-origins, split on commas.
+	corsOrigins []string
+	// auth is JWT_ENABLED and the other JWT_* variables.
+	auth auth.Options
 	// Raft tuning, for operators and for the process-level tests.
 	snapshotThreshold uint64
 	snapshotInterval  time.Duration
@@ -67,7 +79,7 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 		defHTTP = net.JoinHostPort(env("HOST", "0.0.0.0"), env("PORT", "6632"))
 	}
 	var c serveConfig
-	var peers, level, tlsCert, tlsKey, tlsCA, secretFile string
+	var peers, level, tlsCert, tlsKey, tlsCA, secretFile, httpCert, httpKey, httpCA, cors string
 	fs.StringVar(&c.data, "data", env("QUEEN_DATA_DIR", "./data"), "data directory (env QUEEN_DATA_DIR)")
 	fs.StringVar(&c.http, "http", defHTTP, "HTTP listen address host:port (env HOST, PORT)")
 	fs.StringVar(&c.advertise, "advertise", env("QUEEN_ADVERTISE_HTTP", ""), "HTTP address other nodes reach this one at (default: --http, with 0.0.0.0 as 127.0.0.1)")
@@ -79,6 +91,10 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 	fs.StringVar(&tlsCA, "raft-tls-ca", env("QUEEN_RAFT_TLS_CA", ""), "PEM certificate of the CA that signed every node's Raft certificate (env QUEEN_RAFT_TLS_CA)")
 	fs.StringVar(&c.clusterSecret, "cluster-secret", env("QUEEN_CLUSTER_SECRET", ""), "secret every node of the cluster shares; Raft connections must prove it (env QUEEN_CLUSTER_SECRET; prefer --cluster-secret-file, which keeps it out of the process list)")
 	fs.StringVar(&secretFile, "cluster-secret-file", env("QUEEN_CLUSTER_SECRET_FILE", ""), "file holding the cluster secret; a trailing newline is dropped (env QUEEN_CLUSTER_SECRET_FILE)")
+	fs.StringVar(&httpCert, "tls-cert", env("QUEEN_TLS_CERT", ""), "PEM certificate to serve the HTTP API over HTTPS, naming the host clients and other nodes use; with --tls-key (env QUEEN_TLS_CERT)")
+	fs.StringVar(&httpKey, "tls-key", env("QUEEN_TLS_KEY", ""), "PEM private key of --tls-cert (env QUEEN_TLS_KEY)")
+	fs.StringVar(&httpCA, "tls-ca", env("QUEEN_TLS_CA", ""), "PEM CA certificate this node trusts for the other nodes' HTTPS (relays, --join), besides the system roots and --raft-tls-ca (env QUEEN_TLS_CA)")
+	fs.StringVar(&cors, "cors-origins", env("QUEEN_CORS_ORIGINS", "*"), "comma-separated browser origins allowed to call the API, scheme://host[:port]; * allows any, as Queen (env QUEEN_CORS_ORIGINS)")
 	fs.StringVar(&c.join, "join", env("QUEEN_JOIN", ""), "HTTP URL of a running cluster node to join at first start, instead of bootstrapping (env QUEEN_JOIN)")
 	def := raft.DefaultOptions()
 	fs.Uint64Var(&c.snapshotThreshold, "snapshot-threshold", def.SnapshotThreshold, "Raft log entries between snapshots")
@@ -118,8 +134,18 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 	if err := c.loadRaftTrust(tlsCert, tlsKey, tlsCA, secretFile); err != nil {
 		return c, err
 	}
+	if err := c.loadHTTPTrust(httpCert, httpKey, httpCA); err != nil {
+		return c, err
+	}
+	c.corsOrigins = strings.Split(cors, ",")
+	if c.auth, err = auth.OptionsFromEnv(getenv); err != nil {
+		return c, err
+	}
 	if c.join != "" && (c.raftAddr == "" || len(c.peers) > 0) {
 		return c, fmt.Errorf("--join needs --raft and no --peers")
+	}
+	if c.join != "" && c.clusterSecret == "" {
+		return c, fmt.Errorf("--join needs the cluster secret (--cluster-secret-file, --cluster-secret or QUEEN_CLUSTER_SECRET): the cluster refuses anonymous joins")
 	}
 	if len(c.peers) > 0 && c.raftAddr == "" {
 		for _, p := range c.peers {
@@ -163,26 +189,13 @@ func (c *serveConfig) loadRaftTrust(cert, key, ca, secretFile string) error {
 		if err != nil {
 			return err
 		}
-		c.raftTLS = conf
+		c.raftTLS, c.raftCA = conf, ca
 	default:
 		return fmt.Errorf("--raft-tls-cert, --raft-tls-key and --raft-tls-ca go together: %d of the 3 are set", n)
 	}
-	if secretFile == "" {
-		return nil
-	}
-	if c.clusterSecret != "" {
-		return fmt.Errorf("--cluster-secret and --cluster-secret-file are exclusive")
-	}
-	b, err := os.ReadFile(secretFile)
-	if err != nil {
-		return fmt.Errorf("--cluster-secret-file: %w", err)
-	}
-	s := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
-	if s == "" {
-		return fmt.Errorf("--cluster-secret-file %s is empty", secretFile)
-	}
-	c.clusterSecret = s
-	return nil
+	var err error
+	c.clusterSecret, err = secretFrom(c.clusterSecret, secretFile)
+	return err
 }
 
 func btoi(b bool) int {
@@ -203,6 +216,10 @@ func serve(args []string) error {
 		Addr: c.http, MaxBodyBytes: c.maxBody, Version: version, Logger: log, Metrics: ms,
 		SpoolDir:      filepath.Join(c.data, "spool"),
 		EncryptionKey: c.encryptionKey,
+		CORSOrigins:   c.corsOrigins,
+		ClusterSecret: c.clusterSecret,
+		TLS:           c.httpTLS,
+		RelayTLS:      c.relayTLS,
 	}
 	// Refuse bad server options (a malformed QUEEN_ENCRYPTION_KEY) before
 	// the data directory is opened: the node must not start at all.
@@ -236,6 +253,14 @@ func serve(args []string) error {
 		opts.TLS = c.raftTLS
 		opts.ClusterSecret = c.clusterSecret
 	}
+	c.auth.Logger = log
+	verifier, err := auth.New(c.auth)
+	if err != nil {
+		return err
+	}
+	defer verifier.Close()
+	sopts.Auth = verifier
+	warnExposed(log, c)
 	node, err := raft.Open(opts)
 	if err != nil {
 		return err
@@ -259,7 +284,7 @@ func serve(args []string) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	if c.join != "" {
-		go joinCluster(log, c.join, c.nodeID, c.raftAddr)
+		go joinCluster(log, c.join, c.nodeID, c.raftAddr, c.clusterSecret, c.relayTLS)
 	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
@@ -280,11 +305,11 @@ func serve(args []string) error {
 // joinCluster asks a running node (which forwards to the leader) to add this
 // node as a voter, retrying until it succeeds: the cluster may be electing.
 // Joining twice is harmless.
-func joinCluster(log *slog.Logger, url, id, raftAddr string) {
+func joinCluster(log *slog.Logger, url, id, raftAddr, secret string, roots *tls.Config) {
 	body := fmt.Sprintf(`{"id":%q,"addr":%q}`, id, raftAddr)
-	client := &http.Client{Timeout: 15 * time.Second}
+	client := &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{TLSClientConfig: roots}}
 	for attempt := 1; ; attempt++ {
-		resp, err := client.Post(strings.TrimSuffix(url, "/")+"/internal/v1/cluster/join", "application/json", strings.NewReader(body))
+		resp, err := postMembership(client, url, "join", body, secret, "")
 		if err == nil {
 			msg, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()

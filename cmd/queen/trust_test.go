@@ -5,6 +5,7 @@ package main
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,7 +42,7 @@ func TestCluster_TLSAndSecret(t *testing.T) {
 		"--retention-interval", "0", "--cluster-secret-file", wrong}, trust...)...)
 	intruder.start()
 	waitFor(t, 60*time.Second, "the intruder's join to be refused twice", func() (bool, string) {
-		n := strings.Count(intruder.logTail(1<<20), "quorum_at_risk")
+		n := strings.Count(intruder.logTail(1<<20), "cluster_secret_invalid")
 		return n >= 2, fmt.Sprintf("%d refusals in its log", n)
 	})
 	intruder.kill()
@@ -52,4 +53,30 @@ func TestCluster_TLSAndSecret(t *testing.T) {
 		}
 	}
 	c.stopAndCompare(members, 60*time.Second)
+}
+
+// TestSingleNode_AnonymousJoinRefused: the report's attack on the embedded
+// default (one node, no flags): an anonymous join of a voter that does not
+// exist is refused, and the node keeps serving as a single voter, across a
+// restart too.
+func TestSingleNode_AnonymousJoinRefused(t *testing.T) {
+	c := newCluster(t)
+	httpAddr := fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0])
+	n := c.addNode("n1", httpAddr, nil, "--http", httpAddr)
+	n.start()
+	c.waitLeader([]*qnode{n}, 30*time.Second)
+	for _, route := range []string{"join", "leave"} {
+		code, b, err := c.do(10*time.Second, "POST", n.url("/internal/v1/cluster/"+route), []byte(`{"id":"evil","addr":"127.0.0.1:17099","force":true}`))
+		if e, ok := c2(b); err != nil || code != http.StatusForbidden || !ok || e.Code != "cluster_closed" || !strings.Contains(e.Error, "--cluster-secret") {
+			t.Fatalf("anonymous %s: %d %s %v, want 403 cluster_closed naming --cluster-secret", route, code, b, err)
+		}
+	}
+	c.mustPush([]*qnode{n}, 10*time.Second, []pushItem{{Queue: "q", TransactionID: "after", Payload: 1}})
+	n.stop()
+	n.start()
+	h := c.waitLeader([]*qnode{n}, 30*time.Second)
+	if hs, _, desc := c.healths([]*qnode{h}); hs[0].Voters != 1 {
+		t.Fatalf("after a restart: %s, want 1 voter", desc)
+	}
+	c.mustPush([]*qnode{n}, 10*time.Second, []pushItem{{Queue: "q", TransactionID: "restarted", Payload: 2}})
 }
