@@ -207,6 +207,17 @@ func TestCluster_KillLeaderUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("process-level load test (about 30 s); skipped with -short")
 	}
+	var extra []string
+	if serveHasFlag(t, "snapshot-interval") {
+		// Snapshots (and, for the restarted node, likely an install) under load.
+		extra = []string{"--snapshot-threshold", "256", "--trailing-logs", "64", "--snapshot-interval", "1s"}
+	}
+	killLeaderUnderLoad(t, startLoopback(t, 3, extra...))
+}
+
+// killLeaderUnderLoad is TestCluster_KillLeaderUnderLoad on a started
+// three-node cluster c: it ends with the nodes stopped and compared.
+func killLeaderUnderLoad(t *testing.T, c *cluster) {
 	const (
 		pushers, consumers = 4, 4
 		batch              = 10
@@ -216,12 +227,6 @@ func TestCluster_KillLeaderUnderLoad(t *testing.T) {
 		restartAfter       = 3 * time.Second // after the failover
 		loadFor            = 10 * time.Second
 	)
-	var extra []string
-	if serveHasFlag(t, "snapshot-interval") {
-		// Snapshots (and, for the restarted node, likely an install) under load.
-		extra = []string{"--snapshot-threshold", "256", "--trailing-logs", "64", "--snapshot-interval", "1s"}
-	}
-	c := startLoopback(t, 3, extra...)
 	c.waitLeader(c.nodes, 30*time.Second)
 
 	l := newLedger()

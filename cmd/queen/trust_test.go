@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
+
 	"github.com/queenmq/queen/raft/rafttest"
 )
 
@@ -79,4 +81,70 @@ func TestSingleNode_AnonymousJoinRefused(t *testing.T) {
 		t.Fatalf("after a restart: %s, want 1 voter", desc)
 	}
 	c.mustPush([]*qnode{n}, 10*time.Second, []pushItem{{Queue: "q", TransactionID: "restarted", Payload: 2}})
+}
+
+// TestCluster_AllTrustUnderLoad: three nodes with everything on: HTTPS for
+// the API and the relays between nodes, mutual TLS and the cluster secret
+// on Raft, JWT on every request. A node whose Raft certificate another CA
+// signed asks to join with the right secret and is refused; then the
+// leader is killed (kill -9) under push/pop/ack load, and nothing
+// acknowledged is lost and the replicas converge.
+func TestCluster_AllTrustUnderLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process-level load test (about 40 s); skipped with -short")
+	}
+	const jwtSecret = "a-cluster-wide-hs256-secret-32-bytes!!"
+	t.Setenv("JWT_ENABLED", "true")
+	t.Setenv("JWT_ALGORITHM", "HS256")
+	t.Setenv("JWT_SECRET", jwtSecret)
+	token, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{
+		"sub": "load-test", "role": "admin", "exp": time.Now().Add(time.Hour).Unix()}).SignedString([]byte(jwtSecret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca := rafttest.NewCA(t, "cluster")
+	cert, key := ca.Issue("node", "127.0.0.1")
+	secret := writeSecret(t, "all trust, under load")
+	trust := []string{"--tls-cert", cert, "--tls-key", key, "--tls-ca", ca.CertFile,
+		"--raft-tls-cert", cert, "--raft-tls-key", key, "--raft-tls-ca", ca.CertFile, "--cluster-secret-file", secret,
+		"--snapshot-threshold", "256", "--trailing-logs", "64", "--snapshot-interval", "1s"}
+
+	c := newCluster(t)
+	c.useTLS(ca.ClientTLS())
+	c.header.Set("Authorization", "Bearer "+token)
+	c.startLoopback(3, trust...)
+	c.waitLeader(c.nodes, 60*time.Second)
+
+	// Without a token nothing is served, through a follower's relay either.
+	for _, n := range c.nodes {
+		c.header.Del("Authorization")
+		code, b, err := c.do(10*time.Second, "POST", n.url("/api/v1/push"), []byte(`{"items":[{"queue":"q","payload":1}]}`))
+		c.header.Set("Authorization", "Bearer "+token)
+		if e, ok := c2(b); err != nil || code != http.StatusUnauthorized || !ok || e.Code != "unauthorized" {
+			t.Fatalf("push without a token via %s: %d %s %v, want 401 unauthorized", n.id, code, b, err)
+		}
+	}
+
+	other := rafttest.NewCA(t, "other")
+	xCert, xKey := other.Issue("x", "127.0.0.1")
+	ports := freePorts(t, 2)
+	xHTTP := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	intruder := c.addNode("x", xHTTP, nil, "--http", xHTTP, "--raft", fmt.Sprintf("127.0.0.1:%d", ports[1]),
+		"--join", c.nodes[0].url(""), "--retention-interval", "0", "--cluster-secret-file", secret, "--tls-ca", ca.CertFile,
+		"--tls-cert", cert, "--tls-key", key, "--raft-tls-cert", xCert, "--raft-tls-key", xKey, "--raft-tls-ca", other.CertFile)
+	intruder.start()
+	waitFor(t, 60*time.Second, "the foreign-CA node's join to be refused twice", func() (bool, string) {
+		n := strings.Count(intruder.logTail(1<<20), "quorum_at_risk")
+		return n >= 2, fmt.Sprintf("%d refusals in its log", n)
+	})
+	intruder.kill()
+	c.nodes = c.nodes[:3]
+	hs, errs, desc := c.healths(c.nodes)
+	for i, h := range hs {
+		if errs[i] != nil || h.Voters != 3 {
+			t.Fatalf("after the foreign node's attempts: %s", desc)
+		}
+	}
+
+	killLeaderUnderLoad(t, c)
 }
