@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/queenmq/queen/raft/rafttest"
+	"github.com/queenmq/queen/server/auth"
 )
 
 // A malformed QUEEN_ENCRYPTION_KEY stops `queen serve` before it opens its
@@ -116,6 +118,101 @@ func TestParseServe_RaftTrust(t *testing.T) {
 			}
 			if c.clusterSecret != tc.secret {
 				t.Errorf("cluster secret = %q, want %q", c.clusterSecret, tc.secret)
+			}
+		})
+	}
+}
+
+// The HTTP plane's flags and variables: HTTPS, CORS, JWT, and --join's
+// need for the secret.
+func TestParseServe_HTTPTrust(t *testing.T) {
+	ca := rafttest.NewCA(t, "http")
+	cert, key := ca.Issue("n1", "127.0.0.1")
+	join := []string{"--raft", "127.0.0.1:7001", "--join", "http://127.0.0.1:6632"}
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		check   func(serveConfig) string
+		wantErr string
+	}{
+		{name: "defaults", check: func(c serveConfig) string {
+			if c.httpTLS != nil || c.relayTLS != nil || c.auth.Enabled || len(c.corsOrigins) != 1 || c.corsOrigins[0] != "*" {
+				return fmt.Sprintf("TLS %v relay %v auth %v cors %q", c.httpTLS != nil, c.relayTLS != nil, c.auth.Enabled, c.corsOrigins)
+			}
+			return ""
+		}},
+		{name: "HTTPS", args: []string{"--tls-cert", cert, "--tls-key", key, "--tls-ca", ca.CertFile}, check: func(c serveConfig) string {
+			if c.httpTLS == nil || c.relayTLS == nil || c.relayTLS.RootCAs == nil {
+				return "HTTPS or the relays' roots not set"
+			}
+			return ""
+		}},
+		{name: "HTTPS from the environment", env: map[string]string{"QUEEN_TLS_CERT": cert, "QUEEN_TLS_KEY": key}, check: func(c serveConfig) string {
+			if c.httpTLS == nil {
+				return "HTTPS not set"
+			}
+			return ""
+		}},
+		{name: "cert without key", args: []string{"--tls-cert", cert}, wantErr: "go together"},
+		{name: "CA file without a certificate", args: []string{"--tls-cert", cert, "--tls-key", key, "--tls-ca", key}, wantErr: "no PEM certificate"},
+		{name: "CORS list", args: []string{"--cors-origins", "https://a.example,https://b.example"}, check: func(c serveConfig) string {
+			if len(c.corsOrigins) != 2 {
+				return fmt.Sprintf("cors %q", c.corsOrigins)
+			}
+			return ""
+		}},
+		{name: "JWT", env: map[string]string{"JWT_ENABLED": "true", "JWT_SECRET": "an-hs256-secret-of-at-least-32-bytes!"}, check: func(c serveConfig) string {
+			if !c.auth.Enabled || c.auth.Secret == "" {
+				return "JWT not enabled"
+			}
+			return ""
+		}},
+		{name: "bad JWT variable", env: map[string]string{"JWT_ENABLED": "maybe"}, wantErr: "JWT_ENABLED"},
+		{name: "join without a secret", args: join, wantErr: "--join needs the cluster secret"},
+		{name: "join with a secret", args: append(append([]string{}, join...), "--cluster-secret", "s"), check: func(c serveConfig) string { return "" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := parseServe(tc.args, func(k string) string { return tc.env[k] })
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("parseServe: %v, want an error containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("parseServe: %v", err)
+			}
+			if msg := tc.check(c); msg != "" {
+				t.Fatal(msg)
+			}
+		})
+	}
+}
+
+// The warnings an operator sees at start when something is open.
+func TestWarnExposed(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		c    serveConfig
+		want []string
+	}{
+		{"loopback, auth off", serveConfig{http: "127.0.0.1:6632"}, nil},
+		{"all interfaces, auth off", serveConfig{http: "0.0.0.0:6632"}, []string{"open to anyone"}},
+		{"all interfaces, auth on", serveConfig{http: "0.0.0.0:6632", auth: auth.Options{Enabled: true}}, nil},
+		{"cluster with JWT, no secret", serveConfig{http: "127.0.0.1:6632", raftAddr: "127.0.0.1:7001", auth: auth.Options{Enabled: true}},
+			[]string{"no cluster secret"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf strings.Builder
+			warnExposed(slog.New(slog.NewTextHandler(&buf, nil)), tc.c)
+			if got := strings.Count(buf.String(), "level=WARN"); got != len(tc.want) {
+				t.Fatalf("%d warnings, want %d: %s", got, len(tc.want), buf.String())
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(buf.String(), w) {
+					t.Errorf("no warning saying %q: %s", w, buf.String())
+				}
 			}
 		})
 	}
