@@ -37,7 +37,7 @@ func TestImports(t *testing.T) {
 	rel := func(path string) string { return strings.TrimPrefix(strings.TrimPrefix(path, module), "/") }
 	under := func(path, dir string) bool { return path == dir || strings.HasPrefix(path, dir+"/") }
 	ours := func(path string) bool { return path == module || strings.HasPrefix(path, module+"/") }
-	leaves := []string{"engine/keyspace", "engine/segment", "engine/cursor"}
+	leaves := []string{"engine/keyspace", "engine/segment", "engine/cursor", "server/auth"}
 
 	for _, p := range pkgs {
 		from := rel(p.ImportPath)
@@ -72,6 +72,10 @@ func TestImports(t *testing.T) {
 			case strings.HasPrefix(imp, "github.com/hashicorp/raft"):
 				if !under(from, "raft") && !under(from, "bench") && !under(from, "fuzz") {
 					bad("only raft imports hashicorp/raft")
+				}
+			case strings.HasPrefix(imp, "github.com/golang-jwt/jwt") || strings.HasPrefix(imp, "github.com/MicahParks/"):
+				if !under(from, "server/auth") && !inTest {
+					bad("only server/auth verifies tokens")
 				}
 			case strings.HasPrefix(imp, "github.com/cockroachdb/pebble"):
 				if !under(from, "engine") && !under(from, "raft/logstore") && !under(from, "bench") {
