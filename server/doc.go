@@ -52,7 +52,21 @@
 // Retry-After header: the SDKs retry 5xx, and a retried push is made safe by
 // transaction-id dedup. An unknown path is 404 no_such_route; a known path
 // with another method is 405 method_not_allowed with an Allow header. Every
-// reply carries the CORS headers of API.md §1.3.
+// reply carries the CORS headers of API.md §1.3 (Options.CORSOrigins
+// narrows them; an unlisted Origin is 403 origin_not_allowed).
+//
+// # Access
+//
+// Each route of the table declares its level (package auth: public,
+// read-only, read-write, admin, cluster; Routes lists them). admit
+// (access.go) checks it after routing and before the handler: with JWT on,
+// a missing or bad token is 401 unauthorized / invalid_token with Queen's
+// text and a WWW-Authenticate header, a token below the level is 403
+// forbidden, a JWKS outage 500 jwks_unavailable. Cluster routes need the
+// X-Queen-Cluster-Secret header (or an admin token); without a secret
+// configured they are 403 cluster_closed. A request carrying the right
+// secret is another node: admitted everywhere, and only its spool replays
+// keep their producerSub. Everyone else's producerSub is their token's sub.
 //
 // Input is lenient where the SDKs need it (C9): an empty body on a route
 // whose body is optional is {}; query booleans are true for "true" or "1";
