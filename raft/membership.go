@@ -76,15 +76,10 @@ func (l *liveness) isFailing(id hraft.ServerID) bool {
 // or when the voters known live plus the new one would not be a majority of
 // the voters; see "Membership safety" above.
 func (n *Node) Join(id, addr string, force bool) error {
-	n.membership.Lock()
-	defer n.membership.Unlock()
-	if n.raft.State() != hraft.Leader {
-		return n.notLeader()
-	}
-	conf, err := n.configuration()
-	if err != nil {
-		return err
-	}
+	return n.changeMembership(func(conf hraft.Configuration) error { return n.join(conf, id, addr, force) })
+}
+
+func (n *Node) join(conf hraft.Configuration, id, addr string, force bool) error {
 	for _, s := range conf.Servers {
 		if s.ID == hraft.ServerID(id) && s.Address == hraft.ServerAddress(addr) && s.Suffrage == hraft.Voter {
 			return nil
@@ -122,15 +117,10 @@ func (n *Node) checkJoin(conf hraft.Configuration, id, addr string) error {
 // returns ErrQuorumRisk when the live voters that remain would not be a
 // majority of the voters that remain; see "Membership safety" above.
 func (n *Node) Leave(id string, force bool) error {
-	n.membership.Lock()
-	defer n.membership.Unlock()
-	if n.raft.State() != hraft.Leader {
-		return n.notLeader()
-	}
-	conf, err := n.configuration()
-	if err != nil {
-		return err
-	}
+	return n.changeMembership(func(conf hraft.Configuration) error { return n.leave(conf, id, force) })
+}
+
+func (n *Node) leave(conf hraft.Configuration, id string, force bool) error {
 	for _, s := range conf.Servers {
 		if s.ID != hraft.ServerID(id) || s.Suffrage != hraft.Voter {
 			continue
@@ -147,6 +137,22 @@ func (n *Node) Leave(id string, force bool) error {
 		}
 	}
 	return n.mapError(n.raft.RemoveServer(hraft.ServerID(id), 0, n.opts.ApplyTimeout).Error())
+}
+
+// changeMembership runs change with the latest configuration, on the
+// leader only, holding the membership lock from its checks to the end of
+// the change so that two changes cannot both pass a check made for one.
+func (n *Node) changeMembership(change func(hraft.Configuration) error) error {
+	n.membership.Lock()
+	defer n.membership.Unlock()
+	if n.raft.State() != hraft.Leader {
+		return n.notLeader()
+	}
+	conf, err := n.configuration()
+	if err != nil {
+		return err
+	}
+	return change(conf)
 }
 
 // configuration is the latest Raft configuration this node knows.

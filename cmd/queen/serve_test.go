@@ -103,15 +103,9 @@ func TestParseServe_RaftTrust(t *testing.T) {
 		{name: "secret and secret file", args: []string{"--cluster-secret", "x", "--cluster-secret-file", secretFile}, wantErr: "exclusive"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := parseServe(tc.args, func(k string) string { return tc.env[k] })
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("parseServe: %v, want an error containing %q", err, tc.wantErr)
-				}
+			c, ok := parseOrError(t, tc.args, tc.env, tc.wantErr)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatalf("parseServe: %v", err)
 			}
 			if got := c.raftTLS != nil; got != tc.tls {
 				t.Errorf("raft TLS set = %v, want %v", got, tc.tls)
@@ -173,15 +167,9 @@ func TestParseServe_HTTPTrust(t *testing.T) {
 		{name: "join with a secret", args: append(append([]string{}, join...), "--cluster-secret", "s"), check: func(c serveConfig) string { return "" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := parseServe(tc.args, func(k string) string { return tc.env[k] })
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("parseServe: %v, want an error containing %q", err, tc.wantErr)
-				}
+			c, ok := parseOrError(t, tc.args, tc.env, tc.wantErr)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatalf("parseServe: %v", err)
 			}
 			if msg := tc.check(c); msg != "" {
 				t.Fatal(msg)
@@ -216,4 +204,22 @@ func TestWarnExposed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// parseOrError parses serve's flags with env as the environment. With
+// wantErr it checks the error names it and reports false; else it fails on
+// any error.
+func parseOrError(t *testing.T, args []string, env map[string]string, wantErr string) (serveConfig, bool) {
+	t.Helper()
+	c, err := parseServe(args, func(k string) string { return env[k] })
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("parseServe: %v, want an error containing %q", err, wantErr)
+		}
+		return c, false
+	}
+	if err != nil {
+		t.Fatalf("parseServe: %v", err)
+	}
+	return c, true
 }
