@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/sstable"
 
+	"github.com/queenmq/queen/engine/fault"
 	"github.com/queenmq/queen/engine/keyspace"
 )
 
@@ -22,7 +24,17 @@ import (
 // the store.
 type Engine struct {
 	opts Options
+	dir  string
+	mon  *fault.Monitor
+	// db is replaced when the engine recovers from a fault (recover.go).
+	// Readers that do not hold mu (FillPop, background compactions) hold
+	// dbMu shared while they use it.
 	db   *pebble.DB
+	dbMu sync.RWMutex
+
+	// commitMu serialises Pebble commits, so that the check of the
+	// monitor's WAL failure and the commit behind it are one step.
+	commitMu sync.Mutex
 
 	// mu guards everything below and the in-memory model. A Batch holds it
 	// exclusively from Begin to Commit; readers hold it shared.
@@ -32,27 +44,65 @@ type Engine struct {
 	leases  map[ID][]leaseRef
 	cluster map[string]string
 	applied uint64
-	broken  error // set when a commit failed: memory and disk may differ
-	closed  bool
+	// fault is set while the engine refuses writes: a commit failed, or the
+	// store was opened read-only (recover.go). faultMirror holds the same
+	// error for Fault, which must not wait for a running batch.
+	fault       error
+	faultMirror atomic.Pointer[error]
+	// stale is set while the in-memory model may not match the disk (a
+	// batch failed after changing it): reads are refused until Recover.
+	stale    bool
+	readOnly bool
+	closed   bool
 
 	compacting sync.WaitGroup // background compactions of deleted ranges
+	snapshots  atomic.Int32   // open Snapshots: Recover waits for none
 
 	cache *segmentCache
 }
 
-// Open opens (or creates) the engine's store in dir.
+// Open opens (or creates) the engine's store in dir. When the directory no
+// longer takes writes (a full disk), an existing store opens read-only: it
+// serves reads, refuses writes with ErrFaulted, and Recover makes it
+// writable once the directory takes writes again.
 func Open(dir string, opts Options) (*Engine, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	cache := pebble.NewCache(opts.BlockCacheBytes)
-	defer cache.Unref()
+	e := &Engine{opts: opts, dir: dir, mon: fault.NewMonitor(opts.FS, opts.OnError),
+		cache: newSegmentCache(opts.SegmentCacheEntries)}
+	if err := e.openDB(); err != nil {
+		return nil, err
+	}
+	mark := keyspace.Meta(restoringKey)
+	if _, closer, err := e.db.Get(mark); err == nil {
+		closer.Close()
+		// A restore was cut short: the store is half old, half new. Start
+		// empty; the node restores its snapshot again.
+		opts.Logger.Warn("engine: wiping a store left by an interrupted snapshot restore", "dir", dir)
+		if err := e.wipe(nil); err != nil {
+			e.db.Close()
+			return nil, err
+		}
+	}
+	if err := e.load(); err != nil {
+		e.db.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// pebbleOptions are the engine's Pebble options.
+func (e *Engine) pebbleOptions(readOnly bool) *pebble.Options {
+	cache := pebble.NewCache(e.opts.BlockCacheBytes)
 	po := &pebble.Options{
 		FormatMajorVersion: pebble.FormatNewest,
 		Cache:              cache,
-		MemTableSize:       opts.MemTableBytes,
-		Logger:             pebbleLogger{opts.Logger},
+		MemTableSize:       e.opts.MemTableBytes,
+		ReadOnly:           readOnly,
 	}
+	log := e.opts.Logger
+	e.mon.Configure(po, func(format string, args ...any) { log.Error("pebble: " + fmt.Sprintf(format, args...)) }, e.opts.OnFatal)
 	for i := range po.Levels {
 		// Most point lookups are dedup probes for transaction ids that do
 		// not exist: a bloom filter answers them without reading a block.
@@ -68,30 +118,12 @@ func Open(dir string, opts Options) (*Engine, error) {
 		return pebble.ValueSeparationPolicy{Enabled: true, MinimumSize: 1024, MaxBlobReferenceDepth: 10,
 			RewriteMinimumAge: 5 * time.Minute, TargetGarbageRatio: 0.2}
 	}
-	db, err := pebble.Open(dir, po)
-	if err != nil {
-		return nil, fmt.Errorf("engine: open pebble: %w", err)
-	}
-	e := &Engine{opts: opts, db: db, cache: newSegmentCache(opts.SegmentCacheEntries)}
-	mark := keyspace.Meta(restoringKey)
-	if _, closer, err := db.Get(mark); err == nil {
-		closer.Close()
-		// A restore was cut short: the store is half old, half new. Start
-		// empty; the node restores its snapshot again.
-		opts.Logger.Warn("engine: wiping a store left by an interrupted snapshot restore", "dir", dir)
-		if err := e.wipe(nil); err != nil {
-			db.Close()
-			return nil, err
-		}
-	}
-	if err := e.load(); err != nil {
-		db.Close()
-		return nil, err
-	}
-	return e, nil
+	return po
 }
 
-// Close closes the store. It waits for a running batch to commit.
+// Close closes the store. It waits for a running batch to commit. A
+// faulted engine closes without flushing, and the errors of its broken
+// Pebble instance are logged, not returned.
 func (e *Engine) Close() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -100,27 +132,36 @@ func (e *Engine) Close() error {
 	}
 	e.closed = true
 	e.compacting.Wait()
+	e.dbMu.Lock()
+	defer e.dbMu.Unlock()
+	if e.db == nil {
+		return nil
+	}
+	if e.fault != nil {
+		if err := e.db.Close(); err != nil {
+			e.opts.Logger.Warn("engine: close faulted store", "err", err)
+		}
+		return nil
+	}
 	// Flushing the memtables makes the next open skip the WAL replay: a
 	// clean restart then costs the same however much was written.
-	if e.broken == nil {
-		if err := e.db.Flush(); err != nil {
-			e.db.Close()
-			return fmt.Errorf("engine: flush on close: %w", err)
-		}
+	if err := e.db.Flush(); err != nil {
+		e.db.Close()
+		return fmt.Errorf("engine: flush on close: %w", err)
 	}
 	return e.db.Close()
 }
 
 // Sync makes every committed batch durable (one WAL fsync). A node whose
 // batches are not synced one by one calls it before it lets Raft drop log
-// entries the store has applied.
+// entries the store has applied. It fails on a faulted engine.
 func (e *Engine) Sync() error {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	if err := e.usable(); err != nil {
+	if err := e.writable(); err != nil {
 		return err
 	}
-	if err := e.db.LogData(nil, pebble.Sync); err != nil {
+	if err := e.commit(func() error { return e.db.LogData(nil, pebble.Sync) }); err != nil {
 		return fmt.Errorf("engine: sync: %w", err)
 	}
 	return nil
@@ -143,7 +184,13 @@ func (e *Engine) load() error {
 	version, err := e.metaU64(keyspace.MetaVersion)
 	switch {
 	case errors.Is(err, pebble.ErrNotFound):
-		if err := e.db.Set(keyspace.Meta(keyspace.MetaVersion), binary.BigEndian.AppendUint64(nil, keyspace.FormatVersion), pebble.Sync); err != nil {
+		if e.readOnly {
+			break // a new store is never opened read-only; an empty one reads as empty
+		}
+		err := e.commit(func() error {
+			return e.db.Set(keyspace.Meta(keyspace.MetaVersion), binary.BigEndian.AppendUint64(nil, keyspace.FormatVersion), pebble.Sync)
+		})
+		if err != nil {
 			return fmt.Errorf("engine: write format version: %w", err)
 		}
 	case err != nil:
@@ -260,14 +307,24 @@ func scanPrefix(r pebble.Reader, prefix []byte, fn func(k, v []byte) error) erro
 	return it.Close()
 }
 
+// usable reports whether the engine may be read: open, and its model in
+// step with its disk.
 func (e *Engine) usable() error {
 	switch {
 	case e.closed:
 		return ErrClosed
-	case e.broken != nil:
-		return e.broken
+	case e.stale:
+		return e.fault
 	}
 	return nil
+}
+
+// writable reports whether the engine may be written.
+func (e *Engine) writable() error {
+	if e.closed {
+		return ErrClosed
+	}
+	return e.fault
 }
 
 // Batch is one atomic group of commands: one Pebble batch, one Raft apply
@@ -296,10 +353,16 @@ type Batch struct {
 // lease. State changes are the same either way.
 func (b *Batch) SkipResults(skip bool) { b.lean = skip }
 
-// Begin starts a batch. It returns an error if the engine is closed or broken.
+// Begin starts a batch. It returns an error if the engine is closed or
+// faulted (wrapping ErrFaulted): a faulted engine writes nothing until
+// Recover.
 func (e *Engine) Begin() (*Batch, error) {
 	e.mu.Lock()
-	if err := e.usable(); err != nil {
+	if err := e.mon.WALFailure(); err != nil && e.fault == nil {
+		// Batches committed since the WAL failed are in memory only.
+		e.setFault(fmt.Errorf("engine: wal: %w", err), true)
+	}
+	if err := e.writable(); err != nil {
 		e.mu.Unlock()
 		return nil, err
 	}
@@ -308,8 +371,10 @@ func (e *Engine) Begin() (*Batch, error) {
 
 // Commit writes the batch. A non-zero applied records the Raft index the
 // batch ends at, in the same Pebble batch, so a restart skips entries at or
-// below it. If the write fails the engine refuses all further work: its memory
-// no longer matches its disk.
+// below it. If the batch fails (a read or the write) the engine is faulted:
+// it refuses all further work, reads included, because its memory no
+// longer matches its disk, until Recover reloads it. The error wraps
+// ErrFaulted.
 func (b *Batch) Commit(applied uint64) error {
 	e := b.e
 	defer e.mu.Unlock()
@@ -339,11 +404,11 @@ func (b *Batch) Commit(applied uint64) error {
 		if e.opts.Sync {
 			opt = pebble.Sync
 		}
-		err = b.pb.Commit(opt)
+		err = e.commit(func() error { return b.pb.Commit(opt) })
 	}
 	if err != nil {
-		e.broken = fmt.Errorf("engine: commit failed, restart required: %w", err)
-		return e.broken
+		e.setFault(fmt.Errorf("engine: commit: %w", err), true)
+		return e.fault
 	}
 	if applied > 0 {
 		e.applied = applied
@@ -360,6 +425,8 @@ func (e *Engine) compactAsync(ranges [][2][]byte) {
 	e.compacting.Add(1)
 	go func() {
 		defer e.compacting.Done()
+		e.dbMu.RLock()
+		defer e.dbMu.RUnlock()
 		for _, r := range ranges {
 			if err := e.db.Compact(context.Background(), r[0], r[1], false); err != nil {
 				e.opts.Logger.Warn("engine: compact deleted range", "err", err)

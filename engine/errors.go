@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 
+	"github.com/queenmq/queen/engine/fault"
 	"github.com/queenmq/queen/engine/keyspace"
 )
 
@@ -30,6 +31,10 @@ var (
 	// ErrAlreadyConsumed is returned when a message is already behind the
 	// group's cursor (B3 move to DLQ).
 	ErrAlreadyConsumed = errors.New("engine: message already consumed by this group")
+	// ErrFaulted is wrapped by every write refused after an I/O error (and
+	// every read while the model may be ahead of the disk): the store is
+	// faulted until Recover reopens it. The cause is wrapped too.
+	ErrFaulted = fault.ErrFaulted
 	// ErrNewerFormat is returned by Open when the store was written by a
 	// newer version of the engine.
 	ErrNewerFormat = errors.New("engine: store format is newer than this binary")

@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"log/slog"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // Options configures an Engine. The zero value is not valid; start from
@@ -26,7 +28,22 @@ type Options struct {
 	// Logger receives Pebble's errors and the engine's own warnings. Pebble's
 	// informational chatter is dropped.
 	Logger *slog.Logger
+	// FS is the file system the store lives on; nil means vfs.Default. Tests
+	// inject I/O errors through it (engine/fault/faulttest).
+	FS vfs.FS
+	// OnError, if set, is called with every failed file operation of the
+	// store (for a metric). It must be cheap and must not block.
+	OnError func(error)
+	// OnFatal receives an error Pebble cannot continue from outside a
+	// commit (a MANIFEST write failing in a background flush), after which
+	// the store can be neither used nor closed. It should end the process,
+	// so that a restart recovers from the disk; if it returns, the Pebble
+	// goroutine that raised the error blocks for good. nil means fault.Exit.
+	OnFatal func(error)
 }
+
+// defaultFS is the file system of Options.FS == nil.
+var defaultFS = vfs.Default
 
 // DefaultOptions returns options suited to a broker node.
 func DefaultOptions() Options {
@@ -36,6 +53,7 @@ func DefaultOptions() Options {
 		MemTableBytes:       32 << 20,
 		SegmentCacheEntries: 4096,
 		Logger:              slog.Default(),
+		FS:                  vfs.Default,
 	}
 }
 
@@ -54,17 +72,4 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: Logger is required", ErrInvalid)
 	}
 	return nil
-}
-
-// pebbleLogger forwards Pebble's errors to slog and drops its info lines.
-type pebbleLogger struct{ log *slog.Logger }
-
-func (l pebbleLogger) Infof(string, ...any) {}
-func (l pebbleLogger) Errorf(format string, args ...any) {
-	l.log.Error("pebble: " + fmt.Sprintf(format, args...))
-}
-func (l pebbleLogger) Fatalf(format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	l.log.Error("pebble fatal: " + msg)
-	panic("pebble: " + msg)
 }

@@ -33,6 +33,14 @@ func (b *Batch) DeferReads(on bool) { b.deferReads = on }
 func (e *Engine) FillPop(res *PopResult) error {
 	reads := res.reads
 	res.reads = nil
+	if len(reads) == 0 {
+		return nil
+	}
+	e.dbMu.RLock()
+	defer e.dbMu.RUnlock()
+	if e.db == nil {
+		return e.Fault()
+	}
 	for _, r := range reads {
 		err := e.readRangeIter(e.db, r.part, r.from, r.to, func(off Offset, f *segment.Frame, createdAt int64) error {
 			res.Messages = append(res.Messages, Message{

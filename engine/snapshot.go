@@ -37,22 +37,29 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // Snapshot is a consistent, point-in-time view of the store, taken between
 // two batches.
 type Snapshot struct {
+	e       *Engine
 	snap    *pebble.Snapshot
 	Applied uint64
 }
 
-// Snapshot grabs a consistent view; it does no I/O. Close it when done.
+// Snapshot grabs a consistent view; it does no I/O. Close it when done: a
+// faulted engine does not recover while a snapshot is open.
 func (e *Engine) Snapshot() (*Snapshot, error) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	if err := e.usable(); err != nil {
 		return nil, err
 	}
-	return &Snapshot{snap: e.db.NewSnapshot(), Applied: e.applied}, nil
+	e.snapshots.Add(1)
+	return &Snapshot{e: e, snap: e.db.NewSnapshot(), Applied: e.applied}, nil
 }
 
 // Close releases the view.
-func (s *Snapshot) Close() error { return s.snap.Close() }
+func (s *Snapshot) Close() error {
+	err := s.snap.Close()
+	s.e.snapshots.Add(-1)
+	return err
+}
 
 // WriteTo streams the view to w.
 func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
@@ -108,33 +115,57 @@ func (c *countWriter) Write(p []byte) (int, error) {
 // Restore replaces the whole store with a snapshot stream. While it runs the
 // store carries a restoring mark; a crash leaves the mark and the next Open
 // wipes the half-written store. A corrupt stream returns an error wrapping
-// ErrCorrupt and leaves the engine unusable until it is restored again.
+// ErrCorrupt and leaves the engine unusable until it is restored again. An
+// I/O error faults the engine (ErrFaulted); after Recover the restore can
+// be tried again.
 func (e *Engine) Restore(r io.Reader) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
 		return ErrClosed
 	}
-	mark := keyspace.Meta(restoringKey)
-	if err := e.db.Set(mark, []byte{1}, pebble.Sync); err != nil {
-		return fmt.Errorf("engine: mark restore: %w", err)
+	if e.readOnly || e.mon.WALFailure() != nil || (e.fault != nil && !errors.Is(e.fault, errRestoring)) {
+		return fmt.Errorf("engine: restore: %w", e.faultOr(e.mon.WALFailure()))
 	}
+	mark := keyspace.Meta(restoringKey)
+	if err := e.commit(func() error { return e.db.Set(mark, []byte{1}, pebble.Sync) }); err != nil {
+		e.setFault(fmt.Errorf("engine: mark restore: %w", err), false)
+		return e.fault
+	}
+	e.setFault(errRestoring, true)
 	if err := e.wipe(mark); err != nil {
 		return err
 	}
 	e.cache = newSegmentCache(e.opts.SegmentCacheEntries)
-	e.broken = errors.New("engine: restore in progress or failed")
 	if err := e.readSnapshot(r); err != nil {
 		return err
 	}
-	if err := e.db.Delete(mark, pebble.Sync); err != nil {
-		return fmt.Errorf("engine: clear restore mark: %w", err)
+	if err := e.commit(func() error { return e.db.Delete(mark, pebble.Sync) }); err != nil {
+		return e.restoreFailed(fmt.Errorf("engine: clear restore mark: %w", err))
 	}
 	if err := e.load(); err != nil {
 		return err
 	}
-	e.broken = nil
+	e.clearFault()
 	return nil
+}
+
+// errRestoring faults the engine while a restore runs or after it failed on
+// a bad stream: the next Restore may go ahead.
+var errRestoring = fmt.Errorf("%w: restore in progress or failed", ErrFaulted)
+
+// restoreFailed faults the engine after an I/O error in a restore: it must
+// be recovered before the next restore.
+func (e *Engine) restoreFailed(err error) error {
+	e.setFault(err, true)
+	return err
+}
+
+func (e *Engine) faultOr(err error) error {
+	if e.fault != nil {
+		return e.fault
+	}
+	return err
 }
 
 // wipe deletes every key but keep (nil: every key).
@@ -147,8 +178,8 @@ func (e *Engine) wipe(keep []byte) error {
 		b.DeleteRange([]byte{0}, keep, nil)
 		b.DeleteRange(append(append([]byte{}, keep...), 0), []byte{0xff, 0xff}, nil)
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
-		return fmt.Errorf("engine: wipe: %w", err)
+	if err := e.commit(func() error { return b.Commit(pebble.Sync) }); err != nil {
+		return e.restoreFailed(fmt.Errorf("engine: wipe: %w", err))
 	}
 	return nil
 }
@@ -194,8 +225,8 @@ func (e *Engine) readSnapshot(r io.Reader) error {
 			return err
 		}
 		if b.Len() > 8<<20 {
-			if err := b.Commit(pebble.NoSync); err != nil {
-				return fmt.Errorf("engine: restore: %w", err)
+			if err := e.commit(func() error { return b.Commit(pebble.NoSync) }); err != nil {
+				return e.restoreFailed(fmt.Errorf("engine: restore: %w", err))
 			}
 			b.Close()
 			b = e.db.NewBatch()
@@ -209,8 +240,8 @@ func (e *Engine) readSnapshot(r io.Reader) error {
 	if binary.BigEndian.Uint32(got[:]) != want {
 		return corrupt("checksum mismatch", nil)
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
-		return fmt.Errorf("engine: restore: %w", err)
+	if err := e.commit(func() error { return b.Commit(pebble.Sync) }); err != nil {
+		return e.restoreFailed(fmt.Errorf("engine: restore: %w", err))
 	}
 	return nil
 }
