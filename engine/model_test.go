@@ -22,7 +22,7 @@ import (
 )
 
 var (
-	modelSeed  = flag.Uint64("seed", 0, "seed of TestModel; 0 picks one (it is logged)")
+	modelSeed  = flag.Uint64("seed", 0, "seed of the randomized tests (TestModel, the I/O-error tests); 0 picks one (it is logged)")
 	modelSteps = flag.Int("model.steps", 0, "steps of TestModel; 0 uses the default")
 )
 
