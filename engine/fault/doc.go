@@ -13,10 +13,11 @@
 // held) cannot be unwound in process: the store calls its OnFatal, whose
 // default, Exit, ends the process with a clear message.
 //
-// Monitor.FS stacks, from the top: Pebble's disk-health checks (kept as
-// before), the monitor (counts errors, throttles the file creations of a
-// failing flush or compaction, notes a failed WAL write), vfs.OnDiskFull
-// (pauses and retries a write once on ENOSPC), and the given file system.
+// Monitor.Configure stacks, from the top: the monitor (counts errors,
+// throttles the file creations of a failing flush or compaction, retries
+// the writes Pebble cannot survive failing, notes a failed WAL fsync),
+// vfs.OnDiskFull (pauses and retries a write once on ENOSPC), and the given
+// file system.
 // The monitor adds no allocation per read or write: a file is wrapped once,
 // when it is opened.
 package fault

@@ -9,6 +9,11 @@ var (
 	// again. The engine, the Raft log and the node alias it.
 	ErrFaulted = errors.New("fault: store faulted by an I/O error")
 
+	// ErrStalled is wrapped by Monitor.Stalled, and so by a store's Fault,
+	// while a write to a WAL or blob file is being retried: the store waits
+	// for the disk rather than fail a write Pebble cannot survive failing.
+	ErrStalled = errors.New("fault: writes waiting for the disk")
+
 	// ErrRestartRequired is wrapped by a commit error after which the Pebble
 	// instance can be neither used nor closed (it panicked holding its
 	// commit mutex): only a new process can reopen the directory. The store

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 
 	"github.com/queenmq/queen/engine/fault"
 	"github.com/queenmq/queen/engine/fault/faulttest"
@@ -54,83 +55,128 @@ func count(t *testing.T, db *pebble.DB) int {
 	return n
 }
 
-// A failed WAL write or sync makes the synced commit return the error
-// instead of killing the process, and the store reopens with every commit
-// acknowledged before it.
+// A failed WAL fsync makes the synced commit return the error instead of
+// killing the process, trips WALFailure, and the store reopens with every
+// commit acknowledged before it.
 func TestCommit_FatalCommitErrorIsReturned(t *testing.T) {
-	for _, kind := range []faulttest.Kind{faulttest.Write, faulttest.Sync} {
-		t.Run(kind.String(), func(t *testing.T) {
+	dir := t.TempDir()
+	inj := faulttest.New(1)
+	m := fault.NewMonitor(inj.FS(nil), nil)
+	db := open(t, dir, m)
+	for i := range 10 {
+		if err := set(db, i, pebble.Sync); err != nil {
+			t.Fatalf("set %d: %v", i, err)
+		}
+	}
+	inj.Fail(faulttest.Sync, syscall.ENOSPC)
+	err := set(db, 10, pebble.Sync)
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("commit with a failing WAL fsync = %v, want ENOSPC", err)
+	}
+	if !errors.Is(m.WALFailure(), syscall.ENOSPC) {
+		t.Errorf("WALFailure = %v after a failed WAL fsync", m.WALFailure())
+	}
+	if m.Errors() == 0 {
+		t.Errorf("no error counted")
+	}
+	inj.Lift()
+	db.Close() // the instance is done; its error is expected
+	m.Reset()
+	db = open(t, dir, m)
+	defer db.Close()
+	if got := count(t, db); got < 10 {
+		t.Fatalf("reopened store holds %d keys, want the 10 acknowledged", got)
+	}
+	if err := set(db, 11, pebble.Sync); err != nil {
+		t.Fatalf("set after reopen: %v", err)
+	}
+}
+
+// A WAL write that fails is retried, not returned (Pebble panics when one
+// fails while it rotates the WAL): the commit waits, Stalled says why, and
+// the commit completes once the disk takes the write.
+func TestMonitor_WALWrite_StallsUntilTheDiskTakesIt(t *testing.T) {
+	for _, sync := range []bool{true, false} {
+		t.Run(fmt.Sprint("sync=", sync), func(t *testing.T) {
 			dir := t.TempDir()
-			inj := faulttest.New(1)
+			inj := faulttest.New(2)
 			m := fault.NewMonitor(inj.FS(nil), nil)
 			db := open(t, dir, m)
-			for i := range 10 {
-				if err := set(db, i, pebble.Sync); err != nil {
-					t.Fatalf("set %d: %v", i, err)
+			opts := pebble.NoSync
+			if sync {
+				opts = pebble.Sync
+			}
+			inj.Fail(faulttest.Write, syscall.ENOSPC)
+			done := make(chan error, 1)
+			go func() {
+				// Unsynced commits return before the write: the one
+				// that syncs waits for it.
+				for i := range 5 {
+					if err := set(db, i, opts); err != nil {
+						done <- err
+						return
+					}
 				}
+				done <- set(db, 5, pebble.Sync)
+			}()
+			deadline := time.Now().Add(30 * time.Second)
+			for !errors.Is(m.Stalled(), syscall.ENOSPC) {
+				if time.Now().After(deadline) {
+					t.Fatalf("Stalled = %v, want ENOSPC while the WAL cannot be written", m.Stalled())
+				}
+				time.Sleep(time.Millisecond)
 			}
-			inj.Fail(kind, syscall.ENOSPC)
-			err := set(db, 10, pebble.Sync)
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatalf("commit with a failing WAL %s = %v, want ENOSPC", kind, err)
+			if !errors.Is(m.Stalled(), fault.ErrStalled) {
+				t.Errorf("Stalled = %v, want it to wrap ErrStalled", m.Stalled())
 			}
-			if m.WALFailure() == nil {
-				t.Errorf("WALFailure is nil after a failed WAL %s", kind)
-			}
-			if m.Errors() == 0 {
-				t.Errorf("no error counted")
+			select {
+			case err := <-done:
+				t.Fatalf("synced commit returned %v while its WAL write was failing", err)
+			default:
 			}
 			inj.Lift()
-			db.Close() // the instance is done; its error is expected
+			if err := <-done; err != nil {
+				t.Fatalf("commits once the disk took the write: %v", err)
+			}
+			if m.Stalled() != nil || m.WALFailure() != nil {
+				t.Errorf("after the stall: Stalled %v, WALFailure %v", m.Stalled(), m.WALFailure())
+			}
+			db.Close()
 			m.Reset()
 			db = open(t, dir, m)
 			defer db.Close()
-			if got := count(t, db); got < 10 {
-				t.Fatalf("reopened store holds %d keys, want the 10 acknowledged", got)
-			}
-			if err := set(db, 11, pebble.Sync); err != nil {
-				t.Fatalf("set after reopen: %v", err)
+			if got := count(t, db); got != 6 {
+				t.Fatalf("reopened store holds %d keys, want 6", got)
 			}
 		})
 	}
 }
 
-// Unsynced commits learn of a failed background WAL write only at a later
-// commit, where Pebble panics holding its commit mutex. The monitor sees
-// the failure first: a store that stops committing when WALFailure is set
-// never reaches that panic, and can close and reopen the instance.
-func TestMonitor_WALFailure_SetBeforePebblePanics(t *testing.T) {
+// A failed fsync of a blob file goes to OnFatal (Pebble v2.1.7 panics when a
+// blob file cannot be finished).
+func TestMonitor_BlobSync_IsFatal(t *testing.T) {
 	dir := t.TempDir()
-	inj := faulttest.New(2)
-	m := fault.NewMonitor(inj.FS(nil), nil)
-	db := open(t, dir, m)
-	inj.Fail(faulttest.Write, syscall.EIO)
-	tripped := false
-	for i := range 20000 {
-		if m.WALFailure() != nil {
-			tripped = true
-			break
+	inj := errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if op.Kind == errorfs.OpFileSync {
+			return syscall.EIO
 		}
-		if err := set(db, i, pebble.NoSync); err != nil {
-			t.Fatalf("commit %d failed before WALFailure was set: %v", i, err)
+		return nil
+	})
+	m := fault.NewMonitor(errorfs.Wrap(vfs.Default, inj), nil)
+	po := &pebble.Options{}
+	got := make(chan error, 1)
+	m.Configure(po, nil, func(err error) { got <- err; runtime.Goexit() })
+	go func() {
+		f, err := po.FS.Create(filepath.Join(dir, "000001.blob"), vfs.WriteCategoryUnspecified)
+		if err != nil {
+			got <- err
+			return
 		}
-	}
-	if !tripped {
-		t.Fatal("20000 unsynced commits over a failing WAL and WALFailure never set")
-	}
-	inj.Lift()
-	done := make(chan struct{})
-	go func() { db.Close(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("closing the tripped instance hung")
-	}
-	m.Reset()
-	db = open(t, dir, m)
-	defer db.Close()
-	if err := set(db, 1, pebble.Sync); err != nil {
-		t.Fatalf("set after reopen: %v", err)
+		f.Sync()
+		got <- errors.New("Sync of a blob file returned")
+	}()
+	if err := <-got; !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), "sync") {
+		t.Errorf("OnFatal got %v, want the failed sync", err)
 	}
 }
 

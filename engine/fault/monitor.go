@@ -13,29 +13,40 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
-// Throttle bounds for the file creations of a failing flush or compaction:
-// Pebble retries those at once and forever, so each creation after a failed
-// write waits minThrottle, doubling with every further failure up to
-// maxThrottle, until an fsync succeeds.
+// Throttle bounds: each retry after a failed write waits minThrottle,
+// doubling with every further failure up to maxThrottle, until an fsync
+// succeeds. Pebble retries a failed flush or compaction at once and
+// forever; the monitor applies the throttle to the file creations of those.
 const (
 	minThrottle = 10 * time.Millisecond
 	maxThrottle = time.Second
 )
 
+// StallLimit bounds how long a write to a WAL or blob file is retried (see
+// file) before the monitor gives up and hands the error to OnFatal: a disk
+// that takes nothing for that long will not take the next write soon, and a
+// restart serves reads from a read-only store meanwhile.
+const StallLimit = time.Minute
+
 // Monitor watches the file system of one Pebble store. It counts every
 // failed file operation, throttles the retries of failing background work,
-// and remembers the first failed write to a WAL file, after which the
-// instance must not commit again (see WALFailure). One Monitor serves a
-// store for its whole life, across reopens; Reset clears what belonged to
-// the instance before.
+// retries the writes Pebble cannot survive failing, and remembers the first
+// failed fsync of a WAL file, after which the instance must not commit
+// again (see WALFailure). One Monitor serves a store for its whole life,
+// across reopens; Reset clears what belonged to the instance before.
 type Monitor struct {
 	inner   vfs.FS
 	onError func(error)
+	onFatal func(error) // set by Configure
 
 	errors atomic.Uint64
 	wal    atomic.Pointer[error]
 	// streak counts failed writes since the last successful fsync.
 	streak atomic.Int32
+	// stalls counts the writes being retried now; stall is the last error
+	// one of them saw.
+	stalls atomic.Int32
+	stall  atomic.Pointer[error]
 }
 
 // NewMonitor returns a monitor over inner (nil means vfs.Default). onError,
@@ -51,15 +62,27 @@ func NewMonitor(inner vfs.FS, onError func(error)) *Monitor {
 // Errors returns how many file operations have failed so far.
 func (m *Monitor) Errors() uint64 { return m.errors.Load() }
 
-// WALFailure returns the first failed write, sync or creation of a WAL file
-// since Reset, or nil. Pebble learns of a failed background WAL write only
-// at its next commit, and then panics holding its commit mutex, so a store
-// checks this before every commit and stops committing instead.
+// WALFailure returns the first failed fsync of a WAL file since Reset, or
+// nil. After one, Pebble's next commit would find the WAL broken and panic
+// holding its commit mutex, so a store checks this before every commit and
+// stops committing instead.
 func (m *Monitor) WALFailure() error {
 	if p := m.wal.Load(); p != nil {
 		return *p
 	}
 	return nil
+}
+
+// Stalled returns, wrapping ErrStalled, the error of a write that is being
+// retried now; nil when none is.
+func (m *Monitor) Stalled() error {
+	if m.stalls.Load() == 0 {
+		return nil
+	}
+	if p := m.stall.Load(); p != nil {
+		return *p
+	}
+	return ErrStalled
 }
 
 // Reset forgets the WAL failure and the throttle: call it when the instance
@@ -69,8 +92,8 @@ func (m *Monitor) Reset() {
 	m.streak.Store(0)
 }
 
-// Configure makes po write through the monitored file system (under
-// Pebble's usual disk-health checks), log through errorf, and report
+// Configure makes po write through the monitored file system, log through
+// errorf, and report
 // Pebble's fatal errors: a fatal commit error becomes a panic that Commit
 // turns into an error; any other goes to onFatal (nil means Exit), after
 // which the calling Pebble goroutine never returns. Corruption that Pebble
@@ -80,9 +103,12 @@ func (m *Monitor) Configure(po *pebble.Options, errorf func(format string, args 
 	if onFatal == nil {
 		onFatal = Exit
 	}
+	m.onFatal = onFatal
 	po.FS = vfs.OnDiskFull(m.inner, m.diskFull)
+	// Pebble's default disk-health checker is left out: its only output
+	// went to an event the stores never listened to, and an Open that fails
+	// leaks its goroutines.
 	po.FS = &monitoredFS{FS: po.FS, m: m}
-	po.WithFSDefaults()
 	po.Logger = Logger{Log: errorf, OnFatal: onFatal}
 	po.EventListener = &pebble.EventListener{
 		DataCorruption: func(info pebble.DataCorruptionInfo) {
@@ -116,18 +142,46 @@ func (m *Monitor) count(err error) {
 	}
 }
 
-// failed records a failed operation on a file. A failed write (not a read)
-// feeds the throttle, and on a WAL file trips the instance.
-func (m *Monitor) failed(write, wal bool, op, name string, err error) {
+// fileKind is what the monitor needs to know of a Pebble file.
+type fileKind uint8
+
+const (
+	otherFile fileKind = iota
+	walFile
+	blobFile
+)
+
+func kindOf(name string) fileKind {
+	base := name[strings.LastIndexByte(name, '/')+1:]
+	switch {
+	case strings.HasSuffix(base, ".log") || strings.Contains(base, ".log-"):
+		return walFile
+	case strings.HasSuffix(base, ".blob"):
+		return blobFile
+	}
+	return otherFile
+}
+
+// failed records a failed operation on a file; a failed write (not a read)
+// feeds the throttle.
+func (m *Monitor) failed(write bool, op, name string, err error) error {
+	err = fmt.Errorf("%s %s: %w", op, name, err)
 	m.count(err)
-	if !write {
-		return
+	if write {
+		m.streak.Add(1)
 	}
-	m.streak.Add(1)
-	if wal {
-		e := fmt.Errorf("%s %s: %w", op, name, err)
-		m.wal.CompareAndSwap(nil, &e)
+	return err
+}
+
+// fatal hands err to OnFatal; if that returns, the goroutine blocks for
+// good, as after Pebble's own fatal errors.
+func (m *Monitor) fatal(err error) {
+	if m.onFatal != nil {
+		m.onFatal(err)
+	} else {
+		Exit(err)
 	}
+	select {}
 }
 
 func (m *Monitor) synced() {
@@ -136,11 +190,22 @@ func (m *Monitor) synced() {
 	}
 }
 
-// isWAL reports whether a Pebble file name is a WAL: NNNNNN.log, possibly
-// with a failover suffix.
-func isWAL(name string) bool {
-	base := name[strings.LastIndexByte(name, '/')+1:]
-	return strings.HasSuffix(base, ".log") || strings.Contains(base, ".log-")
+// retry repeats op, which failed with err, until it succeeds, pausing as
+// the throttle says and reporting the stall meanwhile; after StallLimit it
+// hands the error to OnFatal.
+func (m *Monitor) retry(what string, err error, op func() error) {
+	m.stalls.Add(1)
+	defer m.stalls.Add(-1)
+	deadline := time.Now().Add(StallLimit)
+	for err != nil {
+		stall := fmt.Errorf("%w: %w", ErrStalled, err)
+		m.stall.Store(&stall)
+		if time.Now().After(deadline) {
+			m.fatal(fmt.Errorf("%s: still failing after %v: %w", what, StallLimit, err))
+		}
+		time.Sleep(max(m.delay(), minThrottle))
+		err = op()
+	}
 }
 
 // expected reports errors that are answers, not faults: Pebble looks for
@@ -151,6 +216,17 @@ func expected(err error) bool {
 
 // monitoredFS counts the errors of the file system under it and wraps the
 // files it opens.
+//
+// WAL and blob files are where Pebble v2.1.7 cannot survive a failed write:
+// a commit that rotates the WAL panics when closing the old WAL or creating
+// the new one fails (db.go rotateWAL, with its mutex released, which ends
+// the process), and a flush or compaction panics when a blob file fails to
+// finish (sstable/blob FileWriter.Close aborts a writable that Finish has
+// already closed). So their writes and creations are retried, as the disk
+// allows (a write that failed continues from where it stopped), and a failed
+// fsync of a blob file goes to OnFatal: a second fsync proves nothing after
+// a failed one. A failed fsync of a WAL file is returned: inside a commit
+// Pebble reports it as a fatal commit error, which a store survives.
 type monitoredFS struct {
 	vfs.FS
 	m *Monitor
@@ -158,67 +234,84 @@ type monitoredFS struct {
 
 func (fs *monitoredFS) Unwrap() vfs.FS { return fs.FS }
 
-func (fs *monitoredFS) wrap(f vfs.File, name string, wal bool) vfs.File {
-	return &file{File: f, m: fs.m, name: name, wal: wal}
+func (fs *monitoredFS) wrap(f vfs.File, name string, kind fileKind) vfs.File {
+	return &file{File: f, m: fs.m, name: name, kind: kind}
 }
 
 func (fs *monitoredFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
-	wal := isWAL(name)
-	if !wal {
+	kind := kindOf(name)
+	if kind == otherFile {
 		if d := fs.m.delay(); d > 0 {
 			time.Sleep(d)
 		}
 	}
 	f, err := fs.FS.Create(name, category)
 	if err != nil {
-		fs.m.failed(true, wal, "create", name, err)
-		return nil, err
+		err = fs.m.failed(true, "create", name, err)
+		if kind == otherFile {
+			return nil, err
+		}
+		fs.m.retry("create "+name, err, func() (err error) {
+			if f, err = fs.FS.Create(name, category); err != nil {
+				err = fs.m.failed(true, "create", name, err)
+			}
+			return err
+		})
 	}
-	return fs.wrap(f, name, wal), nil
+	return fs.wrap(f, name, kind), nil
+}
+
+func (fs *monitoredFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	kind := kindOf(newname)
+	f, err := fs.FS.ReuseForWrite(oldname, newname, category)
+	if err != nil {
+		err = fs.m.failed(true, "reuse", newname, err)
+		if kind == otherFile {
+			return nil, err
+		}
+		// A reuse that failed may have renamed the file already: create
+		// the new one instead.
+		fs.m.retry("create "+newname, err, func() (err error) {
+			if f, err = fs.FS.Create(newname, category); err != nil {
+				err = fs.m.failed(true, "create", newname, err)
+			}
+			return err
+		})
+	}
+	return fs.wrap(f, newname, kind), nil
 }
 
 func (fs *monitoredFS) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) {
 	f, err := fs.FS.Open(name, opts...)
 	if err != nil {
 		if !expected(err) {
-			fs.m.failed(false, false, "open", name, err)
+			fs.m.failed(false, "open", name, err)
 		}
 		return nil, err
 	}
-	return fs.wrap(f, name, false), nil
+	return fs.wrap(f, name, otherFile), nil
 }
 
 func (fs *monitoredFS) OpenReadWrite(name string, category vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
-	wal := isWAL(name)
 	f, err := fs.FS.OpenReadWrite(name, category, opts...)
 	if err != nil {
 		if !expected(err) {
-			fs.m.failed(true, wal, "open", name, err)
+			fs.m.failed(true, "open", name, err)
 		}
 		return nil, err
 	}
-	return fs.wrap(f, name, wal), nil
+	return fs.wrap(f, name, kindOf(name)), nil
 }
 
 func (fs *monitoredFS) OpenDir(name string) (vfs.File, error) {
 	f, err := fs.FS.OpenDir(name)
 	if err != nil {
 		if !expected(err) {
-			fs.m.failed(false, false, "open dir", name, err)
+			fs.m.failed(false, "open dir", name, err)
 		}
 		return nil, err
 	}
-	return fs.wrap(f, name, false), nil
-}
-
-func (fs *monitoredFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
-	wal := isWAL(newname)
-	f, err := fs.FS.ReuseForWrite(oldname, newname, category)
-	if err != nil {
-		fs.m.failed(true, wal, "reuse", newname, err)
-		return nil, err
-	}
-	return fs.wrap(f, newname, wal), nil
+	return fs.wrap(f, name, otherFile), nil
 }
 
 func (fs *monitoredFS) Link(oldname, newname string) error {
@@ -256,41 +349,65 @@ func (fs *monitoredFS) Stat(name string) (vfs.FileInfo, error) {
 	return fi, fs.check(false, "stat", name, err)
 }
 
+// check counts err, and returns it unchanged for Pebble to inspect.
 func (fs *monitoredFS) check(write bool, op, name string, err error) error {
 	if err != nil && !expected(err) {
-		fs.m.failed(write, false, op, name, err)
+		fs.m.failed(write, op, name, err)
 	}
 	return err
 }
 
-// file counts the errors of one open file. Its methods add no allocation.
+// file counts the errors of one open file and applies the rules of
+// monitoredFS to WAL and blob files. Its methods add no allocation.
 type file struct {
 	vfs.File
 	m    *Monitor
 	name string
-	wal  bool
+	kind fileKind
 }
 
 func (f *file) Write(p []byte) (int, error) {
 	n, err := f.File.Write(p)
 	if err != nil {
-		f.m.failed(true, f.wal, "write", f.name, err)
+		werr := f.m.failed(true, "write", f.name, err)
+		if f.kind == otherFile {
+			return n, err
+		}
+		f.m.retry("write "+f.name, werr, func() error {
+			k, err := f.File.Write(p[n:])
+			n += k
+			if err != nil {
+				return f.m.failed(true, "write", f.name, err)
+			}
+			return nil
+		})
 	}
-	return n, err
+	return n, nil
 }
 
 func (f *file) WriteAt(p []byte, off int64) (int, error) {
 	n, err := f.File.WriteAt(p, off)
 	if err != nil {
-		f.m.failed(true, f.wal, "write", f.name, err)
+		werr := f.m.failed(true, "write", f.name, err)
+		if f.kind == otherFile {
+			return n, err
+		}
+		f.m.retry("write "+f.name, werr, func() error {
+			k, err := f.File.WriteAt(p[n:], off+int64(n))
+			n += k
+			if err != nil {
+				return f.m.failed(true, "write", f.name, err)
+			}
+			return nil
+		})
 	}
-	return n, err
+	return n, nil
 }
 
 func (f *file) Preallocate(off, length int64) error {
 	err := f.File.Preallocate(off, length)
 	if err != nil {
-		f.m.failed(true, f.wal, "preallocate", f.name, err)
+		f.m.failed(true, "preallocate", f.name, err)
 	}
 	return err
 }
@@ -314,17 +431,31 @@ func (f *file) SyncTo(length int64) (bool, error) {
 }
 
 func (f *file) afterSync(err error) {
-	if err != nil {
-		f.m.failed(true, f.wal, "sync", f.name, err)
+	if err == nil {
+		f.m.synced()
 		return
 	}
-	f.m.synced()
+	err = f.m.failed(true, "sync", f.name, err)
+	switch f.kind {
+	case walFile:
+		f.m.wal.CompareAndSwap(nil, &err)
+	case blobFile:
+		f.m.fatal(err)
+	}
+}
+
+func (f *file) Close() error {
+	err := f.File.Close()
+	if err != nil && f.kind == blobFile {
+		f.m.fatal(f.m.failed(true, "close", f.name, err))
+	}
+	return err
 }
 
 func (f *file) Read(p []byte) (int, error) {
 	n, err := f.File.Read(p)
 	if err != nil && err != io.EOF {
-		f.m.failed(false, false, "read", f.name, err)
+		f.m.failed(false, "read", f.name, err)
 	}
 	return n, err
 }
@@ -332,7 +463,7 @@ func (f *file) Read(p []byte) (int, error) {
 func (f *file) ReadAt(p []byte, off int64) (int, error) {
 	n, err := f.File.ReadAt(p, off)
 	if err != nil && err != io.EOF {
-		f.m.failed(false, false, "read", f.name, err)
+		f.m.failed(false, "read", f.name, err)
 	}
 	return n, err
 }
