@@ -121,7 +121,12 @@ func (c *checker) partition(p *partition) {
 	var lastCreated, firstCreated int64
 	frames := map[int64]segment.Frame{}
 	for ok := it.first(); ok; ok = it.next() {
-		seg, err := segment.Decode(it.it.Value())
+		v, err := it.it.ValueAndErr()
+		if err != nil {
+			c.failf("partition %x: read: %v", p.id, err)
+			return
+		}
+		seg, err := segment.Decode(v)
 		if err != nil {
 			c.failf("partition %x: %v", p.id, err)
 			return
@@ -284,10 +289,8 @@ func (c *checker) deadLetters() {
 		rows++
 		c.deadLetterFrame(row, &rec)
 		for _, ik := range [][]byte{keyspace.DLQAddr(rec.PartitionID, rec.TransactionID, row), keyspace.DLQQueue(rec.Queue, rec.Group, row)} {
-			if _, closer, err := db.Get(ik); err != nil {
-				c.failf("dead letter %x: index %x: %v", row, ik, err)
-			} else {
-				closer.Close()
+			if found, err := get(db, ik, func([]byte) error { return nil }); err != nil || !found {
+				c.failf("dead letter %x: index %x: found %v, %v", row, ik, found, err)
 			}
 		}
 		return nil
@@ -348,7 +351,12 @@ func (e *Engine) Digest() ([32]byte, error) {
 		return sum, err
 	}
 	for it.First(); it.Valid(); it.Next() {
-		k, v := it.Key(), it.Value()
+		k := it.Key()
+		v, err := it.ValueAndErr()
+		if err != nil {
+			it.Close()
+			return sum, err
+		}
 		binary.BigEndian.PutUint64(n[:], uint64(len(k)))
 		h.Write(n[:])
 		h.Write(k)

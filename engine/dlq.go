@@ -46,17 +46,16 @@ func (b *Batch) deleteDeadLetter(row keyspace.RowKey, rec *keyspace.DeadLetterRe
 
 // getDeadLetter reads one row.
 func getDeadLetter(r pebble.Reader, row keyspace.RowKey) (DeadLetter, bool, error) {
-	v, closer, err := r.Get(keyspace.DLQ(row))
-	if err == pebble.ErrNotFound {
-		return DeadLetter{}, false, nil
-	}
+	var rec keyspace.DeadLetterRecord
+	found, err := get(r, keyspace.DLQ(row), func(v []byte) (err error) {
+		rec, err = keyspace.DecodeDeadLetter(v)
+		return err
+	})
 	if err != nil {
 		return DeadLetter{}, false, fmt.Errorf("engine: read dead letter: %w", err)
 	}
-	defer closer.Close()
-	rec, err := keyspace.DecodeDeadLetter(v)
-	if err != nil {
-		return DeadLetter{}, false, err
+	if !found {
+		return DeadLetter{}, false, nil
 	}
 	return DeadLetter{Row: row, FailedAt: row.FailedAt(), Queue: rec.Queue, Partition: rec.Partition, Group: rec.Group, DeadLetterRecord: rec}, true, nil
 }

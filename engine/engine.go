@@ -277,15 +277,18 @@ func (e *Engine) load() error {
 }
 
 func (e *Engine) metaU64(name string) (uint64, error) {
-	v, closer, err := e.db.Get(keyspace.Meta(name))
-	if err != nil {
-		return 0, err
+	var n uint64
+	found, err := get(e.db, keyspace.Meta(name), func(v []byte) error {
+		if len(v) != 8 {
+			return fmt.Errorf("%w: meta %s", ErrCorrupt, name)
+		}
+		n = binary.BigEndian.Uint64(v)
+		return nil
+	})
+	if err == nil && !found {
+		err = pebble.ErrNotFound
 	}
-	defer closer.Close()
-	if len(v) != 8 {
-		return 0, fmt.Errorf("%w: meta %s", ErrCorrupt, name)
-	}
-	return binary.BigEndian.Uint64(v), nil
+	return n, err
 }
 
 // scan calls fn for every key of a family, in key order.
@@ -299,12 +302,36 @@ func scanPrefix(r pebble.Reader, prefix []byte, fn func(k, v []byte) error) erro
 		return err
 	}
 	for it.First(); it.Valid(); it.Next() {
-		if err := fn(it.Key(), it.Value()); err != nil {
+		v, err := it.ValueAndErr()
+		if err == nil {
+			err = fn(it.Key(), v)
+		}
+		if err != nil {
 			it.Close()
 			return err
 		}
 	}
 	return it.Close()
+}
+
+// get calls fn with the value stored under key, and reports whether there
+// was one. Pebble's Get reports a value it failed to read (one kept in a
+// blob file) only when the returned closer is closed, handing out an empty
+// value meanwhile, so the close error comes first: fn's verdict on such a
+// value is not to be trusted.
+func get(r pebble.Reader, key []byte, fn func(v []byte) error) (bool, error) {
+	v, closer, err := r.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	ferr := fn(v)
+	if err := closer.Close(); err != nil {
+		return false, err
+	}
+	return true, ferr
 }
 
 // usable reports whether the engine may be read: open, and its model in

@@ -349,19 +349,15 @@ func (b *Batch) lookupTxn(part ID, txn string) (keyspace.TxnRecord, bool) {
 }
 
 func lookupTxn(r pebble.Reader, part ID, txn string) (keyspace.TxnRecord, bool, error) {
-	v, closer, err := r.Get(keyspace.Txn(part, txn))
-	if err == pebble.ErrNotFound {
-		return keyspace.TxnRecord{}, false, nil
-	}
+	var rec keyspace.TxnRecord
+	found, err := get(r, keyspace.Txn(part, txn), func(v []byte) (err error) {
+		rec, err = keyspace.DecodeTxn(v)
+		return err
+	})
 	if err != nil {
-		return keyspace.TxnRecord{}, false, fmt.Errorf("engine: read txn index: %w", err)
+		return rec, false, fmt.Errorf("engine: read txn index: %w", err)
 	}
-	defer closer.Close()
-	rec, err := keyspace.DecodeTxn(v)
-	if err != nil {
-		return rec, false, err
-	}
-	return rec, true, nil
+	return rec, found, nil
 }
 
 // fail records the first storage error of the batch; Commit then refuses to

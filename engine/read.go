@@ -103,7 +103,11 @@ func (s *segmentIter) header() (segment.Header, error) {
 	if seg := s.e.cache.get(segmentKey{s.part, base}); seg != nil {
 		return seg.Header, nil
 	}
-	h, err := segment.ReadHeader(s.it.Value())
+	v, err := s.it.ValueAndErr()
+	if err != nil {
+		return segment.Header{}, fmt.Errorf("engine: read segment %x/%d: %w", s.part, base, err)
+	}
+	h, err := segment.ReadHeader(v)
 	if err != nil {
 		return h, fmt.Errorf("engine: segment %x/%d: %w", s.part, base, err)
 	}
@@ -119,7 +123,11 @@ func (s *segmentIter) decode() (*segment.Segment, error) {
 	if seg := s.e.cache.get(segmentKey{s.part, base}); seg != nil {
 		return seg, nil
 	}
-	return s.e.decodeSegment(s.part, base, s.it.Value())
+	v, err := s.it.ValueAndErr()
+	if err != nil {
+		return nil, fmt.Errorf("engine: read segment %x/%d: %w", s.part, base, err)
+	}
+	return s.e.decodeSegment(s.part, base, v)
 }
 
 // decodeSegment decodes the value stored at (part, base), checks it holds
@@ -214,15 +222,15 @@ func (e *Engine) segmentAt(r pebble.Reader, part ID, base int64) (*segment.Segme
 	if seg := e.cache.get(k); seg != nil {
 		return seg, nil
 	}
-	v, closer, err := r.Get(keyspace.Segment(part, base))
-	if err == pebble.ErrNotFound {
-		return nil, nil
-	}
+	var seg *segment.Segment
+	_, err := get(r, keyspace.Segment(part, base), func(v []byte) (err error) {
+		seg, err = e.decodeSegment(part, base, v)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("engine: read segment: %w", err)
 	}
-	defer closer.Close()
-	return e.decodeSegment(part, base, v)
+	return seg, nil
 }
 
 // readOne returns the frame at off and its segment's createdAt.

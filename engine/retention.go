@@ -151,7 +151,11 @@ func (b *Batch) purgeTxns(p *partition, cutoff int64) (int, error) {
 			p.rec.PurgeFrom = createdAt
 			break
 		}
-		txns, err := keyspace.DecodeTxnExpiry(it.Value())
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return purged, err
+		}
+		txns, err := keyspace.DecodeTxnExpiry(v)
 		if err != nil {
 			return purged, err
 		}

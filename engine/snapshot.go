@@ -74,7 +74,12 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 	}
 	var hdr []byte
 	for it.First(); it.Valid(); it.Next() {
-		k, v := it.Key(), it.Value()
+		k := it.Key()
+		v, err := it.ValueAndErr()
+		if err != nil {
+			it.Close()
+			return cw.n, fmt.Errorf("engine: read snapshot: %w", err)
+		}
 		if string(k) == string(keyspace.Meta(restoringKey)) {
 			continue
 		}
