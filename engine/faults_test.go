@@ -100,15 +100,24 @@ type ackedAck struct {
 }
 
 type faultDriver struct {
-	t      *testing.T
-	rng    *rand.Rand
-	h      *enginetest.Harness // clock and stamps only
-	e      *engine.Engine
-	index  uint64    // applied index of the last batch on disk
-	landed []faultOp // batches on disk, in order: landed[i] is index i+1
-	pushed map[string]engine.ID
-	acked  []ackedAck
-	leases []engine.PopResult
+	t     *testing.T
+	rng   *rand.Rand
+	h     *enginetest.Harness // clock and stamps only
+	e     *engine.Engine
+	dir   string
+	opts  engine.Options
+	inj   *faulttest.Injector
+	sched faulttest.Schedule
+	// failSync makes the next batch's WAL fsync fail. It is armed only
+	// right after an open, when the memtable is empty and the batch cannot
+	// make Pebble rotate the WAL (see faulttest).
+	failSync bool
+	restarts int
+	index    uint64    // applied index of the last batch on disk
+	landed   []faultOp // batches on disk, in order: landed[i] is index i+1
+	pushed   map[string]engine.ID
+	acked    []ackedAck
+	leases   []engine.PopResult
 	// pending are the messages of the ack op being tried.
 	pending []ackedAck
 	batches int // batches tried
@@ -146,14 +155,21 @@ func (d *faultDriver) next() faultOp {
 	return op
 }
 
-// step runs one operation: a batch, or now and then a read.
+// step runs one operation: a batch, or now and then a read or a restart.
 func (d *faultDriver) step() {
-	if d.rng.IntN(8) == 0 && len(d.pushed) > 0 {
+	switch r := d.rng.IntN(50); {
+	case r == 0:
+		d.restart()
+		return
+	case r < 7 && len(d.pushed) > 0:
 		d.read()
 		return
 	}
 	op := d.next()
 	d.batches++
+	if d.failSync {
+		d.inj.Fail(faulttest.Sync, syscall.EIO)
+	}
 	var (
 		push  []engine.PushResult
 		pop   engine.PopResult
@@ -169,6 +185,13 @@ func (d *faultDriver) step() {
 		push, pop, ack, opErr = op.apply(b)
 		err = b.Commit(d.index + 1)
 	})
+	if d.failSync {
+		d.failSync = false
+		d.inj.Random(d.sched)
+		if err == nil {
+			d.t.Fatalf("batch %d committed though its WAL fsync failed", d.index+1)
+		}
+	}
 	if err != nil {
 		if !errors.Is(err, engine.ErrFaulted) {
 			d.t.Fatalf("batch %d failed with %v, want an error wrapping ErrFaulted", d.index+1, err)
@@ -218,12 +241,46 @@ func (d *faultDriver) recoverAfter(op faultOp) {
 	switch got := d.e.Applied(); got {
 	case d.index:
 	case d.index + 1:
+		if op.stamp == (engine.Stamp{}) {
+			d.t.Fatalf("recovered at index %d past the last acknowledged batch %d", got, d.index)
+		}
 		d.ghosts++
 		d.index++
 		d.landed = append(d.landed, op)
 	default:
 		d.t.Fatalf("after recovery the engine is at index %d; the last acknowledged batch is %d", got, d.index)
 	}
+}
+
+// restart closes the engine and opens it again, under the same faults: the
+// WAL replay, its flush and the reload of the model all meet them. Every
+// acknowledged batch must be there.
+func (d *faultDriver) restart() {
+	d.restarts++
+	bounded(d.t, "Close", func() {
+		if err := d.e.Close(); err != nil {
+			d.t.Errorf("close: %v", err)
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var err error
+		bounded(d.t, "Open", func() { d.e, err = engine.Open(d.dir, d.opts) })
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			d.t.Fatalf("engine does not open after 30s: %v", err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if d.e.Fault() != nil { // opened read-only
+		d.recoverAfter(faultOp{})
+	}
+	if got := d.e.Applied(); got != d.index {
+		d.t.Fatalf("restarted at index %d; the last acknowledged batch is %d", got, d.index)
+	}
+	d.failSync = d.restarts == 1 || d.rng.IntN(2) == 0
 }
 
 // read looks up an acknowledged push. A read may fail on an I/O error, but
@@ -328,27 +385,33 @@ func TestEngine_Recover_IOErrorsLoseNothingAcknowledged(t *testing.T) {
 	}
 	inj := faulttest.New(seed)
 	dir := t.TempDir()
-	e, err := engine.Open(dir, faultOptions(t, inj))
+	opts := faultOptions(t, inj)
+	e, err := engine.Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	d := &faultDriver{t: t, rng: rand.New(rand.NewPCG(seed, 7)), h: enginetest.MustOpen(t), e: e,
-		pushed: map[string]engine.ID{}}
-	inj.Random(faulttest.Schedule{Kinds: faulttest.All, Rate: 0.3, Quiet: [2]int{30, 150}, Faulty: [2]int{5, 40}})
-	for range steps {
+		dir: dir, opts: opts, inj: inj, pushed: map[string]engine.ID{},
+		sched: faulttest.Schedule{Kinds: faulttest.All, Rate: 0.3, Quiet: [2]int{30, 150}, Faulty: [2]int{5, 40}}}
+	inj.Random(d.sched)
+	for i := range steps {
+		if i%100 == 50 {
+			d.restart()
+		}
 		d.step()
 	}
 	inj.Lift()
+	e = d.e
 	if err := e.Recover(); err != nil {
 		t.Fatalf("recover after lifting the faults: %v", err)
 	}
 	if err := e.Close(); err != nil {
 		t.Fatalf("close: %v", err)
 	}
-	t.Logf("%d batches (%d failed, %d of those on disk anyway), %d reads (%d failed), %d Recover calls; %d acked pushes, %d acked acks; %v",
-		d.batches, d.failed, d.ghosts, d.reads, d.readErr, d.recover, len(d.pushed), len(d.acked), inj)
-	if d.failed == 0 {
-		t.Fatalf("no batch failed: the schedule injected nothing that mattered (%v)", inj)
+	t.Logf("%d batches (%d failed, %d of those on disk anyway), %d reads (%d failed), %d restarts, %d Recover calls; %d acked pushes, %d acked acks; %v",
+		d.batches, d.failed, d.ghosts, d.reads, d.readErr, d.restarts, d.recover, len(d.pushed), len(d.acked), inj)
+	if d.failed == 0 || inj.Total() == 0 {
+		t.Fatalf("no batch failed: the test proved nothing (%d restarts; %v)", d.restarts, inj)
 	}
 	if len(d.acked) == 0 || len(d.pushed) == 0 {
 		t.Fatalf("nothing acknowledged to check (%d pushes, %d acks)", len(d.pushed), len(d.acked))
@@ -379,9 +442,10 @@ func TestEngine_Open_ReadOnlyWhileDiskFull(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The disk fills: the next batch fails, and the faulted engine closes
-	// without flushing, so its WAL must be replayed at the next open.
-	inj.Fail(faulttest.Write|faulttest.Sync, syscall.ENOSPC)
+	// The disk fills and the WAL's fsync fails: the batch fails (a failed
+	// write would wait instead, see package fault), and the faulted engine
+	// closes without flushing, so its WAL must be replayed at the next open.
+	inj.Fail(faulttest.Sync, syscall.ENOSPC)
 	b, err := e.Begin()
 	if err != nil {
 		t.Fatal(err)
@@ -390,10 +454,14 @@ func TestEngine_Open_ReadOnlyWhileDiskFull(t *testing.T) {
 	if err := b.Commit(21); !errors.Is(err, engine.ErrFaulted) || !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("commit on a full disk = %v, want ErrFaulted wrapping ENOSPC", err)
 	}
+	if _, err := e.Begin(); !errors.Is(err, engine.ErrFaulted) {
+		t.Fatalf("Begin after a failed commit = %v, want ErrFaulted", err)
+	}
 	if err := e.Close(); err != nil {
 		t.Fatalf("close a faulted engine: %v", err)
 	}
 
+	inj.Fail(faulttest.Write|faulttest.Sync, syscall.ENOSPC)
 	var ro *engine.Engine
 	bounded(t, "open on a full disk", func() { ro, err = engine.Open(dir, opts) })
 	if err != nil {
@@ -422,12 +490,18 @@ func TestEngine_Open_ReadOnlyWhileDiskFull(t *testing.T) {
 	if ro.Fault() != nil {
 		t.Errorf("Fault after recovery = %v", ro.Fault())
 	}
+	// The failed batch may have reached the file before its fsync failed;
+	// the applied index says whether it did.
+	applied := ro.Applied()
+	if applied != 20 && applied != 21 {
+		t.Fatalf("applied %d after recovery, want 20 or 21", applied)
+	}
 	b, err = ro.Begin()
 	if err != nil {
 		t.Fatal(err)
 	}
 	b.Push(h.Stamp(), []engine.PushItem{{Queue: "q", TransactionID: "after", Payload: []byte(`{}`)}})
-	if err := b.Commit(21); err != nil {
+	if err := b.Commit(applied + 1); err != nil {
 		t.Fatalf("commit after recovery: %v", err)
 	}
 	if err := ro.Check(); err != nil {

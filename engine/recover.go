@@ -19,13 +19,14 @@ import (
 // entries to apply again. A store that does not take writes at all (a full
 // disk) is opened read-only: reads are served from what is on disk.
 
-// Fault returns why the engine refuses writes (wrapping ErrFaulted), or nil
-// when it is healthy. It does not wait for a running batch.
+// Fault returns why the engine refuses writes (wrapping ErrFaulted), or
+// why its writes are waiting for the disk (wrapping fault.ErrStalled), or
+// nil when it is healthy. It does not wait for a running batch.
 func (e *Engine) Fault() error {
 	if p := e.faultMirror.Load(); p != nil {
 		return *p
 	}
-	return nil
+	return e.mon.Stalled()
 }
 
 // StorageErrors returns how many file operations of the store have failed
