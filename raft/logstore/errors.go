@@ -1,6 +1,10 @@
 package logstore
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/queenmq/queen/engine/fault"
+)
 
 var (
 	// ErrCorrupt marks every failure to decode bytes read back from disk: a
@@ -27,6 +31,12 @@ var (
 	// ErrTooLarge is returned by StoreLog and StoreLogs for an entry whose
 	// Data or Extensions do not fit the format's 32-bit length fields.
 	ErrTooLarge = errors.New("logstore: entry too large")
+
+	// ErrFaulted is wrapped, with its cause, by every write refused after an
+	// I/O error: appends and deletions fail at once until the store has
+	// reopened itself (Set and SetUint64 wait instead, see heal.go). It is
+	// fault.ErrFaulted, shared with the engine.
+	ErrFaulted = fault.ErrFaulted
 
 	// ErrInvalidOptions is returned by Options.Validate and Open for an
 	// option outside its documented range.

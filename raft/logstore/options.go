@@ -3,6 +3,8 @@ package logstore
 import (
 	"fmt"
 	"log"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // Options configures a Store. Start from DefaultOptions; the zero value is
@@ -26,8 +28,24 @@ type Options struct {
 	MemTableSize uint64
 
 	// Logger receives Pebble's error and fatal messages (Pebble's info
-	// messages are dropped). Nil discards everything.
+	// messages are dropped) and the store's own: a fault and its end. Nil
+	// discards everything.
 	Logger func(format string, args ...any)
+
+	// FS is the file system the store lives on; nil means vfs.Default. Tests
+	// inject I/O errors through it (engine/fault/faulttest).
+	FS vfs.FS
+
+	// OnError, if set, is called with every failed file operation of the
+	// store (for a metric). It must be cheap and must not block.
+	OnError func(error)
+
+	// OnFatal receives an error Pebble cannot continue from outside a
+	// commit (a MANIFEST write failing in a background flush), after which
+	// the store can be neither used nor closed. It should end the process,
+	// so that a restart recovers from the disk; if it returns, the Pebble
+	// goroutine that raised the error blocks for good. Nil means fault.Exit.
+	OnFatal func(error)
 }
 
 // DefaultOptions returns the options a node uses: synced writes, a 32 MiB
@@ -39,6 +57,7 @@ func DefaultOptions() Options {
 		Logger: func(format string, args ...any) {
 			log.Printf("logstore: "+format, args...)
 		},
+		FS: vfs.Default,
 	}
 }
 
@@ -52,24 +71,4 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: MemTableSize %d must be in [256 KiB, 1 GiB]", ErrInvalidOptions, o.MemTableSize)
 	}
 	return nil
-}
-
-// pebbleLogger adapts Options.Logger to Pebble's Logger: info is dropped,
-// errors are forwarded, and fatal messages are forwarded and then panic,
-// because Pebble does not expect Fatalf to return.
-type pebbleLogger struct {
-	logf func(format string, args ...any)
-}
-
-func (l pebbleLogger) Infof(string, ...any) {}
-
-func (l pebbleLogger) Errorf(format string, args ...any) {
-	if l.logf != nil {
-		l.logf(format, args...)
-	}
-}
-
-func (l pebbleLogger) Fatalf(format string, args ...any) {
-	l.Errorf(format, args...)
-	panic(fmt.Sprintf("logstore: pebble: "+format, args...))
 }

@@ -10,7 +10,10 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/sstable"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	hraft "github.com/hashicorp/raft"
+
+	"github.com/queenmq/queen/engine/fault"
 )
 
 var (
@@ -22,6 +25,11 @@ var (
 // Store is a hashicorp/raft LogStore, MonotonicLogStore and StableStore kept
 // in its own Pebble instance. It is safe for concurrent use.
 type Store struct {
+	dir  string
+	opts Options
+	mon  *fault.Monitor
+	// db is replaced when the store reopens after a fault (heal.go), with
+	// closeMu held exclusively; it is nil while a reopen has failed.
 	db        *pebble.DB
 	writeOpts *pebble.WriteOptions
 
@@ -29,32 +37,85 @@ type Store struct {
 	// when the log is empty). They change only under writeMu, and never
 	// cover an entry that is not readable: StoreLogs grows them after its
 	// batch commits, DeleteRange shrinks them before its batch commits.
+	// They record what raft was told: a reopen makes the disk agree.
 	first, last atomic.Uint64
 
-	// writeMu serialises StoreLogs and DeleteRange with their bound updates.
+	// writeMu serialises the writes (StoreLogs, DeleteRange, Set) with their
+	// bound updates, and so also the check of the monitor's WAL failure with
+	// the commit behind it.
 	writeMu sync.Mutex
 
-	// closeMu is held shared by every method and exclusively by Close, so no
-	// call reaches a closed Pebble.
-	closeMu sync.RWMutex
-	closed  bool
+	// closeMu is held shared by every method and exclusively by Close and
+	// by a reopen, so no call reaches a closed Pebble.
+	closeMu  sync.RWMutex
+	closed   bool
+	readOnly bool // the instance is open read-only (guarded by closeMu)
+
+	// fault is set while writes are refused; readFault while a log read is
+	// being retried (heal.go).
+	fault     atomic.Pointer[error]
+	readFault atomic.Pointer[error]
+	healMu    sync.Mutex
+	healing   bool
+	healed    chan struct{} // closed when the fault ends
+	healers   sync.WaitGroup
+	stop      chan struct{} // closed by Close
 }
 
 // Open opens or creates the store in dir, a directory of its own, and
-// restores FirstIndex and LastIndex from disk.
+// restores FirstIndex and LastIndex from disk. When the directory no longer
+// takes writes (a full disk), an existing store opens read-only and faulted:
+// it serves reads and reopens itself read-write once the directory takes
+// writes again.
 func Open(dir string, opts Options) (*Store, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	cache := pebble.NewCache(opts.CacheSize)
-	defer cache.Unref()
+	s := &Store{dir: dir, opts: opts, mon: fault.NewMonitor(opts.FS, opts.OnError),
+		writeOpts: pebble.Sync, stop: make(chan struct{})}
+	if opts.NoSync {
+		s.writeOpts = pebble.NoSync
+	}
+	fs := opts.FS
+	if fs == nil {
+		fs = vfs.Default
+	}
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create dir: %w", err)
+	}
+	probe := s.mon.Probe(dir, s.roomNeeded())
+	if probe != nil {
+		if desc, err := pebble.Peek(dir, fs); err != nil || !desc.Exists {
+			return nil, fmt.Errorf("create store: %w", probe)
+		}
+	}
+	db, err := s.openPebble(probe != nil)
+	if err != nil {
+		return nil, fmt.Errorf("open pebble: %w", err)
+	}
+	s.db, s.readOnly = db, probe != nil
+	first, last, err := s.bounds()
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("read log bounds: %w", err), db.Close())
+	}
+	s.first.Store(first)
+	s.last.Store(last)
+	if probe != nil {
+		s.setFault(fmt.Errorf("opened read-only: %w", probe))
+	}
+	return s, nil
+}
+
+// pebbleOptions are the store's Pebble options.
+func (s *Store) pebbleOptions(readOnly bool) *pebble.Options {
 	po := &pebble.Options{
 		FormatMajorVersion: pebble.FormatNewest,
-		Cache:              cache,
-		MemTableSize:       opts.MemTableSize,
+		Cache:              pebble.NewCache(s.opts.CacheSize),
+		MemTableSize:       s.opts.MemTableSize,
 		DisableWAL:         false, // the WAL is what makes a synced batch durable
-		Logger:             pebbleLogger{logf: opts.Logger},
+		ReadOnly:           readOnly,
 	}
+	s.mon.Configure(po, s.opts.Logger, s.opts.OnFatal)
 	// Entries are mostly compressed message bodies: block compression
 	// would spend CPU for nothing, and separating them into blob files
 	// keeps compactions from rewriting entries that truncation soon drops.
@@ -65,31 +126,42 @@ func Open(dir string, opts Options) (*Store, error) {
 		return pebble.ValueSeparationPolicy{Enabled: true, MinimumSize: 1024, MaxBlobReferenceDepth: 10,
 			RewriteMinimumAge: time.Minute, TargetGarbageRatio: 0.5}
 	}
-	db, err := pebble.Open(dir, po)
-	if err != nil {
-		return nil, fmt.Errorf("open pebble: %w", err)
-	}
-	s := &Store{db: db, writeOpts: pebble.Sync}
-	if opts.NoSync {
-		s.writeOpts = pebble.NoSync
-	}
-	first, last, err := s.bounds()
-	if err != nil {
-		return nil, errors.Join(fmt.Errorf("read log bounds: %w", err), db.Close())
-	}
-	s.first.Store(first)
-	s.last.Store(last)
-	return s, nil
+	return po
 }
 
-// Close closes the Pebble instance. Later calls return ErrClosed.
+func (s *Store) openPebble(readOnly bool) (*pebble.DB, error) {
+	return fault.Open(s.dir, func() *pebble.Options { return s.pebbleOptions(readOnly) })
+}
+
+// roomNeeded is the free space a read-write open needs: Pebble flushes the
+// WAL it replays before Open returns, and starts a new one.
+func (s *Store) roomNeeded() uint64 { return s.mon.WALBytes(s.dir) + 1<<20 }
+
+// Close closes the Pebble instance. Later calls return ErrClosed. A faulted
+// store closes without flushing, and the errors of its broken instance are
+// logged, not returned.
 func (s *Store) Close() error {
 	s.closeMu.Lock()
-	defer s.closeMu.Unlock()
 	if s.closed {
+		s.closeMu.Unlock()
 		return ErrClosed
 	}
 	s.closed = true
+	close(s.stop)
+	s.closeMu.Unlock()
+	s.healers.Wait()
+
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.db == nil {
+		return nil
+	}
+	if s.fault.Load() != nil {
+		if err := s.db.Close(); err != nil {
+			s.logf("close faulted store: %v", err)
+		}
+		return nil
+	}
 	// Flushing the memtable makes the next open skip the WAL replay.
 	if err := s.db.Flush(); err != nil {
 		s.db.Close()
@@ -136,12 +208,38 @@ func (s *Store) LastIndex() (uint64, error) {
 
 // GetLog reads the entry at index into log, replacing every field. A missing
 // entry returns hraft.ErrLogNotFound itself, unwrapped, because raft
-// compares with ==.
+// compares with ==. A read that fails on an I/O error is retried, with a
+// growing pause, until it succeeds or the store closes, and Fault reports it
+// meanwhile: raft panics when it cannot read a committed entry.
 func (s *Store) GetLog(index uint64, log *hraft.Log) error {
+	wait := fault.Backoff{Min: 10 * time.Millisecond, Max: time.Second}
+	for {
+		err := s.getLog(index, log)
+		if err == nil || err == hraft.ErrLogNotFound || errors.Is(err, ErrClosed) || errors.Is(err, ErrCorrupt) {
+			if s.readFault.Load() != nil {
+				s.readFault.Store(nil)
+			}
+			return err
+		}
+		if s.readFault.Swap(&err) == nil {
+			s.logf("read fault, retrying: %v", err)
+		}
+		select {
+		case <-time.After(wait.Next()):
+		case <-s.stop:
+			return err
+		}
+	}
+}
+
+func (s *Store) getLog(index uint64, log *hraft.Log) error {
 	if err := s.acquire(); err != nil {
 		return err
 	}
 	defer s.closeMu.RUnlock()
+	if s.db == nil {
+		return s.writable()
+	}
 	v, closer, err := s.db.Get(logKey(index))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return hraft.ErrLogNotFound
@@ -149,9 +247,15 @@ func (s *Store) GetLog(index uint64, log *hraft.Log) error {
 	if err != nil {
 		return fmt.Errorf("get log %d: %w", index, err)
 	}
-	defer closer.Close()
-	if err := decodeLog(v, log); err != nil {
+	derr := decodeLog(v, log)
+	// Pebble reports a value it failed to read from a blob file only when
+	// the closer is closed, handing out an empty value meanwhile: the read
+	// error comes before the decoder's verdict on that value.
+	if err := closer.Close(); err != nil {
 		return fmt.Errorf("get log %d: %w", index, err)
+	}
+	if derr != nil {
+		return fmt.Errorf("get log %d: %w", index, derr)
 	}
 	if log.Index != index {
 		return fmt.Errorf("get log %d: %w: key holds entry %d", index, ErrCorrupt, log.Index)
@@ -166,7 +270,10 @@ func (s *Store) StoreLog(log *hraft.Log) error {
 
 // StoreLogs writes every entry in one Pebble batch and returns after it is
 // committed with fsync (unless Options.NoSync). An entry at an index already
-// stored is overwritten.
+// stored is overwritten. A failed commit faults the store: this call and
+// every write until the store has reopened itself fail with an error
+// wrapping ErrFaulted (raft's leader then steps down, a follower rejects
+// the append).
 func (s *Store) StoreLogs(logs []*hraft.Log) error {
 	if len(logs) == 0 {
 		return nil
@@ -198,8 +305,11 @@ func (s *Store) StoreLogs(logs []*hraft.Log) error {
 
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	if err := b.Commit(s.writeOpts); err != nil {
+	if err := s.writable(); err != nil {
 		return fmt.Errorf("commit logs %d-%d: %w", low, high, err)
+	}
+	if err := s.commit(func() error { return b.Commit(s.writeOpts) }); err != nil {
+		return s.setFault(fmt.Errorf("commit logs %d-%d: %w", low, high, err))
 	}
 	if first := s.first.Load(); first == 0 || low < first {
 		s.first.Store(low)
@@ -236,6 +346,9 @@ func (s *Store) DeleteRange(min, max uint64) error {
 
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
+	if err := s.writable(); err != nil {
+		return fmt.Errorf("delete logs %d-%d: %w", min, max, err)
+	}
 	oldFirst, oldLast := s.first.Load(), s.last.Load()
 	first, last := oldFirst, oldLast
 	var err error
@@ -254,10 +367,10 @@ func (s *Store) DeleteRange(min, max uint64) error {
 	}
 	s.first.Store(first)
 	s.last.Store(last)
-	if err := b.Commit(s.writeOpts); err != nil {
+	if err := s.commit(func() error { return b.Commit(s.writeOpts) }); err != nil {
 		s.first.Store(oldFirst)
 		s.last.Store(oldLast)
-		return fmt.Errorf("commit delete logs %d-%d: %w", min, max, err)
+		return s.setFault(fmt.Errorf("commit delete logs %d-%d: %w", min, max, err))
 	}
 	return nil
 }
@@ -295,14 +408,30 @@ func (s *Store) bounds() (first, last uint64, err error) {
 	return first, last, nil
 }
 
-// Set stores val under key, synced like StoreLogs.
+// Set stores val under key, synced like StoreLogs. On a faulted store it
+// waits until the store has reopened itself (or is closed) instead of
+// failing: raft panics when it cannot save its term.
 func (s *Store) Set(key, val []byte) error {
+	for {
+		err := s.set(key, val)
+		if err == nil || !errors.Is(err, ErrFaulted) || !s.waitHealed() {
+			return err
+		}
+	}
+}
+
+func (s *Store) set(key, val []byte) error {
 	if err := s.acquire(); err != nil {
 		return err
 	}
 	defer s.closeMu.RUnlock()
-	if err := s.db.Set(stableKey(key), val, s.writeOpts); err != nil {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if err := s.writable(); err != nil {
 		return fmt.Errorf("set %q: %w", key, err)
+	}
+	if err := s.commit(func() error { return s.db.Set(stableKey(key), val, s.writeOpts) }); err != nil {
+		return s.setFault(fmt.Errorf("set %q: %w", key, err))
 	}
 	return nil
 }
@@ -315,6 +444,9 @@ func (s *Store) Get(key []byte) ([]byte, error) {
 		return nil, err
 	}
 	defer s.closeMu.RUnlock()
+	if s.db == nil {
+		return nil, fmt.Errorf("get %q: %w", key, s.writable())
+	}
 	v, closer, err := s.db.Get(stableKey(key))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, ErrKeyNotFound
@@ -322,8 +454,11 @@ func (s *Store) Get(key []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("get %q: %w", key, err)
 	}
-	defer closer.Close()
-	return append(make([]byte, 0, len(v)), v...), nil
+	v = append(make([]byte, 0, len(v)), v...)
+	if err := closer.Close(); err != nil { // see getLog
+		return nil, fmt.Errorf("get %q: %w", key, err)
+	}
+	return v, nil
 }
 
 // SetUint64 stores val under key as 8 big-endian bytes. Set and SetUint64
@@ -357,6 +492,9 @@ func (s *Store) Check() error {
 	defer s.closeMu.RUnlock()
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
+	if s.db == nil {
+		return fmt.Errorf("check: %w", s.writable())
+	}
 
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: logLower, UpperBound: logUpper})
 	if err != nil {
