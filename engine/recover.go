@@ -7,6 +7,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/queenmq/queen/engine/fault"
+	"github.com/queenmq/queen/engine/keyspace"
 )
 
 // Faults (ARCHITECTURE.md, "Storage faults").
@@ -160,6 +161,18 @@ func (e *Engine) Recover() error {
 	e.db, e.readOnly = db, readOnly
 	e.dbMu.Unlock()
 	e.cache = newSegmentCache(e.opts.SegmentCacheEntries)
+	if _, closer, err := e.db.Get(keyspace.Meta(restoringKey)); err == nil {
+		closer.Close()
+		// A restore failed halfway, as at Open: start empty; the node's
+		// leader sends its snapshot again.
+		if readOnly {
+			e.setFault(errors.New("engine: a half-restored store waits for space to be wiped"), true)
+			return e.fault
+		}
+		if err := e.wipe(nil); err != nil {
+			return err
+		}
+	}
 	if err := e.load(); err != nil {
 		e.setFault(fmt.Errorf("reload: %w", err), true)
 		return e.fault
