@@ -4,6 +4,8 @@ import (
 	"errors"
 
 	hraft "github.com/hashicorp/raft"
+
+	"github.com/queenmq/queen/engine"
 )
 
 // Sentinel errors. The HTTP edge maps each to a status and a stable code
@@ -40,6 +42,17 @@ var (
 	// ErrInUse is returned by Open and Recover when another node (in this
 	// process or another) holds the data directory.
 	ErrInUse = errors.New("raft: data directory in use by a running node")
+	// ErrFaulted is wrapped, with its cause, by a command this node could not
+	// take because one of its stores hit an I/O error: the Raft log could
+	// not append it (this node then stops leading), or the engine could not
+	// apply it. The node heals itself when the cause goes away. A command
+	// answered ErrFaulted after it was proposed may still be applied, as
+	// after ErrTimeout: the client retries, and transaction ids make a
+	// retried push safe. It is engine.ErrFaulted.
+	ErrFaulted = engine.ErrFaulted
+	// ErrShutdownStuck is returned by Close when raft did not stop because a
+	// storage fault holds it (see Node.Close); the stores are left open.
+	ErrShutdownStuck = errors.New("raft: shutdown held by a storage fault")
 	// ErrNoState is returned by Recover for a data directory that holds no
 	// Raft state: there is nothing to recover.
 	ErrNoState = errors.New("raft: no Raft state in the data directory")

@@ -1,14 +1,18 @@
 package raft
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 
 	hraft "github.com/hashicorp/raft"
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft/command"
+	"github.com/queenmq/queen/raft/logstore"
 )
 
 // fsm is the thin, deterministic adapter between Raft and the engine: a
@@ -16,13 +20,35 @@ import (
 // index is written with it. Entries at or below the engine's applied index
 // are already in the store and are skipped, so a restart never applies a
 // command twice and never replays the full history.
+//
+// A batch the engine cannot commit (a storage fault) is answered with the
+// fault and nothing of it is applied; raft counts it applied all the same.
+// So the fsm remembers the last index raft handed over (fed), and before it
+// applies anything else, or snapshots, it applies the entries between the
+// engine's applied index and fed again, read back from the Raft log
+// (catchUp): a replica never skips a command. See ARCHITECTURE.md, "Storage
+// faults".
 type fsm struct {
 	e      *engine.Engine
+	logs   *logstore.Store // where catchUp reads entries back
 	notify *notifier
 	log    *slog.Logger
 	// id is this node's id: an entry proposed elsewhere (its Extensions
 	// name the proposer) is applied without building results nobody reads.
 	id string
+	// faulted wakes the node's healer (buffered; a send never blocks).
+	faulted chan struct{}
+
+	// mu serialises applying, catching up and recovering the engine.
+	// fed is the last index raft handed over; written under mu.
+	mu  sync.Mutex
+	fed atomic.Uint64
+}
+
+func newFSM(e *engine.Engine, logs *logstore.Store, notify *notifier, log *slog.Logger, id string) *fsm {
+	f := &fsm{e: e, logs: logs, notify: notify, log: log, id: id, faulted: make(chan struct{}, 1)}
+	f.fed.Store(e.Applied())
+	return f
 }
 
 // result is one command's outcome, as the proposer receives it.
@@ -31,19 +57,44 @@ type result struct {
 	err   error
 }
 
+// entryFault answers every command of an entry that was not applied.
+type entryFault struct{ err error }
+
+// catchUpBatch caps the entries catchUp applies in one engine batch.
+const catchUpBatch = 64
+
 var _ hraft.BatchingFSM = (*fsm)(nil)
 
 func (f *fsm) Apply(l *hraft.Log) any { return f.ApplyBatch([]*hraft.Log{l})[0] }
 
-// ApplyBatch applies logs in one engine batch. A storage failure panics: the
-// node cannot go on with memory and disk apart, and on restart the applied
-// index makes the replay exact.
+// ApplyBatch applies logs in one engine batch, after catching up with any
+// entries a fault left unapplied. If the engine cannot apply them, every
+// entry is answered with the fault, and the healer is woken.
 func (f *fsm) ApplyBatch(logs []*hraft.Log) []any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	out := make([]any, len(logs))
+	err := f.catchUp()
+	if err == nil {
+		err = f.apply(logs, out)
+	}
+	f.fed.Store(max(f.fed.Load(), logs[len(logs)-1].Index))
+	if err != nil {
+		f.wake()
+		for i := range out {
+			out[i] = entryFault{err}
+		}
+	}
+	return out
+}
+
+// apply applies logs in one engine batch and commits it; out, when not
+// nil, receives each entry's results.
+func (f *fsm) apply(logs []*hraft.Log, out []any) error {
 	applied := f.e.Applied()
 	b, err := f.e.Begin()
 	if err != nil {
-		panic(fmt.Sprintf("raft: fsm: begin engine batch: %v", err))
+		return err
 	}
 	// Pops leave reading their messages to the proposer (Node.await), out
 	// of this serial loop.
@@ -61,7 +112,7 @@ func (f *fsm) ApplyBatch(logs []*hraft.Log) []any {
 		if l.Type != hraft.LogCommand {
 			continue
 		}
-		b.SkipResults(string(l.Extensions) != f.id)
+		b.SkipResults(out == nil || string(l.Extensions) != f.id)
 		cmds, err := command.DecodeEntry(l.Data)
 		if err != nil {
 			// Never skip a command: an entry this binary cannot read means
@@ -72,13 +123,67 @@ func (f *fsm) ApplyBatch(logs []*hraft.Log) []any {
 		for j := range cmds {
 			results[j] = apply(b, &cmds[j], &touched)
 		}
-		out[i] = results
+		if out != nil {
+			out[i] = results
+		}
 	}
 	if err := b.Commit(last); err != nil {
-		panic(fmt.Sprintf("raft: fsm: commit: %v", err))
+		return err
 	}
 	f.notify.notify(touched)
-	return out
+	return nil
+}
+
+// catchUp applies the entries raft handed over while the engine could not
+// apply them, reading them back from the Raft log. The log still holds
+// them: a snapshot, which lets raft drop entries, is refused while the
+// engine is behind, and the engine's last snapshot was synced, so its
+// applied index never falls below it.
+func (f *fsm) catchUp() error {
+	fed := f.fed.Load()
+	for next := f.e.Applied() + 1; next <= fed; next = f.e.Applied() + 1 {
+		n := min(fed-next+1, catchUpBatch)
+		logs := make([]*hraft.Log, n)
+		for i := range logs {
+			logs[i] = new(hraft.Log)
+			if err := f.logs.GetLog(next+uint64(i), logs[i]); err != nil {
+				return fmt.Errorf("%w: catch up: read log %d: %w", ErrFaulted, next+uint64(i), err)
+			}
+		}
+		if err := f.apply(logs, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// behind reports whether the engine cannot apply, or has not applied every
+// entry raft handed over.
+func (f *fsm) behind() bool {
+	return errors.Is(f.e.Fault(), ErrFaulted) || f.e.Applied() < f.fedIndex()
+}
+
+func (f *fsm) fedIndex() uint64 { return f.fed.Load() }
+
+// heal reopens a faulted engine and catches up.
+func (f *fsm) heal() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.e.Recover(); err != nil {
+		return err
+	}
+	if err := f.catchUp(); err != nil {
+		return err
+	}
+	f.notify.notify(touchSet{all: true})
+	return nil
+}
+
+func (f *fsm) wake() {
+	select {
+	case f.faulted <- struct{}{}:
+	default:
+	}
 }
 
 // apply runs one command against the batch.
@@ -174,9 +279,18 @@ func maintenanceKey(pop bool) string {
 
 // Snapshot makes the engine durable up to its applied index and returns a
 // reference to it (see snapstore.go): its cost does not grow with the store.
-// Raft never calls Snapshot concurrently with Apply.
+// Raft never calls Snapshot concurrently with Apply. It is refused while the
+// engine is behind what raft handed over: raft would then drop log entries
+// the engine still needs.
 func (f *fsm) Snapshot() (hraft.FSMSnapshot, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.catchUp(); err != nil {
+		f.wake()
+		return nil, err
+	}
 	if err := f.e.Sync(); err != nil {
+		f.wake()
 		return nil, err
 	}
 	return refSnapshot(f.e.Applied()), nil
@@ -185,9 +299,12 @@ func (f *fsm) Snapshot() (hraft.FSMSnapshot, error) {
 // Restore replaces the engine's store with a snapshot.
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if err := f.e.Restore(rc); err != nil {
 		return fmt.Errorf("raft: restore snapshot: %w", err)
 	}
+	f.fed.Store(f.e.Applied())
 	f.notify.notify(touchSet{all: true})
 	return nil
 }

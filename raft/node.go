@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,6 +36,7 @@ type Node struct {
 	disk      *disk
 	stream    *streamLayer // nil when Options.Transport is set
 	notify    *notifier
+	fsm       *fsm
 	live      *liveness
 	// membership serialises Join and Leave: a check and the change it
 	// allows happen together.
@@ -92,8 +94,8 @@ func Open(opts Options) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("raft: read state: %w", err)
 	}
-	f := &fsm{e: n.engine, notify: n.notify, log: n.log, id: opts.ID}
-	if n.raft, err = hraft.NewRaft(cfg, f, logs, n.store, n.disk.snaps, n.transport); err != nil {
+	n.fsm = newFSM(n.engine, n.store, n.notify, n.log, opts.ID)
+	if n.raft, err = hraft.NewRaft(cfg, n.fsm, logs, n.store, n.disk.snaps, n.transport); err != nil {
 		return nil, fmt.Errorf("raft: start: %w", err)
 	}
 	// The filter is the observer: it records heartbeat failures as raft
@@ -113,10 +115,11 @@ func Open(opts Options) (*Node, error) {
 			return nil, fmt.Errorf("raft: bootstrap: %w", err)
 		}
 	}
-	n.wg.Add(3)
+	n.wg.Add(4)
 	go n.proposeLoop()
 	go n.leaderLoop()
 	go n.sweepLoop()
+	go n.healLoop()
 	ok = true
 	return n, nil
 }
@@ -163,7 +166,7 @@ func openDisk(opts Options, log *slog.Logger) (_ *disk, err error) {
 		return nil, err
 	}
 	t1 := time.Now()
-	lopts := logstore.DefaultOptions()
+	lopts := opts.LogStore
 	lopts.NoSync = !opts.RaftLogSync
 	lopts.Logger = func(format string, args ...any) { log.Error("logstore: " + fmt.Sprintf(format, args...)) }
 	if d.store, err = logstore.Open(filepath.Join(opts.Dir, "raft"), lopts); err != nil {
@@ -251,18 +254,45 @@ func latestSnapshotIndex(snaps hraft.SnapshotStore) uint64 {
 	return list[0].Index
 }
 
-// Close stops the node: raft first, then the stores.
+// Close stops the node: raft first, then the stores. A raft goroutine held
+// by a faulted Raft log (a term it cannot save waits for the store) does
+// not stop; Close then gives up after ShutdownWait with ErrShutdownStuck
+// and leaves the stores open under it: closing them would make raft panic.
 func (n *Node) Close() error {
 	var err error
 	n.closeOnce.Do(func() {
 		close(n.done)
 		if n.raft != nil {
-			err = n.raft.Shutdown().Error()
+			if err = n.shutdownRaft(); errors.Is(err, ErrShutdownStuck) {
+				n.log.Error("raft: shutdown held by a storage fault; leaving the stores open", "fault", n.store.Fault())
+				return
+			}
 		}
 		n.wg.Wait()
 		err = errors.Join(err, n.closeParts())
 	})
 	return err
+}
+
+// ShutdownWait is how long Close waits for raft to stop while the Raft log
+// is faulted.
+const ShutdownWait = 10 * time.Second
+
+func (n *Node) shutdownRaft() error {
+	done := make(chan error, 1)
+	go func() { done <- n.raft.Shutdown().Error() }()
+	t := time.NewTicker(ShutdownWait)
+	defer t.Stop()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-t.C:
+			if n.store.Fault() != nil {
+				return ErrShutdownStuck
+			}
+		}
+	}
 }
 
 func (n *Node) closeParts() error {
@@ -381,6 +411,12 @@ func (n *Node) await(f hraft.ApplyFuture, batch []*proposal) {
 		}
 		return
 	}
+	if fault, ok := f.Response().(entryFault); ok {
+		for _, p := range batch {
+			p.done <- result{err: fault.err}
+		}
+		return
+	}
 	results, _ := f.Response().([]result)
 	for i := range results {
 		// Pops were applied with deferred reads: read their messages here,
@@ -412,6 +448,10 @@ func (n *Node) mapError(err error) error {
 		return ErrShutdown
 	case errors.Is(err, hraft.ErrEnqueueTimeout):
 		return ErrTimeout
+	case err != nil && strings.HasPrefix(err.Error(), "unable to store logs within log store"):
+		// hraft.LogCache wraps the log store's error with %q: the chain is
+		// lost, the text is not.
+		return fmt.Errorf("%w: raft log: %s", ErrFaulted, err)
 	}
 	return err
 }
@@ -476,9 +516,11 @@ func (n *Node) Sweep(ctx context.Context) (engine.SweepResult, error) {
 	return res, err
 }
 
-// Status reports the node's role, leader and applied index.
+// Status reports the node's role, leader and applied index, and its
+// storage faults.
 func (n *Node) Status() Status {
-	s := Status{ID: n.opts.ID, Applied: n.engine.Applied()}
+	s := Status{ID: n.opts.ID, Applied: n.engine.Applied(), Fault: n.fault(),
+		StorageErrors: n.engine.StorageErrors() + n.store.StorageErrors()}
 	switch n.raft.State() {
 	case hraft.Leader:
 		s.Role = "leader"

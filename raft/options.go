@@ -9,6 +9,7 @@ import (
 	hraft "github.com/hashicorp/raft"
 
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/raft/logstore"
 )
 
 // Peer is one server of a static membership: a voter unless NonVoter.
@@ -63,8 +64,13 @@ type Options struct {
 	// existing cluster leaves it false.
 	Bootstrap bool
 	// Engine configures the state machine's store. Sync is forced off: the
-	// Raft log is the write-ahead log.
+	// Raft log is the write-ahead log; Logger is Logger.
 	Engine engine.Options
+	// LogStore configures the Raft log's store (raft/logstore). NoSync is
+	// forced to !RaftLogSync and Logger goes to Logger. Its FS and the
+	// engine's are where tests inject I/O errors; OnFatal of both defaults
+	// to ending the process with a clear message (fault.Exit).
+	LogStore logstore.Options
 	// Logger receives the node's logs; raft's and Pebble's are bridged into
 	// it at warning level and above.
 	Logger *slog.Logger
@@ -98,6 +104,7 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		Engine:             engine.DefaultOptions(),
+		LogStore:           logstore.DefaultOptions(),
 		Logger:             slog.Default(),
 		ApplyTimeout:       10 * time.Second,
 		MaxInFlight:        2,
@@ -137,6 +144,9 @@ func (o Options) Validate() error {
 		if p.ID == "" || p.Addr == "" {
 			return fmt.Errorf("raft: options: peer %+v needs an id and an address", p)
 		}
+	}
+	if err := o.LogStore.Validate(); err != nil {
+		return fmt.Errorf("raft: options: %w", err)
 	}
 	return o.Engine.Validate()
 }

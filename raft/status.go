@@ -13,6 +13,16 @@ type Status struct {
 	// and the followers whose heartbeats are not failing (see membership.go).
 	// 0 on any other node.
 	LiveVoters int
+	// Fault says why this node's storage is not healthy, naming the store
+	// ("raft log: ...", "engine: ..."): a fault (writes refused until the
+	// store reopens itself), a stall (writes waiting for the disk), a read
+	// being retried, or the engine catching up after a fault. Empty when
+	// healthy. A node with a fault answers writes ErrFaulted or times out,
+	// and heals itself when the cause goes away.
+	Fault string
+	// StorageErrors counts the failed file operations of both stores since
+	// the node opened (queen_storage_errors_total).
+	StorageErrors uint64
 }
 
 // HasLeader reports whether the node knows a leader.
