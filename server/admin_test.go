@@ -1,11 +1,14 @@
 package server_test
 
 import (
+	"context"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server"
 )
@@ -350,6 +353,38 @@ func TestHealth_UnhealthyWithoutLeader(t *testing.T) {
 	h := c.do("GET", "/health", nil).expect(t, 503).object(t)
 	if h["status"] != "unhealthy" || h["role"] != "candidate" {
 		t.Fatalf("health %v", h)
+	}
+}
+
+// faulted reports a node whose Raft log is faulted, and fails pushes as
+// such a node does.
+type faulted struct{ server.Broker }
+
+func (faulted) Status() raft.Status {
+	return raft.Status{ID: "n1", Role: "follower", Leader: "n2", StorageErrors: 7,
+		Fault: "raft log: fault: store faulted by an I/O error: no space left on device"}
+}
+
+func (faulted) Push(context.Context, []engine.PushItem) ([]engine.PushResult, error) {
+	return nil, fmt.Errorf("raft: append: %w: no space left on device", raft.ErrFaulted)
+}
+
+func TestHealth_UnhealthyOnStorageFault(t *testing.T) {
+	c := newClientOptions(t, faulted{newBroker(t)}, server.Options{})
+	h := c.do("GET", "/health", nil).expect(t, 503).object(t)
+	if h["status"] != "unhealthy" || h["database"] != "faulted" || !strings.Contains(fmt.Sprint(h["fault"]), "no space left") {
+		t.Fatalf("health %v", h)
+	}
+	text := string(c.do("GET", "/metrics/prometheus", nil).expect(t, 200).body)
+	for _, want := range []string{"queen_storage_errors_total 7\n", "queen_storage_faulted 1\n"} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("exposition lacks %q:\n%s", want, grep(text, "queen_storage"))
+		}
+	}
+	r := c.do("POST", "/api/v1/push", map[string]any{"items": []any{map[string]any{"queue": "q", "payload": map[string]any{}}}})
+	r.expectError(t, 503, "storage_fault")
+	if r.header.Get("Retry-After") == "" {
+		t.Error("a storage fault answers without Retry-After")
 	}
 }
 

@@ -11,7 +11,7 @@
 // parameters ("/consumer-groups/lagging" over "/consumer-groups/{group}").
 //
 //	GET    /dlq                                      the DLQ page (B9)
-//	GET    /health                                   200 healthy | 503 unhealthy (no leader)
+//	GET    /health                                   200 healthy | 503 unhealthy (no leader, or a storage fault: "fault")
 //	GET    /metrics                                  JSON snapshot
 //	GET    /metrics/prometheus                       Prometheus text (VictoriaMetrics set + DLQ depth)
 //	POST   /api/v1/configure                         C5 merge; null resets; replace

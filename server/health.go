@@ -13,12 +13,16 @@ import (
 )
 
 // health answers GET /health: 200 "healthy" while the node knows a leader
-// (commands can be applied), else 503 "unhealthy". The CLI's ping reads
-// status, database and version.
+// (commands can be applied) and its storage is sound, else 503 "unhealthy";
+// "fault" says what is wrong with the storage ("" when nothing is). The
+// CLI's ping reads status, database and version.
 func (s *Server) health(ctx *fasthttp.RequestCtx, _ *params) {
 	st := s.broker.Status()
 	status, database, code := "healthy", "connected", fasthttp.StatusOK
-	if !st.HasLeader() {
+	switch {
+	case st.Fault != "":
+		status, database, code = "unhealthy", "faulted", fasthttp.StatusServiceUnavailable
+	case !st.HasLeader():
 		status, database, code = "unhealthy", "disconnected", fasthttp.StatusServiceUnavailable
 	}
 	w := startBody(ctx)
@@ -32,6 +36,7 @@ func (s *Server) health(ctx *fasthttp.RequestCtx, _ *params) {
 	w.str("role", st.Role)
 	w.str("leader", st.Leader)
 	w.str("leaderHttp", st.LeaderHTTP)
+	w.str("fault", st.Fault)
 	w.int("applied", int64(st.Applied))
 	w.int("term", int64(st.Term))
 	w.int("voters", int64(st.Voters))
@@ -101,6 +106,8 @@ func (s *Server) metricsPrometheus(ctx *fasthttp.RequestCtx, _ *params) {
 	metrics.WriteGaugeUint64(ctx, "queen_raft_term", st.Term)
 	metrics.WriteGaugeUint64(ctx, "queen_raft_has_leader", boolGauge(st.HasLeader()))
 	metrics.WriteGaugeUint64(ctx, "queen_raft_is_leader", boolGauge(st.Role == "leader"))
+	metrics.WriteCounterUint64(ctx, "queen_storage_errors_total", st.StorageErrors)
+	metrics.WriteGaugeUint64(ctx, "queen_storage_faulted", boolGauge(st.Fault != ""))
 	if err := s.writeDLQDepth(ctx); err != nil {
 		s.log.Warn("metrics: dlq depth", "err", err)
 	}
