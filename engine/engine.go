@@ -385,10 +385,7 @@ func (b *Batch) SkipResults(skip bool) { b.lean = skip }
 // Recover.
 func (e *Engine) Begin() (*Batch, error) {
 	e.mu.Lock()
-	if err := e.mon.WALFailure(); err != nil && e.fault == nil {
-		// Batches committed since the WAL failed are in memory only.
-		e.setFault(fmt.Errorf("engine: wal: %w", err), true)
-	}
+	e.checkWAL()
 	if err := e.writable(); err != nil {
 		e.mu.Unlock()
 		return nil, err

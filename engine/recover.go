@@ -27,12 +27,23 @@ func (e *Engine) Fault() error {
 	if p := e.faultMirror.Load(); p != nil {
 		return *p
 	}
+	if err := e.mon.WALFailure(); err != nil {
+		return fmt.Errorf("%w: engine: wal: %w", ErrFaulted, err)
+	}
 	return e.mon.Stalled()
 }
 
 // StorageErrors returns how many file operations of the store have failed
 // since Open.
 func (e *Engine) StorageErrors() uint64 { return e.mon.Errors() }
+
+// checkWAL faults the engine once its WAL has failed: the batches committed
+// since may be in memory only. Callers hold mu exclusively.
+func (e *Engine) checkWAL() {
+	if err := e.mon.WALFailure(); err != nil && e.fault == nil {
+		e.setFault(fmt.Errorf("engine: wal: %w", err), true)
+	}
+}
 
 // setFault faults the engine with cause; stale says the model may no longer
 // match the disk. Callers hold mu exclusively.
@@ -125,6 +136,7 @@ func (e *Engine) openDB() error {
 func (e *Engine) Recover() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.checkWAL()
 	switch {
 	case e.closed:
 		return ErrClosed
