@@ -1,6 +1,7 @@
 package logstore
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -410,8 +411,13 @@ func (s *Store) bounds() (first, last uint64, err error) {
 
 // Set stores val under key, synced like StoreLogs. On a faulted store it
 // waits until the store has reopened itself (or is closed) instead of
-// failing: raft panics when it cannot save its term.
+// failing: raft panics when it cannot save its term. A value already
+// stored is not written again: raft rewrites its current term at every
+// start, and a node whose disk is full must still come up.
 func (s *Store) Set(key, val []byte) error {
+	if old, err := s.Get(key); err == nil && bytes.Equal(old, val) {
+		return nil
+	}
 	for {
 		err := s.set(key, val)
 		if err == nil || !errors.Is(err, ErrFaulted) || !s.waitHealed() {
