@@ -167,15 +167,34 @@ func (c *Cluster) Stop(i int) {
 // Restart reopens a stopped node i on its data.
 func (c *Cluster) Restart(i int) *raft.Node {
 	c.T.Helper()
-	o := Options(c.ids[i], c.dirs[i])
-	o.Transport = c.transports[i]
-	o.HTTPAddr = "http-" + c.ids[i]
-	node, err := raft.Open(o)
+	return c.RestartWith(i, nil)
+}
+
+// RestartWith is Restart with a hook to adjust the node's options.
+func (c *Cluster) RestartWith(i int, adjust func(*raft.Options)) *raft.Node {
+	c.T.Helper()
+	node, err := c.TryRestartWith(i, adjust)
 	if err != nil {
 		c.T.Fatalf("restart %s: %v", c.ids[i], err)
 	}
-	c.Nodes[i] = node
 	return node
+}
+
+// TryRestartWith is RestartWith that returns raft.Open's error (the node
+// stays stopped) instead of failing the test.
+func (c *Cluster) TryRestartWith(i int, adjust func(*raft.Options)) (*raft.Node, error) {
+	o := Options(c.ids[i], c.dirs[i])
+	o.Transport = c.transports[i]
+	o.HTTPAddr = "http-" + c.ids[i]
+	if adjust != nil {
+		adjust(&o)
+	}
+	node, err := raft.Open(o)
+	if err != nil {
+		return nil, err
+	}
+	c.Nodes[i] = node
+	return node, nil
 }
 
 // EnsureSame waits until every running node has applied the leader's index

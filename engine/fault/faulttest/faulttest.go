@@ -77,6 +77,9 @@ type Injector struct {
 	random   bool // following sched
 	constant Kind // failing every operation of these kinds
 	err      error
+	once     Kind   // failing the next operation of these kinds on...
+	onceOn   string // ...a file whose name ends so, then stopping
+	onceErr  error
 	faulty   bool
 	left     int // eligible operations left in the phase
 	ops      uint64
@@ -112,11 +115,21 @@ func (in *Injector) Fail(kinds Kind, err error) {
 	in.random, in.constant, in.err = false, kinds, err
 }
 
+// Once makes the next eligible operation of kind on a file whose name ends
+// with suffix fail with err, once, besides whatever else is injected. A
+// test arms it for a WAL fsync (suffix ".log") right after a store opens,
+// when its memtable is empty and Pebble cannot be rotating the WAL.
+func (in *Injector) Once(kind Kind, suffix string, err error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.once, in.onceOn, in.onceErr = kind, suffix, err
+}
+
 // Lift stops all injection.
 func (in *Injector) Lift() {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	in.random, in.constant = false, 0
+	in.random, in.constant, in.once = false, 0, 0
 }
 
 // Injected returns how many errors were injected so far, and how many
@@ -167,6 +180,10 @@ func (in *Injector) MaybeError(op errorfs.Op) error {
 	defer in.mu.Unlock()
 	in.ops++
 	switch {
+	case in.once&kind != 0 && strings.HasSuffix(op.Path, in.onceOn):
+		in.once = 0
+		in.injected[kind]++
+		return in.onceErr
 	case in.constant&kind != 0:
 		in.injected[kind]++
 		return in.err
