@@ -144,7 +144,12 @@ func (e *Engine) Close() error {
 		return nil
 	}
 	// Flushing the memtables makes the next open skip the WAL replay: a
-	// clean restart then costs the same however much was written.
+	// clean restart then costs the same however much was written. Not on a
+	// disk that fails writes: Pebble would retry the flush until it took
+	// them, and a node shutting down on a full disk would hang.
+	if e.mon.Failing() || e.mon.Probe(e.dir, e.opts.MemTableBytes) != nil {
+		return e.db.Close()
+	}
 	if err := e.db.Flush(); err != nil {
 		e.db.Close()
 		return fmt.Errorf("engine: flush on close: %w", err)

@@ -22,6 +22,11 @@ const (
 	maxThrottle = time.Second
 )
 
+// maxRetryPause caps the pause between two attempts of a write that is
+// retried (see file): a stalled write costs one system call per pause, no
+// log line, and should resume soon after the disk takes writes again.
+const maxRetryPause = 100 * time.Millisecond
+
 // StallLimit bounds how long a write to a WAL or blob file is retried (see
 // file) before the monitor gives up and hands the error to OnFatal: a disk
 // that takes nothing for that long will not take the next write soon, and a
@@ -84,6 +89,10 @@ func (m *Monitor) Stalled() error {
 	}
 	return ErrStalled
 }
+
+// Failing reports whether writes have been failing since the last
+// successful fsync, or are being retried now.
+func (m *Monitor) Failing() bool { return m.streak.Load() > 0 || m.stalls.Load() > 0 }
 
 // Reset forgets the WAL failure and the throttle: call it when the instance
 // they belonged to has been closed and before a new one opens.
@@ -203,7 +212,7 @@ func (m *Monitor) retry(what string, err error, op func() error) {
 		if time.Now().After(deadline) {
 			m.fatal(fmt.Errorf("%s: still failing after %v: %w", what, StallLimit, err))
 		}
-		time.Sleep(max(m.delay(), minThrottle))
+		time.Sleep(min(max(m.delay(), minThrottle), maxRetryPause))
 		err = op()
 	}
 }

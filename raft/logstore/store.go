@@ -163,7 +163,15 @@ func (s *Store) Close() error {
 		}
 		return nil
 	}
-	// Flushing the memtable makes the next open skip the WAL replay.
+	// Flushing the memtable makes the next open skip the WAL replay. Not on
+	// a disk that fails writes: Pebble would retry the flush until it took
+	// them, and a node shutting down on a full disk would hang.
+	if s.mon.Failing() || s.mon.Probe(s.dir, s.opts.MemTableSize) != nil {
+		if err := s.db.Close(); err != nil {
+			return fmt.Errorf("close pebble: %w", err)
+		}
+		return nil
+	}
 	if err := s.db.Flush(); err != nil {
 		s.db.Close()
 		return fmt.Errorf("flush pebble: %w", err)
