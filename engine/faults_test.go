@@ -392,7 +392,7 @@ func TestEngine_Recover_IOErrorsLoseNothingAcknowledged(t *testing.T) {
 	}
 	d := &faultDriver{t: t, rng: rand.New(rand.NewPCG(seed, 7)), h: enginetest.MustOpen(t), e: e,
 		dir: dir, opts: opts, inj: inj, pushed: map[string]engine.ID{},
-		sched: faulttest.Schedule{Kinds: faulttest.All, Rate: 0.3, Quiet: [2]int{30, 150}, Faulty: [2]int{5, 40}}}
+		sched: faulttest.Schedule{Kinds: faulttest.All, Rate: 0.3, Quiet: [2]int{30, 150}, Faulty: [2]int{3, 20}}}
 	inj.Random(d.sched)
 	for i := range steps {
 		if i%100 == 50 {

@@ -116,7 +116,7 @@ func TestNode_IOErrors_LoseNothingAcknowledged(t *testing.T) {
 		steps, episodes = 100, 1
 	}
 	rng := rand.New(rand.NewPCG(seed, 3))
-	sched := faulttest.Schedule{Kinds: faulttest.All, Rate: 0.3, Quiet: [2]int{20, 100}, Faulty: [2]int{5, 40}}
+	sched := faulttest.Schedule{Kinds: faulttest.All, Rate: 0.3, Quiet: [2]int{20, 100}, Faulty: [2]int{3, 20}}
 	inj := map[string]stores{}
 	for i := range 3 {
 		id := fmt.Sprintf("n%d", i+1)

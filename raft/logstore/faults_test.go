@@ -256,7 +256,7 @@ func TestStore_Heal_IOErrorsLoseNothingAcknowledged(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := &logDriver{t: t, rng: rand.New(rand.NewPCG(sd, 11)), s: s, dir: dir, opts: opts, inj: inj,
-		sched: faulttest.Schedule{Kinds: faulttest.All, Rate: 0.3, Quiet: [2]int{30, 150}, Faulty: [2]int{5, 40}},
+		sched: faulttest.Schedule{Kinds: faulttest.All, Rate: 0.3, Quiet: [2]int{30, 150}, Faulty: [2]int{3, 20}},
 		term:  1, next: 1, keep: 1, acked: map[uint64]*hraft.Log{}, stable: map[string]uint64{}}
 	inj.Random(d.sched)
 	for i := range steps {
