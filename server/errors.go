@@ -49,6 +49,10 @@ var (
 	// errClusterSecret is returned for a node-to-node route whose
 	// X-Queen-Cluster-Secret header is missing or wrong.
 	errClusterSecret = errors.New("server: missing or wrong cluster secret")
+	// errSpoolWrite is wrapped when a push during push maintenance could not
+	// be made durable in the spool (a write, fsync or rename failed); the
+	// push was not buffered.
+	errSpoolWrite = errors.New("server: spool write failed")
 	// errSpoolUnopened stops a follower's spool replay at a sealed item its
 	// key does not open (QUEEN_ENCRYPTION_KEY changed or unset since the
 	// item was spooled); the file stays for a later attempt. Only logged.
@@ -102,6 +106,7 @@ var errorTable = [...]errorCode{
 	{raft.ErrQuorumRisk, fasthttp.StatusConflict, "quorum_at_risk", ""},
 	{errNotImplemented, fasthttp.StatusNotImplemented, "not_implemented", ""},
 	{errNoSpool, fasthttp.StatusInternalServerError, "spool_unavailable", "Push maintenance is on and this node cannot buffer pushes"},
+	{errSpoolWrite, fasthttp.StatusInternalServerError, "spool_write_failed", "Push maintenance is on and this node could not write the push to its spool durably; nothing was kept"},
 	{raft.ErrNoLeader, fasthttp.StatusServiceUnavailable, "no_leader", "No leader: the cluster cannot accept commands right now"},
 	{raft.ErrNotLeader, fasthttp.StatusServiceUnavailable, "not_leader", "This node is not the leader and could not forward the request"},
 	{raft.ErrLeadershipLost, fasthttp.StatusServiceUnavailable, "leadership_lost", "Leadership changed while the command was in flight; its outcome is unknown"},

@@ -216,7 +216,7 @@ func New(b Broker, opts Options) (*Server, error) {
 	}
 	s.stop, s.drained = make(chan struct{}), make(chan struct{})
 	if opts.SpoolDir != "" {
-		sp, err := openSpool(opts.SpoolDir)
+		sp, err := openSpool(opts.SpoolDir, osFS{})
 		if err != nil {
 			return nil, err
 		}
