@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"sort"
 	"sync"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/sstable"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/queenmq/queen/engine/keyspace"
 )
@@ -45,6 +47,19 @@ func Open(dir string, opts Options) (*Engine, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	if opts.ReadOnly {
+		// Pebble would take its lock in an existing directory even when
+		// there is no store in it, creating the LOCK file.
+		desc, err := pebble.Peek(dir, vfs.Default)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, fmt.Errorf("%w: %s", ErrNoStore, dir)
+		case err != nil:
+			return nil, fmt.Errorf("engine: open pebble: %w", err)
+		case !desc.Exists:
+			return nil, fmt.Errorf("%w: %s", ErrNoStore, dir)
+		}
+	}
 	cache := pebble.NewCache(opts.BlockCacheBytes)
 	defer cache.Unref()
 	po := &pebble.Options{
@@ -52,6 +67,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 		Cache:              cache,
 		MemTableSize:       opts.MemTableBytes,
 		Logger:             pebbleLogger{opts.Logger},
+		ReadOnly:           opts.ReadOnly,
 	}
 	for i := range po.Levels {
 		// Most point lookups are dedup probes for transaction ids that do
@@ -76,6 +92,10 @@ func Open(dir string, opts Options) (*Engine, error) {
 	mark := keyspace.Meta(restoringKey)
 	if _, closer, err := db.Get(mark); err == nil {
 		closer.Close()
+		if opts.ReadOnly {
+			db.Close()
+			return nil, fmt.Errorf("%w: %s", ErrRestoreCut, dir)
+		}
 		// A restore was cut short: the store is half old, half new. Start
 		// empty; the node restores its snapshot again.
 		opts.Logger.Warn("engine: wiping a store left by an interrupted snapshot restore", "dir", dir)
@@ -102,7 +122,7 @@ func (e *Engine) Close() error {
 	e.compacting.Wait()
 	// Flushing the memtables makes the next open skip the WAL replay: a
 	// clean restart then costs the same however much was written.
-	if e.broken == nil {
+	if e.broken == nil && !e.opts.ReadOnly {
 		if err := e.db.Flush(); err != nil {
 			e.db.Close()
 			return fmt.Errorf("engine: flush on close: %w", err)
@@ -142,6 +162,8 @@ func (e *Engine) load() error {
 
 	version, err := e.metaU64(keyspace.MetaVersion)
 	switch {
+	case errors.Is(err, pebble.ErrNotFound) && e.opts.ReadOnly:
+		// A store whose first open stopped before this write: empty.
 	case errors.Is(err, pebble.ErrNotFound):
 		if err := e.db.Set(keyspace.Meta(keyspace.MetaVersion), binary.BigEndian.AppendUint64(nil, keyspace.FormatVersion), pebble.Sync); err != nil {
 			return fmt.Errorf("engine: write format version: %w", err)
@@ -296,10 +318,15 @@ type Batch struct {
 // lease. State changes are the same either way.
 func (b *Batch) SkipResults(skip bool) { b.lean = skip }
 
-// Begin starts a batch. It returns an error if the engine is closed or broken.
+// Begin starts a batch. It returns an error if the engine is closed or
+// broken, and ErrReadOnly if it was opened read-only.
 func (e *Engine) Begin() (*Batch, error) {
 	e.mu.Lock()
-	if err := e.usable(); err != nil {
+	err := e.usable()
+	if err == nil && e.opts.ReadOnly {
+		err = ErrReadOnly
+	}
+	if err != nil {
 		e.mu.Unlock()
 		return nil, err
 	}

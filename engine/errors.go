@@ -30,6 +30,16 @@ var (
 	// ErrAlreadyConsumed is returned when a message is already behind the
 	// group's cursor (B3 move to DLQ).
 	ErrAlreadyConsumed = errors.New("engine: message already consumed by this group")
+	// ErrNoStore is returned by Open with Options.ReadOnly when the
+	// directory holds no store (or does not exist).
+	ErrNoStore = errors.New("engine: no store in the directory")
+	// ErrReadOnly is returned by Begin on an engine opened with
+	// Options.ReadOnly.
+	ErrReadOnly = errors.New("engine: opened read-only")
+	// ErrRestoreCut is returned by Open with Options.ReadOnly for a store
+	// that a snapshot restore was cut off in: a node opening it wipes it
+	// and restores its snapshot again.
+	ErrRestoreCut = errors.New("engine: the store was cut off in a snapshot restore")
 	// ErrNewerFormat is returned by Open when the store was written by a
 	// newer version of the engine.
 	ErrNewerFormat = errors.New("engine: store format is newer than this binary")

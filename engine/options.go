@@ -26,6 +26,11 @@ type Options struct {
 	// Logger receives Pebble's errors and the engine's own warnings. Pebble's
 	// informational chatter is dropped.
 	Logger *slog.Logger
+	// ReadOnly opens an existing store without writing anything, for tools
+	// that inspect a stopped node (queen check): Open fails with ErrNoStore
+	// when the directory holds no store, and creates no file or directory;
+	// Begin fails with ErrReadOnly.
+	ReadOnly bool
 }
 
 // DefaultOptions returns options suited to a broker node.
