@@ -325,7 +325,7 @@ func (s *Server) replaySpooled(items []engine.PushItem) error {
 		req.Header.Set(spoolReplayHeader, "1")
 	}
 	req.Header.Set(deadlineHeader, strconv.FormatInt(time.Now().Add(forwardTimeout).UnixMicro(), 10))
-	req.SetBody(body)
+	req.SetBodyRaw(body) // not copied into, nor left in, fasthttp's pool
 	if err := s.client.DoTimeout(req, resp, forwardTimeout); err != nil {
 		return fmt.Errorf("server: spool replay: %w", err)
 	}
