@@ -223,7 +223,6 @@ func New(b Broker, opts Options) (*Server, error) {
 		ctx:     context.Background(),
 		budget:  bodyBudget{limit: opts.MaxInflightBodyBytes},
 	}
-
 	opts.Metrics.GetOrCreateGauge(`queen_http_inflight_body_bytes`, func() float64 { return float64(s.budget.held.Load()) })
 	crypt, err := newCipherFromOptions(opts)
 	if err != nil {
@@ -269,15 +268,14 @@ func New(b Broker, opts Options) (*Server, error) {
 		s.router.add(&endpoint{route: r, stats: newRouteStats(opts.Metrics, r.name)})
 	}
 	s.http = &fasthttp.Server{
-		Handler:               s.handle,
-		ErrorHandler:          s.readError,
-		Name:                  "queen",
-		NoDefaultServerHeader: true,
-		NoDefaultContentType:  true,
-		MaxRequestBodySize:    opts.MaxBodyBytes,
-		ReadBufferSize:        8 << 10, // request line + headers (bearer tokens can be large)
-		// The handler reads bodies itself, under the budget (takeBody).
-		StreamRequestBody:            true,
+		Handler:                      s.handle,
+		ErrorHandler:                 s.readError,
+		Name:                         "queen",
+		NoDefaultServerHeader:        true,
+		NoDefaultContentType:         true,
+		MaxRequestBodySize:           opts.MaxBodyBytes,
+		ReadBufferSize:               8 << 10, // request line + headers (bearer tokens can be large)
+		StreamRequestBody:            true,    // the handler reads bodies itself, under the budget (takeBody)
 		DisablePreParseMultipartForm: true,
 		ReadTimeout:                  opts.ReadTimeout,
 		WriteTimeout:                 opts.WriteTimeout,
@@ -401,8 +399,9 @@ func (s *Server) bodyDone(ctx *fasthttp.RequestCtx, held int64) {
 	s.reclaim.ended(held)
 }
 
-// readError answers a request fasthttp could not read (oversize body,
-// malformed request, read timeout) with the C2 body.
+// readError answers a request fasthttp could not read (malformed request,
+// headers too large, read timeout) with the C2 body. Bodies are read, and
+// refused when too large, by takeBody.
 func (s *Server) readError(ctx *fasthttp.RequestCtx, err error) {
 	s.setCORS(ctx)
 	s.writeError(ctx, fasthttpError(err))
