@@ -77,6 +77,10 @@ func Open(dir string, opts Options) (*Engine, error) {
 	mark := keyspace.Meta(restoringKey)
 	if _, closer, err := e.db.Get(mark); err == nil {
 		closer.Close()
+		if opts.ReadOnly {
+			e.db.Close()
+			return nil, fmt.Errorf("%w: %s", ErrRestoreCut, dir)
+		}
 		// A restore was cut short: the store is half old, half new. Start
 		// empty; the node restores its snapshot again.
 		opts.Logger.Warn("engine: wiping a store left by an interrupted snapshot restore", "dir", dir)
@@ -136,6 +140,9 @@ func (e *Engine) Close() error {
 	defer e.dbMu.Unlock()
 	if e.db == nil {
 		return nil
+	}
+	if e.opts.ReadOnly {
+		return e.db.Close()
 	}
 	if e.fault != nil {
 		if err := e.db.Close(); err != nil {
@@ -385,13 +392,18 @@ type Batch struct {
 // lease. State changes are the same either way.
 func (b *Batch) SkipResults(skip bool) { b.lean = skip }
 
-// Begin starts a batch. It returns an error if the engine is closed or
+// Begin starts a batch. It returns ErrReadOnly on an engine opened with
+// Options.ReadOnly, and an error if the engine is closed or
 // faulted (wrapping ErrFaulted): a faulted engine writes nothing until
 // Recover.
 func (e *Engine) Begin() (*Batch, error) {
 	e.mu.Lock()
 	e.checkWAL()
-	if err := e.writable(); err != nil {
+	err := e.writable()
+	if err == nil && e.opts.ReadOnly {
+		err = ErrReadOnly
+	}
+	if err != nil {
 		e.mu.Unlock()
 		return nil, err
 	}

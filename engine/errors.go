@@ -35,6 +35,16 @@ var (
 	// every read while the model may be ahead of the disk): the store is
 	// faulted until Recover reopens it. The cause is wrapped too.
 	ErrFaulted = fault.ErrFaulted
+	// ErrNoStore is returned by Open with Options.ReadOnly when the
+	// directory holds no store (or does not exist).
+	ErrNoStore = errors.New("engine: no store in the directory")
+	// ErrReadOnly is returned by Begin on an engine opened with
+	// Options.ReadOnly.
+	ErrReadOnly = errors.New("engine: opened read-only")
+	// ErrRestoreCut is returned by Open with Options.ReadOnly for a store
+	// that a snapshot restore was cut off in: a node opening it wipes it
+	// and restores its snapshot again.
+	ErrRestoreCut = errors.New("engine: the store was cut off in a snapshot restore")
 	// ErrNewerFormat is returned by Open when the store was written by a
 	// newer version of the engine.
 	ErrNewerFormat = errors.New("engine: store format is newer than this binary")

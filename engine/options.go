@@ -40,6 +40,11 @@ type Options struct {
 	// so that a restart recovers from the disk; if it returns, the Pebble
 	// goroutine that raised the error blocks for good. nil means fault.Exit.
 	OnFatal func(error)
+	// ReadOnly opens an existing store without writing anything, for tools
+	// that inspect a stopped node (queen check): Open fails with ErrNoStore
+	// when the directory holds no store, and creates no file or directory;
+	// Begin fails with ErrReadOnly.
+	ReadOnly bool
 }
 
 // defaultFS is the file system of Options.FS == nil.

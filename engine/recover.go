@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	iofs "io/fs"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -103,6 +104,23 @@ func (e *Engine) openDB() error {
 	fs := e.opts.FS
 	if fs == nil {
 		fs = defaultFS
+	}
+	if e.opts.ReadOnly {
+		// Pebble would take its lock in an existing directory even when
+		// there is no store in it, creating the LOCK file.
+		desc, err := pebble.Peek(e.dir, fs)
+		switch {
+		case errors.Is(err, iofs.ErrNotExist) || (err == nil && !desc.Exists):
+			return fmt.Errorf("%w: %s", ErrNoStore, e.dir)
+		case err != nil:
+			return fmt.Errorf("engine: open pebble: %w", err)
+		}
+		db, err := e.openPebble(true)
+		if err != nil {
+			return fmt.Errorf("engine: open pebble: %w", err)
+		}
+		e.db, e.readOnly = db, true
+		return nil
 	}
 	if err := fs.MkdirAll(e.dir, 0o755); err != nil {
 		return fmt.Errorf("engine: create dir: %w", err)

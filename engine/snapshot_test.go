@@ -70,6 +70,12 @@ func TestEngine_RestoreCorrupt(t *testing.T) {
 		t.Fatal("engine serves reads after a failed restore")
 	}
 	e.Close()
+	// Read-only (queen check), the store is reported, not wiped.
+	ro := enginetest.Options()
+	ro.ReadOnly = true
+	if _, err := engine.Open(dir, ro); !errors.Is(err, engine.ErrRestoreCut) {
+		t.Fatalf("read-only open of a cut-off restore: %v, want ErrRestoreCut", err)
+	}
 	// The interrupted restore is wiped at the next open.
 	h := enginetest.MustOpenDir(t, dir, enginetest.Options())
 	if qs, err := h.Queues(); err != nil || len(qs) != 0 {

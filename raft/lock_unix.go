@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -14,9 +15,17 @@ import (
 // lockDir takes an exclusive lock (flock) on dir/LOCK, held until the
 // returned closer is closed: one node per data directory, and no recovery
 // under a running node. The kernel drops the lock when the process dies, so
-// a crash leaves nothing to clean up.
-func lockDir(dir string) (io.Closer, error) {
-	f, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_CREATE|os.O_RDWR, 0o644)
+// a crash leaves nothing to clean up. With create false a missing LOCK file
+// is not created, and there is nothing to hold (see Lock).
+func lockDir(dir string, create bool) (io.Closer, error) {
+	flags := os.O_RDWR
+	if create {
+		flags |= os.O_CREATE
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "LOCK"), flags, 0o644)
+	if !create && errors.Is(err, fs.ErrNotExist) {
+		return io.NopCloser(nil), nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("raft: lock data dir: %w", err)
 	}

@@ -145,7 +145,7 @@ func openDisk(opts Options, log *slog.Logger) (_ *disk, err error) {
 		return nil, fmt.Errorf("raft: create data dir: %w", err)
 	}
 	d := &disk{}
-	if d.lock, err = lockDir(opts.Dir); err != nil {
+	if d.lock, err = lockDir(opts.Dir, true); err != nil {
 		return nil, err
 	}
 	defer func() {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -389,5 +390,45 @@ func TestNode_Open_RefusesDirInUse(t *testing.T) {
 			n.Close()
 		}
 		t.Fatalf("second open of a data dir: %v, want ErrInUse", err)
+	}
+}
+
+// TestLock_HeldWhileANodeRuns: Lock is ErrInUse while a node runs on the
+// directory and succeeds once it stopped; on a directory no node ran in it
+// holds nothing and creates nothing.
+func TestLock_HeldWhileANodeRuns(t *testing.T) {
+	c := rafttest.MakeCluster(t, 1)
+	if l, err := raft.Lock(c.Dir(0)); !errors.Is(err, raft.ErrInUse) {
+		if l != nil {
+			l.Close()
+		}
+		t.Fatalf("lock under a running node: %v, want ErrInUse", err)
+	}
+	c.Stop(0)
+	l, err := raft.Lock(c.Dir(0))
+	if err != nil {
+		t.Fatalf("lock of a stopped node's directory: %v", err)
+	}
+	// Held: the node cannot start under it.
+	o := rafttest.Options("n1", c.Dir(0))
+	o.Transport = raft.NewLocalTransport("n1")
+	if n, err := raft.Open(o); !errors.Is(err, raft.ErrInUse) {
+		if n != nil {
+			n.Close()
+		}
+		t.Fatalf("open under Lock: %v, want ErrInUse", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	empty := t.TempDir()
+	l, err = raft.Lock(empty)
+	if err != nil {
+		t.Fatalf("lock of a directory no node ran in: %v", err)
+	}
+	l.Close()
+	if entries, err := os.ReadDir(empty); err != nil || len(entries) != 0 {
+		t.Fatalf("Lock left %v in the directory (%v)", entries, err)
 	}
 }

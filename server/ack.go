@@ -92,7 +92,7 @@ func decodeAckFields(sc *scanner, like *ackFields) (ackFields, error) {
 // ack answers POST /api/v1/ack: an array of one result.
 func (s *Server) ack(ctx *fasthttp.RequestCtx, _ *params) {
 	f := ackFields{like: &ackFields{}}
-	err := decodeObject(bodyCopy(ctx), false, func(sc *scanner, key []byte) error {
+	err := decodeObject(ctx.PostBody(), false, func(sc *scanner, key []byte) error {
 		if ok, err := f.member(sc, key); ok {
 			return err
 		}
@@ -123,7 +123,7 @@ func (s *Server) ackBatch(ctx *fasthttp.RequestCtx, _ *params) {
 		errRequired error
 		none        ackFields
 	)
-	err := decodeObject(bodyCopy(ctx), false, func(sc *scanner, key []byte) (err error) {
+	err := decodeObject(ctx.PostBody(), false, func(sc *scanner, key []byte) (err error) {
 		switch string(key) {
 		case "consumerGroup":
 			group, hasGroup, err = sc.optString("consumerGroup")
@@ -248,7 +248,7 @@ func (s *Server) transaction(ctx *fasthttp.RequestCtx, p *params) {
 		required []engine.ID
 		found    bool
 	)
-	err := decodeObject(bodyCopy(ctx), false, func(sc *scanner, key []byte) error {
+	err := decodeObject(ctx.PostBody(), false, func(sc *scanner, key []byte) error {
 		switch string(key) {
 		case "operations":
 			if sc.peek() != '[' {
@@ -442,7 +442,7 @@ func decodeTxOp(sc *scanner, ops *[]engine.TxOp, order *[]txOp) error {
 func (s *Server) extendLease(ctx *fasthttp.RequestCtx, p *params) {
 	leaseText := p.get("leaseId")
 	seconds := int64(60)
-	err := decodeObject(bodyCopy(ctx), true, func(sc *scanner, key []byte) error {
+	err := decodeObject(ctx.PostBody(), true, func(sc *scanner, key []byte) error {
 		if string(key) != "seconds" {
 			return sc.skip()
 		}

@@ -20,7 +20,7 @@ func (s *Server) configure(ctx *fasthttp.RequestCtx, _ *params) {
 		cmd      engine.ConfigureCmd
 		hasQueue bool
 	)
-	err := decodeObject(bodyCopy(ctx), false, func(sc *scanner, key []byte) (err error) {
+	err := decodeObject(ctx.PostBody(), false, func(sc *scanner, key []byte) (err error) {
 		switch string(key) {
 		case "queue":
 			cmd.Queue, hasQueue, err = sc.optString("queue")
@@ -729,7 +729,7 @@ func (s *Server) deleteGroup(ctx *fasthttp.RequestCtx, p *params) {
 func (s *Server) seek(ctx *fasthttp.RequestCtx, p *params) {
 	cmd := engine.SeekCmd{Group: p.get("group"), Queue: p.get("queue"), Partition: p.get("partition")}
 	hasTimestamp := false
-	err := decodeObject(bodyCopy(ctx), true, func(sc *scanner, key []byte) (err error) {
+	err := decodeObject(ctx.PostBody(), true, func(sc *scanner, key []byte) (err error) {
 		switch string(key) {
 		case "toEnd":
 			cmd.ToEnd, _, err = sc.optBool("toEnd")
@@ -786,7 +786,7 @@ func (s *Server) updateSubscription(ctx *fasthttp.RequestCtx, p *params) {
 		ts  int64
 		has bool
 	)
-	err := decodeObject(bodyCopy(ctx), true, func(sc *scanner, key []byte) (err error) {
+	err := decodeObject(ctx.PostBody(), true, func(sc *scanner, key []byte) (err error) {
 		if string(key) != "subscriptionTimestamp" {
 			return sc.skip()
 		}
@@ -1106,7 +1106,7 @@ func (s *Server) getMaintenance(ctx *fasthttp.RequestCtx, _ *params) {
 // cluster-wide: it is a replicated command.
 func (s *Server) setMaintenance(ctx *fasthttp.RequestCtx, _ *params) {
 	var enabled, has bool
-	err := decodeObject(bodyCopy(ctx), true, func(sc *scanner, key []byte) (err error) {
+	err := decodeObject(ctx.PostBody(), true, func(sc *scanner, key []byte) (err error) {
 		if string(key) != "enabled" {
 			return sc.skip()
 		}

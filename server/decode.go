@@ -15,8 +15,9 @@ import (
 // The request decoder is a small validating JSON scanner driven by the
 // handler: it walks the body once, the handler picks the members it knows
 // and skips the rest, and raw values (payloads) come back as sub-slices of
-// the body, never re-encoded. The body is copied out of the RequestCtx first
-// (bodyCopy), so every slice and string a handler keeps is its own.
+// the body, never re-encoded. The body a handler decodes is a buffer of its
+// request's own (takeBody, inflight.go), never one fasthttp recycles, so
+// slices of it may be kept and handed to the broker without a copy.
 
 // maxDepth bounds nesting, as encoding/json does.
 const maxDepth = 10000
@@ -26,13 +27,6 @@ type scanner struct {
 	b     []byte
 	i     int
 	depth int
-}
-
-// bodyCopy returns a copy of the request body: nothing that reaches the
-// broker may alias fasthttp's buffers, which are reused after the handler
-// returns (the RequestCtx retention rule).
-func bodyCopy(ctx *fasthttp.RequestCtx) []byte {
-	return append([]byte(nil), ctx.PostBody()...)
 }
 
 // decodeObject decodes a body that must be one JSON object, calling member

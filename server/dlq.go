@@ -478,7 +478,7 @@ func (s *Server) replayMessage(ctx *fasthttp.RequestCtx, p *params) {
 		return
 	}
 	cmd := engine.ReplayCmd{PartitionID: part, TransactionID: txn, Group: queryString(ctx.QueryArgs(), "consumerGroup")}
-	err = decodeObject(bodyCopy(ctx), true, func(sc *scanner, key []byte) (err error) {
+	err = decodeObject(ctx.PostBody(), true, func(sc *scanner, key []byte) (err error) {
 		switch string(key) {
 		case "data", "payload":
 			cmd.Payload, err = sc.raw()
@@ -554,7 +554,7 @@ func (s *Server) moveToDLQ(ctx *fasthttp.RequestCtx, p *params) {
 	}
 	group := queryString(ctx.QueryArgs(), "consumerGroup")
 	text := "Moved to the dead-letter queue by an operator"
-	err = decodeObject(bodyCopy(ctx), true, func(sc *scanner, key []byte) (err error) {
+	err = decodeObject(ctx.PostBody(), true, func(sc *scanner, key []byte) (err error) {
 		var v string
 		var ok bool
 		switch string(key) {

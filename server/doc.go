@@ -48,8 +48,9 @@
 // {"error": "<message>", "code": "<stable_snake_case>"} (C2), produced by
 // writeError from the one table in errors.go; an error the table does not
 // know is a 500 "internal" whose details are logged, never returned. Raft
-// errors (no leader, not leader, timeout, shutdown, forward) are 503 with a
-// Retry-After header: the SDKs retry 5xx, and a retried push is made safe by
+// errors (no leader, not leader, timeout, shutdown, forward), like a body
+// refused for want of memory (overloaded), are 503 with a Retry-After
+// header: the SDKs retry 5xx, and a retried push is made safe by
 // transaction-id dedup. An unknown path is 404 no_such_route; a known path
 // with another method is 405 method_not_allowed with an Allow header. Every
 // reply carries the CORS headers of API.md §1.3 (Options.CORSOrigins
@@ -75,9 +76,40 @@
 // scanner (decode.go) that never re-encodes payloads: a pushed payload is
 // validated and stored as the exact bytes sent, and popped data is written
 // back as those bytes. Hot-path replies are appended byte by byte
-// (encode.go), without reflection. The body is copied out of the RequestCtx
-// before decoding, so nothing handed to the broker aliases fasthttp's
-// recycled buffers.
+// (encode.go), without reflection. The body is read by the server itself
+// into a buffer of its request's own (see Memory), so handlers decode it in
+// place and what they hand to the broker aliases none of fasthttp's
+// recycled buffers, without a copy.
+//
+// # Memory
+//
+// The bytes of request bodies held at once are bounded by
+// Options.MaxInflightBodyBytes (inflight.go). fasthttp streams bodies
+// (StreamRequestBody): it reads the headers and at most 8 KiB of body, and
+// after routing and admission takeBody reserves the declared length from
+// the budget and reads the body into a buffer of exactly that size; a
+// chunked body reserves each larger buffer before making it. A request the
+// budget cannot hold is answered 503 overloaded with Retry-After before the
+// rest of its body is read; a body over MaxBodyBytes is 413 the same way.
+// When more than fasthttp would drop by itself is still coming, the answer
+// is written with Connection: close, the write side is shut and the rest
+// is read and dropped, so that clients that send their whole body before
+// reading still get the answer rather than a reset. A body of 1 MiB or
+// more stays charged after its request until a garbage collection has run
+// (reclaim.go), so held and uncollected bodies together stay under the cap;
+// after a second without large bodies the free pages go back to the
+// operating system. Nothing large is pooled: the request lets go of its
+// body when answered, a response body over 1 MiB is lent to its answer
+// rather than kept in the connection's buffer, and relays lend bodies
+// instead of copying them into fasthttp's pools.
+//
+// # Spool
+//
+// During push maintenance a push is answered "buffered" only once its spool
+// file is durable: written under a .tmp name, fsynced, renamed and the
+// directory fsynced (spool.go, through the small spoolFS interface). Any
+// failure is 500 spool_write_failed and leaves no file to replay; a .tmp
+// file found at start was never answered and is discarded.
 //
 // # Long polling
 //

@@ -49,10 +49,18 @@ var (
 	// errClusterSecret is returned for a node-to-node route whose
 	// X-Queen-Cluster-Secret header is missing or wrong.
 	errClusterSecret = errors.New("server: missing or wrong cluster secret")
+	// errSpoolWrite is wrapped when a push during push maintenance could not
+	// be made durable in the spool (a write, fsync or rename failed); the
+	// push was not buffered.
+	errSpoolWrite = errors.New("server: spool write failed")
 	// errSpoolUnopened stops a follower's spool replay at a sealed item its
 	// key does not open (QUEEN_ENCRYPTION_KEY changed or unset since the
 	// item was spooled); the file stays for a later attempt. Only logged.
 	errSpoolUnopened = errors.New("server: spool replay: a sealed item does not open under this node's QUEEN_ENCRYPTION_KEY")
+	// errOverloaded is returned for a request whose body would take the
+	// bytes of bodies held at once past Options.MaxInflightBodyBytes; its
+	// body was not read (or, chunked, not past the bound).
+	errOverloaded = errors.New("server: too many request bodies in flight")
 	// errNotImplemented is returned by routes whose feature does not exist
 	// yet (maintenance mode, message listing).
 	errNotImplemented = errors.New("server: not implemented")
@@ -103,6 +111,8 @@ var errorTable = [...]errorCode{
 	{errNotImplemented, fasthttp.StatusNotImplemented, "not_implemented", ""},
 	{errNoSpool, fasthttp.StatusInternalServerError, "spool_unavailable", "Push maintenance is on and this node cannot buffer pushes"},
 	{raft.ErrFaulted, fasthttp.StatusServiceUnavailable, "storage_fault", "This node's storage failed and is recovering; the command's outcome is unknown, retry it"},
+	{errSpoolWrite, fasthttp.StatusInternalServerError, "spool_write_failed", "Push maintenance is on and this node could not write the push to its spool durably; nothing was kept"},
+	{errOverloaded, fasthttp.StatusServiceUnavailable, "overloaded", "The server holds as many request bodies as it may; retry later"},
 	{raft.ErrNoLeader, fasthttp.StatusServiceUnavailable, "no_leader", "No leader: the cluster cannot accept commands right now"},
 	{raft.ErrNotLeader, fasthttp.StatusServiceUnavailable, "not_leader", "This node is not the leader and could not forward the request"},
 	{raft.ErrLeadershipLost, fasthttp.StatusServiceUnavailable, "leadership_lost", "Leadership changed while the command was in flight; its outcome is unknown"},

@@ -45,7 +45,7 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx) bool {
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
-	ctx.Request.CopyTo(req)
+	relayCopy(&ctx.Request, req)
 	req.URI().SetScheme(s.relayScheme())
 	req.SetHost(st.LeaderHTTP)
 	req.Header.Set(forwardedHeader, st.ID)
@@ -70,9 +70,35 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx) bool {
 		s.writeError(ctx, errors.Join(raft.ErrForward, err))
 		return true
 	}
-	resp.CopyTo(&ctx.Response)
+	relayAnswer(resp, &ctx.Response)
 	s.m.forwarded.Inc()
 	return true
+}
+
+// relayCopy makes dst the request to relay for src: everything is copied
+// but the body, which is lent. It is src's own buffer (takeBody), which
+// outlives the relay and which nothing writes to, so the relay costs no
+// copy of it and leaves nothing large in fasthttp's request pool.
+func relayCopy(src, dst *fasthttp.Request) {
+	body := src.Body()
+	src.SetBodyRaw(nil)
+	src.CopyTo(dst)
+	src.SetBodyRaw(body)
+	dst.SetBodyRaw(body)
+}
+
+// relayAnswer copies the leader's answer into the client's response. A
+// large body is moved rather than copied: taken out of resp's pooled buffer
+// and lent to dst for this answer only (as send does), so neither the
+// relay's pool nor the client's connection keeps it.
+func relayAnswer(resp, dst *fasthttp.Response) {
+	if len(resp.Body()) <= largeBody {
+		resp.CopyTo(dst)
+		return
+	}
+	body := resp.SwapBody(nil)
+	resp.CopyTo(dst)
+	dst.SetBodyRaw(body)
 }
 
 // Membership is implemented by brokers whose cluster can grow and shrink
@@ -101,7 +127,7 @@ func (s *Server) membership(ctx *fasthttp.RequestCtx, join bool) {
 	}
 	var id, addr string
 	var force bool
-	err := decodeObject(bodyCopy(ctx), false, func(sc *scanner, key []byte) (err error) {
+	err := decodeObject(ctx.PostBody(), false, func(sc *scanner, key []byte) (err error) {
 		switch string(key) {
 		case "id":
 			id, _, err = sc.optString("id")

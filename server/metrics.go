@@ -49,6 +49,7 @@ type brokerMetrics struct {
 	replays, dlqDeletes                   *metrics.Counter
 	txSuccess, txFailed                   *metrics.Counter
 	forwarded                             *metrics.Counter
+	overloaded                            *metrics.Counter
 	payloadsSealed                        *metrics.Counter
 }
 
@@ -59,6 +60,7 @@ func newBrokerMetrics(set *metrics.Set) *brokerMetrics {
 		pushFailed:          set.GetOrCreateCounter(`queen_push_messages_total{status="failed"}`),
 		popMessages:         set.GetOrCreateCounter(`queen_pop_messages_total`),
 		forwarded:           set.GetOrCreateCounter(`queen_forwarded_requests_total`),
+		overloaded:          set.GetOrCreateCounter(`queen_http_overloaded_total`),
 		payloadsSealed:      set.GetOrCreateCounter(`queen_payloads_encrypted_total`),
 		popEmpty:            set.GetOrCreateCounter(`queen_pop_empty_total`),
 		popRedelivered:      set.GetOrCreateCounter(`queen_redeliveries_total`),

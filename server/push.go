@@ -9,7 +9,7 @@ import (
 // push answers POST /api/v1/push (API.md §5): 201 with one result per item,
 // in input order.
 func (s *Server) push(ctx *fasthttp.RequestCtx, p *params) {
-	body := bodyCopy(ctx)
+	body := ctx.PostBody()
 	var (
 		items []engine.PushItem
 		found bool

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -25,6 +26,17 @@ type Options struct {
 	// MaxBodyBytes caps a request body (QUEEN_MAX_BODY_BYTES, default
 	// 64 MiB); a larger body is answered 413 body_too_large.
 	MaxBodyBytes int
+	// MaxInflightBodyBytes caps the bytes of request bodies held at once,
+	// all requests together (--max-inflight-body-bytes,
+	// QUEEN_MAX_INFLIGHT_BODY_BYTES). A request whose body would take the
+	// total past it is answered 503 overloaded with Retry-After, before
+	// its body is read when it declares its length (a chunked body is
+	// refused when it outgrows the room left). Default: 1/8 of the memory
+	// the process may use (its cgroup's limit, else physical memory), at
+	// least 2 × MaxBodyBytes and at most 1 GiB unless that floor is larger
+	// (memory.go says why). It may not be below MaxBodyBytes: the largest
+	// body accepted could then never be read.
+	MaxInflightBodyBytes int64
 	// DefaultPopTimeout is the long-poll deadline of a pop that sends
 	// wait=true without a usable timeout (DEFAULT_TIMEOUT, 30 s).
 	DefaultPopTimeout time.Duration
@@ -103,6 +115,9 @@ func (o *Options) EnsureDefaults() {
 	if o.MaxBodyBytes == 0 {
 		o.MaxBodyBytes = 64 << 20
 	}
+	if o.MaxInflightBodyBytes == 0 {
+		o.MaxInflightBodyBytes = defaultInflightBodyBytes(availableMemory(), o.MaxBodyBytes)
+	}
 	if o.DefaultPopTimeout == 0 {
 		o.DefaultPopTimeout = 30 * time.Second
 	}
@@ -134,6 +149,11 @@ func (o Options) Validate() error {
 	switch {
 	case o.MaxBodyBytes < 0:
 		return fmt.Errorf("%w: MaxBodyBytes must not be negative", engine.ErrInvalid)
+	case o.MaxInflightBodyBytes < 0:
+		return fmt.Errorf("%w: MaxInflightBodyBytes must not be negative", engine.ErrInvalid)
+	case o.MaxInflightBodyBytes != 0 && o.MaxInflightBodyBytes < int64(o.MaxBodyBytes):
+		return fmt.Errorf("%w: MaxInflightBodyBytes (%d) is below MaxBodyBytes (%d): the largest body accepted could never be read",
+			engine.ErrInvalid, o.MaxInflightBodyBytes, o.MaxBodyBytes)
 	case o.DefaultPopTimeout < 0 || o.MaxPopTimeout < 0:
 		return fmt.Errorf("%w: pop timeouts must not be negative", engine.ErrInvalid)
 	case o.DefaultPopTimeout > o.MaxPopTimeout:
@@ -174,6 +194,12 @@ type Server struct {
 	cors corsPolicy
 	// auth is Options.Auth, or a disabled verifier.
 	auth *auth.Verifier
+	// budget bounds the bytes of request bodies held at once
+	// (Options.MaxInflightBodyBytes; inflight.go).
+	budget bodyBudget
+	// reclaim returns body bytes to the budget once they are garbage, and
+	// memory to the operating system after a burst (reclaim.go).
+	reclaim *reclaimer
 }
 
 // New builds a server over b. It does not listen yet: see Serve and
@@ -195,7 +221,9 @@ func New(b Broker, opts Options) (*Server, error) {
 		misses:  newRouteStats(opts.Metrics, "unmatched"),
 		started: time.Now(),
 		ctx:     context.Background(),
+		budget:  bodyBudget{limit: opts.MaxInflightBodyBytes},
 	}
+	opts.Metrics.GetOrCreateGauge(`queen_http_inflight_body_bytes`, func() float64 { return float64(s.budget.held.Load()) })
 	crypt, err := newCipherFromOptions(opts)
 	if err != nil {
 		return nil, err
@@ -215,8 +243,9 @@ func New(b Broker, opts Options) (*Server, error) {
 		TLSConfig:                     opts.RelayTLS,
 	}
 	s.stop, s.drained = make(chan struct{}), make(chan struct{})
+	s.reclaim = newReclaimer(&s.budget, s.stop)
 	if opts.SpoolDir != "" {
-		sp, err := openSpool(opts.SpoolDir)
+		sp, err := openSpool(opts.SpoolDir, osFS{})
 		if err != nil {
 			return nil, err
 		}
@@ -246,7 +275,7 @@ func New(b Broker, opts Options) (*Server, error) {
 		NoDefaultContentType:         true,
 		MaxRequestBodySize:           opts.MaxBodyBytes,
 		ReadBufferSize:               8 << 10, // request line + headers (bearer tokens can be large)
-		StreamRequestBody:            false,
+		StreamRequestBody:            true,    // the handler reads bodies itself, under the budget (takeBody)
 		DisablePreParseMultipartForm: true,
 		ReadTimeout:                  opts.ReadTimeout,
 		WriteTimeout:                 opts.WriteTimeout,
@@ -343,11 +372,36 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		s.writeError(ctx, errForwardExpired)
 		return
 	}
+	held, err := s.takeBody(ctx)
+	if err != nil {
+		if errors.Is(err, errOverloaded) {
+			s.m.overloaded.Inc()
+			s.reclaim.refused()
+		}
+		s.writeError(ctx, err)
+		if errors.Is(err, errOverloaded) || errors.Is(err, errBodyTooLarge) {
+			s.lingerUnread(ctx)
+		}
+		return
+	}
+	if held > 0 {
+		defer s.bodyDone(ctx, held)
+	}
 	ep.handle(s, ctx, &p)
 }
 
-// readError answers a request fasthttp could not read (oversize body,
-// malformed request, read timeout) with the C2 body.
+// bodyDone ends a request's hold on its body: the request lets go of the
+// buffer, which a keep-alive connection would otherwise keep until its next
+// request, and its bytes go back to the budget (a large body's once it is
+// collected: reclaim.go).
+func (s *Server) bodyDone(ctx *fasthttp.RequestCtx, held int64) {
+	ctx.Request.ResetBody()
+	s.reclaim.ended(held)
+}
+
+// readError answers a request fasthttp could not read (malformed request,
+// headers too large, read timeout) with the C2 body. Bodies are read, and
+// refused when too large, by takeBody.
 func (s *Server) readError(ctx *fasthttp.RequestCtx, err error) {
 	s.setCORS(ctx)
 	s.writeError(ctx, fasthttpError(err))
@@ -359,9 +413,17 @@ func startBody(ctx *fasthttp.RequestCtx) jsonWriter {
 	return jsonWriter{b: ctx.Response.SwapBody(nil)[:0]}
 }
 
-// send hands the written body back to the response (no copy) with status.
+// send hands the written body to the response (no copy) with status. A
+// body buffer of up to largeBody goes back to the response's pooled buffer
+// for the connection's next answer; a larger one is lent for this answer
+// only, so that one large answer (a pop of large messages) does not stay
+// with the connection, and then with fasthttp's pool, for good.
 func send(ctx *fasthttp.RequestCtx, status int, w jsonWriter) {
-	ctx.Response.SwapBody(w.b)
+	if cap(w.b) > largeBody {
+		ctx.Response.SetBodyRaw(w.b)
+	} else {
+		ctx.Response.SwapBody(w.b)
+	}
 	ctx.SetStatusCode(status)
 	ctx.Response.Header.SetContentType("application/json")
 }

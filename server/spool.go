@@ -31,10 +31,19 @@ type Maintainer interface {
 }
 
 // spool keeps pushes received during push maintenance, one file per
-// request, and replays them in file order once maintenance is off. A file is
-// written under a temporary name and renamed: only complete files are ever
-// replayed. Every item carries a transaction id (minted here when the client
-// sent none), so a replay interrupted and repeated is deduplicated.
+// request, and replays them in file order once maintenance is off. Every
+// item carries a transaction id (minted here when the client sent none), so
+// a replay interrupted and repeated is deduplicated.
+//
+// A push is answered "buffered" only once its file is durable (STYLE rule
+// 6): the file is written under a temporary name (tmpSuffix), fsynced,
+// closed, renamed to its final name, and the directory is fsynced so the
+// rename survives a crash. A failure at any step answers 500
+// spool_write_failed and takes the file back, so nothing the client was told
+// failed is replayed later (unless even that removal fails: then the push
+// may still be replayed, at least once, as a retried push would be). Only
+// complete files are ever replayed; a temporary file found at open was never
+// renamed, so its push was never answered "buffered", and it is discarded.
 //
 // A file holds one JSON object per line: {"queue", "partition",
 // "transactionId", "traceId"?, "producerSub"?, "payload", "sealed"?},
@@ -44,6 +53,7 @@ type Maintainer interface {
 // client's bytes, envelope or not.
 type spool struct {
 	dir     string
+	fs      spoolFS
 	mu      sync.Mutex // serializes writes and the drain
 	seq     atomic.Uint64
 	pending atomic.Int64 // messages waiting in complete files
@@ -69,11 +79,26 @@ func toSpooled(it *engine.PushItem) spooledItem {
 	return si
 }
 
-func openSpool(dir string) (*spool, error) {
+// tmpSuffix marks a spool file still being written: it is renamed to its
+// final name (ending in .jsonl) once synced.
+const tmpSuffix = ".tmp"
+
+// openSpool opens (or creates) the spool in dir, discards the temporary
+// files a crash left behind and counts the messages waiting in complete
+// files.
+func openSpool(dir string, fs spoolFS) (*spool, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("server: spool: %w", err)
 	}
-	sp := &spool{dir: dir}
+	// The directory itself may have just been made: its entry in the
+	// parent must be as durable as the files renamed into it.
+	if err := fs.SyncDir(filepath.Dir(dir)); err != nil {
+		return nil, fmt.Errorf("server: spool: %w", err)
+	}
+	sp := &spool{dir: dir, fs: fs}
+	if err := sp.discardTemp(); err != nil {
+		return nil, err
+	}
 	names, err := sp.files()
 	if err != nil {
 		return nil, err
@@ -88,7 +113,33 @@ func openSpool(dir string) (*spool, error) {
 	return sp, nil
 }
 
-// write stores one request's items. Items without a transaction id get one.
+// discardTemp removes the temporary files of writes a crash cut short.
+// None was renamed, so none was answered "buffered".
+func (sp *spool) discardTemp() error {
+	entries, err := os.ReadDir(sp.dir)
+	if err != nil {
+		return fmt.Errorf("server: spool: %w", err)
+	}
+	removed := false
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), tmpSuffix) {
+			if err := sp.fs.Remove(filepath.Join(sp.dir, e.Name())); err != nil {
+				return fmt.Errorf("server: spool: discard %s: %w", e.Name(), err)
+			}
+			removed = true
+		}
+	}
+	if removed {
+		if err := sp.fs.SyncDir(sp.dir); err != nil {
+			return fmt.Errorf("server: spool: %w", err)
+		}
+	}
+	return nil
+}
+
+// write stores one request's items durably (see spool): when it returns
+// nil, the file and its name are on disk. Items without a transaction id
+// get one. Failures to make the file durable wrap errSpoolWrite.
 func (sp *spool) write(items []engine.PushItem) error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -108,16 +159,40 @@ func (sp *spool) write(items []engine.PushItem) error {
 	}
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	name := fmt.Sprintf("%020d-%06d.jsonl", time.Now().UnixNano(), sp.seq.Add(1)%1000000)
-	tmp := filepath.Join(sp.dir, name+".tmp")
-	if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("server: spool: %w", err)
+	name := filepath.Join(sp.dir, fmt.Sprintf("%020d-%06d.jsonl", time.Now().UnixNano(), sp.seq.Add(1)%1000000))
+	tmp := name + tmpSuffix
+	if err := sp.writeFile(tmp, buf.Bytes()); err != nil {
+		sp.fs.Remove(tmp) // best effort: open discards it anyway
+		return fmt.Errorf("%w: write %s: %w", errSpoolWrite, filepath.Base(tmp), err)
 	}
-	if err := os.Rename(tmp, filepath.Join(sp.dir, name)); err != nil {
-		return fmt.Errorf("server: spool: %w", err)
+	if err := sp.fs.Rename(tmp, name); err != nil {
+		sp.fs.Remove(tmp)
+		return fmt.Errorf("%w: rename %s: %w", errSpoolWrite, filepath.Base(tmp), err)
+	}
+	if err := sp.fs.SyncDir(sp.dir); err != nil {
+		// The rename may or may not survive a crash, and the client is
+		// about to hear that the push failed: take the file back.
+		sp.fs.Remove(name)
+		return fmt.Errorf("%w: sync directory: %w", errSpoolWrite, err)
 	}
 	sp.pending.Add(int64(len(items)))
 	return nil
+}
+
+// writeFile creates name, writes data and fsyncs it.
+func (sp *spool) writeFile(name string, data []byte) error {
+	f, err := sp.fs.Create(name)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // files lists complete spool files in replay order.
@@ -204,7 +279,10 @@ func (s *Server) drain() error {
 		if err := s.replaySpooled(items); err != nil {
 			return err
 		}
-		if err := os.Remove(filepath.Join(sp.dir, name)); err != nil {
+		// Not fsynced: a removal lost in a crash replays the file again,
+		// which transaction-id dedup (the queue's dedupWindowSeconds)
+		// makes harmless, as it does an interrupted replay.
+		if err := sp.fs.Remove(filepath.Join(sp.dir, name)); err != nil {
 			return err
 		}
 		sp.pending.Add(-int64(len(items)))
@@ -247,7 +325,7 @@ func (s *Server) replaySpooled(items []engine.PushItem) error {
 		req.Header.Set(spoolReplayHeader, "1")
 	}
 	req.Header.Set(deadlineHeader, strconv.FormatInt(time.Now().Add(forwardTimeout).UnixMicro(), 10))
-	req.SetBody(body)
+	req.SetBodyRaw(body) // not copied into, nor left in, fasthttp's pool
 	if err := s.client.DoTimeout(req, resp, forwardTimeout); err != nil {
 		return fmt.Errorf("server: spool replay: %w", err)
 	}

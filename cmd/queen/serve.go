@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -39,6 +40,9 @@ type serveConfig struct {
 	pprof     string
 	logLevel  slog.Level
 	maxBody   int
+	// maxInflight is --max-inflight-body-bytes; 0 takes the server's
+	// default (a fraction of memory).
+	maxInflight int64
 	// encryptionKey is QUEEN_ENCRYPTION_KEY (environment only, never a
 	// flag: a flag would show the key in the process list).
 	encryptionKey string
@@ -106,6 +110,14 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 	fs.IntVar(&c.maxBody, "max-body-bytes", 64<<20, "largest request body accepted (env QUEEN_MAX_BODY_BYTES)")
 	if v := getenv("QUEEN_MAX_BODY_BYTES"); v != "" {
 		fmt.Sscan(v, &c.maxBody)
+	}
+	fs.Int64Var(&c.maxInflight, "max-inflight-body-bytes", 0, "bytes of request bodies held at once, all requests together; past it a request is answered 503 overloaded before its body is read. 0: 1/8 of the memory available (cgroup limit, else RAM), between 2 × --max-body-bytes and 1 GiB (env QUEEN_MAX_INFLIGHT_BODY_BYTES)")
+	if v := getenv("QUEEN_MAX_INFLIGHT_BODY_BYTES"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return c, fmt.Errorf("bad QUEEN_MAX_INFLIGHT_BODY_BYTES %q: want a number of bytes", v)
+		}
+		c.maxInflight = n
 	}
 	c.encryptionKey = getenv("QUEEN_ENCRYPTION_KEY")
 	if err := fs.Parse(args); err != nil {
@@ -213,7 +225,7 @@ func serve(args []string) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: c.logLevel}))
 	ms := metrics.NewSet()
 	sopts := server.Options{
-		Addr: c.http, MaxBodyBytes: c.maxBody, Version: version, Logger: log, Metrics: ms,
+		Addr: c.http, MaxBodyBytes: c.maxBody, MaxInflightBodyBytes: c.maxInflight, Version: version, Logger: log, Metrics: ms,
 		SpoolDir:      filepath.Join(c.data, "spool"),
 		EncryptionKey: c.encryptionKey,
 		CORSOrigins:   c.corsOrigins,
@@ -275,8 +287,10 @@ func serve(args []string) error {
 		node.Close()
 		return fmt.Errorf("listen: %w", err)
 	}
+	eff := sopts
+	eff.EnsureDefaults()
 	log.Info("queen serving", "http", ln.Addr().String(), "data", c.data, "node", c.nodeID,
-		"raft", c.raftAddr, "peers", len(c.peers), "version", version)
+		"raft", c.raftAddr, "peers", len(c.peers), "maxInflightBodyBytes", eff.MaxInflightBodyBytes, "version", version)
 
 	if c.pprof != "" {
 		go servePprof(log, c.pprof)

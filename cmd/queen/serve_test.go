@@ -223,3 +223,30 @@ func parseOrError(t *testing.T, args []string, env map[string]string, wantErr st
 	}
 	return c, true
 }
+
+// --max-inflight-body-bytes and QUEEN_MAX_INFLIGHT_BODY_BYTES: 0 (the
+// server's default) when unset, the flag over the variable, a malformed
+// variable refused.
+func TestParseServe_MaxInflightBodyBytes(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		want    int64
+		wantErr string
+	}{
+		{name: "unset: the server's default", want: 0},
+		{name: "flag", args: []string{"--max-inflight-body-bytes", "268435456"}, want: 256 << 20},
+		{name: "environment", env: map[string]string{"QUEEN_MAX_INFLIGHT_BODY_BYTES": "134217728"}, want: 128 << 20},
+		{name: "flag over environment", args: []string{"--max-inflight-body-bytes", "268435456"},
+			env: map[string]string{"QUEEN_MAX_INFLIGHT_BODY_BYTES": "134217728"}, want: 256 << 20},
+		{name: "malformed environment", env: map[string]string{"QUEEN_MAX_INFLIGHT_BODY_BYTES": "1GiB"}, wantErr: "QUEEN_MAX_INFLIGHT_BODY_BYTES"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, ok := parseOrError(t, tc.args, tc.env, tc.wantErr)
+			if ok && c.maxInflight != tc.want {
+				t.Errorf("maxInflight = %d, want %d", c.maxInflight, tc.want)
+			}
+		})
+	}
+}
