@@ -11,6 +11,7 @@ import (
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server/auth"
+	"github.com/queenmq/queen/server/diskspace"
 )
 
 // Sentinel errors the edge detects itself. Validation failures are not
@@ -102,6 +103,7 @@ var errorTable = [...]errorCode{
 	{raft.ErrQuorumRisk, fasthttp.StatusConflict, "quorum_at_risk", ""},
 	{errNotImplemented, fasthttp.StatusNotImplemented, "not_implemented", ""},
 	{errNoSpool, fasthttp.StatusInternalServerError, "spool_unavailable", "Push maintenance is on and this node cannot buffer pushes"},
+	{diskspace.ErrBelowReserve, fasthttp.StatusInsufficientStorage, "insufficient_storage", "Insufficient storage"},
 	{raft.ErrNoLeader, fasthttp.StatusServiceUnavailable, "no_leader", "No leader: the cluster cannot accept commands right now"},
 	{raft.ErrNotLeader, fasthttp.StatusServiceUnavailable, "not_leader", "This node is not the leader and could not forward the request"},
 	{raft.ErrLeadershipLost, fasthttp.StatusServiceUnavailable, "leadership_lost", "Leadership changed while the command was in flight; its outcome is unknown"},
@@ -179,6 +181,8 @@ func (s *Server) writeError(ctx *fasthttp.RequestCtx, err error) {
 	switch row.status {
 	case fasthttp.StatusServiceUnavailable:
 		ctx.Response.Header.Set("Retry-After", "1")
+	case fasthttp.StatusInsufficientStorage:
+		ctx.Response.Header.Set("Retry-After", storageRetryAfter)
 	case fasthttp.StatusUnauthorized:
 		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="queen"`)
 	case fasthttp.StatusInternalServerError:

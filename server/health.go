@@ -14,7 +14,9 @@ import (
 
 // health answers GET /health: 200 "healthy" while the node knows a leader
 // (commands can be applied), else 503 "unhealthy". The CLI's ping reads
-// status, database and version.
+// status, database and version. "storage" says whether this node takes
+// data and why not (storage.go); a node below its reserve is still
+// healthy: it serves reads, pops and acks.
 func (s *Server) health(ctx *fasthttp.RequestCtx, _ *params) {
 	st := s.broker.Status()
 	status, database, code := "healthy", "connected", fasthttp.StatusOK
@@ -43,6 +45,7 @@ func (s *Server) health(ctx *fasthttp.RequestCtx, _ *params) {
 	w.str("worker_id", st.ID)
 	w.str("status", "active")
 	w.endObject()
+	s.writeStorage(&w)
 	w.endObject()
 	send(ctx, code, w)
 }
@@ -101,6 +104,7 @@ func (s *Server) metricsPrometheus(ctx *fasthttp.RequestCtx, _ *params) {
 	metrics.WriteGaugeUint64(ctx, "queen_raft_term", st.Term)
 	metrics.WriteGaugeUint64(ctx, "queen_raft_has_leader", boolGauge(st.HasLeader()))
 	metrics.WriteGaugeUint64(ctx, "queen_raft_is_leader", boolGauge(st.Role == "leader"))
+	s.writeStorageMetrics(ctx)
 	if err := s.writeDLQDepth(ctx); err != nil {
 		s.log.Warn("metrics: dlq depth", "err", err)
 	}

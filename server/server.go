@@ -14,6 +14,7 @@ import (
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/server/auth"
+	"github.com/queenmq/queen/server/diskspace"
 )
 
 // Options configures a Server. Zero fields take their defaults (see
@@ -86,6 +87,14 @@ type Options struct {
 	// verifying its certificate with RelayTLS.RootCAs. Set it whenever the
 	// nodes serve TLS.
 	RelayTLS *tls.Config
+	// Storage guards the free space of this node's data directories (its
+	// store's and SpoolDir's filesystems; `queen serve` builds it from
+	// --min-free-bytes). While a filesystem is below its reserve, the
+	// routes that add data answer 507 insufficient_storage; pops, acks and
+	// deletes go on. A follower also reports its state to the leader, which
+	// then refuses data for the whole cluster (storage.go). Nil turns the
+	// guard off. The server does not close it.
+	Storage *diskspace.Guard
 }
 
 // DefaultOptions returns the options a zero Options is completed with.
@@ -156,8 +165,9 @@ type Server struct {
 	http     *fasthttp.Server
 	client   *fasthttp.Client // forwards to the leader
 	spool    *spool           // pushes held during push maintenance; nil without SpoolDir
-	stop     chan struct{}    // closed by Shutdown: stops the spool's drain
+	stop     chan struct{}    // closed by Shutdown: stops the spool's drain and the storage reports
 	drained  chan struct{}    // closed when the drain loop has stopped
+	loops    sync.WaitGroup   // the storage report loop
 	stopOnce sync.Once
 	router   router
 	m        *brokerMetrics
@@ -174,6 +184,8 @@ type Server struct {
 	cors corsPolicy
 	// auth is Options.Auth, or a disabled verifier.
 	auth *auth.Verifier
+	// storage is the free-space state: the other nodes' reports (storage.go).
+	storage *storageState
 }
 
 // New builds a server over b. It does not listen yet: see Serve and
@@ -195,6 +207,7 @@ func New(b Broker, opts Options) (*Server, error) {
 		misses:  newRouteStats(opts.Metrics, "unmatched"),
 		started: time.Now(),
 		ctx:     context.Background(),
+		storage: newStorageState(opts.Metrics),
 	}
 	crypt, err := newCipherFromOptions(opts)
 	if err != nil {
@@ -236,6 +249,9 @@ func New(b Broker, opts Options) (*Server, error) {
 		if r.level == auth.Unset || r.level > auth.Cluster {
 			return nil, fmt.Errorf("%w: route %s %s declares no access level", engine.ErrInvalid, r.method, r.pattern)
 		}
+		if r.disk == diskUnset || r.disk > addsData {
+			return nil, fmt.Errorf("%w: route %s %s does not say whether it adds data", engine.ErrInvalid, r.method, r.pattern)
+		}
 		s.router.add(&endpoint{route: r, stats: newRouteStats(opts.Metrics, r.name)})
 	}
 	s.http = &fasthttp.Server{
@@ -253,6 +269,10 @@ func New(b Broker, opts Options) (*Server, error) {
 		IdleTimeout:                  opts.IdleTimeout,
 		CloseOnShutdown:              true,
 		Logger:                       fasthttpLogger{opts.Logger},
+	}
+	if opts.Storage != nil {
+		s.loops.Add(1)
+		go s.reportLoop(s.stop)
 	}
 	return s, nil
 }
@@ -301,6 +321,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopOnce.Do(func() { close(s.stop) })
 	err := s.http.ShutdownWithContext(ctx)
 	<-s.drained
+	s.loops.Wait()
 	return err
 }
 
@@ -342,6 +363,14 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	if expired(ctx) {
 		s.writeError(ctx, errForwardExpired)
 		return
+	}
+	if ep.disk == addsData {
+		release, err := s.admitData(int64(len(ctx.Request.Body())))
+		if err != nil {
+			s.writeError(ctx, err)
+			return
+		}
+		defer release()
 	}
 	ep.handle(s, ctx, &p)
 }

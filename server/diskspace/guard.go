@@ -72,11 +72,11 @@ func New(opts Options) (*Guard, error) {
 // MinFreeBytes returns the reserve.
 func (g *Guard) MinFreeBytes() uint64 { return g.opts.MinFreeBytes }
 
-// Check returns nil when every filesystem has the reserve free, else an
-// error wrapping ErrBelowReserve with the reason.
+// Check returns nil when every filesystem has the reserve free, else a
+// *ShortageError (wrapping ErrBelowReserve) with the reason.
 func (g *Guard) Check() error {
 	if reason := g.shortage(g.current()); reason != "" {
-		return fmt.Errorf("%w: %s", ErrBelowReserve, reason)
+		return &ShortageError{Reason: reason}
 	}
 	return nil
 }
@@ -90,7 +90,7 @@ func (g *Guard) Admit(n int64) (release func(), err error) {
 	g.inflight.Add(n)
 	if reason := g.shortage(g.current()); reason != "" {
 		g.inflight.Add(-n)
-		return func() {}, fmt.Errorf("%w: %s", ErrBelowReserve, reason)
+		return func() {}, &ShortageError{Reason: reason}
 	}
 	var once sync.Once
 	return func() { once.Do(func() { g.inflight.Add(-n) }) }, nil
