@@ -155,6 +155,12 @@ func openDisk(opts Options, log *slog.Logger) (_ *disk, err error) {
 			return nil, fmt.Errorf("raft: create data dir: %w", err)
 		}
 	}
+	// A crash on a full disk must not keep the stores from opening
+	// (space.go).
+	stores := []string{filepath.Join(opts.Dir, "engine"), filepath.Join(opts.Dir, "raft")}
+	if err := prepareOpen(log, stores, diskSpace(), time.Second, nil); err != nil {
+		return nil, err
+	}
 	eopts := opts.Engine
 	eopts.Sync = false // the Raft log is the write-ahead log
 	eopts.Logger = log
