@@ -74,8 +74,10 @@ func freeOn(t testing.TB, dir string) int64 {
 	return int64(st.Bavail) * st.Bsize
 }
 
-// ballast allocates a file in dir that leaves about leave bytes free, and
-// returns its path (remove it to give the space back).
+// ballast allocates a file in dir that leaves about leave bytes free (none
+// when the disk holds less), and returns its path (remove it to give the
+// space back). It allocates in steps, so a node writing meanwhile, or a
+// filesystem that cannot hand out its very last block, still gets filled.
 func ballast(t testing.TB, dir string, leave int64) string {
 	t.Helper()
 	path := filepath.Join(dir, fmt.Sprintf("ballast-%d", time.Now().UnixNano()))
@@ -84,12 +86,27 @@ func ballast(t testing.TB, dir string, leave int64) string {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if size := freeOn(t, dir) - leave; size > 0 {
-		if err := unix.Fallocate(int(f.Fd()), 0, 0, size); err != nil {
-			t.Fatalf("fallocate %d bytes in %s: %v", size, dir, err)
+	const step = 4 << 20
+	var size int64
+	for {
+		want := freeOn(t, dir) - leave
+		if want <= 0 {
+			return path
 		}
+		n := min(want, step)
+		err := unix.Fallocate(int(f.Fd()), 0, size, n)
+		for errors.Is(err, unix.ENOSPC) && n > 4096 {
+			n /= 2
+			err = unix.Fallocate(int(f.Fd()), 0, size, n)
+		}
+		switch {
+		case errors.Is(err, unix.ENOSPC):
+			return path // full to the last block
+		case err != nil:
+			t.Fatalf("fallocate %d bytes in %s: %v", n, dir, err)
+		}
+		size += n
 	}
-	return path
 }
 
 // diskNode adds a node whose data directory is a tmpfs of diskSize,
@@ -413,4 +430,89 @@ func TestServe_DiskFull_RestartsOnAFullDisk(t *testing.T) {
 		t.Fatalf("the node panicked:\n%s", out)
 	}
 	n.stop()
+}
+
+// Three nodes, each on a disk of its own. A follower below its reserve
+// reports it to the leader, which refuses data for the whole cluster,
+// naming the follower, while pops and acks go on through any node; when
+// the follower's disk has room again the cluster takes data again. The
+// same with two followers below the reserve. Nothing queued is lost, and
+// the replicas end identical.
+func TestCluster_DiskFull_FollowersBelowReserve(t *testing.T) {
+	c := newCluster(t)
+	secret := writeSecret(t, "disk-full-test-secret-disk-full-test")
+	ports := freePorts(t, 6)
+	var peers []string
+	for i := range 3 {
+		peers = append(peers, fmt.Sprintf("n%d@127.0.0.1:%d", i+1, ports[3+i]))
+	}
+	for i := range 3 {
+		addr := fmt.Sprintf("127.0.0.1:%d", ports[i])
+		diskNode(t, c, fmt.Sprintf("n%d", i+1), addr, "--raft", fmt.Sprintf("127.0.0.1:%d", ports[3+i]),
+			"--peers", strings.Join(peers, ","), "--cluster-secret-file", secret, "--retention-interval", "0")
+	}
+	for _, n := range c.nodes {
+		n.start()
+	}
+	leader := c.waitLeader(c.nodes, 30*time.Second)
+	followers := c.others(leader)
+	c.mustConfigure(leader, "q")
+	queued := map[string]bool{}
+	refusedVia := func(via *qnode, low ...*qnode) {
+		t.Helper()
+		code, retry, body := c.pushBatch(via, "q", "refused", 1, queued)
+		e, _ := c2(body)
+		for _, n := range low {
+			if strings.HasPrefix(e.Error, "node "+n.id+":") {
+				expect507(t, code, retry, body, n.id)
+				return
+			}
+		}
+		t.Fatalf("push via %s: %d %s, want 507 naming one of %s", via.id, code, body, ids(low))
+	}
+
+	for round, low := range [][]*qnode{followers[:1], followers} {
+		for i := range 5 {
+			if code, _, b := c.pushBatch(leader, "q", fmt.Sprintf("r%d-%d", round, i), 20, queued); code != http.StatusCreated {
+				t.Fatalf("round %d push %d: %d %s", round, i, code, b)
+			}
+		}
+		var ballasts []string
+		filled := time.Now()
+		for _, n := range low {
+			ballasts = append(ballasts, ballast(t, n.dir, diskReserve-64<<20))
+		}
+		waitFor(t, 15*time.Second, "the leader to refuse data for "+ids(low), func() (bool, string) {
+			code, _, body := c.pushBatch(leader, "q", fmt.Sprintf("probe%d", round), 1, queued)
+			return code == http.StatusInsufficientStorage, fmt.Sprintf("%d %s", code, body)
+		})
+		refusing := time.Since(filled)
+		for _, via := range c.nodes {
+			refusedVia(via, low...)
+		}
+		if st, err := c.storage(leader); err != nil || st.OK || !strings.Contains(st.Reason, "free space below reserve") {
+			t.Fatalf("leader's health storage %+v %v", st, err)
+		}
+		// Consumers go on through a node below its reserve.
+		sameSet(t, fmt.Sprintf("round %d: delivered with %s below the reserve", round, ids(low)), c.drain(low[0], "q"), queued)
+		clear(queued)
+
+		freed := time.Now()
+		for _, b := range ballasts {
+			os.Remove(b)
+		}
+		waitFor(t, 15*time.Second, "the cluster to take data again", func() (bool, string) {
+			code, _, body := c.pushBatch(followers[len(followers)-1], "q", fmt.Sprintf("back%d", round), 1, queued)
+			return code == http.StatusCreated, fmt.Sprintf("%d %s", code, body)
+		})
+		t.Logf("%s below the reserve: the leader refused data after %v; took it again %v after space returned",
+			ids(low), refusing.Round(time.Millisecond), time.Since(freed).Round(time.Millisecond))
+	}
+	sameSet(t, "delivered at the end", c.drain(leader, "q"), queued)
+	for _, n := range c.nodes {
+		if out := n.logTail(1 << 20); strings.Contains(out, "no space left on device") || strings.Contains(out, "panic") {
+			t.Fatalf("%s met ENOSPC or panicked:\n%s", n.id, out)
+		}
+	}
+	c.stopAndCompare(c.nodes, 30*time.Second)
 }
