@@ -6,23 +6,28 @@ import (
 )
 
 // DefaultMinFreeBytes is the reserve `queen serve` keeps by default
-// (--min-free-bytes): 512 MiB. What a node writes while it refuses data,
-// with the engine's 32 MiB memtables and the Raft log's 8 MiB ones:
+// (--min-free-bytes): 512 MiB. It is what a node may still write while it
+// refuses data, with the engine's 32 MiB memtables and the Raft log's 8 MiB
+// ones:
 //
-//   - WAL preallocation: Pebble preallocates every new WAL file to 110% of
-//     the memtable size, and after each start its memtables grow from
-//     256 KiB by doubling, one WAL each, and are not flushed before half a
-//     memtable has gathered: up to 7 engine WALs (7 × 35.2 MiB) and 5 log
-//     WALs (5 × 8.8 MiB), about 290 MiB, whatever the traffic;
-//   - flushes: two memtables of each store written out as tables and blob
-//     files, about 80 MiB, before their WALs can go;
-//   - compactions, which write their output before deleting their input
-//     (that is how range deletions from retention and Raft log truncation
-//     give space back), the manifests, and the Raft log entries of pops,
-//     acks and deletes until the next snapshot truncates it: the rest.
+//   - WAL preallocation, about 330 MiB at worst: Pebble preallocates every
+//     new WAL file to 110% of a memtable (35.2 MiB, 8.8 MiB), and after
+//     each start it grows its memtables from 256 KiB by doubling, a WAL
+//     each, flushing nothing before half a memtable has gathered: up to
+//     eight engine WALs and six log WALs at once. Under a push load on a
+//     fresh node, space allocated beyond the bytes written peaked at
+//     253 MiB. Pops and acks after a restart go through the same ramp;
+//   - flushes, about 80 MiB: two memtables of each store written out as
+//     tables and blob files before their WALs can go;
+//   - the rest, about 100 MiB: compactions, which write their output before
+//     deleting their input (that is how retention's range deletions and
+//     Raft log truncation give space back), manifests, and the log entries
+//     of pops, acks and deletes until a snapshot truncates the log.
 //
-// On a disk of tens of GiB that is a few percent; a smaller disk can take a
-// smaller reserve only with smaller memtables.
+// On a disk of tens of GiB that is a few percent. With a smaller reserve a
+// WAL preallocation may not fit: it fails, but while it runs it can take
+// the space a concurrent append needed (seen on tmpfs: an ENOSPC on a Raft
+// log append with 20 MiB free).
 const DefaultMinFreeBytes = 512 << 20
 
 // Options configures a Guard. Zero fields take their defaults
