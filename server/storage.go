@@ -87,6 +87,19 @@ func (st *storageState) record(id string, ok bool, reason string, at time.Time) 
 	st.peers[id] = peerStorage{ok: ok, reason: reason, at: at}
 }
 
+// low returns a node whose fresh report says it is below its reserve (the
+// first by id), without allocating: it runs on every request that adds data.
+func (st *storageState) low(now time.Time) (id, reason string, found bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for pid, p := range st.peers {
+		if !p.ok && now.Sub(p.at) < storageReportTTL && (!found || pid < id) {
+			id, reason, found = pid, p.reason, true
+		}
+	}
+	return id, reason, found
+}
+
 // nodeReport is one node's storage as this node last heard it.
 type nodeReport struct {
 	id     string
@@ -141,11 +154,9 @@ func (s *Server) roomFor(n int64) (release func(), err error) {
 			return release, err
 		}
 	}
-	for _, r := range s.storage.fresh(time.Now()) {
-		if !r.ok {
-			release()
-			return func() {}, shortage(r.id, r.reason)
-		}
+	if id, reason, low := s.storage.low(time.Now()); low {
+		release()
+		return func() {}, shortage(id, reason)
 	}
 	return release, nil
 }
