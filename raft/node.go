@@ -44,6 +44,7 @@ type Node struct {
 	proposals chan *proposal
 	inflight  chan struct{}
 	done      chan struct{}
+	stopped   chan struct{} // closed once raft has shut down (Close)
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 }
@@ -62,7 +63,7 @@ func Open(opts Options) (*Node, error) {
 	}
 	n := &Node{opts: opts, log: opts.Logger.With("node", opts.ID), notify: newNotifier(), origin: []byte(opts.ID),
 		proposals: make(chan *proposal, 4096), inflight: make(chan struct{}, opts.MaxInFlight),
-		done: make(chan struct{}), live: newLiveness()}
+		done: make(chan struct{}), stopped: make(chan struct{}), live: newLiveness()}
 	ok := false
 	defer func() {
 		if !ok {
@@ -265,6 +266,7 @@ func (n *Node) Close() error {
 		if n.raft != nil {
 			err = n.raft.Shutdown().Error()
 		}
+		close(n.stopped)
 		n.wg.Wait()
 		err = errors.Join(err, n.closeParts())
 	})
@@ -376,7 +378,7 @@ func (n *Node) proposeLoop() {
 // await hands an entry's results to its proposers.
 func (n *Node) await(f hraft.ApplyFuture, batch []*proposal) {
 	defer n.wg.Done()
-	err := f.Error()
+	err := n.futureError(f)
 	// The entry is applied (or failed): the next one may be proposed while
 	// this goroutine reads pops' messages and hands out results.
 	<-n.inflight
@@ -404,6 +406,27 @@ func (n *Node) await(f hraft.ApplyFuture, batch []*proposal) {
 			p.done <- results[i]
 		} else {
 			p.done <- result{err: fmt.Errorf("raft: entry applied without a result")}
+		}
+	}
+}
+
+// futureError waits for f's outcome. With BatchApplyCh, raft buffers
+// ApplyLog's futures and, when it shuts down, never answers those still in
+// the buffer: waiting on one alone hung Close (and so a SIGTERM) for ever.
+// Once raft has stopped, such a future is ErrShutdown; the goroutine left
+// waiting on it ends with the process.
+func (n *Node) futureError(f hraft.ApplyFuture) error {
+	errc := make(chan error, 1)
+	go func() { errc <- f.Error() }()
+	select {
+	case err := <-errc:
+		return err
+	case <-n.stopped:
+		select {
+		case err := <-errc:
+			return err
+		default:
+			return ErrShutdown
 		}
 	}
 }
