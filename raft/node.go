@@ -46,6 +46,7 @@ type Node struct {
 	proposals chan *proposal
 	inflight  chan struct{}
 	done      chan struct{}
+	stopped   chan struct{} // closed once raft has shut down (Close)
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 }
@@ -64,7 +65,7 @@ func Open(opts Options) (*Node, error) {
 	}
 	n := &Node{opts: opts, log: opts.Logger.With("node", opts.ID), notify: newNotifier(), origin: []byte(opts.ID),
 		proposals: make(chan *proposal, 4096), inflight: make(chan struct{}, opts.MaxInFlight),
-		done: make(chan struct{}), live: newLiveness()}
+		done: make(chan struct{}), stopped: make(chan struct{}), live: newLiveness()}
 	ok := false
 	defer func() {
 		if !ok {
@@ -157,6 +158,12 @@ func openDisk(opts Options, log *slog.Logger) (_ *disk, err error) {
 		if err := os.MkdirAll(filepath.Join(opts.Dir, sub), 0o755); err != nil {
 			return nil, fmt.Errorf("raft: create data dir: %w", err)
 		}
+	}
+	// A crash on a full disk must not keep the stores from opening
+	// (space.go).
+	stores := []string{filepath.Join(opts.Dir, "engine"), filepath.Join(opts.Dir, "raft")}
+	if err := prepareOpen(log, stores, diskSpace(), time.Second, nil); err != nil {
+		return nil, err
 	}
 	eopts := opts.Engine
 	eopts.Sync = false // the Raft log is the write-ahead log
@@ -268,6 +275,7 @@ func (n *Node) Close() error {
 				return
 			}
 		}
+		close(n.stopped)
 		n.wg.Wait()
 		err = errors.Join(err, n.closeParts())
 	})
@@ -400,7 +408,7 @@ func (n *Node) proposeLoop() {
 // await hands an entry's results to its proposers.
 func (n *Node) await(f hraft.ApplyFuture, batch []*proposal) {
 	defer n.wg.Done()
-	err := f.Error()
+	err := n.futureError(f)
 	// The entry is applied (or failed): the next one may be proposed while
 	// this goroutine reads pops' messages and hands out results.
 	<-n.inflight
@@ -434,6 +442,27 @@ func (n *Node) await(f hraft.ApplyFuture, batch []*proposal) {
 			p.done <- results[i]
 		} else {
 			p.done <- result{err: fmt.Errorf("raft: entry applied without a result")}
+		}
+	}
+}
+
+// futureError waits for f's outcome. With BatchApplyCh, raft buffers
+// ApplyLog's futures and, when it shuts down, never answers those still in
+// the buffer: waiting on one alone hung Close (and so a SIGTERM) for ever.
+// Once raft has stopped, such a future is ErrShutdown; the goroutine left
+// waiting on it ends with the process.
+func (n *Node) futureError(f hraft.ApplyFuture) error {
+	errc := make(chan error, 1)
+	go func() { errc <- f.Error() }()
+	select {
+	case err := <-errc:
+		return err
+	case <-n.stopped:
+		select {
+		case err := <-errc:
+			return err
+		default:
+			return ErrShutdown
 		}
 	}
 }

@@ -142,6 +142,8 @@ func request(r server.Route, f fixture) (path string, body any) {
 		body = map[string]any{"id": "n9", "addr": "127.0.0.1:1"}
 	case "cluster_leave":
 		body = map[string]any{"id": "n9"}
+	case "cluster_storage":
+		body = map[string]any{"id": "n9", "ok": true}
 	}
 	return path, body
 }
@@ -231,7 +233,7 @@ func TestAuth_RouteTableLevels(t *testing.T) {
 		"dlq": auth.ReadOnly, "messages": auth.ReadOnly, "resources_queues": auth.ReadOnly, "status": auth.ReadOnly,
 		"groups": auth.ReadOnly, "resources_queue_delete": auth.Admin, "group_delete": auth.Admin,
 		"stats_refresh": auth.Admin, "maintenance": auth.Admin, "maintenance_set": auth.Admin,
-		"cluster_join": auth.Cluster, "cluster_leave": auth.Cluster,
+		"cluster_join": auth.Cluster, "cluster_leave": auth.Cluster, "cluster_storage": auth.Cluster,
 	}
 	for _, r := range s.Routes() {
 		if r.Level == auth.Unset {

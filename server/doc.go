@@ -39,12 +39,14 @@
 //	GET    /api/v1/status[/queues[/{queue}]|/analytics|/buffers]
 //	GET    /api/v1/system/maintenance[/pop]          the switches and the spool
 //	POST   /api/v1/system/maintenance[/pop]          {"enabled"}: cluster-wide switch (push → spool, pop → 204)
+//	POST   /internal/v1/cluster/{join,leave,storage} node to node (cluster secret); storage: a follower's disk
 //	OPTIONS /*                                       204 with CORS headers
 //
 // # Edge contract
 //
 // Status codes are the intended ones (C1): 201 push, 204 nothing to pop,
-// 400, 404, 405, 409, 413, 501, 503. Every error body is
+// 400, 404, 405, 409, 413, 501, 503, and 507 when a disk is below its
+// reserve. Every error body is
 // {"error": "<message>", "code": "<stable_snake_case>"} (C2), produced by
 // writeError from the one table in errors.go; an error the table does not
 // know is a 500 "internal" whose details are logged, never returned. Raft
@@ -55,6 +57,22 @@
 // with another method is 405 method_not_allowed with an Allow header. Every
 // reply carries the CORS headers of API.md §1.3 (Options.CORSOrigins
 // narrows them; an unlisted Origin is 403 origin_not_allowed).
+//
+// # Disk space
+//
+// Each route of the table also says whether it adds data (storage.go,
+// server/diskspace). While a filesystem of this node, or of a node that
+// reports to it as leader, has less free space than Options.Storage's
+// reserve, those routes (push, configure, transaction, the replays) answer
+// 507 insufficient_storage with Retry-After: 5 and a message naming the
+// node, the directories and the numbers; nothing is proposed. Pops, acks,
+// lease extensions, seeks and every delete go on inside the reserve, since
+// they are how space comes back, and so do the leader's retention sweeps.
+// A request's body counts against free space while it is written, so a
+// burst cannot pass on one reading. /health's "storage" says why, and
+// /metrics/prometheus has queen_storage_free_bytes{dir},
+// queen_storage_reserve_bytes, queen_storage_below_reserve,
+// queen_storage_nodes_below_reserve and queen_insufficient_storage_total.
 //
 // # Access
 //

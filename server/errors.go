@@ -11,6 +11,7 @@ import (
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server/auth"
+	"github.com/queenmq/queen/server/diskspace"
 )
 
 // Sentinel errors the edge detects itself. Validation failures are not
@@ -113,6 +114,7 @@ var errorTable = [...]errorCode{
 	{raft.ErrFaulted, fasthttp.StatusServiceUnavailable, "storage_fault", "This node's storage failed and is recovering; the command's outcome is unknown, retry it"},
 	{errSpoolWrite, fasthttp.StatusInternalServerError, "spool_write_failed", "Push maintenance is on and this node could not write the push to its spool durably; nothing was kept"},
 	{errOverloaded, fasthttp.StatusServiceUnavailable, "overloaded", "The server holds as many request bodies as it may; retry later"},
+	{diskspace.ErrBelowReserve, fasthttp.StatusInsufficientStorage, "insufficient_storage", "Insufficient storage"},
 	{raft.ErrNoLeader, fasthttp.StatusServiceUnavailable, "no_leader", "No leader: the cluster cannot accept commands right now"},
 	{raft.ErrNotLeader, fasthttp.StatusServiceUnavailable, "not_leader", "This node is not the leader and could not forward the request"},
 	{raft.ErrLeadershipLost, fasthttp.StatusServiceUnavailable, "leadership_lost", "Leadership changed while the command was in flight; its outcome is unknown"},
@@ -190,6 +192,8 @@ func (s *Server) writeError(ctx *fasthttp.RequestCtx, err error) {
 	switch row.status {
 	case fasthttp.StatusServiceUnavailable:
 		ctx.Response.Header.Set("Retry-After", "1")
+	case fasthttp.StatusInsufficientStorage:
+		ctx.Response.Header.Set("Retry-After", storageRetryAfter)
 	case fasthttp.StatusUnauthorized:
 		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="queen"`)
 	case fasthttp.StatusInternalServerError:

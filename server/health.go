@@ -15,7 +15,9 @@ import (
 // health answers GET /health: 200 "healthy" while the node knows a leader
 // (commands can be applied) and its storage is sound, else 503 "unhealthy";
 // "fault" says what is wrong with the storage ("" when nothing is). The
-// CLI's ping reads status, database and version.
+// CLI's ping reads status, database and version. "storage" says whether
+// this node takes data and why not (storage.go); a node below its reserve
+// is still healthy: it serves reads, pops and acks.
 func (s *Server) health(ctx *fasthttp.RequestCtx, _ *params) {
 	st := s.broker.Status()
 	status, database, code := "healthy", "connected", fasthttp.StatusOK
@@ -48,6 +50,7 @@ func (s *Server) health(ctx *fasthttp.RequestCtx, _ *params) {
 	w.str("worker_id", st.ID)
 	w.str("status", "active")
 	w.endObject()
+	s.writeStorage(&w)
 	w.endObject()
 	send(ctx, code, w)
 }
@@ -108,6 +111,7 @@ func (s *Server) metricsPrometheus(ctx *fasthttp.RequestCtx, _ *params) {
 	metrics.WriteGaugeUint64(ctx, "queen_raft_is_leader", boolGauge(st.Role == "leader"))
 	metrics.WriteCounterUint64(ctx, "queen_storage_errors_total", st.StorageErrors)
 	metrics.WriteGaugeUint64(ctx, "queen_storage_faulted", boolGauge(st.Fault != ""))
+	s.writeStorageMetrics(ctx)
 	if err := s.writeDLQDepth(ctx); err != nil {
 		s.log.Warn("metrics: dlq depth", "err", err)
 	}

@@ -15,63 +15,67 @@ import (
 // "/consumer-groups/{group}"), with backtracking when the literal branch
 // leads nowhere. name labels the route's metrics. level is the access a
 // caller needs (API.md §2, each route's **Auth:**; cluster routes take the
-// cluster secret or an admin token): every route declares one, and New
-// refuses a table with a route that does not.
+// cluster secret or an admin token). disk says whether the route adds data
+// (addsData: 507 while free space is below the reserve, see storage.go) or
+// only writes what lets consumers go on and space come back (writesLittle),
+// or nothing (reads). Every route declares both, and New refuses a table
+// with a route that does not.
 func (s *Server) routeTable() []route {
 	return []route{
-		{"GET", "/health", "health", auth.Public, (*Server).health},
-		{"GET", "/dlq", "dlq_page", auth.Public, (*Server).dlqUI},
-		{"GET", "/metrics", "metrics", auth.Public, (*Server).metricsJSON},
-		{"GET", "/metrics/prometheus", "metrics_prometheus", auth.Public, (*Server).metricsPrometheus},
+		{"GET", "/health", "health", auth.Public, reads, (*Server).health},
+		{"GET", "/dlq", "dlq_page", auth.Public, reads, (*Server).dlqUI},
+		{"GET", "/metrics", "metrics", auth.Public, reads, (*Server).metricsJSON},
+		{"GET", "/metrics/prometheus", "metrics_prometheus", auth.Public, reads, (*Server).metricsPrometheus},
 
-		{"POST", "/api/v1/configure", "configure", auth.ReadWrite, (*Server).configure},
-		{"POST", "/api/v1/push", "push", auth.ReadWrite, (*Server).push},
-		{"GET", "/api/v1/pop", "pop_discovery", auth.ReadWrite, (*Server).popDiscovery},
-		{"GET", "/api/v1/pop/queue/{queue}", "pop", auth.ReadWrite, (*Server).popQueue},
-		{"GET", "/api/v1/pop/queue/{queue}/partition/{partition}", "pop_partition", auth.ReadWrite, (*Server).popPartition},
-		{"POST", "/api/v1/ack", "ack", auth.ReadWrite, (*Server).ack},
-		{"POST", "/api/v1/ack/batch", "ack_batch", auth.ReadWrite, (*Server).ackBatch},
-		{"POST", "/api/v1/transaction", "transaction", auth.ReadWrite, (*Server).transaction},
-		{"POST", "/api/v1/lease/{leaseId}/extend", "lease_extend", auth.ReadWrite, (*Server).extendLease},
+		{"POST", "/api/v1/configure", "configure", auth.ReadWrite, addsData, (*Server).configure},
+		{"POST", "/api/v1/push", "push", auth.ReadWrite, addsData, (*Server).push},
+		{"GET", "/api/v1/pop", "pop_discovery", auth.ReadWrite, writesLittle, (*Server).popDiscovery},
+		{"GET", "/api/v1/pop/queue/{queue}", "pop", auth.ReadWrite, writesLittle, (*Server).popQueue},
+		{"GET", "/api/v1/pop/queue/{queue}/partition/{partition}", "pop_partition", auth.ReadWrite, writesLittle, (*Server).popPartition},
+		{"POST", "/api/v1/ack", "ack", auth.ReadWrite, writesLittle, (*Server).ack},
+		{"POST", "/api/v1/ack/batch", "ack_batch", auth.ReadWrite, writesLittle, (*Server).ackBatch},
+		{"POST", "/api/v1/transaction", "transaction", auth.ReadWrite, addsData, (*Server).transaction},
+		{"POST", "/api/v1/lease/{leaseId}/extend", "lease_extend", auth.ReadWrite, writesLittle, (*Server).extendLease},
 
-		{"GET", "/api/v1/dlq", "dlq", auth.ReadOnly, (*Server).listDLQ},
-		{"POST", "/api/v1/dlq/replay", "dlq_replay", auth.Admin, (*Server).replayDLQ},
-		{"GET", "/api/v1/messages", "messages", auth.ReadOnly, (*Server).listMessages},
-		{"GET", "/api/v1/messages/{partitionId}/{transactionId}", "message", auth.ReadOnly, (*Server).getMessage},
-		{"DELETE", "/api/v1/messages/{partitionId}/{transactionId}", "message_delete", auth.ReadWrite, (*Server).deleteMessage},
-		{"POST", "/api/v1/messages/{partitionId}/{transactionId}/retry", "message_replay", auth.ReadWrite, (*Server).replayMessage},
-		{"POST", "/api/v1/messages/{partitionId}/{transactionId}/dlq", "message_dlq", auth.ReadWrite, (*Server).moveToDLQ},
+		{"GET", "/api/v1/dlq", "dlq", auth.ReadOnly, reads, (*Server).listDLQ},
+		{"POST", "/api/v1/dlq/replay", "dlq_replay", auth.Admin, addsData, (*Server).replayDLQ},
+		{"GET", "/api/v1/messages", "messages", auth.ReadOnly, reads, (*Server).listMessages},
+		{"GET", "/api/v1/messages/{partitionId}/{transactionId}", "message", auth.ReadOnly, reads, (*Server).getMessage},
+		{"DELETE", "/api/v1/messages/{partitionId}/{transactionId}", "message_delete", auth.ReadWrite, writesLittle, (*Server).deleteMessage},
+		{"POST", "/api/v1/messages/{partitionId}/{transactionId}/retry", "message_replay", auth.ReadWrite, addsData, (*Server).replayMessage},
+		{"POST", "/api/v1/messages/{partitionId}/{transactionId}/dlq", "message_dlq", auth.ReadWrite, writesLittle, (*Server).moveToDLQ},
 
-		{"GET", "/api/v1/resources/overview", "resources_overview", auth.ReadOnly, (*Server).overview},
-		{"GET", "/api/v1/resources/queues", "resources_queues", auth.ReadOnly, (*Server).listQueues},
-		{"GET", "/api/v1/resources/queues/{queue}", "resources_queue", auth.ReadOnly, (*Server).getQueue},
-		{"DELETE", "/api/v1/resources/queues/{queue}", "resources_queue_delete", auth.Admin, (*Server).deleteQueue},
-		{"GET", "/api/v1/resources/namespaces", "resources_namespaces", auth.ReadOnly, (*Server).listNamespaces},
-		{"GET", "/api/v1/resources/tasks", "resources_tasks", auth.ReadOnly, (*Server).listTasks},
+		{"GET", "/api/v1/resources/overview", "resources_overview", auth.ReadOnly, reads, (*Server).overview},
+		{"GET", "/api/v1/resources/queues", "resources_queues", auth.ReadOnly, reads, (*Server).listQueues},
+		{"GET", "/api/v1/resources/queues/{queue}", "resources_queue", auth.ReadOnly, reads, (*Server).getQueue},
+		{"DELETE", "/api/v1/resources/queues/{queue}", "resources_queue_delete", auth.Admin, writesLittle, (*Server).deleteQueue},
+		{"GET", "/api/v1/resources/namespaces", "resources_namespaces", auth.ReadOnly, reads, (*Server).listNamespaces},
+		{"GET", "/api/v1/resources/tasks", "resources_tasks", auth.ReadOnly, reads, (*Server).listTasks},
 
-		{"GET", "/api/v1/consumer-groups", "groups", auth.ReadOnly, (*Server).listGroups},
-		{"GET", "/api/v1/consumer-groups/lagging", "groups_lagging", auth.ReadOnly, (*Server).laggingGroups},
-		{"GET", "/api/v1/consumer-groups/{group}", "group", auth.ReadOnly, (*Server).getGroup},
-		{"DELETE", "/api/v1/consumer-groups/{group}", "group_delete", auth.Admin, (*Server).deleteGroup},
-		{"DELETE", "/api/v1/consumer-groups/{group}/queues/{queue}", "group_queue_delete", auth.Admin, (*Server).deleteGroup},
-		{"POST", "/api/v1/consumer-groups/{group}/queues/{queue}/seek", "seek", auth.ReadWrite, (*Server).seek},
-		{"POST", "/api/v1/consumer-groups/{group}/queues/{queue}/partitions/{partition}/seek", "seek_partition", auth.ReadWrite, (*Server).seek},
-		{"POST", "/api/v1/consumer-groups/{group}/subscription", "subscription", auth.ReadWrite, (*Server).updateSubscription},
-		{"POST", "/api/v1/stats/refresh", "stats_refresh", auth.Admin, (*Server).refreshStats},
+		{"GET", "/api/v1/consumer-groups", "groups", auth.ReadOnly, reads, (*Server).listGroups},
+		{"GET", "/api/v1/consumer-groups/lagging", "groups_lagging", auth.ReadOnly, reads, (*Server).laggingGroups},
+		{"GET", "/api/v1/consumer-groups/{group}", "group", auth.ReadOnly, reads, (*Server).getGroup},
+		{"DELETE", "/api/v1/consumer-groups/{group}", "group_delete", auth.Admin, writesLittle, (*Server).deleteGroup},
+		{"DELETE", "/api/v1/consumer-groups/{group}/queues/{queue}", "group_queue_delete", auth.Admin, writesLittle, (*Server).deleteGroup},
+		{"POST", "/api/v1/consumer-groups/{group}/queues/{queue}/seek", "seek", auth.ReadWrite, writesLittle, (*Server).seek},
+		{"POST", "/api/v1/consumer-groups/{group}/queues/{queue}/partitions/{partition}/seek", "seek_partition", auth.ReadWrite, writesLittle, (*Server).seek},
+		{"POST", "/api/v1/consumer-groups/{group}/subscription", "subscription", auth.ReadWrite, writesLittle, (*Server).updateSubscription},
+		{"POST", "/api/v1/stats/refresh", "stats_refresh", auth.Admin, reads, (*Server).refreshStats},
 
-		{"GET", "/api/v1/status", "status", auth.ReadOnly, (*Server).status},
-		{"GET", "/api/v1/status/queues", "status_queues", auth.ReadOnly, (*Server).statusQueues},
-		{"GET", "/api/v1/status/queues/{queue}", "status_queue", auth.ReadOnly, (*Server).statusQueue},
-		{"GET", "/api/v1/status/analytics", "status_analytics", auth.ReadOnly, (*Server).analytics},
-		{"GET", "/api/v1/status/buffers", "status_buffers", auth.ReadOnly, (*Server).buffers},
+		{"GET", "/api/v1/status", "status", auth.ReadOnly, reads, (*Server).status},
+		{"GET", "/api/v1/status/queues", "status_queues", auth.ReadOnly, reads, (*Server).statusQueues},
+		{"GET", "/api/v1/status/queues/{queue}", "status_queue", auth.ReadOnly, reads, (*Server).statusQueue},
+		{"GET", "/api/v1/status/analytics", "status_analytics", auth.ReadOnly, reads, (*Server).analytics},
+		{"GET", "/api/v1/status/buffers", "status_buffers", auth.ReadOnly, reads, (*Server).buffers},
 
-		{"GET", "/api/v1/system/maintenance", "maintenance", auth.Admin, (*Server).getMaintenance},
-		{"POST", "/api/v1/system/maintenance", "maintenance_set", auth.Admin, (*Server).setMaintenance},
-		{"GET", "/api/v1/system/maintenance/pop", "maintenance_pop", auth.Admin, (*Server).getMaintenance},
-		{"POST", "/api/v1/system/maintenance/pop", "maintenance_pop_set", auth.Admin, (*Server).setMaintenance},
+		{"GET", "/api/v1/system/maintenance", "maintenance", auth.Admin, reads, (*Server).getMaintenance},
+		{"POST", "/api/v1/system/maintenance", "maintenance_set", auth.Admin, writesLittle, (*Server).setMaintenance},
+		{"GET", "/api/v1/system/maintenance/pop", "maintenance_pop", auth.Admin, reads, (*Server).getMaintenance},
+		{"POST", "/api/v1/system/maintenance/pop", "maintenance_pop_set", auth.Admin, writesLittle, (*Server).setMaintenance},
 
-		{"POST", "/internal/v1/cluster/join", "cluster_join", auth.Cluster, (*Server).join},
-		{"POST", "/internal/v1/cluster/leave", "cluster_leave", auth.Cluster, (*Server).leave},
+		{"POST", "/internal/v1/cluster/join", "cluster_join", auth.Cluster, writesLittle, (*Server).join},
+		{"POST", "/internal/v1/cluster/leave", "cluster_leave", auth.Cluster, writesLittle, (*Server).leave},
+		{"POST", "/internal/v1/cluster/storage", "cluster_storage", auth.Cluster, reads, (*Server).storageReport},
 	}
 }
 
@@ -81,18 +85,39 @@ type Route struct {
 	Pattern string // {name} marks a path parameter
 	Name    string // the route's metrics label
 	Level   auth.Level
+	// AddsData is true for the routes refused with 507
+	// insufficient_storage while free space is below the reserve.
+	AddsData bool
 }
 
 // Routes lists the route table, in its order: what an operator (or a test)
-// reads to know which level each route needs.
+// reads to know which level each route needs and which routes add data.
 func (s *Server) Routes() []Route {
 	table := s.routeTable()
 	out := make([]Route, len(table))
 	for i, r := range table {
-		out[i] = Route{Method: r.method, Pattern: r.pattern, Name: r.name, Level: r.level}
+		out[i] = Route{Method: r.method, Pattern: r.pattern, Name: r.name, Level: r.level, AddsData: r.disk == addsData}
 	}
 	return out
 }
+
+// diskUse is what a route does to the disk.
+type diskUse uint8
+
+const (
+	diskUnset diskUse = iota // refused by New: every route must say
+	// reads writes nothing.
+	reads
+	// writesLittle writes small records that keep consumers going or give
+	// space back: pops and lease extensions, acks, seeks, deletes,
+	// maintenance and membership. Served inside the reserve.
+	writesLittle
+	// addsData writes data that grows with what clients send: pushes,
+	// transactions, replays, queue configuration. Refused with 507 while
+	// a filesystem of this node, or of a node that reports to it as
+	// leader, is below the reserve.
+	addsData
+)
 
 // maxParams and maxSegments bound a path; longer ones match no route.
 const (
@@ -106,6 +131,7 @@ type route struct {
 	pattern string
 	name    string
 	level   auth.Level
+	disk    diskUse
 	handle  func(s *Server, ctx *fasthttp.RequestCtx, p *params)
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/server/auth"
+	"github.com/queenmq/queen/server/diskspace"
 )
 
 // Options configures a Server. Zero fields take their defaults (see
@@ -98,6 +99,14 @@ type Options struct {
 	// verifying its certificate with RelayTLS.RootCAs. Set it whenever the
 	// nodes serve TLS.
 	RelayTLS *tls.Config
+	// Storage guards the free space of this node's data directories (its
+	// store's and SpoolDir's filesystems; `queen serve` builds it from
+	// --min-free-bytes). While a filesystem is below its reserve, the
+	// routes that add data answer 507 insufficient_storage; pops, acks and
+	// deletes go on. A follower also reports its state to the leader, which
+	// then refuses data for the whole cluster (storage.go). Nil turns the
+	// guard off. The server does not close it.
+	Storage *diskspace.Guard
 }
 
 // DefaultOptions returns the options a zero Options is completed with.
@@ -176,8 +185,9 @@ type Server struct {
 	http     *fasthttp.Server
 	client   *fasthttp.Client // forwards to the leader
 	spool    *spool           // pushes held during push maintenance; nil without SpoolDir
-	stop     chan struct{}    // closed by Shutdown: stops the spool's drain
+	stop     chan struct{}    // closed by Shutdown: stops the spool's drain and the storage reports
 	drained  chan struct{}    // closed when the drain loop has stopped
+	loops    sync.WaitGroup   // the storage report loop
 	stopOnce sync.Once
 	router   router
 	m        *brokerMetrics
@@ -200,6 +210,8 @@ type Server struct {
 	// reclaim returns body bytes to the budget once they are garbage, and
 	// memory to the operating system after a burst (reclaim.go).
 	reclaim *reclaimer
+	// storage is the free-space state: the other nodes' reports (storage.go).
+	storage *storageState
 }
 
 // New builds a server over b. It does not listen yet: see Serve and
@@ -222,6 +234,7 @@ func New(b Broker, opts Options) (*Server, error) {
 		started: time.Now(),
 		ctx:     context.Background(),
 		budget:  bodyBudget{limit: opts.MaxInflightBodyBytes},
+		storage: newStorageState(opts.Metrics),
 	}
 	opts.Metrics.GetOrCreateGauge(`queen_http_inflight_body_bytes`, func() float64 { return float64(s.budget.held.Load()) })
 	crypt, err := newCipherFromOptions(opts)
@@ -265,6 +278,9 @@ func New(b Broker, opts Options) (*Server, error) {
 		if r.level == auth.Unset || r.level > auth.Cluster {
 			return nil, fmt.Errorf("%w: route %s %s declares no access level", engine.ErrInvalid, r.method, r.pattern)
 		}
+		if r.disk == diskUnset || r.disk > addsData {
+			return nil, fmt.Errorf("%w: route %s %s does not say whether it adds data", engine.ErrInvalid, r.method, r.pattern)
+		}
 		s.router.add(&endpoint{route: r, stats: newRouteStats(opts.Metrics, r.name)})
 	}
 	s.http = &fasthttp.Server{
@@ -282,6 +298,10 @@ func New(b Broker, opts Options) (*Server, error) {
 		IdleTimeout:                  opts.IdleTimeout,
 		CloseOnShutdown:              true,
 		Logger:                       fasthttpLogger{opts.Logger},
+	}
+	if opts.Storage != nil {
+		s.loops.Add(1)
+		go s.reportLoop(s.stop)
 	}
 	return s, nil
 }
@@ -330,6 +350,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopOnce.Do(func() { close(s.stop) })
 	err := s.http.ShutdownWithContext(ctx)
 	<-s.drained
+	s.loops.Wait()
 	return err
 }
 
@@ -371,6 +392,16 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	if expired(ctx) {
 		s.writeError(ctx, errForwardExpired)
 		return
+	}
+	if ep.disk == addsData {
+		// Before the body is read: a refused body is never held.
+		release, err := s.admitData(max(int64(ctx.Request.Header.ContentLength()), 0))
+		if err != nil {
+			s.writeError(ctx, err)
+			s.lingerUnread(ctx)
+			return
+		}
+		defer release()
 	}
 	held, err := s.takeBody(ctx)
 	if err != nil {

@@ -252,6 +252,12 @@ func (s *Server) drainLoop(m Maintainer, stop <-chan struct{}) {
 		if push, _ := m.Maintenance(); push || s.spool.pending.Load() == 0 {
 			continue
 		}
+		// Replaying adds the spooled data to the store: not while a disk
+		// of the cluster is below its reserve (a follower's replay is a
+		// push the leader's edge checks; this covers the leader's own).
+		if _, err := s.roomFor(0); err != nil {
+			continue
+		}
 		if err := s.drain(); err != nil {
 			s.spool.failed.Add(1)
 			s.log.Warn("spool replay", "err", err)

@@ -25,6 +25,7 @@ import (
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server"
 	"github.com/queenmq/queen/server/auth"
+	"github.com/queenmq/queen/server/diskspace"
 )
 
 // serveConfig is everything `queen serve` reads from flags and the
@@ -43,6 +44,9 @@ type serveConfig struct {
 	// maxInflight is --max-inflight-body-bytes; 0 takes the server's
 	// default (a fraction of memory).
 	maxInflight int64
+	// minFree is --min-free-bytes: the free space each filesystem of the
+	// data directory keeps; 0 turns the guard off.
+	minFree uint64
 	// encryptionKey is QUEEN_ENCRYPTION_KEY (environment only, never a
 	// flag: a flag would show the key in the process list).
 	encryptionKey string
@@ -83,7 +87,7 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 		defHTTP = net.JoinHostPort(env("HOST", "0.0.0.0"), env("PORT", "6632"))
 	}
 	var c serveConfig
-	var peers, level, tlsCert, tlsKey, tlsCA, secretFile, httpCert, httpKey, httpCA, cors string
+	var peers, level, tlsCert, tlsKey, tlsCA, secretFile, httpCert, httpKey, httpCA, cors, minFree string
 	fs.StringVar(&c.data, "data", env("QUEEN_DATA_DIR", "./data"), "data directory (env QUEEN_DATA_DIR)")
 	fs.StringVar(&c.http, "http", defHTTP, "HTTP listen address host:port (env HOST, PORT)")
 	fs.StringVar(&c.advertise, "advertise", env("QUEEN_ADVERTISE_HTTP", ""), "HTTP address other nodes reach this one at (default: --http, with 0.0.0.0 as 127.0.0.1)")
@@ -108,6 +112,7 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 	fs.StringVar(&c.pprof, "pprof", env("QUEEN_PPROF", ""), "serve Go's pprof profiles on this host:port (off when empty; keep it on loopback)")
 	fs.StringVar(&level, "log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
 	fs.IntVar(&c.maxBody, "max-body-bytes", 64<<20, "largest request body accepted (env QUEEN_MAX_BODY_BYTES)")
+	fs.StringVar(&minFree, "min-free-bytes", env("QUEEN_MIN_FREE_BYTES", diskspace.FormatBytes(diskspace.DefaultMinFreeBytes)), "free space kept on each filesystem of --data: below it, writes that add data answer 507 while pops, acks and deletes go on; bytes or KiB/MiB/GiB/TiB, 0 disables (env QUEEN_MIN_FREE_BYTES)")
 	if v := getenv("QUEEN_MAX_BODY_BYTES"); v != "" {
 		fmt.Sscan(v, &c.maxBody)
 	}
@@ -129,6 +134,10 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 	if err := c.logLevel.UnmarshalText([]byte(level)); err != nil {
 		return c, fmt.Errorf("bad --log-level %q", level)
 	}
+	var err error
+	if c.minFree, err = parseBytes(minFree); err != nil {
+		return c, fmt.Errorf("bad --min-free-bytes %q: %v", minFree, err)
+	}
 	if _, _, err := net.SplitHostPort(c.http); err != nil {
 		return c, fmt.Errorf("bad --http %q: %v", c.http, err)
 	}
@@ -139,7 +148,6 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 		}
 		c.advertise = net.JoinHostPort(host, port)
 	}
-	var err error
 	if c.peers, err = parsePeers(peers); err != nil {
 		return c, err
 	}
@@ -173,6 +181,29 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 		return c, fmt.Errorf("--raft-tls-cert, --raft-tls-key and --raft-tls-ca protect the Raft transport: they need --raft or --peers")
 	}
 	return c, nil
+}
+
+// parseBytes parses a size: a number of bytes, or a number with a binary
+// unit (KiB, MiB, GiB, TiB, or K, M, G, T; any case).
+func parseBytes(s string) (uint64, error) {
+	s = strings.TrimSpace(s)
+	i := strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' })
+	if i < 0 {
+		i = len(s)
+	}
+	n, err := strconv.ParseUint(s[:i], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("want a number of bytes, optionally with KiB, MiB, GiB or TiB")
+	}
+	shift := map[string]uint{"": 0, "b": 0, "k": 10, "kib": 10, "m": 20, "mib": 20, "g": 30, "gib": 30, "t": 40, "tib": 40}
+	sh, ok := shift[strings.ToLower(strings.TrimSpace(s[i:]))]
+	if !ok {
+		return 0, fmt.Errorf("unknown unit %q: use KiB, MiB, GiB or TiB", strings.TrimSpace(s[i:]))
+	}
+	if n > (1<<64-1)>>sh {
+		return 0, fmt.Errorf("too large")
+	}
+	return n << sh, nil
 }
 
 // parsePeers parses id@host:port,... (--peers).
@@ -277,6 +308,10 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
+	if sopts.Storage, err = storageGuard(log, c); err != nil {
+		node.Close()
+		return err
+	}
 	srv, err := server.New(node, sopts)
 	if err != nil {
 		node.Close()
@@ -314,6 +349,33 @@ func serve(args []string) error {
 	defer cancel()
 	errs := []error{srv.Shutdown(ctx), node.Close()}
 	return errors.Join(errs...)
+}
+
+// storageGuard guards the filesystems of the node's data directories (they
+// exist once the node is open) and logs what it sees at start.
+func storageGuard(log *slog.Logger, c serveConfig) (*diskspace.Guard, error) {
+	var dirs []string
+	for _, sub := range []string{"engine", "raft", "snapshots", "spool"} {
+		dir := filepath.Join(c.data, sub)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("create data dir: %w", err)
+		}
+		dirs = append(dirs, dir)
+	}
+	g, err := diskspace.New(diskspace.Options{Dirs: dirs, MinFreeBytes: c.minFree})
+	if err != nil {
+		return nil, err
+	}
+	st := g.Status()
+	if c.minFree == 0 {
+		log.Warn("free-space guard off (--min-free-bytes 0): a full disk will stop this node")
+	} else if !st.OK {
+		log.Warn("writes that add data will answer 507 until space returns", "reason", st.Reason)
+	}
+	if len(st.Dirs) > 0 {
+		log.Info("free-space guard", "reserve", diskspace.FormatBytes(c.minFree), "free", diskspace.FormatBytes(st.Dirs[0].Free), "dir", st.Dirs[0].Path)
+	}
+	return g, nil
 }
 
 // joinCluster asks a running node (which forwards to the leader) to add this

@@ -15,6 +15,7 @@ import (
 
 	"github.com/queenmq/queen/raft/rafttest"
 	"github.com/queenmq/queen/server/auth"
+	"github.com/queenmq/queen/server/diskspace"
 )
 
 // A malformed QUEEN_ENCRYPTION_KEY stops `queen serve` before it opens its
@@ -246,6 +247,37 @@ func TestParseServe_MaxInflightBodyBytes(t *testing.T) {
 			c, ok := parseOrError(t, tc.args, tc.env, tc.wantErr)
 			if ok && c.maxInflight != tc.want {
 				t.Errorf("maxInflight = %d, want %d", c.maxInflight, tc.want)
+			}
+		})
+	}
+}
+
+
+// --min-free-bytes (QUEEN_MIN_FREE_BYTES) takes bytes or a binary unit;
+// the default is the package's, and 0 turns the guard off.
+func TestParseServe_MinFreeBytes(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		want    uint64
+		wantErr string
+	}{
+		{name: "default", want: diskspace.DefaultMinFreeBytes},
+		{name: "bytes", args: []string{"--min-free-bytes", "1048576"}, want: 1 << 20},
+		{name: "MiB", args: []string{"--min-free-bytes", "64MiB"}, want: 64 << 20},
+		{name: "short unit, any case", args: []string{"--min-free-bytes", "2g"}, want: 2 << 30},
+		{name: "environment", env: map[string]string{"QUEEN_MIN_FREE_BYTES": "1 GiB"}, want: 1 << 30},
+		{name: "flag over environment", args: []string{"--min-free-bytes", "0"}, env: map[string]string{"QUEEN_MIN_FREE_BYTES": "1GiB"}, want: 0},
+		{name: "decimal unit", args: []string{"--min-free-bytes", "512MB"}, wantErr: `unknown unit "MB"`},
+		{name: "no number", args: []string{"--min-free-bytes", "MiB"}, wantErr: "want a number of bytes"},
+		{name: "negative", args: []string{"--min-free-bytes", "-1"}, wantErr: "want a number of bytes"},
+		{name: "overflow", args: []string{"--min-free-bytes", "20000000TiB"}, wantErr: "too large"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, ok := parseOrError(t, tc.args, tc.env, tc.wantErr)
+			if ok && c.minFree != tc.want {
+				t.Errorf("min free %d, want %d", c.minFree, tc.want)
 			}
 		})
 	}

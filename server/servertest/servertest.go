@@ -21,6 +21,7 @@ import (
 	"github.com/queenmq/queen/engine/enginetest"
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server"
+	"github.com/queenmq/queen/server/diskspace"
 )
 
 // Start serves b on a fresh 127.0.0.1 port with default options and
@@ -380,4 +381,28 @@ func (b *LocalBroker) UpdateSubscription(ctx context.Context, group string, ts i
 		return nil
 	})
 	return updated, err
+}
+
+// InmemSpace stands in for the filesystems under a diskspace.Guard: every
+// directory sits on one filesystem whose free space the test sets.
+type InmemSpace struct{ free atomic.Uint64 }
+
+// SetFree sets the free bytes every later reading sees.
+func (s *InmemSpace) SetFree(n uint64) { s.free.Store(n) }
+
+// Statfs is the guard's Options.Statfs.
+func (s *InmemSpace) Statfs(string) (diskspace.Space, error) {
+	return diskspace.Space{Filesystem: 1, Free: s.free.Load()}, nil
+}
+
+// Guard returns a guard over dirs with the reserve, reading s afresh on
+// every use. s starts with free bytes.
+func (s *InmemSpace) Guard(t testing.TB, free, reserve uint64, dirs ...string) *diskspace.Guard {
+	t.Helper()
+	s.SetFree(free)
+	g, err := diskspace.New(diskspace.Options{Dirs: dirs, MinFreeBytes: reserve, MaxAge: time.Nanosecond, Statfs: s.Statfs})
+	if err != nil {
+		t.Fatalf("diskspace.New: %v", err)
+	}
+	return g
 }

@@ -1,0 +1,367 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/valyala/fasthttp"
+
+	"github.com/queenmq/queen/server/diskspace"
+)
+
+// Disk space is a managed resource. Each node's Options.Storage guards the
+// filesystems of its data directories; the routes whose table row says
+// addsData are refused with 507 insufficient_storage (Retry-After) before
+// they run while one of them is below its reserve. Everything else (pops,
+// acks, deletes, retention, which the leader proposes itself) goes on
+// inside the reserve, because that is how space comes back.
+//
+// The leader proposes, so its edge decides for the cluster; but every
+// follower appends the same log, and a follower whose disk fills would stop
+// appending and, with another one down, stall every commit. So each
+// follower reports its guard's verdict to the leader every
+// storageReportInterval (POST /internal/v1/cluster/storage, to the leader
+// address it already relays to), and the leader refuses data while any
+// report younger than storageReportTTL says a node is below its reserve. A
+// node that stops reporting (down, cut off, removed) stops counting when
+// its last report expires: a node that cannot append anything holds up no
+// commit once it is gone, and Raft's quorum covers it as it covers any
+// crash. A follower's own edge checks its own guard too, which also covers
+// its spool.
+//
+// Reports go over HTTP, node to node, like relays, because the leader knows
+// its followers only by their Raft addresses. They carry the cluster
+// secret, the node credential: the route is a cluster route like join and
+// leave, so a cluster without a secret does not hear its followers' disks
+// (each follower says so in its log), and a forged report cannot turn a
+// cluster's writes off.
+
+// storageReportInterval is how often a follower reports to the leader.
+const storageReportInterval = 500 * time.Millisecond
+
+// storageReportTTL is how long the leader believes a report.
+const storageReportTTL = 3 * time.Second
+
+// storageRetryAfter is the Retry-After of a 507, in seconds: space comes
+// back through retention sweeps (every 5 s by default) and compactions, so
+// sooner retries would mostly be refused again.
+const storageRetryAfter = "5"
+
+// dataCharge is how many bytes a request that adds data is counted for per
+// byte of its body, while it is written: once in the Raft log, once in the
+// engine.
+const dataCharge = 2
+
+// storageState holds the other nodes' reports and the 507 counter.
+type storageState struct {
+	// mu guards peers; nothing is taken while holding it.
+	mu    sync.Mutex
+	peers map[string]peerStorage // by node id
+	// refused counts 507 answers (queen_insufficient_storage_total).
+	refused *metrics.Counter
+	idOnce  sync.Once
+	id      string // this node's id (nodeID)
+}
+
+// peerStorage is one node's last report.
+type peerStorage struct {
+	ok     bool
+	reason string
+	at     time.Time
+}
+
+func newStorageState(set *metrics.Set) *storageState {
+	return &storageState{peers: map[string]peerStorage{},
+		refused: set.GetOrCreateCounter(`queen_insufficient_storage_total`)}
+}
+
+// record keeps a node's report.
+func (st *storageState) record(id string, ok bool, reason string, at time.Time) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.peers[id] = peerStorage{ok: ok, reason: reason, at: at}
+}
+
+// low returns a node whose fresh report says it is below its reserve (the
+// first by id), without allocating: it runs on every request that adds data.
+func (st *storageState) low(now time.Time) (id, reason string, found bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for pid, p := range st.peers {
+		if !p.ok && now.Sub(p.at) < storageReportTTL && (!found || pid < id) {
+			id, reason, found = pid, p.reason, true
+		}
+	}
+	return id, reason, found
+}
+
+// nodeReport is one node's storage as this node last heard it.
+type nodeReport struct {
+	id     string
+	ok     bool
+	reason string
+	age    time.Duration
+}
+
+// fresh returns the reports younger than storageReportTTL, by node id.
+func (st *storageState) fresh(now time.Time) []nodeReport {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	var out []nodeReport
+	for id, p := range st.peers {
+		if age := now.Sub(p.at); age < storageReportTTL {
+			out = append(out, nodeReport{id: id, ok: p.ok, reason: p.reason, age: age})
+		}
+	}
+	slices.SortFunc(out, func(a, b nodeReport) int {
+		if a.id < b.id {
+			return -1
+		}
+		if a.id > b.id {
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// admitData decides whether a request adding n body bytes may run: this
+// node's guard (which counts the bytes until release) and the nodes that
+// report to it. A refusal is a 507 naming the node, and is counted;
+// release is never nil.
+func (s *Server) admitData(n int64) (release func(), err error) {
+	release, err = s.roomFor(n * dataCharge)
+	if err != nil {
+		s.storage.refused.Inc()
+	}
+	return release, err
+}
+
+// roomFor is admitData without the count: the spool's replay asks it too.
+func (s *Server) roomFor(n int64) (release func(), err error) {
+	release = func() {}
+	if g := s.opts.Storage; g != nil {
+		if release, err = g.Admit(n); err != nil {
+			var short *diskspace.ShortageError
+			if errors.As(err, &short) {
+				err = shortage(s.nodeID(), short.Reason)
+			}
+			return release, err
+		}
+	}
+	if id, reason, low := s.storage.low(time.Now()); low {
+		release()
+		return func() {}, shortage(id, reason)
+	}
+	return release, nil
+}
+
+// shortage is the 507 of a node below its reserve; the client reads
+// "node <id>: <reason>".
+func shortage(node, reason string) error {
+	return &apiError{kind: diskspace.ErrBelowReserve, msg: "node " + node + ": " + reason}
+}
+
+// nodeID returns this node's id, read once from the broker.
+func (s *Server) nodeID() string {
+	s.storage.idOnce.Do(func() { s.storage.id = s.broker.Status().ID })
+	return s.storage.id
+}
+
+// storageReport records another node's report:
+// POST /internal/v1/cluster/storage {"id", "ok", "reason"}.
+func (s *Server) storageReport(ctx *fasthttp.RequestCtx, _ *params) {
+	if _, ok := s.broker.(Membership); !ok {
+		s.writeError(ctx, notImplemented("this broker has no cluster membership"))
+		return
+	}
+	var (
+		id, reason string
+		ok, hasOK  bool
+	)
+	err := decodeObject(ctx.PostBody(), false, func(sc *scanner, key []byte) (err error) {
+		switch string(key) {
+		case "id":
+			id, _, err = sc.optString("id")
+		case "ok":
+			ok, hasOK, err = sc.optBool("ok")
+		case "reason":
+			reason, _, err = sc.optString("reason")
+		default:
+			err = sc.skip()
+		}
+		return err
+	})
+	switch {
+	case err != nil:
+	case id == "":
+		err = badRequest("id is required")
+	case !hasOK:
+		err = badRequest("ok is required")
+	case !ok && reason == "":
+		err = badRequest("reason is required when ok is false")
+	}
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	s.storage.record(id, ok, reason, time.Now())
+	noContent(ctx)
+}
+
+// reportLoop reports this node's storage to the leader while it follows.
+func (s *Server) reportLoop(stop <-chan struct{}) {
+	defer s.loops.Done()
+	t := time.NewTicker(storageReportInterval)
+	defer t.Stop()
+	var lastErr string
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		st := s.broker.Status()
+		if st.Role == "leader" || st.LeaderHTTP == "" || st.Leader == st.ID {
+			continue
+		}
+		if s.opts.ClusterSecret == "" {
+			s.log.Warn("this node's free space is not reported to the leader: reports need the cluster secret (--cluster-secret-file); the leader will accept data while this disk is below its reserve")
+			return
+		}
+		msg := ""
+		if err := s.sendReport(st.ID, st.LeaderHTTP); err != nil {
+			msg = err.Error()
+		}
+		// Log when the outcome changes, not every half second.
+		if msg != lastErr {
+			if msg != "" {
+				s.log.Warn("storage report to the leader failed", "leader", st.Leader, "err", msg)
+			} else if lastErr != "" {
+				s.log.Info("storage reports reach the leader again", "leader", st.Leader)
+			}
+			lastErr = msg
+		}
+	}
+}
+
+// sendReport posts this node's guard verdict to the leader at addr.
+func (s *Server) sendReport(id, addr string) error {
+	gs := s.opts.Storage.Status()
+	w := jsonWriter{}
+	w.object("")
+	w.str("id", id)
+	w.bool("ok", gs.OK)
+	if !gs.OK {
+		w.str("reason", gs.Reason)
+	}
+	w.endObject()
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI(s.relayScheme() + "://" + addr + "/internal/v1/cluster/storage")
+	req.Header.SetMethod("POST")
+	req.Header.SetContentType("application/json")
+	req.Header.Set(forwardedHeader, id)
+	req.Header.Set(clusterSecretHeader, s.opts.ClusterSecret)
+	req.SetBody(w.b)
+	if err := s.client.DoTimeout(req, resp, storageReportInterval*2); err != nil {
+		return err
+	}
+	if resp.StatusCode() != fasthttp.StatusNoContent {
+		return fmt.Errorf("leader answered %d: %s", resp.StatusCode(), resp.Body())
+	}
+	return nil
+}
+
+// storageView is /health's "storage": this node's guard and the reports it
+// holds.
+type storageView struct {
+	ok     bool
+	reason string
+	guard  diskspace.Status
+	nodes  []nodeReport
+}
+
+func (s *Server) storageView() storageView {
+	v := storageView{ok: true, nodes: s.storage.fresh(time.Now())}
+	if g := s.opts.Storage; g != nil {
+		v.guard = g.Status()
+		v.ok, v.reason = v.guard.OK, v.guard.Reason
+	}
+	for _, r := range v.nodes {
+		if v.ok && !r.ok {
+			v.ok, v.reason = false, "node "+r.id+": "+r.reason
+		}
+	}
+	return v
+}
+
+// writeStorage writes /health's "storage" member:
+//
+//	{"ok", "reason"?, "reserveBytes", "directories": [{"path", "freeBytes", "error"?}],
+//	 "nodes": [{"id", "ok", "reason"?, "ageMs"}]}
+//
+// ok is false while this node refuses data; reason says why. nodes are the
+// fresh reports of the other nodes (on the leader).
+func (s *Server) writeStorage(w *jsonWriter) {
+	v := s.storageView()
+	w.object("storage")
+	w.bool("ok", v.ok)
+	if !v.ok {
+		w.str("reason", v.reason)
+	}
+	w.int("reserveBytes", int64(v.guard.MinFreeBytes))
+	w.array("directories")
+	for _, d := range v.guard.Dirs {
+		w.object("")
+		w.str("path", d.Path)
+		w.int("freeBytes", int64(d.Free))
+		if d.Err != nil {
+			w.str("error", d.Err.Error())
+		}
+		w.endObject()
+	}
+	w.endArray()
+	w.array("nodes")
+	for _, r := range v.nodes {
+		w.object("")
+		w.str("id", r.id)
+		w.bool("ok", r.ok)
+		if !r.ok {
+			w.str("reason", r.reason)
+		}
+		w.int("ageMs", r.age.Milliseconds())
+		w.endObject()
+	}
+	w.endArray()
+	w.endObject()
+}
+
+// writeStorageMetrics writes the storage gauges at scrape time:
+// queen_storage_free_bytes{dir}, queen_storage_reserve_bytes,
+// queen_storage_below_reserve (this node) and
+// queen_storage_nodes_below_reserve (the nodes reporting to this one).
+func (s *Server) writeStorageMetrics(w io.Writer) {
+	v := s.storageView()
+	for _, d := range v.guard.Dirs {
+		if d.Err == nil {
+			metrics.WriteGaugeUint64(w, `queen_storage_free_bytes{dir="`+labelValue(d.Path)+`"}`, d.Free)
+		}
+	}
+	metrics.WriteGaugeUint64(w, "queen_storage_reserve_bytes", v.guard.MinFreeBytes)
+	metrics.WriteGaugeUint64(w, "queen_storage_below_reserve", boolGauge(s.opts.Storage != nil && !v.guard.OK))
+	var low uint64
+	for _, r := range v.nodes {
+		if !r.ok {
+			low++
+		}
+	}
+	metrics.WriteGaugeUint64(w, "queen_storage_nodes_below_reserve", low)
+}
