@@ -4,7 +4,7 @@ PKGS     ?= ./...
 FUZZTIME ?= 30s
 BENCHTIME ?= 1s
 
-.PHONY: build test test-short lint fuzz bench run cluster cluster-stop clean
+.PHONY: build test test-short lint fuzz bench chaos run cluster cluster-stop clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/queen ./cmd/queen
@@ -37,6 +37,17 @@ fuzz:
 bench:
 	$(GO) test ./bench -run '^$$' -bench '$(or $(BENCH),.)' -benchmem -benchtime $(BENCHTIME) -count 1 -timeout 20m -json \
 	  | $(GO) run ./bench/cmd/benchtable
+
+# A long fault-schedule run (cmd/queen/chaos_test.go; `make test` runs a short
+# one): SEED= replays a seed (0 draws one), DURATION= is how long the faults
+# and the load last, NET= is netns (partitions too; needs root), loopback or
+# auto. The seed is printed first and with any failure.
+SEED     ?= 0
+DURATION ?= 10m
+NET      ?= auto
+chaos:
+	$(GO) test ./cmd/queen -run '^TestChaos$$' -count=1 -v -timeout $(or $(CHAOS_TIMEOUT),3h) \
+	  -args -chaos.seed=$(SEED) -chaos.duration=$(DURATION) -chaos.net=$(NET)
 
 run: build
 	./bin/queen serve --data ./data
