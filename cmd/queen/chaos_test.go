@@ -40,6 +40,8 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -167,6 +169,7 @@ func runChaos(t *testing.T, seed uint64, duration time.Duration, netMode string)
 	t.Logf("CHAOS seed %d, duration %v, network %s; replay: %s", seed, duration, cfg.net, replay)
 	t.Cleanup(func() {
 		if t.Failed() {
+			r.saveArtifacts()
 			t.Logf("CHAOS FAILED with seed %d. Replay it with:\n    %s\n  or: go test ./cmd/queen -run '^TestChaos$' -count=1 -v -args -chaos.seed=%d -chaos.duration=%v -chaos.net=%s",
 				seed, replay, seed, duration, cfg.net)
 		}
@@ -559,6 +562,35 @@ func (r *chaosRun) readAudit(deadline time.Time) int {
 }
 
 // Report.
+
+// saveArtifacts keeps what a failed run leaves for a post-mortem, outside
+// the test's temporary directory: the history (one operation a line), each
+// node's log and a copy of each node's data directory.
+func (r *chaosRun) saveArtifacts() {
+	dir, err := os.MkdirTemp("", fmt.Sprintf("queen-chaos-%d-", r.seed))
+	if err != nil {
+		r.t.Logf("keep artifacts: %v", err)
+		return
+	}
+	var b strings.Builder
+	r.mu.Lock()
+	for _, op := range r.ops {
+		fmt.Fprintf(&b, "#%d %s c%d via %s [%v, %v] %s %q part=%s batch=%d repush=%v lease=%s txids=%v statuses=%v msgIDs=%v acks=%+v\n",
+			op.id, op.kind, op.client, op.node, r.since(op.call), r.since(op.ret), op.result, op.detail, op.part, op.batchID,
+			op.repush, op.lease, op.txids, op.statuses, op.msgIDs, op.acks)
+	}
+	r.mu.Unlock()
+	for _, f := range r.faults {
+		fmt.Fprintf(&b, "fault %s %s +%v .. +%v %s\n", f.kind, f.target, f.applied, f.healed, f.skipped)
+	}
+	os.WriteFile(filepath.Join(dir, "history.txt"), []byte(b.String()), 0o644)
+	for _, n := range r.c.nodes {
+		if out, err := exec.Command("cp", "-a", n.logPath, n.dir, dir).CombinedOutput(); err != nil {
+			r.t.Logf("keep %s: %v: %s", n.id, err, out)
+		}
+	}
+	r.t.Logf("CHAOS artifacts (history, node logs, data directories): %s", dir)
+}
 
 // summary counts the history and the faults for the log.
 func (r *chaosRun) summary() string {
