@@ -57,6 +57,7 @@ var (
 	chaosDurationFlag = flag.Duration("chaos.duration", 0, "TestChaos: how long the faults and the load run (0: from CHAOS_DURATION, else the short schedule)")
 	chaosNetFlag      = flag.String("chaos.net", "", "TestChaos: netns, loopback or auto (empty: from CHAOS_NET, else auto: netns where it can run)")
 	chaosCheckFlag    = flag.Duration("chaos.checktimeout", 0, "TestChaos: porcupine's budget per partition (0: 30s)")
+	chaosFaultsFlag   = flag.String("chaos.faults", "", "TestChaos: comma-separated fault kinds to draw from (empty: from CHAOS_FAULTS, else all)")
 )
 
 const (
@@ -156,6 +157,32 @@ func TestChaos(t *testing.T) {
 	runChaos(t, seed, duration, netMode)
 }
 
+// chaosRegressions are the schedules that found bugs. Each is minutes long,
+// so `make test` runs only the short schedule and each bug's own
+// deterministic test; `make chaos-regressions` replays these.
+var chaosRegressions = []struct {
+	seed     uint64
+	duration time.Duration
+	found    string
+}{
+	{1001, 10 * time.Minute, "a node's SIGTERM hung about 9m25s in (twice in two runs): hashicorp/raft's pipelined " +
+		"replication deadlocked (raft/transport.go transportInFlight; TestNetworkTransport_NoPipeline)"},
+}
+
+// TestChaos_Regressions replays chaosRegressions when CHAOS_REGRESSIONS is
+// set.
+func TestChaos_Regressions(t *testing.T) {
+	if os.Getenv("CHAOS_REGRESSIONS") == "" {
+		t.Skip("replays the schedules that found bugs, minutes each: make chaos-regressions (CHAOS_REGRESSIONS=1)")
+	}
+	for _, reg := range chaosRegressions {
+		t.Run(fmt.Sprint(reg.seed), func(t *testing.T) {
+			t.Logf("found: %s", reg.found)
+			runChaos(t, reg.seed, reg.duration, "auto")
+		})
+	}
+}
+
 func runChaos(t *testing.T, seed uint64, duration time.Duration, netMode string) {
 	cfg := chaosConfig{duration: duration, pushers: 3, consumers: 4, activeParts: 3, partCapacity: 30,
 		retryLimit: 1, lease: 3 * time.Second, requestTimeout: 4 * time.Second, checkTimeout: 30 * time.Second}
@@ -165,20 +192,31 @@ func runChaos(t *testing.T, seed uint64, duration time.Duration, netMode string)
 	r := &chaosRun{t: t, seed: seed, cfg: cfg, parts: newPartitions(cfg.activeParts, cfg.partCapacity)}
 	r.c, r.lab, cfg.net = startChaosCluster(t, netMode)
 	r.cfg = cfg
+	only := chaosFaultFilter(t)
 	replay := fmt.Sprintf("make chaos SEED=%d DURATION=%v NET=%s", seed, duration, cfg.net)
+	goReplay := fmt.Sprintf("go test ./cmd/queen -run '^TestChaos$' -count=1 -v -args -chaos.seed=%d -chaos.duration=%v -chaos.net=%s",
+		seed, duration, cfg.net)
+	if len(only) > 0 {
+		var kinds []string
+		for k := range only {
+			kinds = append(kinds, string(k))
+		}
+		sort.Strings(kinds)
+		replay += " FAULTS=" + strings.Join(kinds, ",")
+		goReplay += " -chaos.faults=" + strings.Join(kinds, ",")
+	}
 	t.Logf("CHAOS seed %d, duration %v, network %s; replay: %s", seed, duration, cfg.net, replay)
 	t.Cleanup(func() {
 		if t.Failed() {
 			r.saveArtifacts()
-			t.Logf("CHAOS FAILED with seed %d. Replay it with:\n    %s\n  or: go test ./cmd/queen -run '^TestChaos$' -count=1 -v -args -chaos.seed=%d -chaos.duration=%v -chaos.net=%s",
-				seed, replay, seed, duration, cfg.net)
+			t.Logf("CHAOS FAILED with seed %d. Replay it with:\n    %s\n  or: %s", seed, replay, goReplay)
 		}
 	})
 
 	r.c.waitLeader(r.c.nodes, 60*time.Second)
 	r.configure()
 	r.base = time.Now()
-	schedule := chaosSchedule(seed, duration, r.lab != nil)
+	schedule := chaosSchedule(seed, duration, r.lab != nil, only)
 
 	stopPush, stopPop := make(chan struct{}), make(chan struct{})
 	var pushWG, popWG sync.WaitGroup
@@ -282,11 +320,21 @@ type faultRecord struct {
 // chaosSchedule draws the schedule of a seed: faults one after another, from
 // 3 s into the load to 1 s before its end, each held 1-4 s (partitions 2-5
 // s) with 0.5-2.5 s of calm between them.
-func chaosSchedule(seed uint64, duration time.Duration, partitions bool) []fault {
+//
+// only, when not empty, keeps the kinds it names (a schedule focused on
+// some faults; the same seed then draws another schedule).
+func chaosSchedule(seed uint64, duration time.Duration, partitions bool, only map[faultKind]bool) []fault {
 	rng := rand.New(rand.NewPCG(seed, 0x6e656d65736973)) // "nemesis": a stream of its own
-	kinds := []faultKind{faultKill, faultKillLeader, faultRestart, faultPause, faultPauseLeader}
-	if partitions {
-		kinds = append(kinds, faultMinority, faultMajority, faultBridge, faultMinority, faultMajority, faultBridge)
+	var kinds []faultKind
+	for _, k := range []faultKind{faultKill, faultKillLeader, faultRestart, faultPause, faultPauseLeader,
+		faultMinority, faultMajority, faultBridge, faultMinority, faultMajority, faultBridge} {
+		isPartition := k == faultMinority || k == faultMajority || k == faultBridge
+		if (partitions || !isPartition) && (len(only) == 0 || only[k]) {
+			kinds = append(kinds, k)
+		}
+	}
+	if len(kinds) == 0 {
+		return nil
 	}
 	var out []fault
 	at := 3 * time.Second
@@ -305,6 +353,29 @@ func chaosSchedule(seed uint64, duration time.Duration, partitions bool) []fault
 		out = append(out, f)
 		at += f.hold + 500*time.Millisecond + time.Duration(rng.IntN(2000))*time.Millisecond
 	}
+}
+
+// chaosFaultFilter reads -chaos.faults (or CHAOS_FAULTS).
+func chaosFaultFilter(t *testing.T) map[faultKind]bool {
+	v := *chaosFaultsFlag
+	if v == "" {
+		v = os.Getenv("CHAOS_FAULTS")
+	}
+	if v == "" {
+		return nil
+	}
+	known := map[faultKind]bool{faultKill: true, faultKillLeader: true, faultRestart: true, faultPause: true,
+		faultPauseLeader: true, faultMinority: true, faultMajority: true, faultBridge: true}
+	only := map[faultKind]bool{}
+	for _, k := range strings.Split(v, ",") {
+		if !known[faultKind(k)] {
+			t.Fatalf("chaos fault kind %q: want some of kill, kill-leader, restart, pause, pause-leader, "+
+				"partition-minority, partition-majority, partition-bridge", k)
+		}
+		only[faultKind(k)] = true
+	}
+	t.Logf("faults drawn only from %s", v)
+	return only
 }
 
 // runSchedule applies the faults in turn, on the test goroutine.
