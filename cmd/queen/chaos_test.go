@@ -255,7 +255,9 @@ func (r *chaosRun) since(at time.Time) time.Duration { return at.Sub(r.base).Rou
 // loopback when asked or when namespaces cannot be built here. Snapshots
 // are taken often so that restarts and lagging followers go through them.
 func startChaosCluster(t *testing.T, netMode string) (*cluster, partitioner, string) {
-	extra := []string{"--snapshot-threshold", "256", "--trailing-logs", "64", "--snapshot-interval", "1s"}
+	// Debug logging puts Raft's elections and snapshot installs in the node
+	// logs a failed run keeps.
+	extra := []string{"--snapshot-threshold", "256", "--trailing-logs", "64", "--snapshot-interval", "1s", "--log-level", "debug"}
 	switch netMode {
 	case "auto", "netns":
 		c, lab, why := startNetnsChaos(t, extra...)

@@ -102,7 +102,7 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 	fs.Uint64Var(&c.trailingLogs, "trailing-logs", def.TrailingLogs, "Raft log entries kept after a snapshot for slow followers")
 	fs.DurationVar(&c.retention, "retention-interval", 5*time.Second, "how often the leader sweeps retention and eviction (0 disables)")
 	fs.StringVar(&c.pprof, "pprof", env("QUEEN_PPROF", ""), "serve Go's pprof profiles on this host:port (off when empty; keep it on loopback)")
-	fs.StringVar(&level, "log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
+	fs.StringVar(&level, "log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error; debug also shows Raft's elections and snapshots (env LOG_LEVEL)")
 	fs.IntVar(&c.maxBody, "max-body-bytes", 64<<20, "largest request body accepted (env QUEEN_MAX_BODY_BYTES)")
 	if v := getenv("QUEEN_MAX_BODY_BYTES"); v != "" {
 		fmt.Sscan(v, &c.maxBody)
