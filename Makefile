@@ -4,7 +4,7 @@ PKGS     ?= ./...
 FUZZTIME ?= 30s
 BENCHTIME ?= 1s
 
-.PHONY: build test test-short lint fuzz bench run cluster cluster-stop clean
+.PHONY: build test test-short lint fuzz bench chaos chaos-regressions run cluster cluster-stop clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/queen ./cmd/queen
@@ -37,6 +37,23 @@ fuzz:
 bench:
 	$(GO) test ./bench -run '^$$' -bench '$(or $(BENCH),.)' -benchmem -benchtime $(BENCHTIME) -count 1 -timeout 20m -json \
 	  | $(GO) run ./bench/cmd/benchtable
+
+# A long fault-schedule run (cmd/queen/chaos_test.go; `make test` runs a short
+# one): SEED= replays a seed (0 draws one), DURATION= is how long the faults
+# and the load last, NET= is netns (partitions too; needs root), loopback or
+# auto; FAULTS= (comma-separated kinds) focuses the schedule. The seed is
+# printed first and with any failure, with the command that replays it.
+SEED     ?= 0
+DURATION ?= 10m
+NET      ?= auto
+FAULTS   ?=
+chaos:
+	$(GO) test ./cmd/queen -run '^TestChaos$$' -count=1 -v -timeout $(or $(CHAOS_TIMEOUT),3h) \
+	  -args -chaos.seed=$(SEED) -chaos.duration=$(DURATION) -chaos.net=$(NET) -chaos.faults=$(FAULTS)
+
+# Replays the schedules that found bugs (chaosRegressions in chaos_test.go).
+chaos-regressions:
+	CHAOS_REGRESSIONS=1 $(GO) test ./cmd/queen -run '^TestChaos_Regressions$$' -count=1 -v -timeout $(or $(CHAOS_TIMEOUT),3h)
 
 run: build
 	./bin/queen serve --data ./data

@@ -77,6 +77,10 @@ func TestImports(t *testing.T) {
 				if !under(from, "server/auth") && !inTest {
 					bad("only server/auth verifies tokens")
 				}
+			case strings.HasPrefix(imp, "github.com/anishathalye/porcupine"):
+				if !inTest {
+					bad("porcupine checks test histories: only _test.go files import it")
+				}
 			case strings.HasPrefix(imp, "github.com/cockroachdb/pebble"):
 				if !under(from, "engine") && !under(from, "raft/logstore") && !under(from, "bench") {
 					bad("only engine and raft/logstore import pebble")

@@ -180,7 +180,14 @@ func openDisk(opts Options, log *slog.Logger) (_ *disk, err error) {
 		return nil, err
 	}
 	d.engineTime, d.logTime = t1.Sub(t0), time.Since(t1)
-	d.hlog = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: slogWriter{log}})
+	// Raft's own info lines (elections, snapshots sent and installed) come
+	// out when the node logs at debug level: they are what a post-mortem of
+	// a leader change needs.
+	level := hclog.Warn
+	if log.Enabled(context.Background(), slog.LevelDebug) {
+		level = hclog.Info
+	}
+	d.hlog = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: level, Output: slogWriter{log}})
 	files, err := hraft.NewFileSnapshotStoreWithLogger(filepath.Join(opts.Dir, "snapshots"), 2, d.hlog)
 	if err != nil {
 		return nil, fmt.Errorf("raft: snapshot store: %w", err)

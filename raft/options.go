@@ -72,7 +72,8 @@ type Options struct {
 	// to ending the process with a clear message (fault.Exit).
 	LogStore logstore.Options
 	// Logger receives the node's logs; raft's and Pebble's are bridged into
-	// it at warning level and above.
+	// it at warning level and above (raft's from info level when Logger is
+	// enabled for debug).
 	Logger *slog.Logger
 	// ApplyTimeout bounds how long a command may wait to be committed.
 	ApplyTimeout time.Duration

@@ -93,6 +93,18 @@ const (
 const (
 	transportPool    = 3
 	transportTimeout = 10 * time.Second
+	// transportInFlight = 1 turns off hashicorp/raft's pipelined
+	// replication. Its pipeline (v1.8.0) can deadlock: when a follower
+	// answers a pipelined AppendEntries with a higher term or a failure,
+	// the response reader stops, the pipeline's decoder blocks handing it
+	// the next response, and the next send blocks handing the decoder its
+	// request. The replication goroutine never ends, so the leader never
+	// sends that follower another entry while it leads, and Raft.Shutdown,
+	// which waits for it, never returns (the fault-schedule test, seed 1001,
+	// saw SIGTERM hang this way twice in ten minutes). Without the pipeline
+	// each AppendEntries waits for its answer; group commit keeps entries
+	// large, so the cost is one round trip per entry per follower.
+	transportInFlight = 1
 )
 
 // NewLocalTransport returns the transport of a node that replicates to no
@@ -157,7 +169,7 @@ func newStreamLayer(addr string, tlsConf *tls.Config, secret string, log *slog.L
 // newNetworkTransport is Raft's network transport over s.
 func newNetworkTransport(s *streamLayer, logger hclog.Logger) *hraft.NetworkTransport {
 	return hraft.NewNetworkTransportWithConfig(&hraft.NetworkTransportConfig{
-		Stream: s, MaxPool: transportPool, Timeout: transportTimeout, Logger: logger,
+		Stream: s, MaxPool: transportPool, Timeout: transportTimeout, Logger: logger, MaxRPCsInFlight: transportInFlight,
 	})
 }
 

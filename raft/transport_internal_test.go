@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	hraft "github.com/hashicorp/raft"
 )
 
@@ -250,5 +251,25 @@ func TestExposed(t *testing.T) {
 		if got := exposed(tc.addr, tc.opts); got != tc.want {
 			t.Errorf("%s: exposed = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestNetworkTransport_NoPipeline: Raft's transport refuses pipelined
+// replication, whose pipeline can deadlock a leader's replication to a
+// follower and hang Shutdown (transportInFlight); replication then uses one
+// AppendEntries at a time.
+func TestNetworkTransport_NoPipeline(t *testing.T) {
+	s, err := newStreamLayer("127.0.0.1:0", nil, "", quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := newNetworkTransport(s, hclog.NewNullLogger())
+	defer tr.Close()
+	p, err := tr.AppendEntriesPipeline("peer", hraft.ServerAddress(s.Addr().String()))
+	if !errors.Is(err, hraft.ErrPipelineReplicationNotSupported) {
+		if p != nil {
+			p.Close()
+		}
+		t.Fatalf("AppendEntriesPipeline: %v, want ErrPipelineReplicationNotSupported", err)
 	}
 }

@@ -41,14 +41,30 @@ func ipRun(args ...string) error {
 	return nil
 }
 
-// newNetLab builds the lab for n nodes, or skips the test when this machine
-// cannot (no ip, not root, no namespace support).
-func newNetLab(t *testing.T, n int) *netLab {
+// netnsUnusable says why this machine cannot build a lab ("" when it can):
+// no ip command, not root, or no namespace support.
+func netnsUnusable() string {
 	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("needs the ip command (iproute2) to build network namespaces: ", err)
+		return "needs the ip command (iproute2) to build network namespaces: " + err.Error()
 	}
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to build network namespaces (CI runs as root)")
+		return "needs root to build network namespaces (CI runs as root)"
+	}
+	var b [3]byte
+	rand.Read(b[:])
+	probe := "qp" + hex.EncodeToString(b[:])
+	if err := ipRun("netns", "add", probe); err != nil {
+		return "cannot create network namespaces here: " + err.Error()
+	}
+	ipRun("netns", "del", probe)
+	return ""
+}
+
+// newNetLab builds the lab for n nodes, or skips the test when this machine
+// cannot (netnsUnusable).
+func newNetLab(t *testing.T, n int) *netLab {
+	if why := netnsUnusable(); why != "" {
+		t.Skip(why)
 	}
 	var b [3]byte
 	rand.Read(b[:])
@@ -73,11 +89,6 @@ func newNetLab(t *testing.T, n int) *netLab {
 			break
 		}
 	}
-	if err := ipRun("netns", "add", "qn"+lab.sfx+"x"); err != nil {
-		t.Skip("cannot create network namespaces here: ", err)
-	}
-	ipRun("netns", "del", "qn"+lab.sfx+"x")
-
 	must := func(args ...string) {
 		t.Helper()
 		if err := ipRun(args...); err != nil {
@@ -114,6 +125,26 @@ func newNetLab(t *testing.T, n int) *netLab {
 		must("-n", ns, "link", "set", hNS, "up")
 	}
 	return lab
+}
+
+// addNodes adds one node per namespace to c (not started), each serving
+// HTTP on all its addresses (the driver reaches it on its driver link) and
+// Raft on its cluster address, with static peers and retention off, plus
+// extra flags.
+func (lab *netLab) addNodes(c *cluster, extra ...string) {
+	const httpPort, raftPort = 6632, 7000
+	var peers []string
+	for i, ip := range lab.nodeIP {
+		peers = append(peers, fmt.Sprintf("n%d@%s:%d", i+1, ip, raftPort))
+	}
+	for i := range lab.ns {
+		c.addNode(fmt.Sprintf("n%d", i+1), fmt.Sprintf("%s:%d", lab.driverIP[i], httpPort),
+			[]string{"ip", "netns", "exec", lab.ns[i]},
+			append([]string{"--http", fmt.Sprintf("0.0.0.0:%d", httpPort),
+				"--advertise", fmt.Sprintf("%s:%d", lab.nodeIP[i], httpPort), // forwarding uses the cluster link
+				"--raft", fmt.Sprintf("%s:%d", lab.nodeIP[i], raftPort),
+				"--peers", strings.Join(peers, ","), "--retention-interval", "0"}, extra...)...)
+	}
 }
 
 func (lab *netLab) teardown() {
@@ -172,19 +203,7 @@ func TestCluster_CutOffNodeRefusesWritesAndRejoins(t *testing.T) {
 	}
 	lab := newNetLab(t, 3)
 	c := newCluster(t)
-	const httpPort, raftPort = 6632, 7000
-	var peers []string
-	for i, ip := range lab.nodeIP {
-		peers = append(peers, fmt.Sprintf("n%d@%s:%d", i+1, ip, raftPort))
-	}
-	for i := range lab.ns {
-		c.addNode(fmt.Sprintf("n%d", i+1), fmt.Sprintf("%s:%d", lab.driverIP[i], httpPort),
-			[]string{"ip", "netns", "exec", lab.ns[i]},
-			"--http", fmt.Sprintf("0.0.0.0:%d", httpPort),
-			"--advertise", fmt.Sprintf("%s:%d", lab.nodeIP[i], httpPort), // forwarding uses the cluster link
-			"--raft", fmt.Sprintf("%s:%d", lab.nodeIP[i], raftPort),
-			"--peers", strings.Join(peers, ","), "--retention-interval", "0")
-	}
+	lab.addNodes(c)
 	for _, n := range c.nodes {
 		n.start()
 	}

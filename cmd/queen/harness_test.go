@@ -187,7 +187,9 @@ func (n *qnode) kill() {
 }
 
 // stop sends SIGTERM and waits for a clean exit (status 0); after 20 s it
-// kills the process and reports an error. Safe from any goroutine.
+// sends SIGQUIT, so the Go runtime writes every goroutine's stack to the
+// node's log, then kills the process and reports an error. Safe from any
+// goroutine.
 func (n *qnode) stop() {
 	n.mu.Lock()
 	cmd, exited := n.cmd, n.exited
@@ -202,7 +204,12 @@ func (n *qnode) stop() {
 			n.t.Errorf("%s: exit after SIGTERM: %v (want status 0)", n.id, cmd.ProcessState)
 		}
 	case <-time.After(20 * time.Second):
-		n.t.Errorf("%s: did not exit within 20s of SIGTERM; killing it", n.id)
+		n.t.Errorf("%s: did not exit within 20s of SIGTERM; its goroutines are in %s (SIGQUIT); killing it", n.id, n.logPath)
+		cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+		}
 		n.kill()
 	}
 }

@@ -110,7 +110,7 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 	fs.Uint64Var(&c.trailingLogs, "trailing-logs", def.TrailingLogs, "Raft log entries kept after a snapshot for slow followers")
 	fs.DurationVar(&c.retention, "retention-interval", 5*time.Second, "how often the leader sweeps retention and eviction (0 disables)")
 	fs.StringVar(&c.pprof, "pprof", env("QUEEN_PPROF", ""), "serve Go's pprof profiles on this host:port (off when empty; keep it on loopback)")
-	fs.StringVar(&level, "log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
+	fs.StringVar(&level, "log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error; debug also shows Raft's elections and snapshots (env LOG_LEVEL)")
 	fs.IntVar(&c.maxBody, "max-body-bytes", 64<<20, "largest request body accepted (env QUEEN_MAX_BODY_BYTES)")
 	fs.StringVar(&minFree, "min-free-bytes", env("QUEEN_MIN_FREE_BYTES", diskspace.FormatBytes(diskspace.DefaultMinFreeBytes)), "free space kept on each filesystem of --data: below it, writes that add data answer 507 while pops, acks and deletes go on; bytes or KiB/MiB/GiB/TiB, 0 disables (env QUEEN_MIN_FREE_BYTES)")
 	if v := getenv("QUEEN_MAX_BODY_BYTES"); v != "" {
