@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -125,18 +126,40 @@ func TestRun_MixedGroups(t *testing.T) {
 }
 
 func TestRun_Cancelled(t *testing.T) {
-	o := DefaultOptions()
-	o.URLs = []string{"http://127.0.0.1:1"} // nothing listens: every request fails fast
-	o.Conns = 2
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	// A server that hangs up on every connection: each request fails. The
+	// run is cancelled once one has, not after a fixed time, which under a
+	// busy CI could pass before any request was made.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	start := time.Now()
+	var cancelledAt atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+			if cancelledAt.CompareAndSwap(0, time.Now().UnixNano()) {
+				cancel()
+			}
+		}
+	}()
+	o := DefaultOptions()
+	o.URLs = []string{"http://" + ln.Addr().String()}
+	o.Conns = 2
 	rep, err := Run(ctx, o, nil)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if elapsed := time.Since(start); elapsed > 2*time.Second {
-		t.Errorf("cancelled run took %v", elapsed)
+	if at := cancelledAt.Load(); at == 0 {
+		t.Fatal("Run returned before any request reached the server")
+	} else if took := time.Since(time.Unix(0, at)); took > 10*time.Second {
+		t.Errorf("the run went on %v after it was cancelled", took)
 	}
 	if rep.Stop != "cancelled" || rep.Pushed != 0 || len(rep.Errors) == 0 {
 		t.Errorf("report %+v", rep)
