@@ -108,19 +108,24 @@ func TestServer_Storage_RecoversWhenSpaceReturns(t *testing.T) {
 	if r := c.ack(m[0], "completed", ""); !r.Success {
 		t.Fatalf("ack below the reserve: %+v", r)
 	}
+	// Just above the reserve is not enough after a shortage: the guard
+	// wants its resume margin (1/16 of the reserve) as well.
 	space.SetFree(65 * mib)
+	c.do("POST", "/api/v1/push", map[string]any{"items": []any{map[string]any{"queue": "q", "transactionId": "refused", "payload": 2}}}).
+		expectInsufficientStorage(t, "local")
+	space.SetFree(69 * mib)
 	c.pushOne("q", "", "after", 3)
 	if got := txns(c.mustPop(popPath("q", "batch=10")).Messages); !slices.Equal(got, []string{"after"}) {
 		t.Fatalf("popped %v, want [after]", got)
 	}
 }
 
-// A request counts its body against free space while it runs: with a
-// reading that has room for one but not two bodies of this size, a body
-// larger than the margin is refused on its own.
+// A request counts its body against free space while it runs: a body
+// larger than the room above the reserve is refused on its own, and a small
+// one still goes while the room exceeds the guard's resume margin (4 MiB).
 func TestServer_Storage_LargeBodyCountsAgainstTheMargin(t *testing.T) {
 	c, space := newDiskClient(t, newBroker(t), server.Options{})
-	space.SetFree(64*mib + 4*mib)
+	space.SetFree(64*mib + 5*mib)
 	big := strings.Repeat("x", 3*mib) // charged twice: Raft log and engine
 	c.do("POST", "/api/v1/push", map[string]any{"items": []any{map[string]any{"queue": "q", "payload": big}}}).
 		expectInsufficientStorage(t, "local")

@@ -344,9 +344,23 @@ func TestServe_DiskFull_RefusesDataKeepsConsumersRecovers(t *testing.T) {
 	c.fillUntilRefused(n, "q", queued, "n1")
 	t.Logf("disk full after %d messages in %v; %d MiB free, lowest seen %d MiB (reserve %d MiB)",
 		len(queued), time.Since(start).Round(time.Millisecond), freeOn(t, n.dir)>>20, low()>>20, diskReserve>>20)
-	if st, err := c.storage(n); err != nil || st.OK || !strings.Contains(st.Reason, "free space below reserve on "+n.dir) {
-		t.Fatalf("health storage %+v %v, want not ok naming %s", st, err, n.dir)
-	}
+	// /health says why pushes are refused. A flush or a log truncation can
+	// give space back at any moment, and the node's own writes take it
+	// again, so the two are read until they are seen together; a push
+	// that is taken means the disk is filled again first.
+	probe := 0
+	waitFor(t, 60*time.Second, "/health to name the shortage while pushes are refused", func() (bool, string) {
+		probe++
+		code, retry, body := c.pushBatch(n, "q", fmt.Sprintf("probe%d", probe), 20, queued)
+		if code == http.StatusCreated {
+			c.fillUntilRefused(n, "q", queued, "n1")
+			return false, "space came back; filled again"
+		}
+		expect507(t, code, retry, body, "n1")
+		st, err := c.storage(n)
+		return err == nil && !st.OK && strings.Contains(st.Reason, "free space below reserve on "+n.dir),
+			fmt.Sprintf("push refused, health storage %+v %v, want not ok naming %s", st, err, n.dir)
+	})
 	if free := freeOn(t, n.dir); free < 64<<20 {
 		t.Fatalf("only %d MiB free when the guard held: the reserve did not hold", free>>20)
 	}

@@ -17,6 +17,10 @@ type Guard struct {
 	mu       sync.Mutex
 	last     atomic.Pointer[reading]
 	inflight atomic.Int64 // bytes admitted and not yet released
+	// low has bit i set while the filesystem whose first guarded directory
+	// is Dirs[i] is refusing writes: set when it is found below the
+	// reserve, cleared once it has the reserve plus ResumeBytes free.
+	low atomic.Uint64
 }
 
 // reading is one pass of Statfs over the directories.
@@ -28,8 +32,9 @@ type reading struct {
 
 // filesystem is one distinct filesystem of a reading.
 type filesystem struct {
-	dirs []string
-	free uint64
+	dirs  []string
+	first int // index in Options.Dirs of dirs[0]: the filesystem's bit in Guard.low
+	free  uint64
 }
 
 // Dir is one guarded directory as of a reading.
@@ -135,7 +140,7 @@ func (g *Guard) read() *reading {
 		if !ok {
 			j = len(r.fs)
 			index[sp.Filesystem] = j
-			r.fs = append(r.fs, filesystem{free: sp.Free})
+			r.fs = append(r.fs, filesystem{first: i, free: sp.Free})
 		}
 		r.fs[j].dirs = append(r.fs[j].dirs, path)
 		// Two reads of one filesystem differ by what was written between
@@ -146,25 +151,49 @@ func (g *Guard) read() *reading {
 }
 
 // shortage returns why r, with the admitted bytes counted as written, is
-// below the reserve ("" when it is not).
+// below the reserve ("" when it is not), and moves each filesystem's
+// hysteresis bit: a filesystem below the reserve is marked low, and a low
+// one needs ResumeBytes more than the reserve to be cleared.
 func (g *Guard) shortage(r *reading) string {
 	reserve := g.opts.MinFreeBytes
 	if reserve == 0 {
 		return ""
 	}
 	pending := uint64(max(g.inflight.Load(), 0))
+	reason := ""
 	for _, fs := range r.fs {
 		free := fs.free - min(pending, fs.free)
-		if free >= reserve {
+		bit := uint64(1) << fs.first
+		need := reserve
+		low := g.low.Load()&bit != 0
+		if low {
+			need += g.opts.ResumeBytes
+		}
+		if free >= need {
+			if low {
+				g.low.And(^bit)
+			}
 			continue
 		}
-		reason := fmt.Sprintf("free space below reserve on %s: %s < %s", strings.Join(fs.dirs, ", "), FormatBytes(fs.free), FormatBytes(reserve))
+		if !low {
+			g.low.Or(bit)
+		}
+		if reason != "" {
+			continue // the bits of the other filesystems still move
+		}
+		reason = fmt.Sprintf("free space below reserve on %s: %s < %s", strings.Join(fs.dirs, ", "), FormatBytes(fs.free), FormatBytes(reserve))
 		if pending > 0 {
 			reason += fmt.Sprintf(" (%s more being written)", FormatBytes(pending))
 		}
-		return reason
+		if free >= reserve { // above the reserve, below the resume mark
+			reason = fmt.Sprintf("free space below reserve on %s: %s free, writes resume at %s (the reserve of %s plus %s after a shortage)",
+				strings.Join(fs.dirs, ", "), FormatBytes(fs.free), FormatBytes(need), FormatBytes(reserve), FormatBytes(g.opts.ResumeBytes))
+			if pending > 0 {
+				reason += fmt.Sprintf(" (%s more being written)", FormatBytes(pending))
+			}
+		}
 	}
-	return ""
+	return reason
 }
 
 // FormatBytes writes n for people: "40 MiB", "1.5 GiB", "512 B".

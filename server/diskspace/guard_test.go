@@ -191,11 +191,16 @@ func TestGuard_Admit_CountsBytesInFlight(t *testing.T) {
 	if !errors.Is(err, diskspace.ErrBelowReserve) || !strings.Contains(err.Error(), "more being written") {
 		t.Fatalf("second 6 MiB on the same reading: got %v, want refused with the bytes in flight named", err)
 	}
-	if err := g.Check(); err != nil {
-		t.Fatalf("a refused Admit left its bytes counted: %v", err)
+	// Only the first write's bytes are still counted: the refused one took
+	// its own back.
+	if st := g.Status(); st.OK || !strings.HasSuffix(st.Reason, "(6 MiB more being written)") {
+		t.Fatalf("status after a refused Admit: %+v, want the 6 MiB of the first write alone counted", st)
 	}
 	release1()
 	release1() // twice is harmless
+	if err := g.Check(); err != nil {
+		t.Fatalf("110 MiB free, nothing in flight: %v", err)
+	}
 	release2, err := g.Admit(6 * mib)
 	if err != nil {
 		t.Fatalf("6 MiB after the first was released: %v", err)
@@ -203,6 +208,65 @@ func TestGuard_Admit_CountsBytesInFlight(t *testing.T) {
 	release2()
 	if _, err := g.Admit(11 * mib); err == nil {
 		t.Fatal("11 MiB into a 10 MiB margin: accepted")
+	}
+}
+
+// A filesystem found below the reserve is refused until it has the
+// reserve plus ResumeBytes free, so a disk hovering at the reserve does not
+// take every other write, and /health does not say OK between refusals.
+func TestGuard_Check_ResumesAboveTheReservePlusMargin(t *testing.T) {
+	fake := newInmemStatfs()
+	fake.place("/a", 1)
+	fake.place("/b", 2)
+	fake.setFree(1, 101*mib)
+	fake.setFree(2, 1<<30)
+	g, err := diskspace.New(diskspace.Options{Dirs: []string{"/a", "/b"}, MinFreeBytes: 100 * mib, ResumeBytes: 10 * mib,
+		MaxAge: time.Nanosecond, Statfs: fake.Statfs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Check(); err != nil {
+		t.Fatalf("101 MiB free, never short: %v", err)
+	}
+	fake.setFree(1, 99*mib)
+	if err := g.Check(); err == nil {
+		t.Fatal("99 MiB free: accepted")
+	}
+	fake.setFree(1, 109*mib)
+	err = g.Check()
+	want := "free space below reserve on /a: 109 MiB free, writes resume at 110 MiB (the reserve of 100 MiB plus 10 MiB after a shortage)"
+	if !errors.Is(err, diskspace.ErrBelowReserve) || !strings.HasSuffix(err.Error(), want) {
+		t.Fatalf("109 MiB free after a shortage: got %v, want %q", err, want)
+	}
+	if st := g.Status(); st.OK || st.Reason != want {
+		t.Fatalf("status %+v, want not OK with %q", st, want)
+	}
+	// The other filesystem was never short.
+	fake.setFree(1, 110*mib)
+	if err := g.Check(); err != nil {
+		t.Fatalf("110 MiB free: %v", err)
+	}
+	// Cleared: the plain reserve applies again.
+	fake.setFree(1, 100*mib)
+	if err := g.Check(); err != nil {
+		t.Fatalf("100 MiB free after recovering: %v", err)
+	}
+	// Each filesystem has its own mark.
+	fake.setFree(2, 99*mib)
+	if err := g.Check(); err == nil || !strings.Contains(err.Error(), "on /b: 99 MiB < 100 MiB") {
+		t.Fatalf("/b short: %v", err)
+	}
+	fake.setFree(2, 105*mib)
+	if err := g.Check(); err == nil || !strings.Contains(err.Error(), "on /b: 105 MiB free") {
+		t.Fatalf("/b at 105 MiB after a shortage: %v", err)
+	}
+}
+
+func TestOptions_DefaultResumeBytes(t *testing.T) {
+	o := diskspace.Options{Dirs: []string{"/d"}, MinFreeBytes: 512 * mib}
+	o.EnsureDefaults()
+	if o.ResumeBytes != 32*mib {
+		t.Fatalf("default ResumeBytes for a 512 MiB reserve: %d, want 32 MiB", o.ResumeBytes)
 	}
 }
 

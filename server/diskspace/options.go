@@ -42,6 +42,12 @@ type Options struct {
 	// a filesystem has less free space than this. 0 TURNS THE GUARD OFF:
 	// free space is still read and reported, and nothing is refused.
 	MinFreeBytes uint64
+	// ResumeBytes is the hysteresis: once a filesystem has been found below
+	// the reserve, writes stay refused until it has MinFreeBytes +
+	// ResumeBytes free (default MinFreeBytes/16). Without it a disk that
+	// hovers at the reserve would let every other write through, and
+	// /health would say OK between the refusals a client is getting.
+	ResumeBytes uint64
 	// MaxAge is how old a reading may be when it is used; an older one is
 	// replaced first (default 250 ms). A reading costs one statfs and one
 	// stat per directory, a few microseconds.
@@ -68,6 +74,9 @@ func (o *Options) EnsureDefaults() {
 	if o.MaxAge == 0 {
 		o.MaxAge = 250 * time.Millisecond
 	}
+	if o.ResumeBytes == 0 {
+		o.ResumeBytes = o.MinFreeBytes / 16
+	}
 	if o.Statfs == nil {
 		o.Statfs = statfs
 	}
@@ -78,6 +87,8 @@ func (o Options) Validate() error {
 	switch {
 	case len(o.Dirs) == 0:
 		return fmt.Errorf("%w: no directory to guard", ErrInvalidOptions)
+	case len(o.Dirs) > 64:
+		return fmt.Errorf("%w: more than 64 directories", ErrInvalidOptions)
 	case o.MaxAge < 0:
 		return fmt.Errorf("%w: MaxAge must not be negative", ErrInvalidOptions)
 	case o.Statfs == nil:
