@@ -252,7 +252,6 @@ func TestParseServe_MaxInflightBodyBytes(t *testing.T) {
 	}
 }
 
-
 // --min-free-bytes (QUEEN_MIN_FREE_BYTES) takes bytes or a binary unit;
 // the default is the package's, and 0 turns the guard off.
 func TestParseServe_MinFreeBytes(t *testing.T) {
