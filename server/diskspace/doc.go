@@ -19,7 +19,12 @@
 // the writes admitted and not yet finished, are fewer than
 // Options.MinFreeBytes. Writes that add data are then refused, and
 // everything else (pops, acks, deletes, retention) goes on writing inside
-// the reserve, because that is how space comes back. So the reserve must
+// the reserve, because that is how space comes back. A filesystem once
+// found below the reserve stays refused until it has the reserve plus
+// Options.ResumeBytes free (1/16 of the reserve by default): the node's own
+// flushes and truncations move free space by tens of MiB, and without the
+// margin a disk at the reserve would take every other write while /health
+// said OK between the refusals. The reserve must
 // hold what the node writes while it refuses data, which is not little:
 // Pebble's bookkeeping, not the messages, is what needs room (see
 // DefaultMinFreeBytes).
