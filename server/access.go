@@ -25,7 +25,11 @@ const clusterSecretHeader = "X-Queen-Cluster-Secret"
 //   - Cluster routes need that secret, or an admin token when JWT is on;
 //     without a secret configured they are closed to everyone else.
 //   - Other routes need a token of their level when JWT is on (paths in
-//     JWT_SKIP_PATHS excepted); p.subject is then the token's sub.
+//     JWT_SKIP_PATHS excepted); p.subject is then the token's sub. The
+//     skip list is matched against the raw path, the one the router
+//     matched: fasthttp's ctx.Path() is decoded and normalised, so
+//     "/api/v1/resources/queues/a%2F..%2F..%2F..%2F..%2F..%2Fhealth" reads
+//     "/health" there while it routes to the queue "a/../../../../../health".
 //
 // A follower relays a client's request with the client's own headers, so
 // the leader checks the same token again: a relay never turns an
@@ -48,7 +52,7 @@ func (s *Server) admit(ctx *fasthttp.RequestCtx, level auth.Level, p *params) er
 			return errClusterClosed
 		}
 		return errClusterSecret
-	case !s.auth.Enabled() || (level != auth.Cluster && s.auth.Skip(string(ctx.Path()))):
+	case !s.auth.Enabled() || (level != auth.Cluster && s.auth.Skip(string(ctx.URI().PathOriginal()))):
 		return nil
 	}
 	id, err := s.auth.Authorize(string(header), level)

@@ -356,6 +356,33 @@ func TestAuth_RouteLevels_JWKS(t *testing.T) {
 	})
 }
 
+// JWT_SKIP_PATHS is matched against the path the router matched, not the
+// decoded and normalised one: a queue named with ".." segments that
+// normalises to a skipped path ("/health", "/") still needs a token.
+func TestAuth_SkipPathsMatchTheRoutedPath(t *testing.T) {
+	c := newClientOptions(t, newBroker(t), server.Options{Auth: hsVerifier(t), Logger: quietLogger()})
+	admin := *c
+	admin.header = c.header.Clone()
+	admin.header.Set("Authorization", mint(t, jwt.SigningMethodHS256, []byte(jwtSecret), "", "ops", "admin", time.Now().Add(time.Hour)))
+	const dotted = "a%2F..%2F..%2F..%2F..%2F..%2F..%2Fhealth"
+	admin.do("POST", "/api/v1/push", map[string]any{"items": []any{map[string]any{"queue": "a/../../../../../../health", "payload": 1}}}).expect(t, 201)
+	for _, r := range []struct{ method, path string }{
+		{"GET", "/api/v1/resources/queues/" + dotted},
+		{"GET", "/api/v1/pop/queue/" + dotted},
+		{"DELETE", "/api/v1/resources/queues/" + dotted},
+		{"GET", "/api/v1/resources/queues/a%2F..%2F..%2F..%2F..%2F..%2F.."}, // normalises to "/"
+	} {
+		c.do(r.method, r.path, nil).expectError(t, 401, "unauthorized")
+	}
+	// The queue is still there, and its message was never leased.
+	admin.do("GET", "/api/v1/resources/queues/"+dotted, nil).expect(t, 200)
+	if got := admin.mustPop(popPath(dotted, "batch=1")).Messages; len(got) != 1 {
+		t.Fatalf("popped %d messages with a token, want the 1 pushed", len(got))
+	}
+	// The skipped paths themselves stay open.
+	c.do("GET", "/health", nil).expect(t, 200)
+}
+
 // With auth on, producerSub is the pushing token's sub, on push and on a
 // transaction's pushes, and a producerSub in the body is ignored; it shows
 // in pop, message detail, the message list and the DLQ row.
