@@ -274,13 +274,11 @@ func New(b Broker, opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
-	for _, r := range s.routeTable() {
-		if r.level == auth.Unset || r.level > auth.Cluster {
-			return nil, fmt.Errorf("%w: route %s %s declares no access level", engine.ErrInvalid, r.method, r.pattern)
-		}
-		if r.disk == diskUnset || r.disk > addsData {
-			return nil, fmt.Errorf("%w: route %s %s does not say whether it adds data", engine.ErrInvalid, r.method, r.pattern)
-		}
+	table := s.routeTable()
+	if err := checkRoutes(table); err != nil {
+		return nil, err
+	}
+	for _, r := range table {
 		s.router.add(&endpoint{route: r, stats: newRouteStats(opts.Metrics, r.name)})
 	}
 	s.http = &fasthttp.Server{
@@ -473,4 +471,19 @@ func (l fasthttpLogger) Printf(format string, args ...any) {
 	if l.log.Enabled(context.Background(), slog.LevelDebug) {
 		l.log.Debug("fasthttp: " + fmt.Sprintf(format, args...))
 	}
+}
+
+// checkRoutes refuses a route table in which a route does not declare the
+// access level its callers need or whether it adds data: a route added
+// without thinking about either must not start, rather than start open.
+func checkRoutes(table []route) error {
+	for _, r := range table {
+		if r.level == auth.Unset || r.level > auth.Cluster {
+			return fmt.Errorf("%w: route %s %s declares no access level", engine.ErrInvalid, r.method, r.pattern)
+		}
+		if r.disk == diskUnset || r.disk > addsData {
+			return fmt.Errorf("%w: route %s %s does not say whether it adds data", engine.ErrInvalid, r.method, r.pattern)
+		}
+	}
+	return nil
 }

@@ -1,0 +1,41 @@
+package server
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/server/auth"
+)
+
+// The production table passes checkRoutes; a row added without an access
+// level or a disk class, or with a value past the known ones, is refused
+// and named.
+func TestCheckRoutes_RefusesUndeclaredRows(t *testing.T) {
+	table := (&Server{}).routeTable()
+	if err := checkRoutes(table); err != nil {
+		t.Fatalf("the route table: %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*route)
+		want string
+	}{
+		{"no level", func(r *route) { r.level = auth.Unset }, "declares no access level"},
+		{"unknown level", func(r *route) { r.level = auth.Cluster + 1 }, "declares no access level"},
+		{"no disk class", func(r *route) { r.disk = diskUnset }, "does not say whether it adds data"},
+		{"unknown disk class", func(r *route) { r.disk = addsData + 1 }, "does not say whether it adds data"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := append([]route(nil), table...)
+			added := route{method: "POST", pattern: "/api/v1/new", name: "new", level: auth.ReadWrite, disk: addsData}
+			tc.edit(&added)
+			bad = append(bad, added)
+			err := checkRoutes(bad)
+			if !errors.Is(err, engine.ErrInvalid) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "POST /api/v1/new") {
+				t.Fatalf("got %v, want ErrInvalid naming POST /api/v1/new: %s", err, tc.want)
+			}
+		})
+	}
+}
