@@ -171,8 +171,14 @@ func (sp *spool) write(items []engine.PushItem) error {
 	}
 	if err := sp.fs.SyncDir(sp.dir); err != nil {
 		// The rename may or may not survive a crash, and the client is
-		// about to hear that the push failed: take the file back.
-		sp.fs.Remove(name)
+		// about to hear that the push failed: take the file back, and try
+		// once more to make that durable (if the directory cannot be
+		// synced now either, a crash may bring the file back; its items
+		// keep their transaction ids, so a client retry that reused them
+		// is deduplicated when both are pushed).
+		if sp.fs.Remove(name) == nil {
+			sp.fs.SyncDir(sp.dir)
+		}
 		return fmt.Errorf("%w: sync directory: %w", errSpoolWrite, err)
 	}
 	sp.pending.Add(int64(len(items)))

@@ -260,6 +260,15 @@ func TestSpool_Write_FailureIsNeverBuffered(t *testing.T) {
 			if got := s.spool.pending.Load(); got != 0 {
 				t.Fatalf("pending = %d after a failed write", got)
 			}
+			if op == "syncdir" {
+				// The file taken back is followed by another try at
+				// making the directory durable.
+				log := fs.log()
+				i := slices.IndexFunc(log, func(e string) bool { return strings.HasPrefix(e, "remove ") })
+				if i < 0 || !slices.ContainsFunc(log[i:], func(e string) bool { return strings.HasPrefix(e, "syncdir ") }) {
+					t.Fatalf("want the removal of the renamed file, then a directory sync: %q", log)
+				}
+			}
 			fs.fail = ""
 			if a := postPush(url); a.status != 201 || strings.Count(a.body, `"status":"buffered"`) != 2 {
 				t.Fatalf("push after the fault cleared: %+v", a)
