@@ -17,9 +17,13 @@ test:
 test-short:
 	$(GO) test -short -tags invariants $(PKGS)
 
+# staticcheck is pinned and fetched by go run (module cache), not a tool
+# dependency of the module.
+STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 lint:
 	$(GO) vet $(PKGS)
-	gofmt -l . | tee /dev/stderr | (! read)
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt wants to rewrite:"; echo "$$out"; exit 1; fi
+	$(STATICCHECK) $(PKGS)
 	$(GO) test -run TestImports ./
 
 # Each fuzz target for FUZZTIME (go test allows one target per run).

@@ -191,7 +191,6 @@ type worker struct {
 	resp     *fasthttp.Response
 	body     []byte // request body being built
 	uri      []byte
-	txn      []byte
 	reply    popReply
 	seq      int
 	backoff  time.Duration

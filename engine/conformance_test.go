@@ -619,9 +619,8 @@ func TestConformance_Transaction_Success(t *testing.T) {
 // §9 dead letters.
 
 type dlqFixture struct {
-	h    *enginetest.Harness
-	t0   int64
-	rows map[string]int64 // name -> failedAt
+	h  *enginetest.Harness
+	t0 int64
 }
 
 // newDLQFixture files six dead letters, one per second:

@@ -109,16 +109,6 @@ func (q *queue) addPartition(p *partition) {
 	q.parts[i] = p
 }
 
-func (q *queue) removePartition(p *partition) {
-	delete(q.byName, p.rec.Name)
-	for i, x := range q.parts {
-		if x == p {
-			q.parts = append(q.parts[:i], q.parts[i+1:]...)
-			return
-		}
-	}
-}
-
 // sortedGroups returns a partition's group names in order.
 func (p *partition) sortedGroups() []string {
 	gs := make([]string, 0, len(p.cursors))

@@ -100,15 +100,6 @@ func (w *jsonWriter) id(k string, v engine.ID) {
 	w.b = append(w.b, '"')
 }
 
-// idOrNull writes null for the zero id.
-func (w *jsonWriter) idOrNull(k string, v engine.ID) {
-	if v == (engine.ID{}) {
-		w.null(k)
-		return
-	}
-	w.id(k, v)
-}
-
 // Time layouts on the wire (API.md §1.3): popped messages carry
 // microseconds, everything else milliseconds.
 const (

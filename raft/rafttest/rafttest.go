@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,7 +25,6 @@ type Cluster struct {
 	ids        []string
 	dirs       []string
 	transports []*hraft.InmemTransport
-	mu         sync.Mutex
 }
 
 // Options returns node options tuned for fast tests.

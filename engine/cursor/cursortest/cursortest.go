@@ -47,7 +47,7 @@ func Check(s cursor.State, p cursor.Policy, items []cursor.Item, outcomes []curs
 
 	// (2) The signal, and never passing it.
 	if d.PoisonIndex != head {
-		return fmt.Errorf("PoisonIndex %d, want %d", d.PoisonIndex, head)
+		return fmt.Errorf("clamp: PoisonIndex %d, want %d", d.PoisonIndex, head)
 	}
 	if head < 0 {
 		if d.Poison != -1 || d.Signal != cursor.Completed {
@@ -59,7 +59,7 @@ func Check(s cursor.State, p cursor.Policy, items []cursor.Item, outcomes []curs
 	} else {
 		k := items[head].Offset
 		if d.Poison != k || d.Signal != norm(items[head].Status) {
-			return fmt.Errorf("Poison %d Signal %d, want %d %d", d.Poison, d.Signal, k, norm(items[head].Status))
+			return fmt.Errorf("clamp: Poison %d Signal %d, want %d %d", d.Poison, d.Signal, k, norm(items[head].Status))
 		}
 		switch d.Action {
 		case cursor.Release:
@@ -83,7 +83,7 @@ func Check(s cursor.State, p cursor.Policy, items []cursor.Item, outcomes []curs
 		}
 	}
 	if d.Prefix != want {
-		return fmt.Errorf("Prefix %d, want %d", d.Prefix, want)
+		return fmt.Errorf("clamp: Prefix %d, want %d", d.Prefix, want)
 	}
 	if d.Action != cursor.ActionDeadLetter && d.Action != cursor.Drop && d.Committed != d.Prefix {
 		return fmt.Errorf("action %v: Committed %d != Prefix %d", d.Action, d.Committed, d.Prefix)
@@ -112,7 +112,7 @@ func Check(s cursor.State, p cursor.Policy, items []cursor.Item, outcomes []curs
 		return fmt.Errorf("action %v, want %v", d.Action, wantAction)
 	}
 	if d.Charged != charge {
-		return fmt.Errorf("Charged %v, want %v", d.Charged, charge)
+		return fmt.Errorf("clamp: Charged %v, want %v", d.Charged, charge)
 	}
 	if d.Charged && d.RetryCount != s.RetryCount+1 {
 		return fmt.Errorf("charged: RetryCount %d, want %d", d.RetryCount, s.RetryCount+1)
