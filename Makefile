@@ -24,7 +24,7 @@ lint:
 	$(GO) vet $(PKGS)
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt wants to rewrite:"; echo "$$out"; exit 1; fi
 	$(STATICCHECK) $(PKGS)
-	$(GO) test -run TestImports ./
+	$(GO) test -count=1 -run TestImports ./
 
 # Each fuzz target for FUZZTIME (go test allows one target per run).
 # -fuzzminimizetime keeps a worker from stalling a minute on each new input.

@@ -3,12 +3,14 @@ package queen_test
 import (
 	"encoding/json"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
 
 // TestImports keeps the layering of ARCHITECTURE.md true: imports point inward
-// (cmd -> server -> raft -> engine), leaf packages import nothing of ours, and
+// (cmd -> server -> raft -> engine -> internal), leaf packages import nothing
+// of ours but internal/, internal/ imports nothing of ours, and
 // each third-party library stays behind the one layer that owns it.
 func TestImports(t *testing.T) {
 	const module = "github.com/queenmq/queen"
@@ -57,10 +59,13 @@ func TestImports(t *testing.T) {
 				case strings.HasSuffix(to, "test") && strings.Contains(to, "/") && !inTest && !under(from, "bench") && !strings.HasSuffix(from, "test"):
 					bad("test helper packages are imported only from _test.go files")
 				}
-				for _, leaf := range leaves {
-					if from == leaf && !inTest {
-						bad("leaf packages import no project package")
-					}
+				switch {
+				case under(from, "internal") && !inTest:
+					bad("internal packages are the roots: they import no project package")
+				case under(to, "internal"):
+					// Every package may use the roots, leaves included.
+				case slices.Contains(leaves, from) && !inTest:
+					bad("leaf packages import no project package but internal/")
 				}
 				return
 			}

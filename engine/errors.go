@@ -4,15 +4,18 @@ import (
 	"errors"
 
 	"github.com/queenmq/queen/engine/fault"
-	"github.com/queenmq/queen/engine/keyspace"
+	"github.com/queenmq/queen/internal/wire"
 )
 
 // Sentinel errors. The HTTP edge maps each to a status and a stable code
 // (server/errors.go); messages are prefixed with the package name.
 var (
-	// ErrCorrupt is wrapped by every failure to decode data read from the
-	// store: records, keys and segments.
-	ErrCorrupt = keyspace.ErrCorrupt
+	// ErrCorrupt is matched (errors.Is) by every failure to decode data
+	// read from the store, whichever format found it: records and keys
+	// (keyspace.ErrCorrupt), segments (segment.ErrCorrupt), snapshot
+	// streams, and the replicated commands and Raft log of package raft.
+	// It is wire.ErrCorrupt, the mark each of those sentinels carries.
+	ErrCorrupt = wire.ErrCorrupt
 	// ErrClosed is returned by operations on a closed engine.
 	ErrClosed = errors.New("engine: closed")
 	// ErrInvalid is wrapped by every rejection of a malformed command

@@ -1,7 +1,7 @@
 package keyspace
 
-import "errors"
+import "github.com/queenmq/queen/internal/wire"
 
 // ErrCorrupt is wrapped by every failure to parse a key or decode a record
-// read from the store.
-var ErrCorrupt = errors.New("keyspace: corrupt")
+// read from the store. It matches wire.ErrCorrupt (engine.ErrCorrupt).
+var ErrCorrupt = wire.Corrupt("keyspace")

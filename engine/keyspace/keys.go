@@ -3,6 +3,8 @@ package keyspace
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/queenmq/queen/internal/wire"
 )
 
 // Family is the first byte of every key.
@@ -33,7 +35,7 @@ const (
 )
 
 // ID is a 16-byte UUID: queue, partition, lease, message and DLQ row ids.
-type ID [16]byte
+type ID = wire.ID
 
 // RowKeyLen is the length of a DLQ row key: failedAt u64 and the row id.
 const RowKeyLen = 8 + 16

@@ -1,5 +1,7 @@
 package keyspace
 
+import "github.com/queenmq/queen/internal/wire"
+
 // recordVersion is the version byte of every record: part of the on-disk
 // format — never change; a new layout takes a new version and an upgrade step.
 const recordVersion = 1
@@ -98,15 +100,15 @@ type DeadLetterRecord struct {
 }
 
 // newRecordReader starts decoding a record and checks its version byte.
-func newRecordReader(b []byte, what string) *Reader {
+func newRecordReader(b []byte, what string) *wire.Reader {
 	r, _ := newRecordReaderUpTo(b, what, recordVersion)
 	return r
 }
 
 // newRecordReaderUpTo starts decoding a record whose versions run from 1 to
 // newest, and returns the version read.
-func newRecordReaderUpTo(b []byte, what string, newest uint8) (*Reader, uint8) {
-	r := NewReader(b, ErrCorrupt, what+" record")
+func newRecordReaderUpTo(b []byte, what string, newest uint8) (*wire.Reader, uint8) {
+	r := wire.NewReader(b, ErrCorrupt, what+" record")
 	v := r.U8()
 	if r.Err() == nil && (v < recordVersion || v > newest) {
 		r.Fail("unknown version %d", v)
@@ -116,7 +118,7 @@ func newRecordReaderUpTo(b []byte, what string, newest uint8) (*Reader, uint8) {
 
 // Encode appends the record to dst.
 func (q *QueueRecord) Encode(dst []byte) []byte {
-	w := Writer{B: dst}
+	w := wire.Writer{B: dst}
 	w.U8(recordVersion)
 	w.ID(q.ID)
 	w.I64(q.CreatedAt)
@@ -149,7 +151,7 @@ func DecodeQueue(b []byte) (QueueRecord, error) {
 
 // Encode appends the record to dst.
 func (p *PartitionRecord) Encode(dst []byte) []byte {
-	w := Writer{B: dst}
+	w := wire.Writer{B: dst}
 	w.U8(recordVersion)
 	w.Str(p.Queue)
 	w.Str(p.Name)
@@ -172,7 +174,7 @@ func DecodePartition(b []byte) (PartitionRecord, error) {
 
 // Encode appends the record to dst.
 func (t *TxnRecord) Encode(dst []byte) []byte {
-	w := Writer{B: dst}
+	w := wire.Writer{B: dst}
 	w.U8(recordVersion)
 	w.I64(t.Offset)
 	w.I64(t.CreatedAt)
@@ -189,7 +191,7 @@ func DecodeTxn(b []byte) (TxnRecord, error) {
 
 // Encode appends the record to dst.
 func (c *CursorRecord) Encode(dst []byte) []byte {
-	w := Writer{B: dst}
+	w := wire.Writer{B: dst}
 	w.U8(recordVersion)
 	w.I64(c.Committed)
 	w.I64(c.BatchEnd)
@@ -219,7 +221,7 @@ func DecodeCursor(b []byte) (CursorRecord, error) {
 
 // Encode appends the record to dst.
 func (s *SubRecord) Encode(dst []byte) []byte {
-	w := Writer{B: dst}
+	w := wire.Writer{B: dst}
 	w.U8(recordVersion)
 	w.U8(s.Mode)
 	w.I64(s.Timestamp)
@@ -241,7 +243,7 @@ func (d *DeadLetterRecord) Encode(dst []byte) []byte {
 	if d.Sealed {
 		flags |= deadLetterSealed
 	}
-	w := Writer{B: dst}
+	w := wire.Writer{B: dst}
 	if flags == 0 {
 		w.U8(recordVersion)
 	} else {
@@ -295,7 +297,7 @@ func DecodeDeadLetter(b []byte) (DeadLetterRecord, error) {
 // EncodeTxnExpiry encodes the value of a txn-expiry entry: the transaction
 // ids of one segment.
 func EncodeTxnExpiry(dst []byte, txns [][]byte) []byte {
-	w := Writer{B: dst}
+	w := wire.Writer{B: dst}
 	w.U8(recordVersion)
 	w.Uvarint(uint64(len(txns)))
 	for _, t := range txns {

@@ -6,8 +6,8 @@ import (
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/engine/cursor"
-	"github.com/queenmq/queen/engine/keyspace"
 	"github.com/queenmq/queen/engine/segment"
+	"github.com/queenmq/queen/internal/wire"
 )
 
 // Type identifies a command: part of the on-disk format — never change or
@@ -114,7 +114,7 @@ func DecodeEntry(b []byte) ([]Command, error) {
 	if b[1] != version {
 		return nil, fmt.Errorf("%w: %d", ErrVersion, b[1])
 	}
-	r := keyspace.NewReader(b[2:], ErrCorrupt, "entry")
+	r := wire.NewReader(b[2:], ErrCorrupt, "entry")
 	cmds := make([]Command, r.Count(1))
 	for i := range cmds {
 		body := r.Bytes()
@@ -132,7 +132,7 @@ func DecodeEntry(b []byte) ([]Command, error) {
 }
 
 func (c *Command) append(dst []byte) []byte {
-	w := keyspace.Writer{B: dst}
+	w := wire.Writer{B: dst}
 	w.U8(uint8(c.Type))
 	w.I64(c.Stamp.Time)
 	w.ID(c.Stamp.Seed)
@@ -242,7 +242,7 @@ func (c *Command) append(dst []byte) []byte {
 }
 
 func (c *Command) decode(b []byte) error {
-	r := keyspace.NewReader(b, ErrCorrupt, "command")
+	r := wire.NewReader(b, ErrCorrupt, "command")
 	c.Type = Type(r.U8())
 	c.Stamp.Time = r.I64()
 	c.Stamp.Seed = r.ID()
@@ -354,7 +354,7 @@ const (
 	pushFlagsKnown = pushTrace | pushSealed
 )
 
-func appendPushItem(w *keyspace.Writer, it *engine.PushItem) {
+func appendPushItem(w *wire.Writer, it *engine.PushItem) {
 	var flags uint8
 	if it.HasTrace {
 		flags |= pushTrace
@@ -371,7 +371,7 @@ func appendPushItem(w *keyspace.Writer, it *engine.PushItem) {
 	w.Bytes(it.Payload)
 }
 
-func readPushItem(r *keyspace.Reader, it *engine.PushItem) {
+func readPushItem(r *wire.Reader, it *engine.PushItem) {
 	it.Queue, it.Partition, it.TransactionID = r.Str(), r.Str(), r.Str()
 	flags := r.U8()
 	if flags&^pushFlagsKnown != 0 {
@@ -404,7 +404,7 @@ func replayKind(c *engine.ReplayCmd) uint8 {
 	return replayPlain
 }
 
-func readReplayPayload(r *keyspace.Reader, c *engine.ReplayCmd) {
+func readReplayPayload(r *wire.Reader, c *engine.ReplayCmd) {
 	kind := r.U8()
 	payload := r.Bytes()
 	switch kind {
@@ -419,7 +419,7 @@ func readReplayPayload(r *keyspace.Reader, c *engine.ReplayCmd) {
 	}
 }
 
-func appendAckItem(w *keyspace.Writer, it *engine.AckItem) {
+func appendAckItem(w *wire.Writer, it *engine.AckItem) {
 	w.Str(it.TransactionID)
 	w.ID(it.PartitionID)
 	w.Str(it.Group)
@@ -428,7 +428,7 @@ func appendAckItem(w *keyspace.Writer, it *engine.AckItem) {
 	w.Str(it.Error)
 }
 
-func readAckItem(r *keyspace.Reader, it *engine.AckItem) {
+func readAckItem(r *wire.Reader, it *engine.AckItem) {
 	it.TransactionID = r.Str()
 	it.PartitionID = r.ID()
 	it.Group = r.Str()
@@ -448,7 +448,7 @@ const (
 	preparedReject = 1 << 2
 )
 
-func appendPrepared(w *keyspace.Writer, pp *engine.PreparedPush) {
+func appendPrepared(w *wire.Writer, pp *engine.PreparedPush) {
 	w.Uvarint(uint64(len(pp.Items)))
 	for i := range pp.Items {
 		it := &pp.Items[i]
@@ -487,7 +487,7 @@ func appendPrepared(w *keyspace.Writer, pp *engine.PreparedPush) {
 	}
 }
 
-func readPrepared(r *keyspace.Reader) *engine.PreparedPush {
+func readPrepared(r *wire.Reader) *engine.PreparedPush {
 	pp := &engine.PreparedPush{}
 	n := r.Count(18)
 	pp.Items = make([]engine.PreparedItem, n)

@@ -73,8 +73,8 @@ func TestEntry_Corrupt(t *testing.T) {
 	if _, err := command.DecodeEntry(append([]byte{0x51, 9}, good[2:]...)); !errors.Is(err, command.ErrVersion) {
 		t.Errorf("unknown version: err = %v, want ErrVersion", err)
 	}
-	if _, err := command.DecodeEntry(append([]byte{0}, good[1:]...)); !errors.Is(err, command.ErrCorrupt) {
-		t.Errorf("bad magic: err = %v, want ErrCorrupt", err)
+	if _, err := command.DecodeEntry(append([]byte{0}, good[1:]...)); !errors.Is(err, command.ErrCorrupt) || !errors.Is(err, engine.ErrCorrupt) {
+		t.Errorf("bad magic: err = %v, want command.ErrCorrupt, which engine.ErrCorrupt matches", err)
 	}
 	// Every truncation must fail cleanly, never panic or succeed.
 	for n := 0; n < len(good); n++ {

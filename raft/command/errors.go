@@ -1,10 +1,15 @@
 package command
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/queenmq/queen/internal/wire"
+)
 
 var (
-	// ErrCorrupt is wrapped by every failure to decode an entry.
-	ErrCorrupt = errors.New("command: corrupt")
+	// ErrCorrupt is wrapped by every failure to decode an entry. It
+	// matches wire.ErrCorrupt (engine.ErrCorrupt).
+	ErrCorrupt = wire.Corrupt("command")
 	// ErrVersion is returned for an entry of a version this binary does not
 	// know: the node must stop rather than skip it.
 	ErrVersion = errors.New("command: unknown version")

@@ -4,13 +4,15 @@ import (
 	"errors"
 
 	"github.com/queenmq/queen/engine/fault"
+	"github.com/queenmq/queen/internal/wire"
 )
 
 var (
 	// ErrCorrupt marks every failure to decode bytes read back from disk: a
 	// log value with a bad checksum, length, version or index, a malformed
-	// key, or a uint64 stable value that is not 8 bytes. Test with errors.Is.
-	ErrCorrupt = errors.New("logstore: corrupt")
+	// key, or a uint64 stable value that is not 8 bytes. Test with errors.Is;
+	// it matches wire.ErrCorrupt (engine.ErrCorrupt) too.
+	ErrCorrupt = wire.Corrupt("logstore")
 
 	// ErrClosed is returned by every method called after Close.
 	ErrClosed = errors.New("logstore: closed")

@@ -1,14 +1,42 @@
-package keyspace
+// Package wire holds the byte primitives the project's binary formats are
+// made of, and the one mark every decoding failure carries.
+//
+// The stored records (engine/keyspace), the replicated commands
+// (raft/command), the segments (engine/segment) and the Raft log
+// (raft/logstore) each document their own layout; what they share is here:
+// how an integer, an id, a string or a boolean is written, and ErrCorrupt.
+// It imports nothing of the project, so every format may use it.
+package wire
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 )
 
-// Writer appends the primitives every record here (and every replicated
-// command, package raft/command) is made of: big-endian fixed-width
-// integers, 16-byte ids, uvarint-length-prefixed strings and byte strings,
-// one byte per boolean.
+// ID is 16 raw bytes: a UUID (queue, partition, lease, message and
+// dead-letter row ids).
+type ID [16]byte
+
+// ErrCorrupt is the mark of data that cannot be decoded, whichever format
+// it was in: every package's own ErrCorrupt (Corrupt) matches it, so
+// errors.Is(err, wire.ErrCorrupt) (engine.ErrCorrupt is the same value)
+// tells corruption from every other failure, wherever it was found.
+var ErrCorrupt = errors.New("corrupt")
+
+// Corrupt returns a package's corruption sentinel: its message is
+// "<pkg>: corrupt" and errors.Is matches both it and ErrCorrupt.
+func Corrupt(pkg string) error { return &corruptError{msg: pkg + ": corrupt"} }
+
+type corruptError struct{ msg string }
+
+func (e *corruptError) Error() string        { return e.msg }
+func (e *corruptError) Is(target error) bool { return target == ErrCorrupt }
+
+// Writer appends the primitives every stored record (engine/keyspace) and
+// every replicated command (raft/command) is made of: big-endian
+// fixed-width integers, 16-byte ids, uvarint-length-prefixed strings and
+// byte strings, zigzag varints, one byte per boolean.
 type Writer struct{ B []byte }
 
 // I64 appends v as 8 bytes big-endian.
