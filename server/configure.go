@@ -1,0 +1,123 @@
+package server
+
+import (
+	"github.com/valyala/fasthttp"
+
+	"github.com/queenmq/queen/engine"
+)
+
+// configure answers POST /api/v1/configure (C5): options merge into the
+// queue's configuration, an explicit null resets one, "replace": true resets
+// every option not given. namespace/task strings set the labels; absent or
+// null keeps them (the JS SDK always sends null when unset).
+func (s *Server) configure(ctx *fasthttp.RequestCtx, _ *params) {
+	var (
+		cmd      engine.ConfigureCmd
+		hasQueue bool
+	)
+	err := decodeObject(ctx.PostBody(), false, func(sc *scanner, key []byte) (err error) {
+		switch string(key) {
+		case "queue":
+			cmd.Queue, hasQueue, err = sc.optString("queue")
+		case "namespace":
+			cmd.Namespace, cmd.NamespaceSet, err = sc.optString("namespace")
+		case "task":
+			cmd.Task, cmd.TaskSet, err = sc.optString("task")
+		case "replace":
+			cmd.Replace, _, err = sc.optBool("replace")
+		case "options":
+			switch sc.peek() {
+			case 'n':
+				return sc.literal("null")
+			case '{':
+				return sc.object(func(sc *scanner, key []byte) error { return decodeOption(sc, key, &cmd) })
+			}
+			return skipThen(sc, badRequest("options must be an object"))
+		default:
+			return sc.skip()
+		}
+		return err
+	})
+	if err == nil && (!hasQueue || cmd.Queue == "") {
+		err = badRequest("queue is required")
+	}
+	if err == nil {
+		err = engine.ValidateQueueName(cmd.Queue)
+	}
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	info, err := s.broker.Configure(s.ctx, cmd)
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	if s.crypt == nil && info.Config.Bool(engine.OptEncryptionEnabled) {
+		s.log.Warn("queue has encryptionEnabled but QUEEN_ENCRYPTION_KEY is not set: its payloads are stored in plaintext",
+			"queue", info.Name)
+	}
+	w := startBody(ctx)
+	w.object("")
+	w.bool("configured", true)
+	w.id("queueId", info.ID)
+	for i := range info.Partitions {
+		if info.Partitions[i].Name == engine.DefaultPartition {
+			w.id("partitionId", info.Partitions[i].ID)
+		}
+	}
+	w.str("queue", info.Name)
+	w.str("namespace", info.Namespace)
+	w.str("task", info.Task)
+	writeOptions(&w, "options", info.Config)
+	w.endObject()
+	send(ctx, fasthttp.StatusOK, w)
+}
+
+// decodeOption reads one member of configure's options. Unknown keys are
+// ignored; null resets the option (C5); ints must be non-negative integers,
+// booleans booleans.
+func decodeOption(sc *scanner, key []byte, cmd *engine.ConfigureCmd) error {
+	o, ok := engine.OptionByName(string(key))
+	if !ok {
+		return sc.skip()
+	}
+	if sc.peek() == 'n' {
+		cmd.Reset = append(cmd.Reset, o)
+		return sc.literal("null")
+	}
+	var v int64
+	if o.Kind() == engine.KindBool {
+		b, _, err := sc.optBool(o.Name())
+		if err != nil {
+			return err
+		}
+		if b {
+			v = 1
+		}
+	} else {
+		var err error
+		if v, _, err = sc.optInt(o.Name()); err != nil {
+			return err
+		}
+		if v < 0 {
+			return badRequest(o.Name() + " must not be negative")
+		}
+	}
+	cmd.Set = append(cmd.Set, engine.OptionValue{Option: o, Value: v})
+	return nil
+}
+
+// writeOptions writes every option with its effective value; booleans as
+// JSON booleans.
+func writeOptions(w *jsonWriter, k string, c engine.Config) {
+	w.object(k)
+	for _, o := range engine.AllOptions() {
+		if o.Kind() == engine.KindBool {
+			w.bool(o.Name(), c.Bool(o))
+		} else {
+			w.int(o.Name(), c.Get(o))
+		}
+	}
+	w.endObject()
+}

@@ -1,0 +1,79 @@
+package server
+
+import (
+	"strings"
+
+	"github.com/valyala/fasthttp"
+)
+
+// getMaintenance answers GET /api/v1/system/maintenance and .../pop.
+func (s *Server) getMaintenance(ctx *fasthttp.RequestCtx, _ *params) {
+	s.writeMaintenance(ctx, "")
+}
+
+// setMaintenance answers POST /api/v1/system/maintenance ({"enabled"}: push
+// maintenance) and POST .../maintenance/pop (pop maintenance). The switch is
+// cluster-wide: it is a replicated command.
+func (s *Server) setMaintenance(ctx *fasthttp.RequestCtx, _ *params) {
+	var enabled, has bool
+	err := decodeObject(ctx.PostBody(), true, func(sc *scanner, key []byte) (err error) {
+		if string(key) != "enabled" {
+			return sc.skip()
+		}
+		enabled, has, err = sc.optBool("enabled")
+		return err
+	})
+	m, ok := s.broker.(Maintainer)
+	pop := strings.HasSuffix(string(ctx.Path()), "/pop")
+	switch {
+	case err != nil:
+	case !has:
+		err = badRequest("enabled (boolean) is required")
+	case !ok:
+		err = notImplemented("this broker has no maintenance mode")
+	default:
+		err = m.SetMaintenance(s.ctx, pop, enabled)
+	}
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	msg := "Push maintenance mode "
+	if pop {
+		msg = "Pop maintenance mode "
+	}
+	if enabled {
+		msg += "enabled"
+	} else {
+		msg += "disabled"
+	}
+	s.writeMaintenance(ctx, msg)
+}
+
+func (s *Server) writeMaintenance(ctx *fasthttp.RequestCtx, msg string) {
+	var push, pop bool
+	if m, ok := s.broker.(Maintainer); ok {
+		push, pop = m.Maintenance()
+	}
+	var pending, failed int64
+	if s.spool != nil {
+		pending, failed = s.spool.pending.Load(), s.spool.failed.Load()
+	}
+	healthy := s.broker.Status().HasLeader()
+	w := startBody(ctx)
+	w.object("")
+	w.bool("maintenanceMode", push)
+	w.bool("popMaintenanceMode", pop)
+	w.int("bufferedMessages", pending)
+	w.bool("bufferHealthy", s.spool != nil)
+	w.object("bufferStats")
+	w.int("pendingCount", pending)
+	w.int("failedCount", failed)
+	w.bool("dbHealthy", healthy)
+	w.endObject()
+	if msg != "" {
+		w.str("message", msg)
+	}
+	w.endObject()
+	send(ctx, fasthttp.StatusOK, w)
+}

@@ -1,0 +1,242 @@
+package server
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/queenmq/queen/engine"
+)
+
+// listQueues answers GET /api/v1/resources/queues.
+func (s *Server) listQueues(ctx *fasthttp.RequestCtx, _ *params) {
+	qs, dlq, err := s.queuesAndDLQ()
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	now := time.Now().UnixMicro()
+	w := startBody(ctx)
+	w.object("")
+	w.array("queues")
+	for _, q := range filterQueues(ctx, qs) {
+		writeQueueSummary(&w, &q, queueCounts(&q, now, &dlq))
+	}
+	w.endArray()
+	w.endObject()
+	send(ctx, fasthttp.StatusOK, w)
+}
+
+// getQueue answers GET /api/v1/resources/queues/{queue}.
+func (s *Server) getQueue(ctx *fasthttp.RequestCtx, p *params) {
+	q, dlq, err := s.queueWithDLQ(p.get("queue"))
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	now := time.Now().UnixMicro()
+	w := startBody(ctx)
+	w.object("")
+	w.id("id", q.ID)
+	w.str("name", q.Name)
+	w.str("namespace", q.Namespace)
+	w.str("task", q.Task)
+	w.timeMillis("createdAt", q.CreatedAt)
+	writeOptions(&w, "config", q.Config)
+	var totals counts
+	w.array("partitions")
+	for i := range q.Partitions {
+		pi := &q.Partitions[i]
+		c := partitionCounts(pi, now)
+		c.deadLetter = dlq.byPartition[pi.ID]
+		totals.add(c)
+		w.object("")
+		w.id("id", pi.ID)
+		w.str("name", pi.Name)
+		w.timeMillis("createdAt", pi.CreatedAt)
+		writeCounts(&w, "stats", c)
+		if pi.Next > pi.Start {
+			w.timeMicros("newestMessage", pi.LastWriteAt)
+		} else {
+			w.null("newestMessage")
+		}
+		w.endObject()
+	}
+	w.endArray()
+	totals.deadLetter = int64(dlq.total)
+	writeCounts(&w, "totals", totals)
+	w.endObject()
+	send(ctx, fasthttp.StatusOK, w)
+}
+
+// deleteQueue answers DELETE /api/v1/resources/queues/{queue}. Dead-letter
+// rows are snapshots and survive it.
+func (s *Server) deleteQueue(ctx *fasthttp.RequestCtx, p *params) {
+	name := p.get("queue")
+	existed, err := s.broker.DeleteQueue(s.ctx, name)
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	w := startBody(ctx)
+	w.object("")
+	w.bool("deleted", true)
+	w.str("queue", name)
+	w.bool("existed", existed)
+	w.endObject()
+	send(ctx, fasthttp.StatusOK, w)
+}
+
+// overview answers GET /api/v1/resources/overview.
+func (s *Server) overview(ctx *fasthttp.RequestCtx, _ *params) {
+	qs, dlq, err := s.queuesAndDLQ()
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	now := time.Now().UnixMicro()
+	cursors, err := s.broker.Cursors(now, "")
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	var (
+		total      counts
+		partitions int
+		namespaces = map[string]bool{}
+		tasks      = map[string]bool{}
+	)
+	for i := range qs {
+		total.add(queueCounts(&qs[i], now, &dlq))
+		partitions += len(qs[i].Partitions)
+		if qs[i].Namespace != "" {
+			namespaces[qs[i].Namespace] = true
+		}
+		if qs[i].Task != "" {
+			tasks[qs[i].Task] = true
+		}
+	}
+	total.deadLetter = int64(dlq.total)
+	var timeLags, offsetLags []float64
+	for i := range cursors {
+		timeLags = append(timeLags, timeLag(&cursors[i], now))
+		offsetLags = append(offsetLags, float64(cursors[i].OffsetLag))
+	}
+	w := startBody(ctx)
+	w.object("")
+	w.int("queues", int64(len(qs)))
+	w.int("partitions", int64(partitions))
+	w.int("namespaces", int64(len(namespaces)))
+	w.int("tasks", int64(len(tasks)))
+	writeCounts(&w, "messages", total)
+	w.object("lag")
+	writeSpread(&w, "time", timeLags)
+	writeSpread(&w, "offset", offsetLags)
+	w.endObject()
+	writeThroughput(&w)
+	w.timeMillis("timestamp", now)
+	w.int("statsAge", 0)
+	w.endObject()
+	send(ctx, fasthttp.StatusOK, w)
+}
+
+// writeThroughput writes the rate object; rates are not tracked (0).
+func writeThroughput(w *jsonWriter) {
+	w.object("throughput")
+	w.int("ingestedPerSecond", 0)
+	w.int("processedPerSecond", 0)
+	w.endObject()
+}
+
+// writeSpread writes {avg, median, min, max} of vs (all 0 when empty).
+func writeSpread(w *jsonWriter, k string, vs []float64) {
+	var avg, med, lo, hi float64
+	if len(vs) > 0 {
+		slices.Sort(vs)
+		lo, hi, med = vs[0], vs[len(vs)-1], vs[len(vs)/2]
+		for _, v := range vs {
+			avg += v
+		}
+		avg /= float64(len(vs))
+	}
+	w.object(k)
+	w.float("avg", avg)
+	w.float("median", med)
+	w.float("min", lo)
+	w.float("max", hi)
+	w.endObject()
+}
+
+// listNamespaces answers GET /api/v1/resources/namespaces.
+func (s *Server) listNamespaces(ctx *fasthttp.RequestCtx, _ *params) {
+	s.labels(ctx, "namespaces", "namespace", "taskCount",
+		func(q *engine.QueueInfo) (string, string) { return q.Namespace, q.Task })
+}
+
+// listTasks answers GET /api/v1/resources/tasks.
+func (s *Server) listTasks(ctx *fasthttp.RequestCtx, _ *params) {
+	s.labels(ctx, "tasks", "task", "namespaceCount",
+		func(q *engine.QueueInfo) (string, string) { return q.Task, q.Namespace })
+}
+
+// labels lists queues grouped by one label (namespace or task), counting
+// the other label's distinct values.
+func (s *Server) labels(ctx *fasthttp.RequestCtx, list, field, otherCount string, label func(*engine.QueueInfo) (string, string)) {
+	qs, err := s.broker.Queues()
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	now := time.Now().UnixMicro()
+	type group struct {
+		name           string
+		queues, parts  int64
+		total, pending int64
+		others         map[string]bool
+	}
+	var groups []*group
+	byName := map[string]*group{}
+	for i := range qs {
+		name, other := label(&qs[i])
+		if name == "" {
+			continue
+		}
+		g := byName[name]
+		if g == nil {
+			g = &group{name: name, others: map[string]bool{}}
+			byName[name] = g
+			groups = append(groups, g)
+		}
+		c := queueCounts(&qs[i], now, &dlqSummary{})
+		g.queues++
+		g.parts += int64(len(qs[i].Partitions))
+		g.total += c.total
+		g.pending += c.pending
+		if other != "" {
+			g.others[other] = true
+		}
+	}
+	slices.SortFunc(groups, func(a, b *group) int { return cmp.Compare(a.name, b.name) })
+	w := startBody(ctx)
+	w.object("")
+	w.array(list)
+	for _, g := range groups {
+		w.object("")
+		w.str(field, g.name)
+		w.str("name", g.name)
+		w.int("queues", g.queues)
+		w.int("queueCount", g.queues)
+		w.int(otherCount, int64(len(g.others)))
+		w.int("partitions", g.parts)
+		w.object("messages")
+		w.int("total", g.total)
+		w.int("pending", g.pending)
+		w.endObject()
+		w.endObject()
+	}
+	w.endArray()
+	w.endObject()
+	send(ctx, fasthttp.StatusOK, w)
+}
