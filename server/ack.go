@@ -239,16 +239,43 @@ type txOp struct {
 	txn  string
 }
 
+// txRequest is a decoded transaction body: the engine operations, what
+// each was in the request (to answer in its order) and the leases the
+// bundle requires.
+type txRequest struct {
+	ops      []engine.TxOp
+	order    []txOp
+	required []engine.ID
+}
+
 // transaction answers POST /api/v1/transaction (SEMANTICS §13): always 200
 // with success true or false once the bundle reached the broker.
 func (s *Server) transaction(ctx *fasthttp.RequestCtx, p *params) {
+	req, err := decodeTransaction(ctx.PostBody())
+	if err == nil {
+		err = s.sealTxPushes(req.ops, p.subject)
+	}
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	res, err := s.broker.Transaction(s.ctx, req.ops, req.required)
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	s.writeTransaction(ctx, &req, &res)
+}
+
+// decodeTransaction reads {operations:[...], requiredLeases:[...]} and
+// builds the engine operations. A missing or empty operations array, or
+// any malformed operation, is a 400.
+func decodeTransaction(body []byte) (txRequest, error) {
 	var (
-		ops      []engine.TxOp
-		order    []txOp
-		required []engine.ID
-		found    bool
+		req   txRequest
+		found bool
 	)
-	err := decodeObject(ctx.PostBody(), false, func(sc *scanner, key []byte) error {
+	err := decodeObject(body, false, func(sc *scanner, key []byte) error {
 		switch string(key) {
 		case "operations":
 			if sc.peek() != '[' {
@@ -256,22 +283,10 @@ func (s *Server) transaction(ctx *fasthttp.RequestCtx, p *params) {
 			}
 			found = true
 			return sc.array(func(sc *scanner, _ int) error {
-				return decodeTxOp(sc, &ops, &order)
+				return decodeTxOp(sc, &req.ops, &req.order)
 			})
 		case "requiredLeases":
-			if sc.peek() != '[' {
-				if sc.peek() == 'n' {
-					return sc.literal("null")
-				}
-				return skipThen(sc, badRequest("requiredLeases must be an array of lease ids"))
-			}
-			return sc.array(func(sc *scanner, _ int) error {
-				id, ok, err := sc.optID("requiredLeases")
-				if ok {
-					required = append(required, id)
-				}
-				return err
-			})
+			return decodeRequiredLeases(sc, &req.required)
 		}
 		return sc.skip()
 	})
@@ -279,38 +294,69 @@ func (s *Server) transaction(ctx *fasthttp.RequestCtx, p *params) {
 	case err != nil:
 	case !found:
 		err = badRequest("operations array required")
-	case len(ops) == 0:
+	case len(req.ops) == 0:
 		err = badRequest("operations array cannot be empty")
 	}
+	return req, err
+}
+
+// decodeRequiredLeases reads requiredLeases: null, or an array of lease
+// ids (null entries are skipped).
+func decodeRequiredLeases(sc *scanner, required *[]engine.ID) error {
+	if sc.peek() != '[' {
+		if sc.peek() == 'n' {
+			return sc.literal("null")
+		}
+		return skipThen(sc, badRequest("requiredLeases must be an array of lease ids"))
+	}
+	return sc.array(func(sc *scanner, _ int) error {
+		id, ok, err := sc.optID("requiredLeases")
+		if ok {
+			*required = append(*required, id)
+		}
+		return err
+	})
+}
+
+// sealTxPushes stamps every push with the caller's producerSub (never the
+// body's) and seals its payload if its queue is encrypted, stopping at the
+// first error.
+func (s *Server) sealTxPushes(ops []engine.TxOp, subject string) error {
 	z := sealer{s: s}
-	for i := 0; err == nil && i < len(ops); i++ {
-		if ops[i].Push != nil {
-			ops[i].Push.ProducerSub = p.subject // never the body's
-			err = z.item(ops[i].Push)
+	for i := range ops {
+		if ops[i].Push == nil {
+			continue
+		}
+		ops[i].Push.ProducerSub = subject
+		if err := z.item(ops[i].Push); err != nil {
+			return err
 		}
 	}
-	if err != nil {
-		s.writeError(ctx, err)
-		return
-	}
-	res, err := s.broker.Transaction(s.ctx, ops, required)
-	if err != nil {
-		s.writeError(ctx, err)
-		return
-	}
+	return nil
+}
+
+// writeTransaction counts the outcome and answers it: on failure the
+// error and no results, on success one result per operation.
+func (s *Server) writeTransaction(ctx *fasthttp.RequestCtx, req *txRequest, res *engine.TxResult) {
 	w := startBody(ctx)
 	w.object("")
 	w.id("transactionId", res.ID)
 	w.bool("success", res.Success)
-	if !res.Success {
+	if res.Success {
+		s.txApplied(req.ops, res)
+		writeTxResults(&w, req.order, res)
+	} else {
 		s.m.txFailed.Inc()
 		w.str("error", res.Error)
 		w.array("results")
 		w.endArray()
-		w.endObject()
-		send(ctx, fasthttp.StatusOK, w)
-		return
 	}
+	w.endObject()
+	send(ctx, fasthttp.StatusOK, w)
+}
+
+// txApplied counts a transaction that succeeded, with its pushes and acks.
+func (s *Server) txApplied(ops []engine.TxOp, res *engine.TxResult) {
 	s.m.txSuccess.Inc()
 	s.m.pushed(res.Pushes)
 	var acks []engine.AckItem
@@ -320,42 +366,54 @@ func (s *Server) transaction(ctx *fasthttp.RequestCtx, p *params) {
 		}
 	}
 	s.m.acked(acks, res.Acks)
+}
+
+// writeTxResults writes the results array, one item per operation in
+// request order: pushes and acks take their results in turn from res.
+func writeTxResults(w *jsonWriter, order []txOp, res *engine.TxResult) {
 	w.array("results")
 	pi, ai := 0, 0
 	for i, op := range order {
 		w.object("")
 		w.int("index", int64(i))
 		if op.push {
-			r := &res.Pushes[pi]
+			writeTxPushResult(w, &res.Pushes[pi])
 			pi++
-			w.str("type", "push")
-			w.bool("success", r.Status == engine.Queued || r.Status == engine.Duplicate)
-			w.str("transactionId", r.TransactionID)
-			w.id("messageId", r.MessageID)
-			w.id("partitionId", r.PartitionID)
-			w.str("queueName", r.Queue)
-			if r.Status == engine.Duplicate {
-				w.str("status", "duplicate")
-			} else {
-				w.str("status", "queued")
-			}
 		} else {
-			r := &res.Acks[ai]
+			writeTxAckResult(w, op.txn, &res.Acks[ai])
 			ai++
-			w.str("type", "ack")
-			w.bool("success", r.Success)
-			w.str("transactionId", op.txn)
-			w.strOrNull("error", r.Error)
-			w.bool("dlq", r.DLQ)
-			w.bool("dropped", r.Dropped)
-			w.bool("leaseReleased", r.LeaseReleased)
-			w.bool("noop", r.Noop)
 		}
 		w.endObject()
 	}
 	w.endArray()
-	w.endObject()
-	send(ctx, fasthttp.StatusOK, w)
+}
+
+// writeTxPushResult writes the members of a push operation's result.
+func writeTxPushResult(w *jsonWriter, r *engine.PushResult) {
+	w.str("type", "push")
+	w.bool("success", r.Status == engine.Queued || r.Status == engine.Duplicate)
+	w.str("transactionId", r.TransactionID)
+	w.id("messageId", r.MessageID)
+	w.id("partitionId", r.PartitionID)
+	w.str("queueName", r.Queue)
+	if r.Status == engine.Duplicate {
+		w.str("status", "duplicate")
+	} else {
+		w.str("status", "queued")
+	}
+}
+
+// writeTxAckResult writes the members of an ack operation's result; txn is
+// the transactionId the request gave.
+func writeTxAckResult(w *jsonWriter, txn string, r *engine.AckResult) {
+	w.str("type", "ack")
+	w.bool("success", r.Success)
+	w.str("transactionId", txn)
+	w.strOrNull("error", r.Error)
+	w.bool("dlq", r.DLQ)
+	w.bool("dropped", r.Dropped)
+	w.bool("leaseReleased", r.LeaseReleased)
+	w.bool("noop", r.Noop)
 }
 
 // decodeTxOp reads one operation: {type:"push", items:[...]}, a flat push
