@@ -108,9 +108,6 @@ func (c *checker) memoryMatchesDisk() {
 // partition checks one partition's segments, index and cursors.
 func (c *checker) partition(p *partition) {
 	e := c.e
-	if p.rec.Start < 0 || p.rec.Start > p.rec.Next {
-		c.failf("partition %x: start %d, next %d", p.id, p.rec.Start, p.rec.Next)
-	}
 	it, err := e.segments(e.db, p.id)
 	if err != nil {
 		c.failf("partition %x: %v", p.id, err)
@@ -146,6 +143,10 @@ func (c *checker) partition(p *partition) {
 			frames[h.Base+int64(i)] = f
 		}
 		expect = h.Last() + 1
+	}
+	if err := it.err(); err != nil {
+		c.failf("partition %x: %v", p.id, err)
+		return
 	}
 	if expect != p.rec.Next {
 		c.failf("partition %x: segments end at %d, next is %d", p.id, expect-1, p.rec.Next)
@@ -189,16 +190,8 @@ func (c *checker) partition(p *partition) {
 	if err != nil {
 		c.failf("partition %x txn index: %v", p.id, err)
 	}
-	for _, g := range p.sortedGroups() {
-		r := p.cursors[g]
-		switch {
-		case r.rec.Committed < -1 || r.rec.Committed > p.rec.Next-1:
-			c.failf("cursor %x/%s: committed %d outside [-1, %d]", p.id, g, r.rec.Committed, p.rec.Next-1)
-		case r.rec.Lease != (ID{}) && (r.rec.BatchEnd <= r.rec.Committed || r.rec.BatchEnd > p.rec.Next-1):
-			c.failf("cursor %x/%s: leased batch end %d with committed %d, last %d", p.id, g, r.rec.BatchEnd, r.rec.Committed, p.rec.Next-1)
-		case r.rec.Lease == (ID{}) && r.rec.BatchEnd != -1:
-			c.failf("cursor %x/%s: batch end %d without a lease", p.id, g, r.rec.BatchEnd)
-		}
+	for _, problem := range partitionProblems(p) {
+		c.failf("%s", problem)
 	}
 }
 

@@ -192,5 +192,5 @@ func (e *Engine) newestMessages(p *partition, from, to int64, n int) ([]ListedMe
 			}}})
 		}
 	}
-	return out, nil
+	return out, it.err()
 }

@@ -335,6 +335,7 @@ func (b *Batch) claim(now int64, m *minter, cmd *PopCmd, group string, p *partit
 			return nil
 		})
 		if err != nil {
+			b.fail(err) // a read that failed must not commit a lease on what it did not deliver
 			return 0, err
 		}
 	}

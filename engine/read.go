@@ -83,6 +83,18 @@ func (e *Engine) segments(r pebble.Reader, part ID) (*segmentIter, error) {
 
 func (s *segmentIter) close() { s.it.Close() }
 
+// err is why the iterator stopped, nil when it ran out of segments: a read
+// error ends an iteration as the last segment does, so every loop that may
+// end on a false step asks, or a failed read would look like the end of
+// the partition (a message "not found", a pop answered short, a sweep that
+// stops early on one replica only).
+func (s *segmentIter) err() error {
+	if err := s.it.Error(); err != nil {
+		return fmt.Errorf("engine: read segments of %x: %w", s.part, err)
+	}
+	return nil
+}
+
 // seekContaining positions at the segment holding off (the last segment whose
 // base is at or below off).
 func (s *segmentIter) seekContaining(off Offset) bool {
@@ -199,7 +211,7 @@ func (e *Engine) readRangeIter(r pebble.Reader, part ID, from, to Offset, fn fun
 			return err
 		}
 	}
-	return nil
+	return it.err()
 }
 
 // visit calls fn for the frames of seg with offsets in [from, to].
@@ -264,7 +276,7 @@ func (e *Engine) lastVisible(r pebble.Reader, p *partition, cutoff int64) (Offse
 			return Offset(h.Last()), nil
 		}
 	}
-	return Offset(p.rec.Start - 1), nil
+	return Offset(p.rec.Start - 1), it.err()
 }
 
 // offsetAtTime returns the committed offset that makes a group consume from
@@ -285,7 +297,7 @@ func (e *Engine) offsetAtTime(r pebble.Reader, p *partition, ts int64) (Offset, 
 			return Offset(h.Base - 1), nil
 		}
 	}
-	return p.last(), nil
+	return p.last(), it.err()
 }
 
 // createdAtOf returns the createdAt of the segment holding off (0, false when
@@ -297,7 +309,7 @@ func (e *Engine) createdAtOf(r pebble.Reader, p *partition, off Offset) (int64, 
 	}
 	defer it.close()
 	if !it.seekContaining(off) {
-		return 0, false, nil
+		return 0, false, it.err()
 	}
 	h, err := it.header()
 	if err != nil {

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"fmt"
+
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/queenmq/queen/engine/keyspace"
@@ -115,6 +117,9 @@ func (b *Batch) retain(now int64, cfg Config, p *partition, res *SweepResult) er
 		newStart = h.Last() + 1
 		res.Segments++
 	}
+	if err := it.err(); err != nil {
+		return err
+	}
 	if newStart == p.rec.Start {
 		return nil
 	}
@@ -170,6 +175,9 @@ func (b *Batch) purgeTxns(p *partition, cutoff int64) (int, error) {
 			}
 		}
 		b.del(append([]byte(nil), it.Key()...))
+	}
+	if err := it.Error(); err != nil {
+		return purged, fmt.Errorf("engine: read txn expiry of %x: %w", p.id, err)
 	}
 	b.touchPartition(p)
 	return purged, nil
