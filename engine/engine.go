@@ -16,6 +16,7 @@ import (
 
 	"github.com/queenmq/queen/engine/fault"
 	"github.com/queenmq/queen/engine/keyspace"
+	"github.com/queenmq/queen/internal/invariants"
 )
 
 // Engine is the broker's durable state on one node. Mutations go through a
@@ -144,18 +145,32 @@ func (e *Engine) Close() error {
 	if e.opts.ReadOnly {
 		return e.db.Close()
 	}
-	if e.fault != nil {
-		if err := e.db.Close(); err != nil {
-			e.opts.Logger.Warn("engine: close faulted store", "err", err)
-		}
-		return nil
-	}
 	// Flushing the memtables makes the next open skip the WAL replay: a
 	// clean restart then costs the same however much was written. Not on a
-	// disk that fails writes: Pebble would retry the flush until it took
-	// them, and a node shutting down on a full disk would hang.
-	if e.mon.Failing() || e.mon.Probe(e.dir, e.opts.MemTableBytes) != nil {
-		return e.db.Close()
+	// faulted store, nor on a disk that fails writes: Pebble would retry the
+	// flush until it took them (a node shutting down on a full disk would
+	// hang), and the flush closes the current WAL, which makes Pebble panic
+	// unrecoverably (it unlocks a mutex it no longer holds) when that WAL's
+	// last fsync fails. So a synced write meets a failing WAL first, behind
+	// the fault gate. Such a store is closed without a flush, and an error
+	// closing it, expected on that disk and already reported, is logged: the
+	// next open replays the WAL.
+	var why error
+	switch {
+	case e.fault != nil:
+		why = e.fault
+	case e.mon.Failing():
+		why = errors.New("writes are failing")
+	default:
+		if why = e.mon.Probe(e.dir, e.opts.MemTableBytes); why == nil {
+			why = e.commit(func() error { return e.db.LogData(nil, pebble.Sync) })
+		}
+	}
+	if why != nil {
+		if err := e.db.Close(); err != nil {
+			e.opts.Logger.Warn("engine: closed a failing store without a flush", "why", why, "err", err)
+		}
+		return nil
 	}
 	if err := e.db.Flush(); err != nil {
 		e.db.Close()
@@ -453,6 +468,9 @@ func (b *Batch) Commit(applied uint64) error {
 	}
 	if applied > 0 {
 		e.applied = applied
+	}
+	if invariants.Enabled {
+		e.checkTouched(b.parts, b.rows)
 	}
 	if len(b.compactions) > 0 {
 		e.compactAsync(b.compactions)

@@ -199,11 +199,21 @@ func (c *Cluster) TryRestartWith(i int, adjust func(*raft.Options)) (*raft.Node,
 // and then requires identical engine digests and a clean engine.Check.
 func (c *Cluster) EnsureSame() {
 	c.T.Helper()
-	leader := c.Leader()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := leader.Barrier(ctx); err != nil {
-		c.T.Fatalf("barrier: %v", err)
+	// A barrier fails while leadership moves (a healing node may hand it
+	// over): take the leader again and retry until the deadline.
+	var leader *raft.Node
+	for {
+		leader = c.Leader()
+		err := leader.Barrier(ctx)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			c.T.Fatalf("barrier: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	want := leader.Status().Applied
 	for _, node := range c.Nodes {
