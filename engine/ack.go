@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"fmt"
+
 	"github.com/queenmq/queen/engine/cursor"
 	"github.com/queenmq/queen/engine/keyspace"
 	"github.com/queenmq/queen/engine/segment"
+	"github.com/queenmq/queen/internal/invariants"
 )
 
 // AckItem acknowledges one message for one consumer group.
@@ -176,6 +179,11 @@ func (b *Batch) decide(now int64, plan *ackPlan, items []AckItem, results []AckR
 	cfg := r.p.q.config
 	policy := cursor.Policy{RetryLimit: uint32(min(cfg.Get(OptRetryLimit), 1<<31)), DeadLetter: cfg.DeadLetterEnabled()}
 	plan.decision = cursor.Clamp(state, policy, plan.offsets, plan.outcomes)
+	if invariants.Enabled {
+		if err := cursor.Verify(state, policy, plan.offsets, plan.outcomes, plan.decision); err != nil {
+			panic(fmt.Sprintf("engine: invariant: clamp of %x/%s: %v", r.p.id, r.group, err))
+		}
+	}
 }
 
 // nextCursor is the cursor row after a decision: the part of applyAck that

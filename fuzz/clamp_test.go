@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/queenmq/queen/engine/cursor"
-	"github.com/queenmq/queen/engine/cursor/cursortest"
 )
 
 // FuzzClamp decodes a cursor state, a policy and a list of ack items from the
@@ -48,7 +47,7 @@ func FuzzClamp(f *testing.F) {
 		if !slices.Equal(items, before) {
 			t.Fatalf("Clamp modified items")
 		}
-		if err := cursortest.Check(s, p, items, out, d); err != nil {
+		if err := cursor.Verify(s, p, items, out, d); err != nil {
 			t.Fatalf("%v\nstate %+v\npolicy %+v\nitems %v\ndecision %+v\noutcomes %v", err, s, p, items, d, out)
 		}
 	})

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/queenmq/queen/engine/cursor"
-	"github.com/queenmq/queen/engine/cursor/cursortest"
 )
 
 var seed = flag.Uint64("seed", 0, "seed for TestClamp_Property (0: time-based)")
@@ -65,7 +64,7 @@ func TestClamp_Property(t *testing.T) {
 		if !slices.Equal(items, before) {
 			t.Fatalf("run %d (seed %d): Clamp modified items", run, sd)
 		}
-		if err := cursortest.Check(s, p, items, out[:len(items)], d); err != nil {
+		if err := cursor.Verify(s, p, items, out[:len(items)], d); err != nil {
 			t.Fatalf("run %d (seed %d): %v\nstate %+v\npolicy %+v\nitems %v\ndecision %+v\noutcomes %v",
 				run, sd, err, s, p, items, d, out[:len(items)])
 		}

@@ -1,32 +1,27 @@
-// Package cursortest holds the oracle that the clamp's property test and its
-// fuzz target share: what every Decision must satisfy, checked independently
-// of how Clamp computes it. Import it only from tests.
-package cursortest
+package cursor
 
-import (
-	"fmt"
+import "fmt"
 
-	"github.com/queenmq/queen/engine/cursor"
-)
-
-// Check is the oracle shared in spirit with fuzz.FuzzClamp (the two
-// packages cannot import each other's tests): it recomputes the decision of
-// SEMANTICS §6.3 by brute force and checks d and outcomes against it.
-func Check(s cursor.State, p cursor.Policy, items []cursor.Item, outcomes []cursor.Outcome, d cursor.Decision) error {
-	norm := func(st cursor.Status) cursor.Status {
-		if st > cursor.DeadLetter {
-			return cursor.Failed
+// Verify checks a Decision and its outcomes against the decision procedure
+// of the package documentation, recomputed by brute force and independently
+// of how Clamp computes it: it is the oracle of the property test and the
+// fuzz target, and, in a build with the invariants tag, the engine runs it
+// after every Clamp. It allocates; Clamp does not.
+func Verify(s State, p Policy, items []Item, outcomes []Outcome, d Decision) error {
+	norm := func(st Status) Status {
+		if st > DeadLetter {
+			return Failed
 		}
 		return st
 	}
-	rank := map[cursor.Status]int{cursor.Retry: 1, cursor.Failed: 2, cursor.DeadLetter: 3}
-	inSpan := func(o cursor.Offset) bool { return o > s.Committed && o <= s.SpanEnd }
+	rank := map[Status]int{Retry: 1, Failed: 2, DeadLetter: 3}
+	inSpan := func(o Offset) bool { return o > s.Committed && o <= s.SpanEnd }
 
 	// The head signal: lowest in-span non-completed offset, then precedence,
 	// then request order.
 	head := -1
 	for i, it := range items {
-		if !inSpan(it.Offset) || norm(it.Status) == cursor.Completed {
+		if !inSpan(it.Offset) || norm(it.Status) == Completed {
 			continue
 		}
 		if head < 0 {
@@ -38,7 +33,7 @@ func Check(s cursor.State, p cursor.Policy, items []cursor.Item, outcomes []curs
 			head = i
 		}
 	}
-	below := func(o cursor.Offset) bool { return head < 0 || o < items[head].Offset }
+	below := func(o Offset) bool { return head < 0 || o < items[head].Offset }
 
 	// (1) The cursor never regresses.
 	if d.Committed < s.Committed || d.Prefix < s.Committed {
@@ -50,10 +45,10 @@ func Check(s cursor.State, p cursor.Policy, items []cursor.Item, outcomes []curs
 		return fmt.Errorf("clamp: PoisonIndex %d, want %d", d.PoisonIndex, head)
 	}
 	if head < 0 {
-		if d.Poison != -1 || d.Signal != cursor.Completed {
+		if d.Poison != -1 || d.Signal != Completed {
 			return fmt.Errorf("no signal but Poison %d, Signal %v", d.Poison, d.Signal)
 		}
-		if d.Action != cursor.Unchanged && d.Action != cursor.Advance && d.Action != cursor.Complete {
+		if d.Action != Unchanged && d.Action != Advance && d.Action != Complete {
 			return fmt.Errorf("no signal but action %v", d.Action)
 		}
 	} else {
@@ -62,11 +57,11 @@ func Check(s cursor.State, p cursor.Policy, items []cursor.Item, outcomes []curs
 			return fmt.Errorf("clamp: Poison %d Signal %d, want %d %d", d.Poison, d.Signal, k, norm(items[head].Status))
 		}
 		switch d.Action {
-		case cursor.Release:
+		case Release:
 			if d.Committed >= k {
 				return fmt.Errorf("release committed %d, at or past the signal %d", d.Committed, k)
 			}
-		case cursor.ActionDeadLetter, cursor.Drop:
+		case ActionDeadLetter, Drop:
 			if d.Committed != k || d.Prefix >= k {
 				return fmt.Errorf("terminal committed %d prefix %d, want %d and below", d.Committed, d.Prefix, k)
 			}
@@ -78,35 +73,35 @@ func Check(s cursor.State, p cursor.Policy, items []cursor.Item, outcomes []curs
 	// (3) The prefix is the highest in-span completed offset below the signal.
 	want := s.Committed
 	for _, it := range items {
-		if inSpan(it.Offset) && norm(it.Status) == cursor.Completed && below(it.Offset) && it.Offset > want {
+		if inSpan(it.Offset) && norm(it.Status) == Completed && below(it.Offset) && it.Offset > want {
 			want = it.Offset
 		}
 	}
 	if d.Prefix != want {
 		return fmt.Errorf("clamp: Prefix %d, want %d", d.Prefix, want)
 	}
-	if d.Action != cursor.ActionDeadLetter && d.Action != cursor.Drop && d.Committed != d.Prefix {
+	if d.Action != ActionDeadLetter && d.Action != Drop && d.Committed != d.Prefix {
 		return fmt.Errorf("action %v: Committed %d != Prefix %d", d.Action, d.Committed, d.Prefix)
 	}
 
 	// (4) The action and the budget.
-	var wantAction cursor.Action
+	var wantAction Action
 	charge := false
 	switch {
 	case head < 0 && d.Prefix == s.Committed:
-		wantAction = cursor.Unchanged
+		wantAction = Unchanged
 	case head < 0 && d.Prefix < s.BatchEnd:
-		wantAction = cursor.Advance
+		wantAction = Advance
 	case head < 0:
-		wantAction = cursor.Complete
-	case d.Signal == cursor.Retry:
-		wantAction = cursor.Release
-	case d.Signal == cursor.Failed && s.RetryCount < p.RetryLimit:
-		wantAction, charge = cursor.Release, true
-	case d.Signal == cursor.Failed && !p.DeadLetter:
-		wantAction = cursor.Drop
+		wantAction = Complete
+	case d.Signal == Retry:
+		wantAction = Release
+	case d.Signal == Failed && s.RetryCount < p.RetryLimit:
+		wantAction, charge = Release, true
+	case d.Signal == Failed && !p.DeadLetter:
+		wantAction = Drop
 	default:
-		wantAction = cursor.ActionDeadLetter
+		wantAction = ActionDeadLetter
 	}
 	if d.Action != wantAction {
 		return fmt.Errorf("action %v, want %v", d.Action, wantAction)
@@ -120,7 +115,7 @@ func Check(s cursor.State, p cursor.Policy, items []cursor.Item, outcomes []curs
 
 	// (5) Reset exactly on Complete, dead-letter and drop.
 	switch d.Action {
-	case cursor.Complete, cursor.ActionDeadLetter, cursor.Drop:
+	case Complete, ActionDeadLetter, Drop:
 		if d.RetryCount != 0 {
 			return fmt.Errorf("action %v: RetryCount %d, want 0", d.Action, d.RetryCount)
 		}
@@ -129,24 +124,24 @@ func Check(s cursor.State, p cursor.Policy, items []cursor.Item, outcomes []curs
 			return fmt.Errorf("action %v: RetryCount %d, want %d", d.Action, d.RetryCount, s.RetryCount)
 		}
 	}
-	if released := d.Action != cursor.Unchanged && d.Action != cursor.Advance; d.LeaseReleased != released {
+	if released := d.Action != Unchanged && d.Action != Advance; d.LeaseReleased != released {
 		return fmt.Errorf("action %v: LeaseReleased %v", d.Action, d.LeaseReleased)
 	}
 
 	// (6) Per-item outcomes.
 	for i, it := range items {
-		var want cursor.Outcome
+		var want Outcome
 		switch {
-		case it.Offset <= s.Committed && norm(it.Status) == cursor.Completed:
-			want = cursor.Noop
+		case it.Offset <= s.Committed && norm(it.Status) == Completed:
+			want = Noop
 		case it.Offset <= s.Committed:
-			want = cursor.Stale
+			want = Stale
 		case it.Offset > s.SpanEnd:
-			want = cursor.OutOfSpan
+			want = OutOfSpan
 		case !below(it.Offset) && it.Offset != items[head].Offset:
-			want = cursor.Superseded
+			want = Superseded
 		default:
-			want = cursor.Applied
+			want = Applied
 		}
 		if outcomes[i] != want {
 			return fmt.Errorf("outcome[%d] (%+v) %v, want %v", i, it, outcomes[i], want)
