@@ -87,16 +87,21 @@ func (p *enginePusher) next(queue string) []engine.PushItem {
 	return p.items
 }
 
-// runCommand applies one command in its own committed batch.
-func runCommand(b *testing.B, e *engine.Engine, fn func(*engine.Batch)) {
+// runCommand applies one command in its own committed batch and finishes
+// it (a pop's messages are read then).
+func runCommand(b *testing.B, e *engine.Engine, st engine.Stamp, c engine.Command) engine.Result {
 	bt, err := e.Begin()
 	if err != nil {
 		b.Fatal(err)
 	}
-	fn(bt)
+	r := bt.Apply(st, c)
 	if err := bt.Commit(0); err != nil {
 		b.Fatal(err)
 	}
+	if err := e.Finish(&r); err != nil {
+		b.Fatal(err)
+	}
+	return r
 }
 
 // BenchmarkEnginePush measures one push command per iteration: batch items
@@ -114,13 +119,11 @@ func BenchmarkEnginePush(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				items := p.next("bench")
 				s := st.next()
-				runCommand(b, e, func(bt *engine.Batch) {
-					for _, r := range bt.Push(s, items) {
-						if r.Status != engine.Queued {
-							b.Fatalf("push: status %d, %v", r.Status, r.Err)
-						}
+				for _, r := range runCommand(b, e, s, engine.PushCmd{Items: items}).Value.([]engine.PushResult) {
+					if r.Status != engine.Queued {
+						b.Fatalf("push: status %d, %v", r.Status, r.Err)
 					}
-				})
+				}
 			}
 			b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "msgs/s")
 		})
@@ -143,7 +146,7 @@ func BenchmarkEnginePopAck(b *testing.B) {
 				for n := 0; n < refill; n += 1000 {
 					items := p.next("bench")
 					s := st.next()
-					runCommand(b, e, func(bt *engine.Batch) { bt.Push(s, items) })
+					runCommand(b, e, s, engine.PushCmd{Items: items})
 				}
 				left += refill
 			}
@@ -157,14 +160,8 @@ func BenchmarkEnginePopAck(b *testing.B) {
 					fill()
 					b.StartTimer()
 				}
-				var (
-					res engine.PopResult
-					err error
-				)
-				s := st.next()
-				runCommand(b, e, func(bt *engine.Batch) {
-					res, err = bt.Pop(s, engine.PopCmd{Queue: "bench", Partition: engine.DefaultPartition, Batch: batch})
-				})
+				r := runCommand(b, e, st.next(), engine.PopCmd{Queue: "bench", Partition: engine.DefaultPartition, Batch: batch})
+				res, err := r.Value.(engine.PopResult), r.Err
 				if err != nil || len(res.Messages) != batch {
 					b.Fatalf("pop: %d messages, %v", len(res.Messages), err)
 				}
@@ -174,14 +171,11 @@ func BenchmarkEnginePopAck(b *testing.B) {
 					acks = append(acks, engine.AckItem{TransactionID: m.TransactionID, PartitionID: m.PartitionID,
 						Status: cursor.Completed, Lease: res.LeaseID})
 				}
-				s = st.next()
-				runCommand(b, e, func(bt *engine.Batch) {
-					for _, r := range bt.Ack(s, acks) {
-						if !r.Success {
-							b.Fatalf("ack: %+v", r)
-						}
+				for _, r := range runCommand(b, e, st.next(), engine.AckCmd{Items: acks}).Value.([]engine.AckResult) {
+					if !r.Success {
+						b.Fatalf("ack: %+v", r)
 					}
-				})
+				}
 			}
 			b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "msgs/s")
 		})

@@ -75,7 +75,7 @@ func BenchmarkReplicatedPush(b *testing.B) {
 								TransactionID: "t" + strconv.Itoa(seq), Payload: docs[(g*131+seq)%len(docs)]}
 							seq++
 						}
-						res, err := node.Push(ctx, items)
+						res, err := raft.Propose[[]engine.PushResult](ctx, node, engine.PushCmd{Items: items})
 						if err == nil && (len(res) != len(items) || res[0].Status != engine.Queued) {
 							err = fmt.Errorf("push: %d results, first %+v", len(res), res[0])
 						}

@@ -43,11 +43,11 @@ const (
 	errTextRetryExhausted = "Retries exhausted"
 )
 
-// Ack applies ack items. Items are grouped by (partition, group, lease) in
+// ack applies ack items. Items are grouped by (partition, group, lease) in
 // first-appearance order; each group is one clamp decision (SEMANTICS §6.3),
 // decided and applied in turn, so a later group on the same cursor row sees
 // what an earlier one did.
-func (b *Batch) Ack(st Stamp, items []AckItem) []AckResult {
+func (b *Batch) ack(st Stamp, items []AckItem) []AckResult {
 	m := &minter{seed: st.Seed}
 	results := make([]AckResult, len(items))
 	for _, plan := range b.groupAcks(items, results) {

@@ -6,8 +6,8 @@ import "github.com/queenmq/queen/engine/keyspace"
 // state (the leader's HTTP address, for forwarding). The engine stores them
 // under meta keys "cluster/<name>" without interpreting them.
 
-// SetClusterValue stores a replication-layer value.
-func (b *Batch) SetClusterValue(name, value string) {
+// setClusterValue stores a replication-layer value.
+func (b *Batch) setClusterValue(name, value string) {
 	b.e.cluster[name] = value
 	b.set(keyspace.Meta(clusterPrefix+name), []byte(value))
 }

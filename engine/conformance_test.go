@@ -55,18 +55,18 @@ func TestConformance_Dedup_AcrossCommandsInOneBatch(t *testing.T) {
 	h.PushOne("q", "p", "AB", `0`)
 	var first, second, third []engine.PushResult
 	st := h.Stamp()
+	pp, err := engine.PushCmd{Items: []engine.PushItem{
+		{Queue: "q", Partition: "p", TransactionID: "A", Payload: []byte(`2`)},
+		{Queue: "q", Partition: "p", TransactionID: "AB", Payload: []byte(`3`)},
+		{Queue: "q", Partition: "p", TransactionID: "ABC", Payload: []byte(`4`)},
+	}}.Prepare(engine.ID{7, 7, 7, 7, 7, 7, 0x70, 7, 0x80})
+	if err != nil {
+		t.Fatalf("prepare: %v", err)
+	}
 	h.Do(func(b *engine.Batch) {
-		first = b.Push(st, []engine.PushItem{{Queue: "q", Partition: "p", TransactionID: "A", Payload: []byte(`1`)}})
-		pp, err := engine.PreparePush([]engine.PushItem{
-			{Queue: "q", Partition: "p", TransactionID: "A", Payload: []byte(`2`)},
-			{Queue: "q", Partition: "p", TransactionID: "AB", Payload: []byte(`3`)},
-			{Queue: "q", Partition: "p", TransactionID: "ABC", Payload: []byte(`4`)},
-		}, engine.IDsFrom(engine.ID{7, 7, 7, 7, 7, 7, 0x70, 7, 0x80}))
-		if err != nil {
-			t.Fatalf("prepare: %v", err)
-		}
-		second = b.PushPrepared(st, &pp)
-		third = b.Push(st, []engine.PushItem{{Queue: "q", Partition: "p", TransactionID: "ABC", Payload: []byte(`5`)}})
+		first = b.Apply(st, engine.PushCmd{Items: []engine.PushItem{{Queue: "q", Partition: "p", TransactionID: "A", Payload: []byte(`1`)}}}).Value.([]engine.PushResult)
+		second = b.Apply(st, pp).Value.([]engine.PushResult)
+		third = b.Apply(st, engine.PushCmd{Items: []engine.PushItem{{Queue: "q", Partition: "p", TransactionID: "ABC", Payload: []byte(`5`)}}}).Value.([]engine.PushResult)
 	})
 	got := []engine.PushStatus{first[0].Status, second[0].Status, second[1].Status, second[2].Status, third[0].Status}
 	want := []engine.PushStatus{engine.Queued, engine.Duplicate, engine.Duplicate, engine.Queued, engine.Duplicate}
@@ -1269,26 +1269,31 @@ func TestConformance_Ack_GroupsOnOneRowDecidedInTurn(t *testing.T) {
 
 // Several commands in one batch (one Raft apply batch) see each other's
 // writes: a push deduplicates against a push of the same batch, a pop
-// delivers it, an ack commits it.
+// leases it, an ack under that lease commits it; the pop's messages are
+// read after the commit.
 func TestConformance_BatchOfCommandsSeesOwnWrites(t *testing.T) {
 	h := enginetest.MustOpen(t)
 	var (
 		push1, push2 []engine.PushResult
-		pop          engine.PopResult
+		pop          engine.Result
 		acks         []engine.AckResult
-		err          error
 	)
 	s1, s2, s3, s4 := h.Stamp(), h.Stamp(), h.Stamp(), h.Stamp()
 	h.Do(func(b *engine.Batch) {
-		push1 = b.Push(s1, []engine.PushItem{{Queue: "q", TransactionID: "T", Payload: []byte(`1`)}, {Queue: "q", TransactionID: "U", Payload: []byte(`2`)}})
-		push2 = b.Push(s2, []engine.PushItem{{Queue: "q", TransactionID: "T", Payload: []byte(`3`)}})
-		pop, err = b.Pop(s3, engine.PopCmd{Queue: "q", Group: "G", Batch: 10})
-		acks = b.Ack(s4, enginetest.AckMessages(pop, "completed")[:1])
+		push1 = b.Apply(s1, engine.PushCmd{Items: []engine.PushItem{{Queue: "q", TransactionID: "T", Payload: []byte(`1`)}, {Queue: "q", TransactionID: "U", Payload: []byte(`2`)}}}).Value.([]engine.PushResult)
+		push2 = b.Apply(s2, engine.PushCmd{Items: []engine.PushItem{{Queue: "q", TransactionID: "T", Payload: []byte(`3`)}}}).Value.([]engine.PushResult)
+		pop = b.Apply(s3, engine.PopCmd{Queue: "q", Group: "G", Batch: 10})
+		lease := pop.Value.(engine.PopResult).LeaseID
+		acks = b.Apply(s4, engine.AckCmd{Items: []engine.AckItem{{TransactionID: "T", PartitionID: push1[0].PartitionID,
+			Group: "G", Status: cursor.Completed, Lease: lease}}}).Value.([]engine.AckResult)
 	})
-	if err != nil || push1[0].Status != engine.Queued || push2[0].Status != engine.Duplicate || push2[0].MessageID != push1[0].MessageID {
-		t.Fatalf("pushes = %+v %+v, %v", push1, push2, err)
+	if err := h.Finish(&pop); err != nil {
+		t.Fatal(err)
 	}
-	wantTxns(t, "pop in the batch", pop, "T", "U")
+	if pop.Err != nil || push1[0].Status != engine.Queued || push2[0].Status != engine.Duplicate || push2[0].MessageID != push1[0].MessageID {
+		t.Fatalf("pushes = %+v %+v, %v", push1, push2, pop.Err)
+	}
+	wantTxns(t, "pop in the batch", pop.Value.(engine.PopResult), "T", "U")
 	if !acks[0].Success {
 		t.Fatalf("ack = %+v", acks)
 	}
@@ -1342,11 +1347,7 @@ func TestConformance_Configure(t *testing.T) {
 		info.Config.Get(engine.OptWindowBuffer) != 0 {
 		t.Fatalf("replace: %+v", info.Config)
 	}
-	st := h.Stamp()
-	var err error
-	h.Do(func(b *engine.Batch) {
-		_, err = b.Configure(st, engine.ConfigureCmd{Queue: "q", Set: []engine.OptionValue{{Option: engine.OptDeadLetterQueue, Value: 2}}})
-	})
+	_, err := enginetest.Run[engine.QueueInfo](h, engine.ConfigureCmd{Queue: "q", Set: []engine.OptionValue{{Option: engine.OptDeadLetterQueue, Value: 2}}})
 	if !errors.Is(err, engine.ErrInvalid) {
 		t.Fatalf("configure with a bad boolean: %v", err)
 	}
@@ -1449,7 +1450,7 @@ func TestConformance_AppliedIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.Push(h.Stamp(), []engine.PushItem{{Queue: "q", Payload: []byte(`{}`)}})
+	b.Apply(h.Stamp(), engine.PushCmd{Items: []engine.PushItem{{Queue: "q", Payload: []byte(`{}`)}}})
 	if err := b.Commit(42); err != nil {
 		t.Fatal(err)
 	}

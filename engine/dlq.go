@@ -165,10 +165,10 @@ func (e *Engine) DeadLettersAt(part ID, txn string) ([]DeadLetter, error) {
 	return deadLettersAt(e.db, part, txn, "")
 }
 
-// DeleteDLQ removes the dead-letter rows of an address (of one group when
+// deleteDLQ removes the dead-letter rows of an address (of one group when
 // group is set). It returns ErrNoDeadLetter when there is none: live messages
 // are immutable and cannot be deleted (SEMANTICS §9.3).
-func (b *Batch) DeleteDLQ(part ID, txn, group string) (int, error) {
+func (b *Batch) deleteDLQ(part ID, txn, group string) (int, error) {
 	rows, err := deadLettersAt(b.pb, part, txn, group)
 	if err != nil {
 		return 0, err
@@ -202,13 +202,13 @@ type ReplayResult struct {
 	RowsRemoved int
 }
 
-// Replay pushes the newest snapshot of an address back to its queue and
+// replay pushes the newest snapshot of an address back to its queue and
 // partition with a fresh transaction id minted from the new message id, and
 // removes the address's rows in the same atomic batch, so the row goes only
 // if the push is accepted (C4, SEMANTICS §9.2). The snapshot keeps its
 // sealed bit, so a sealed payload is re-pushed as it is, never sealed twice;
 // a corrected payload is sealed as cmd.Sealed says.
-func (b *Batch) Replay(st Stamp, cmd ReplayCmd) (ReplayResult, error) {
+func (b *Batch) replay(st Stamp, cmd ReplayCmd) (ReplayResult, error) {
 	rows, err := deadLettersAt(b.pb, cmd.PartitionID, cmd.TransactionID, cmd.Group)
 	if err != nil {
 		return ReplayResult{}, err

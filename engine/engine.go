@@ -394,18 +394,7 @@ type Batch struct {
 	// compactions are ranges deleted by this batch, compacted after it
 	// commits to give the space back.
 	compactions [][2][]byte
-	// lean skips building results nobody will read: pops then leave
-	// PopResult.Messages empty. The state written is the same.
-	lean bool
-	// deferReads leaves pops' messages to FillPop (popread.go).
-	deferReads bool
 }
-
-// SkipResults tells the batch whether the results of the commands that
-// follow will be read. A Raft replica applies commands whose answers only
-// their proposer sends; with skip set, pops do not read the messages they
-// lease. State changes are the same either way.
-func (b *Batch) SkipResults(skip bool) { b.lean = skip }
 
 // Begin starts a batch. It returns ErrReadOnly on an engine opened with
 // Options.ReadOnly, and an error if the engine is closed or

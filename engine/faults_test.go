@@ -81,16 +81,15 @@ type faultOp struct {
 	ack   []engine.AckItem
 }
 
-func (o *faultOp) apply(b *engine.Batch) (push []engine.PushResult, pop engine.PopResult, ack []engine.AckResult, err error) {
+func (o *faultOp) apply(b *engine.Batch) engine.Result {
 	switch {
 	case o.push != nil:
-		push = b.Push(o.stamp, o.push)
+		return b.Apply(o.stamp, engine.PushCmd{Items: o.push})
 	case o.pop != nil:
-		pop, err = b.Pop(o.stamp, *o.pop)
+		return b.Apply(o.stamp, *o.pop)
 	default:
-		ack = b.Ack(o.stamp, o.ack)
+		return b.Apply(o.stamp, engine.AckCmd{Items: o.ack})
 	}
-	return
 }
 
 type ackedAck struct {
@@ -174,6 +173,7 @@ func (d *faultDriver) step() {
 		push  []engine.PushResult
 		pop   engine.PopResult
 		ack   []engine.AckResult
+		res   engine.Result
 		opErr error
 		err   error
 	)
@@ -182,9 +182,24 @@ func (d *faultDriver) step() {
 		if b, err = d.e.Begin(); err != nil {
 			return
 		}
-		push, pop, ack, opErr = op.apply(b)
-		err = b.Commit(d.index + 1)
+		res = op.apply(b)
+		if err = b.Commit(d.index + 1); err == nil {
+			// A pop's messages are read after the commit; a read that
+			// fails leaves them unknown (the lease expires).
+			if d.e.Finish(&res) != nil {
+				res = engine.Result{Value: engine.PopResult{}}
+			}
+		}
 	})
+	opErr = res.Err
+	switch v := res.Value.(type) {
+	case []engine.PushResult:
+		push = v
+	case engine.PopResult:
+		pop = v
+	case []engine.AckResult:
+		ack = v
+	}
 	if d.failSync {
 		d.failSync = false
 		d.inj.Random(d.sched)
@@ -437,7 +452,7 @@ func TestEngine_Open_ReadOnlyWhileDiskFull(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pushed = append(pushed, b.Push(h.Stamp(), []engine.PushItem{{Queue: "q", TransactionID: fmt.Sprint("t", i), Payload: []byte(`{}`)}})...)
+		pushed = append(pushed, b.Apply(h.Stamp(), engine.PushCmd{Items: []engine.PushItem{{Queue: "q", TransactionID: fmt.Sprint("t", i), Payload: []byte(`{}`)}}}).Value.([]engine.PushResult)...)
 		if err := b.Commit(uint64(i + 1)); err != nil {
 			t.Fatal(err)
 		}
@@ -450,7 +465,7 @@ func TestEngine_Open_ReadOnlyWhileDiskFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.Push(h.Stamp(), []engine.PushItem{{Queue: "q", TransactionID: "lost", Payload: []byte(`{}`)}})
+	b.Apply(h.Stamp(), engine.PushCmd{Items: []engine.PushItem{{Queue: "q", TransactionID: "lost", Payload: []byte(`{}`)}}})
 	if err := b.Commit(21); !errors.Is(err, engine.ErrFaulted) || !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("commit on a full disk = %v, want ErrFaulted wrapping ENOSPC", err)
 	}
@@ -500,7 +515,7 @@ func TestEngine_Open_ReadOnlyWhileDiskFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.Push(h.Stamp(), []engine.PushItem{{Queue: "q", TransactionID: "after", Payload: []byte(`{}`)}})
+	b.Apply(h.Stamp(), engine.PushCmd{Items: []engine.PushItem{{Queue: "q", TransactionID: "after", Payload: []byte(`{}`)}}})
 	if err := b.Commit(applied + 1); err != nil {
 		t.Fatalf("commit after recovery: %v", err)
 	}
@@ -575,7 +590,7 @@ func fatalChild(dir string) {
 		if err != nil {
 			panic(err)
 		}
-		b.Push(st, []engine.PushItem{{Queue: "q", TransactionID: fmt.Sprint("t", i), Payload: []byte(`{}`)}})
+		b.Apply(st, engine.PushCmd{Items: []engine.PushItem{{Queue: "q", TransactionID: fmt.Sprint("t", i), Payload: []byte(`{}`)}}})
 		if err := b.Commit(uint64(i + 1)); err != nil {
 			panic(err)
 		}

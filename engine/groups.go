@@ -17,10 +17,10 @@ type SeekCmd struct {
 	Timestamp int64  // µs: redeliver messages created at or after it (when !ToEnd)
 }
 
-// Seek moves the cursor of every selected partition, creating missing rows,
+// seek moves the cursor of every selected partition, creating missing rows,
 // releasing leases and resetting the retry and attempt state. It returns the
 // number of partitions updated.
-func (b *Batch) Seek(st Stamp, cmd SeekCmd) (int, error) {
+func (b *Batch) seek(st Stamp, cmd SeekCmd) (int, error) {
 	group := cmd.Group
 	if group == "" {
 		group = QueueMode
@@ -63,10 +63,10 @@ func (b *Batch) Seek(st Stamp, cmd SeekCmd) (int, error) {
 	return len(parts), nil
 }
 
-// DeleteGroup removes a group's cursor rows on one queue (or on every queue
+// deleteGroup removes a group's cursor rows on one queue (or on every queue
 // when queue is ""), and its subscription records when deleteMetadata. It
 // returns the number of cursor rows removed and whether any subscription was.
-func (b *Batch) DeleteGroup(group, queueName string, deleteMetadata bool) (int, bool) {
+func (b *Batch) deleteGroup(group, queueName string, deleteMetadata bool) (int, bool) {
 	var queues []*queue
 	if queueName != "" {
 		if q := b.e.queues[queueName]; q != nil {
@@ -92,11 +92,11 @@ func (b *Batch) DeleteGroup(group, queueName string, deleteMetadata bool) (int, 
 	return deleted, meta
 }
 
-// UpdateSubscription rewrites the stored timestamp of every subscription of
+// updateSubscription rewrites the stored timestamp of every subscription of
 // group: partitions the group meets for the first time afterwards start
 // there; existing cursors do not move (SEMANTICS §14). It returns the number
 // of subscriptions updated.
-func (b *Batch) UpdateSubscription(group string, ts int64) int {
+func (b *Batch) updateSubscription(group string, ts int64) int {
 	n := 0
 	for _, q := range b.e.sortedQueues() {
 		if s := q.subs[group]; s != nil {

@@ -6,10 +6,10 @@ type ExtendResult struct {
 	ExpiresAt int64 // the earliest new expiry among them (µs), 0 when none
 }
 
-// ExtendLease renews every (partition, group) row holding a live lease with
+// extendLease renews every (partition, group) row holding a live lease with
 // this id to max(current expiry, now + seconds). It never shortens a lease
 // and cannot revive an expired one (SEMANTICS §5).
-func (b *Batch) ExtendLease(st Stamp, lease ID, seconds int64) ExtendResult {
+func (b *Batch) extendLease(st Stamp, lease ID, seconds int64) ExtendResult {
 	if seconds <= 0 {
 		seconds = defaultLeaseSeconds
 	}

@@ -51,11 +51,11 @@ func (e *Engine) MessageAt(part ID, txn string) (StoredMessage, error) {
 	return sm, nil
 }
 
-// MoveToDLQ dead-letters a message still pending for group, exactly as a
+// moveToDLQ dead-letters a message still pending for group, exactly as a
 // lease-less ack with status dlq would (B3). It returns ErrMessageNotFound
 // when the address names no message and ErrAlreadyConsumed when the group's
 // cursor is already past it.
-func (b *Batch) MoveToDLQ(st Stamp, part ID, txn, group, text string) (AckResult, error) {
+func (b *Batch) moveToDLQ(st Stamp, part ID, txn, group, text string) (AckResult, error) {
 	if group == "" {
 		group = QueueMode
 	}
@@ -79,7 +79,7 @@ func (b *Batch) MoveToDLQ(st Stamp, part ID, txn, group, text string) (AckResult
 	if rec.Offset <= r.rec.Committed {
 		return AckResult{}, ErrAlreadyConsumed
 	}
-	res := b.Ack(st, []AckItem{{TransactionID: txn, PartitionID: part, Group: group, Status: cursor.DeadLetter, Error: text}})
+	res := b.ack(st, []AckItem{{TransactionID: txn, PartitionID: part, Group: group, Status: cursor.DeadLetter, Error: text}})
 	return res[0], nil
 }
 

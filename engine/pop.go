@@ -4,7 +4,6 @@ import (
 	"math/rand/v2"
 
 	"github.com/queenmq/queen/engine/keyspace"
-	"github.com/queenmq/queen/engine/segment"
 )
 
 // PopCmd asks for messages (SEMANTICS §4).
@@ -63,7 +62,8 @@ type PopResult struct {
 	Messages     []Message
 	Claims       []Claim
 	DeadLettered int // messages dead-lettered by maxDeliveries (B5) on the way
-	// reads are the ranges a batch with DeferReads left to FillPop.
+	// reads are the claimed ranges whose frames are read after the commit
+	// (Engine.Finish fills Messages from them).
 	reads []popRead
 }
 
@@ -72,9 +72,9 @@ const (
 	maxCandidates       = 512 // wildcard partitions tried per pop, as Queen caps them
 )
 
-// Pop claims up to cmd.Partitions partitions for the group and delivers up to
+// pop claims up to cmd.Partitions partitions for the group and delivers up to
 // cmd.Batch messages under one lease (SEMANTICS §4, §5).
-func (b *Batch) Pop(st Stamp, cmd PopCmd) (PopResult, error) {
+func (b *Batch) pop(st Stamp, cmd PopCmd) (PopResult, error) {
 	now := st.Time
 	m := &minter{seed: st.Seed}
 	group := cmd.Group
@@ -98,40 +98,19 @@ func (b *Batch) Pop(st Stamp, cmd PopCmd) (PopResult, error) {
 		return s
 	}
 
-	if cmd.Queue != "" && cmd.Partition != "" {
-		q := b.e.queues[cmd.Queue]
-		if q == nil {
-			return res, nil
-		}
-		p := q.byName[cmd.Partition]
-		if p == nil {
-			return res, nil
-		}
-		_, err := b.claim(now, m, &cmd, group, p, budget, lease, leaseFor(q), &res)
+	sc := b.e.popScope(&cmd, group)
+	switch {
+	case sc.single != nil:
+		_, err := b.claim(now, m, &cmd, group, sc.single, budget, lease, leaseFor(sc.single.q), &res)
 		return b.finishPop(res, lease), err
-	}
-
-	var queues []*queue
-	if cmd.Queue != "" {
-		q := b.e.queues[cmd.Queue]
-		if q == nil {
-			if group == QueueMode {
-				return res, nil
-			}
-			// Record the subscription before any push (SEMANTICS §1.1).
-			if err := ValidateQueueName(cmd.Queue); err != nil {
-				return res, err
-			}
-			q = b.queueFor(cmd.Queue, now, m)
+	case sc.create:
+		// Record the subscription before any push (SEMANTICS §1.1).
+		if err := ValidateQueueName(cmd.Queue); err != nil {
+			return res, err
 		}
-		queues = []*queue{q}
-	} else {
-		for _, q := range b.e.sortedQueues() {
-			if (cmd.Namespace == "" || q.rec.Namespace == cmd.Namespace) && (cmd.Task == "" || q.rec.Task == cmd.Task) {
-				queues = append(queues, q)
-			}
-		}
+		sc.queues = []*queue{b.queueFor(cmd.Queue, now, m)}
 	}
+	queues := sc.queues
 
 	var candidates []*partition
 	for _, q := range queues {
@@ -319,26 +298,10 @@ func (b *Batch) claim(now int64, m *minter, cmd *PopCmd, group string, p *partit
 		r.rec.AttemptOffset, r.rec.AttemptCount = int64(from), 1
 	}
 	n := int(to - from + 1) // offsets [Start, Next) are contiguous: every one is stored
-	switch {
-	case b.lean:
-	case b.deferReads:
-		res.reads = append(res.reads, popRead{part: p.id, from: from, to: to,
-			queue: p.q.name, partition: p.rec.Name, retry: r.rec.RetryCount, attempt: r.rec.AttemptCount})
-	default:
-		err := b.e.readRange(b.pb, p, from, to, func(off Offset, f *segment.Frame, createdAt int64) error {
-			res.Messages = append(res.Messages, Message{
-				ID: f.MessageID, TransactionID: string(f.TransactionID), TraceID: f.TraceID, HasTrace: f.HasTrace,
-				Payload: f.Payload, Sealed: f.Sealed, ProducerSub: string(f.ProducerSub), CreatedAt: createdAt,
-				Queue: p.q.name, Partition: p.rec.Name, PartitionID: p.id, Offset: off,
-				RetryCount: r.rec.RetryCount, Attempt: r.rec.AttemptCount,
-			})
-			return nil
-		})
-		if err != nil {
-			b.fail(err) // a read that failed must not commit a lease on what it did not deliver
-			return 0, err
-		}
-	}
+	// The frames are read after the commit, outside the serial apply path,
+	// by whoever wants the answer (popread.go).
+	res.reads = append(res.reads, popRead{part: p.id, from: from, to: to,
+		queue: p.q.name, partition: p.rec.Name, retry: r.rec.RetryCount, attempt: r.rec.AttemptCount})
 	if n == 0 {
 		return 0, nil
 	}
@@ -358,47 +321,81 @@ func (b *Batch) claim(now int64, m *minter, cmd *PopCmd, group string, p *partit
 	return n, nil
 }
 
-// PopIsEmpty reports, from the applied state and without writing, that a pop
+// popScope is what a pop looks at, as the model stands: the one partition
+// it names (single), or the queues whose partitions it may claim, or that it
+// must first create the queue a named group pops (create). Neither set:
+// there is nothing to pop. Pop and popIsEmpty both read it, so the dry run
+// targets what the pop would.
+type popScope struct {
+	single *partition
+	queues []*queue
+	create bool
+}
+
+func (e *Engine) popScope(cmd *PopCmd, group string) popScope {
+	switch {
+	case cmd.Queue != "" && cmd.Partition != "":
+		if q := e.queues[cmd.Queue]; q != nil {
+			if p := q.byName[cmd.Partition]; p != nil {
+				return popScope{single: p}
+			}
+		}
+		return popScope{}
+	case cmd.Queue != "":
+		q := e.queues[cmd.Queue]
+		if q == nil {
+			return popScope{create: group != QueueMode}
+		}
+		return popScope{queues: []*queue{q}}
+	}
+	var sc popScope
+	for _, q := range e.sortedQueues() {
+		if (cmd.Namespace == "" || q.rec.Namespace == cmd.Namespace) && (cmd.Task == "" || q.rec.Task == cmd.Task) {
+			sc.queues = append(sc.queues, q)
+		}
+	}
+	return sc
+}
+
+// popIsEmpty reports, from the applied state and without writing, that a pop
 // would deliver nothing and change nothing: every partition it could claim
 // is leased, delayed by retryDelay, or has nothing past the group's cursor,
 // and the pop has no first contact to record. A proposer answers such a pop
-// at once instead of replicating a command that does nothing. It is
-// conservative: false means only that the pop has to run.
-func (e *Engine) PopIsEmpty(now int64, cmd PopCmd) bool {
+// at once (PopCmd.Skip) instead of replicating a command that does nothing.
+// It is conservative: false means only that the pop has to run. Discovery
+// pops (no queue named) always run: their scope is every queue.
+func (e *Engine) popIsEmpty(now int64, cmd PopCmd) bool {
+	if cmd.Queue == "" {
+		return false
+	}
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	group := cmd.Group
 	if group == "" {
 		group = QueueMode
 	}
-	empty := func(q *queue, p *partition) bool {
+	sc := e.popScope(&cmd, group)
+	empty := func(p *partition) bool {
 		if p.cursors[group] == nil {
 			return false // first contact: the pop seeds a cursor
 		}
 		return !e.mayHavePending(now, p, group)
 	}
 	switch {
-	case cmd.Queue != "" && cmd.Partition != "":
-		q := e.queues[cmd.Queue]
-		if q == nil {
-			return true
-		}
-		p := q.byName[cmd.Partition]
-		return p == nil || empty(q, p)
-	case cmd.Queue != "":
-		q := e.queues[cmd.Queue]
-		if q == nil {
-			return group == QueueMode // a named group's pop records its subscription
-		}
+	case sc.create:
+		return false // a named group's pop records its subscription
+	case sc.single != nil:
+		return empty(sc.single)
+	}
+	for _, q := range sc.queues {
 		if group != QueueMode && q.subs[group] == nil {
 			return false
 		}
 		for _, p := range q.parts {
-			if !empty(q, p) {
+			if !empty(p) {
 				return false
 			}
 		}
-		return true
 	}
-	return false // discovery pops: not worth the scan here
+	return true
 }

@@ -8,21 +8,21 @@ import (
 	"github.com/queenmq/queen/engine/enginetest"
 )
 
-// PopIsEmpty may answer true only when the pop would deliver nothing and
+// PopCmd.Skip may answer true only when the pop would deliver nothing and
 // write nothing: check it against the real pop and the store's digest.
-func TestEngine_PopIsEmpty(t *testing.T) {
+func TestPopCmd_Skip(t *testing.T) {
 	h := enginetest.MustOpen(t)
 	check := func(name string, cmd engine.PopCmd, wantEmpty bool) {
 		t.Helper()
-		got := h.PopIsEmpty(h.Now, cmd)
+		_, got := cmd.Skip(h.Engine, h.Now)
 		if got != wantEmpty {
-			t.Fatalf("%s: PopIsEmpty = %v, want %v", name, got, wantEmpty)
+			t.Fatalf("%s: Skip = %v, want %v", name, got, wantEmpty)
 		}
 		before, _ := h.Digest()
 		res := h.Pop(cmd)
 		after, _ := h.Digest()
 		if got && (len(res.Messages) > 0 || before != after) {
-			t.Fatalf("%s: PopIsEmpty said empty, but the pop delivered %d messages or wrote state", name, len(res.Messages))
+			t.Fatalf("%s: Skip said empty, but the pop delivered %d messages or wrote state", name, len(res.Messages))
 		}
 	}
 	check("unknown queue, queue mode", engine.PopCmd{Queue: "q", Batch: 1}, true)

@@ -6,9 +6,10 @@ import "github.com/queenmq/queen/engine/segment"
 //
 // A pop decides what it leases (offsets) from the in-memory model; reading
 // the leased frames means decoding zstd segments, which in the serial apply
-// loop bounded pop+ack throughput. A proposer's batch can therefore defer
-// the reads (DeferReads): the pop records the ranges, and the proposer
-// fills the messages after Commit, outside the apply loop (FillPop).
+// loop bounded pop+ack throughput. So a pop never reads in the batch: it
+// records the ranges in its result, and whoever wants the messages (the
+// node that proposed it; a replica does not) fills them after the commit,
+// outside the apply loop (Engine.Finish).
 // Segments are immutable, so the frames read later are the ones leased. The
 // one difference: a range that a sweep or a queue delete removes between the
 // commit and the fill (retention of messages being leased that instant) is
@@ -24,13 +25,9 @@ type popRead struct {
 	retry, attempt   uint32
 }
 
-// DeferReads makes the pops of this batch leave their messages to FillPop.
-func (b *Batch) DeferReads(on bool) { b.deferReads = on }
-
-// FillPop reads the messages of a pop whose batch deferred its reads. Call
-// it once, after the batch committed; it may run concurrently with later
-// batches. A result without deferred reads is left as it is.
-func (e *Engine) FillPop(res *PopResult) error {
+// fillPop reads the messages of a pop's claimed ranges. It runs once,
+// after the batch committed, and may run concurrently with later batches.
+func (e *Engine) fillPop(res *PopResult) error {
 	reads := res.reads
 	res.reads = nil
 	if len(reads) == 0 {

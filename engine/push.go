@@ -47,17 +47,12 @@ type PushResult struct {
 	Err           error // set when Rejected
 }
 
-// Push writes items: per (queue, partition) in first-appearance order, the
+// push writes items: per (queue, partition) in first-appearance order, the
 // non-duplicate items become one segment with consecutive offsets in request
 // order (SEMANTICS §3). Queues and partitions are created on first use.
-// It is PreparePush and PushPrepared in one step.
-func (b *Batch) Push(st Stamp, items []PushItem) []PushResult {
-	m := &minter{seed: st.Seed}
-	return b.push(st.Time, m, items)
-}
-
+// It is preparePush and pushPrepared in one step, with ids from one minter.
 func (b *Batch) push(now int64, m *minter, items []PushItem) []PushResult {
-	pp, err := PreparePush(items, m.next)
+	pp, err := preparePush(items, m.next)
 	if err != nil {
 		b.fail(err)
 		return nil
@@ -97,12 +92,12 @@ type PreparedGroup struct {
 	Body      segment.Body // Body.Count == len(Items)
 }
 
-// PreparePush validates items, mints their message ids (and transaction ids
+// preparePush validates items, mints their message ids (and transaction ids
 // for items without one) with mint, resolves repeats of a transaction id
 // within the request (first wins), groups items per (queue, partition) and
 // encodes each group's frames into a segment body. It reads no state: the
 // proposer runs it before proposing, in the caller's goroutine.
-func PreparePush(items []PushItem, mint func() ID) (PreparedPush, error) {
+func preparePush(items []PushItem, mint func() ID) (PreparedPush, error) {
 	pp := PreparedPush{Items: make([]PreparedItem, len(items))}
 	index := map[[2]string]int{}
 	type key struct {
@@ -167,11 +162,6 @@ func validatePushItem(queue, partition, txn string) error {
 		return fmt.Errorf("%w: transactionId longer than 255 bytes", ErrInvalid)
 	}
 	return nil
-}
-
-// PushPrepared applies a prepared push.
-func (b *Batch) PushPrepared(st Stamp, pp *PreparedPush) []PushResult {
-	return b.pushPrepared(st.Time, &minter{seed: st.Seed}, pp)
 }
 
 func (b *Batch) pushPrepared(now int64, m *minter, pp *PreparedPush) []PushResult {

@@ -37,9 +37,9 @@ type PartitionInfo struct {
 	Cursors []CursorInfo // Group, committed and lease state only
 }
 
-// Configure applies a configure command and returns the queue's effective
+// configure applies a configure command and returns the queue's effective
 // state. It also creates the queue's Default partition, as Queen does.
-func (b *Batch) Configure(st Stamp, cmd ConfigureCmd) (QueueInfo, error) {
+func (b *Batch) configure(st Stamp, cmd ConfigureCmd) (QueueInfo, error) {
 	if err := ValidateQueueName(cmd.Queue); err != nil {
 		return QueueInfo{}, err
 	}
@@ -77,10 +77,10 @@ func (b *Batch) Configure(st Stamp, cmd ConfigureCmd) (QueueInfo, error) {
 	return b.e.queueInfo(q), nil
 }
 
-// DeleteQueue removes a queue with its partitions, messages, cursors and
+// deleteQueue removes a queue with its partitions, messages, cursors and
 // subscriptions. Dead-letter rows are snapshots and stay until deleted or
 // replayed. It reports whether the queue existed.
-func (b *Batch) DeleteQueue(name string) bool {
+func (b *Batch) deleteQueue(name string) bool {
 	q := b.e.queues[name]
 	if q == nil {
 		return false

@@ -21,7 +21,7 @@ type SweepResult struct {
 // (SEMANTICS §8.3).
 const minTxnKeepSeconds = 900
 
-// Sweep applies retention, eviction and the transaction-id index purge as of
+// sweep applies retention, eviction and the transaction-id index purge as of
 // the command's time (SEMANTICS §8):
 //
 //   - with retentionEnabled, retentionSeconds deletes whole segments older
@@ -37,7 +37,7 @@ const minTxnKeepSeconds = 900
 // next retained offset. Dead letters are never touched. Deletions are range
 // deletes, and their ranges are compacted after the batch commits so the space
 // comes back.
-func (b *Batch) Sweep(st Stamp) (SweepResult, error) {
+func (b *Batch) sweep(st Stamp) (SweepResult, error) {
 	now := st.Time
 	var res SweepResult
 	for _, q := range b.e.sortedQueues() {

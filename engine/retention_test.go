@@ -12,16 +12,7 @@ import (
 
 func sweep(h *enginetest.Harness) engine.SweepResult {
 	h.T.Helper()
-	var (
-		res engine.SweepResult
-		err error
-	)
-	st := h.Stamp()
-	h.Do(func(b *engine.Batch) { res, err = b.Sweep(st) })
-	if err != nil {
-		h.T.Fatalf("sweep: %v", err)
-	}
-	return res
+	return h.Sweep()
 }
 
 func popTxns(h *enginetest.Harness, cmd engine.PopCmd) []string {

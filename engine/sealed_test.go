@@ -52,19 +52,6 @@ func TestBatch_Push_SealedBitReadBack(t *testing.T) {
 	pid := partID(h, "q", "Default")
 
 	wantSealed(t, "pop", popQueue(h, "q", "G", 10).Messages, want)
-	var deferred engine.PopResult
-	st := h.Stamp()
-	h.Do(func(b *engine.Batch) {
-		b.DeferReads(true)
-		var err error
-		if deferred, err = b.Pop(st, engine.PopCmd{Queue: "q", Group: "D", Batch: 10}); err != nil {
-			t.Fatalf("pop: %v", err)
-		}
-	})
-	if err := h.FillPop(&deferred); err != nil {
-		t.Fatal(err)
-	}
-	wantSealed(t, "deferred pop", deferred.Messages, want)
 
 	for _, reopened := range []bool{false, true} {
 		var stored []engine.Message

@@ -22,13 +22,13 @@ type TxResult struct {
 	Acks    []AckResult  // aligned with the ack operations, in order
 }
 
-// Transaction applies pushes and acks atomically (SEMANTICS §13): every
+// transaction applies pushes and acks atomically (SEMANTICS §13): every
 // operation is checked before anything is written, and any failure (a push
 // whose transaction id is already in its partition's dedup window, an ack
 // with an invalid or expired lease, beyond its batch, already committed, or
 // naming no message) rolls the whole bundle back. requiredLeases supplies
 // the lease of acks that name none.
-func (b *Batch) Transaction(st Stamp, ops []TxOp, requiredLeases []ID) TxResult {
+func (b *Batch) transaction(st Stamp, ops []TxOp, requiredLeases []ID) TxResult {
 	now := st.Time
 	m := &minter{seed: st.Seed}
 	res := TxResult{ID: m.next()}

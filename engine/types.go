@@ -53,13 +53,11 @@ func (m *minter) next() ID {
 	return id
 }
 
-// IDsFrom returns a generator of the ids derived from seed, in order: what a
-// proposer uses to mint ids (message ids of a prepared push) before the
-// command exists.
-func IDsFrom(seed ID) func() ID {
-	m := &minter{seed: seed}
-	return m.next
-}
+// preparedIDBase is where a prepared push starts minting its message ids
+// from the seed its command is then stamped with (PushCmd.Prepare), so that
+// they never meet the ids the apply mints from the same seed (queue and
+// partition ids, counted from 0): a command mints far fewer than 2^40.
+const preparedIDBase = 1 << 40
 
 // rngSeed derives the two PCG seeds of a command's random choices.
 func (m *minter) rngSeed() (uint64, uint64) {

@@ -11,127 +11,85 @@ import (
 	"github.com/queenmq/queen/raft/command"
 )
 
-// The commands: each stamps and proposes one command and returns the
-// engine's typed result.
-
-// Configure creates or edits a queue.
-func (n *Node) Configure(ctx context.Context, cmd engine.ConfigureCmd) (engine.QueueInfo, error) {
-	v, err := n.apply(ctx, command.Command{Type: command.TypeConfigure, Configure: cmd})
-	info, _ := v.(engine.QueueInfo)
-	return info, err
+// A Proposer runs commands: a Node through Raft, a Local in process.
+// Propose returns the command's result once it is applied, or the error
+// that kept it from being (ErrNotLeader before anything was proposed, and
+// the other errors of errors.go).
+type Proposer interface {
+	Propose(ctx context.Context, c engine.Command) (engine.Result, error)
 }
 
-// DeleteQueue removes a queue.
-func (n *Node) DeleteQueue(ctx context.Context, name string) (bool, error) {
-	v, err := n.apply(ctx, command.Command{Type: command.TypeDeleteQueue, Queue: name})
-	existed, _ := v.(bool)
-	return existed, err
-}
-
-// Push writes messages. The push is prepared here, in the caller's
-// goroutine (ids minted, frames encoded and compressed), before it is
-// proposed: the serial apply path then only assembles segments.
-func (n *Node) Push(ctx context.Context, items []engine.PushItem) ([]engine.PushResult, error) {
-	if err := n.leading(); err != nil {
-		return nil, err
-	}
-	seed, err := uuid.NewV7()
+// Propose runs c through p and returns its answer as a T, with the
+// command's own error. An answer of another type is ErrResultType, never a
+// silent zero value: every command's Value has one type (engine.Command).
+func Propose[T any](ctx context.Context, p Proposer, c engine.Command) (T, error) {
+	var zero T
+	r, err := p.Propose(ctx, c)
 	if err != nil {
-		return nil, fmt.Errorf("raft: mint seed: %w", err)
+		return zero, err
 	}
-	pp, err := engine.PreparePush(items, engine.IDsFrom(engine.ID(seed)))
-	if err != nil {
-		return nil, err
+	v, ok := r.Value.(T)
+	if !ok {
+		return zero, fmt.Errorf("%w: %T answered %T, want %T", ErrResultType, c, r.Value, zero)
 	}
-	v, err := n.apply(ctx, command.Command{Type: command.TypePushPrepared, Prepared: &pp})
-	res, _ := v.([]engine.PushResult)
-	return res, err
+	return v, r.Err
 }
 
-// Pop claims and delivers messages. A pop that the applied state shows would
-// deliver nothing and change nothing is answered here without a command:
-// long-polling consumers would otherwise fill the log with empty pops.
-func (n *Node) Pop(ctx context.Context, cmd engine.PopCmd) (engine.PopResult, error) {
-	if err := n.leading(); err != nil {
-		return engine.PopResult{}, err
-	}
-	if n.engine.PopIsEmpty(time.Now().UnixMicro(), cmd) {
-		group := cmd.Group
-		if group == "" {
-			group = engine.QueueMode
+// ready is what every proposer does before a command is stamped: a
+// command the applied state shows would change nothing is answered at once
+// (skip set), and a command with a prepare step is prepared with the seed
+// it is then stamped with. One seed per command.
+func ready(e *engine.Engine, c engine.Command, now int64) (_ engine.Command, seed engine.ID, skip *engine.Result, err error) {
+	if s, ok := c.(engine.Skipper); ok {
+		if r, ok := s.Skip(e, now); ok {
+			return nil, seed, &r, nil
 		}
-		return engine.PopResult{Group: group}, nil
 	}
-	v, err := n.apply(ctx, command.Command{Type: command.TypePop, Pop: cmd})
-	res, _ := v.(engine.PopResult)
-	return res, err
+	u, err := uuid.NewV7()
+	if err != nil {
+		return nil, seed, nil, fmt.Errorf("raft: mint seed: %w", err)
+	}
+	seed = engine.ID(u)
+	if p, ok := c.(engine.Preparer); ok {
+		if c, err = p.Prepare(seed); err != nil {
+			return nil, seed, nil, err
+		}
+	}
+	return c, seed, nil, nil
 }
 
-// Ack acknowledges messages.
-func (n *Node) Ack(ctx context.Context, items []engine.AckItem) ([]engine.AckResult, error) {
-	v, err := n.apply(ctx, command.Command{Type: command.TypeAck, Ack: items})
-	res, _ := v.([]engine.AckResult)
-	return res, err
-}
-
-// ExtendLease renews a lease.
-func (n *Node) ExtendLease(ctx context.Context, lease engine.ID, seconds int64) (engine.ExtendResult, error) {
-	v, err := n.apply(ctx, command.Command{Type: command.TypeExtendLease, Lease: lease, Seconds: seconds})
-	res, _ := v.(engine.ExtendResult)
-	return res, err
-}
-
-// Transaction applies pushes and acks atomically.
-func (n *Node) Transaction(ctx context.Context, ops []engine.TxOp, requiredLeases []engine.ID) (engine.TxResult, error) {
-	v, err := n.apply(ctx, command.Command{Type: command.TypeTransaction, Ops: ops, Leases: requiredLeases})
-	res, _ := v.(engine.TxResult)
-	return res, err
-}
-
-// Replay re-publishes a dead-lettered message.
-func (n *Node) Replay(ctx context.Context, cmd engine.ReplayCmd) (engine.ReplayResult, error) {
-	v, err := n.apply(ctx, command.Command{Type: command.TypeReplay, Replay: cmd})
-	res, _ := v.(engine.ReplayResult)
-	return res, err
-}
-
-// DeleteDLQ removes the dead-letter rows of an address.
-func (n *Node) DeleteDLQ(ctx context.Context, part engine.ID, txn, group string) (int, error) {
-	v, err := n.apply(ctx, command.Command{Type: command.TypeDeleteDLQ,
-		Address: command.Address{PartitionID: part, TransactionID: txn, Group: group}})
-	removed, _ := v.(int)
-	return removed, err
-}
-
-// MoveToDLQ dead-letters a pending message (B3).
-func (n *Node) MoveToDLQ(ctx context.Context, part engine.ID, txn, group, text string) (engine.AckResult, error) {
-	v, err := n.apply(ctx, command.Command{Type: command.TypeMoveToDLQ,
-		Address: command.Address{PartitionID: part, TransactionID: txn, Group: group, Error: text}})
-	res, _ := v.(engine.AckResult)
-	return res, err
-}
-
-// Seek moves a group's cursors.
-func (n *Node) Seek(ctx context.Context, cmd engine.SeekCmd) (int, error) {
-	v, err := n.apply(ctx, command.Command{Type: command.TypeSeek, Seek: cmd})
-	updated, _ := v.(int)
-	return updated, err
-}
-
-// DeleteGroup removes a group's cursors (and subscriptions).
-func (n *Node) DeleteGroup(ctx context.Context, group, queue string, deleteMetadata bool) (int, bool, error) {
-	v, err := n.apply(ctx, command.Command{Type: command.TypeDeleteGroup,
-		Group: command.GroupCmd{Group: group, Queue: queue, DeleteMetadata: deleteMetadata}})
-	res, _ := v.(groupDeleted)
-	return res.deleted, res.metadata, err
-}
-
-// UpdateSubscription rewrites a group's subscription timestamp.
-func (n *Node) UpdateSubscription(ctx context.Context, group string, ts int64) (int, error) {
-	v, err := n.apply(ctx, command.Command{Type: command.TypeUpdateSub,
-		Group: command.GroupCmd{Group: group, Timestamp: ts}})
-	updated, _ := v.(int)
-	return updated, err
+// Propose stamps c and proposes it through the group-commit loop
+// (Proposer). Preparing (a push's compression) happens here, in the
+// caller's goroutine, before the command joins the queue.
+func (n *Node) Propose(ctx context.Context, c engine.Command) (engine.Result, error) {
+	if err := n.leading(); err != nil {
+		return engine.Result{}, err
+	}
+	c, seed, skip, err := ready(n.engine, c, time.Now().UnixMicro())
+	switch {
+	case err != nil:
+		return engine.Result{}, err
+	case skip != nil:
+		return *skip, nil
+	}
+	p := &proposal{cmd: command.Stamped{Stamp: engine.Stamp{Time: time.Now().UnixMicro(), Seed: seed}, Cmd: c},
+		done: make(chan proposed, 1)}
+	select {
+	case n.proposals <- p:
+	case <-ctx.Done():
+		return engine.Result{}, ctx.Err()
+	case <-n.done:
+		return engine.Result{}, ErrShutdown
+	}
+	select {
+	case r := <-p.done:
+		return r.res, r.err
+	case <-ctx.Done():
+		// The command may still be applied: its outcome is unknown.
+		return engine.Result{}, ctx.Err()
+	case <-n.done:
+		return engine.Result{}, ErrShutdown
+	}
 }
 
 // The reads: served from this node's applied state.
@@ -174,15 +132,10 @@ func (n *Node) ListMessages(f engine.MessageFilter) ([]engine.ListedMessage, err
 	return n.engine.ListMessages(f)
 }
 
-// Maintenance reports the cluster-wide maintenance switches (SEMANTICS §12).
-func (n *Node) Maintenance() (push, pop bool) {
-	return n.engine.ClusterValue(maintenanceKey(false)) != "", n.engine.ClusterValue(maintenanceKey(true)) != ""
-}
+// Maintenance reports the cluster-wide maintenance switches (SEMANTICS §12),
+// which command.Maintenance sets.
+func (n *Node) Maintenance() (push, pop bool) { return maintenance(n.engine) }
 
-// SetMaintenance turns push (pop false) or pop maintenance on or off for the
-// whole cluster.
-func (n *Node) SetMaintenance(ctx context.Context, pop, enabled bool) error {
-	_, err := n.apply(ctx, command.Command{Type: command.TypeMaintenance,
-		Maintenance: command.Maintenance{Pop: pop, Enabled: enabled}})
-	return err
+func maintenance(e *engine.Engine) (push, pop bool) {
+	return e.ClusterValue(command.MaintenanceKey(false)) != "", e.ClusterValue(command.MaintenanceKey(true)) != ""
 }

@@ -25,6 +25,10 @@ var (
 	// ErrTimeout is returned when a command was not committed in time. Its
 	// outcome is unknown: it may still be applied.
 	ErrTimeout = errors.New("raft: command timed out")
+	// ErrResultType is returned by Propose when a command's answer is not
+	// of the type asked for: a bug in the caller or the command, reported
+	// rather than read as a zero value.
+	ErrResultType = errors.New("raft: command answered a value of another type")
 	// ErrShutdown is returned by a node that is shutting down.
 	ErrShutdown = errors.New("raft: node is shutting down")
 	// ErrForward is returned when forwarding a command to the leader failed.

@@ -184,7 +184,7 @@ func TestNode_IOErrors_LoseNothingAcknowledged(t *testing.T) {
 					Payload: []byte(fmt.Sprintf(`{"step":%d,"pad":%q}`, step, strings.Repeat("x", rng.IntN(1500))))}
 			}
 			var res []engine.PushResult
-			if res, err = n.Push(opCtx(t), items); err == nil {
+			if res, err = raft.Propose[[]engine.PushResult](opCtx(t), n, engine.PushCmd{Items: items}); err == nil {
 				for _, r := range res {
 					if r.Status == engine.Queued {
 						pushed[r.TransactionID] = r.PartitionID
@@ -193,7 +193,7 @@ func TestNode_IOErrors_LoseNothingAcknowledged(t *testing.T) {
 			}
 		case r < 8 || len(leases) == 0:
 			var res engine.PopResult
-			if res, err = n.Pop(opCtx(t), engine.PopCmd{Queue: queue, Batch: 1 + rng.IntN(4)}); err == nil && len(res.Messages) > 0 {
+			if res, err = raft.Propose[engine.PopResult](opCtx(t), n, engine.PopCmd{Queue: queue, Batch: 1 + rng.IntN(4)}); err == nil && len(res.Messages) > 0 {
 				leases = append(leases, res)
 			}
 		default:
@@ -205,7 +205,7 @@ func TestNode_IOErrors_LoseNothingAcknowledged(t *testing.T) {
 				items[j] = engine.AckItem{TransactionID: m.TransactionID, PartitionID: m.PartitionID, Group: res.Group, Lease: res.LeaseID}
 			}
 			var out []engine.AckResult
-			if out, err = n.Ack(opCtx(t), items); err == nil {
+			if out, err = raft.Propose[[]engine.AckResult](opCtx(t), n, engine.AckCmd{Items: items}); err == nil {
 				for j, r := range out {
 					if r.Success && !r.Noop {
 						m := res.Messages[j]
@@ -276,7 +276,7 @@ func singleNode(t *testing.T) (*rafttest.Cluster, stores) {
 // pushOK pushes one message and fails the test unless it is queued.
 func pushOK(t *testing.T, n *raft.Node, txn string, pushed map[string]engine.ID) {
 	t.Helper()
-	res, err := n.Push(opCtx(t), []engine.PushItem{{Queue: "q", TransactionID: txn, Payload: []byte(`{}`)}})
+	res, err := raft.Propose[[]engine.PushResult](opCtx(t), n, engine.PushCmd{Items: []engine.PushItem{{Queue: "q", TransactionID: txn, Payload: []byte(`{}`)}}})
 	if err != nil || res[0].Status != engine.Queued {
 		t.Fatalf("push %s = %+v, %v", txn, res, err)
 	}
@@ -295,7 +295,7 @@ func TestNode_LogStoreDiskFull_ReportedAndHealed(t *testing.T) {
 	}
 	s.log.Fail(faulttest.Write, syscall.ENOSPC)
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-	_, err := n.Push(ctx, []engine.PushItem{{Queue: "q", TransactionID: "during", Payload: []byte(`{}`)}})
+	_, err := raft.Propose[[]engine.PushResult](ctx, n, engine.PushCmd{Items: []engine.PushItem{{Queue: "q", TransactionID: "during", Payload: []byte(`{}`)}}})
 	cancel()
 	if err == nil {
 		t.Fatal("a push acknowledged while its log entry could not be written")
@@ -326,7 +326,7 @@ func TestNode_LogStoreFsyncFails_StepsDownAndHeals(t *testing.T) {
 		pushOK(t, n, fmt.Sprint("before", i), pushed)
 	}
 	s.log.Fail(faulttest.Sync, syscall.EIO)
-	_, err := n.Push(opCtx(t), []engine.PushItem{{Queue: "q", TransactionID: "during", Payload: []byte(`{}`)}})
+	_, err := raft.Propose[[]engine.PushResult](opCtx(t), n, engine.PushCmd{Items: []engine.PushItem{{Queue: "q", TransactionID: "during", Payload: []byte(`{}`)}}})
 	if !errors.Is(err, raft.ErrFaulted) && !errors.Is(err, raft.ErrLeadershipLost) {
 		t.Fatalf("push over a failing fsync = %v, want ErrFaulted or ErrLeadershipLost", err)
 	}
@@ -334,7 +334,7 @@ func TestNode_LogStoreFsyncFails_StepsDownAndHeals(t *testing.T) {
 		st := n.Status()
 		return st.Role != "leader" && strings.Contains(st.Fault, "raft log") && strings.Contains(st.Fault, "faulted")
 	})
-	if _, err := n.Push(opCtx(t), []engine.PushItem{{Queue: "q", TransactionID: "refused", Payload: []byte(`{}`)}}); err == nil {
+	if _, err := raft.Propose[[]engine.PushResult](opCtx(t), n, engine.PushCmd{Items: []engine.PushItem{{Queue: "q", TransactionID: "refused", Payload: []byte(`{}`)}}}); err == nil {
 		t.Fatal("push acknowledged by a node whose log cannot sync")
 	}
 	if _, err := n.Queues(); err != nil {
@@ -365,7 +365,7 @@ func TestNode_EngineFault_CatchesUpFromTheLog(t *testing.T) {
 	if err := n.Snapshot(); err == nil {
 		t.Fatal("snapshot succeeded though the engine's WAL could not be synced")
 	}
-	res, err := n.Push(opCtx(t), []engine.PushItem{{Queue: "q", TransactionID: "during", Payload: []byte(`{}`)}})
+	res, err := raft.Propose[[]engine.PushResult](opCtx(t), n, engine.PushCmd{Items: []engine.PushItem{{Queue: "q", TransactionID: "during", Payload: []byte(`{}`)}}})
 	if !errors.Is(err, raft.ErrFaulted) {
 		t.Fatalf("push on a faulted engine = %+v, %v; want ErrFaulted", res, err)
 	}
@@ -403,7 +403,7 @@ func TestNode_Open_ServesReadsOnFullDisk(t *testing.T) {
 		t.Errorf("Status.Fault on a full disk = %q", f)
 	}
 	start := time.Now()
-	if _, err := n.Push(opCtx(t), []engine.PushItem{{Queue: "q", TransactionID: "full", Payload: []byte(`{}`)}}); err == nil {
+	if _, err := raft.Propose[[]engine.PushResult](opCtx(t), n, engine.PushCmd{Items: []engine.PushItem{{Queue: "q", TransactionID: "full", Payload: []byte(`{}`)}}}); err == nil {
 		t.Fatal("push acknowledged on a full disk")
 	}
 	if took := time.Since(start); took > 10*time.Second {

@@ -33,9 +33,6 @@ type fsm struct {
 	logs   *logstore.Store // where catchUp reads entries back
 	notify *notifier
 	log    *slog.Logger
-	// id is this node's id: an entry proposed elsewhere (its Extensions
-	// name the proposer) is applied without building results nobody reads.
-	id string
 	// faulted wakes the node's healer (buffered; a send never blocks).
 	faulted chan struct{}
 
@@ -45,16 +42,10 @@ type fsm struct {
 	fed atomic.Uint64
 }
 
-func newFSM(e *engine.Engine, logs *logstore.Store, notify *notifier, log *slog.Logger, id string) *fsm {
-	f := &fsm{e: e, logs: logs, notify: notify, log: log, id: id, faulted: make(chan struct{}, 1)}
+func newFSM(e *engine.Engine, logs *logstore.Store, notify *notifier, log *slog.Logger) *fsm {
+	f := &fsm{e: e, logs: logs, notify: notify, log: log, faulted: make(chan struct{}, 1)}
 	f.fed.Store(e.Applied())
 	return f
-}
-
-// result is one command's outcome, as the proposer receives it.
-type result struct {
-	value any
-	err   error
 }
 
 // entryFault answers every command of an entry that was not applied.
@@ -89,17 +80,15 @@ func (f *fsm) ApplyBatch(logs []*hraft.Log) []any {
 }
 
 // apply applies logs in one engine batch and commits it; out, when not
-// nil, receives each entry's results.
+// nil, receives each entry's results ([]engine.Result, one per command).
+// It is a decode-and-apply loop: what each command does, answers and wakes
+// is the command's own (engine.Command).
 func (f *fsm) apply(logs []*hraft.Log, out []any) error {
 	applied := f.e.Applied()
 	b, err := f.e.Begin()
 	if err != nil {
 		return err
 	}
-	// Pops leave reading their messages to the proposer (Node.await), out
-	// of this serial loop.
-	b.DeferReads(true)
-
 	var (
 		last    uint64
 		touched touchSet
@@ -112,16 +101,18 @@ func (f *fsm) apply(logs []*hraft.Log, out []any) error {
 		if l.Type != hraft.LogCommand {
 			continue
 		}
-		b.SkipResults(out == nil || string(l.Extensions) != f.id)
 		cmds, err := command.DecodeEntry(l.Data)
 		if err != nil {
 			// Never skip a command: an entry this binary cannot read means
 			// it must not serve (an older binary in a newer cluster).
 			panic(fmt.Sprintf("raft: fsm: log %d: %v", l.Index, err))
 		}
-		results := make([]result, len(cmds))
+		results := make([]engine.Result, len(cmds))
 		for j := range cmds {
-			results[j] = apply(b, &cmds[j], &touched)
+			r := b.Apply(cmds[j].Stamp, cmds[j].Cmd)
+			touched.add(r.Wake...)
+			touched.all = touched.all || r.WakeAll
+			results[j] = r
 		}
 		if out != nil {
 			out[i] = results
@@ -184,97 +175,6 @@ func (f *fsm) wake() {
 	case f.faulted <- struct{}{}:
 	default:
 	}
-}
-
-// apply runs one command against the batch.
-func apply(b *engine.Batch, c *command.Command, t *touchSet) result {
-	st := c.Stamp
-	switch c.Type {
-	case command.TypeConfigure:
-		v, err := b.Configure(st, c.Configure)
-		return result{v, err}
-	case command.TypeDeleteQueue:
-		t.add(c.Queue)
-		return result{b.DeleteQueue(c.Queue), nil}
-	case command.TypePush:
-		return result{t.addQueued(b.Push(st, c.Push)), nil}
-	case command.TypePushPrepared:
-		return result{t.addQueued(b.PushPrepared(st, c.Prepared)), nil}
-	case command.TypePop:
-		v, err := b.Pop(st, c.Pop)
-		return result{v, err}
-	case command.TypeAck:
-		v := b.Ack(st, c.Ack)
-		for i := range v {
-			if v[i].LeaseReleased || v[i].DLQ || v[i].Dropped {
-				t.add(v[i].Queue)
-			}
-		}
-		return result{v, nil}
-	case command.TypeExtendLease:
-		return result{b.ExtendLease(st, c.Lease, c.Seconds), nil}
-	case command.TypeTransaction:
-		v := b.Transaction(st, c.Ops, c.Leases)
-		for i := range v.Pushes {
-			t.add(v.Pushes[i].Queue)
-		}
-		for i := range v.Acks {
-			t.add(v.Acks[i].Queue)
-		}
-		return result{v, nil}
-	case command.TypeReplay:
-		v, err := b.Replay(st, c.Replay)
-		t.add(v.Queue)
-		return result{v, err}
-	case command.TypeDeleteDLQ:
-		v, err := b.DeleteDLQ(c.Address.PartitionID, c.Address.TransactionID, c.Address.Group)
-		return result{v, err}
-	case command.TypeMoveToDLQ:
-		v, err := b.MoveToDLQ(st, c.Address.PartitionID, c.Address.TransactionID, c.Address.Group, c.Address.Error)
-		t.add(v.Queue)
-		return result{v, err}
-	case command.TypeSeek:
-		v, err := b.Seek(st, c.Seek)
-		t.add(c.Seek.Queue)
-		return result{v, err}
-	case command.TypeDeleteGroup:
-		n, meta := b.DeleteGroup(c.Group.Group, c.Group.Queue, c.Group.DeleteMetadata)
-		t.all = true
-		return result{groupDeleted{n, meta}, nil}
-	case command.TypeUpdateSub:
-		return result{b.UpdateSubscription(c.Group.Group, c.Group.Timestamp), nil}
-	case command.TypeAnnounce:
-		b.SetClusterValue(httpKey(c.Announce.NodeID), c.Announce.HTTP)
-		return result{}
-	case command.TypeMaintenance:
-		v := ""
-		if c.Maintenance.Enabled {
-			v = "on"
-		}
-		b.SetClusterValue(maintenanceKey(c.Maintenance.Pop), v)
-		if !c.Maintenance.Enabled {
-			t.all = true // parked pops may deliver again
-		}
-		return result{}
-	case command.TypeSweep:
-		v, err := b.Sweep(st)
-		return result{v, err}
-	}
-	panic(fmt.Sprintf("raft: fsm: unknown command type %d", c.Type))
-}
-
-type groupDeleted struct {
-	deleted  int
-	metadata bool
-}
-
-func httpKey(nodeID string) string { return "http/" + nodeID }
-
-func maintenanceKey(pop bool) string {
-	if pop {
-		return "maintenance/pop"
-	}
-	return "maintenance/push"
 }
 
 // Snapshot makes the engine durable up to its applied index and returns a

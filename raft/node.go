@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/hashicorp/go-hclog"
 	hraft "github.com/hashicorp/raft"
 
@@ -42,7 +41,6 @@ type Node struct {
 	// allows happen together.
 	membership sync.Mutex
 
-	origin    []byte // this node's id, stamped on the entries it proposes
 	proposals chan *proposal
 	inflight  chan struct{}
 	done      chan struct{}
@@ -51,9 +49,16 @@ type Node struct {
 	closeOnce sync.Once
 }
 
+// proposal is one command waiting for its entry, and where its answer goes.
 type proposal struct {
-	cmd  command.Command
-	done chan result
+	cmd  command.Stamped
+	done chan proposed
+}
+
+// proposed is a proposal's outcome.
+type proposed struct {
+	res engine.Result
+	err error
 }
 
 // Open starts a node: it opens the engine and the Raft log, bootstraps a new
@@ -63,7 +68,7 @@ func Open(opts Options) (*Node, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	n := &Node{opts: opts, log: opts.Logger.With("node", opts.ID), notify: newNotifier(), origin: []byte(opts.ID),
+	n := &Node{opts: opts, log: opts.Logger.With("node", opts.ID), notify: newNotifier(),
 		proposals: make(chan *proposal, 4096), inflight: make(chan struct{}, opts.MaxInFlight),
 		done: make(chan struct{}), stopped: make(chan struct{}), live: newLiveness()}
 	ok := false
@@ -95,7 +100,7 @@ func Open(opts Options) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("raft: read state: %w", err)
 	}
-	n.fsm = newFSM(n.engine, n.store, n.notify, n.log, opts.ID)
+	n.fsm = newFSM(n.engine, n.store, n.notify, n.log)
 	if n.raft, err = hraft.NewRaft(cfg, n.fsm, logs, n.store, n.disk.snaps, n.transport); err != nil {
 		return nil, fmt.Errorf("raft: start: %w", err)
 	}
@@ -323,37 +328,6 @@ func (n *Node) closeParts() error {
 	return errors.Join(errs...)
 }
 
-// apply stamps a command and proposes it through the group-commit loop. It
-// returns the command's result, or ErrNotLeader (nothing was proposed: the
-// caller may forward) and the other errors of errors.go.
-func (n *Node) apply(ctx context.Context, c command.Command) (any, error) {
-	if err := n.leading(); err != nil {
-		return nil, err
-	}
-	seed, err := uuid.NewV7()
-	if err != nil {
-		return nil, fmt.Errorf("raft: mint seed: %w", err)
-	}
-	c.Stamp = engine.Stamp{Time: time.Now().UnixMicro(), Seed: engine.ID(seed)}
-	p := &proposal{cmd: c, done: make(chan result, 1)}
-	select {
-	case n.proposals <- p:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-n.done:
-		return nil, ErrShutdown
-	}
-	select {
-	case r := <-p.done:
-		return r.value, r.err
-	case <-ctx.Done():
-		// The command may still be applied: its outcome is unknown.
-		return nil, ctx.Err()
-	case <-n.done:
-		return nil, ErrShutdown
-	}
-}
-
 // leading returns nil on the leader, else the error a caller may forward on.
 func (n *Node) leading() error {
 	if n.raft.State() != hraft.Leader {
@@ -375,7 +349,10 @@ func (n *Node) notLeader() error {
 // next, larger entry. It never waits on a timer.
 func (n *Node) proposeLoop() {
 	defer n.wg.Done()
-	var buf []byte
+	var (
+		buf  []byte
+		cmds []command.Stamped
+	)
 	for {
 		var first *proposal
 		select {
@@ -386,7 +363,7 @@ func (n *Node) proposeLoop() {
 		select {
 		case n.inflight <- struct{}{}:
 		case <-n.done:
-			first.done <- result{err: ErrShutdown}
+			first.done <- proposed{err: ErrShutdown}
 			return
 		}
 		batch := []*proposal{first}
@@ -399,14 +376,12 @@ func (n *Node) proposeLoop() {
 				break drain
 			}
 		}
-		cmds := make([]*command.Command, len(batch))
-		for i, p := range batch {
-			cmds[i] = &p.cmd
+		cmds = cmds[:0]
+		for _, p := range batch {
+			cmds = append(cmds, p.cmd)
 		}
 		buf = command.AppendEntry(buf[:0], cmds)
-		// The entry names its proposer (Extensions): only that node reads
-		// the results, the others apply without building them.
-		f := n.raft.ApplyLog(hraft.Log{Data: bytes.Clone(buf), Extensions: n.origin}, n.opts.ApplyTimeout)
+		f := n.raft.ApplyLog(hraft.Log{Data: bytes.Clone(buf)}, n.opts.ApplyTimeout)
 		n.wg.Add(1)
 		go n.await(f, batch)
 	}
@@ -422,34 +397,30 @@ func (n *Node) await(f hraft.ApplyFuture, batch []*proposal) {
 	if err != nil {
 		err = n.mapError(err)
 		for _, p := range batch {
-			p.done <- result{err: err}
+			p.done <- proposed{err: err}
 		}
 		return
 	}
 	if fault, ok := f.Response().(entryFault); ok {
 		for _, p := range batch {
-			p.done <- result{err: fault.err}
+			p.done <- proposed{err: fault.err}
 		}
 		return
 	}
-	results, _ := f.Response().([]result)
-	for i := range results {
-		// Pops were applied with deferred reads: read their messages here,
-		// in parallel with the next entries' apply.
-		if pop, ok := results[i].value.(engine.PopResult); ok && results[i].err == nil {
-			if err := n.engine.FillPop(&pop); err != nil {
-				results[i] = result{err: err}
-			} else {
-				results[i].value = pop
-			}
-		}
-	}
+	results, _ := f.Response().([]engine.Result)
 	for i, p := range batch {
-		if i < len(results) {
-			p.done <- results[i]
-		} else {
-			p.done <- result{err: fmt.Errorf("raft: entry applied without a result")}
+		if i >= len(results) {
+			p.done <- proposed{err: fmt.Errorf("raft: entry applied without a result")}
+			continue
 		}
+		// What a command deferred past the commit (a pop's messages) is
+		// read here, in parallel with the next entries' apply.
+		r := results[i]
+		if err := n.engine.Finish(&r); err != nil {
+			p.done <- proposed{err: err}
+			continue
+		}
+		p.done <- proposed{res: r}
 	}
 }
 
@@ -502,12 +473,11 @@ func (n *Node) leaderLoop() {
 			if !isLeader || n.opts.HTTPAddr == "" {
 				continue
 			}
-			if n.engine.ClusterValue(httpKey(n.opts.ID)) == n.opts.HTTPAddr {
+			if n.engine.ClusterValue(command.HTTPKey(n.opts.ID)) == n.opts.HTTPAddr {
 				continue
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), n.opts.ApplyTimeout)
-			_, err := n.apply(ctx, command.Command{Type: command.TypeAnnounce,
-				Announce: command.Announce{NodeID: n.opts.ID, HTTP: n.opts.HTTPAddr}})
+			_, err := Propose[struct{}](ctx, n, command.Announce{NodeID: n.opts.ID, HTTP: n.opts.HTTPAddr})
 			cancel()
 			if err != nil {
 				n.log.Warn("raft: announce leader address", "err", err)
@@ -547,9 +517,7 @@ func (n *Node) sweepLoop() {
 func (n *Node) Sweep(ctx context.Context) (engine.SweepResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, n.opts.ApplyTimeout)
 	defer cancel()
-	v, err := n.apply(ctx, command.Command{Type: command.TypeSweep})
-	res, _ := v.(engine.SweepResult)
-	return res, err
+	return Propose[engine.SweepResult](ctx, n, engine.SweepCmd{})
 }
 
 // Status reports the node's role, leader and applied index, and its
@@ -569,7 +537,7 @@ func (n *Node) Status() Status {
 	}
 	if _, id := n.raft.LeaderWithID(); id != "" {
 		s.Leader = string(id)
-		s.LeaderHTTP = n.engine.ClusterValue(httpKey(s.Leader))
+		s.LeaderHTTP = n.engine.ClusterValue(command.HTTPKey(s.Leader))
 	}
 	s.Term = n.raft.CurrentTerm()
 	if f := n.raft.GetConfiguration(); f.Error() == nil {

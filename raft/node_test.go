@@ -15,6 +15,7 @@ import (
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/raft/command"
 	"github.com/queenmq/queen/raft/rafttest"
 )
 
@@ -26,7 +27,7 @@ func ctxT(t *testing.T) context.Context {
 
 func push(t *testing.T, n *raft.Node, queue, txn string) engine.PushResult {
 	t.Helper()
-	res, err := n.Push(ctxT(t), []engine.PushItem{{Queue: queue, TransactionID: txn, Payload: []byte(`{"t":"` + txn + `"}`)}})
+	res, err := raft.Propose[[]engine.PushResult](ctxT(t), n, engine.PushCmd{Items: []engine.PushItem{{Queue: queue, TransactionID: txn, Payload: []byte(`{"t":"` + txn + `"}`)}}})
 	if err != nil {
 		t.Fatalf("push %s: %v", txn, err)
 	}
@@ -42,7 +43,7 @@ func TestNode_SingleVoterPushPopAckRestart(t *testing.T) {
 	if r := push(t, n, "q", "t1"); r.Status != engine.Duplicate {
 		t.Fatalf("second push status %d, want duplicate", r.Status)
 	}
-	pop, err := n.Pop(ctxT(t), engine.PopCmd{Queue: "q", Batch: 10})
+	pop, err := raft.Propose[engine.PopResult](ctxT(t), n, engine.PopCmd{Queue: "q", Batch: 10})
 	if err != nil || len(pop.Messages) != 1 {
 		t.Fatalf("pop = %+v, %v", pop, err)
 	}
@@ -51,11 +52,11 @@ func TestNode_SingleVoterPushPopAckRestart(t *testing.T) {
 	c.Leader()
 	// The lease taken before the restart is still held: nothing was applied
 	// twice and nothing was lost.
-	again, err := n.Pop(ctxT(t), engine.PopCmd{Queue: "q", Batch: 10})
+	again, err := raft.Propose[engine.PopResult](ctxT(t), n, engine.PopCmd{Queue: "q", Batch: 10})
 	if err != nil || len(again.Messages) != 0 {
 		t.Fatalf("pop during lease after restart = %+v, %v", again.Messages, err)
 	}
-	acks, err := n.Ack(ctxT(t), []engine.AckItem{{TransactionID: "t1", PartitionID: pop.Messages[0].PartitionID, Lease: pop.LeaseID}})
+	acks, err := raft.Propose[[]engine.AckResult](ctxT(t), n, engine.AckCmd{Items: []engine.AckItem{{TransactionID: "t1", PartitionID: pop.Messages[0].PartitionID, Lease: pop.LeaseID}}})
 	if err != nil || !acks[0].Success || !acks[0].LeaseReleased {
 		t.Fatalf("ack after restart = %+v, %v", acks, err)
 	}
@@ -73,7 +74,7 @@ func TestNode_FollowerRefusesAndClusterConverges(t *testing.T) {
 		push(t, leader, "q", fmt.Sprintf("t%d", i))
 	}
 	f := c.Followers()[0]
-	_, err := f.Push(ctxT(t), []engine.PushItem{{Queue: "q", Payload: []byte(`{}`)}})
+	_, err := raft.Propose[[]engine.PushResult](ctxT(t), f, engine.PushCmd{Items: []engine.PushItem{{Queue: "q", Payload: []byte(`{}`)}}})
 	if !errors.Is(err, raft.ErrNotLeader) {
 		t.Fatalf("push on a follower: err = %v, want ErrNotLeader", err)
 	}
@@ -146,7 +147,7 @@ func TestNode_PartitionAndHeal(t *testing.T) {
 
 	// The cut-off node cannot commit: a write fails and is not applied later.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	_, err := old.Push(ctx, []engine.PushItem{{Queue: "q", TransactionID: "lost", Payload: []byte(`{}`)}})
+	_, err := raft.Propose[[]engine.PushResult](ctx, old, engine.PushCmd{Items: []engine.PushItem{{Queue: "q", TransactionID: "lost", Payload: []byte(`{}`)}}})
 	cancel()
 	if err == nil {
 		t.Fatal("a partitioned old leader accepted a write")
@@ -158,7 +159,7 @@ func TestNode_PartitionAndHeal(t *testing.T) {
 	}
 	c.EnsureSame()
 	l := c.Leader()
-	pop, err := l.Pop(ctxT(t), engine.PopCmd{Queue: "q", Batch: 10})
+	pop, err := raft.Propose[engine.PopResult](ctxT(t), l, engine.PopCmd{Queue: "q", Batch: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +294,7 @@ func TestNode_LeaderChangeUnderLoad(t *testing.T) {
 						continue
 					}
 					ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-					res, err := leader.Push(ctx, []engine.PushItem{{Queue: "q", TransactionID: txn, Payload: []byte(`{}`)}})
+					res, err := raft.Propose[[]engine.PushResult](ctx, leader, engine.PushCmd{Items: []engine.PushItem{{Queue: "q", TransactionID: txn, Payload: []byte(`{}`)}}})
 					cancel()
 					mu.Lock()
 					attempts++
@@ -335,7 +336,7 @@ func TestNode_LeaderChangeUnderLoad(t *testing.T) {
 	leader := c.Leader()
 	seen := map[string]int{}
 	for {
-		pop, err := leader.Pop(ctxT(t), engine.PopCmd{Queue: "q", Batch: 1000, AutoAck: true})
+		pop, err := raft.Propose[engine.PopResult](ctxT(t), leader, engine.PopCmd{Queue: "q", Batch: 1000, AutoAck: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -367,7 +368,7 @@ func TestNode_LeaderChangeUnderLoad(t *testing.T) {
 // The maintenance switches are replicated: every node reads them.
 func TestNode_MaintenanceIsClusterWide(t *testing.T) {
 	c := rafttest.MakeCluster(t, 3)
-	if err := c.Leader().SetMaintenance(ctxT(t), true, true); err != nil {
+	if err := setMaintenance(t, c.Leader(), true, true); err != nil {
 		t.Fatal(err)
 	}
 	c.EnsureSame()
@@ -376,7 +377,7 @@ func TestNode_MaintenanceIsClusterWide(t *testing.T) {
 			t.Fatalf("%s: maintenance push=%v pop=%v, want pop only", n.Status().ID, push, pop)
 		}
 	}
-	if err := c.Followers()[0].SetMaintenance(ctxT(t), true, false); !errors.Is(err, raft.ErrNotLeader) {
+	if err := setMaintenance(t, c.Followers()[0], true, false); !errors.Is(err, raft.ErrNotLeader) {
 		t.Fatalf("switch on a follower: %v", err)
 	}
 }
@@ -431,4 +432,9 @@ func TestLock_HeldWhileANodeRuns(t *testing.T) {
 	if entries, err := os.ReadDir(empty); err != nil || len(entries) != 0 {
 		t.Fatalf("Lock left %v in the directory (%v)", entries, err)
 	}
+}
+
+func setMaintenance(t *testing.T, n *raft.Node, pop, enabled bool) error {
+	_, err := raft.Propose[struct{}](ctxT(t), n, command.Maintenance{Pop: pop, Enabled: enabled})
+	return err
 }

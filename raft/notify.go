@@ -1,9 +1,8 @@
 package raft
 
 import (
+	"slices"
 	"sync"
-
-	"github.com/queenmq/queen/engine"
 )
 
 // touchSet collects the queues an apply batch may have made deliverable.
@@ -12,26 +11,13 @@ type touchSet struct {
 	all    bool
 }
 
-// addQueued adds the queues of the pushes that were queued, and returns res.
-func (t *touchSet) addQueued(res []engine.PushResult) []engine.PushResult {
-	for i := range res {
-		if res[i].Status == engine.Queued {
-			t.add(res[i].Queue)
+// add adds queues to the set ("" is no queue).
+func (t *touchSet) add(queues ...string) {
+	for _, q := range queues {
+		if q != "" && !slices.Contains(t.queues, q) {
+			t.queues = append(t.queues, q)
 		}
 	}
-	return res
-}
-
-func (t *touchSet) add(q string) {
-	if q == "" {
-		return
-	}
-	for _, x := range t.queues {
-		if x == q {
-			return
-		}
-	}
-	t.queues = append(t.queues, q)
 }
 
 // notifier wakes parked long-poll pops after applies. Sends never block: each
@@ -89,4 +75,15 @@ func (n *notifier) notify(t touchSet) {
 		wake(n.watchers[q])
 	}
 	wake(n.watchers[""])
+}
+
+// count returns the number of registered watches.
+func (n *notifier) count() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	c := 0
+	for _, set := range n.watchers {
+		c += len(set)
+	}
+	return c
 }

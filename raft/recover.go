@@ -68,7 +68,7 @@ func Recover(opts Options, peers []Peer) (uint64, error) {
 	last := max(lastLog, latestSnapshotIndex(d.snaps))
 
 	cfg := raftConfig(opts, d)
-	rf := &recoveryFSM{fsm: newFSM(d.engine, d.store, newNotifier(), opts.Logger, opts.ID), last: last}
+	rf := &recoveryFSM{fsm: newFSM(d.engine, d.store, newNotifier(), opts.Logger), last: last}
 	var snaps hraft.SnapshotStore = d.snaps
 	if cfg.NoSnapshotRestoreOnStart {
 		// The engine holds its latest snapshot's state already, as at a

@@ -79,7 +79,7 @@ func TestRecover_SingleNodeAfterForcedJoin(t *testing.T) {
 				t.Fatalf("engine check: %v", err)
 			}
 			push(t, n, "q", "after recovery")
-			pop, err := n.Pop(ctxT(t), engine.PopCmd{Queue: "q", Batch: 100})
+			pop, err := raft.Propose[engine.PopResult](ctxT(t), n, engine.PopCmd{Queue: "q", Batch: 100})
 			wantN := 31
 			if snapshotFirst {
 				wantN++

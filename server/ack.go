@@ -5,6 +5,7 @@ import (
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/engine/cursor"
+	"github.com/queenmq/queen/raft"
 )
 
 // Ack request error texts (API.md §7).
@@ -195,7 +196,7 @@ func (s *Server) acknowledge(ctx *fasthttp.RequestCtx, fields []ackFields) {
 	var res []engine.AckResult
 	if len(items) > 0 {
 		var err error
-		if res, err = s.broker.Ack(s.ctx, items); err != nil {
+		if res, err = raft.Propose[[]engine.AckResult](s.ctx, s.broker, engine.AckCmd{Items: items}); err != nil {
 			s.writeError(ctx, err)
 			return
 		}
@@ -259,7 +260,7 @@ func (s *Server) transaction(ctx *fasthttp.RequestCtx, p *params) {
 		s.writeError(ctx, err)
 		return
 	}
-	res, err := s.broker.Transaction(s.ctx, req.ops, req.required)
+	res, err := raft.Propose[engine.TxResult](s.ctx, s.broker, engine.TransactionCmd{Ops: req.ops, RequiredLeases: req.required})
 	if err != nil {
 		s.writeError(ctx, err)
 		return
@@ -516,7 +517,7 @@ func (s *Server) extendLease(ctx *fasthttp.RequestCtx, p *params) {
 	}
 	var res engine.ExtendResult
 	if lease, perr := engine.ParseID(leaseText); perr == nil {
-		if res, err = s.broker.ExtendLease(s.ctx, lease, seconds); err != nil {
+		if res, err = raft.Propose[engine.ExtendResult](s.ctx, s.broker, engine.ExtendLeaseCmd{Lease: lease, Seconds: seconds}); err != nil {
 			s.writeError(ctx, err)
 			return
 		}

@@ -365,8 +365,11 @@ func (faulted) Status() raft.Status {
 		Fault: "raft log: fault: store faulted by an I/O error: no space left on device"}
 }
 
-func (faulted) Push(context.Context, []engine.PushItem) ([]engine.PushResult, error) {
-	return nil, fmt.Errorf("raft: append: %w: no space left on device", raft.ErrFaulted)
+func (f faulted) Propose(ctx context.Context, c engine.Command) (engine.Result, error) {
+	if _, ok := c.(engine.PushCmd); ok {
+		return engine.Result{}, fmt.Errorf("raft: append: %w: no space left on device", raft.ErrFaulted)
+	}
+	return f.Broker.Propose(ctx, c)
 }
 
 func TestHealth_UnhealthyOnStorageFault(t *testing.T) {

@@ -28,22 +28,29 @@ type stubBroker struct {
 	pop engine.PopResult
 }
 
-func (stubBroker) Push(_ context.Context, items []engine.PushItem) ([]engine.PushResult, error) {
+func (b stubBroker) Propose(_ context.Context, c engine.Command) (engine.Result, error) {
+	switch c := c.(type) {
+	case engine.PushCmd:
+		return engine.Result{Value: queuedAll(c.Items)}, nil
+	case engine.PopCmd:
+		return engine.Result{Value: b.pop}, nil
+	case engine.AckCmd:
+		res := make([]engine.AckResult, len(c.Items))
+		for i := range c.Items {
+			res[i] = engine.AckResult{TransactionID: c.Items[i].TransactionID, Success: true, Queue: "q", Partition: "Default"}
+		}
+		return engine.Result{Value: res}, nil
+	}
+	return engine.Result{}, fmt.Errorf("stubBroker: %T", c)
+}
+
+// queuedAll answers a push of items as if every one was queued.
+func queuedAll(items []engine.PushItem) []engine.PushResult {
 	res := make([]engine.PushResult, len(items))
 	for i := range items {
 		res[i] = engine.PushResult{Status: engine.Queued, TransactionID: items[i].TransactionID, Queue: items[i].Queue, Partition: "Default"}
 	}
-	return res, nil
-}
-
-func (b stubBroker) Pop(context.Context, engine.PopCmd) (engine.PopResult, error) { return b.pop, nil }
-
-func (stubBroker) Ack(_ context.Context, items []engine.AckItem) ([]engine.AckResult, error) {
-	res := make([]engine.AckResult, len(items))
-	for i := range items {
-		res[i] = engine.AckResult{TransactionID: items[i].TransactionID, Success: true, Queue: "q", Partition: "Default"}
-	}
-	return res, nil
+	return res
 }
 
 func benchServer(b *testing.B, broker Broker) *Server {

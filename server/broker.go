@@ -28,19 +28,11 @@ type Reader interface {
 type Broker interface {
 	Reader
 
-	Configure(ctx context.Context, cmd engine.ConfigureCmd) (engine.QueueInfo, error)
-	DeleteQueue(ctx context.Context, name string) (existed bool, err error)
-	Push(ctx context.Context, items []engine.PushItem) ([]engine.PushResult, error)
-	Pop(ctx context.Context, cmd engine.PopCmd) (engine.PopResult, error)
-	Ack(ctx context.Context, items []engine.AckItem) ([]engine.AckResult, error)
-	ExtendLease(ctx context.Context, lease engine.ID, seconds int64) (engine.ExtendResult, error)
-	Transaction(ctx context.Context, ops []engine.TxOp, requiredLeases []engine.ID) (engine.TxResult, error)
-	Replay(ctx context.Context, cmd engine.ReplayCmd) (engine.ReplayResult, error)
-	DeleteDLQ(ctx context.Context, part engine.ID, txn, group string) (removed int, err error)
-	MoveToDLQ(ctx context.Context, part engine.ID, txn, group, text string) (engine.AckResult, error)
-	Seek(ctx context.Context, cmd engine.SeekCmd) (updated int, err error)
-	DeleteGroup(ctx context.Context, group, queue string, deleteMetadata bool) (deleted int, metadataDeleted bool, err error)
-	UpdateSubscription(ctx context.Context, group string, ts int64) (updated int, err error)
+	// Propose runs a command (raft.Proposer): handlers call it through
+	// raft.Propose, which checks the answer's type. It returns
+	// raft.ErrNotLeader, before proposing anything, on a follower: the
+	// request is then forwarded to the leader.
+	raft.Proposer
 
 	// Barrier returns once this node has applied every command committed
 	// before the call (a consistent read).

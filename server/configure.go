@@ -4,6 +4,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/raft"
 )
 
 // configure answers POST /api/v1/configure (C5): options merge into the
@@ -48,7 +49,7 @@ func (s *Server) configure(ctx *fasthttp.RequestCtx, _ *params) {
 		s.writeError(ctx, err)
 		return
 	}
-	info, err := s.broker.Configure(s.ctx, cmd)
+	info, err := raft.Propose[engine.QueueInfo](s.ctx, s.broker, cmd)
 	if err != nil {
 		s.writeError(ctx, err)
 		return

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/aes"
 	"crypto/cipher"
-	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -12,7 +11,6 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 
@@ -281,44 +279,18 @@ func (b engineBrokerFast) QueueConfig(name string) (engine.Config, bool) {
 // as given) holding partitions partitions, each with one consumer group.
 func configuredEngine(b *testing.B, encrypted bool, partitions int) *engine.Engine {
 	h := enginetest.MustOpen(b)
-	// Every command needs a fresh seed, as the leader stamps one: ids are
-	// minted from it.
-	stamp := func() engine.Stamp {
-		st := engine.Stamp{Time: time.Now().UnixMicro()}
-		rand.Read(st.Seed[:])
-		return st
-	}
-	batch, err := h.Engine.Begin()
-	if err != nil {
-		b.Fatal(err)
-	}
 	var v int64
 	if encrypted {
 		v = 1
 	}
-	if _, err := batch.Configure(stamp(), engine.ConfigureCmd{Queue: "orders",
-		Set: []engine.OptionValue{{Option: engine.OptEncryptionEnabled, Value: v}}}); err != nil {
-		b.Fatal(err)
-	}
+	h.Configure(engine.ConfigureCmd{Queue: "orders", Set: []engine.OptionValue{{Option: engine.OptEncryptionEnabled, Value: v}}})
 	var items []engine.PushItem
 	for i := range partitions {
 		items = append(items, engine.PushItem{Queue: "orders", Partition: fmt.Sprint("p", i), Payload: []byte(`{}`)})
 	}
-	batch.Push(stamp(), items)
-	if err := batch.Commit(1); err != nil {
-		b.Fatal(err)
-	}
+	h.Push(items...)
 	for i := range partitions {
-		batch, err := h.Engine.Begin()
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := batch.Pop(stamp(), engine.PopCmd{Queue: "orders", Partition: fmt.Sprint("p", i), Group: "g", Batch: 1, Partitions: 1}); err != nil {
-			b.Fatal(err)
-		}
-		if err := batch.Commit(uint64(i + 2)); err != nil {
-			b.Fatal(err)
-		}
+		h.Pop(engine.PopCmd{Queue: "orders", Partition: fmt.Sprint("p", i), Group: "g", Batch: 1, Partitions: 1})
 	}
 	return h.Engine
 }

@@ -89,7 +89,7 @@ func (s *Server) replayDLQ(ctx *fasthttp.RequestCtx, _ *params) {
 	replayed, skipped, failed := 0, 0, 0
 	for i := len(rows) - 1; i >= 0; i-- {
 		d := &rows[i]
-		_, err := s.broker.Replay(s.ctx, engine.ReplayCmd{PartitionID: d.PartitionID, TransactionID: d.TransactionID, Group: d.Group})
+		_, err := raft.Propose[engine.ReplayResult](s.ctx, s.broker, engine.ReplayCmd{PartitionID: d.PartitionID, TransactionID: d.TransactionID, Group: d.Group})
 		switch {
 		case err == nil:
 			replayed++
@@ -449,7 +449,8 @@ func (s *Server) deleteMessage(ctx *fasthttp.RequestCtx, p *params) {
 		s.writeError(ctx, err)
 		return
 	}
-	removed, err := s.broker.DeleteDLQ(s.ctx, part, txn, queryString(ctx.QueryArgs(), "consumerGroup"))
+	removed, err := raft.Propose[int](s.ctx, s.broker, engine.DeleteDLQCmd{PartitionID: part, TransactionID: txn,
+		Group: queryString(ctx.QueryArgs(), "consumerGroup")})
 	if err != nil {
 		s.writeError(ctx, err)
 		return
@@ -500,7 +501,7 @@ func (s *Server) replayMessage(ctx *fasthttp.RequestCtx, p *params) {
 		s.writeError(ctx, err)
 		return
 	}
-	res, err := s.broker.Replay(s.ctx, cmd)
+	res, err := raft.Propose[engine.ReplayResult](s.ctx, s.broker, cmd)
 	if err != nil {
 		s.writeError(ctx, err)
 		return
@@ -575,7 +576,7 @@ func (s *Server) moveToDLQ(ctx *fasthttp.RequestCtx, p *params) {
 		s.writeError(ctx, err)
 		return
 	}
-	res, err := s.broker.MoveToDLQ(s.ctx, part, txn, group, text)
+	res, err := raft.Propose[engine.AckResult](s.ctx, s.broker, engine.MoveToDLQCmd{PartitionID: part, TransactionID: txn, Group: group, Error: text})
 	if err != nil {
 		s.writeError(ctx, err)
 		return

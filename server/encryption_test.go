@@ -687,8 +687,11 @@ func (f follower) Status() raft.Status {
 	return st
 }
 
-func (f follower) Push(context.Context, []engine.PushItem) ([]engine.PushResult, error) {
-	return nil, raft.ErrNotLeader
+func (f follower) Propose(ctx context.Context, c engine.Command) (engine.Result, error) {
+	if _, ok := c.(engine.PushCmd); ok {
+		return engine.Result{}, raft.ErrNotLeader
+	}
+	return f.LocalBroker.Propose(ctx, c)
 }
 
 // Pushes spooled during push maintenance are stored sealed, marked so in

@@ -167,10 +167,13 @@ type keepRowBroker struct {
 	server.Broker
 }
 
-func (b keepRowBroker) Replay(ctx context.Context, cmd engine.ReplayCmd) (engine.ReplayResult, error) {
-	res, err := b.Broker.Replay(ctx, cmd)
-	res.RowsRemoved = 0
-	return res, err
+func (b keepRowBroker) Propose(ctx context.Context, c engine.Command) (engine.Result, error) {
+	r, err := b.Broker.Propose(ctx, c)
+	if res, ok := r.Value.(engine.ReplayResult); ok {
+		res.RowsRemoved = 0
+		r.Value = res
+	}
+	return r, err
 }
 
 func TestFailures_ReplayDeleteFailsReportsRowKept(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/raft"
 )
 
 // timeLag is the age in seconds of the oldest message a cursor has not
@@ -204,7 +205,8 @@ func (s *Server) getGroup(ctx *fasthttp.RequestCtx, p *params) {
 func (s *Server) deleteGroup(ctx *fasthttp.RequestCtx, p *params) {
 	group, queue := p.get("group"), p.get("queue")
 	meta := queryBool(ctx.QueryArgs(), "deleteMetadata", true)
-	deleted, metaDeleted, err := s.broker.DeleteGroup(s.ctx, group, queue, meta)
+	gd, err := raft.Propose[engine.GroupDeleted](s.ctx, s.broker, engine.DeleteGroupCmd{Group: group, Queue: queue, DeleteMetadata: meta})
+	deleted, metaDeleted := gd.Cursors, gd.Metadata
 	if err != nil {
 		s.writeError(ctx, err)
 		return
@@ -249,7 +251,7 @@ func (s *Server) seek(ctx *fasthttp.RequestCtx, p *params) {
 		s.writeError(ctx, err)
 		return
 	}
-	updated, err := s.broker.Seek(s.ctx, cmd)
+	updated, err := raft.Propose[int](s.ctx, s.broker, cmd)
 	if err != nil {
 		s.writeError(ctx, err)
 		return
@@ -300,7 +302,7 @@ func (s *Server) updateSubscription(ctx *fasthttp.RequestCtx, p *params) {
 		return
 	}
 	group := p.get("group")
-	updated, err := s.broker.UpdateSubscription(s.ctx, group, ts)
+	updated, err := raft.Propose[int](s.ctx, s.broker, engine.UpdateSubscriptionCmd{Group: group, Timestamp: ts})
 	if err != nil {
 		s.writeError(ctx, err)
 		return

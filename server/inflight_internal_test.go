@@ -23,15 +23,15 @@ type keepingBroker struct {
 	items []engine.PushItem
 }
 
-func (b *keepingBroker) Push(_ context.Context, items []engine.PushItem) ([]engine.PushResult, error) {
-	b.mu.Lock()
-	b.items = append(b.items, items...)
-	b.mu.Unlock()
-	res := make([]engine.PushResult, len(items))
-	for i := range items {
-		res[i] = engine.PushResult{Status: engine.Queued, TransactionID: items[i].TransactionID, Queue: items[i].Queue, Partition: "Default"}
+func (b *keepingBroker) Propose(_ context.Context, c engine.Command) (engine.Result, error) {
+	push, ok := c.(engine.PushCmd)
+	if !ok {
+		return engine.Result{}, fmt.Errorf("keepingBroker: %T", c)
 	}
-	return res, nil
+	b.mu.Lock()
+	b.items = append(b.items, push.Items...)
+	b.mu.Unlock()
+	return engine.Result{Value: queuedAll(push.Items)}, nil
 }
 
 // TestServer_Push_PayloadOutlivesItsRequest: payloads are handed to the

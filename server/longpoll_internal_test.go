@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"sync"
@@ -22,13 +23,23 @@ type leavingBroker struct {
 	acks   []engine.AckItem
 }
 
-func (b *leavingBroker) Pop(context.Context, engine.PopCmd) (engine.PopResult, error) {
+func (b *leavingBroker) Propose(_ context.Context, c engine.Command) (engine.Result, error) {
+	switch c := c.(type) {
+	case engine.PopCmd:
+		return engine.Result{Value: b.pop()}, nil
+	case engine.AckCmd:
+		return engine.Result{Value: b.ack(c.Items)}, nil
+	}
+	return engine.Result{}, fmt.Errorf("leavingBroker: %T", c)
+}
+
+func (b *leavingBroker) pop() engine.PopResult {
 	b.mu.Lock()
 	b.pops++
 	n := b.pops
 	b.mu.Unlock()
 	if n == 1 {
-		return engine.PopResult{Group: engine.QueueMode}, nil
+		return engine.PopResult{Group: engine.QueueMode}
 	}
 	b.client.Close()
 	time.Sleep(50 * time.Millisecond) // let the FIN arrive
@@ -38,14 +49,14 @@ func (b *leavingBroker) Pop(context.Context, engine.PopCmd) (engine.PopResult, e
 		Messages: []engine.Message{
 			{TransactionID: "a", PartitionID: part, Queue: "q", Partition: "Default"},
 			{TransactionID: "b", PartitionID: part, Queue: "q", Partition: "Default"},
-		}}, nil
+		}}
 }
 
-func (b *leavingBroker) Ack(_ context.Context, items []engine.AckItem) ([]engine.AckResult, error) {
+func (b *leavingBroker) ack(items []engine.AckItem) []engine.AckResult {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.acks = append(b.acks, items...)
-	return make([]engine.AckResult, len(items)), nil
+	return make([]engine.AckResult, len(items))
 }
 
 func (b *leavingBroker) Watch(string) (<-chan struct{}, func()) {

@@ -4,6 +4,9 @@ import (
 	"strings"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/raft/command"
 )
 
 // getMaintenance answers GET /api/v1/system/maintenance and .../pop.
@@ -23,7 +26,7 @@ func (s *Server) setMaintenance(ctx *fasthttp.RequestCtx, _ *params) {
 		enabled, has, err = sc.optBool("enabled")
 		return err
 	})
-	m, ok := s.broker.(Maintainer)
+	_, ok := s.broker.(Maintainer)
 	pop := strings.HasSuffix(string(ctx.Path()), "/pop")
 	switch {
 	case err != nil:
@@ -32,7 +35,7 @@ func (s *Server) setMaintenance(ctx *fasthttp.RequestCtx, _ *params) {
 	case !ok:
 		err = notImplemented("this broker has no maintenance mode")
 	default:
-		err = m.SetMaintenance(s.ctx, pop, enabled)
+		_, err = raft.Propose[struct{}](s.ctx, s.broker, command.Maintenance{Pop: pop, Enabled: enabled})
 	}
 	if err != nil {
 		s.writeError(ctx, err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/engine/cursor"
+	"github.com/queenmq/queen/raft"
 )
 
 // Pop limits. A batch above maxPopBatch is clamped; partitions above the
@@ -116,7 +117,7 @@ func (s *Server) pop(ctx *fasthttp.RequestCtx, queue, partition string) {
 			return
 		}
 	}
-	res, err := s.broker.Pop(s.ctx, req.cmd)
+	res, err := raft.Propose[engine.PopResult](s.ctx, s.broker, req.cmd)
 	if err == nil && len(res.Messages) == 0 && req.wait > 0 {
 		res, err = s.park(ctx, req.cmd, req.wait)
 	}
@@ -158,7 +159,7 @@ func (s *Server) park(ctx *fasthttp.RequestCtx, cmd engine.PopCmd, wait time.Dur
 			ctx.SetConnectionClose()
 			return engine.PopResult{}, nil
 		}
-		res, err := s.broker.Pop(s.ctx, cmd)
+		res, err := raft.Propose[engine.PopResult](s.ctx, s.broker, cmd)
 		if err != nil {
 			return res, err
 		}
@@ -209,7 +210,7 @@ func (s *Server) release(res *engine.PopResult) {
 		items = append(items, engine.AckItem{TransactionID: m.TransactionID, PartitionID: m.PartitionID,
 			Group: res.Group, Status: cursor.Retry, Lease: res.LeaseID})
 	}
-	if _, err := s.broker.Ack(s.ctx, items); err != nil {
+	if _, err := raft.Propose[[]engine.AckResult](s.ctx, s.broker, engine.AckCmd{Items: items}); err != nil {
 		s.log.Warn("release abandoned pop", "err", err)
 		return
 	}

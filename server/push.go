@@ -4,6 +4,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/raft"
 )
 
 // push answers POST /api/v1/push (API.md §5): 201 with one result per item,
@@ -56,7 +57,7 @@ func (s *Server) push(ctx *fasthttp.RequestCtx, p *params) {
 	}
 	var res []engine.PushResult
 	if len(items) > 0 {
-		if res, err = s.broker.Push(s.ctx, items); err != nil {
+		if res, err = raft.Propose[[]engine.PushResult](s.ctx, s.broker, engine.PushCmd{Items: items}); err != nil {
 			s.writeError(ctx, err)
 			return
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/raft"
 )
 
 // listQueues answers GET /api/v1/resources/queues.
@@ -75,7 +76,7 @@ func (s *Server) getQueue(ctx *fasthttp.RequestCtx, p *params) {
 // rows are snapshots and survive it.
 func (s *Server) deleteQueue(ctx *fasthttp.RequestCtx, p *params) {
 	name := p.get("queue")
-	existed, err := s.broker.DeleteQueue(s.ctx, name)
+	existed, err := raft.Propose[bool](s.ctx, s.broker, engine.DeleteQueueCmd{Queue: name})
 	if err != nil {
 		s.writeError(ctx, err)
 		return

@@ -19,15 +19,16 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/raft"
 )
 
 // Maintainer is implemented by brokers with Queen's cluster-wide maintenance
 // switches (SEMANTICS §12): while push maintenance is on, pushes go to this
 // node's spool and are answered "buffered"; while pop maintenance is on,
-// every pop answers 204. raft.Node implements it.
+// every pop answers 204. raft.Node implements it; the switches are set by
+// proposing command.Maintenance.
 type Maintainer interface {
 	Maintenance() (push, pop bool)
-	SetMaintenance(ctx context.Context, pop, enabled bool) error
 }
 
 // spool keeps pushes received during push maintenance, one file per
@@ -311,7 +312,7 @@ func (s *Server) replaySpooled(items []engine.PushItem) error {
 	if st.Role == "leader" {
 		ctx, cancel := context.WithTimeout(s.ctx, forwardTimeout)
 		defer cancel()
-		_, err := s.broker.Push(ctx, items)
+		_, err := raft.Propose[[]engine.PushResult](ctx, s.broker, engine.PushCmd{Items: items})
 		return err
 	}
 	if st.LeaderHTTP == "" {

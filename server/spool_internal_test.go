@@ -21,8 +21,7 @@ import (
 // spool. Nothing else of it is called.
 type pushPaused struct{ Broker }
 
-func (pushPaused) Maintenance() (push, pop bool)                    { return true, false }
-func (pushPaused) SetMaintenance(context.Context, bool, bool) error { return nil }
+func (pushPaused) Maintenance() (push, pop bool) { return true, false }
 
 // faultFS is the real file system with a record of the spool's operations
 // (by base name) and faults on demand: fail names the operation that

@@ -12,94 +12,57 @@ import (
 // Transaction runs one transaction command.
 func (h *Harness) Transaction(ops []engine.TxOp, requiredLeases ...engine.ID) engine.TxResult {
 	h.T.Helper()
-	var res engine.TxResult
-	st := h.Stamp()
-	h.Do(func(b *engine.Batch) { res = b.Transaction(st, ops, requiredLeases) })
-	return res
+	return Must[engine.TxResult](h, engine.TransactionCmd{Ops: ops, RequiredLeases: requiredLeases})
 }
 
 // Extend runs one lease-extend command.
 func (h *Harness) Extend(lease engine.ID, seconds int64) engine.ExtendResult {
 	h.T.Helper()
-	var res engine.ExtendResult
-	st := h.Stamp()
-	h.Do(func(b *engine.Batch) { res = b.ExtendLease(st, lease, seconds) })
-	return res
+	return Must[engine.ExtendResult](h, engine.ExtendLeaseCmd{Lease: lease, Seconds: seconds})
 }
 
 // Seek runs one seek command and returns the partitions updated and the
 // command's error.
 func (h *Harness) Seek(cmd engine.SeekCmd) (int, error) {
 	h.T.Helper()
-	var (
-		n   int
-		err error
-	)
-	st := h.Stamp()
-	h.Do(func(b *engine.Batch) { n, err = b.Seek(st, cmd) })
-	return n, err
+	return Run[int](h, cmd)
 }
 
 // DeleteGroup runs one group-delete command.
 func (h *Harness) DeleteGroup(group, queue string, deleteMetadata bool) (int, bool) {
 	h.T.Helper()
-	var (
-		n    int
-		meta bool
-	)
-	h.Do(func(b *engine.Batch) { n, meta = b.DeleteGroup(group, queue, deleteMetadata) })
-	return n, meta
+	v := Must[engine.GroupDeleted](h, engine.DeleteGroupCmd{Group: group, Queue: queue, DeleteMetadata: deleteMetadata})
+	return v.Cursors, v.Metadata
 }
 
 // UpdateSubscription runs one subscription-update command.
 func (h *Harness) UpdateSubscription(group string, ts int64) int {
 	h.T.Helper()
-	var n int
-	h.Do(func(b *engine.Batch) { n = b.UpdateSubscription(group, ts) })
-	return n
+	return Must[int](h, engine.UpdateSubscriptionCmd{Group: group, Timestamp: ts})
 }
 
 // DeleteQueue runs one queue-delete command.
 func (h *Harness) DeleteQueue(name string) bool {
 	h.T.Helper()
-	var ok bool
-	h.Do(func(b *engine.Batch) { ok = b.DeleteQueue(name) })
-	return ok
+	return Must[bool](h, engine.DeleteQueueCmd{Queue: name})
 }
 
 // Replay runs one dead-letter replay command.
 func (h *Harness) Replay(cmd engine.ReplayCmd) (engine.ReplayResult, error) {
 	h.T.Helper()
-	var (
-		res engine.ReplayResult
-		err error
-	)
-	st := h.Stamp()
-	h.Do(func(b *engine.Batch) { res, err = b.Replay(st, cmd) })
-	return res, err
+	return Run[engine.ReplayResult](h, cmd)
 }
 
 // DeleteDLQ runs one dead-letter delete command.
 func (h *Harness) DeleteDLQ(part engine.ID, txn, group string) (int, error) {
 	h.T.Helper()
-	var (
-		n   int
-		err error
-	)
-	h.Do(func(b *engine.Batch) { n, err = b.DeleteDLQ(part, txn, group) })
-	return n, err
+	return Run[int](h, engine.DeleteDLQCmd{PartitionID: part, TransactionID: txn, Group: group})
 }
 
 // MoveToDLQ runs one move-to-DLQ command (B3).
 func (h *Harness) MoveToDLQ(part engine.ID, txn, group, text string) (engine.AckResult, error) {
 	h.T.Helper()
-	var (
-		res engine.AckResult
-		err error
-	)
-	st := h.Stamp()
-	h.Do(func(b *engine.Batch) { res, err = b.MoveToDLQ(st, part, txn, group, text) })
-	return res, err
+	return Run[engine.AckResult](h, engine.MoveToDLQCmd{PartitionID: part, TransactionID: txn, Group: group, Error: text})
 }
 
 // KV is one key/value pair of the store.
@@ -180,14 +143,5 @@ func (quietLogger) Fatalf(format string, args ...any) {
 // Sweep runs one retention sweep command and fails the test on an error.
 func (h *Harness) Sweep() engine.SweepResult {
 	h.T.Helper()
-	var (
-		res engine.SweepResult
-		err error
-	)
-	st := h.Stamp()
-	h.Do(func(b *engine.Batch) { res, err = b.Sweep(st) })
-	if err != nil {
-		h.T.Fatalf("sweep: %v", err)
-	}
-	return res
+	return Must[engine.SweepResult](h, engine.SweepCmd{})
 }

@@ -111,13 +111,55 @@ func (h *Harness) Do(fn func(b *engine.Batch)) {
 	}
 }
 
+// Apply runs cmd as the proposer and the FSM do: prepared first when it
+// has a prepare step (with the seed it is then stamped with), applied in a
+// batch of its own, committed, and finished (a pop's messages are read).
+// It fails the test on a storage error; the command's own error is in the
+// result.
+func (h *Harness) Apply(cmd engine.Command) engine.Result {
+	h.T.Helper()
+	st := h.Stamp()
+	if p, ok := cmd.(engine.Preparer); ok {
+		prepared, err := p.Prepare(st.Seed)
+		if err != nil {
+			h.T.Fatalf("prepare %T: %v", cmd, err)
+		}
+		cmd = prepared
+	}
+	var r engine.Result
+	h.Do(func(b *engine.Batch) { r = b.Apply(st, cmd) })
+	if err := h.Engine.Finish(&r); err != nil {
+		h.T.Fatalf("finish %T: %v", cmd, err)
+	}
+	return r
+}
+
+// Run is Apply with the answer typed: it fails the test when the value is
+// not a T, and returns the command's own error.
+func Run[T any](h *Harness, cmd engine.Command) (T, error) {
+	h.T.Helper()
+	r := h.Apply(cmd)
+	v, ok := r.Value.(T)
+	if !ok {
+		h.T.Fatalf("%T answered %T, want %T", cmd, r.Value, v)
+	}
+	return v, r.Err
+}
+
+// Must is Run failing the test on the command's error too.
+func Must[T any](h *Harness, cmd engine.Command) T {
+	h.T.Helper()
+	v, err := Run[T](h, cmd)
+	if err != nil {
+		h.T.Fatalf("%T: %v", cmd, err)
+	}
+	return v
+}
+
 // Push pushes items in one command.
 func (h *Harness) Push(items ...engine.PushItem) []engine.PushResult {
 	h.T.Helper()
-	var res []engine.PushResult
-	st := h.Stamp()
-	h.Do(func(b *engine.Batch) { res = b.Push(st, items) })
-	return res
+	return Must[[]engine.PushResult](h, engine.PushCmd{Items: items})
 }
 
 // PushOne pushes one payload to queue/partition with a transaction id ("" for
@@ -134,40 +176,19 @@ func (h *Harness) PushOne(queue, partition, txn, payload string) engine.PushResu
 // Pop runs one pop command.
 func (h *Harness) Pop(cmd engine.PopCmd) engine.PopResult {
 	h.T.Helper()
-	var (
-		res engine.PopResult
-		err error
-	)
-	st := h.Stamp()
-	h.Do(func(b *engine.Batch) { res, err = b.Pop(st, cmd) })
-	if err != nil {
-		h.T.Fatalf("pop: %v", err)
-	}
-	return res
+	return Must[engine.PopResult](h, cmd)
 }
 
 // Ack runs one ack command.
 func (h *Harness) Ack(items ...engine.AckItem) []engine.AckResult {
 	h.T.Helper()
-	var res []engine.AckResult
-	st := h.Stamp()
-	h.Do(func(b *engine.Batch) { res = b.Ack(st, items) })
-	return res
+	return Must[[]engine.AckResult](h, engine.AckCmd{Items: items})
 }
 
 // Configure runs one configure command.
 func (h *Harness) Configure(cmd engine.ConfigureCmd) engine.QueueInfo {
 	h.T.Helper()
-	var (
-		res engine.QueueInfo
-		err error
-	)
-	st := h.Stamp()
-	h.Do(func(b *engine.Batch) { res, err = b.Configure(st, cmd) })
-	if err != nil {
-		h.T.Fatalf("configure: %v", err)
-	}
-	return res
+	return Must[engine.QueueInfo](h, cmd)
 }
 
 // Set configures queue options by name/value pairs, creating the queue.

@@ -3,6 +3,7 @@ package command
 import (
 	"encoding/binary"
 	"fmt"
+	"reflect"
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/engine/cursor"
@@ -40,74 +41,143 @@ const (
 	version = 1
 )
 
-// Command is one stamped mutation. Exactly the fields of its Type are used.
-type Command struct {
-	Type  Type
+// Stamped is one command of an entry with the leader's stamp.
+type Stamped struct {
 	Stamp engine.Stamp
-
-	Configure engine.ConfigureCmd
-	Queue     string // DeleteQueue
-	Push      []engine.PushItem
-	Prepared  *engine.PreparedPush
-	Pop       engine.PopCmd
-	Ack       []engine.AckItem
-	Lease     engine.ID // ExtendLease
-	Seconds   int64     // ExtendLease
-	Ops       []engine.TxOp
-	Leases    []engine.ID // Transaction's requiredLeases
-	Replay    engine.ReplayCmd
-	Address   Address // DeleteDLQ, MoveToDLQ
-	Seek      engine.SeekCmd
-	Group     GroupCmd // DeleteGroup, UpdateSub
-	Announce  Announce
-	// Maintenance switches push (Pop false) or pop (Pop true) maintenance.
-	Maintenance Maintenance
+	Cmd   engine.Command
 }
 
-// Maintenance is the body of a maintenance switch.
-type Maintenance struct {
-	Pop     bool
-	Enabled bool
+// codecs is the command table: one row per command type, naming its Go
+// type and how its body is written and read (the layouts are in doc.go).
+// A command's stamp is written by AppendEntry, not here.
+var codecs = []codec{
+	row(TypeConfigure, appendConfigure, readConfigure),
+	row(TypeDeleteQueue, func(w *wire.Writer, c engine.DeleteQueueCmd) { w.Str(c.Queue) },
+		func(r *wire.Reader) engine.DeleteQueueCmd { return engine.DeleteQueueCmd{Queue: r.Str()} }),
+	row(TypePush, appendPush, readPush),
+	row(TypePop, appendPop, readPop),
+	row(TypeAck, appendAck, readAck),
+	row(TypeExtendLease, func(w *wire.Writer, c engine.ExtendLeaseCmd) { w.ID(c.Lease); w.Varint(c.Seconds) },
+		func(r *wire.Reader) engine.ExtendLeaseCmd {
+			return engine.ExtendLeaseCmd{Lease: r.ID(), Seconds: r.Varint()}
+		}),
+	row(TypeTransaction, appendTransaction, readTransaction),
+	row(TypeReplay, appendReplay, readReplay),
+	row(TypeDeleteDLQ, func(w *wire.Writer, c engine.DeleteDLQCmd) {
+		w.ID(c.PartitionID)
+		w.Str(c.TransactionID)
+		w.Str(c.Group)
+	},
+		func(r *wire.Reader) engine.DeleteDLQCmd {
+			return engine.DeleteDLQCmd{PartitionID: r.ID(), TransactionID: r.Str(), Group: r.Str()}
+		}),
+	row(TypeMoveToDLQ, func(w *wire.Writer, c engine.MoveToDLQCmd) {
+		w.ID(c.PartitionID)
+		w.Str(c.TransactionID)
+		w.Str(c.Group)
+		w.Str(c.Error)
+	}, func(r *wire.Reader) engine.MoveToDLQCmd {
+		return engine.MoveToDLQCmd{PartitionID: r.ID(), TransactionID: r.Str(), Group: r.Str(), Error: r.Str()}
+	}),
+	row(TypeSeek, func(w *wire.Writer, c engine.SeekCmd) {
+		w.Str(c.Group)
+		w.Str(c.Queue)
+		w.Str(c.Partition)
+		w.Bool(c.ToEnd)
+		w.I64(c.Timestamp)
+	}, func(r *wire.Reader) engine.SeekCmd {
+		return engine.SeekCmd{Group: r.Str(), Queue: r.Str(), Partition: r.Str(), ToEnd: r.Bool(), Timestamp: r.I64()}
+	}),
+	row(TypeDeleteGroup, func(w *wire.Writer, c engine.DeleteGroupCmd) {
+		w.Str(c.Group)
+		w.Str(c.Queue)
+		w.Bool(c.DeleteMetadata)
+	},
+		func(r *wire.Reader) engine.DeleteGroupCmd {
+			return engine.DeleteGroupCmd{Group: r.Str(), Queue: r.Str(), DeleteMetadata: r.Bool()}
+		}),
+	row(TypeUpdateSub, func(w *wire.Writer, c engine.UpdateSubscriptionCmd) { w.Str(c.Group); w.I64(c.Timestamp) },
+		func(r *wire.Reader) engine.UpdateSubscriptionCmd {
+			return engine.UpdateSubscriptionCmd{Group: r.Str(), Timestamp: r.I64()}
+		}),
+	row(TypeAnnounce, func(w *wire.Writer, c Announce) { w.Str(c.NodeID); w.Str(c.HTTP) },
+		func(r *wire.Reader) Announce { return Announce{NodeID: r.Str(), HTTP: r.Str()} }),
+	row(TypeSweep, func(*wire.Writer, engine.SweepCmd) {}, func(*wire.Reader) engine.SweepCmd { return engine.SweepCmd{} }),
+	row(TypePushPrepared, appendPrepared, readPrepared),
+	row(TypeMaintenance, func(w *wire.Writer, c Maintenance) { w.Bool(c.Pop); w.Bool(c.Enabled) },
+		func(r *wire.Reader) Maintenance { return Maintenance{Pop: r.Bool(), Enabled: r.Bool()} }),
 }
 
-// Address names a message for the DLQ commands.
-type Address struct {
-	PartitionID   engine.ID
-	TransactionID string
-	Group         string
-	Error         string // MoveToDLQ
+// codec is one row of the table.
+type codec struct {
+	typ    Type
+	goType reflect.Type
+	append func(w *wire.Writer, c engine.Command)
+	read   func(r *wire.Reader) engine.Command
 }
 
-// GroupCmd is the body of DeleteGroup and UpdateSub.
-type GroupCmd struct {
-	Group          string
-	Queue          string
-	DeleteMetadata bool
-	Timestamp      int64
+// row makes the table row of the command type C.
+func row[C engine.Command](t Type, write func(*wire.Writer, C), read func(*wire.Reader) C) codec {
+	return codec{typ: t, goType: reflect.TypeFor[C](),
+		append: func(w *wire.Writer, c engine.Command) { write(w, c.(C)) },
+		read:   func(r *wire.Reader) engine.Command { return read(r) }}
 }
 
-// Announce publishes a leader's HTTP address, so followers can forward.
-type Announce struct {
-	NodeID string
-	HTTP   string
+// byType and byGoType index the table.
+var (
+	byType   [256]*codec
+	byGoType = map[reflect.Type]*codec{}
+)
+
+func init() {
+	for i := range codecs {
+		c := &codecs[i]
+		if byType[c.typ] != nil || byGoType[c.goType] != nil {
+			panic(fmt.Sprintf("command: type %d (%v) listed twice", c.typ, c.goType))
+		}
+		byType[c.typ], byGoType[c.goType] = c, c
+	}
 }
 
-// AppendEntry appends one log entry holding cmds to dst.
-func AppendEntry(dst []byte, cmds []*Command) []byte {
+// TypeOf returns the type number the log gives c, false for a command the
+// table does not list.
+func TypeOf(c engine.Command) (Type, bool) {
+	if k := byGoType[reflect.TypeOf(c)]; k != nil {
+		return k.typ, true
+	}
+	return 0, false
+}
+
+// AppendEntry appends one log entry holding cmds to dst. It panics on a
+// command the table does not list: proposing one is a bug.
+func AppendEntry(dst []byte, cmds []Stamped) []byte {
 	dst = append(dst, magic, version)
 	dst = binary.AppendUvarint(dst, uint64(len(cmds)))
 	var body []byte
-	for _, c := range cmds {
-		body = c.append(body[:0])
+	for i := range cmds {
+		body = appendCommand(body[:0], &cmds[i])
 		dst = binary.AppendUvarint(dst, uint64(len(body)))
 		dst = append(dst, body...)
 	}
 	return dst
 }
 
+func appendCommand(dst []byte, s *Stamped) []byte {
+	k := byGoType[reflect.TypeOf(s.Cmd)]
+	if k == nil {
+		panic(fmt.Sprintf("command: encode %T: not in the command table", s.Cmd))
+	}
+	w := wire.Writer{B: dst}
+	w.U8(uint8(k.typ))
+	w.I64(s.Stamp.Time)
+	w.ID(s.Stamp.Seed)
+	k.append(&w, s.Cmd)
+	return w.B
+}
+
 // DecodeEntry decodes a log entry. The commands' byte slices (payloads)
 // alias b.
-func DecodeEntry(b []byte) ([]Command, error) {
+func DecodeEntry(b []byte) ([]Stamped, error) {
 	if len(b) < 2 || b[0] != magic {
 		return nil, fmt.Errorf("%w: bad magic", ErrCorrupt)
 	}
@@ -115,13 +185,13 @@ func DecodeEntry(b []byte) ([]Command, error) {
 		return nil, fmt.Errorf("%w: %d", ErrVersion, b[1])
 	}
 	r := wire.NewReader(b[2:], ErrCorrupt, "entry")
-	cmds := make([]Command, r.Count(1))
+	cmds := make([]Stamped, r.Count(1))
 	for i := range cmds {
 		body := r.Bytes()
 		if r.Err() != nil {
 			return nil, r.Err()
 		}
-		if err := cmds[i].decode(body); err != nil {
+		if err := decodeCommand(body, &cmds[i]); err != nil {
 			return nil, err
 		}
 	}
@@ -131,218 +201,236 @@ func DecodeEntry(b []byte) ([]Command, error) {
 	return cmds, nil
 }
 
-func (c *Command) append(dst []byte) []byte {
-	w := wire.Writer{B: dst}
-	w.U8(uint8(c.Type))
-	w.I64(c.Stamp.Time)
-	w.ID(c.Stamp.Seed)
-	switch c.Type {
-	case TypeConfigure:
-		k := &c.Configure
-		w.Str(k.Queue)
-		w.Bool(k.NamespaceSet)
-		w.Str(k.Namespace)
-		w.Bool(k.TaskSet)
-		w.Str(k.Task)
-		w.Bool(k.Replace)
-		w.Uvarint(uint64(len(k.Set)))
-		for _, v := range k.Set {
-			w.U8(uint8(v.Option))
-			w.Varint(v.Value)
+func decodeCommand(b []byte, s *Stamped) error {
+	r := wire.NewReader(b, ErrCorrupt, "command")
+	t := r.U8()
+	s.Stamp.Time = r.I64()
+	s.Stamp.Seed = r.ID()
+	k := byType[t]
+	if k == nil {
+		if r.Err() != nil {
+			return r.Err()
 		}
-		w.Uvarint(uint64(len(k.Reset)))
-		for _, o := range k.Reset {
-			w.U8(uint8(o))
-		}
-	case TypeDeleteQueue:
-		w.Str(c.Queue)
-	case TypePush:
-		w.Uvarint(uint64(len(c.Push)))
-		for i := range c.Push {
-			appendPushItem(&w, &c.Push[i])
-		}
-	case TypePop:
-		p := &c.Pop
-		w.Str(p.Queue)
-		w.Str(p.Partition)
-		w.Str(p.Namespace)
-		w.Str(p.Task)
-		w.Str(p.Group)
-		w.Varint(int64(p.Batch))
-		w.Varint(int64(p.Partitions))
-		w.Bool(p.AutoAck)
-		w.U8(p.SubscriptionMode)
-		w.I64(p.SubscriptionFrom)
-		w.Varint(p.LeaseSeconds)
-	case TypeAck:
-		w.Uvarint(uint64(len(c.Ack)))
-		for i := range c.Ack {
-			appendAckItem(&w, &c.Ack[i])
-		}
-	case TypeExtendLease:
-		w.ID(c.Lease)
-		w.Varint(c.Seconds)
-	case TypeTransaction:
-		w.Uvarint(uint64(len(c.Ops)))
-		for _, op := range c.Ops {
-			if op.Push != nil {
-				w.U8(1)
-				appendPushItem(&w, op.Push)
-			} else {
-				w.U8(2)
-				appendAckItem(&w, op.Ack)
-			}
-		}
-		w.Uvarint(uint64(len(c.Leases)))
-		for _, l := range c.Leases {
-			w.ID(l)
-		}
-	case TypeReplay:
-		w.ID(c.Replay.PartitionID)
-		w.Str(c.Replay.TransactionID)
-		w.Str(c.Replay.Group)
-		w.U8(replayKind(&c.Replay))
-		w.Bytes(c.Replay.Payload)
-	case TypeDeleteDLQ:
-		w.ID(c.Address.PartitionID)
-		w.Str(c.Address.TransactionID)
-		w.Str(c.Address.Group)
-	case TypeMoveToDLQ:
-		w.ID(c.Address.PartitionID)
-		w.Str(c.Address.TransactionID)
-		w.Str(c.Address.Group)
-		w.Str(c.Address.Error)
-	case TypeSeek:
-		s := &c.Seek
-		w.Str(s.Group)
-		w.Str(s.Queue)
-		w.Str(s.Partition)
-		w.Bool(s.ToEnd)
-		w.I64(s.Timestamp)
-	case TypeDeleteGroup:
-		w.Str(c.Group.Group)
-		w.Str(c.Group.Queue)
-		w.Bool(c.Group.DeleteMetadata)
-	case TypeUpdateSub:
-		w.Str(c.Group.Group)
-		w.I64(c.Group.Timestamp)
-	case TypeAnnounce:
-		w.Str(c.Announce.NodeID)
-		w.Str(c.Announce.HTTP)
-	case TypeSweep:
-	case TypePushPrepared:
-		appendPrepared(&w, c.Prepared)
-	case TypeMaintenance:
-		w.Bool(c.Maintenance.Pop)
-		w.Bool(c.Maintenance.Enabled)
-	default:
-		panic(fmt.Sprintf("command: encode unknown type %d", c.Type))
+		return fmt.Errorf("%w: unknown command type %d", ErrCorrupt, t)
 	}
-	return w.B
+	s.Cmd = k.read(r)
+	return r.Done()
 }
 
-func (c *Command) decode(b []byte) error {
-	r := wire.NewReader(b, ErrCorrupt, "command")
-	c.Type = Type(r.U8())
-	c.Stamp.Time = r.I64()
-	c.Stamp.Seed = r.ID()
-	switch c.Type {
-	case TypeConfigure:
-		k := &c.Configure
-		k.Queue = r.Str()
-		k.NamespaceSet = r.Bool()
-		k.Namespace = r.Str()
-		k.TaskSet = r.Bool()
-		k.Task = r.Str()
-		k.Replace = r.Bool()
-		if n := r.Count(2); n > 0 {
-			k.Set = make([]engine.OptionValue, n)
-			for i := range k.Set {
-				k.Set[i] = engine.OptionValue{Option: engine.Option(r.U8()), Value: r.Varint()}
-			}
-		}
-		if n := r.Count(1); n > 0 {
-			k.Reset = make([]engine.Option, n)
-			for i := range k.Reset {
-				k.Reset[i] = engine.Option(r.U8())
-			}
-		}
-	case TypeDeleteQueue:
-		c.Queue = r.Str()
-	case TypePush:
-		if n := r.Count(6); n > 0 {
-			c.Push = make([]engine.PushItem, n)
-			for i := range c.Push {
-				readPushItem(r, &c.Push[i])
-			}
-		}
-	case TypePop:
-		p := &c.Pop
-		p.Queue, p.Partition, p.Namespace, p.Task, p.Group = r.Str(), r.Str(), r.Str(), r.Str(), r.Str()
-		p.Batch = int(r.Varint())
-		p.Partitions = int(r.Varint())
-		p.AutoAck = r.Bool()
-		p.SubscriptionMode = r.U8()
-		p.SubscriptionFrom = r.I64()
-		p.LeaseSeconds = r.Varint()
-	case TypeAck:
-		if n := r.Count(37); n > 0 {
-			c.Ack = make([]engine.AckItem, n)
-			for i := range c.Ack {
-				readAckItem(r, &c.Ack[i])
-			}
-		}
-	case TypeExtendLease:
-		c.Lease = r.ID()
-		c.Seconds = r.Varint()
-	case TypeTransaction:
-		if n := r.Count(7); n > 0 {
-			c.Ops = make([]engine.TxOp, n)
-			for i := range c.Ops {
-				switch kind := r.U8(); kind {
-				case 1:
-					c.Ops[i].Push = &engine.PushItem{}
-					readPushItem(r, c.Ops[i].Push)
-				case 2:
-					c.Ops[i].Ack = &engine.AckItem{}
-					readAckItem(r, c.Ops[i].Ack)
-				default:
-					r.Fail("transaction op kind %d", kind)
-				}
-			}
-		}
-		if n := r.Count(16); n > 0 {
-			c.Leases = make([]engine.ID, n)
-			for i := range c.Leases {
-				c.Leases[i] = r.ID()
-			}
-		}
-	case TypeReplay:
-		c.Replay.PartitionID = r.ID()
-		c.Replay.TransactionID = r.Str()
-		c.Replay.Group = r.Str()
-		readReplayPayload(r, &c.Replay)
-	case TypeDeleteDLQ:
-		c.Address = Address{PartitionID: r.ID(), TransactionID: r.Str(), Group: r.Str()}
-	case TypeMoveToDLQ:
-		c.Address = Address{PartitionID: r.ID(), TransactionID: r.Str(), Group: r.Str(), Error: r.Str()}
-	case TypeSeek:
-		c.Seek = engine.SeekCmd{Group: r.Str(), Queue: r.Str(), Partition: r.Str(), ToEnd: r.Bool(), Timestamp: r.I64()}
-	case TypeDeleteGroup:
-		c.Group = GroupCmd{Group: r.Str(), Queue: r.Str(), DeleteMetadata: r.Bool()}
-	case TypeUpdateSub:
-		c.Group = GroupCmd{Group: r.Str(), Timestamp: r.I64()}
-	case TypeAnnounce:
-		c.Announce = Announce{NodeID: r.Str(), HTTP: r.Str()}
-	case TypeSweep:
-	case TypePushPrepared:
-		c.Prepared = readPrepared(r)
-	case TypeMaintenance:
-		c.Maintenance = Maintenance{Pop: r.Bool(), Enabled: r.Bool()}
-	default:
-		return fmt.Errorf("%w: unknown command type %d", ErrCorrupt, c.Type)
+// The replication layer's own commands: values it keeps in the replicated
+// state (engine.Batch.SetClusterValue), which every node reads locally.
+
+// Announce publishes a leader's HTTP address, so followers can forward.
+type Announce struct {
+	NodeID string
+	HTTP   string
+}
+
+// Apply stores the address. Value: struct{}.
+func (c Announce) Apply(b *engine.Batch, _ engine.Stamp) engine.Result {
+	b.SetClusterValue(HTTPKey(c.NodeID), c.HTTP)
+	return engine.Result{Value: struct{}{}}
+}
+
+// Maintenance switches push (Pop false) or pop (Pop true) maintenance for
+// the whole cluster.
+type Maintenance struct {
+	Pop     bool
+	Enabled bool
+}
+
+// Apply flips the switch. Value: struct{}. Turning one off wakes every
+// parked pop.
+func (c Maintenance) Apply(b *engine.Batch, _ engine.Stamp) engine.Result {
+	v := ""
+	if c.Enabled {
+		v = "on"
 	}
-	return r.Done()
+	b.SetClusterValue(MaintenanceKey(c.Pop), v)
+	return engine.Result{Value: struct{}{}, WakeAll: !c.Enabled}
+}
+
+// HTTPKey is the cluster value holding a node's HTTP address.
+func HTTPKey(nodeID string) string { return "http/" + nodeID }
+
+// MaintenanceKey is the cluster value of a maintenance switch ("on" or
+// unset).
+func MaintenanceKey(pop bool) string {
+	if pop {
+		return "maintenance/pop"
+	}
+	return "maintenance/push"
+}
+
+// The bodies.
+
+func appendConfigure(w *wire.Writer, k engine.ConfigureCmd) {
+	w.Str(k.Queue)
+	w.Bool(k.NamespaceSet)
+	w.Str(k.Namespace)
+	w.Bool(k.TaskSet)
+	w.Str(k.Task)
+	w.Bool(k.Replace)
+	w.Uvarint(uint64(len(k.Set)))
+	for _, v := range k.Set {
+		w.U8(uint8(v.Option))
+		w.Varint(v.Value)
+	}
+	w.Uvarint(uint64(len(k.Reset)))
+	for _, o := range k.Reset {
+		w.U8(uint8(o))
+	}
+}
+
+func readConfigure(r *wire.Reader) engine.ConfigureCmd {
+	var k engine.ConfigureCmd
+	k.Queue = r.Str()
+	k.NamespaceSet = r.Bool()
+	k.Namespace = r.Str()
+	k.TaskSet = r.Bool()
+	k.Task = r.Str()
+	k.Replace = r.Bool()
+	if n := r.Count(2); n > 0 {
+		k.Set = make([]engine.OptionValue, n)
+		for i := range k.Set {
+			k.Set[i] = engine.OptionValue{Option: engine.Option(r.U8()), Value: r.Varint()}
+		}
+	}
+	if n := r.Count(1); n > 0 {
+		k.Reset = make([]engine.Option, n)
+		for i := range k.Reset {
+			k.Reset[i] = engine.Option(r.U8())
+		}
+	}
+	return k
+}
+
+func appendPush(w *wire.Writer, c engine.PushCmd) {
+	w.Uvarint(uint64(len(c.Items)))
+	for i := range c.Items {
+		appendPushItem(w, &c.Items[i])
+	}
+}
+
+func readPush(r *wire.Reader) engine.PushCmd {
+	var c engine.PushCmd
+	if n := r.Count(6); n > 0 {
+		c.Items = make([]engine.PushItem, n)
+		for i := range c.Items {
+			readPushItem(r, &c.Items[i])
+		}
+	}
+	return c
+}
+
+func appendPop(w *wire.Writer, p engine.PopCmd) {
+	w.Str(p.Queue)
+	w.Str(p.Partition)
+	w.Str(p.Namespace)
+	w.Str(p.Task)
+	w.Str(p.Group)
+	w.Varint(int64(p.Batch))
+	w.Varint(int64(p.Partitions))
+	w.Bool(p.AutoAck)
+	w.U8(p.SubscriptionMode)
+	w.I64(p.SubscriptionFrom)
+	w.Varint(p.LeaseSeconds)
+}
+
+func readPop(r *wire.Reader) engine.PopCmd {
+	var p engine.PopCmd
+	p.Queue, p.Partition, p.Namespace, p.Task, p.Group = r.Str(), r.Str(), r.Str(), r.Str(), r.Str()
+	p.Batch = int(r.Varint())
+	p.Partitions = int(r.Varint())
+	p.AutoAck = r.Bool()
+	p.SubscriptionMode = r.U8()
+	p.SubscriptionFrom = r.I64()
+	p.LeaseSeconds = r.Varint()
+	return p
+}
+
+func appendAck(w *wire.Writer, c engine.AckCmd) {
+	w.Uvarint(uint64(len(c.Items)))
+	for i := range c.Items {
+		appendAckItem(w, &c.Items[i])
+	}
+}
+
+func readAck(r *wire.Reader) engine.AckCmd {
+	var c engine.AckCmd
+	if n := r.Count(37); n > 0 {
+		c.Items = make([]engine.AckItem, n)
+		for i := range c.Items {
+			readAckItem(r, &c.Items[i])
+		}
+	}
+	return c
+}
+
+// Transaction op kinds: part of the on-disk format — never change.
+const (
+	txPush = 1
+	txAck  = 2
+)
+
+func appendTransaction(w *wire.Writer, c engine.TransactionCmd) {
+	w.Uvarint(uint64(len(c.Ops)))
+	for _, op := range c.Ops {
+		if op.Push != nil {
+			w.U8(txPush)
+			appendPushItem(w, op.Push)
+		} else {
+			w.U8(txAck)
+			appendAckItem(w, op.Ack)
+		}
+	}
+	w.Uvarint(uint64(len(c.RequiredLeases)))
+	for _, l := range c.RequiredLeases {
+		w.ID(l)
+	}
+}
+
+func readTransaction(r *wire.Reader) engine.TransactionCmd {
+	var c engine.TransactionCmd
+	if n := r.Count(7); n > 0 {
+		c.Ops = make([]engine.TxOp, n)
+		for i := range c.Ops {
+			switch kind := r.U8(); kind {
+			case txPush:
+				c.Ops[i].Push = &engine.PushItem{}
+				readPushItem(r, c.Ops[i].Push)
+			case txAck:
+				c.Ops[i].Ack = &engine.AckItem{}
+				readAckItem(r, c.Ops[i].Ack)
+			default:
+				r.Fail("transaction op kind %d", kind)
+			}
+		}
+	}
+	if n := r.Count(16); n > 0 {
+		c.RequiredLeases = make([]engine.ID, n)
+		for i := range c.RequiredLeases {
+			c.RequiredLeases[i] = r.ID()
+		}
+	}
+	return c
+}
+
+func appendReplay(w *wire.Writer, c engine.ReplayCmd) {
+	w.ID(c.PartitionID)
+	w.Str(c.TransactionID)
+	w.Str(c.Group)
+	w.U8(replayKind(&c))
+	w.Bytes(c.Payload)
+}
+
+func readReplay(r *wire.Reader) engine.ReplayCmd {
+	var c engine.ReplayCmd
+	c.PartitionID = r.ID()
+	c.TransactionID = r.Str()
+	c.Group = r.Str()
+	readReplayPayload(r, &c)
+	return c
 }
 
 // Push item flags: the byte that was hasTrace, whose 0 and 1 keep their

@@ -11,7 +11,7 @@ import (
 	"github.com/queenmq/queen/raft/command"
 )
 
-func sampleCommands() []*command.Command {
+func sampleCommands() []command.Stamped {
 	st := engine.Stamp{Time: 1_700_000_000_000_000, Seed: engine.ID{1, 2, 3, 4, 5, 6, 0x70, 8, 0x80}}
 	push := engine.PushItem{Queue: "q", Partition: "p", TransactionID: "t", HasTrace: true, TraceID: engine.ID{9},
 		ProducerSub: "sub", Payload: []byte(`{"a":1}`)}
@@ -19,36 +19,36 @@ func sampleCommands() []*command.Command {
 	sealed.Sealed = true
 	ack := engine.AckItem{TransactionID: "t", PartitionID: engine.ID{7}, Group: "g", Status: cursor.DeadLetter,
 		Lease: engine.ID{8}, Error: "bad"}
-	pp, err := engine.PreparePush([]engine.PushItem{push, push, {Queue: "q2", Payload: []byte(`[1]`)}, {Queue: ""}},
-		engine.IDsFrom(engine.ID{7, 7, 7, 7, 7, 7, 0x70, 7, 0x80}))
+	pp, err := engine.PushCmd{Items: []engine.PushItem{push, push, {Queue: "q2", Payload: []byte(`[1]`)}, {Queue: ""}}}.
+		Prepare(engine.ID{7, 7, 7, 7, 7, 7, 0x70, 7, 0x80})
 	if err != nil {
 		panic(err)
 	}
-	return []*command.Command{
-		{Type: command.TypePushPrepared, Stamp: st, Prepared: &pp},
-		{Type: command.TypeConfigure, Stamp: st, Configure: engine.ConfigureCmd{Queue: "q", Namespace: "n", NamespaceSet: true,
+	return []command.Stamped{
+		{Stamp: st, Cmd: pp},
+		{Stamp: st, Cmd: engine.ConfigureCmd{Queue: "q", Namespace: "n", NamespaceSet: true,
 			Task: "t", TaskSet: true, Replace: true, Set: []engine.OptionValue{{Option: engine.OptRetryLimit, Value: 5}},
 			Reset: []engine.Option{engine.OptLeaseTime}}},
-		{Type: command.TypeDeleteQueue, Stamp: st, Queue: "q"},
-		{Type: command.TypePush, Stamp: st, Push: []engine.PushItem{push, {Queue: "q2", Payload: []byte(`null`)}, sealed,
-			{Queue: "q2", Payload: []byte(`{}`), Sealed: true}}},
-		{Type: command.TypePop, Stamp: st, Pop: engine.PopCmd{Queue: "q", Partition: "p", Namespace: "n", Task: "t",
+		{Stamp: st, Cmd: engine.DeleteQueueCmd{Queue: "q"}},
+		{Stamp: st, Cmd: engine.PushCmd{Items: []engine.PushItem{push, {Queue: "q2", Payload: []byte(`null`)}, sealed,
+			{Queue: "q2", Payload: []byte(`{}`), Sealed: true}}}},
+		{Stamp: st, Cmd: engine.PopCmd{Queue: "q", Partition: "p", Namespace: "n", Task: "t",
 			Group: "g", Batch: 100, Partitions: 3, AutoAck: true, SubscriptionMode: engine.SubFrom,
 			SubscriptionFrom: 12345, LeaseSeconds: 30}},
-		{Type: command.TypeAck, Stamp: st, Ack: []engine.AckItem{ack, {TransactionID: "u", PartitionID: engine.ID{1}}}},
-		{Type: command.TypeExtendLease, Stamp: st, Lease: engine.ID{3}, Seconds: 60},
-		{Type: command.TypeTransaction, Stamp: st, Ops: []engine.TxOp{{Push: &push}, {Ack: &ack}, {Push: &sealed}}, Leases: []engine.ID{{4}}},
-		{Type: command.TypeReplay, Stamp: st, Replay: engine.ReplayCmd{PartitionID: engine.ID{5}, TransactionID: "t", Group: "g", Payload: []byte(`{}`)}},
-		{Type: command.TypeReplay, Stamp: st, Replay: engine.ReplayCmd{PartitionID: engine.ID{5}, TransactionID: "t", Payload: []byte(`{"e":1}`), Sealed: true}},
-		{Type: command.TypeReplay, Stamp: st, Replay: engine.ReplayCmd{PartitionID: engine.ID{5}, TransactionID: "t"}},
-		{Type: command.TypeDeleteDLQ, Stamp: st, Address: command.Address{PartitionID: engine.ID{6}, TransactionID: "t", Group: "g"}},
-		{Type: command.TypeMoveToDLQ, Stamp: st, Address: command.Address{PartitionID: engine.ID{6}, TransactionID: "t", Group: "g", Error: "e"}},
-		{Type: command.TypeSeek, Stamp: st, Seek: engine.SeekCmd{Group: "g", Queue: "q", Partition: "p", ToEnd: true, Timestamp: 9}},
-		{Type: command.TypeDeleteGroup, Stamp: st, Group: command.GroupCmd{Group: "g", Queue: "q", DeleteMetadata: true}},
-		{Type: command.TypeUpdateSub, Stamp: st, Group: command.GroupCmd{Group: "g", Timestamp: 77}},
-		{Type: command.TypeAnnounce, Stamp: st, Announce: command.Announce{NodeID: "n1", HTTP: "127.0.0.1:6632"}},
-		{Type: command.TypeSweep, Stamp: st},
-		{Type: command.TypeMaintenance, Stamp: st, Maintenance: command.Maintenance{Pop: true, Enabled: true}},
+		{Stamp: st, Cmd: engine.AckCmd{Items: []engine.AckItem{ack, {TransactionID: "u", PartitionID: engine.ID{1}}}}},
+		{Stamp: st, Cmd: engine.ExtendLeaseCmd{Lease: engine.ID{3}, Seconds: 60}},
+		{Stamp: st, Cmd: engine.TransactionCmd{Ops: []engine.TxOp{{Push: &push}, {Ack: &ack}, {Push: &sealed}}, RequiredLeases: []engine.ID{{4}}}},
+		{Stamp: st, Cmd: engine.ReplayCmd{PartitionID: engine.ID{5}, TransactionID: "t", Group: "g", Payload: []byte(`{}`)}},
+		{Stamp: st, Cmd: engine.ReplayCmd{PartitionID: engine.ID{5}, TransactionID: "t", Payload: []byte(`{"e":1}`), Sealed: true}},
+		{Stamp: st, Cmd: engine.ReplayCmd{PartitionID: engine.ID{5}, TransactionID: "t"}},
+		{Stamp: st, Cmd: engine.DeleteDLQCmd{PartitionID: engine.ID{6}, TransactionID: "t", Group: "g"}},
+		{Stamp: st, Cmd: engine.MoveToDLQCmd{PartitionID: engine.ID{6}, TransactionID: "t", Group: "g", Error: "e"}},
+		{Stamp: st, Cmd: engine.SeekCmd{Group: "g", Queue: "q", Partition: "p", ToEnd: true, Timestamp: 9}},
+		{Stamp: st, Cmd: engine.DeleteGroupCmd{Group: "g", Queue: "q", DeleteMetadata: true}},
+		{Stamp: st, Cmd: engine.UpdateSubscriptionCmd{Group: "g", Timestamp: 77}},
+		{Stamp: st, Cmd: command.Announce{NodeID: "n1", HTTP: "127.0.0.1:6632"}},
+		{Stamp: st, Cmd: engine.SweepCmd{}},
+		{Stamp: st, Cmd: command.Maintenance{Pop: true, Enabled: true}},
 	}
 }
 
@@ -62,8 +62,8 @@ func TestEntry_RoundTrip(t *testing.T) {
 		t.Fatalf("got %d commands, want %d", len(got), len(cmds))
 	}
 	for i := range cmds {
-		if !reflect.DeepEqual(&got[i], cmds[i]) {
-			t.Errorf("command %d (type %d):\n got %+v\nwant %+v", i, cmds[i].Type, got[i], *cmds[i])
+		if !reflect.DeepEqual(got[i], cmds[i]) {
+			t.Errorf("command %d (%T):\n got %+v\nwant %+v", i, cmds[i].Cmd, got[i], cmds[i])
 		}
 	}
 }
@@ -82,7 +82,7 @@ func TestEntry_Corrupt(t *testing.T) {
 			t.Fatalf("truncated to %d bytes: err = %v, want ErrCorrupt", n, err)
 		}
 	}
-	bad := command.AppendEntry(nil, []*command.Command{{Type: command.TypeDeleteQueue, Queue: "q"}})
+	bad := command.AppendEntry(nil, []command.Stamped{{Cmd: engine.DeleteQueueCmd{Queue: "q"}}})
 	bad[4] = 99 // the command type
 	if _, err := command.DecodeEntry(bad); !errors.Is(err, command.ErrCorrupt) {
 		t.Errorf("unknown type: err = %v, want ErrCorrupt", err)
@@ -94,9 +94,8 @@ func TestEntry_Corrupt(t *testing.T) {
 // next growth.
 func TestEntry_Corrupt_SealedFields(t *testing.T) {
 	item := engine.PushItem{Queue: "q", TransactionID: "t", Payload: []byte(`{}`), Sealed: true}
-	push := command.AppendEntry(nil, []*command.Command{{Type: command.TypePush, Push: []engine.PushItem{item}}})
-	replay := command.AppendEntry(nil, []*command.Command{{Type: command.TypeReplay,
-		Replay: engine.ReplayCmd{TransactionID: "t", Payload: []byte(`{}`), Sealed: true}}})
+	push := command.AppendEntry(nil, []command.Stamped{{Cmd: engine.PushCmd{Items: []engine.PushItem{item}}}})
+	replay := command.AppendEntry(nil, []command.Stamped{{Cmd: engine.ReplayCmd{TransactionID: "t", Payload: []byte(`{}`), Sealed: true}}})
 	// header (3) | len (1) | type, time, seed (25) | ...
 	const body = 3 + 1 + 25
 	pushFlags := body + 1 + 2 + 1 + 0 + 1 + 1 // n | queue "q" | partition "" | txn "t"

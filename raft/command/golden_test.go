@@ -36,7 +36,7 @@ func preparedBody(frames []segment.Frame) segment.Body {
 // v1Commands are one command of every type, every field set, as format
 // version 1 wrote them before any later extension: the bytes they encode to
 // (testdata/entry-v1.golden) must keep decoding to them.
-func v1Commands() []*command.Command {
+func v1Commands() []command.Stamped {
 	st := goldenStamp
 	push := engine.PushItem{Queue: "orders", Partition: "eu", TransactionID: "t-1", HasTrace: true,
 		TraceID: engine.ID{0xaa, 0xbb}, ProducerSub: "auth0|u1", Payload: []byte(`{"orderId":1}`)}
@@ -56,35 +56,35 @@ func v1Commands() []*command.Command {
 			{MessageID: msg2, TransactionID: []byte(engine.FormatID(msg2)), Payload: []byte(`"b"`)},
 		})}},
 	}
-	return []*command.Command{
-		{Type: command.TypeConfigure, Stamp: st, Configure: engine.ConfigureCmd{Queue: "orders", Namespace: "shop", NamespaceSet: true,
+	return []command.Stamped{
+		{Stamp: st, Cmd: engine.ConfigureCmd{Queue: "orders", Namespace: "shop", NamespaceSet: true,
 			Task: "bill", TaskSet: true, Replace: true, Set: []engine.OptionValue{{Option: engine.OptRetryLimit, Value: 5}, {Option: engine.OptEncryptionEnabled, Value: 1}},
 			Reset: []engine.Option{engine.OptLeaseTime}}},
-		{Type: command.TypeDeleteQueue, Stamp: st, Queue: "orders"},
-		{Type: command.TypePush, Stamp: st, Push: []engine.PushItem{push, plain}},
-		{Type: command.TypePop, Stamp: st, Pop: engine.PopCmd{Queue: "orders", Partition: "eu", Namespace: "shop", Task: "bill",
+		{Stamp: st, Cmd: engine.DeleteQueueCmd{Queue: "orders"}},
+		{Stamp: st, Cmd: engine.PushCmd{Items: []engine.PushItem{push, plain}}},
+		{Stamp: st, Cmd: engine.PopCmd{Queue: "orders", Partition: "eu", Namespace: "shop", Task: "bill",
 			Group: "billing", Batch: 10, Partitions: 2, AutoAck: true, SubscriptionMode: engine.SubFrom, SubscriptionFrom: 1_754_000_000_000_000, LeaseSeconds: 30}},
-		{Type: command.TypeAck, Stamp: st, Ack: []engine.AckItem{ack, {TransactionID: "t-2", PartitionID: engine.ID{0xcc}}}},
-		{Type: command.TypeExtendLease, Stamp: st, Lease: engine.ID{0xdd}, Seconds: 60},
-		{Type: command.TypeTransaction, Stamp: st, Ops: []engine.TxOp{{Push: &push}, {Ack: &ack}, {Push: &plain}}, Leases: []engine.ID{{0xdd}}},
-		{Type: command.TypeReplay, Stamp: st, Replay: engine.ReplayCmd{PartitionID: engine.ID{0xcc}, TransactionID: "t-1", Group: "billing", Payload: []byte(`{"fixed":true}`)}},
-		{Type: command.TypeReplay, Stamp: st, Replay: engine.ReplayCmd{PartitionID: engine.ID{0xcc}, TransactionID: "t-1"}},
-		{Type: command.TypeDeleteDLQ, Stamp: st, Address: command.Address{PartitionID: engine.ID{0xcc}, TransactionID: "t-1", Group: "billing"}},
-		{Type: command.TypeMoveToDLQ, Stamp: st, Address: command.Address{PartitionID: engine.ID{0xcc}, TransactionID: "t-1", Group: "billing", Error: "by hand"}},
-		{Type: command.TypeSeek, Stamp: st, Seek: engine.SeekCmd{Group: "billing", Queue: "orders", Partition: "eu", ToEnd: true, Timestamp: 9}},
-		{Type: command.TypeDeleteGroup, Stamp: st, Group: command.GroupCmd{Group: "billing", Queue: "orders", DeleteMetadata: true}},
-		{Type: command.TypeUpdateSub, Stamp: st, Group: command.GroupCmd{Group: "billing", Timestamp: 77}},
-		{Type: command.TypeAnnounce, Stamp: st, Announce: command.Announce{NodeID: "n1", HTTP: "10.0.0.1:6632"}},
-		{Type: command.TypeSweep, Stamp: st},
-		{Type: command.TypePushPrepared, Stamp: st, Prepared: pp},
-		{Type: command.TypeMaintenance, Stamp: st, Maintenance: command.Maintenance{Pop: true, Enabled: true}},
+		{Stamp: st, Cmd: engine.AckCmd{Items: []engine.AckItem{ack, {TransactionID: "t-2", PartitionID: engine.ID{0xcc}}}}},
+		{Stamp: st, Cmd: engine.ExtendLeaseCmd{Lease: engine.ID{0xdd}, Seconds: 60}},
+		{Stamp: st, Cmd: engine.TransactionCmd{Ops: []engine.TxOp{{Push: &push}, {Ack: &ack}, {Push: &plain}}, RequiredLeases: []engine.ID{{0xdd}}}},
+		{Stamp: st, Cmd: engine.ReplayCmd{PartitionID: engine.ID{0xcc}, TransactionID: "t-1", Group: "billing", Payload: []byte(`{"fixed":true}`)}},
+		{Stamp: st, Cmd: engine.ReplayCmd{PartitionID: engine.ID{0xcc}, TransactionID: "t-1"}},
+		{Stamp: st, Cmd: engine.DeleteDLQCmd{PartitionID: engine.ID{0xcc}, TransactionID: "t-1", Group: "billing"}},
+		{Stamp: st, Cmd: engine.MoveToDLQCmd{PartitionID: engine.ID{0xcc}, TransactionID: "t-1", Group: "billing", Error: "by hand"}},
+		{Stamp: st, Cmd: engine.SeekCmd{Group: "billing", Queue: "orders", Partition: "eu", ToEnd: true, Timestamp: 9}},
+		{Stamp: st, Cmd: engine.DeleteGroupCmd{Group: "billing", Queue: "orders", DeleteMetadata: true}},
+		{Stamp: st, Cmd: engine.UpdateSubscriptionCmd{Group: "billing", Timestamp: 77}},
+		{Stamp: st, Cmd: command.Announce{NodeID: "n1", HTTP: "10.0.0.1:6632"}},
+		{Stamp: st, Cmd: engine.SweepCmd{}},
+		{Stamp: st, Cmd: pp},
+		{Stamp: st, Cmd: command.Maintenance{Pop: true, Enabled: true}},
 	}
 }
 
 // sealedCommands are the commands that carry the sealed bit added to
 // version 1 (doc.go, "Versions"): push items with flag bit 1, replays of
 // payload kind 2, and a prepared push whose frames carry segment flag bit 2.
-func sealedCommands() []*command.Command {
+func sealedCommands() []command.Stamped {
 	st := goldenStamp
 	envelope := []byte(`{"encrypted":"","iv":"AAAAAAAAAAAAAAAAAAAAAA==","authTag":"AAAAAAAAAAAAAAAAAAAAAA=="}`)
 	sealed := engine.PushItem{Queue: "secret", TransactionID: "t-s", Payload: envelope, Sealed: true}
@@ -96,12 +96,12 @@ func sealedCommands() []*command.Command {
 		Groups: []engine.PreparedGroup{{Queue: "secret", Partition: "Default", Items: []int{0},
 			Body: preparedBody([]segment.Frame{{MessageID: msg, TransactionID: []byte("t-s"), Payload: envelope, Sealed: true}})}},
 	}
-	return []*command.Command{
-		{Type: command.TypePush, Stamp: st, Push: []engine.PushItem{sealed, traced}},
-		{Type: command.TypeTransaction, Stamp: st, Ops: []engine.TxOp{{Push: &sealed}, {Push: &traced}}},
-		{Type: command.TypeReplay, Stamp: st, Replay: engine.ReplayCmd{PartitionID: engine.ID{0xcc}, TransactionID: "t-s",
+	return []command.Stamped{
+		{Stamp: st, Cmd: engine.PushCmd{Items: []engine.PushItem{sealed, traced}}},
+		{Stamp: st, Cmd: engine.TransactionCmd{Ops: []engine.TxOp{{Push: &sealed}, {Push: &traced}}}},
+		{Stamp: st, Cmd: engine.ReplayCmd{PartitionID: engine.ID{0xcc}, TransactionID: "t-s",
 			Group: "billing", Payload: envelope, Sealed: true}},
-		{Type: command.TypePushPrepared, Stamp: st, Prepared: pp},
+		{Stamp: st, Cmd: pp},
 	}
 }
 
@@ -109,7 +109,7 @@ func sealedCommands() []*command.Command {
 // one entry holding its commands.
 var goldenEntries = []struct {
 	file string
-	cmds func() []*command.Command
+	cmds func() []command.Stamped
 }{
 	{"entry-v1.golden", v1Commands},
 	{"entry-v1-sealed.golden", sealedCommands},
@@ -145,14 +145,12 @@ func TestEntry_Golden(t *testing.T) {
 			if len(dec) != len(cmds) {
 				t.Fatalf("decoded %d commands, want %d", len(dec), len(cmds))
 			}
-			again := make([]*command.Command, len(dec))
 			for i := range dec {
-				if !reflect.DeepEqual(&dec[i], cmds[i]) {
-					t.Errorf("command %d (type %d):\n got %+v\nwant %+v", i, cmds[i].Type, dec[i], *cmds[i])
+				if !reflect.DeepEqual(dec[i], cmds[i]) {
+					t.Errorf("command %d (%T):\n got %+v\nwant %+v", i, cmds[i].Cmd, dec[i], cmds[i])
 				}
-				again[i] = &dec[i]
 			}
-			if re := command.AppendEntry(nil, again); !bytes.Equal(re, b) {
+			if re := command.AppendEntry(nil, dec); !bytes.Equal(re, b) {
 				t.Errorf("the decoded golden re-encodes differently:\n%s", hex.Dump(re))
 			}
 		})
@@ -160,7 +158,7 @@ func TestEntry_Golden(t *testing.T) {
 }
 
 // undump parses the output of hex.Dump.
-func undump(t *testing.T, s string) []byte {
+func undump(t testing.TB, s string) []byte {
 	t.Helper()
 	var b []byte
 	for _, line := range strings.Split(strings.TrimSpace(s), "\n") {

@@ -9,13 +9,10 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/engine/enginetest"
@@ -77,54 +74,39 @@ func Elapse(b server.Broker, d time.Duration) {
 	time.Sleep(d)
 }
 
-// LocalBroker implements server.Broker over a real engine on one node.
-// Each command is one engine batch, stamped with the wall clock (plus the
-// offset Advance adds) and a UUIDv7 seed, under a mutex: the store is real,
-// only replication is missing. Watch is served by an in-process notifier.
+// LocalBroker implements server.Broker over a real engine on one node,
+// running every command through raft.Local: the production command path
+// (skip, prepare, stamp, log encoding, the FSM's apply loop and wake-ups,
+// finish) without consensus. Its clock is the wall clock plus the offset
+// Advance adds, so leases expire without sleeping.
 type LocalBroker struct {
+	*raft.Local
 	eng *engine.Engine
 	dir string
 
-	mu      sync.Mutex // serializes commands: stamps and applied index
-	offset  time.Duration
-	last    int64
-	applied uint64
-
-	watchMu  sync.Mutex
-	watchers map[*watcher]struct{}
-
-	pushPaused, popPaused atomic.Bool // the maintenance switches
+	mu     sync.Mutex
+	offset time.Duration
 }
 
-// Maintenance reports the maintenance switches (server.Maintainer).
-func (b *LocalBroker) Maintenance() (push, pop bool) { return b.pushPaused.Load(), b.popPaused.Load() }
-
-// SetMaintenance flips a maintenance switch; turning one off wakes parked pops.
-func (b *LocalBroker) SetMaintenance(_ context.Context, pop, enabled bool) error {
-	if pop {
-		b.popPaused.Store(enabled)
-	} else {
-		b.pushPaused.Store(enabled)
-	}
-	if !enabled {
-		b.notify(true)
-	}
-	return nil
-}
-
-type watcher struct {
-	queue string
-	ch    chan struct{}
-}
-
-var _ server.Broker = (*LocalBroker)(nil)
+var (
+	_ server.Broker     = (*LocalBroker)(nil)
+	_ server.Maintainer = (*LocalBroker)(nil)
+)
 
 // NewLocalBroker opens an engine under t.TempDir(); at cleanup the engine's
 // full consistency check runs and the engine is closed.
 func NewLocalBroker(t testing.TB) *LocalBroker {
 	t.Helper()
 	h := enginetest.MustOpenDir(t, t.TempDir(), enginetest.Options())
-	return &LocalBroker{eng: h.Engine, dir: h.Dir, watchers: map[*watcher]struct{}{}}
+	b := &LocalBroker{eng: h.Engine, dir: h.Dir}
+	b.Local = raft.NewLocal(h.Engine, b.now, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	return b
+}
+
+func (b *LocalBroker) now() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return time.Now().Add(b.offset).UnixMicro()
 }
 
 // Dir is the engine's data directory.
@@ -134,12 +116,8 @@ func (b *LocalBroker) Dir() string { return b.dir }
 // purge) as of the broker's clock, as the Raft leader proposes one every
 // RetentionInterval. The space of deleted segments comes back when the
 // engine's background compaction of their ranges finishes.
-func (b *LocalBroker) Sweep(ctx context.Context) (res engine.SweepResult, err error) {
-	err = b.apply(ctx, func(batch *engine.Batch, st engine.Stamp) error {
-		res, err = batch.Sweep(st)
-		return err
-	})
-	return res, err
+func (b *LocalBroker) Sweep(ctx context.Context) (engine.SweepResult, error) {
+	return raft.Propose[engine.SweepResult](ctx, b, engine.SweepCmd{})
 }
 
 // Advance moves the broker's clock forward: leases expire and delays pass
@@ -150,78 +128,12 @@ func (b *LocalBroker) Advance(d time.Duration) {
 	b.mu.Unlock()
 }
 
-// apply runs one command in one batch. The batch is committed even when the
-// command reports an error, as a Raft FSM applies every committed entry.
-func (b *LocalBroker) apply(ctx context.Context, fn func(batch *engine.Batch, st engine.Stamp) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	now := time.Now().Add(b.offset).UnixMicro()
-	if now <= b.last {
-		now = b.last + 1
-	}
-	b.last = now
-	seed, err := uuid.NewV7()
-	if err != nil {
-		return err
-	}
-	batch, err := b.eng.Begin()
-	if err != nil {
-		return err
-	}
-	cmdErr := fn(batch, engine.Stamp{Time: now, Seed: engine.ID(seed)})
-	b.applied++
-	if err := batch.Commit(b.applied); err != nil {
-		return err
-	}
-	return cmdErr
-}
-
-// notify wakes the watchers of the named queues, and of every queue when
-// all is set; discovery watchers ("") always wake.
-func (b *LocalBroker) notify(all bool, queues ...string) {
-	b.watchMu.Lock()
-	defer b.watchMu.Unlock()
-	for w := range b.watchers {
-		if all || w.queue == "" || slices.Contains(queues, w.queue) {
-			select {
-			case w.ch <- struct{}{}:
-			default:
-			}
-		}
-	}
-}
-
-// Watch implements server.Broker.
-func (b *LocalBroker) Watch(queue string) (<-chan struct{}, func()) {
-	w := &watcher{queue: queue, ch: make(chan struct{}, 1)}
-	b.watchMu.Lock()
-	b.watchers[w] = struct{}{}
-	b.watchMu.Unlock()
-	return w.ch, func() {
-		b.watchMu.Lock()
-		delete(b.watchers, w)
-		b.watchMu.Unlock()
-	}
-}
-
-// Watchers returns the number of registered watches (parked long-polls).
-func (b *LocalBroker) Watchers() int {
-	b.watchMu.Lock()
-	defer b.watchMu.Unlock()
-	return len(b.watchers)
-}
-
 // Barrier implements server.Broker: one node has applied everything.
 func (b *LocalBroker) Barrier(context.Context) error { return nil }
 
 // Status implements server.Broker: a single voter, always the leader.
 func (b *LocalBroker) Status() raft.Status {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return raft.Status{ID: "local", Role: "leader", Leader: "local", Applied: b.applied, Term: 1, Voters: 1}
+	return raft.Status{ID: "local", Role: "leader", Leader: "local", Applied: b.eng.Applied(), Term: 1, Voters: 1}
 }
 
 // Reader.
@@ -247,140 +159,6 @@ func (b *LocalBroker) MessageAt(part engine.ID, txn string) (engine.StoredMessag
 
 func (b *LocalBroker) ListMessages(f engine.MessageFilter) ([]engine.ListedMessage, error) {
 	return b.eng.ListMessages(f)
-}
-
-// Commands.
-
-func (b *LocalBroker) Configure(ctx context.Context, cmd engine.ConfigureCmd) (info engine.QueueInfo, err error) {
-	err = b.apply(ctx, func(batch *engine.Batch, st engine.Stamp) error {
-		info, err = batch.Configure(st, cmd)
-		return err
-	})
-	b.notify(false, cmd.Queue)
-	return info, err
-}
-
-func (b *LocalBroker) DeleteQueue(ctx context.Context, name string) (existed bool, err error) {
-	err = b.apply(ctx, func(batch *engine.Batch, _ engine.Stamp) error {
-		existed = batch.DeleteQueue(name)
-		return nil
-	})
-	return existed, err
-}
-
-func (b *LocalBroker) Push(ctx context.Context, items []engine.PushItem) (res []engine.PushResult, err error) {
-	err = b.apply(ctx, func(batch *engine.Batch, st engine.Stamp) error {
-		res = batch.Push(st, items)
-		return nil
-	})
-	queues := make([]string, 0, 1)
-	for i := range items {
-		if !slices.Contains(queues, items[i].Queue) {
-			queues = append(queues, items[i].Queue)
-		}
-	}
-	b.notify(false, queues...)
-	return res, err
-}
-
-func (b *LocalBroker) Pop(ctx context.Context, cmd engine.PopCmd) (res engine.PopResult, err error) {
-	err = b.apply(ctx, func(batch *engine.Batch, st engine.Stamp) error {
-		res, err = batch.Pop(st, cmd)
-		return err
-	})
-	return res, err
-}
-
-func (b *LocalBroker) Ack(ctx context.Context, items []engine.AckItem) (res []engine.AckResult, err error) {
-	err = b.apply(ctx, func(batch *engine.Batch, st engine.Stamp) error {
-		res = batch.Ack(st, items)
-		return nil
-	})
-	b.notify(false, ackQueues(res)...)
-	return res, err
-}
-
-func ackQueues(res []engine.AckResult) []string {
-	var queues []string
-	for i := range res {
-		if res[i].Queue != "" && !slices.Contains(queues, res[i].Queue) {
-			queues = append(queues, res[i].Queue)
-		}
-	}
-	return queues
-}
-
-func (b *LocalBroker) ExtendLease(ctx context.Context, lease engine.ID, seconds int64) (res engine.ExtendResult, err error) {
-	err = b.apply(ctx, func(batch *engine.Batch, st engine.Stamp) error {
-		res = batch.ExtendLease(st, lease, seconds)
-		return nil
-	})
-	return res, err
-}
-
-func (b *LocalBroker) Transaction(ctx context.Context, ops []engine.TxOp, required []engine.ID) (res engine.TxResult, err error) {
-	err = b.apply(ctx, func(batch *engine.Batch, st engine.Stamp) error {
-		res = batch.Transaction(st, ops, required)
-		return nil
-	})
-	queues := ackQueues(res.Acks)
-	for i := range res.Pushes {
-		queues = append(queues, res.Pushes[i].Queue)
-	}
-	b.notify(false, queues...)
-	return res, err
-}
-
-func (b *LocalBroker) Replay(ctx context.Context, cmd engine.ReplayCmd) (res engine.ReplayResult, err error) {
-	err = b.apply(ctx, func(batch *engine.Batch, st engine.Stamp) error {
-		res, err = batch.Replay(st, cmd)
-		return err
-	})
-	b.notify(false, res.Queue)
-	return res, err
-}
-
-func (b *LocalBroker) DeleteDLQ(ctx context.Context, part engine.ID, txn, group string) (removed int, err error) {
-	err = b.apply(ctx, func(batch *engine.Batch, _ engine.Stamp) error {
-		removed, err = batch.DeleteDLQ(part, txn, group)
-		return err
-	})
-	return removed, err
-}
-
-func (b *LocalBroker) MoveToDLQ(ctx context.Context, part engine.ID, txn, group, text string) (res engine.AckResult, err error) {
-	err = b.apply(ctx, func(batch *engine.Batch, st engine.Stamp) error {
-		res, err = batch.MoveToDLQ(st, part, txn, group, text)
-		return err
-	})
-	b.notify(false, res.Queue)
-	return res, err
-}
-
-func (b *LocalBroker) Seek(ctx context.Context, cmd engine.SeekCmd) (updated int, err error) {
-	err = b.apply(ctx, func(batch *engine.Batch, st engine.Stamp) error {
-		updated, err = batch.Seek(st, cmd)
-		return err
-	})
-	b.notify(false, cmd.Queue)
-	return updated, err
-}
-
-func (b *LocalBroker) DeleteGroup(ctx context.Context, group, queue string, deleteMetadata bool) (deleted int, meta bool, err error) {
-	err = b.apply(ctx, func(batch *engine.Batch, _ engine.Stamp) error {
-		deleted, meta = batch.DeleteGroup(group, queue, deleteMetadata)
-		return nil
-	})
-	b.notify(queue == "", queue)
-	return deleted, meta, err
-}
-
-func (b *LocalBroker) UpdateSubscription(ctx context.Context, group string, ts int64) (updated int, err error) {
-	err = b.apply(ctx, func(batch *engine.Batch, _ engine.Stamp) error {
-		updated = batch.UpdateSubscription(group, ts)
-		return nil
-	})
-	return updated, err
 }
 
 // InmemSpace stands in for the filesystems under a diskspace.Guard: every
