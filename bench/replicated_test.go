@@ -16,7 +16,7 @@ import (
 	"github.com/queenmq/queen/server"
 )
 
-// The replicated push path in process: node.Push → proposer (group commit)
+// The replicated push path in process: raft.Propose(node, PushCmd) → proposer (group commit)
 // → hashicorp/raft on a local transport → the Pebble log store, synced →
 // FSM → engine batch. It is what a single node runs under HTTP, minus HTTP;
 // BenchmarkHTTPPush adds the server and the load driver on loopback.
@@ -49,7 +49,7 @@ func openBenchNode(b *testing.B) *raft.Node {
 
 var replicatedCases = []struct{ batch, callers int }{{1, 1}, {1, 32}, {100, 1}, {100, 32}}
 
-// BenchmarkReplicatedPush measures node.Push of batch 1 KiB JSON messages
+// BenchmarkReplicatedPush measures a proposed PushCmd of batch 1 KiB JSON messages
 // from concurrent callers; each caller pushes to its own partition.
 func BenchmarkReplicatedPush(b *testing.B) {
 	docs := Payloads(1000, 1024, 7)

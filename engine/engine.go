@@ -28,7 +28,7 @@ type Engine struct {
 	dir  string
 	mon  *fault.Monitor
 	// db is replaced when the engine recovers from a fault (recover.go).
-	// Readers that do not hold mu (FillPop, background compactions) hold
+	// Readers that do not hold mu (Finish reading a pop's messages, background compactions) hold
 	// dbMu shared while they use it.
 	db   *pebble.DB
 	dbMu sync.RWMutex

@@ -13,7 +13,7 @@ import (
 const (
 	// inflightShare: the default cap is this fraction of memory (1/8). A
 	// body held by a push lives on as up to two or three copies while the
-	// push is applied (its items alias it; PreparePush encodes the frames
+	// push is applied (its items alias it; PushCmd.Prepare encodes the frames
 	// and compresses them; the Raft entry holds the compressed copy) and the
 	// garbage collector lets the heap reach twice what is live before it
 	// collects, so 1/8 in bodies can cost up to about half of memory at

@@ -56,7 +56,7 @@
 //	                codec u8 | rawLen u32 | body bytes)
 //
 // PushPrepared carries a push the leader prepared before proposing
-// (engine.PreparePush): message ids minted, repeats within the request
+// (engine.PushCmd.Prepare): message ids minted, repeats within the request
 // resolved, and each partition's frames already encoded as a segment body
 // (zstd), so the log holds compressed payloads and applying only probes for
 // duplicates and assembles segments.
