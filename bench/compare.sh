@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # compare.sh: the issue-6 speed table in one session. Every broker figure is
-# divided by the ceiling (../shared/perf/ceiling) measured minutes earlier by
+# divided by the ceiling (the perf kit's ceiling, $PERF/ceiling) measured minutes earlier by
 # the same tool, on the same machine. See bench/README.md.
 #
 #   bench/compare.sh                 # about 5 minutes

@@ -8,7 +8,7 @@ import (
 )
 
 func TestScanPop(t *testing.T) {
-	// The reply shape of API.md §6.4, with payloads that try to mislead a
+	// The reply shape of docs/api.md §6.4, with payloads that try to mislead a
 	// scanner: keys of interest inside data, escaped quotes and brackets in
 	// strings, nested arrays.
 	body := `{"success":true,"queue":"q","partition":"p0","partitionId":"pid-top","leaseId":"lease-1",

@@ -19,7 +19,7 @@ type AckItem struct {
 	Error         string
 }
 
-// AckResult reports one ack item, aligned with the input (DECISIONS C7).
+// AckResult reports one ack item, aligned with the input (docs/decisions.md C7).
 type AckResult struct {
 	TransactionID string
 	Success       bool
@@ -44,7 +44,7 @@ const (
 )
 
 // ack applies ack items. Items are grouped by (partition, group, lease) in
-// first-appearance order; each group is one clamp decision (SEMANTICS §6.3),
+// first-appearance order; each group is one clamp decision (docs/semantics.md §6.3),
 // decided and applied in turn, so a later group on the same cursor row sees
 // what an earlier one did.
 func (b *Batch) ack(st Stamp, items []AckItem) []AckResult {
@@ -198,7 +198,7 @@ func nextCursor(rec keyspace.CursorRecord, d cursor.Decision) keyspace.CursorRec
 }
 
 // failed reports whether a plan would reject any of its items: what rolls a
-// transaction back (SEMANTICS §13).
+// transaction back (docs/semantics.md §13).
 func (plan *ackPlan) failed(results []AckResult) (string, bool) {
 	if plan.reject != "" {
 		return plan.reject, true
@@ -286,7 +286,7 @@ func (b *Batch) applyAck(now int64, m *minter, plan *ackPlan, items []AckItem, r
 }
 
 // fileDeadLetter writes the dead-letter snapshot of the message at off for
-// r's group (SEMANTICS §6.3 step 6). It reports false, writing nothing, when
+// r's group (docs/semantics.md §6.3 step 6). It reports false, writing nothing, when
 // the message's segment is already deleted. The cursor is the caller's.
 func (b *Batch) fileDeadLetter(now int64, m *minter, r *row, off Offset, text string, retryCount, deliveries uint32) (bool, error) {
 	p := r.p

@@ -9,7 +9,7 @@ import (
 	"github.com/queenmq/queen/engine/keyspace"
 )
 
-// Option names one per-queue option (SEMANTICS §10). Its number is stored in
+// Option names one per-queue option (docs/semantics.md §10). Its number is stored in
 // queue records: part of the on-disk format — never change or reuse a value.
 type Option uint8
 
@@ -71,7 +71,7 @@ var optionTable = [numOptions]optionSpec{
 }
 
 // implicitLeaseTime is the lease of a queue created by a push rather than by
-// configure (SEMANTICS §5).
+// configure (docs/semantics.md §5).
 const implicitLeaseTime = 60
 
 // AllOptions lists every option in wire order.
@@ -175,7 +175,7 @@ func validateOption(v OptionValue) error {
 }
 
 // impliedLabels derives namespace and task from a dotted queue name
-// (SEMANTICS §1.1): namespace is the text before the first dot, task the
+// (docs/semantics.md §1.1): namespace is the text before the first dot, task the
 // second dotted segment ("" without a dot).
 func impliedLabels(name string) (namespace, task string) {
 	namespace, rest, ok := strings.Cut(name, ".")

@@ -1,7 +1,7 @@
 package engine_test
 
-// Conformance of the engine to the parts of spec/SEMANTICS.md and
-// spec/DECISIONS.md that §6.4 and §16 do not spell out: dedup windows (§3.4),
+// Conformance of the engine to the parts of docs/semantics.md and
+// docs/decisions.md that §6.4 and §16 do not spell out: dedup windows (§3.4),
 // claiming and subscriptions (§4.3-§4.6), visibility (§4.5), autoAck (§4.8),
 // leases (§5, C10), per-item ack flags (C7), transactions (§13), the DLQ (§9,
 // B1, C4, B3), maxDeliveries (B5), retryDelay (B6), group management (§14),

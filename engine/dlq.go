@@ -11,7 +11,7 @@ import (
 )
 
 // DeadLetter is one dead-letter row: a snapshot of the message and of why it
-// failed, independent of the segments it came from (SEMANTICS §9, B2).
+// failed, independent of the segments it came from (docs/semantics.md §9, B2).
 type DeadLetter struct {
 	Row       keyspace.RowKey
 	FailedAt  int64
@@ -167,7 +167,7 @@ func (e *Engine) DeadLettersAt(part ID, txn string) ([]DeadLetter, error) {
 
 // deleteDLQ removes the dead-letter rows of an address (of one group when
 // group is set). It returns ErrNoDeadLetter when there is none: live messages
-// are immutable and cannot be deleted (SEMANTICS §9.3).
+// are immutable and cannot be deleted (docs/semantics.md §9.3).
 func (b *Batch) deleteDLQ(part ID, txn, group string) (int, error) {
 	rows, err := deadLettersAt(b.pb, part, txn, group)
 	if err != nil {
@@ -205,7 +205,7 @@ type ReplayResult struct {
 // replay pushes the newest snapshot of an address back to its queue and
 // partition with a fresh transaction id minted from the new message id, and
 // removes the address's rows in the same atomic batch, so the row goes only
-// if the push is accepted (C4, SEMANTICS §9.2). The snapshot keeps its
+// if the push is accepted (C4, docs/semantics.md §9.2). The snapshot keeps its
 // sealed bit, so a sealed payload is re-pushed as it is, never sealed twice;
 // a corrected payload is sealed as cmd.Sealed says.
 func (b *Batch) replay(st Stamp, cmd ReplayCmd) (ReplayResult, error) {

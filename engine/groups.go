@@ -8,7 +8,7 @@ import (
 )
 
 // SeekCmd moves a group's cursor on a queue, or on one of its partitions
-// (SEMANTICS §14).
+// (docs/semantics.md §14).
 type SeekCmd struct {
 	Group     string // "" means QueueMode
 	Queue     string
@@ -94,7 +94,7 @@ func (b *Batch) deleteGroup(group, queueName string, deleteMetadata bool) (int, 
 
 // updateSubscription rewrites the stored timestamp of every subscription of
 // group: partitions the group meets for the first time afterwards start
-// there; existing cursors do not move (SEMANTICS §14). It returns the number
+// there; existing cursors do not move (docs/semantics.md §14). It returns the number
 // of subscriptions updated.
 func (b *Batch) updateSubscription(group string, ts int64) int {
 	n := 0

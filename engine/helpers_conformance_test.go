@@ -68,7 +68,7 @@ func item(t testing.TB, res engine.PopResult, txn, status, errText string) engin
 	return engine.AckItem{}
 }
 
-// leaseless returns it without its lease (DECISIONS C10).
+// leaseless returns it without its lease (docs/decisions.md C10).
 func leaseless(it engine.AckItem) engine.AckItem {
 	it.Lease = engine.ID{}
 	return it

@@ -8,7 +8,7 @@ type ExtendResult struct {
 
 // extendLease renews every (partition, group) row holding a live lease with
 // this id to max(current expiry, now + seconds). It never shortens a lease
-// and cannot revive an expired one (SEMANTICS §5).
+// and cannot revive an expired one (docs/semantics.md §5).
 func (b *Batch) extendLease(st Stamp, lease ID, seconds int64) ExtendResult {
 	if seconds <= 0 {
 		seconds = defaultLeaseSeconds

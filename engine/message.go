@@ -103,7 +103,7 @@ type ListedMessage struct {
 }
 
 // ListMessages returns one page of retained messages, newest first, with
-// their partitions' cursors (API.md §9.2). It reads segments newest first
+// their partitions' cursors (docs/api.md §9.2). It reads segments newest first
 // and stops once a partition has given Offset+Limit candidates, so its cost
 // follows the page, not the queue.
 func (e *Engine) ListMessages(f MessageFilter) ([]ListedMessage, error) {

@@ -467,12 +467,12 @@ type expRow struct {
 }
 
 // live is lease liveness computed from the row, not taken from the engine:
-// a lease is live strictly before its expiry (SEMANTICS §4.3).
+// a lease is live strictly before its expiry (docs/semantics.md §4.3).
 func (m *model) live(c engine.CursorInfo) bool {
 	return c.Lease != (engine.ID{}) && c.LeaseExpiresAt > m.h.Now
 }
 
-// expectAck is an independent reference of SEMANTICS §6.3 and DECISIONS C7,
+// expectAck is an independent reference of docs/semantics.md §6.3 and docs/decisions.md C7,
 // C10 for one ack call, computed from the rows before it. fatal reports what
 // would roll a transaction back. The model never mixes leases of one row in
 // one call, so each row takes at most one decision.

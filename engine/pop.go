@@ -6,7 +6,7 @@ import (
 	"github.com/queenmq/queen/engine/keyspace"
 )
 
-// PopCmd asks for messages (SEMANTICS §4).
+// PopCmd asks for messages (docs/semantics.md §4).
 type PopCmd struct {
 	Queue     string // "" with Namespace or Task set: a discovery pop across queues
 	Partition string // "" pops any partition of Queue (wildcard)
@@ -73,7 +73,7 @@ const (
 )
 
 // pop claims up to cmd.Partitions partitions for the group and delivers up to
-// cmd.Batch messages under one lease (SEMANTICS §4, §5).
+// cmd.Batch messages under one lease (docs/semantics.md §4, §5).
 func (b *Batch) pop(st Stamp, cmd PopCmd) (PopResult, error) {
 	now := st.Time
 	m := &minter{seed: st.Seed}
@@ -104,7 +104,7 @@ func (b *Batch) pop(st Stamp, cmd PopCmd) (PopResult, error) {
 		_, err := b.claim(now, m, &cmd, group, sc.single, budget, lease, leaseFor(sc.single.q), &res)
 		return b.finishPop(res, lease), err
 	case sc.create:
-		// Record the subscription before any push (SEMANTICS §1.1).
+		// Record the subscription before any push (docs/semantics.md §1.1).
 		if err := ValidateQueueName(cmd.Queue); err != nil {
 			return res, err
 		}
@@ -170,7 +170,7 @@ func (e *Engine) mayHavePending(now int64, p *partition, group string) bool {
 }
 
 // subscribe records a named group's subscription on q and seeds its cursor on
-// every existing partition (SEMANTICS §4.6). The first registration wins.
+// every existing partition (docs/semantics.md §4.6). The first registration wins.
 func (b *Batch) subscribe(now int64, cmd *PopCmd, group string, q *queue) error {
 	s := &sub{rec: keyspace.SubRecord{Mode: cmd.SubscriptionMode, CreatedAt: now}}
 	switch cmd.SubscriptionMode {
@@ -203,7 +203,7 @@ func (b *Batch) subscribe(now int64, cmd *PopCmd, group string, q *queue) error 
 
 // seed is where a group's cursor starts on a partition it meets for the
 // first time: from its stored subscription, else (single-partition route,
-// SEMANTICS §4.6) from this pop's own parameters. Queue mode starts at the
+// docs/semantics.md §4.6) from this pop's own parameters. Queue mode starts at the
 // oldest retained message.
 func (b *Batch) seed(now int64, cmd *PopCmd, group string, p *partition) (Offset, error) {
 	if group == QueueMode {
@@ -254,7 +254,7 @@ func (b *Batch) claim(now int64, m *minter, cmd *PopCmd, group string, p *partit
 	}
 	if r.rec.Committed < p.rec.Start-1 {
 		// Retention deleted what the cursor had not reached: resume at the
-		// oldest retained message (SEMANTICS §8.1).
+		// oldest retained message (docs/semantics.md §8.1).
 		r.rec.Committed = p.rec.Start - 1
 		b.touchRow(r)
 	}

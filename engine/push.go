@@ -49,7 +49,7 @@ type PushResult struct {
 
 // push writes items: per (queue, partition) in first-appearance order, the
 // non-duplicate items become one segment with consecutive offsets in request
-// order (SEMANTICS §3). Queues and partitions are created on first use.
+// order (docs/semantics.md §3). Queues and partitions are created on first use.
 // It is preparePush and pushPrepared in one step, with ids from one minter.
 func (b *Batch) push(now int64, m *minter, items []PushItem) []PushResult {
 	pp, err := preparePush(items, m.next)

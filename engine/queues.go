@@ -4,7 +4,7 @@ import (
 	"github.com/queenmq/queen/engine/keyspace"
 )
 
-// ConfigureCmd creates or edits a queue (DECISIONS C5): options in Set take
+// ConfigureCmd creates or edits a queue (docs/decisions.md C5): options in Set take
 // their value, options in Reset go back to their default, and every other
 // option keeps its value, unless Replace resets everything not in Set.
 type ConfigureCmd struct {

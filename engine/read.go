@@ -281,7 +281,7 @@ func (e *Engine) lastVisible(r pebble.Reader, p *partition, cutoff int64) (Offse
 
 // offsetAtTime returns the committed offset that makes a group consume from
 // the first segment created at or after ts: that segment's base - 1, or the
-// last offset when no segment is that new (SEMANTICS §4.6, §14).
+// last offset when no segment is that new (docs/semantics.md §4.6, §14).
 func (e *Engine) offsetAtTime(r pebble.Reader, p *partition, ts int64) (Offset, error) {
 	it, err := e.segments(r, p.id)
 	if err != nil {

@@ -18,11 +18,11 @@ type SweepResult struct {
 }
 
 // minTxnKeepSeconds is the floor of the transaction-id index's lifetime
-// (SEMANTICS §8.3).
+// (docs/semantics.md §8.3).
 const minTxnKeepSeconds = 900
 
 // sweep applies retention, eviction and the transaction-id index purge as of
-// the command's time (SEMANTICS §8):
+// the command's time (docs/semantics.md §8):
 //
 //   - with retentionEnabled, retentionSeconds deletes whole segments older
 //     than the window, consumed or not; completedRetentionSeconds deletes

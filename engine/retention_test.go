@@ -24,7 +24,7 @@ func popTxns(h *enginetest.Harness, cmd engine.PopCmd) []string {
 	return out
 }
 
-// SEMANTICS §16.40: retention deletes an unconsumed message while its DLQ row
+// docs/semantics.md §16.40: retention deletes an unconsumed message while its DLQ row
 // stays listed.
 func TestSweep_RetentionSecondsKeepsDeadLetters(t *testing.T) {
 	h := enginetest.MustOpen(t)

@@ -1,6 +1,6 @@
 package engine_test
 
-// Conformance of the engine to spec/SEMANTICS.md: every worked example of
+// Conformance of the engine to docs/semantics.md: every worked example of
 // §6.4 (TestSemantics64_NN_...) and every statement of §16 that does not need
 // the HTTP layer (TestSemantics16_NN_...), each named after its statement.
 // The HTTP status codes a statement mentions map to engine results: 201

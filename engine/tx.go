@@ -22,7 +22,7 @@ type TxResult struct {
 	Acks    []AckResult  // aligned with the ack operations, in order
 }
 
-// transaction applies pushes and acks atomically (SEMANTICS §13): every
+// transaction applies pushes and acks atomically (docs/semantics.md §13): every
 // operation is checked before anything is written, and any failure (a push
 // whose transaction id is already in its partition's dedup window, an ack
 // with an invalid or expired lease, beyond its batch, already committed, or

@@ -17,7 +17,7 @@ type ID = keyspace.ID
 type Offset = cursor.Offset
 
 // QueueMode is the consumer group name of competing consumers sharing one
-// cursor (SEMANTICS §1.4).
+// cursor (docs/semantics.md §1.4).
 const QueueMode = "__QUEUE_MODE__"
 
 // DefaultPartition is the partition used when a push names none.

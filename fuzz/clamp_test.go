@@ -10,13 +10,13 @@ import (
 
 // FuzzClamp decodes a cursor state, a policy and a list of ack items from the
 // fuzz input, runs cursor.Clamp, and checks the decision against a brute-force
-// restatement of SEMANTICS §6.3 (checkClamp): the cursor never regresses,
+// restatement of docs/semantics.md §6.3 (checkClamp): the cursor never regresses,
 // never passes the lowest failure signal, advances only over completed
 // offsets, charges the budget at most once and only for a Failed head with
 // budget left, resets it exactly on Complete, dead-letter and drop, and answers
 // every item consistently.
 func FuzzClamp(f *testing.F) {
-	// Worked examples of SEMANTICS §6.4 and rows of §7, as seeds.
+	// Worked examples of docs/semantics.md §6.4 and rows of §7, as seeds.
 	type it = [2]int // offset, status (0 completed, 1 failed, 2 retry, 3 dlq)
 	for _, sd := range [][]byte{
 		seedInput(-1, 0, 0, 0, 3, true, it{0, 1}),  // 6.4.1 first failure

@@ -132,7 +132,7 @@ func (n *Node) ListMessages(f engine.MessageFilter) ([]engine.ListedMessage, err
 	return n.engine.ListMessages(f)
 }
 
-// Maintenance reports the cluster-wide maintenance switches (SEMANTICS §12),
+// Maintenance reports the cluster-wide maintenance switches (docs/semantics.md §12),
 // which command.Maintenance sets.
 func (n *Node) Maintenance() (push, pop bool) { return maintenance(n.engine) }
 

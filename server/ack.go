@@ -8,7 +8,7 @@ import (
 	"github.com/queenmq/queen/raft"
 )
 
-// Ack request error texts (API.md §7).
+// Ack request error texts (docs/api.md §7).
 const (
 	textTxnRequired       = "transactionId is required"
 	textPartRequired      = "partitionId is required to ensure message uniqueness"
@@ -218,7 +218,7 @@ func (s *Server) acknowledge(ctx *fasthttp.RequestCtx, fields []ackFields) {
 	send(ctx, fasthttp.StatusOK, w)
 }
 
-// writeAckResult writes one ack result item (API.md §7.2, C7).
+// writeAckResult writes one ack result item (docs/api.md §7.2, C7).
 func writeAckResult(w *jsonWriter, index int, txn string, r *engine.AckResult) {
 	w.object("")
 	w.int("index", int64(index))
@@ -249,7 +249,7 @@ type txRequest struct {
 	required []engine.ID
 }
 
-// transaction answers POST /api/v1/transaction (SEMANTICS §13): always 200
+// transaction answers POST /api/v1/transaction (docs/semantics.md §13): always 200
 // with success true or false once the bundle reached the broker.
 func (s *Server) transaction(ctx *fasthttp.RequestCtx, p *params) {
 	req, err := decodeTransaction(ctx.PostBody())
@@ -495,7 +495,7 @@ func decodeTxOp(sc *scanner, ops *[]engine.TxOp, order *[]txOp) error {
 	return nil
 }
 
-// extendLease answers POST /api/v1/lease/{leaseId}/extend (SEMANTICS §5):
+// extendLease answers POST /api/v1/lease/{leaseId}/extend (docs/semantics.md §5):
 // always 200, success:false with renewed:0 when no live lease has this id.
 // The body is optional (C9) and seconds defaults to 60.
 func (s *Server) extendLease(ctx *fasthttp.RequestCtx, p *params) {

@@ -130,7 +130,7 @@ func TestStatus_ShapesHaveQueensTopLevelKeys(t *testing.T) {
 	c.do("GET", "/api/v1/status/queues/nope", nil).expectError(t, 404, "queue_not_found")
 }
 
-// SEMANTICS §12 and the second half of §16.40: with push maintenance on a
+// docs/semantics.md §12 and the second half of §16.40: with push maintenance on a
 // push answers 201 "buffered" and nothing is stored until maintenance ends,
 // then the spool is replayed (idempotently); with pop maintenance on a pop
 // answers 204 and leaves leases and cursors alone.

@@ -219,7 +219,7 @@ func TestAuth_RouteLevels_HS256(t *testing.T) {
 	checkAccess(t, hsVerifier(t), hsTokens(t), nil)
 }
 
-// The table is the spec's: spot-check the levels API.md gives by name, and
+// The table is the spec's: spot-check the levels docs/api.md gives by name, and
 // that no route is left without one.
 func TestAuth_RouteTableLevels(t *testing.T) {
 	s, err := server.New(servertest.NewLocalBroker(t), server.Options{})

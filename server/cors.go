@@ -44,7 +44,7 @@ func newCORSPolicy(list []string) (corsPolicy, error) {
 	return p, nil
 }
 
-// setCORS adds the CORS headers of API.md §1.3 to a reply and reports
+// setCORS adds the CORS headers of docs/api.md §1.3 to a reply and reports
 // whether the request's origin may be served. A request without an Origin
 // header (SDKs, curl, servers) is never refused here.
 func (s *Server) setCORS(ctx *fasthttp.RequestCtx) bool {

@@ -10,7 +10,7 @@ import (
 	"github.com/queenmq/queen/server/servertest"
 )
 
-// By default any origin may call the API, as with Queen (API.md §1.3).
+// By default any origin may call the API, as with Queen (docs/api.md §1.3).
 func TestCORS_DefaultAllowsAnyOrigin(t *testing.T) {
 	c := newClient(t)
 	c.header = c.header.Clone()

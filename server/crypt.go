@@ -16,7 +16,7 @@ import (
 	"github.com/queenmq/queen/engine"
 )
 
-// Encryption at rest (SEMANTICS §11). The edge seals a payload into Queen's
+// Encryption at rest (docs/semantics.md §11). The edge seals a payload into Queen's
 // envelope before the push is proposed and marks the item sealed; on the
 // way out it opens only payloads so marked. doc.go ("Encryption at rest")
 // describes the envelope, the sealed bit, and why the work happens here and

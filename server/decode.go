@@ -512,7 +512,7 @@ func parseTime(v string) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// Query-string helpers (API.md §1.2): booleans are true only for "true" or
+// Query-string helpers (docs/api.md §1.2): booleans are true only for "true" or
 // "1"; integers that fail to parse fall back to the default.
 
 func queryString(args *fasthttp.Args, key string) string {

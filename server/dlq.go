@@ -165,7 +165,7 @@ func address(p *params, notFound error) (engine.ID, string, error) {
 	return part, p.get("transactionId"), nil
 }
 
-// listMessages answers GET /api/v1/messages (API.md §9.2): retained
+// listMessages answers GET /api/v1/messages (docs/api.md §9.2): retained
 // messages newest first, filtered by queue, partition, ns (namespace), task,
 // createdAt window (from, default an hour ago; to, default now) and status.
 // A status filter is applied to at most maxStatusScan candidates.
@@ -310,7 +310,7 @@ func statusOf(m *engine.StoredMessage, dead bool, now int64) messageStatus {
 }
 
 // getMessage answers GET /api/v1/messages/{partitionId}/{transactionId}
-// (API.md §9.3). A message retention deleted is still described from its
+// (docs/api.md §9.3). A message retention deleted is still described from its
 // dead-letter snapshot, if it has one.
 func (s *Server) getMessage(ctx *fasthttp.RequestCtx, p *params) {
 	part, txn, err := address(p, engine.ErrMessageNotFound)
@@ -441,7 +441,7 @@ func engineNotFound(err error) bool {
 }
 
 // deleteMessage answers DELETE /api/v1/messages/{partitionId}/{transactionId}:
-// it removes dead-letter rows only (SEMANTICS §9.3); consumerGroup (query)
+// it removes dead-letter rows only (docs/semantics.md §9.3); consumerGroup (query)
 // narrows it to one group's row.
 func (s *Server) deleteMessage(ctx *fasthttp.RequestCtx, p *params) {
 	part, txn, err := address(p, engine.ErrNoDeadLetter)

@@ -55,7 +55,7 @@
 // header: the SDKs retry 5xx, and a retried push is made safe by
 // transaction-id dedup. An unknown path is 404 no_such_route; a known path
 // with another method is 405 method_not_allowed with an Allow header. Every
-// reply carries the CORS headers of API.md §1.3 (Options.CORSOrigins
+// reply carries the CORS headers of docs/api.md §1.3 (Options.CORSOrigins
 // narrows them; an unlisted Origin is 403 origin_not_allowed).
 //
 // # Disk space
@@ -144,7 +144,7 @@
 //
 // # Encryption at rest
 //
-// SEMANTICS §11; crypt.go. With Options.EncryptionKey (QUEEN_ENCRYPTION_KEY:
+// docs/semantics.md §11; crypt.go. With Options.EncryptionKey (QUEEN_ENCRYPTION_KEY:
 // 64 hex characters, a 32-byte AES-256 key), the payload of every item
 // pushed to a queue whose encryptionEnabled is set is replaced, here at the
 // edge and before the command is proposed, by Queen's envelope. The Raft
@@ -207,7 +207,7 @@
 // an invented value. So an envelope a client pushes, one it captured from a
 // backup say, comes back exactly as sent from a plain queue; into an
 // encrypted queue it is sealed like any payload and comes back, opened
-// once, as the client's envelope. This departs from SEMANTICS §11, which
+// once, as the client's envelope. This departs from docs/semantics.md §11, which
 // opens by the envelope's shape: that made any queue a decryption oracle
 // for whoever could push and pop. Queen keeps an is_encrypted flag per
 // message; the sealed mark is the same idea.
@@ -238,7 +238,7 @@
 // Options.Validate and so New fail with an error naming
 // QUEEN_ENCRYPTION_KEY and the expected format, never quoting the key, and
 // `queen serve` exits before it opens the data directory or listens. This
-// departs from SEMANTICS §11, where a malformed key disables encryption
+// departs from docs/semantics.md §11, where a malformed key disables encryption
 // like a missing one: an operator who set a key asked for encryption, and a
 // typo must not turn that into plaintext on disk while configure still
 // answers encryptionEnabled:true.

@@ -100,7 +100,7 @@ func (w *jsonWriter) id(k string, v engine.ID) {
 	w.b = append(w.b, '"')
 }
 
-// Time layouts on the wire (API.md §1.3): popped messages carry
+// Time layouts on the wire (docs/api.md §1.3): popped messages carry
 // microseconds, everything else milliseconds.
 const (
 	layoutMicros = "2006-01-02T15:04:05.000000Z"

@@ -335,7 +335,7 @@ func TestServer_New_MalformedEncryptionKey(t *testing.T) {
 }
 
 // Without a key, encryption is off: configuring encryptionEnabled warns, and
-// pushes to the queue succeed in plaintext (SEMANTICS §11).
+// pushes to the queue succeed in plaintext (docs/semantics.md §11).
 func TestEncryption_MissingKeyStoresPlaintextWithAWarning(t *testing.T) {
 	var logs syncBuffer
 	b := newBroker(t)

@@ -68,7 +68,7 @@ var (
 )
 
 // errorCode is one row of the error table: the HTTP status and the stable
-// machine code a sentinel maps to (DECISIONS C1, C2). Codes are public API:
+// machine code a sentinel maps to (docs/decisions.md C1, C2). Codes are public API:
 // never renumber or rename them.
 type errorCode struct {
 	err    error

@@ -9,7 +9,7 @@ import (
 	"github.com/queenmq/queen/server"
 )
 
-// The "What to expect" table of queen-failures-and-dlq.md, one test per row.
+// The "What to expect" table of docs/semantics.md (failures and the dead-letter queue), one test per row.
 
 // groupRetryCount reads the retry budget consumed on q's only partition.
 func (c *client) groupRetryCount(group string) int {

@@ -31,7 +31,7 @@ type groupQueue struct {
 }
 
 // listGroups answers GET /api/v1/consumer-groups: one entry per (group,
-// queue), queue mode included (SEMANTICS §14).
+// queue), queue mode included (docs/semantics.md §14).
 func (s *Server) listGroups(ctx *fasthttp.RequestCtx, _ *params) {
 	now := time.Now().UnixMicro()
 	cursors, err := s.broker.Cursors(now, "")
@@ -225,7 +225,7 @@ func (s *Server) deleteGroup(ctx *fasthttp.RequestCtx, p *params) {
 }
 
 // seek answers POST .../{group}/queues/{queue}/seek and
-// .../partitions/{partition}/seek (SEMANTICS §14): {toEnd:true} or
+// .../partitions/{partition}/seek (docs/semantics.md §14): {toEnd:true} or
 // {timestamp:ISO}; the per-partition form treats an empty body as toEnd.
 func (s *Server) seek(ctx *fasthttp.RequestCtx, p *params) {
 	cmd := engine.SeekCmd{Group: p.get("group"), Queue: p.get("queue"), Partition: p.get("partition")}

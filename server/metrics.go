@@ -116,7 +116,7 @@ func (m *brokerMetrics) popped(res *engine.PopResult) {
 
 // acked counts ack results. The retry budget is charged once per
 // (partition, group) whose call carried an applied "failed" and ended in
-// neither a dead-letter nor a drop (SEMANTICS §6.3); the edge sees exactly
+// neither a dead-letter nor a drop (docs/semantics.md §6.3); the edge sees exactly
 // that from the per-item flags.
 func (m *brokerMetrics) acked(items []engine.AckItem, res []engine.AckResult) {
 	type key struct {

@@ -17,7 +17,7 @@ const (
 	maxPopPartitions = 512
 )
 
-// Long-poll re-check schedule (SEMANTICS §4.7, POP_WAIT_*): a parked pop
+// Long-poll re-check schedule (docs/semantics.md §4.7, POP_WAIT_*): a parked pop
 // re-checks every pollInitial, doubling after pollBackoffAfter empty checks,
 // up to pollMax. A notification from Broker.Watch re-checks at once.
 const (
@@ -104,7 +104,7 @@ func (s *Server) popTimeout(args *fasthttp.Args) time.Duration {
 }
 
 // pop decodes, pops (long-polling if asked) and answers 200 with the
-// envelope of API.md §6.4, or 204 when nothing was delivered.
+// envelope of docs/api.md §6.4, or 204 when nothing was delivered.
 func (s *Server) pop(ctx *fasthttp.RequestCtx, queue, partition string) {
 	req, err := s.decodePop(ctx, queue, partition)
 	if err != nil {

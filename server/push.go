@@ -7,7 +7,7 @@ import (
 	"github.com/queenmq/queen/raft"
 )
 
-// push answers POST /api/v1/push (API.md §5): 201 with one result per item,
+// push answers POST /api/v1/push (docs/api.md §5): 201 with one result per item,
 // in input order.
 func (s *Server) push(ctx *fasthttp.RequestCtx, p *params) {
 	body := ctx.PostBody()
@@ -169,7 +169,7 @@ func (f *pushFields) member(sc *scanner, key []byte) (handled bool, err error) {
 	return true, err
 }
 
-// item validates the fields (API.md §5) and builds the item. The payload is
+// item validates the fields (docs/api.md §5) and builds the item. The payload is
 // `payload`, else `data`, else {}; an explicit null is stored as null.
 func (f *pushFields) item() (engine.PushItem, error) {
 	if !f.hasQueue {

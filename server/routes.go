@@ -14,7 +14,7 @@ import (
 // segment wins over a parameter ("/consumer-groups/lagging" over
 // "/consumer-groups/{group}"), with backtracking when the literal branch
 // leads nowhere. name labels the route's metrics. level is the access a
-// caller needs (API.md §2, each route's **Auth:**; cluster routes take the
+// caller needs (docs/api.md §2, each route's **Auth:**; cluster routes take the
 // cluster secret or an admin token). disk says whether the route adds data
 // (addsData: 507 while free space is below the reserve, see storage.go) or
 // only writes what lets consumers go on and space come back (writesLittle),

@@ -10,7 +10,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// These tests drive the API the way the official SDKs do (API.md §1.5, §4-§9):
+// These tests drive the API the way the official SDKs do (docs/api.md §1.5, §4-§9):
 // their headers, bodies, query strings and path escaping, and they assert
 // the fields each SDK reads.
 

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// SEMANTICS.md §16: one test per conformance statement (37 and 40,
+// docs/semantics.md §16: one test per conformance statement (37 and 40,
 // encryption and retention, are out of scope). Each test has a fresh broker
 // and queue "q"; batch is always sent.
 

@@ -22,7 +22,7 @@ import (
 // DefaultOptions).
 type Options struct {
 	// Addr is the address ListenAndServe listens on (default
-	// "0.0.0.0:6632", DECISIONS C12).
+	// "0.0.0.0:6632", docs/decisions.md C12).
 	Addr string
 	// MaxBodyBytes caps a request body (QUEEN_MAX_BODY_BYTES, default
 	// 64 MiB); a larger body is answered 413 body_too_large.
@@ -57,7 +57,7 @@ type Options struct {
 	// debug level, fasthttp's connection errors (default slog.Default()).
 	Logger *slog.Logger
 	// SpoolDir is where pushes received during push maintenance wait to be
-	// replayed (SEMANTICS §12). Empty: push maintenance answers 500.
+	// replayed (docs/semantics.md §12). Empty: push maintenance answers 500.
 	SpoolDir string
 	// Metrics is the set the server registers its series in and that
 	// /metrics/prometheus writes out; pass the process's shared set so one
@@ -65,7 +65,7 @@ type Options struct {
 	Metrics *metrics.Set
 	// EncryptionKey is QUEEN_ENCRYPTION_KEY as given: 64 hex characters
 	// (surrounding whitespace ignored), the AES-256-GCM key that seals the
-	// payloads pushed to queues with encryptionEnabled (SEMANTICS §11;
+	// payloads pushed to queues with encryptionEnabled (docs/semantics.md §11;
 	// doc.go, "Encryption at rest"). Empty disables encryption at rest:
 	// queues with the flag then store PLAINTEXT, with a warning when one is
 	// configured. Any other value that is not 64 hex characters is refused

@@ -23,7 +23,7 @@ import (
 )
 
 // Maintainer is implemented by brokers with Queen's cluster-wide maintenance
-// switches (SEMANTICS §12): while push maintenance is on, pushes go to this
+// switches (docs/semantics.md §12): while push maintenance is on, pushes go to this
 // node's spool and are answered "buffered"; while pop maintenance is on,
 // every pop answers 204. raft.Node implements it; the switches are set by
 // proposing command.Maintenance.
@@ -381,7 +381,7 @@ func (s *Server) relayBody(items []engine.PushItem) ([]byte, error) {
 
 // bufferPush answers a push during push maintenance: its items go to the
 // spool, and each is answered "buffered" (201), or the whole request 500s
-// when the spool cannot be written (SEMANTICS §12).
+// when the spool cannot be written (docs/semantics.md §12).
 func (s *Server) bufferPush(ctx *fasthttp.RequestCtx, items []engine.PushItem) {
 	if s.spool == nil {
 		s.writeError(ctx, errNoSpool)

@@ -274,7 +274,7 @@ func (p chaosModelParams) ack(s partState, in *mInput, out *mOutput) (partState,
 	return next, ""
 }
 
-// clamp is SEMANTICS §6.3 restated for one ack call that holds the current
+// clamp is docs/semantics.md §6.3 restated for one ack call that holds the current
 // lease: the lowest failed or retry offset in the leased span is the head
 // signal; the cursor moves to the highest completed offset below it (or the
 // highest completed one when there is none), completing the silent gaps

@@ -544,7 +544,7 @@ func (c *cluster) stopAndCompare(nodes []*qnode, timeout time.Duration) {
 	c.t.Logf("queen check: %s", strings.Join(results, "; "))
 }
 
-// Wire shapes (API.md §5-§7).
+// Wire shapes (docs/api.md §5-§7).
 
 type pushItem struct {
 	Queue         string `json:"queue"`

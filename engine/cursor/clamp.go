@@ -18,7 +18,7 @@ type State struct {
 	Committed Offset
 	// SpanEnd is the highest offset an item may name: the leased batch end for
 	// an ack that holds the lease, the partition's last offset for a
-	// lease-less ack (DECISIONS C10).
+	// lease-less ack (docs/decisions.md C10).
 	SpanEnd Offset
 	// BatchEnd is where the batch completes: the leased batch end, or SpanEnd
 	// when no batch is recorded.
@@ -139,7 +139,7 @@ type Decision struct {
 	Poison Offset
 	// PoisonIndex is the index in items of the item whose status won at the
 	// poison offset (DeadLetter > Failed > Retry, first occurrence), -1 if
-	// there is no signal. It carries dlq:true or dropped:true (DECISIONS C7).
+	// there is no signal. It carries dlq:true or dropped:true (docs/decisions.md C7).
 	PoisonIndex int
 	// Signal is the status of the head signal, Completed if there is none.
 	Signal Status

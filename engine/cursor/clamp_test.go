@@ -121,7 +121,7 @@ func repeat(n int, st step) []step {
 	return steps
 }
 
-// TestClamp_WorkedExamples has one case per worked example of SEMANTICS §6.4.
+// TestClamp_WorkedExamples has one case per worked example of docs/semantics.md §6.4.
 // 6.4.13 (wrong leaseId) is decided by the caller's lease check before the
 // clamp runs, so it has no case here.
 func TestClamp_WorkedExamples(t *testing.T) {
@@ -285,7 +285,7 @@ func TestClamp_WorkedExamples(t *testing.T) {
 	}
 }
 
-// TestClamp_Redelivery has one case per row of the SEMANTICS §7 table that
+// TestClamp_Redelivery has one case per row of the docs/semantics.md §7 table that
 // the clamp decides. autoAck commits at pop time and never reaches the clamp.
 func TestClamp_Redelivery(t *testing.T) {
 	// Every case starts on batch 0..4 with the counter at 2.
@@ -624,7 +624,7 @@ func TestClamp_DeadLetterStatusIgnoresPolicy(t *testing.T) {
 }
 
 // TestClamp_LeaselessSpan: a lease-less ack may name offsets past the leased
-// batch (SpanEnd is the partition's last offset, DECISIONS C10).
+// batch (SpanEnd is the partition's last offset, docs/decisions.md C10).
 func TestClamp_LeaselessSpan(t *testing.T) {
 	s := cursor.State{Committed: -1, SpanEnd: 20, BatchEnd: 4, RetryCount: 1}
 	out := make([]cursor.Outcome, 10)

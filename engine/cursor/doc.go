@@ -1,5 +1,5 @@
 // Package cursor decides what one ack call does to a consumer group's cursor
-// in one partition: the ack clamp of SEMANTICS.md §6.3. It is pure value
+// in one partition: the ack clamp of docs/semantics.md §6.3. It is pure value
 // arithmetic with no I/O and no allocation, so that the engine, the property
 // test and the fuzzer all drive the same function.
 //
@@ -87,11 +87,11 @@
 //   - [Applied]: in span and not above the poison offset (or any in-span item
 //     when there is no signal). This includes every item at the poison offset,
 //     the winner and the items it outranked; the dlq:true and dropped:true flags
-//     of DECISIONS C7 belong to the winner alone (Decision.PoisonIndex).
+//     of docs/decisions.md C7 belong to the winner alone (Decision.PoisonIndex).
 //
 // # Statuses
 //
-// [ParseStatus] follows DECISIONS C8 and is case-sensitive: "completed",
+// [ParseStatus] follows docs/decisions.md C8 and is case-sensitive: "completed",
 // "success", "acked", "ok" and "" are Completed; "failed", "retry" and "dlq"
 // are Failed, Retry and DeadLetter; everything else, including "FAILED",
 // "Completed" and " ok", is Failed. Treating an unrecognised spelling as a

@@ -1,6 +1,6 @@
 package cursor
 
-// Status is the normalised status of one ack item (SEMANTICS §6.2, DECISIONS
+// Status is the normalised status of one ack item (docs/semantics.md §6.2, docs/decisions.md
 // C8).
 type Status uint8
 
@@ -20,7 +20,7 @@ const (
 	DeadLetter
 )
 
-// ParseStatus normalises a wire status per DECISIONS C8. Matching is exact
+// ParseStatus normalises a wire status per docs/decisions.md C8. Matching is exact
 // and case-sensitive; anything unrecognised is Failed. The caller passes ""
 // for an absent status. It does not allocate.
 func ParseStatus(s string) Status {

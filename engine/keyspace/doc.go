@@ -29,7 +29,7 @@
 //
 // A txn-expiry entry lists the transaction ids of one segment under the
 // segment's creation time, so the purge of the transaction-id index after its
-// window (SEMANTICS §8.3) reads a partition's oldest entries in order instead
+// window (docs/semantics.md §8.3) reads a partition's oldest entries in order instead
 // of scanning the whole index.
 //
 // Per-partition families (0x04, 0x05, 0x06, 0x09, 0x0B) put the partition id right

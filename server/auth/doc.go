@@ -1,10 +1,10 @@
-// Package auth verifies the JSON Web Tokens of Queen's HTTP API (API.md §2)
+// Package auth verifies the JSON Web Tokens of Queen's HTTP API (docs/api.md §2)
 // and tells the access level they hold. The HTTP edge calls it per request;
 // it knows nothing of HTTP servers and imports no package of the project.
 //
 // # Use
 //
-//	opts, err := auth.OptionsFromEnv(os.Getenv) // JWT_* (API.md §16)
+//	opts, err := auth.OptionsFromEnv(os.Getenv) // JWT_* (docs/api.md §16)
 //	v, err := auth.New(opts)
 //	defer v.Close()
 //	// per request, unless !v.Enabled() or v.Skip(path):

@@ -5,7 +5,7 @@ import "strconv"
 // Level is an access level. A route declares the level it needs; a token's
 // roles give the level it holds. Levels are cumulative: a holder of a level
 // may reach every route that needs that level or a lower one
-// (READ_ONLY ⊂ READ_WRITE ⊂ ADMIN, API.md §2).
+// (READ_ONLY ⊂ READ_WRITE ⊂ ADMIN, docs/api.md §2).
 type Level uint8
 
 const (

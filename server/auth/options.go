@@ -13,7 +13,7 @@ import (
 )
 
 // The accepted values of Options.Algorithm (JWT_ALGORITHM), spelled as in
-// API.md §16.
+// docs/api.md §16.
 const (
 	// HS256 verifies HMAC-SHA256 tokens with Options.Secret.
 	HS256 = "HS256"
@@ -33,7 +33,7 @@ const (
 const NoClockSkew time.Duration = -1
 
 // Options configures a Verifier. Every field but the last three has an
-// environment variable of Queen's (API.md §16); OptionsFromEnv reads them.
+// environment variable of Queen's (docs/api.md §16); OptionsFromEnv reads them.
 // Zero fields take the defaults given in their comments.
 type Options struct {
 	// Enabled turns authentication on (JWT_ENABLED, default false). When
@@ -280,7 +280,7 @@ func configError(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...)
 }
 
-// OptionsFromEnv reads Queen's JWT_* variables (API.md §16) through getenv,
+// OptionsFromEnv reads Queen's JWT_* variables (docs/api.md §16) through getenv,
 // usually os.Getenv, on top of DefaultOptions. An unset or empty variable
 // keeps the default. A malformed number or boolean is an error naming the
 // variable (all of them, joined); each wraps ErrConfig. The result is not

@@ -22,7 +22,7 @@ func comparable(o auth.Options) auth.Options {
 }
 
 // TestOptionsFromEnv_Defaults reads an empty environment as Queen's
-// defaults (API.md §16).
+// defaults (docs/api.md §16).
 func TestOptionsFromEnv_Defaults(t *testing.T) {
 	got, err := auth.OptionsFromEnv(env(nil))
 	if err != nil {
