@@ -15,7 +15,7 @@ type AckItem struct {
 	PartitionID   ID
 	Group         string // "" means QueueMode
 	Status        cursor.Status
-	Lease         ID // zero: a lease-less ack, accepted without validation (C10)
+	Lease         ID // zero: a lease-less ack, accepted without validation (docs/decisions.md C10)
 	Error         string
 }
 
@@ -167,7 +167,7 @@ func (b *Batch) decide(now int64, plan *ackPlan, items []AckItem, results []AckR
 	if plan.lease != (ID{}) {
 		state.SpanEnd, state.BatchEnd = Offset(rec.BatchEnd), Offset(rec.BatchEnd)
 	} else {
-		// Lease-less (C10): any stored message past the cursor may be acked;
+		// Lease-less (docs/decisions.md C10): any stored message past the cursor may be acked;
 		// the batch completes at its recorded end, or at the head when no
 		// batch is recorded.
 		state.SpanEnd = r.p.last()
@@ -251,7 +251,7 @@ func (b *Batch) applyAck(now int64, m *minter, plan *ackPlan, items []AckItem, r
 		next.AttemptOffset, next.AttemptCount = -1, 0
 	case cursor.Release:
 		if delay := r.p.q.config.Get(OptRetryDelay); delay > 0 {
-			next.RetryAfter = now + delay*1000 // B6
+			next.RetryAfter = now + delay*1000 // docs/decisions.md B6
 		}
 	case cursor.ActionDeadLetter, cursor.Drop:
 		next.AttemptOffset, next.AttemptCount = -1, 0

@@ -219,7 +219,7 @@ func (c DeleteDLQCmd) Apply(b *Batch, _ Stamp) Result {
 	return Result{Value: v, Err: err}
 }
 
-// MoveToDLQCmd dead-letters a pending message (B3).
+// MoveToDLQCmd dead-letters a pending message (docs/decisions.md B3).
 type MoveToDLQCmd struct {
 	PartitionID   ID
 	TransactionID string

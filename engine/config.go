@@ -17,7 +17,7 @@ type Option uint8
 const (
 	OptLeaseTime                 Option = 1  // seconds a pop's lease lasts
 	OptRetryLimit                Option = 2  // failed acks tolerated before the terminal branch
-	OptRetryDelay                Option = 3  // ms before a nacked partition redelivers to the group (B6)
+	OptRetryDelay                Option = 3  // ms before a nacked partition redelivers to the group (docs/decisions.md B6)
 	OptMaxSize                   Option = 4  // stored and echoed, not enforced (§3.5)
 	OptTTL                       Option = 5  // stored and echoed, not enforced
 	OptPriority                  Option = 6  // stored and echoed, not enforced
@@ -29,9 +29,9 @@ const (
 	OptEncryptionEnabled         Option = 12 // encrypt payloads at rest when a key is configured
 	OptDeadLetterQueue           Option = 13 // dead-lettering on exhaustion (either flag enables it)
 	OptDLQAfterMaxRetries        Option = 14 // dead-lettering on exhaustion (either flag enables it)
-	OptMaxWaitTimeSeconds        Option = 15 // eviction age (C11: deletes, never dead-letters)
+	OptMaxWaitTimeSeconds        Option = 15 // eviction age (docs/decisions.md C11: deletes, never dead-letters)
 	OptDedupWindowSeconds        Option = 16 // cross-request dedup window; 0 disables the probe
-	OptMaxDeliveries             Option = 17 // B5: dead-letter after this many deliveries; 0 = off
+	OptMaxDeliveries             Option = 17 // docs/decisions.md B5: dead-letter after this many deliveries; 0 = off
 	numOptions                          = 18
 )
 

@@ -3,8 +3,8 @@ package engine_test
 // Conformance of the engine to the parts of docs/semantics.md and
 // docs/decisions.md that §6.4 and §16 do not spell out: dedup windows (§3.4),
 // claiming and subscriptions (§4.3-§4.6), visibility (§4.5), autoAck (§4.8),
-// leases (§5, C10), per-item ack flags (C7), transactions (§13), the DLQ (§9,
-// B1, C4, B3), maxDeliveries (B5), retryDelay (B6), group management (§14),
+// leases (§5, docs/decisions.md C10), per-item ack flags (docs/decisions.md C7), transactions (§13), the DLQ (§9,
+// docs/decisions.md B1, C4, B3), maxDeliveries (docs/decisions.md B5), retryDelay (docs/decisions.md B6), group management (§14),
 // queue deletion, determinism and restart.
 
 import (
@@ -400,7 +400,7 @@ func TestConformance_Lease_Extend(t *testing.T) {
 	}
 }
 
-// C10: an ack with no lease is accepted and moves the cursor even after the
+// docs/decisions.md C10: an ack with no lease is accepted and moves the cursor even after the
 // lease expired and even while another worker holds the lease.
 func TestConformance_Lease_LeaselessAck(t *testing.T) {
 	h := enginetest.MustOpen(t)
@@ -430,7 +430,7 @@ func TestConformance_Lease_LeaselessAck(t *testing.T) {
 	wantNothing(t, "all consumed", popQueue(h, "q", "G", 10))
 }
 
-// C7: dlq:true and dropped:true only on the poison item; leaseReleased on
+// docs/decisions.md C7: dlq:true and dropped:true only on the poison item; leaseReleased on
 // every item of a (partition, lease) group whose lease this call released,
 // and not on another partition's group of the same call.
 func TestConformance_Ack_PerItemFlags(t *testing.T) {
@@ -657,7 +657,7 @@ func label(rows []engine.DeadLetter) []string {
 	return out
 }
 
-// B1: newest failure first, every filter (queue, group, partition, from/to),
+// docs/decisions.md B1: newest failure first, every filter (queue, group, partition, from/to),
 // pagination, and a total that counts every matching row.
 func TestConformance_DLQ_ListFilters(t *testing.T) {
 	f := newDLQFixture(t)
@@ -700,7 +700,7 @@ func TestConformance_DLQ_ListFilters(t *testing.T) {
 	}
 }
 
-// C4: replay pushes the snapshot under a fresh transaction id to the tail of
+// docs/decisions.md C4: replay pushes the snapshot under a fresh transaction id to the tail of
 // its partition, removes the rows, and every group sees the replayed
 // message; a second replay finds nothing.
 func TestConformance_DLQ_ReplayEveryGroupSees(t *testing.T) {
@@ -734,7 +734,7 @@ func TestConformance_DLQ_ReplayEveryGroupSees(t *testing.T) {
 }
 
 // Replay and delete scoped to one group leave the other group's row; a
-// replay with a corrected payload (B4) pushes that payload.
+// replay with a corrected payload (docs/decisions.md B4) pushes that payload.
 func TestConformance_DLQ_ReplayAndDeleteByGroup(t *testing.T) {
 	h := enginetest.MustOpen(t)
 	r := h.PushOne("q", "", "m", `{"v":1}`)
@@ -765,7 +765,7 @@ func TestConformance_DLQ_ReplayAndDeleteByGroup(t *testing.T) {
 	}
 }
 
-// B3: MoveToDLQ dead-letters a pending message as a dlq ack would, without
+// docs/decisions.md B3: MoveToDLQ dead-letters a pending message as a dlq ack would, without
 // holding the lease; a consumed message is ErrAlreadyConsumed and an unknown
 // address ErrMessageNotFound.
 func TestConformance_DLQ_MoveToDLQ(t *testing.T) {
@@ -800,7 +800,7 @@ func TestConformance_DLQ_MoveToDLQ(t *testing.T) {
 	wantTxns(t, "G after the moves", popQueue(h, "q", "G", 10), "m2")
 }
 
-// B5: maxDeliveries dead-letters a message delivered that many times without
+// docs/decisions.md B5: maxDeliveries dead-letters a message delivered that many times without
 // a terminal ack, lease expiries included, and goes on with the next one.
 func TestConformance_DLQ_MaxDeliveries(t *testing.T) {
 	h := enginetest.MustOpen(t)
@@ -822,7 +822,7 @@ func TestConformance_DLQ_MaxDeliveries(t *testing.T) {
 	}
 }
 
-// B5 when the dead-lettered message is the last one: the pop delivers
+// docs/decisions.md B5 when the dead-lettered message is the last one: the pop delivers
 // nothing and the store stays consistent (the expired lease must not be
 // left on a row whose cursor reached its batch end).
 func TestConformance_DLQ_MaxDeliveriesLastMessage(t *testing.T) {
@@ -845,7 +845,7 @@ func TestConformance_DLQ_MaxDeliveriesLastMessage(t *testing.T) {
 	}
 }
 
-// B6: after a failed or retry ack the partition is not redelivered to that
+// docs/decisions.md B6: after a failed or retry ack the partition is not redelivered to that
 // group until retryDelay has passed; order is kept; other groups and
 // completed acks are not delayed.
 func TestConformance_RetryDelay(t *testing.T) {
@@ -1315,7 +1315,7 @@ func TestConformance_CreatedAtNeverDecreases(t *testing.T) {
 	}
 }
 
-// C5: configure merges, Reset restores one option's default, Replace resets
+// docs/decisions.md C5: configure merges, Reset restores one option's default, Replace resets
 // everything not given; the implicit queue's leaseTime is 60 and configure's
 // default is 300; configure creates Default.
 func TestConformance_Configure(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 )
 
 // DeadLetter is one dead-letter row: a snapshot of the message and of why it
-// failed, independent of the segments it came from (docs/semantics.md §9, B2).
+// failed, independent of the segments it came from (docs/semantics.md §9, docs/decisions.md B2).
 type DeadLetter struct {
 	Row       keyspace.RowKey
 	FailedAt  int64
@@ -21,7 +21,7 @@ type DeadLetter struct {
 	keyspace.DeadLetterRecord
 }
 
-// DLQFilter selects dead-letter rows (B1). Zero fields do not filter.
+// DLQFilter selects dead-letter rows (docs/decisions.md B1). Zero fields do not filter.
 type DLQFilter struct {
 	Queue     string
 	Group     string
@@ -61,7 +61,7 @@ func getDeadLetter(r pebble.Reader, row keyspace.RowKey) (DeadLetter, bool, erro
 }
 
 // ListDLQ returns one page of dead-letter rows, newest failure first, and
-// the number of rows matching the filter (B1: a true total).
+// the number of rows matching the filter (docs/decisions.md B1: a true total).
 func (e *Engine) ListDLQ(f DLQFilter) ([]DeadLetter, int, error) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
@@ -182,12 +182,12 @@ func (b *Batch) deleteDLQ(part ID, txn, group string) (int, error) {
 	return len(rows), nil
 }
 
-// ReplayCmd re-publishes a dead-lettered message (C4).
+// ReplayCmd re-publishes a dead-lettered message (docs/decisions.md C4).
 type ReplayCmd struct {
 	PartitionID   ID
 	TransactionID string
 	Group         string // "" replays the address for every group that dead-lettered it
-	Payload       []byte // nil replays the snapshot; else a corrected payload (B4)
+	Payload       []byte // nil replays the snapshot; else a corrected payload (docs/decisions.md B4)
 	// Sealed says the corrected Payload is an envelope the broker's edge
 	// sealed (PushItem.Sealed). Without a Payload it is ignored: the
 	// snapshot is replayed with its own sealed bit.
@@ -205,7 +205,7 @@ type ReplayResult struct {
 // replay pushes the newest snapshot of an address back to its queue and
 // partition with a fresh transaction id minted from the new message id, and
 // removes the address's rows in the same atomic batch, so the row goes only
-// if the push is accepted (C4, docs/semantics.md §9.2). The snapshot keeps its
+// if the push is accepted (docs/decisions.md C4, docs/semantics.md §9.2). The snapshot keeps its
 // sealed bit, so a sealed payload is re-pushed as it is, never sealed twice;
 // a corrected payload is sealed as cmd.Sealed says.
 func (b *Batch) replay(st Stamp, cmd ReplayCmd) (ReplayResult, error) {

@@ -32,7 +32,7 @@ var (
 	// address names no stored message.
 	ErrMessageNotFound = errors.New("engine: message not found")
 	// ErrAlreadyConsumed is returned when a message is already behind the
-	// group's cursor (B3 move to DLQ).
+	// group's cursor (docs/decisions.md B3 move to DLQ).
 	ErrAlreadyConsumed = errors.New("engine: message already consumed by this group")
 	// ErrFaulted is wrapped by every write refused after an I/O error (and
 	// every read while the model may be ahead of the disk): the store is

@@ -52,7 +52,7 @@ func (e *Engine) MessageAt(part ID, txn string) (StoredMessage, error) {
 }
 
 // moveToDLQ dead-letters a message still pending for group, exactly as a
-// lease-less ack with status dlq would (B3). It returns ErrMessageNotFound
+// lease-less ack with status dlq would (docs/decisions.md B3). It returns ErrMessageNotFound
 // when the address names no message and ErrAlreadyConsumed when the group's
 // cursor is already past it.
 func (b *Batch) moveToDLQ(st Stamp, part ID, txn, group, text string) (AckResult, error) {

@@ -473,7 +473,7 @@ func (m *model) live(c engine.CursorInfo) bool {
 }
 
 // expectAck is an independent reference of docs/semantics.md §6.3 and docs/decisions.md C7,
-// C10 for one ack call, computed from the rows before it. fatal reports what
+// docs/decisions.md C10 for one ack call, computed from the rows before it. fatal reports what
 // would roll a transaction back. The model never mixes leases of one row in
 // one call, so each row takes at most one decision.
 func (m *model) expectAck(before map[modelKey]engine.CursorInfo, items []engine.AckItem) ([]expAck, map[modelKey]expRow, bool) {

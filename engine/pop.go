@@ -61,7 +61,7 @@ type PopResult struct {
 	LeaseID      ID
 	Messages     []Message
 	Claims       []Claim
-	DeadLettered int // messages dead-lettered by maxDeliveries (B5) on the way
+	DeadLettered int // messages dead-lettered by maxDeliveries (docs/decisions.md B5) on the way
 	// reads are the claimed ranges whose frames are read after the commit
 	// (Engine.Finish fills Messages from them).
 	reads []popRead
@@ -268,7 +268,7 @@ func (b *Batch) claim(now int64, m *minter, cmd *PopCmd, group string, p *partit
 	}
 	from := Offset(r.rec.Committed + 1)
 	if maxDeliveries := cfg.Get(OptMaxDeliveries); maxDeliveries > 0 {
-		// B5: a message delivered maxDeliveries times without a terminal ack
+		// docs/decisions.md B5: a message delivered maxDeliveries times without a terminal ack
 		// is dead-lettered instead of delivered again.
 		for from <= last && r.rec.AttemptOffset == int64(from) && int64(r.rec.AttemptCount) >= maxDeliveries {
 			filed, err := b.fileDeadLetter(now, m, r, from, "max deliveries exceeded", r.rec.RetryCount, r.rec.AttemptCount)

@@ -13,7 +13,7 @@ type SweepResult struct {
 	Partitions int // partitions that lost segments
 	Segments   int // segments deleted by retention or eviction
 	Messages   int64
-	Evicted    int64 // of Messages, deleted by maxWaitTimeSeconds (C11)
+	Evicted    int64 // of Messages, deleted by maxWaitTimeSeconds (docs/decisions.md C11)
 	TxnPurged  int   // transaction-id index entries purged after their window
 }
 
@@ -29,7 +29,7 @@ const minTxnKeepSeconds = 900
 //     whole segments older than its window that lie entirely below every
 //     cursor of the partition (a partition without cursors keeps them);
 //   - maxWaitTimeSeconds, independent of retentionEnabled, deletes whole
-//     segments older than it, leased or not, without dead-lettering (C11);
+//     segments older than it, leased or not, without dead-lettering (docs/decisions.md C11);
 //   - transaction-id index entries go once older than max(dedupWindowSeconds,
 //     completedRetentionSeconds, 900 s), even when their segment stays.
 //

@@ -91,7 +91,7 @@ func TestSweep_CompletedRetentionWithoutCursorsKeepsEverything(t *testing.T) {
 	}
 }
 
-// C11: eviction deletes, leased or not, and never dead-letters.
+// docs/decisions.md C11: eviction deletes, leased or not, and never dead-letters.
 func TestSweep_EvictionDeletesWithoutDeadLettering(t *testing.T) {
 	h := enginetest.MustOpen(t)
 	h.Set("q", map[engine.Option]int64{engine.OptMaxWaitTimeSeconds: 5})

@@ -529,7 +529,7 @@ func TestSemantics16_09_EmptyQueuePopsNothing(t *testing.T) {
 	wantNothing(t, "unknown partition", popPart(h, "q", "nope", "", 10))
 }
 
-// §16.12: one partition with 5 messages leased by C1 (batch=2): C2's pop on
+// §16.12: one partition with 5 messages leased by docs/decisions.md C1 (batch=2): docs/decisions.md C2's pop on
 // the same group gets nothing, by either route.
 func TestSemantics16_12_LeasedPartitionBlocksOtherConsumer(t *testing.T) {
 	h := enginetest.MustOpen(t)

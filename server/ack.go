@@ -33,7 +33,7 @@ func (f *ackFields) member(sc *scanner, key []byte) (handled bool, err error) {
 	case "partitionId":
 		f.part, f.hasPart, err = sc.optStringLike("partitionId", f.like.part)
 	case "status":
-		f.status, _, err = sc.optStringLike("status", f.like.status) // absent/null: "" = completed (C8)
+		f.status, _, err = sc.optStringLike("status", f.like.status) // absent/null: "" = completed (docs/decisions.md C8)
 	case "consumerGroup":
 		f.group, _, err = sc.optStringLike("consumerGroup", f.like.group)
 	case "leaseId":
@@ -218,7 +218,7 @@ func (s *Server) acknowledge(ctx *fasthttp.RequestCtx, fields []ackFields) {
 	send(ctx, fasthttp.StatusOK, w)
 }
 
-// writeAckResult writes one ack result item (docs/api.md §7.2, C7).
+// writeAckResult writes one ack result item (docs/api.md §7.2, docs/decisions.md C7).
 func writeAckResult(w *jsonWriter, index int, txn string, r *engine.AckResult) {
 	w.object("")
 	w.int("index", int64(index))
@@ -497,7 +497,7 @@ func decodeTxOp(sc *scanner, ops *[]engine.TxOp, order *[]txOp) error {
 
 // extendLease answers POST /api/v1/lease/{leaseId}/extend (docs/semantics.md §5):
 // always 200, success:false with renewed:0 when no live lease has this id.
-// The body is optional (C9) and seconds defaults to 60.
+// The body is optional (docs/decisions.md C9) and seconds defaults to 60.
 func (s *Server) extendLease(ctx *fasthttp.RequestCtx, p *params) {
 	leaseText := p.get("leaseId")
 	seconds := int64(60)

@@ -27,7 +27,7 @@ func TestConfigure_MergeNullResetAndReplace(t *testing.T) {
 	if o["leaseTime"] != float64(10) || o["retryLimit"] != float64(7) || o["deadLetterQueue"] != false || o["dlqAfterMaxRetries"] != true {
 		t.Fatalf("after set: %v", o)
 	}
-	o = opts(`{"queue":"q","options":{"retryLimit":2}}`) // absent keeps (C5)
+	o = opts(`{"queue":"q","options":{"retryLimit":2}}`) // absent keeps (docs/decisions.md C5)
 	if o["leaseTime"] != float64(10) || o["retryLimit"] != float64(2) {
 		t.Fatalf("after merge: %v", o)
 	}

@@ -122,7 +122,7 @@ func TestBadInput_PerItemAckErrors(t *testing.T) {
 	c.mustBeEmpty(popPath("q", "batch=1"))
 }
 
-// TestBadInput_OversizeBody: a body above MaxBodyBytes is a 413 with the C2
+// TestBadInput_OversizeBody: a body above MaxBodyBytes is a 413 with the docs/decisions.md C2
 // body; nothing is written and the server keeps serving.
 func TestBadInput_OversizeBody(t *testing.T) {
 	c := newClientOptions(t, newBroker(t), server.Options{MaxBodyBytes: 1024})
@@ -149,7 +149,7 @@ func (c *client) raw(req string) string {
 }
 
 // TestBadInput_RawRequests: requests no HTTP client library would send.
-// Bytes that are not HTTP and a bad percent escape get a 400 with the C2
+// Bytes that are not HTTP and a bad percent escape get a 400 with the docs/decisions.md C2
 // body.
 func TestBadInput_RawRequests(t *testing.T) {
 	c := newClient(t)

@@ -7,7 +7,7 @@ import (
 	"github.com/queenmq/queen/raft"
 )
 
-// configure answers POST /api/v1/configure (C5): options merge into the
+// configure answers POST /api/v1/configure (docs/decisions.md C5): options merge into the
 // queue's configuration, an explicit null resets one, "replace": true resets
 // every option not given. namespace/task strings set the labels; absent or
 // null keeps them (the JS SDK always sends null when unset).
@@ -76,7 +76,7 @@ func (s *Server) configure(ctx *fasthttp.RequestCtx, _ *params) {
 }
 
 // decodeOption reads one member of configure's options. Unknown keys are
-// ignored; null resets the option (C5); ints must be non-negative integers,
+// ignored; null resets the option (docs/decisions.md C5); ints must be non-negative integers,
 // booleans booleans.
 func decodeOption(sc *scanner, key []byte, cmd *engine.ConfigureCmd) error {
 	o, ok := engine.OptionByName(string(key))

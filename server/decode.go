@@ -31,7 +31,7 @@ type scanner struct {
 
 // decodeObject decodes a body that must be one JSON object, calling member
 // for each key with the scanner positioned at its value; member must consume
-// the value. An empty body is an error unless optional (C9: it means {}).
+// the value. An empty body is an error unless optional (docs/decisions.md C9: it means {}).
 func decodeObject(body []byte, optional bool, member func(s *scanner, key []byte) error) error {
 	s := &scanner{b: body}
 	s.ws()

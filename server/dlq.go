@@ -14,7 +14,7 @@ import (
 // stops at the first page shorter than the limit it asked for.
 const maxDLQPage = 10000
 
-// listDLQ answers GET /api/v1/dlq with the B1 filters: rows newest failure
+// listDLQ answers GET /api/v1/dlq with the docs/decisions.md B1 filters: rows newest failure
 // first, total = rows matching the filter, pagination.hasMore.
 func (s *Server) listDLQ(ctx *fasthttp.RequestCtx, _ *params) {
 	f, err := dlqFilter(ctx.QueryArgs())
@@ -44,7 +44,7 @@ func (s *Server) listDLQ(ctx *fasthttp.RequestCtx, _ *params) {
 	send(ctx, fasthttp.StatusOK, w)
 }
 
-// dlqFilter reads the B1 filters and paging of a DLQ request.
+// dlqFilter reads the docs/decisions.md B1 filters and paging of a DLQ request.
 func dlqFilter(args *fasthttp.Args) (engine.DLQFilter, error) {
 	f := engine.DLQFilter{
 		Queue:     queryString(args, "queue"),
@@ -60,7 +60,7 @@ func dlqFilter(args *fasthttp.Args) (engine.DLQFilter, error) {
 	return f, err
 }
 
-// replayDLQ answers POST /api/v1/dlq/replay (B4): it replays the rows the B1
+// replayDLQ answers POST /api/v1/dlq/replay (docs/decisions.md B4): it replays the rows the docs/decisions.md B1
 // filters (query string) select, oldest failure first, at most limit of
 // them, and answers the counts. Each replay is one atomic command that
 // pushes the snapshot and removes its row, so a row is replayed at most once
@@ -124,7 +124,7 @@ func (s *Server) replayDLQ(ctx *fasthttp.RequestCtx, _ *params) {
 }
 
 // writeDeadLetter writes one DLQ row: Queen's fields (createdAt = failedAt)
-// plus what B2 keeps (enqueuedAt, producerSub, offset, deliveries). A
+// plus what docs/decisions.md B2 keeps (enqueuedAt, producerSub, offset, deliveries). A
 // snapshot the broker sealed is written decrypted, flagged isEncrypted:true,
 // when c opens it; any other is written as stored, isEncrypted:false.
 func writeDeadLetter(w *jsonWriter, d *engine.DeadLetter, c *payloadCipher) {
@@ -467,10 +467,10 @@ func (s *Server) deleteMessage(ctx *fasthttp.RequestCtx, p *params) {
 	send(ctx, fasthttp.StatusOK, w)
 }
 
-// replayMessage answers POST .../{partitionId}/{transactionId}/retry (C4):
+// replayMessage answers POST .../{partitionId}/{transactionId}/retry (docs/decisions.md C4):
 // the dead-letter snapshot is pushed again with a fresh transaction id and
 // its rows removed in the same command. The optional body may carry a
-// corrected payload (B4 "data") and a consumerGroup to replay only that
+// corrected payload (docs/decisions.md B4 "data") and a consumerGroup to replay only that
 // group's row.
 func (s *Server) replayMessage(ctx *fasthttp.RequestCtx, p *params) {
 	part, txn, err := address(p, engine.ErrNoDeadLetter)
@@ -521,7 +521,7 @@ func (s *Server) replayMessage(ctx *fasthttp.RequestCtx, p *params) {
 	send(ctx, fasthttp.StatusOK, w)
 }
 
-// sealReplay seals a replay's corrected payload (B4), and marks it sealed,
+// sealReplay seals a replay's corrected payload (docs/decisions.md B4), and marks it sealed,
 // if the address's queue is encrypted now; else it goes plain. A replay
 // without one re-pushes the stored snapshot with its own sealed bit, so an
 // envelope stays one envelope and is never sealed twice. An address without
@@ -543,7 +543,7 @@ func (s *Server) sealReplay(cmd *engine.ReplayCmd) error {
 	return nil
 }
 
-// moveToDLQ answers POST .../{partitionId}/{transactionId}/dlq (B3): the
+// moveToDLQ answers POST .../{partitionId}/{transactionId}/dlq (docs/decisions.md B3): the
 // message is dead-lettered for consumerGroup (body or query; default queue
 // mode) as an ack with status dlq would, holding no lease. 404 when there is
 // no such message, 409 when the group already consumed it.

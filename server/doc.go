@@ -6,15 +6,15 @@
 // # Routes
 //
 // The one table is routeTable in routes.go. Path parameters are matched on
-// the raw path and percent-decoded per segment (C9), so "q%2Fx" names the
+// the raw path and percent-decoded per segment (docs/decisions.md C9), so "q%2Fx" names the
 // queue "q/x" and "ord:42" works raw or escaped; literal segments win over
 // parameters ("/consumer-groups/lagging" over "/consumer-groups/{group}").
 //
-//	GET    /dlq                                      the DLQ page (B9)
+//	GET    /dlq                                      the DLQ page (docs/decisions.md B9)
 //	GET    /health                                   200 healthy | 503 unhealthy (no leader, or a storage fault: "fault")
 //	GET    /metrics                                  JSON snapshot
 //	GET    /metrics/prometheus                       Prometheus text (VictoriaMetrics set + DLQ depth)
-//	POST   /api/v1/configure                         C5 merge; null resets; replace
+//	POST   /api/v1/configure                         docs/decisions.md C5 merge; null resets; replace
 //	POST   /api/v1/push                              201 [result per item]
 //	GET    /api/v1/pop/queue/{queue}                 200 envelope | 204
 //	GET    /api/v1/pop/queue/{queue}/partition/{partition}
@@ -23,13 +23,13 @@
 //	POST   /api/v1/ack/batch                         [result per item]
 //	POST   /api/v1/transaction                       200 {success, results} | 400 malformed
 //	POST   /api/v1/lease/{leaseId}/extend            200 always; body optional
-//	GET    /api/v1/dlq                               B1 filters, true total, hasMore
-//	POST   /api/v1/dlq/replay                        B4 bulk redrive: B1 filters, limit, oldest first
+//	GET    /api/v1/dlq                               docs/decisions.md B1 filters, true total, hasMore
+//	POST   /api/v1/dlq/replay                        docs/decisions.md B4 bulk redrive: docs/decisions.md B1 filters, limit, oldest first
 //	GET    /api/v1/messages                          retained messages, newest first, with status
 //	GET    /api/v1/messages/{partitionId}/{transactionId}
 //	DELETE /api/v1/messages/{partitionId}/{transactionId}        DLQ rows only; else 404
-//	POST   /api/v1/messages/{partitionId}/{transactionId}/retry  C4 replay (B4 "data")
-//	POST   /api/v1/messages/{partitionId}/{transactionId}/dlq    B3 move; 404 | 409
+//	POST   /api/v1/messages/{partitionId}/{transactionId}/retry  docs/decisions.md C4 replay (docs/decisions.md B4 "data")
+//	POST   /api/v1/messages/{partitionId}/{transactionId}/dlq    docs/decisions.md B3 move; 404 | 409
 //	GET    /api/v1/resources/{overview,queues,namespaces,tasks}
 //	GET    /api/v1/resources/queues/{queue}          | DELETE (dead letters survive)
 //	GET    /api/v1/consumer-groups[/lagging|/{group}] | DELETE /{group}[/queues/{queue}]
@@ -44,10 +44,10 @@
 //
 // # Edge contract
 //
-// Status codes are the intended ones (C1): 201 push, 204 nothing to pop,
+// Status codes are the intended ones (docs/decisions.md C1): 201 push, 204 nothing to pop,
 // 400, 404, 405, 409, 413, 501, 503, and 507 when a disk is below its
 // reserve. Every error body is
-// {"error": "<message>", "code": "<stable_snake_case>"} (C2), produced by
+// {"error": "<message>", "code": "<stable_snake_case>"} (docs/decisions.md C2), produced by
 // writeError from the one table in errors.go; an error the table does not
 // know is a 500 "internal" whose details are logged, never returned. Raft
 // errors (no leader, not leader, timeout, shutdown, forward), like a body
@@ -87,10 +87,10 @@
 // secret is another node: admitted everywhere, and only its spool replays
 // keep their producerSub. Everyone else's producerSub is their token's sub.
 //
-// Input is lenient where the SDKs need it (C9): an empty body on a route
+// Input is lenient where the SDKs need it (docs/decisions.md C9): an empty body on a route
 // whose body is optional is {}; query booleans are true for "true" or "1";
 // query integers that do not parse take their default. subscriptionFrom is
-// "now" or ISO-8601, else 400 (C6). Bodies are parsed by a small validating
+// "now" or ISO-8601, else 400 (docs/decisions.md C6). Bodies are parsed by a small validating
 // scanner (decode.go) that never re-encodes payloads: a pushed payload is
 // validated and stored as the exact bytes sent, and popped data is written
 // back as those bytes. Hot-path replies are appended byte by byte
@@ -175,7 +175,7 @@
 // OpenSSL independently.
 //
 // Which payloads are sealed: the items of POST /push, the push operations
-// of POST /transaction, and a replay's corrected payload (B4) — each when a
+// of POST /transaction, and a replay's corrected payload (docs/decisions.md B4) — each when a
 // key is configured and the target queue exists with encryptionEnabled, as
 // this node's applied state says at push time (a queue the push creates is
 // not encrypted). Changing the flag later rewrites nothing. Without a key

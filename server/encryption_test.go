@@ -154,7 +154,7 @@ func TestEncryption_Semantics16_37_PushPopDetailDLQReplay(t *testing.T) {
 		t.Fatalf("replayed message popped as %s %s", m.TransactionID, m.Data)
 	}
 
-	// A replay with a corrected payload (B4) is sealed at the edge.
+	// A replay with a corrected payload (docs/decisions.md B4) is sealed at the edge.
 	c.ack(p.Messages[0], "dlq", "again")
 	const fixed = `{"orderId":8812,"fixed":"CORRECTED"}`
 	c.do("POST", "/api/v1/messages/"+res.PartitionID+"/"+newTxn+"/retry", `{"data":`+fixed+`}`).expect(t, 200).decode(t, &replay)

@@ -175,7 +175,7 @@ func classify(err error) (row errorCode, msg string, ok bool) {
 	return errorCode{}, "", false
 }
 
-// writeError answers a request with the error's status and the C2 body
+// writeError answers a request with the error's status and the docs/decisions.md C2 body
 // {"error": "<message>", "code": "<code>"}. It is the only way handlers
 // report errors.
 func (s *Server) writeError(ctx *fasthttp.RequestCtx, err error) {

@@ -97,7 +97,7 @@ func (s *Server) metricsJSON(ctx *fasthttp.RequestCtx, _ *params) {
 
 // metricsPrometheus answers GET /metrics/prometheus: the metric set, the
 // process and Go runtime series, and gauges read from the broker at scrape
-// time (DLQ depth per queue and per (queue, group), B8; the node's Raft view).
+// time (DLQ depth per queue and per (queue, group), docs/decisions.md B8; the node's Raft view).
 func (s *Server) metricsPrometheus(ctx *fasthttp.RequestCtx, _ *params) {
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	ctx.Response.Header.SetContentType("text/plain; version=0.0.4; charset=utf-8")

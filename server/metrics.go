@@ -33,7 +33,7 @@ func (rs *routeStats) observe(status int, start time.Time) {
 }
 
 // brokerMetrics count what the edge can derive from the broker's answers:
-// messages pushed, delivered and acked, and the failure path (B8).
+// messages pushed, delivered and acked, and the failure path (docs/decisions.md B8).
 type brokerMetrics struct {
 	requests atomic.Uint64 // every request, for the /metrics JSON summary
 

@@ -68,7 +68,7 @@ func (s *Server) decodePop(ctx *fasthttp.RequestCtx, queue, partition string) (p
 			return r, err
 		}
 	}
-	c.Batch = int(min(max(queryInt(args, "batch", 1), 1), maxPopBatch)) // C3
+	c.Batch = int(min(max(queryInt(args, "batch", 1), 1), maxPopBatch)) // docs/decisions.md C3
 	c.Partitions = int(min(max(queryInt(args, "partitions", 1), 1), maxPopPartitions))
 	c.AutoAck = queryBool(args, "autoAck", false)
 	c.LeaseSeconds = max(queryInt(args, "leaseSeconds", 0), 0)
@@ -83,7 +83,7 @@ func (s *Server) decodePop(ctx *fasthttp.RequestCtx, queue, partition string) (p
 	default:
 		t, ok := parseTime(from)
 		if !ok {
-			return r, badRequest("subscriptionFrom must be 'now' or an ISO-8601 timestamp") // C6
+			return r, badRequest("subscriptionFrom must be 'now' or an ISO-8601 timestamp") // docs/decisions.md C6
 		}
 		c.SubscriptionMode, c.SubscriptionFrom = engine.SubFrom, engine.Micros(t)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// B4: a bulk redrive replays the filtered rows oldest failure first, at most
+// docs/decisions.md B4: a bulk redrive replays the filtered rows oldest failure first, at most
 // limit of them, each once; repeating it goes on with the rest.
 func TestDLQ_BulkRedrive(t *testing.T) {
 	c := newClient(t)
@@ -44,7 +44,7 @@ func TestDLQ_BulkRedrive(t *testing.T) {
 	}
 }
 
-// B9: the DLQ page is served by the broker itself.
+// docs/decisions.md B9: the DLQ page is served by the broker itself.
 func TestDLQ_Page(t *testing.T) {
 	c := newClient(t)
 	r := c.do("GET", "/dlq", nil).expect(t, 200)

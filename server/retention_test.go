@@ -125,7 +125,7 @@ func TestRetention_CompletedKeepsWhatALaggingGroupHasNotConsumed(t *testing.T) {
 }
 
 // maxWaitTimeSeconds evicts, independent of retentionEnabled, leased or
-// not, and never dead-letters (C11).
+// not, and never dead-letters (docs/decisions.md C11).
 func TestRetention_EvictionDeletesWithoutDeadLettering(t *testing.T) {
 	c := newClient(t)
 	c.configure("q", map[string]any{"maxWaitTimeSeconds": 2})

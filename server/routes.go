@@ -10,7 +10,7 @@ import (
 
 // routeTable is the one route table. Patterns are matched segment by
 // segment on the raw path; {name} captures one percent-decoded segment
-// (C9: "q%2Fx" is the queue "q/x", "ord:42" stays "ord:42"). A literal
+// (docs/decisions.md C9: "q%2Fx" is the queue "q/x", "ord:42" stays "ord:42"). A literal
 // segment wins over a parameter ("/consumer-groups/lagging" over
 // "/consumer-groups/{group}"), with backtracking when the literal branch
 // leads nowhere. name labels the route's metrics. level is the access a

@@ -95,7 +95,7 @@ func TestSDK_JavaScript(t *testing.T) {
 		t.Fatalf("dlq page %+v", page)
 	}
 
-	// Replay (admin.retryMessage posts {}), then move it back (B3).
+	// Replay (admin.retryMessage posts {}), then move it back (docs/decisions.md B3).
 	var replay struct {
 		Success    bool       `json:"success"`
 		ReplayedAs pushResult `json:"replayedAs"`

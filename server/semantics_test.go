@@ -439,7 +439,7 @@ func TestSemantics16_31_ReAckOfCommittedMessage(t *testing.T) {
 	p := c.mustPop(popPath("q", "batch=1"))
 	c.ack(p.Messages[0], "completed", "")
 	m := p.Messages[0]
-	m.LeaseID = "" // the lease is gone; a lease-less re-ack (C10)
+	m.LeaseID = "" // the lease is gone; a lease-less re-ack (docs/decisions.md C10)
 	if r := c.ack(m, "completed", ""); !r.Success || !r.Noop {
 		t.Fatalf("re-ack completed: %+v, want success:true noop:true", r)
 	}

@@ -429,7 +429,7 @@ func (s *Server) bodyDone(ctx *fasthttp.RequestCtx, held int64) {
 }
 
 // readError answers a request fasthttp could not read (malformed request,
-// headers too large, read timeout) with the C2 body. Bodies are read, and
+// headers too large, read timeout) with the docs/decisions.md C2 body. Bodies are read, and
 // refused when too large, by takeBody.
 func (s *Server) readError(ctx *fasthttp.RequestCtx, err error) {
 	s.setCORS(ctx)

@@ -135,7 +135,7 @@ func (r *response) object(t *testing.T) map[string]any {
 	return m
 }
 
-// expectError checks a C2 error reply: status and stable code.
+// expectError checks a docs/decisions.md C2 error reply: status and stable code.
 func (r *response) expectError(t *testing.T, status int, code string) {
 	t.Helper()
 	r.expect(t, status)

@@ -28,7 +28,7 @@ func newDiskClient(t *testing.T, b server.Broker, opts server.Options) (*client,
 	return newClientOptions(t, b, opts), space
 }
 
-// expectInsufficientStorage checks a 507: C2 body, Retry-After, and a
+// expectInsufficientStorage checks a 507: docs/decisions.md C2 body, Retry-After, and a
 // message that says which node and why.
 func (r *response) expectInsufficientStorage(t *testing.T, node string) {
 	t.Helper()

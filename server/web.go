@@ -9,9 +9,9 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// dlqPage is the DLQ page (B9): one static file, no build step, that drives
-// the public API from the browser: list with the B1 filters, payload and
-// error view, replay, replay with an edited payload (B4), delete.
+// dlqPage is the DLQ page (docs/decisions.md B9): one static file, no build step, that drives
+// the public API from the browser: list with the docs/decisions.md B1 filters, payload and
+// error view, replay, replay with an edited payload (docs/decisions.md B4), delete.
 //
 //go:embed web/dlq.html
 var dlqPage []byte

@@ -195,7 +195,7 @@ func (r refusal) String() string {
 }
 
 // TestCluster_CutOffNodeRefusesWritesAndRejoins: a node cut off from its
-// peers refuses writes with 503 and a C2 body while the majority serves;
+// peers refuses writes with 503 and a docs/decisions.md C2 body while the majority serves;
 // a cut-off leader's writes are never applied; healed nodes converge.
 func TestCluster_CutOffNodeRefusesWritesAndRejoins(t *testing.T) {
 	if testing.Short() {
@@ -226,7 +226,7 @@ func TestCluster_CutOffNodeRefusesWritesAndRejoins(t *testing.T) {
 	}
 	// writesRefused pushes unique ids to n every 200 ms until n has reported
 	// no leader and refused once more after that (at least minFor). Each
-	// push must be refused: 503 with a C2 body (or a client timeout, which
+	// push must be refused: 503 with a docs/decisions.md C2 body (or a client timeout, which
 	// is reported separately).
 	writesRefused := func(n *qnode, prefix string, minFor time.Duration) []refusal {
 		t.Helper()

@@ -174,7 +174,7 @@ func (c *cluster) pushBatch(n *qnode, queue, prefix string, count int, queued ma
 	return resp.StatusCode, resp.Header.Get("Retry-After"), buf.Bytes()
 }
 
-// expect507 checks a refusal: 507, Retry-After, C2 body with the code
+// expect507 checks a refusal: 507, Retry-After, docs/decisions.md C2 body with the code
 // insufficient_storage and a message naming the node and the shortage.
 func expect507(t testing.TB, code int, retryAfter string, body []byte, node string) {
 	t.Helper()

@@ -589,13 +589,13 @@ type ackResult struct {
 	Error         *string `json:"error"`
 }
 
-// apiError is the C2 error body {"error","code"}.
+// apiError is the docs/decisions.md C2 error body {"error","code"}.
 type apiError struct {
 	Error string `json:"error"`
 	Code  string `json:"code"`
 }
 
-// c2 parses an error body and reports whether it has the C2 shape.
+// c2 parses an error body and reports whether it has the docs/decisions.md C2 shape.
 func c2(body []byte) (apiError, bool) {
 	var e apiError
 	if json.Unmarshal(body, &e) != nil || e.Error == "" || e.Code == "" {

@@ -1,7 +1,7 @@
 package cursor
 
 // Status is the normalised status of one ack item (docs/semantics.md §6.2, docs/decisions.md
-// C8).
+// docs/decisions.md C8).
 type Status uint8
 
 // The four statuses an ack can carry.

@@ -59,7 +59,7 @@ func (h *Harness) DeleteDLQ(part engine.ID, txn, group string) (int, error) {
 	return Run[int](h, engine.DeleteDLQCmd{PartitionID: part, TransactionID: txn, Group: group})
 }
 
-// MoveToDLQ runs one move-to-DLQ command (B3).
+// MoveToDLQ runs one move-to-DLQ command (docs/decisions.md B3).
 func (h *Harness) MoveToDLQ(part engine.ID, txn, group, text string) (engine.AckResult, error) {
 	h.T.Helper()
 	return Run[engine.AckResult](h, engine.MoveToDLQCmd{PartitionID: part, TransactionID: txn, Group: group, Error: text})
