@@ -18,7 +18,7 @@ const (
 	OptLeaseTime                 Option = 1  // seconds a pop's lease lasts
 	OptRetryLimit                Option = 2  // failed acks tolerated before the terminal branch
 	OptRetryDelay                Option = 3  // ms before a nacked partition redelivers to the group (docs/decisions.md B6)
-	OptMaxSize                   Option = 4  // stored and echoed, not enforced (§3.5)
+	OptMaxSize                   Option = 4  // stored and echoed, not enforced (docs/semantics.md §3.5)
 	OptTTL                       Option = 5  // stored and echoed, not enforced
 	OptPriority                  Option = 6  // stored and echoed, not enforced
 	OptDelayedProcessing         Option = 7  // seconds before a message is visible

@@ -1,10 +1,14 @@
 package engine_test
 
 // Conformance of the engine to the parts of docs/semantics.md and
-// docs/decisions.md that §6.4 and §16 do not spell out: dedup windows (§3.4),
-// claiming and subscriptions (§4.3-§4.6), visibility (§4.5), autoAck (§4.8),
-// leases (§5, docs/decisions.md C10), per-item ack flags (docs/decisions.md C7), transactions (§13), the DLQ (§9,
-// docs/decisions.md B1, C4, B3), maxDeliveries (docs/decisions.md B5), retryDelay (docs/decisions.md B6), group management (§14),
+// docs/decisions.md that docs/semantics.md §6.4 and §16 do not spell out:
+// dedup windows (docs/semantics.md §3.4), claiming and subscriptions
+// (docs/semantics.md §4.3-§4.6), visibility (docs/semantics.md §4.5),
+// autoAck (docs/semantics.md §4.8), leases (docs/semantics.md §5,
+// docs/decisions.md C10), per-item ack flags (docs/decisions.md C7),
+// transactions (docs/semantics.md §13), the DLQ (docs/semantics.md §9,
+// docs/decisions.md B1, C4, B3), maxDeliveries (docs/decisions.md B5),
+// retryDelay (docs/decisions.md B6), group management (docs/semantics.md §14),
 // queue deletion, determinism and restart.
 
 import (
@@ -20,7 +24,7 @@ import (
 )
 
 // ---------------------------------------------------------------------------
-// §3.4 deduplication.
+// docs/semantics.md §3.4 deduplication.
 
 func TestConformance_Dedup_WithinRequestFirstWins(t *testing.T) {
 	h := enginetest.MustOpen(t)
@@ -117,7 +121,7 @@ func TestConformance_Dedup_Window(t *testing.T) {
 	}
 }
 
-// The default window is 3600 s (§3.4, §10).
+// The default window is 3600 s (docs/semantics.md §3.4, §10).
 func TestConformance_Dedup_DefaultWindowOneHour(t *testing.T) {
 	h := enginetest.MustOpen(t)
 	h.PushOne("q", "", "T", `1`)
@@ -132,7 +136,7 @@ func TestConformance_Dedup_DefaultWindowOneHour(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// §4.3-§4.6 claiming and subscriptions.
+// docs/semantics.md §4.3-§4.6 claiming and subscriptions.
 
 // A wildcard pop with partitions>1 takes one contiguous span per partition,
 // from each partition's head, under one lease, and batch caps the total.
@@ -183,7 +187,7 @@ func TestConformance_Pop_WildcardGlobalBatchCap(t *testing.T) {
 }
 
 // When every partition is leased a wildcard pop delivers nothing; an ack
-// that releases a lease makes its partition claimable again (§4.9).
+// that releases a lease makes its partition claimable again (docs/semantics.md §4.9).
 func TestConformance_Pop_AllPartitionsLeased(t *testing.T) {
 	h := enginetest.MustOpen(t)
 	pushN(h, "q", "a", "a", 2)
@@ -200,7 +204,7 @@ func TestConformance_Pop_AllPartitionsLeased(t *testing.T) {
 }
 
 // The subscription is stored on first contact and later pops passing a
-// different mode are ignored (§4.6, first registration wins).
+// different mode are ignored (docs/semantics.md §4.6, first registration wins).
 func TestConformance_Subscription_FirstRegistrationWins(t *testing.T) {
 	h := enginetest.MustOpen(t)
 	pushN(h, "q", "", "old", 2)
@@ -221,7 +225,7 @@ func TestConformance_Subscription_FirstRegistrationWins(t *testing.T) {
 }
 
 // A wildcard pop by a named group on a queue that does not exist yet creates
-// the queue and records the subscription before any push (§1.1).
+// the queue and records the subscription before any push (docs/semantics.md §1.1).
 func TestConformance_Subscription_RegisteredBeforeFirstPush(t *testing.T) {
 	h := enginetest.MustOpen(t)
 	wantNothing(t, "join", h.Pop(engine.PopCmd{Queue: "q", Group: "G", Batch: 10, SubscriptionMode: engine.SubNew}))
@@ -257,7 +261,7 @@ func TestConformance_Subscription_NewGroupSeesLaterPartition(t *testing.T) {
 }
 
 // A group that only used the single-partition route has no durable record;
-// each partition is seeded from that pop's own parameters (§4.6).
+// each partition is seeded from that pop's own parameters (docs/semantics.md §4.6).
 func TestConformance_Subscription_PartitionRouteRecordsNothing(t *testing.T) {
 	h := enginetest.MustOpen(t)
 	pushN(h, "q", "p1", "a", 2)
@@ -269,7 +273,7 @@ func TestConformance_Subscription_PartitionRouteRecordsNothing(t *testing.T) {
 	wantTxns(t, "p2 with all", h.Pop(engine.PopCmd{Queue: "q", Partition: "p2", Group: "G", Batch: 10}), "b0", "b1")
 }
 
-// §4.5 delayedProcessing: a message becomes visible only D seconds after it
+// docs/semantics.md §4.5 delayedProcessing: a message becomes visible only D seconds after it
 // was created; the invisible tail is not skipped.
 func TestConformance_Visibility_DelayedProcessing(t *testing.T) {
 	h := enginetest.MustOpen(t)
@@ -290,7 +294,7 @@ func TestConformance_Visibility_DelayedProcessing(t *testing.T) {
 	wantTxns(t, "at 16 s", popPart(h, "q", "Default", "G", 10), "m2")
 }
 
-// §4.5 windowBuffer: a partition written less than W seconds ago delivers
+// docs/semantics.md §4.5 windowBuffer: a partition written less than W seconds ago delivers
 // nothing at all; once quiet for W seconds the whole span is deliverable.
 func TestConformance_Visibility_WindowBuffer(t *testing.T) {
 	h := enginetest.MustOpen(t)
@@ -310,7 +314,7 @@ func TestConformance_Visibility_WindowBuffer(t *testing.T) {
 	wantTxns(t, "5 s after m2", popQueue(h, "q", "G", 10), "m1", "m2")
 }
 
-// §4.8 autoAck: the cursor moves in the same command, no lease, the budget
+// docs/semantics.md §4.8 autoAck: the cursor moves in the same command, no lease, the budget
 // and attempt state untouched, never redelivered.
 func TestConformance_AutoAck(t *testing.T) {
 	h := enginetest.MustOpen(t)
@@ -332,7 +336,7 @@ func TestConformance_AutoAck(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// §5 leases.
+// docs/semantics.md §5 leases.
 
 // An expired lease redelivers the unacked tail in order under a new lease id,
 // never charging the budget; attempt counts the redeliveries.
@@ -500,7 +504,7 @@ func TestConformance_Ack_Rejections(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// §13 transactions.
+// docs/semantics.md §13 transactions.
 
 func txPush(queue, txn string) engine.TxOp {
 	return engine.TxOp{Push: &engine.PushItem{Queue: queue, TransactionID: txn, Payload: []byte(`{}`)}}
@@ -573,7 +577,7 @@ func TestConformance_Transaction_FatalCausesRollBack(t *testing.T) {
 }
 
 // A transaction id repeated in one bundle for the same partition is
-// first-wins, not fatal; acks follow §6 (a failed ack charges the budget);
+// first-wins, not fatal; acks follow docs/semantics.md §6 (a failed ack charges the budget);
 // the transaction gets a fresh id; lease-less acks are not validated.
 func TestConformance_Transaction_Success(t *testing.T) {
 	h := enginetest.MustOpen(t)
@@ -616,7 +620,7 @@ func TestConformance_Transaction_Success(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// §9 dead letters.
+// docs/semantics.md §9 dead letters.
 
 type dlqFixture struct {
 	h  *enginetest.Harness
@@ -869,7 +873,7 @@ func TestConformance_RetryDelay(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// §14 group management.
+// docs/semantics.md §14 group management.
 
 // Seek releases the lease (the old lease's acks then fail), resets the
 // counter and attempt state, creates missing rows, and can target one
@@ -1232,7 +1236,7 @@ func TestConformance_RestartKeepsState(t *testing.T) {
 	wantTxns(t, "H", h.Pop(engine.PopCmd{Queue: "q", Group: "H", Batch: 10, Partitions: 2}), "late")
 }
 
-// §6.3: acks are grouped by (partition, lease) and each group is one atomic
+// docs/semantics.md §6.3: acks are grouped by (partition, lease) and each group is one atomic
 // decision under the row lock, so two groups of one call that land on the
 // same cursor row (an item with the lease and a lease-less one) are decided
 // in turn, the second seeing what the first did. A failure must never be
@@ -1256,7 +1260,7 @@ func TestConformance_Ack_GroupsOnOneRowDecidedInTurn(t *testing.T) {
 		res := popQueue(h, "q", "G", 5)
 		got := h.Ack(leaseless(item(t, res, "m2", "failed", "")), item(t, res, "m4", "completed", ""))
 		// The first group's signal at 2 has no completed prefix below it
-		// (§6.4.7), so the cursor stays; it charges the budget and releases
+		// (docs/semantics.md §6.4.7), so the cursor stays; it charges the budget and releases
 		// the lease. The second group's lease is then gone, so it is
 		// rejected and the whole batch redelivers.
 		if !got[0].Success || got[1].Success {
@@ -1358,7 +1362,7 @@ func TestConformance_Configure(t *testing.T) {
 }
 
 // A discovery pop (namespace and/or task, no queue) claims from every
-// matching queue: labels come from the dotted name or from configure (§1.1).
+// matching queue: labels come from the dotted name or from configure (docs/semantics.md §1.1).
 func TestConformance_Pop_Discovery(t *testing.T) {
 	h := enginetest.MustOpen(t)
 	h.PushOne("billing.invoice", "", "inv", `{}`)
@@ -1380,7 +1384,7 @@ func TestConformance_Pop_Discovery(t *testing.T) {
 }
 
 // Push validates each item on its own: a bad item is rejected with
-// ErrInvalid and the others of the request are still written (§3.3).
+// ErrInvalid and the others of the request are still written (docs/semantics.md §3.3).
 func TestConformance_Push_Validation(t *testing.T) {
 	h := enginetest.MustOpen(t)
 	long := string(make([]byte, 256))
@@ -1425,7 +1429,7 @@ func TestConformance_DLQ_DefaultPage(t *testing.T) {
 }
 
 // requiredLeases may list the leases of several pops: each lease-less ack
-// takes the live lease of its own row when that lease is listed (§13).
+// takes the live lease of its own row when that lease is listed (docs/semantics.md §13).
 func TestConformance_Transaction_SeveralRequiredLeases(t *testing.T) {
 	h := enginetest.MustOpen(t)
 	h.PushOne("a", "", "a0", `{}`)
@@ -1465,8 +1469,8 @@ func TestConformance_AppliedIndex(t *testing.T) {
 }
 
 // A message acked dlq after retention or eviction deleted its segment (it
-// was leased when it went, §8.2): either nothing is filed (evicted messages
-// are skipped, not dead-lettered, §8.1) or the row keeps its address, the
+// was leased when it went, docs/semantics.md §8.2): either nothing is filed (evicted messages
+// are skipped, not dead-lettered, docs/semantics.md §8.1) or the row keeps its address, the
 // transaction and message ids the index still holds, so that it can be
 // listed, replayed or deleted by address. A row without an address cannot.
 func TestConformance_DLQ_DeadLetterOfDeletedMessage(t *testing.T) {

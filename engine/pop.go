@@ -18,10 +18,10 @@ type PopCmd struct {
 	// Partitions caps how many partitions a wildcard pop claims (>= 1).
 	Partitions int
 	// AutoAck commits the delivered messages in the same command: no lease,
-	// at-most-once (§4.8).
+	// at-most-once (docs/semantics.md §4.8).
 	AutoAck bool
 	// SubscriptionMode (SubAll, SubNew, SubFrom) and SubscriptionFrom (µs,
-	// with SubFrom) apply only on a named group's first contact (§4.6).
+	// with SubFrom) apply only on a named group's first contact (docs/semantics.md §4.6).
 	SubscriptionMode uint8
 	SubscriptionFrom int64
 	// LeaseSeconds overrides the queue's leaseTime when > 0.

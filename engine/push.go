@@ -77,7 +77,7 @@ type PreparedItem struct {
 	// it cannot exist yet, so the dedup probe is skipped.
 	Minted bool
 	// DuplicateOf is the index of an earlier item of the request with the
-	// same (queue, partition, transaction id), or -1 (first wins, §3.4).
+	// same (queue, partition, transaction id), or -1 (first wins, docs/semantics.md §3.4).
 	DuplicateOf int
 	// Reject is why the item was refused ("" when it was not).
 	Reject string

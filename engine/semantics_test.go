@@ -1,13 +1,14 @@
 package engine_test
 
-// Conformance of the engine to docs/semantics.md: every worked example of
-// §6.4 (TestSemantics64_NN_...) and every statement of §16 that does not need
-// the HTTP layer (TestSemantics16_NN_...), each named after its statement.
+// Conformance of the engine to its delivery semantics: every worked example
+// of docs/semantics.md §6.4 (TestSemantics64_NN_...) and every statement of §16
+// that does not need the HTTP layer (TestSemantics16_NN_...), each named after
+// its statement.
 // The HTTP status codes a statement mentions map to engine results: 201
 // "queued" is PushResult.Status == Queued, 204 is a pop that delivers nothing
 // and carries no lease, an ack item's JSON flags are AckResult's fields.
 //
-// §16 statements not covered here, and why:
+// docs/semantics.md §16 statements not covered here, and why:
 //   - 8, second half (`{}` answers 400): request validation happens in the
 //     HTTP decoder; the engine never sees a body without items. The first half
 //     (an empty push writes nothing) is covered.
@@ -40,10 +41,10 @@ import (
 type O = map[engine.Option]int64
 
 // ---------------------------------------------------------------------------
-// §6.4 worked examples: one partition P (Default), group G, retryLimit 3 and
+// docs/semantics.md §6.4 worked examples: one partition P (Default), group G, retryLimit 3 and
 // DLQ enabled unless the example says otherwise.
 
-// §6.4.1: retryLimit=3, the 4th failed ack dead-letters; m is delivered
+// docs/semantics.md §6.4.1: retryLimit=3, the 4th failed ack dead-letters; m is delivered
 // retryLimit+1 times; pop 5 gets the next message.
 func TestSemantics64_01_RetryLimit3FourthFailedDeadLetters(t *testing.T) {
 	h := enginetest.MustOpen(t)
@@ -88,7 +89,7 @@ func TestSemantics64_01_RetryLimit3FourthFailedDeadLetters(t *testing.T) {
 	}
 }
 
-// §6.4.2: retryLimit=0, the first failed ack dead-letters with retryCount 0.
+// docs/semantics.md §6.4.2: retryLimit=0, the first failed ack dead-letters with retryCount 0.
 func TestSemantics64_02_RetryLimit0FirstFailedDeadLetters(t *testing.T) {
 	h := enginetest.MustOpen(t)
 	h.Set("q", O{engine.OptRetryLimit: 0})
@@ -105,7 +106,7 @@ func TestSemantics64_02_RetryLimit0FirstFailedDeadLetters(t *testing.T) {
 	wantNothing(t, "pop after dead letter", popPart(h, "q", "Default", "G", 1))
 }
 
-// §6.4.3: DLQ disabled, retryLimit=3: the 4th failed gives dropped:true, no
+// docs/semantics.md §6.4.3: DLQ disabled, retryLimit=3: the 4th failed gives dropped:true, no
 // DLQ row, and m is never seen again.
 func TestSemantics64_03_DLQDisabledFourthFailedDrops(t *testing.T) {
 	h := enginetest.MustOpen(t)
@@ -127,7 +128,7 @@ func TestSemantics64_03_DLQDisabledFourthFailedDrops(t *testing.T) {
 	wantNothing(t, "pop after drop", popPart(h, "q", "Default", "G", 1))
 }
 
-// §6.4.4: retry ten times with retryLimit=1: the counter stays 0 and m
+// docs/semantics.md §6.4.4: retry ten times with retryLimit=1: the counter stays 0 and m
 // redelivers ten times, never dead-lettered.
 func TestSemantics64_04_RetryTenTimesNeverDeadLetters(t *testing.T) {
 	h := enginetest.MustOpen(t)
@@ -148,7 +149,7 @@ func TestSemantics64_04_RetryTenTimesNeverDeadLetters(t *testing.T) {
 	}
 }
 
-// §6.4.5: ten lease expiries then one failed, retryLimit=1: counter 0 < 1,
+// docs/semantics.md §6.4.5: ten lease expiries then one failed, retryLimit=1: counter 0 < 1,
 // so m redelivers; a second failed dead-letters it.
 func TestSemantics64_05_LeaseExpiryNeverChargesBudget(t *testing.T) {
 	h := enginetest.MustOpen(t)
@@ -209,7 +210,7 @@ func statusRange(m map[int]string, from, to int, status string) map[int]string {
 	return m
 }
 
-// §6.4.6: batch 0..9, one call with 0..4 completed, 5 failed, 6..9
+// docs/semantics.md §6.4.6: batch 0..9, one call with 0..4 completed, 5 failed, 6..9
 // completed: cursor 4, counter +1, lease released, next pop starts at 5.
 func TestSemantics64_06_MixedBatchClampsAtFailure(t *testing.T) {
 	h := enginetest.MustOpen(t)
@@ -228,7 +229,7 @@ func TestSemantics64_06_MixedBatchClampsAtFailure(t *testing.T) {
 	wantTxns(t, "redelivery", popPart(h, "q", "Default", "G", 10), names("m", 5, 9)...)
 }
 
-// §6.4.7: only 5 failed and 9 completed, cursor at -1: no completed offset
+// docs/semantics.md §6.4.7: only 5 failed and 9 completed, cursor at -1: no completed offset
 // lies below 5, so the cursor stays and 0..9 all redeliver.
 func TestSemantics64_07_LaterSuccessNeverSkipsFailure(t *testing.T) {
 	h := enginetest.MustOpen(t)
@@ -239,7 +240,7 @@ func TestSemantics64_07_LaterSuccessNeverSkipsFailure(t *testing.T) {
 	wantTxns(t, "redelivery", popPart(h, "q", "Default", "G", 10), names("m", 0, 9)...)
 }
 
-// §6.4.8: ack only offset 9 completed: cursor 9, batch complete, lease
+// docs/semantics.md §6.4.8: ack only offset 9 completed: cursor 9, batch complete, lease
 // released, counter reset.
 func TestSemantics64_08_AckLastCompletesBatchAndResetsCounter(t *testing.T) {
 	h := enginetest.MustOpen(t)
@@ -256,7 +257,7 @@ func TestSemantics64_08_AckLastCompletesBatchAndResetsCounter(t *testing.T) {
 	wantNothing(t, "pop after completion", popPart(h, "q", "Default", "G", 10))
 }
 
-// §6.4.9: partial ack of 0..4 keeps the lease (another worker gets 204);
+// docs/semantics.md §6.4.9: partial ack of 0..4 keeps the lease (another worker gets 204);
 // acking 5..9 later completes the batch and releases it.
 func TestSemantics64_09_PartialAckKeepsLease(t *testing.T) {
 	h := enginetest.MustOpen(t)
@@ -278,7 +279,7 @@ func TestSemantics64_09_PartialAckKeepsLease(t *testing.T) {
 	wantCursor(h, "after completion", "q", "Default", "G", 9, 0, false)
 }
 
-// §6.4.10: 0..2 completed and 3 dlq: cursor 2, offset 3 filed with the
+// docs/semantics.md §6.4.10: 0..2 completed and 3 dlq: cursor 2, offset 3 filed with the
 // current counter, cursor 3, lease released, 4..9 redeliver.
 func TestSemantics64_10_ForcedDLQInBatch(t *testing.T) {
 	h := enginetest.MustOpen(t)
@@ -300,7 +301,7 @@ func TestSemantics64_10_ForcedDLQInBatch(t *testing.T) {
 	wantTxns(t, "next pop", popPart(h, "q", "Default", "G", 10), names("m", 4, 9)...)
 }
 
-// §6.4.11: the counter is shared across messages: offset 5 is dead-lettered
+// docs/semantics.md §6.4.11: the counter is shared across messages: offset 5 is dead-lettered
 // after only two failures of its own.
 func TestSemantics64_11_CounterSharedAcrossMessages(t *testing.T) {
 	h := enginetest.MustOpen(t)
@@ -333,7 +334,7 @@ func TestSemantics64_11_CounterSharedAcrossMessages(t *testing.T) {
 	wantCursor(h, "after dead letter", "q", "Default", "G", 5, 0, false)
 }
 
-// §6.4.12: after the cursor passed offset 4, re-acking 4 completed is
+// docs/semantics.md §6.4.12: after the cursor passed offset 4, re-acking 4 completed is
 // success+noop and re-acking it failed is success:false ("already
 // committed"); neither moves anything.
 func TestSemantics64_12_StaleAcks(t *testing.T) {
@@ -370,7 +371,7 @@ func TestSemantics64_12_StaleAcks(t *testing.T) {
 	}
 }
 
-// §6.4.13: a wrong leaseId gives success:false, "invalid or expired lease",
+// docs/semantics.md §6.4.13: a wrong leaseId gives success:false, "invalid or expired lease",
 // and nothing changes.
 func TestSemantics64_13_WrongLeaseRejected(t *testing.T) {
 	h := enginetest.MustOpen(t)
@@ -397,9 +398,9 @@ func TestSemantics64_13_WrongLeaseRejected(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// §16 conformance statements.
+// docs/semantics.md §16 conformance statements.
 
-// §16.1: a push with no partition to an unknown queue is queued, and a pop
+// docs/semantics.md §16.1: a push with no partition to an unknown queue is queued, and a pop
 // on partition Default returns it with partition "Default".
 func TestSemantics16_01_PushWithoutPartitionGoesToDefault(t *testing.T) {
 	h := enginetest.MustOpen(t)
@@ -417,7 +418,7 @@ func TestSemantics16_01_PushWithoutPartitionGoesToDefault(t *testing.T) {
 	}
 }
 
-// §16.2: an item pushed without a transactionId pops with a non-empty one
+// docs/semantics.md §16.2: an item pushed without a transactionId pops with a non-empty one
 // equal to the push result's.
 func TestSemantics16_02_MintedTransactionID(t *testing.T) {
 	h := enginetest.MustOpen(t)
@@ -431,7 +432,7 @@ func TestSemantics16_02_MintedTransactionID(t *testing.T) {
 	}
 }
 
-// §16.3: T pushed to q/p1 again is a duplicate carrying the original's
+// docs/semantics.md §16.3: T pushed to q/p1 again is a duplicate carrying the original's
 // message id, and a pop with batch=10 returns exactly one message.
 func TestSemantics16_03_DuplicateAcrossRequests(t *testing.T) {
 	h := enginetest.MustOpen(t)
@@ -448,7 +449,7 @@ func TestSemantics16_03_DuplicateAcrossRequests(t *testing.T) {
 	}
 }
 
-// §16.4: dedup is partition-scoped (and queue-scoped).
+// docs/semantics.md §16.4: dedup is partition-scoped (and queue-scoped).
 func TestSemantics16_04_DedupIsPartitionScoped(t *testing.T) {
 	h := enginetest.MustOpen(t)
 	a := h.PushOne("q", "p1", "T", `{}`)
@@ -459,7 +460,7 @@ func TestSemantics16_04_DedupIsPartitionScoped(t *testing.T) {
 	}
 }
 
-// §16.5: T twice in one request: item 0 queued, item 1 duplicate with the
+// docs/semantics.md §16.5: T twice in one request: item 0 queued, item 1 duplicate with the
 // same message id, one message stored.
 func TestSemantics16_05_DuplicateWithinRequest(t *testing.T) {
 	h := enginetest.MustOpen(t)
@@ -477,7 +478,7 @@ func TestSemantics16_05_DuplicateWithinRequest(t *testing.T) {
 	wantTxns(t, "pop", popPart(h, "q", "Default", "", 10), "T")
 }
 
-// §16.6: dedupWindowSeconds:0, T pushed in two requests: both queued, two
+// docs/semantics.md §16.6: dedupWindowSeconds:0, T pushed in two requests: both queued, two
 // messages delivered.
 func TestSemantics16_06_DedupWindowZeroDisablesProbe(t *testing.T) {
 	h := enginetest.MustOpen(t)
@@ -494,7 +495,7 @@ func TestSemantics16_06_DedupWindowZeroDisablesProbe(t *testing.T) {
 	}
 }
 
-// §16.7: A, B, C pushed in one request pop in order.
+// docs/semantics.md §16.7: A, B, C pushed in one request pop in order.
 func TestSemantics16_07_OrderWithinRequest(t *testing.T) {
 	h := enginetest.MustOpen(t)
 	h.Push(
@@ -505,7 +506,7 @@ func TestSemantics16_07_OrderWithinRequest(t *testing.T) {
 	wantTxns(t, "pop", popPart(h, "q", "Default", "", 10), "A", "B", "C")
 }
 
-// §16.8 (first half): an empty push answers nothing and writes nothing.
+// docs/semantics.md §16.8 (first half): an empty push answers nothing and writes nothing.
 func TestSemantics16_08_EmptyPushWritesNothing(t *testing.T) {
 	h := enginetest.MustOpen(t)
 	before := h.Dump()
@@ -517,7 +518,7 @@ func TestSemantics16_08_EmptyPushWritesNothing(t *testing.T) {
 	}
 }
 
-// §16.9: a pop on an empty queue (or an unknown one, or an unknown
+// docs/semantics.md §16.9: a pop on an empty queue (or an unknown one, or an unknown
 // partition) delivers nothing.
 func TestSemantics16_09_EmptyQueuePopsNothing(t *testing.T) {
 	h := enginetest.MustOpen(t)
@@ -529,8 +530,8 @@ func TestSemantics16_09_EmptyQueuePopsNothing(t *testing.T) {
 	wantNothing(t, "unknown partition", popPart(h, "q", "nope", "", 10))
 }
 
-// §16.12: one partition with 5 messages leased by docs/decisions.md C1 (batch=2): docs/decisions.md C2's pop on
-// the same group gets nothing, by either route.
+// docs/semantics.md §16.12: one partition with 5 messages leased by C1
+// (batch=2): C2's pop on the same group gets nothing, by either route.
 func TestSemantics16_12_LeasedPartitionBlocksOtherConsumer(t *testing.T) {
 	h := enginetest.MustOpen(t)
 	pushN(h, "q", "", "m", 5)
@@ -538,11 +539,11 @@ func TestSemantics16_12_LeasedPartitionBlocksOtherConsumer(t *testing.T) {
 	wantTxns(t, "C1", c1, "m0", "m1")
 	wantNothing(t, "C2 partition route", popPart(h, "q", "Default", "G", 2))
 	wantNothing(t, "C2 wildcard route", popQueue(h, "q", "G", 2))
-	// Other groups are unaffected (§4.3).
+	// Other groups are unaffected (docs/semantics.md §4.3).
 	wantTxns(t, "other group", popPart(h, "q", "Default", "G2", 2), "m0", "m1")
 }
 
-// §16.13: two groups with default subscriptions both receive one message.
+// docs/semantics.md §16.13: two groups with default subscriptions both receive one message.
 func TestSemantics16_13_FanOut(t *testing.T) {
 	h := enginetest.MustOpen(t)
 	h.PushOne("q", "", "m", `{}`)
@@ -550,7 +551,7 @@ func TestSemantics16_13_FanOut(t *testing.T) {
 	wantTxns(t, "G2", popQueue(h, "q", "G2", 10), "m")
 }
 
-// §16.14: a group joining with subscriptionMode=new gets nothing of the
+// docs/semantics.md §16.14: a group joining with subscriptionMode=new gets nothing of the
 // backlog, and a message pushed afterwards is delivered.
 func TestSemantics16_14_SubscriptionNewSkipsBacklog(t *testing.T) {
 	h := enginetest.MustOpen(t)
@@ -562,7 +563,7 @@ func TestSemantics16_14_SubscriptionNewSkipsBacklog(t *testing.T) {
 	wantTxns(t, "after push", h.Pop(engine.PopCmd{Queue: "q", Group: "G", Batch: 10, SubscriptionMode: engine.SubNew}), "new")
 }
 
-// §16.15: queue mode ignores subscriptionMode=new.
+// docs/semantics.md §16.15: queue mode ignores subscriptionMode=new.
 func TestSemantics16_15_QueueModeIgnoresNew(t *testing.T) {
 	h := enginetest.MustOpen(t)
 	pushN(h, "q", "", "m", 3)
@@ -572,7 +573,7 @@ func TestSemantics16_15_QueueModeIgnoresNew(t *testing.T) {
 	wantTxns(t, "partition route", h2.Pop(engine.PopCmd{Queue: "q", Partition: "Default", Batch: 10, SubscriptionMode: engine.SubNew}), "m0", "m1", "m2")
 }
 
-// §16.16: subscriptionFrom=ts with m1 before ts and m2 after: a new group
+// docs/semantics.md §16.16: subscriptionFrom=ts with m1 before ts and m2 after: a new group
 // receives only m2.
 func TestSemantics16_16_SubscriptionFromTimestamp(t *testing.T) {
 	h := enginetest.MustOpen(t)
@@ -585,7 +586,7 @@ func TestSemantics16_16_SubscriptionFromTimestamp(t *testing.T) {
 	wantTxns(t, "pop", res, "m2")
 }
 
-// §16.17: 10 messages, batch=3 returns the first 3 in push order.
+// docs/semantics.md §16.17: 10 messages, batch=3 returns the first 3 in push order.
 func TestSemantics16_17_BatchReturnsHeadInOrder(t *testing.T) {
 	h := enginetest.MustOpen(t)
 	for i := range 10 {
@@ -594,7 +595,7 @@ func TestSemantics16_17_BatchReturnsHeadInOrder(t *testing.T) {
 	wantTxns(t, "pop", popQueue(h, "q", "G", 3), "m0", "m1", "m2")
 }
 
-// §16.18: 5 partitions each with 1 message, partitions=3 batch=10: up to 3
+// docs/semantics.md §16.18: 5 partitions each with 1 message, partitions=3 batch=10: up to 3
 // messages from distinct partitions, one leaseId, at most 3 claims.
 func TestSemantics16_18_MultiPartitionPopSharesLease(t *testing.T) {
 	h := enginetest.MustOpen(t)
@@ -625,7 +626,7 @@ func TestSemantics16_18_MultiPartitionPopSharesLease(t *testing.T) {
 	}
 }
 
-// §16.19: autoAck: leaseId "", and an immediate second pop does not return
+// docs/semantics.md §16.19: autoAck: leaseId "", and an immediate second pop does not return
 // the same messages.
 func TestSemantics16_19_AutoAck(t *testing.T) {
 	h := enginetest.MustOpen(t)
@@ -641,7 +642,7 @@ func TestSemantics16_19_AutoAck(t *testing.T) {
 	wantCursor(h, "after autoAck", "q", "Default", "G", 2, 0, false)
 }
 
-// §16.20: a leased batch of 3 whose last message is acked completed is done:
+// docs/semantics.md §16.20: a leased batch of 3 whose last message is acked completed is done:
 // an immediate pop gets nothing, or newer messages, never those 3.
 func TestSemantics16_20_AckLastCompletesBatch(t *testing.T) {
 	h := enginetest.MustOpen(t)
@@ -655,7 +656,7 @@ func TestSemantics16_20_AckLastCompletesBatch(t *testing.T) {
 	wantTxns(t, "pop after push", popQueue(h, "q", "G", 3), "newer")
 }
 
-// §16.21: a leased batch of 4 with only message 1 acked: another consumer
+// docs/semantics.md §16.21: a leased batch of 4 with only message 1 acked: another consumer
 // gets nothing (lease kept); after expiry messages 2..4 redeliver.
 func TestSemantics16_21_PartialAckThenExpiryRedeliversTail(t *testing.T) {
 	h := enginetest.MustOpen(t)
@@ -673,7 +674,7 @@ func TestSemantics16_21_PartialAckThenExpiryRedeliversTail(t *testing.T) {
 	}
 }
 
-// §16.22: leaseSeconds=2, no ack, pop again after 3 s: the same messages
+// docs/semantics.md §16.22: leaseSeconds=2, no ack, pop again after 3 s: the same messages
 // under a different leaseId; an ack with the old leaseId fails.
 func TestSemantics16_22_LeaseExpiryRedeliversUnderNewLease(t *testing.T) {
 	h := enginetest.MustOpen(t)
@@ -691,7 +692,7 @@ func TestSemantics16_22_LeaseExpiryRedeliversUnderNewLease(t *testing.T) {
 	wantCursor(h, "after old-lease ack", "q", "Default", "G", -1, 0, true)
 }
 
-// §16.23: extending a live lease succeeds with a later expiry; the same call
+// docs/semantics.md §16.23: extending a live lease succeeds with a later expiry; the same call
 // after expiry renews nothing.
 func TestSemantics16_23_ExtendLease(t *testing.T) {
 	h := enginetest.MustOpen(t)
@@ -710,7 +711,7 @@ func TestSemantics16_23_ExtendLease(t *testing.T) {
 	wantTxns(t, "pop after expiry", popQueue(h, "q", "G", 1), "m")
 }
 
-// §16.24: retryLimit=3, four failed acks: the 4th item has dlq:true, the DLQ
+// docs/semantics.md §16.24: retryLimit=3, four failed acks: the 4th item has dlq:true, the DLQ
 // of q lists it with retryCount 3 and the nack's error, and the next pop
 // gets nothing.
 func TestSemantics16_24_FourthFailedDeadLetters(t *testing.T) {
@@ -731,7 +732,7 @@ func TestSemantics16_24_FourthFailedDeadLetters(t *testing.T) {
 	wantNothing(t, "next pop", popQueue(h, "q", "G", 1))
 }
 
-// §16.25: retryLimit=1, five retry acks: redelivered each time, DLQ empty.
+// docs/semantics.md §16.25: retryLimit=1, five retry acks: redelivered each time, DLQ empty.
 func TestSemantics16_25_RetryNeverChargesBudget(t *testing.T) {
 	h := enginetest.MustOpen(t)
 	h.Set("q", O{engine.OptRetryLimit: 1})
@@ -749,7 +750,7 @@ func TestSemantics16_25_RetryNeverChargesBudget(t *testing.T) {
 	}
 }
 
-// §16.26: a dlq ack with error "bad" dead-letters at once with retryCount 0,
+// docs/semantics.md §16.26: a dlq ack with error "bad" dead-letters at once with retryCount 0,
 // and the next message is delivered.
 func TestSemantics16_26_DLQAckDeadLettersAtOnce(t *testing.T) {
 	h := enginetest.MustOpen(t)
@@ -765,7 +766,7 @@ func TestSemantics16_26_DLQAckDeadLettersAtOnce(t *testing.T) {
 	wantTxns(t, "next pop", popQueue(h, "q", "G", 1), "m1")
 }
 
-// §16.27: deadLetterQueue:false, dlqAfterMaxRetries:false, retryLimit:1: the
+// docs/semantics.md §16.27: deadLetterQueue:false, dlqAfterMaxRetries:false, retryLimit:1: the
 // second failed ack has dropped:true, the DLQ is empty, and the message is
 // never redelivered.
 func TestSemantics16_27_DropWhenDLQDisabled(t *testing.T) {
@@ -786,7 +787,7 @@ func TestSemantics16_27_DropWhenDLQDisabled(t *testing.T) {
 	wantNothing(t, "pop after drop", popQueue(h, "q", "G", 1))
 }
 
-// §16.28: batch 0..9 acked 0–4 completed, 5 failed, 6–9 completed in one
+// docs/semantics.md §16.28: batch 0..9 acked 0–4 completed, 5 failed, 6–9 completed in one
 // call: the next pop starts with 5, and 0–4 are never redelivered.
 func TestSemantics16_28_BatchAckClampsAtFailure(t *testing.T) {
 	h := enginetest.MustOpen(t)
@@ -802,7 +803,7 @@ func TestSemantics16_28_BatchAckClampsAtFailure(t *testing.T) {
 	wantTxns(t, "after expiry", popQueue(h, "q", "G", 10), names("m", 5, 9)...)
 }
 
-// §16.29: an unknown status counts as failed: with retryLimit=1 the first
+// docs/semantics.md §16.29: an unknown status counts as failed: with retryLimit=1 the first
 // "bogus" redelivers and the second dead-letters.
 func TestSemantics16_29_UnknownStatusIsFailed(t *testing.T) {
 	if got := cursor.ParseStatus("bogus"); got != cursor.Failed {
@@ -822,7 +823,7 @@ func TestSemantics16_29_UnknownStatusIsFailed(t *testing.T) {
 	}
 }
 
-// §16.30: retryLimit=1, a lease left to expire three times, then one failed
+// docs/semantics.md §16.30: retryLimit=1, a lease left to expire three times, then one failed
 // ack: redelivered, not dead-lettered.
 func TestSemantics16_30_ExpiryNeverChargesBudget(t *testing.T) {
 	h := enginetest.MustOpen(t)
@@ -839,7 +840,7 @@ func TestSemantics16_30_ExpiryNeverChargesBudget(t *testing.T) {
 	wantTxns(t, "redelivery", popQueue(h, "q", "G", 1), "m")
 }
 
-// §16.31: re-acking a committed message completed is success+noop; failed
+// docs/semantics.md §16.31: re-acking a committed message completed is success+noop; failed
 // is success:false.
 func TestSemantics16_31_ReackCommitted(t *testing.T) {
 	h := enginetest.MustOpen(t)
@@ -856,7 +857,7 @@ func TestSemantics16_31_ReackCommitted(t *testing.T) {
 	}
 }
 
-// §16.32: an ack carrying another live lease on the same partition fails
+// docs/semantics.md §16.32: an ack carrying another live lease on the same partition fails
 // and the cursor does not move.
 func TestSemantics16_32_ForeignLeaseRejected(t *testing.T) {
 	h := enginetest.MustOpen(t)
@@ -871,7 +872,7 @@ func TestSemantics16_32_ForeignLeaseRejected(t *testing.T) {
 	wantCursor(h, "after rejected ack", "q", "Default", "G", -1, 0, true)
 }
 
-// §16.33: seek toEnd makes the next pop empty; seek to a timestamp before
+// docs/semantics.md §16.33: seek toEnd makes the next pop empty; seek to a timestamp before
 // m1 redelivers m1 onward.
 func TestSemantics16_33_Seek(t *testing.T) {
 	h := enginetest.MustOpen(t)
@@ -890,7 +891,7 @@ func TestSemantics16_33_Seek(t *testing.T) {
 	wantTxns(t, "after timestamp seek", popQueue(h, "q", "G", 10), "m1", "m2")
 }
 
-// §16.34: deleting a group that consumed everything makes its next pop
+// docs/semantics.md §16.34: deleting a group that consumed everything makes its next pop
 // (default mode) redeliver the backlog from the start.
 func TestSemantics16_34_DeleteGroupReconsumes(t *testing.T) {
 	h := enginetest.MustOpen(t)
@@ -904,7 +905,7 @@ func TestSemantics16_34_DeleteGroupReconsumes(t *testing.T) {
 	wantTxns(t, "after delete", popQueue(h, "q", "G", 10), "m0", "m1", "m2")
 }
 
-// §16.35: a transaction acking an input leased from q1 and pushing out to
+// docs/semantics.md §16.35: a transaction acking an input leased from q1 and pushing out to
 // q2 succeeds; the input is never redelivered and out can be popped.
 func TestSemantics16_35_TransactionAckAndPush(t *testing.T) {
 	h := enginetest.MustOpen(t)
@@ -923,7 +924,7 @@ func TestSemantics16_35_TransactionAckAndPush(t *testing.T) {
 	wantTxns(t, "output", popQueue(h, "q2", "G", 1), "out")
 }
 
-// §16.36: a transaction pushing an existing transaction id T to q2 and
+// docs/semantics.md §16.36: a transaction pushing an existing transaction id T to q2 and
 // acking a leased input fails; nothing is pushed and the input redelivers
 // after lease expiry.
 func TestSemantics16_36_TransactionDuplicatePushRollsBack(t *testing.T) {
@@ -949,7 +950,7 @@ func TestSemantics16_36_TransactionDuplicatePushRollsBack(t *testing.T) {
 	wantTxns(t, "input after expiry", popQueue(h, "q1", "G", 1), "in")
 }
 
-// §16.38: replaying a dead-lettered message pushes it under a fresh
+// docs/semantics.md §16.38: replaying a dead-lettered message pushes it under a fresh
 // transaction id, removes the row, makes it poppable, and a repeat fails.
 func TestSemantics16_38_ReplayDeadLetter(t *testing.T) {
 	h := enginetest.MustOpen(t)
@@ -974,7 +975,7 @@ func TestSemantics16_38_ReplayDeadLetter(t *testing.T) {
 	}
 }
 
-// §16.39: delete and replay of a live (not dead-lettered) message both fail
+// docs/semantics.md §16.39: delete and replay of a live (not dead-lettered) message both fail
 // with "no dead-letter row".
 func TestSemantics16_39_LiveMessageHasNoDeadLetter(t *testing.T) {
 	h := enginetest.MustOpen(t)
@@ -992,7 +993,7 @@ func TestSemantics16_39_LiveMessageHasNoDeadLetter(t *testing.T) {
 	wantTxns(t, "message still live", popQueue(h, "q", "", 1), "m")
 }
 
-// §16.40 (first half): retentionEnabled, retentionSeconds:2, one unconsumed
+// docs/semantics.md §16.40 (first half): retentionEnabled, retentionSeconds:2, one unconsumed
 // message and one DLQ row: after 2 s plus one retention interval (5 s) and a
 // sweep, a pop gets nothing and the DLQ row is still listed.
 func TestSemantics16_40_RetentionKeepsDeadLetters(t *testing.T) {

@@ -108,7 +108,7 @@ func sameJSON(t *testing.T, got []byte, want string) bool {
 	return bytes.Equal(gb, wb)
 }
 
-// The §16.37 path end to end: pushed payloads are sealed before the broker
+// The docs/semantics.md §16.37 path end to end: pushed payloads are sealed before the broker
 // sees them and every read path gives the original JSON back.
 func TestEncryption_Semantics16_37_PushPopDetailDLQReplay(t *testing.T) {
 	b := newBroker(t)

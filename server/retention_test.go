@@ -40,7 +40,7 @@ func (c *client) expectNoMessage(partitionID, txn string) {
 	c.do("GET", "/api/v1/messages/"+partitionID+"/"+txn, nil).expectError(c.t, 404, "message_not_found")
 }
 
-// §16.40 and the DLQ page's "Retention window passes" row: retentionSeconds
+// docs/semantics.md §16.40 and the DLQ page's "Retention window passes" row: retentionSeconds
 // deletes what nobody consumed, and the dead letters stay.
 func TestRetention_Semantics16_40_WindowPassesDeadLettersStay(t *testing.T) {
 	c := newClient(t)
@@ -150,7 +150,7 @@ func TestRetention_EvictionDeletesWithoutDeadLettering(t *testing.T) {
 	}
 }
 
-// §16.40 over a real Raft node, with the queue encrypted too: the sweep is a
+// docs/semantics.md §16.40 over a real Raft node, with the queue encrypted too: the sweep is a
 // replicated command, and a dead letter still decrypts after its segment
 // went.
 func TestRetention_RaftSweepKeepsEncryptedDeadLetters(t *testing.T) {

@@ -375,7 +375,7 @@ func TestCursor_ParseStatus(t *testing.T) {
 		{"success", cursor.Completed},
 		{"acked", cursor.Completed},
 		{"ok", cursor.Completed},
-		{"", cursor.Completed}, // absent or empty (docs/decisions.md C8, §15.6)
+		{"", cursor.Completed}, // absent or empty (docs/decisions.md C8, docs/semantics.md §15.6)
 		{"failed", cursor.Failed},
 		{"retry", cursor.Retry},
 		{"dlq", cursor.DeadLetter},

@@ -18,7 +18,7 @@
 //   - the items in request order, unsorted, possibly repeating an offset.
 //
 // Lease expiry is not an input: the caller never calls Clamp when a lease
-// expires, which is how expiry never charges the budget (§5).
+// expires, which is how expiry never charges the budget (docs/semantics.md §5).
 //
 // # Decision procedure
 //
