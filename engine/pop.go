@@ -300,7 +300,8 @@ func (b *Batch) claim(now int64, m *minter, cmd *PopCmd, group string, p *partit
 	n := int(to - from + 1) // offsets [Start, Next) are contiguous: every one is stored
 	// The frames are read after the commit, outside the serial apply path,
 	// by whoever wants the answer (popread.go).
-	res.reads = append(res.reads, popRead{part: p.id, from: from, to: to,
+	base, known := p.recentBase(int64(from))
+	res.reads = append(res.reads, popRead{part: p.id, from: from, to: to, base: base, baseKnown: known,
 		queue: p.q.name, partition: p.rec.Name, retry: r.rec.RetryCount, attempt: r.rec.AttemptCount})
 	if n == 0 {
 		return 0, nil

@@ -21,6 +21,8 @@ import "github.com/queenmq/queen/engine/segment"
 type popRead struct {
 	part             ID
 	from, to         Offset
+	base             int64 // the base of the segment holding from, when known
+	baseKnown        bool
 	queue, partition string
 	retry, attempt   uint32
 }
@@ -39,7 +41,7 @@ func (e *Engine) fillPop(res *PopResult) error {
 		return e.Fault()
 	}
 	for _, r := range reads {
-		err := e.readRangeIter(e.db, r.part, r.from, r.to, func(off Offset, f *segment.Frame, createdAt int64) error {
+		err := e.readFrom(e.db, r.part, r.base, r.baseKnown, r.from, r.to, func(off Offset, f *segment.Frame, createdAt int64) error {
 			res.Messages = append(res.Messages, Message{
 				ID: f.MessageID, TransactionID: string(f.TransactionID), TraceID: f.TraceID, HasTrace: f.HasTrace,
 				Payload: f.Payload, Sealed: f.Sealed, ProducerSub: string(f.ProducerSub), CreatedAt: createdAt,

@@ -165,9 +165,25 @@ func (e *Engine) readRange(r pebble.Reader, p *partition, from, to Offset, fn fu
 	if from > to {
 		return nil
 	}
-	if base, ok := p.recentBase(int64(from)); ok {
-		for base <= int64(to) && base < p.rec.Next {
-			seg, err := e.segmentAt(r, p.id, base)
+	base, known := p.recentBase(int64(from))
+	return e.readFrom(r, p.id, base, known, from, to, fn)
+}
+
+// readFrom is readRange once the caller knows (known) the base of the
+// segment holding from, or knows it does not: it needs no partition, so it
+// runs outside the engine's lock (a pop's reads after its commit). A known
+// base is followed by exact-key reads through the cache; an iterator takes
+// over where that chain ends (a segment deleted meanwhile), or from the
+// start without one. Pebble clones the value a reverse seek lands on, so
+// the iterator's SeekLT costs a copy of a whole segment that the exact
+// reads do not.
+func (e *Engine) readFrom(r pebble.Reader, part ID, base int64, known bool, from, to Offset, fn func(off Offset, f *segment.Frame, createdAt int64) error) error {
+	if from > to {
+		return nil
+	}
+	if known {
+		for base <= int64(to) {
+			seg, err := e.segmentAt(r, part, base)
 			if err != nil {
 				return err
 			}
@@ -179,12 +195,12 @@ func (e *Engine) readRange(r pebble.Reader, p *partition, from, to Offset, fn fu
 			}
 			base = seg.Header.Last() + 1
 		}
-		if base > int64(to) || base >= p.rec.Next {
+		if base > int64(to) {
 			return nil
 		}
 		from = Offset(base)
 	}
-	return e.readRangeIter(r, p.id, from, to, fn)
+	return e.readRangeIter(r, part, from, to, fn)
 }
 
 // readRangeIter is readRange through one iterator, without the partition's
