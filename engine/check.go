@@ -37,6 +37,7 @@ func (e *Engine) Check() error {
 	c.orphans()
 	c.leases()
 	c.deadLetters()
+	c.streams()
 	return errors.Join(c.errs...)
 }
 
@@ -359,4 +360,68 @@ func (e *Engine) Digest() ([32]byte, error) {
 	}
 	copy(sum[:], h.Sum(nil))
 	return sum, it.Close()
+}
+
+// streams checks the stream families: every state row with a windowEnd has
+// its ripeness entry and every entry its row, and no key belongs to a query
+// that is not registered.
+func (c *checker) streams() {
+	e := c.e
+	registered := map[ID]bool{}
+	err := e.scan(keyspace.FamilyStreamQueryID, func(k, _ []byte) error {
+		var id ID
+		copy(id[:], k[1:])
+		registered[id] = true
+		return nil
+	})
+	if err != nil {
+		c.failf("scan stream queries: %v", err)
+	}
+	owner := func(k []byte) (q, p ID) {
+		copy(q[:], k[1:17])
+		copy(p[:], k[17:33])
+		return q, p
+	}
+	ripe := map[string]bool{}
+	err = e.scan(keyspace.FamilyStreamRipe, func(k, _ []byte) error {
+		bits, key, err := keyspace.ParseStreamRipe(k)
+		if err != nil {
+			return err
+		}
+		q, p := owner(k)
+		if !registered[q] {
+			c.failf("stream ripeness entry of unregistered query %x", q)
+		}
+		ripe[string(keyspace.StreamState(q, p, key))+fmt.Sprint(bits)] = true
+		return nil
+	})
+	if err != nil {
+		c.failf("scan stream ripeness index: %v", err)
+	}
+	rows := 0
+	err = e.scan(keyspace.FamilyStreamState, func(k, v []byte) error {
+		rec, err := keyspace.DecodeStreamState(v)
+		if err != nil {
+			return err
+		}
+		q, _ := owner(k)
+		if !registered[q] {
+			c.failf("stream state row of unregistered query %x", q)
+		}
+		if rec.HasWindowEnd {
+			id := string(k) + fmt.Sprint(keyspace.OrderedFloat(rec.WindowEnd))
+			if !ripe[id] {
+				c.failf("stream state row %x has windowEnd %v but no ripeness entry", k, rec.WindowEnd)
+			}
+			delete(ripe, id)
+		}
+		rows++
+		return nil
+	})
+	if err != nil {
+		c.failf("scan stream state: %v", err)
+	}
+	if len(ripe) > 0 {
+		c.failf("%d stream ripeness entries without their state row", len(ripe))
+	}
 }

@@ -324,7 +324,12 @@ func (e *Engine) scan(f keyspace.Family, fn func(k, v []byte) error) error {
 }
 
 func scanPrefix(r pebble.Reader, prefix []byte, fn func(k, v []byte) error) error {
-	it, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: keyspace.PrefixEnd(prefix)})
+	return scanRange(r, prefix, keyspace.PrefixEnd(prefix), fn)
+}
+
+// scanRange calls fn for every key in [lo, hi), in order.
+func scanRange(r pebble.Reader, lo, hi []byte, fn func(k, v []byte) error) error {
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
 		return err
 	}

@@ -139,3 +139,13 @@ func (n *Node) Maintenance() (push, pop bool) { return maintenance(n.engine) }
 func maintenance(e *engine.Engine) (push, pop bool) {
 	return e.ClusterValue(command.MaintenanceKey(false)) != "", e.ClusterValue(command.MaintenanceKey(true)) != ""
 }
+
+// StreamQueryByID returns a registered streaming query.
+func (n *Node) StreamQueryByID(id engine.ID) (engine.StreamQuery, bool, error) {
+	return n.engine.StreamQueryByID(id)
+}
+
+// StreamState reads a streaming query's state shard.
+func (n *Node) StreamState(f engine.StateFilter) ([]engine.StateRow, error) {
+	return n.engine.StreamState(f)
+}

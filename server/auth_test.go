@@ -92,6 +92,7 @@ func hsVerifier(t testing.TB) *auth.Verifier {
 // answered 2xx when the token may use it, whatever ran before.
 type fixture struct {
 	queue, group, partitionID, live, dead string
+	queryID                               string // a registered streaming query
 }
 
 func seed(t *testing.T, c *client, k string) fixture {
@@ -101,6 +102,12 @@ func seed(t *testing.T, c *client, k string) fixture {
 	m := c.mustPop(popPath(f.queue, "batch=1&consumerGroup="+f.group))
 	c.ack(m.Messages[0], "failed", "seeded")
 	c.pushOne(f.queue, "p", f.live, map[string]any{"k": k})
+	var reg struct {
+		QueryID string `json:"query_id"`
+	}
+	c.do("POST", "/streams/v1/queries", map[string]any{"name": "s-" + k, "source_queue": f.queue, "config_hash": "h"}).
+		expect(t, 200).decode(t, &reg)
+	f.queryID = reg.QueryID
 	return f
 }
 
@@ -108,7 +115,7 @@ func seed(t *testing.T, c *client, k string) fixture {
 func request(r server.Route, f fixture) (path string, body any) {
 	path = r.Pattern
 	for name, val := range map[string]string{"{queue}": f.queue, "{partition}": "p", "{partitionId}": f.partitionID,
-		"{group}": f.group, "{leaseId}": "0190d1c6-7b1e-7000-8000-000000000001"} {
+		"{group}": f.group, "{leaseId}": "0190d1c6-7b1e-7000-8000-000000000001", "{name}": "s-" + f.queue} {
 		path = strings.ReplaceAll(path, name, val)
 	}
 	txn := f.live
@@ -138,6 +145,13 @@ func request(r server.Route, f fixture) (path string, body any) {
 		body = map[string]any{"subscriptionTimestamp": "2026-01-01T00:00:00Z"}
 	case "maintenance_set", "maintenance_pop_set":
 		body = map[string]any{"enabled": false}
+	case "stream_register":
+		body = map[string]any{"name": "s-" + f.queue, "source_queue": f.queue, "config_hash": "h"}
+	case "stream_cycle":
+		body = map[string]any{"query_id": f.queryID, "partition_id": f.partitionID,
+			"state_ops": []any{map[string]any{"type": "upsert", "key": "k", "value": map[string]any{"windowEnd": 1}}}}
+	case "stream_state":
+		body = map[string]any{"query_id": f.queryID, "partition_id": f.partitionID}
 	case "cluster_join":
 		body = map[string]any{"id": "n9", "addr": "127.0.0.1:1"}
 	case "cluster_leave":

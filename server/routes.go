@@ -73,6 +73,11 @@ func (s *Server) routeTable() []route {
 		{"GET", "/api/v1/system/maintenance/pop", "maintenance_pop", auth.Admin, reads, (*Server).getMaintenance},
 		{"POST", "/api/v1/system/maintenance/pop", "maintenance_pop_set", auth.Admin, writesLittle, (*Server).setMaintenance},
 
+		{"POST", "/streams/v1/queries", "stream_register", auth.ReadWrite, addsData, (*Server).registerQuery},
+		{"DELETE", "/streams/v1/queries/{name}", "stream_delete", auth.Admin, writesLittle, (*Server).deleteQuery},
+		{"POST", "/streams/v1/cycle", "stream_cycle", auth.ReadWrite, addsData, (*Server).cycle},
+		{"POST", "/streams/v1/state/get", "stream_state", auth.ReadOnly, reads, (*Server).stateGet},
+
 		{"POST", "/internal/v1/cluster/join", "cluster_join", auth.Cluster, writesLittle, (*Server).join},
 		{"POST", "/internal/v1/cluster/leave", "cluster_leave", auth.Cluster, writesLittle, (*Server).leave},
 		{"POST", "/internal/v1/cluster/storage", "cluster_storage", auth.Cluster, reads, (*Server).storageReport},

@@ -22,6 +22,12 @@
 //	0x09 dlqaddr  0x09 | partition id (16) | u16 len | txn id | row key   empty (index by address)
 //	0x0A dlqqueue 0x0A | u16 len | queue | u16 len | group | row key      empty (index by queue, group)
 //	0x0B txnexp   0x0B | partition id (16) | createdAt µs u64 | base u64  TxnExpiry list (one per segment)
+//	0x0C squery   0x0C | query name                                       StreamQuery record
+//	0x0D squeryid 0x0D | query id (16)                                    query name (raw bytes)
+//	0x0E sstate   0x0E | query id (16) | partition id (16) | state key    StreamState record
+//	0x0F sripe    0x0F | query id (16) | partition id (16) |              empty (ripeness index)
+//	                     windowEnd u64 (OrderedFloat) | state key
+//	0x10 sshard   0x10 | query id (16) | partition id (16)                StreamShard record (recent cycles)
 //
 // A DLQ "row key" is the 24 bytes after the family byte of its 0x08 key
 // (failedAt then row id), so the indexes sort by failure time like the rows
@@ -31,6 +37,14 @@
 // segment's creation time, so the purge of the transaction-id index after its
 // window (docs/semantics.md §8.3) reads a partition's oldest entries in order instead
 // of scanning the whole index.
+//
+// Stream families (0x0E-0x10) put the query id first and the source
+// partition id second: a query's state is one range (reset and query
+// deletion are range deletes), a shard's state another, and a shard's state
+// keys sort byte-wise, so a key prefix is a range scan. The ripeness index
+// holds one entry per state row whose value has a numeric windowEnd, sorted
+// by it, so the rows ripe at a time are a range scan too. Message retention
+// never touches these families; nothing in them refers to segments.
 //
 // Per-partition families (0x04, 0x05, 0x06, 0x09, 0x0B) put the partition id right
 // after the family byte, so all of a partition's segments, transaction ids or
@@ -57,6 +71,10 @@
 //	             retryCount u32 | attemptOffset i64 | attemptCount u32 | totalConsumed i64 |
 //	             createdAt i64 | lastConsumedAt i64 | retryAfter i64
 //	Subscription ver | mode u8 | timestamp i64 | createdAt i64
+//	StreamQuery  ver | id | sourceQueue str | hasSink u8 | sinkQueue str | configHash str | createdAt i64 |
+//	             updatedAt i64
+//	StreamState  ver | updatedAt i64 | hasWindowEnd u8 | windowEnd f64 bits | value bytes
+//	StreamShard  ver | n uvarint | n × (digest (32) | at i64 | result bytes), oldest first
 //	DeadLetter   ver | partition id | queue str | partition str | group str | offset i64 | message id |
 //	             txn str | hasTrace u8 | trace id | producerSub str | payload bytes | error str |
 //	             retryCount u32 | enqueuedAt i64 | deliveries u32 | [ver 2: flags u8]

@@ -3,6 +3,7 @@ package keyspace
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/queenmq/queen/internal/wire"
 )
@@ -23,6 +24,13 @@ const (
 	FamilyDLQAddr   Family = 0x09
 	FamilyDLQQueue  Family = 0x0A
 	FamilyTxnExpiry Family = 0x0B
+	// Streams (docs/api.md §14.2): queries, their state, its ripeness index
+	// and each shard's recent cycles.
+	FamilyStreamQuery   Family = 0x0C
+	FamilyStreamQueryID Family = 0x0D
+	FamilyStreamState   Family = 0x0E
+	FamilyStreamRipe    Family = 0x0F
+	FamilyStreamShard   Family = 0x10
 )
 
 // FormatVersion is the store format this code writes (meta key "version").
@@ -236,6 +244,69 @@ func RowKeyOfIndex(key []byte) (RowKey, error) {
 	copy(k[:], key[len(key)-RowKeyLen:])
 	return k, nil
 }
+
+// StreamQuery is a streaming query's registry key, by its name.
+func StreamQuery(name string) []byte { return append([]byte{byte(FamilyStreamQuery)}, name...) }
+
+// StreamQueryID is the index from a query's id to its name.
+func StreamQueryID(id ID) []byte { return append([]byte{byte(FamilyStreamQueryID)}, id[:]...) }
+
+// StreamShardPrefix is the prefix of every key of family f (state, ripe,
+// shard) that belongs to query q and, when p is not nil, to its source
+// partition *p.
+func StreamShardPrefix(f Family, q ID, p *ID) []byte {
+	k := make([]byte, 0, 1+32)
+	k = append(k, byte(f))
+	k = append(k, q[:]...)
+	if p != nil {
+		k = append(k, p[:]...)
+	}
+	return k
+}
+
+// StreamState is the key of one state row: query, source partition, key.
+func StreamState(q, p ID, key string) []byte {
+	return append(StreamShardPrefix(FamilyStreamState, q, &p), key...)
+}
+
+// StreamStateKey returns the state key of a StreamState key.
+func StreamStateKey(k []byte) (string, error) {
+	if len(k) < 33 || Family(k[0]) != FamilyStreamState {
+		return "", fmt.Errorf("%w: stream state key %x", ErrCorrupt, k)
+	}
+	return string(k[33:]), nil
+}
+
+// StreamRipe is the ripeness index entry of a state row whose value holds a
+// numeric windowEnd: query, partition, windowEnd (OrderedFloat), key.
+func StreamRipe(q, p ID, windowEnd float64, key string) []byte {
+	k := StreamShardPrefix(FamilyStreamRipe, q, &p)
+	k = binary.BigEndian.AppendUint64(k, OrderedFloat(windowEnd))
+	return append(k, key...)
+}
+
+// ParseStreamRipe returns the windowEnd bits and state key of a ripeness
+// index key.
+func ParseStreamRipe(k []byte) (uint64, string, error) {
+	if len(k) < 41 || Family(k[0]) != FamilyStreamRipe {
+		return 0, "", fmt.Errorf("%w: stream ripe key %x", ErrCorrupt, k)
+	}
+	return binary.BigEndian.Uint64(k[33:41]), string(k[41:]), nil
+}
+
+// OrderedFloat maps a float64 onto a uint64 whose big-endian bytes sort as
+// the numbers do (negatives below positives, -0 next to 0; no NaN is ever
+// stored).
+func OrderedFloat(f float64) uint64 {
+	b := math.Float64bits(f)
+	if b>>63 == 1 {
+		return ^b
+	}
+	return b | 1<<63
+}
+
+// StreamShard is the key of a shard's recent-cycles record (docs/decisions.md B10).
+func StreamShard(q, p ID) []byte { return StreamShardPrefix(FamilyStreamShard, q, &p) }
 
 // FamilyPrefix returns the one-byte prefix of a family.
 func FamilyPrefix(f Family) []byte { return []byte{byte(f)} }

@@ -1,6 +1,10 @@
 package keyspace
 
-import "github.com/queenmq/queen/internal/wire"
+import (
+	"math"
+
+	"github.com/queenmq/queen/internal/wire"
+)
 
 // recordVersion is the version byte of every record: part of the on-disk
 // format — never change; a new layout takes a new version and an upgrade step.
@@ -318,4 +322,101 @@ func DecodeTxnExpiry(b []byte) ([]string, error) {
 		out = append(out, r.Str())
 	}
 	return out, r.Done()
+}
+
+// StreamQueryRecord is a streaming query's registry entry (key
+// StreamQuery(name)).
+type StreamQueryRecord struct {
+	ID          ID
+	SourceQueue string
+	HasSink     bool
+	SinkQueue   string
+	ConfigHash  string
+	CreatedAt   int64
+	UpdatedAt   int64
+}
+
+// Encode appends the record to dst.
+func (q *StreamQueryRecord) Encode(dst []byte) []byte {
+	w := wire.Writer{B: dst}
+	w.U8(recordVersion)
+	w.ID(q.ID)
+	w.Str(q.SourceQueue)
+	w.Bool(q.HasSink)
+	w.Str(q.SinkQueue)
+	w.Str(q.ConfigHash)
+	w.I64(q.CreatedAt)
+	w.I64(q.UpdatedAt)
+	return w.B
+}
+
+// DecodeStreamQuery decodes a streaming query record.
+func DecodeStreamQuery(b []byte) (StreamQueryRecord, error) {
+	r := newRecordReader(b, "stream query")
+	q := StreamQueryRecord{ID: r.ID(), SourceQueue: r.Str(), HasSink: r.Bool(), SinkQueue: r.Str(),
+		ConfigHash: r.Str(), CreatedAt: r.I64(), UpdatedAt: r.I64()}
+	return q, r.Done()
+}
+
+// StreamStateRecord is one state row's value (key StreamState). WindowEnd
+// is the value's numeric windowEnd, kept so that replacing or deleting the
+// row finds its ripeness index entry without parsing the value again.
+type StreamStateRecord struct {
+	UpdatedAt    int64
+	HasWindowEnd bool
+	WindowEnd    float64
+	Value        []byte // the JSON as sent
+}
+
+// Encode appends the record to dst.
+func (s *StreamStateRecord) Encode(dst []byte) []byte {
+	w := wire.Writer{B: dst}
+	w.U8(recordVersion)
+	w.I64(s.UpdatedAt)
+	w.Bool(s.HasWindowEnd)
+	w.I64(int64(math.Float64bits(s.WindowEnd)))
+	w.Bytes(s.Value)
+	return w.B
+}
+
+// DecodeStreamState decodes a state row. Value aliases b.
+func DecodeStreamState(b []byte) (StreamStateRecord, error) {
+	r := newRecordReader(b, "stream state")
+	s := StreamStateRecord{UpdatedAt: r.I64(), HasWindowEnd: r.Bool(), WindowEnd: math.Float64frombits(uint64(r.I64())), Value: r.Bytes()}
+	return s, r.Done()
+}
+
+// StreamCycleMemo is one cycle a shard committed recently: the digest of
+// its request, when, and its encoded answer (docs/decisions.md B10).
+type StreamCycleMemo struct {
+	Digest [32]byte
+	At     int64
+	Result []byte
+}
+
+// EncodeStreamShard encodes a shard's recent cycles, oldest first.
+func EncodeStreamShard(dst []byte, memos []StreamCycleMemo) []byte {
+	w := wire.Writer{B: dst}
+	w.U8(recordVersion)
+	w.Uvarint(uint64(len(memos)))
+	for i := range memos {
+		w.B = append(w.B, memos[i].Digest[:]...)
+		w.I64(memos[i].At)
+		w.Bytes(memos[i].Result)
+	}
+	return w.B
+}
+
+// DecodeStreamShard decodes a shard's recent cycles. Results alias b.
+func DecodeStreamShard(b []byte) ([]StreamCycleMemo, error) {
+	r := newRecordReader(b, "stream shard")
+	memos := make([]StreamCycleMemo, r.Count(41))
+	for i := range memos {
+		a, c := r.ID(), r.ID()
+		copy(memos[i].Digest[:16], a[:])
+		copy(memos[i].Digest[16:], c[:])
+		memos[i].At = r.I64()
+		memos[i].Result = r.Bytes()
+	}
+	return memos, r.Done()
 }

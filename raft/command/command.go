@@ -3,6 +3,7 @@ package command
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"reflect"
 
 	"github.com/queenmq/queen/engine"
@@ -17,23 +18,29 @@ type Type uint8
 
 // Command types.
 const (
-	TypeConfigure    Type = 1
-	TypeDeleteQueue  Type = 2
-	TypePush         Type = 3
-	TypePop          Type = 4
-	TypeAck          Type = 5
-	TypeExtendLease  Type = 6
-	TypeTransaction  Type = 7
-	TypeReplay       Type = 8
-	TypeDeleteDLQ    Type = 9
-	TypeMoveToDLQ    Type = 10
-	TypeSeek         Type = 11
-	TypeDeleteGroup  Type = 12
-	TypeUpdateSub    Type = 13
-	TypeAnnounce     Type = 14
-	TypeSweep        Type = 15
-	TypePushPrepared Type = 16
-	TypeMaintenance  Type = 17
+	TypeConfigure      Type = 1
+	TypeDeleteQueue    Type = 2
+	TypePush           Type = 3
+	TypePop            Type = 4
+	TypeAck            Type = 5
+	TypeExtendLease    Type = 6
+	TypeTransaction    Type = 7
+	TypeReplay         Type = 8
+	TypeDeleteDLQ      Type = 9
+	TypeMoveToDLQ      Type = 10
+	TypeSeek           Type = 11
+	TypeDeleteGroup    Type = 12
+	TypeUpdateSub      Type = 13
+	TypeAnnounce       Type = 14
+	TypeSweep          Type = 15
+	TypePushPrepared   Type = 16
+	TypeMaintenance    Type = 17
+	TypeStreamRegister Type = 18
+	TypeStreamDelete   Type = 19
+	TypeStreamCycle    Type = 20
+
+	// TypeLast is the highest type number in use: a new type raises it.
+	TypeLast = TypeStreamCycle
 )
 
 const (
@@ -106,6 +113,10 @@ var codecs = []codec{
 	row(TypePushPrepared, appendPrepared, readPrepared),
 	row(TypeMaintenance, func(w *wire.Writer, c Maintenance) { w.Bool(c.Pop); w.Bool(c.Enabled) },
 		func(r *wire.Reader) Maintenance { return Maintenance{Pop: r.Bool(), Enabled: r.Bool()} }),
+	row(TypeStreamRegister, appendStreamRegister, readStreamRegister),
+	row(TypeStreamDelete, func(w *wire.Writer, c engine.StreamDeleteCmd) { w.Str(c.Name) },
+		func(r *wire.Reader) engine.StreamDeleteCmd { return engine.StreamDeleteCmd{Name: r.Str()} }),
+	row(TypeStreamCycle, appendCycle, readCycle),
 }
 
 // codec is one row of the table.
@@ -617,4 +628,99 @@ func readPrepared(r *wire.Reader) *engine.PreparedPush {
 		grp.Body.Count = uint32(len(grp.Items))
 	}
 	return pp
+}
+
+func appendStreamRegister(w *wire.Writer, c engine.StreamRegisterCmd) {
+	w.Str(c.Name)
+	w.Str(c.SourceQueue)
+	w.Bool(c.HasSink)
+	w.Str(c.SinkQueue)
+	w.Str(c.ConfigHash)
+	w.Bool(c.Reset)
+}
+
+func readStreamRegister(r *wire.Reader) engine.StreamRegisterCmd {
+	return engine.StreamRegisterCmd{Name: r.Str(), SourceQueue: r.Str(), HasSink: r.Bool(), SinkQueue: r.Str(),
+		ConfigHash: r.Str(), Reset: r.Bool()}
+}
+
+// State op kinds: part of the on-disk format — never change.
+const (
+	stateUpsert = 1
+	stateDelete = 2
+)
+
+func appendCycle(w *wire.Writer, c *engine.PreparedCycle) {
+	w.ID(c.QueryID)
+	w.ID(c.PartitionID)
+	w.Str(c.Group)
+	w.Uvarint(uint64(len(c.Ops)))
+	for i := range c.Ops {
+		op := &c.Ops[i]
+		if op.Delete {
+			w.U8(stateDelete)
+			w.Str(op.Key)
+			continue
+		}
+		w.U8(stateUpsert)
+		w.Str(op.Key)
+		w.Bool(op.HasWindowEnd)
+		w.I64(int64(math.Float64bits(op.WindowEnd)))
+		w.Bytes(op.Value)
+	}
+	w.Bool(c.Ack != nil)
+	if a := c.Ack; a != nil {
+		w.Str(a.TransactionID)
+		w.ID(a.Lease)
+		w.U8(uint8(a.Status))
+		w.Varint(a.Count)
+		w.Str(a.Error)
+	}
+	w.Bool(c.KeepLease)
+	w.B = append(w.B, c.Digest[:]...)
+	w.Bool(c.Push != nil)
+	if c.Push != nil {
+		appendPrepared(w, c.Push)
+	}
+}
+
+func readCycle(r *wire.Reader) *engine.PreparedCycle {
+	c := &engine.PreparedCycle{}
+	c.QueryID, c.PartitionID, c.Group = r.ID(), r.ID(), r.Str()
+	if n := r.Count(2); n > 0 {
+		c.Ops = make([]engine.StateOp, n)
+		for i := range c.Ops {
+			op := &c.Ops[i]
+			switch kind := r.U8(); kind {
+			case stateDelete:
+				op.Delete, op.Key = true, r.Str()
+			case stateUpsert:
+				op.Key, op.HasWindowEnd = r.Str(), r.Bool()
+				op.WindowEnd = math.Float64frombits(uint64(r.I64()))
+				op.Value = r.Bytes()
+				if math.IsNaN(op.WindowEnd) || !op.HasWindowEnd && op.WindowEnd != 0 {
+					r.Fail("state op %d windowEnd %v", i, op.WindowEnd)
+				}
+			default:
+				r.Fail("state op kind %d", kind)
+			}
+		}
+	}
+	if r.Bool() {
+		a := &engine.CycleAck{TransactionID: r.Str(), Lease: r.ID()}
+		status := r.U8()
+		if status > uint8(cursor.DeadLetter) {
+			r.Fail("cycle ack status %d", status)
+		}
+		a.Status, a.Count, a.Error = cursor.Status(status), r.Varint(), r.Str()
+		c.Ack = a
+	}
+	c.KeepLease = r.Bool()
+	d1, d2 := r.ID(), r.ID()
+	copy(c.Digest[:16], d1[:])
+	copy(c.Digest[16:], d2[:])
+	if r.Bool() {
+		c.Push = readPrepared(r)
+	}
+	return c
 }

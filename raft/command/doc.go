@@ -55,6 +55,13 @@
 //	                nGroups × (queue str | partition str | k uvarint | k × item uvarint |
 //	                codec u8 | rawLen u32 | body bytes)
 //
+//	StreamRegister  name str | sourceQueue str | hasSink u8 | sinkQueue str | configHash str | reset u8
+//	StreamDelete    name str
+//	StreamCycle     query id | partition id | group str | nOps uvarint | nOps × (kind u8 (1 upsert,
+//	                2 delete) | key str | [upsert: hasWindowEnd u8 | windowEnd f64 bits u64 | value bytes]) |
+//	                hasAck u8 | [txn str | lease id | status u8 | count varint | error str] |
+//	                keepLease u8 | digest (32) | hasPush u8 | [the PushPrepared body]
+//
 // PushPrepared carries a push the leader prepared before proposing
 // (engine.PushCmd.Prepare): message ids minted, repeats within the request
 // resolved, and each partition's frames already encoded as a segment body
@@ -65,6 +72,10 @@
 // still decoded: logs written before PushPrepared hold it.
 //
 // Type numbers are listed in command.go; retired numbers stay reserved.
+// Each type is a row of the table in command.go and has a command in a
+// golden entry (testdata), which a test requires. The stream types (18-20)
+// came later as new type numbers, the first way of growing version 1 below:
+// testdata/entry-v1-streams.golden holds them.
 //
 // # Versions
 //

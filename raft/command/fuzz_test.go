@@ -43,16 +43,18 @@ func FuzzEntryRoundTrip(f *testing.F) {
 // golden command, fails here.
 func TestTable_EveryTypeHasARowAndAGoldenCommand(t *testing.T) {
 	seen := map[command.Type]bool{}
-	for _, s := range v1Commands() {
-		typ, ok := command.TypeOf(s.Cmd)
-		if !ok {
-			t.Fatalf("%T has no row", s.Cmd)
+	for _, g := range goldenEntries {
+		for _, s := range g.cmds() {
+			typ, ok := command.TypeOf(s.Cmd)
+			if !ok {
+				t.Fatalf("%T has no row", s.Cmd)
+			}
+			seen[typ] = true
 		}
-		seen[typ] = true
 	}
-	for typ := command.TypeConfigure; typ <= command.TypeMaintenance; typ++ {
+	for typ := command.TypeConfigure; typ <= command.TypeLast; typ++ {
 		if !seen[typ] {
-			t.Errorf("type %d has no command in testdata/entry-v1.golden", typ)
+			t.Errorf("type %d has no command in a golden entry (testdata)", typ)
 		}
 	}
 	if _, ok := command.TypeOf(fakeCommand{}); ok {

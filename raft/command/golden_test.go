@@ -105,6 +105,35 @@ func sealedCommands() []command.Stamped {
 	}
 }
 
+// streamCommands are the stream commands (types 18-20), as they were first
+// written: a register with a sink, a delete, and a cycle with every part set
+// and one with none.
+func streamCommands() []command.Stamped {
+	st := goldenStamp
+	msg := engine.ID{0x01, 0x98, 6}
+	pp := &engine.PreparedPush{
+		Items: []engine.PreparedItem{{TransactionID: engine.FormatID(msg), MessageID: msg, Minted: true, DuplicateOf: -1}},
+		Groups: []engine.PreparedGroup{{Queue: "totals", Partition: "eu", Items: []int{0},
+			Body: preparedBody([]segment.Frame{{MessageID: msg, TransactionID: []byte(engine.FormatID(msg)), Payload: []byte(`{"count":3}`)}})}},
+	}
+	return []command.Stamped{
+		{Stamp: st, Cmd: engine.StreamRegisterCmd{Name: "orders.per_customer", SourceQueue: "orders", HasSink: true,
+			SinkQueue: "totals", ConfigHash: "9f86d081", Reset: true}},
+		{Stamp: st, Cmd: engine.StreamDeleteCmd{Name: "orders.per_customer"}},
+		{Stamp: st, Cmd: &engine.PreparedCycle{Cycle: engine.Cycle{QueryID: engine.ID{0xee}, PartitionID: engine.ID{0xcc},
+			Group: "streams.orders.per_customer",
+			Ops: []engine.StateOp{
+				{Key: "tumb:60\x1f2026-01-01T10:00:00.000Z\x1fu1", Value: []byte(`{"acc":{"count":3},"windowStart":1,"windowEnd":60001}`),
+					HasWindowEnd: true, WindowEnd: 60001},
+				{Key: "__wm__", Value: []byte(`{"eventTimeMs":5}`)},
+				{Delete: true, Key: "tumb:60\x1f2026-01-01T09:59:00.000Z\x1fu1"},
+			},
+			Ack:       &engine.CycleAck{TransactionID: "t-9", Lease: engine.ID{0xdd}, Status: cursor.Completed, Count: 3},
+			KeepLease: true, Digest: [32]byte{1, 2, 3, 31: 9}}, Push: pp}},
+		{Stamp: st, Cmd: &engine.PreparedCycle{Cycle: engine.Cycle{QueryID: engine.ID{0xee}, PartitionID: engine.ID{0xcc}}}},
+	}
+}
+
 // goldenEntries are the fixtures in testdata: each file is the hex dump of
 // one entry holding its commands.
 var goldenEntries = []struct {
@@ -113,6 +142,7 @@ var goldenEntries = []struct {
 }{
 	{"entry-v1.golden", v1Commands},
 	{"entry-v1-sealed.golden", sealedCommands},
+	{"entry-v1-streams.golden", streamCommands},
 }
 
 // TestEntry_Golden pins the log format byte for byte: each golden entry

@@ -157,6 +157,14 @@ func (b *LocalBroker) MessageAt(part engine.ID, txn string) (engine.StoredMessag
 	return b.eng.MessageAt(part, txn)
 }
 
+func (b *LocalBroker) StreamQueryByID(id engine.ID) (engine.StreamQuery, bool, error) {
+	return b.eng.StreamQueryByID(id)
+}
+
+func (b *LocalBroker) StreamState(f engine.StateFilter) ([]engine.StateRow, error) {
+	return b.eng.StreamState(f)
+}
+
 func (b *LocalBroker) ListMessages(f engine.MessageFilter) ([]engine.ListedMessage, error) {
 	return b.eng.ListMessages(f)
 }
