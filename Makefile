@@ -35,6 +35,7 @@ fuzz:
 	$(FUZZ) ./fuzz -fuzz '^FuzzSegmentRoundTrip$$'
 	$(FUZZ) ./raft/logstore -fuzz '^FuzzDecodeLog$$'
 	$(FUZZ) ./raft/command -fuzz '^FuzzEntryRoundTrip$$'
+	$(FUZZ) ./server -fuzz '^FuzzDecodeCycle$$'
 
 # The Go benchmarks of bench/, printed as one table in which every rate is
 # also a ratio to the limit (raw synced Pebble writes) measured in the same
