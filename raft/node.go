@@ -42,6 +42,7 @@ type Node struct {
 	membership sync.Mutex
 
 	proposals chan *proposal
+	readTerm  readTerm // LeaderRead's barrier (read.go)
 	inflight  chan struct{}
 	done      chan struct{}
 	stopped   chan struct{} // closed once raft has shut down (Close)

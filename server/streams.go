@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -102,8 +103,9 @@ func (s *Server) deleteQuery(ctx *fasthttp.RequestCtx, p *params) {
 }
 
 // stateGet answers POST /streams/v1/state/get. The rows are read on the
-// leader, which applied every cycle a client was answered for: a follower
-// forwards the read, so a runner never folds a batch into stale state.
+// leader once it has confirmed it leads and applied every earlier term
+// (raft.Node.LeaderRead): a follower forwards the read, so a runner never
+// folds a batch into stale state.
 func (s *Server) stateGet(ctx *fasthttp.RequestCtx, _ *params) {
 	var f engine.StateFilter
 	var hasQuery, hasPart bool
@@ -144,8 +146,8 @@ func (s *Server) stateGet(ctx *fasthttp.RequestCtx, _ *params) {
 		err = badRequest("query_id is required")
 	case !hasPart:
 		err = badRequest("partition_id is required")
-	case s.broker.Status().Role != "leader":
-		err = raft.ErrNotLeader
+	default:
+		err = s.leaderRead()
 	}
 	if err != nil {
 		s.writeError(ctx, err)
@@ -174,6 +176,20 @@ func (s *Server) stateGet(ctx *fasthttp.RequestCtx, _ *params) {
 	w.endArray()
 	w.endObject()
 	send(ctx, fasthttp.StatusOK, w)
+}
+
+// leaderRead readies a read that must see every cycle a client was
+// answered for: the broker's LeaderRead (raft.Node: leadership confirmed,
+// earlier terms applied), else a leader check. A follower answers
+// raft.ErrNotLeader and the request is forwarded.
+func (s *Server) leaderRead() error {
+	if r, ok := s.broker.(interface{ LeaderRead(context.Context) error }); ok {
+		return r.LeaderRead(s.ctx)
+	}
+	if s.broker.Status().Role != "leader" {
+		return raft.ErrNotLeader
+	}
+	return nil
 }
 
 // StreamReader is the read side of streams a broker offers (raft.Node and
