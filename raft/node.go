@@ -505,7 +505,11 @@ func (n *Node) sweepLoop() {
 			if n.raft.State() != hraft.Leader {
 				continue
 			}
-			if _, err := n.Sweep(context.Background()); err != nil && !errors.Is(err, ErrShutdown) {
+			res, err := n.Sweep(context.Background())
+			switch {
+			case err == nil && n.opts.OnSweep != nil:
+				n.opts.OnSweep(res)
+			case err != nil && !errors.Is(err, ErrShutdown):
 				n.log.Warn("raft: retention sweep", "err", err)
 			}
 		case <-n.done:

@@ -96,6 +96,10 @@ type Options struct {
 	// RetentionInterval is how often the leader proposes a retention sweep
 	// (retention, eviction, index purge); 0 disables it.
 	RetentionInterval time.Duration
+	// OnSweep, when set, is called on the leader with the result of every
+	// retention sweep it proposed and that applied (the analytics record
+	// what retention deleted). It runs on the sweep loop: it must not block.
+	OnSweep func(engine.SweepResult)
 	// RaftLogSync is UNSAFE when false: Raft log appends are not fsynced and
 	// a crash can lose acknowledged commands. Only benchmarks turn it off.
 	RaftLogSync bool

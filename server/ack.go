@@ -202,6 +202,7 @@ func (s *Server) acknowledge(ctx *fasthttp.RequestCtx, fields []ackFields) {
 		}
 		s.m.acked(items, res)
 	}
+	s.an.acked(res, len(fields)-len(items))
 	w := startBody(ctx)
 	w.array("")
 	next := 0
@@ -345,6 +346,7 @@ func (s *Server) writeTransaction(ctx *fasthttp.RequestCtx, req *txRequest, res 
 	w.bool("success", res.Success)
 	if res.Success {
 		s.txApplied(req.ops, res)
+		s.an.transacted(res)
 		writeTxResults(&w, req.order, res)
 	} else {
 		s.m.txFailed.Inc()

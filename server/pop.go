@@ -126,6 +126,7 @@ func (s *Server) pop(ctx *fasthttp.RequestCtx, queue, partition string) {
 		return
 	}
 	s.m.popped(&res)
+	s.an.popped(req.cmd.Queue, &res)
 	if len(res.Messages) == 0 {
 		noContent(ctx)
 		return
@@ -149,6 +150,8 @@ func (s *Server) park(ctx *fasthttp.RequestCtx, cmd engine.PopCmd, wait time.Dur
 	defer cancel()
 	s.m.popParked.Add(1)
 	defer s.m.popParked.Add(-1)
+	s.an.park(cmd.Queue, 1)
+	defer s.an.park(cmd.Queue, -1)
 	timer := time.NewTimer(pollInitial)
 	defer timer.Stop()
 	conn := ctx.Conn()

@@ -62,6 +62,7 @@ func (s *Server) push(ctx *fasthttp.RequestCtx, p *params) {
 			return
 		}
 		s.m.pushed(res)
+		s.an.pushed(res)
 	}
 	w := startBody(ctx)
 	w.array("")

@@ -78,6 +78,17 @@ func (s *Server) routeTable() []route {
 		{"POST", "/streams/v1/cycle", "stream_cycle", auth.ReadWrite, addsData, (*Server).cycle},
 		{"POST", "/streams/v1/state/get", "stream_state", auth.ReadOnly, reads, (*Server).stateGet},
 
+		{"GET", "/api/v1/status/queues/{queue}/messages", "status_queue_messages", auth.ReadOnly, reads, (*Server).statusQueueMessages},
+		{"GET", "/api/v1/analytics/queue-lag", "analytics_queue_lag", auth.ReadOnly, reads, (*Server).queueLag},
+		{"GET", "/api/v1/analytics/queue-ops", "analytics_queue_ops", auth.ReadOnly, reads, (*Server).queueOps},
+		{"GET", "/api/v1/analytics/queue-parked-replicas", "analytics_queue_parked", auth.ReadOnly, reads, (*Server).queueParkedReplicas},
+		{"GET", "/api/v1/analytics/retention", "analytics_retention", auth.ReadOnly, reads, (*Server).retentionAnalytics},
+		{"GET", "/api/v1/analytics/worker-metrics", "analytics_worker", auth.ReadOnly, reads, (*Server).workerMetrics},
+		{"GET", "/api/v1/analytics/system-metrics", "analytics_system", auth.ReadOnly, reads, (*Server).systemMetrics},
+		{"GET", "/api/v1/analytics/postgres-stats", "analytics_postgres", auth.ReadOnly, reads, (*Server).postgresStats},
+		{"GET", "/api/v1/system/shared-state", "shared_state", auth.Admin, reads, (*Server).sharedState},
+		{"POST", "/internal/v1/cluster/analytics", "cluster_analytics", auth.Cluster, reads, (*Server).analyticsReport},
+
 		{"POST", "/internal/v1/cluster/join", "cluster_join", auth.Cluster, writesLittle, (*Server).join},
 		{"POST", "/internal/v1/cluster/leave", "cluster_leave", auth.Cluster, writesLittle, (*Server).leave},
 		{"POST", "/internal/v1/cluster/storage", "cluster_storage", auth.Cluster, reads, (*Server).storageReport},

@@ -107,6 +107,10 @@ type Options struct {
 	// then refuses data for the whole cluster (storage.go). Nil turns the
 	// guard off. The server does not close it.
 	Storage *diskspace.Guard
+	// Analytics records the per-minute series of /api/v1/analytics
+	// (analytics.go); nil: the server makes its own. `queen serve` passes
+	// one so that the Raft node can report its retention sweeps to it.
+	Analytics *Analytics
 }
 
 // DefaultOptions returns the options a zero Options is completed with.
@@ -212,6 +216,8 @@ type Server struct {
 	reclaim *reclaimer
 	// storage is the free-space state: the other nodes' reports (storage.go).
 	storage *storageState
+	// an is the analytics recorder (analytics.go).
+	an *Analytics
 }
 
 // New builds a server over b. It does not listen yet: see Serve and
@@ -301,6 +307,7 @@ func New(b Broker, opts Options) (*Server, error) {
 		s.loops.Add(1)
 		go s.reportLoop(s.stop)
 	}
+	s.startAnalytics()
 	return s, nil
 }
 
@@ -327,6 +334,7 @@ func newCipherFromOptions(opts Options) (*payloadCipher, error) {
 // Serve answers requests on ln until Shutdown, over TLS when Options.TLS
 // is set. It returns nil after a Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
+	s.runAnalytics()
 	if s.opts.TLS != nil {
 		ln = tls.NewListener(ln, s.opts.TLS)
 	}
@@ -356,6 +364,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	start := time.Now()
 	s.m.requests.Add(1)
+	s.an.inflight.Add(1)
+	defer s.an.inflight.Add(-1)
 	allowed := s.setCORS(ctx)
 	stats := s.misses
 	defer func() {

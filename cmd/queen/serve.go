@@ -22,6 +22,7 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 
+	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server"
 	"github.com/queenmq/queen/server/auth"
@@ -304,7 +305,13 @@ func serve(args []string) error {
 	defer verifier.Close()
 	sopts.Auth = verifier
 	warnExposed(log, c)
-	node, err := raft.Open(opts)
+	// The analytics hear the leader's retention sweeps from the node and
+	// read the engine's store figures (server/analytics.go).
+	var node *raft.Node
+	an := server.NewAnalytics(server.AnalyticsOptions{Store: func() (engine.StoreStats, error) { return node.Engine().StoreStats() }})
+	opts.OnSweep = an.RecordSweep
+	sopts.Analytics = an
+	node, err = raft.Open(opts)
 	if err != nil {
 		return err
 	}

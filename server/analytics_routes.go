@@ -1,0 +1,906 @@
+package server
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/queenmq/queen/engine"
+)
+
+// The /api/v1/analytics routes (docs/api.md §11). Each reads every node's
+// minutes (analytics.go): a follower relays the request to the leader,
+// which holds them all, and answers from what it holds itself only when
+// there is no leader to relay to.
+
+// layoutSeconds is the series' bucket timestamps (no fraction).
+const layoutSeconds = "2006-01-02T15:04:05Z"
+
+const (
+	minuteUS = int64(time.Minute / time.Microsecond)
+	// workersWindow is what worker-metrics' "workers" covers, whatever
+	// the range.
+	workersWindow = 5 * time.Minute
+)
+
+// analyticsQuery is a parsed analytics request.
+type analyticsQuery struct {
+	now             time.Time
+	from, to        int64 // µs
+	fromMin, toMin  int64 // the first and last unix minute in range
+	bucket          int64 // minutes
+	queue, hostname string
+	workerID        int64
+	workerSet       bool
+	nodes           []nodeSeries // this node's first
+	self            string
+}
+
+// bucketMinutes is the bucket width for a range of d whole minutes
+// (STREAMS.md C.0).
+func bucketMinutes(d int64) int64 {
+	switch {
+	case d <= 60:
+		return 1
+	case d <= 360:
+		return 5
+	case d <= 1440:
+		return 15
+	case d <= 10080:
+		return 60
+	}
+	return 360
+}
+
+// bucketStart is the bucket of width b (minutes) holding unix minute m.
+// Widths up to 60 divide the hour and 360 divides the day, and the epoch
+// is midnight UTC, so buckets align to the hour and 6-hour buckets to
+// 00/06/12/18 UTC.
+func bucketStart(m, b int64) int64 {
+	return m - ((m%b)+b)%b
+}
+
+// floorDiv and ceilDiv divide rounding down and up (for negative times).
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+func ceilDiv(a, b int64) int64 { return -floorDiv(-a, b) }
+
+// relayAnalytics relays the request to the leader from a follower; false
+// when this node answers it (it leads, or knows no leader to relay to).
+func (s *Server) relayAnalytics(ctx *fasthttp.RequestCtx) bool {
+	return s.broker.Status().Role != "leader" && s.forward(ctx)
+}
+
+// parseAnalytics reads from, to, queue, hostname and workerId (defaults:
+// the last hour) and collects the minutes in range. ok is false when the
+// request has been answered (relayed, or refused).
+func (s *Server) parseAnalytics(ctx *fasthttp.RequestCtx) (q analyticsQuery, ok bool) {
+	if s.relayAnalytics(ctx) {
+		return q, false
+	}
+	args := ctx.QueryArgs()
+	q.now = s.an.now()
+	q.to = q.now.UnixMicro()
+	q.from = q.to - int64(time.Hour/time.Microsecond)
+	for _, p := range []struct {
+		key string
+		dst *int64
+	}{{"from", &q.from}, {"to", &q.to}} {
+		if v := args.Peek(p.key); len(v) > 0 {
+			t, good := parseTime(string(v))
+			if !good {
+				s.writeError(ctx, badRequest("invalid "+p.key))
+				return q, false
+			}
+			*p.dst = engine.Micros(t)
+		}
+	}
+	if v := args.Peek("workerId"); len(v) > 0 {
+		n, err := strconv.ParseInt(string(v), 10, 64)
+		if err != nil {
+			s.writeError(ctx, badRequest("invalid workerId"))
+			return q, false
+		}
+		q.workerID, q.workerSet = n, true
+	}
+	q.queue, q.hostname = queryString(args, "queue"), queryString(args, "hostname")
+	q.bucket = bucketMinutes(max(q.to-q.from, 0) / minuteUS)
+	q.fromMin, q.toMin = ceilDiv(q.from, minuteUS), floorDiv(q.to, minuteUS)
+	q.self = s.nodeID()
+	s.an.rotate(s.broker)
+	q.nodes = s.an.series(q.self, q.fromMin, q.toMin)
+	return q, true
+}
+
+// node reports whether node id (worker 0) passes the hostname and
+// workerId filters.
+func (q *analyticsQuery) node(id string) bool {
+	return (q.hostname == "" || q.hostname == id) && (!q.workerSet || q.workerID == 0)
+}
+
+func (q *analyticsQuery) writeRange(w *jsonWriter) {
+	w.object("timeRange")
+	w.timeMillis("from", q.from)
+	w.timeMillis("to", q.to)
+	w.endObject()
+}
+
+// round2 rounds to 2 decimal places; perSecond is a bucket's sum per
+// second.
+func round2(x float64) float64 { return math.Round(x*100) / 100 }
+
+func (q *analyticsQuery) perSecond(sum int64) float64 {
+	return round2(float64(sum) / float64(q.bucket*60))
+}
+
+// meanLag is the pop-weighted mean lag, in whole ms.
+func meanLag(sum, pops int64) int64 {
+	if pops == 0 {
+		return 0
+	}
+	return int64(math.Round(float64(sum) / float64(pops)))
+}
+
+// queueAgg is one queue's counters summed over nodes (and minutes).
+// parked sums each node's gauge of the minute; minutes counts the minutes
+// that hold a record of the queue, over which parked is averaged.
+type queueAgg struct {
+	queueMinute
+	parked  float64
+	minutes int
+}
+
+// minuteQueues is one minute's queues, merged over nodes, by name.
+type minuteQueues struct {
+	at     int64
+	queues []queueAgg
+}
+
+// mergeQueues merges the nodes' queue records per minute (as Queen's queue
+// table sums its workers), oldest minute first; queue filters by name.
+func (q *analyticsQuery) mergeQueues() []minuteQueues {
+	byMinute := map[int64]map[string]*queueAgg{}
+	for _, n := range q.nodes {
+		for i := range n.minutes {
+			m := &n.minutes[i]
+			for j := range m.Queues {
+				qm := &m.Queues[j]
+				if q.queue != "" && qm.Queue != q.queue {
+					continue
+				}
+				qs := byMinute[m.At]
+				if qs == nil {
+					qs = map[string]*queueAgg{}
+					byMinute[m.At] = qs
+				}
+				agg := qs[qm.Queue]
+				if agg == nil {
+					agg = &queueAgg{queueMinute: queueMinute{Queue: qm.Queue, Partitions: -1}}
+					qs[qm.Queue] = agg
+				}
+				agg.add(qm)
+				if m.Node.Samples > 0 {
+					agg.parked += float64(qm.ParkedSum) / float64(m.Node.Samples)
+				}
+			}
+		}
+	}
+	out := make([]minuteQueues, 0, len(byMinute))
+	for at, qs := range byMinute {
+		mq := minuteQueues{at: at}
+		for _, agg := range qs {
+			mq.queues = append(mq.queues, *agg)
+		}
+		slices.SortFunc(mq.queues, func(a, b queueAgg) int { return strings.Compare(a.Queue, b.Queue) })
+		out = append(out, mq)
+	}
+	slices.SortFunc(out, func(a, b minuteQueues) int { return cmp.Compare(a.at, b.at) })
+	return out
+}
+
+// queueLag answers GET /api/v1/analytics/queue-lag?from&to&queue: one entry
+// per (minute, queue), newest minute first, then by queue.
+func (s *Server) queueLag(ctx *fasthttp.RequestCtx, _ *params) {
+	q, ok := s.parseAnalytics(ctx)
+	if !ok {
+		return
+	}
+	minutes := q.mergeQueues()
+	w := startBody(ctx)
+	w.array("")
+	for i := len(minutes) - 1; i >= 0; i-- {
+		for _, agg := range minutes[i].queues {
+			w.object("")
+			w.str("queueName", agg.Queue)
+			w.int("popCount", agg.PopMessages)
+			w.int("avgLagMs", meanLag(agg.LagSum, agg.PopMessages))
+			w.int("maxLagMs", agg.LagMax)
+			w.timeLayout("bucketTime", minutes[i].at*minuteUS, layoutSeconds)
+			w.endObject()
+		}
+	}
+	w.endArray()
+	send(ctx, fasthttp.StatusOK, w)
+}
+
+// queueOps answers GET /api/v1/analytics/queue-ops?from&to&queue: one entry
+// per (bucket, queue), bucket ascending, then by queue.
+func (s *Server) queueOps(ctx *fasthttp.RequestCtx, _ *params) {
+	q, ok := s.parseAnalytics(ctx)
+	if !ok {
+		return
+	}
+	type key struct {
+		bucket int64
+		queue  string
+	}
+	var (
+		order []key
+		aggs  = map[key]*queueAgg{}
+		names []string
+		seen  = map[string]bool{}
+	)
+	for _, mq := range q.mergeQueues() {
+		b := bucketStart(mq.at, q.bucket)
+		for i := range mq.queues {
+			m := &mq.queues[i]
+			k := key{b, m.Queue}
+			agg := aggs[k]
+			if agg == nil {
+				agg = &queueAgg{queueMinute: queueMinute{Queue: m.Queue, Partitions: -1}}
+				aggs[k] = agg
+				order = append(order, k)
+			}
+			agg.add(&m.queueMinute)
+			agg.parked += m.parked
+			agg.minutes++
+			if !seen[m.Queue] {
+				seen[m.Queue] = true
+				names = append(names, m.Queue)
+			}
+		}
+	}
+	slices.SortFunc(order, func(a, b key) int { return cmp.Or(cmp.Compare(a.bucket, b.bucket), strings.Compare(a.queue, b.queue)) })
+	slices.Sort(names)
+	w := startBody(ctx)
+	w.object("")
+	q.writeRange(&w)
+	w.int("bucketMinutes", q.bucket)
+	w.array("series")
+	for _, k := range order {
+		a := aggs[k]
+		w.object("")
+		w.timeLayout("bucket", k.bucket*minuteUS, layoutSeconds)
+		w.str("queueName", a.Queue)
+		w.int("pushRequests", a.PushRequests)
+		w.int("pushMessages", a.PushMessages)
+		w.int("popMessages", a.PopMessages)
+		w.int("popEmpty", a.PopEmpty)
+		w.int("ackRequests", a.AckRequests)
+		w.int("ackSuccess", a.AckSuccess)
+		w.int("ackFailed", a.AckFailed)
+		w.int("transactions", a.Transactions)
+		w.int("partitionsCreated", 0)
+		w.int("partitionsDeleted", 0)
+		if a.Partitions < 0 {
+			w.null("partitionCount")
+		} else {
+			w.int("partitionCount", a.Partitions)
+		}
+		w.int("avgLagMs", meanLag(a.LagSum, a.PopMessages))
+		w.int("maxLagMs", a.LagMax)
+		w.float("pushPerSecond", q.perSecond(a.PushMessages))
+		w.float("popPerSecond", q.perSecond(a.PopMessages))
+		w.float("ackPerSecond", q.perSecond(a.AckSuccess+a.AckFailed))
+		w.float("emptyPerSecond", q.perSecond(a.PopEmpty))
+		w.float("parkedCount", round2(a.parked/float64(max(a.minutes, 1))))
+		w.endObject()
+	}
+	w.endArray()
+	w.array("queues")
+	for _, n := range names {
+		w.str("", n)
+	}
+	w.endArray()
+	w.endObject()
+	send(ctx, fasthttp.StatusOK, w)
+}
+
+// queueParkedReplicas answers GET /api/v1/analytics/queue-parked-replicas:
+// per (bucket, queue, node), the mean of the node's parked gauge over the
+// minutes of the bucket in which it had a long-poll parked on the queue.
+func (s *Server) queueParkedReplicas(ctx *fasthttp.RequestCtx, _ *params) {
+	q, ok := s.parseAnalytics(ctx)
+	if !ok {
+		return
+	}
+	type key struct {
+		bucket      int64
+		queue, node string
+	}
+	type mean struct {
+		sum float64
+		n   int
+	}
+	var order []key
+	means := map[key]*mean{}
+	var replicas []string
+	for _, n := range q.nodes {
+		found := false
+		for i := range n.minutes {
+			m := &n.minutes[i]
+			for j := range m.Queues {
+				qm := &m.Queues[j]
+				if qm.ParkedSum == 0 || m.Node.Samples == 0 || (q.queue != "" && qm.Queue != q.queue) {
+					continue
+				}
+				k := key{bucketStart(m.At, q.bucket), qm.Queue, n.id}
+				v := means[k]
+				if v == nil {
+					v = &mean{}
+					means[k] = v
+					order = append(order, k)
+				}
+				v.sum += float64(qm.ParkedSum) / float64(m.Node.Samples)
+				v.n++
+				found = true
+			}
+		}
+		if found {
+			replicas = append(replicas, n.id)
+		}
+	}
+	slices.SortFunc(order, func(a, b key) int {
+		return cmp.Or(cmp.Compare(a.bucket, b.bucket), strings.Compare(a.queue, b.queue), strings.Compare(a.node, b.node))
+	})
+	slices.Sort(replicas)
+	w := startBody(ctx)
+	w.object("")
+	q.writeRange(&w)
+	w.int("bucketMinutes", q.bucket)
+	w.array("series")
+	for _, k := range order {
+		w.object("")
+		w.timeLayout("bucket", k.bucket*minuteUS, layoutSeconds)
+		w.str("queueName", k.queue)
+		w.str("hostname", k.node)
+		w.int("workerId", 0)
+		w.float("parkedCount", round2(means[k].sum/float64(means[k].n)))
+		w.endObject()
+	}
+	w.endArray()
+	w.array("replicas")
+	for _, id := range replicas {
+		w.object("")
+		w.str("hostname", id)
+		w.int("workerId", 0)
+		w.endObject()
+	}
+	w.endArray()
+	w.endObject()
+	send(ctx, fasthttp.StatusOK, w)
+}
+
+// retention answers GET /api/v1/analytics/retention?from&to&queue: what the
+// leaders' sweeps deleted, per bucket. A sweep reports its deletions for
+// the whole store, not per queue, so a queue filter matches nothing (and
+// the answer says so in "note").
+func (s *Server) retentionAnalytics(ctx *fasthttp.RequestCtx, _ *params) {
+	q, ok := s.parseAnalytics(ctx)
+	if !ok {
+		return
+	}
+	var (
+		order  []int64
+		byB    = map[int64]*retentionMinute{}
+		totals retentionMinute
+	)
+	if q.queue == "" {
+		for _, n := range q.nodes {
+			for i := range n.minutes {
+				r := &n.minutes[i].Retention
+				if r.Events == 0 && r.Retention == 0 && r.Evicted == 0 {
+					continue
+				}
+				b := bucketStart(n.minutes[i].At, q.bucket)
+				agg := byB[b]
+				if agg == nil {
+					agg = &retentionMinute{}
+					byB[b] = agg
+					order = append(order, b)
+				}
+				for _, dst := range []*retentionMinute{agg, &totals} {
+					dst.Retention += r.Retention
+					dst.Evicted += r.Evicted
+					dst.Events += r.Events
+				}
+			}
+		}
+	}
+	slices.Sort(order)
+	writeCounts := func(w *jsonWriter, r *retentionMinute) {
+		w.int("retentionMsgs", r.Retention)
+		w.int("completedRetentionMsgs", 0)
+		w.int("evictionMsgs", r.Evicted)
+		w.int("totalMsgs", r.Retention+r.Evicted)
+		w.int("eventCount", r.Events)
+	}
+	w := startBody(ctx)
+	w.object("")
+	q.writeRange(&w)
+	w.int("bucketMinutes", q.bucket)
+	w.array("series")
+	for _, b := range order {
+		w.object("")
+		w.timeLayout("bucket", b*minuteUS, layoutSeconds)
+		writeCounts(&w, byB[b])
+		w.endObject()
+	}
+	w.endArray()
+	w.object("totals")
+	writeCounts(&w, &totals)
+	w.endObject()
+	if q.queue != "" {
+		w.str("note", "retention sweeps report their deletions for the whole store, not per queue: a queue filter matches nothing")
+	}
+	w.endObject()
+	send(ctx, fasthttp.StatusOK, w)
+}
+
+// workerAgg is node rows summed over a bucket (or a node): the sums, and
+// the means of the rows' per-minute averages.
+type workerAgg struct {
+	nodeMinute
+	rows             int     // rows with samples
+	loopLag, jobsAvg float64 // sums of the rows' averages
+	newest           int64
+}
+
+func (a *workerAgg) add(m *minuteRecord) {
+	a.nodeMinute.add(&m.Node)
+	if n := m.Node.Samples; n > 0 {
+		a.rows++
+		a.loopLag += float64(m.Node.LoopLagSum) / float64(n)
+		a.jobsAvg += float64(m.Node.JobsSum) / float64(n)
+	}
+	a.newest = max(a.newest, m.At)
+}
+
+func (a *workerAgg) avg(sum float64) int64 {
+	if a.rows == 0 {
+		return 0
+	}
+	return int64(math.Round(sum / float64(a.rows)))
+}
+
+// workerMetrics answers GET /api/v1/analytics/worker-metrics?from&to&hostname&workerId.
+func (s *Server) workerMetrics(ctx *fasthttp.RequestCtx, _ *params) {
+	q, ok := s.parseAnalytics(ctx)
+	if !ok {
+		return
+	}
+	var buckets []int64
+	byB := map[int64]*workerAgg{}
+	for _, n := range q.nodes {
+		if !q.node(n.id) {
+			continue
+		}
+		for i := range n.minutes {
+			b := bucketStart(n.minutes[i].At, q.bucket)
+			agg := byB[b]
+			if agg == nil {
+				agg = &workerAgg{}
+				byB[b] = agg
+				buckets = append(buckets, b)
+			}
+			agg.add(&n.minutes[i])
+		}
+	}
+	slices.SortFunc(buckets, func(a, b int64) int { return cmp.Compare(b, a) })
+	w := startBody(ctx)
+	w.object("")
+	q.writeRange(&w)
+	w.int("bucketMinutes", q.bucket)
+	w.int("pointCount", int64(len(buckets)))
+	w.array("timeSeries")
+	for _, b := range buckets {
+		a := byB[b]
+		w.object("")
+		w.timeLayout("timestamp", b*minuteUS, layoutSeconds)
+		w.int("pushMessages", a.PushMessages)
+		w.int("popMessages", a.PopMessages)
+		w.int("ackMessages", a.AckMessages)
+		w.int("pushRequests", a.PushRequests)
+		w.int("popRequests", a.PopRequests)
+		w.int("ackRequests", a.AckRequests)
+		w.int("jobsDone", a.Jobs)
+		w.float("pushPerSecond", q.perSecond(a.PushMessages))
+		w.float("popPerSecond", q.perSecond(a.PopMessages))
+		w.float("ackPerSecond", q.perSecond(a.AckMessages))
+		w.int("avgEventLoopLagMs", a.avg(a.loopLag))
+		w.int("maxEventLoopLagMs", a.LoopLagMax)
+		w.int("avgFreeSlots", 0)
+		w.int("minFreeSlots", 0)
+		w.int("dbConnections", 0)
+		w.int("avgJobQueueSize", a.avg(a.jobsAvg))
+		w.int("maxJobQueueSize", a.JobsMax)
+		w.int("backoffSize", 0)
+		w.int("avgLagMs", meanLag(a.LagSum, a.PopMessages))
+		w.int("maxLagMs", a.LagMax)
+		w.int("lagCount", a.PopMessages)
+		w.int("dbErrors", a.DBErrors)
+		w.int("ackSuccess", a.AckSuccess)
+		w.int("ackFailed", a.AckFailed)
+		w.int("dlqCount", a.DLQ)
+		w.endObject()
+	}
+	w.endArray()
+	s.writeWorkers(&w, &q)
+	writeQueuePops(&w, q.mergeQueues())
+	w.object("summary")
+	var t nodeMinute
+	for _, n := range q.nodes {
+		t.add(&n.totals)
+	}
+	w.int("totalPushMessages", t.PushMessages)
+	w.int("totalPopMessages", t.PopMessages)
+	w.int("totalAckMessages", t.AckMessages)
+	w.int("totalPushRequests", t.PushRequests)
+	w.int("totalPopRequests", t.PopRequests)
+	w.int("totalAckRequests", t.AckRequests)
+	w.int("totalDbErrors", t.DBErrors)
+	w.int("totalAckFailed", t.AckFailed)
+	w.int("totalDlq", t.DLQ)
+	w.int("pendingMessages", t.PushMessages-t.PopMessages)
+	w.endObject()
+	w.endObject()
+	send(ctx, fasthttp.StatusOK, w)
+}
+
+// writeWorkers writes worker-metrics' "workers": each node over the last
+// five minutes, whatever the range and filters.
+func (s *Server) writeWorkers(w *jsonWriter, q *analyticsQuery) {
+	now := q.now.UnixMicro()
+	recent := s.an.series(q.self, ceilDiv(now-int64(workersWindow/time.Microsecond), minuteUS), floorDiv(now, minuteUS))
+	w.array("workers")
+	for _, n := range recent {
+		if len(n.minutes) == 0 {
+			continue
+		}
+		var a workerAgg
+		for i := range n.minutes {
+			a.add(&n.minutes[i])
+		}
+		w.object("")
+		w.str("hostname", n.id)
+		w.int("workerId", 0)
+		w.int("avgEventLoopLagMs", a.avg(a.loopLag))
+		w.int("maxEventLoopLagMs", a.LoopLagMax)
+		w.int("freeSlots", 0)
+		w.int("dbConnections", 0)
+		w.int("jobQueueSize", a.JobsMax)
+		w.int("backoffSize", 0)
+		w.int("messagesProcessed", a.PushMessages+a.AckMessages)
+		w.timeLayout("lastSeen", a.newest*minuteUS, layoutSeconds)
+		w.endObject()
+	}
+	w.endArray()
+}
+
+// writeQueuePops writes worker-metrics' "queues": each queue's pops over
+// the range, most popped first.
+func writeQueuePops(w *jsonWriter, minutes []minuteQueues) {
+	byQ := map[string]*queueAgg{}
+	var all []*queueAgg
+	for _, mq := range minutes {
+		for i := range mq.queues {
+			m := &mq.queues[i]
+			agg := byQ[m.Queue]
+			if agg == nil {
+				agg = &queueAgg{queueMinute: queueMinute{Queue: m.Queue, Partitions: -1}}
+				byQ[m.Queue] = agg
+				all = append(all, agg)
+			}
+			agg.add(&m.queueMinute)
+		}
+	}
+	slices.SortFunc(all, func(a, b *queueAgg) int {
+		return cmp.Or(cmp.Compare(b.PopMessages, a.PopMessages), strings.Compare(a.Queue, b.Queue))
+	})
+	w.array("queues")
+	for _, a := range all {
+		w.object("")
+		w.str("queueName", a.Queue)
+		w.int("popCount", a.PopMessages)
+		w.int("avgLagMs", meanLag(a.LagSum, a.PopMessages))
+		w.int("maxLagMs", a.LagMax)
+		w.endObject()
+	}
+	w.endArray()
+}
+
+// systemMetrics answers GET /api/v1/analytics/system-metrics?from&to&hostname&workerId:
+// per node, its sampled process figures per bucket, ascending.
+func (s *Server) systemMetrics(ctx *fasthttp.RequestCtx, _ *params) {
+	q, ok := s.parseAnalytics(ctx)
+	if !ok {
+		return
+	}
+	type point struct {
+		at      int64
+		samples int64
+		stats   [numSys]sysStat
+	}
+	w := startBody(ctx)
+	w.object("")
+	q.writeRange(&w)
+	w.array("replicas")
+	replicas, points := 0, 0
+	for _, n := range q.nodes {
+		if !q.node(n.id) {
+			continue
+		}
+		var series []point
+		for i := range n.minutes {
+			m := &n.minutes[i]
+			if m.Node.Samples == 0 {
+				continue
+			}
+			b := bucketStart(m.At, q.bucket)
+			if len(series) == 0 || series[len(series)-1].at != b {
+				series = append(series, point{at: b, samples: m.Node.Samples, stats: m.Sys})
+				continue
+			}
+			p := &series[len(series)-1]
+			p.samples += m.Node.Samples
+			for k := range p.stats {
+				o := &m.Sys[k]
+				p.stats[k] = sysStat{Sum: p.stats[k].Sum + o.Sum, Min: min(p.stats[k].Min, o.Min), Max: max(p.stats[k].Max, o.Max), Last: o.Last}
+			}
+		}
+		if len(series) == 0 {
+			continue
+		}
+		replicas++
+		points += len(series)
+		w.object("")
+		w.str("hostname", n.id)
+		w.int("port", int64(n.port))
+		w.int("workerId", 0)
+		w.array("timeSeries")
+		for _, p := range series {
+			w.object("")
+			w.timeMillis("timestamp", p.at*minuteUS)
+			w.int("sampleCount", p.samples)
+			writeSysMetrics(&w, &p.stats, p.samples)
+			w.endObject()
+		}
+		w.endArray()
+		w.endObject()
+	}
+	w.endArray()
+	w.int("replicaCount", int64(replicas))
+	w.int("bucketMinutes", q.bucket)
+	w.int("pointCount", int64(points))
+	w.endObject()
+	send(ctx, fasthttp.StatusOK, w)
+}
+
+// writeSysMetrics writes one point's "metrics". What this broker has no
+// counterpart for (a database pool, thread pools, peer sync) is 0.
+func writeSysMetrics(w *jsonWriter, st *[numSys]sysStat, samples int64) {
+	leaf := func(k string, s sysStat) {
+		w.object(k)
+		w.float("avg", round2(float64(s.Sum)/float64(max(samples, 1))))
+		w.int("min", s.Min)
+		w.int("max", s.Max)
+		w.int("last", s.Last)
+		w.endObject()
+	}
+	zeros := func(keys ...string) {
+		for _, k := range keys {
+			leaf(k, sysStat{})
+		}
+	}
+	counts := func(k string, keys ...string) {
+		w.object(k)
+		for _, c := range keys {
+			w.int(c, 0)
+		}
+		w.endObject()
+	}
+	w.object("metrics")
+	w.object("cpu")
+	leaf("user_us", st[sysCPUUser])
+	leaf("system_us", st[sysCPUSystem])
+	w.endObject()
+	w.object("memory")
+	leaf("rss_bytes", st[sysRSS])
+	leaf("virtual_bytes", st[sysVirtual])
+	w.endObject()
+	w.object("database")
+	zeros("pool_size", "pool_idle", "pool_active")
+	w.endObject()
+	w.object("threadpool")
+	w.object("db")
+	zeros("pool_size", "queue_size")
+	w.endObject()
+	w.object("system")
+	zeros("pool_size", "queue_size")
+	w.endObject()
+	w.endObject()
+	w.object("registries")
+	leaf("response", st[sysInflight])
+	w.endObject()
+	w.object("shared_state")
+	w.bool("enabled", false)
+	w.object("sidecar_ops")
+	for _, op := range []string{"push", "pop", "ack"} {
+		counts(op, "count", "latency_us", "items")
+	}
+	w.endObject()
+	counts("queue_backoff", "queues_with_backoff", "total_backed_off_groups", "avg_interval_ms")
+	w.array("queue_backoff_summary")
+	w.endArray()
+	counts("queue_config_cache", "size", "hits", "misses")
+	counts("consumer_presence", "queues_tracked", "servers_tracked", "total_registrations")
+	counts("server_health", "alive", "dead")
+	counts("transport", "sent", "received", "dropped")
+	w.endObject()
+	w.endObject()
+}
+
+// postgresStats answers GET /api/v1/analytics/postgres-stats with this
+// node's Pebble figures under Queen's keys (docs/api.md §11): what has a
+// true counterpart is filled, the rest is empty; no PostgreSQL figure is
+// imitated. Each node answers for its own store.
+func (s *Server) postgresStats(ctx *fasthttp.RequestCtx, _ *params) {
+	var (
+		st  engine.StoreStats
+		has bool
+	)
+	if s.an.store != nil {
+		var err error
+		if st, err = s.an.store(); err != nil {
+			s.writeError(ctx, err)
+			return
+		}
+		has = true
+	}
+	ratio := func(hits, misses int64) float64 {
+		if hits+misses == 0 {
+			return 0
+		}
+		return round2(float64(hits) * 100 / float64(hits+misses))
+	}
+	w := startBody(ctx)
+	w.object("")
+	w.timeMillis("timestamp", s.an.now().UnixMicro())
+	w.str("database", "pebble")
+	w.str("engine", "pebble")
+	w.str("node", s.nodeID())
+	w.object("databaseCache")
+	if has {
+		w.str("database", "pebble")
+		w.int("diskReads", st.BlockCacheMisses)
+		w.int("cacheHits", st.BlockCacheHits)
+		w.float("cacheHitRatio", ratio(st.BlockCacheHits, st.BlockCacheMisses))
+	}
+	w.endObject()
+	w.array("tableCache")
+	w.endArray()
+	w.array("indexCache")
+	w.endArray()
+	w.object("cacheSummary")
+	if has { // one block cache holds data, index and filter blocks alike
+		w.object("tables")
+		w.int("diskReads", st.BlockCacheMisses)
+		w.int("cacheHits", st.BlockCacheHits)
+		w.float("hitRatio", ratio(st.BlockCacheHits, st.BlockCacheMisses))
+		w.endObject()
+		w.object("indexes")
+		w.endObject()
+	}
+	w.endObject()
+	w.array("deadTuples")
+	if has {
+		w.object("")
+		w.str("schema", "pebble")
+		w.str("table", "store")
+		w.int("tombstones", int64(st.Tombstones))
+		w.endObject()
+	}
+	w.endArray()
+	w.array("hotUpdates")
+	w.endArray()
+	w.array("activeQueries")
+	w.endArray()
+	w.array("autovacuumStatus")
+	if has {
+		w.object("")
+		w.str("table", "store")
+		w.int("compactionDebtBytes", int64(st.CompactionDebt))
+		w.int("compactionsRunning", st.CompactionsRunning)
+		w.endObject()
+	}
+	w.endArray()
+	w.object("bufferConfig")
+	if has {
+		w.int("sharedBuffers", st.BlockCacheBytes)
+		w.str("sharedBuffersSize", prettySize(st.BlockCacheBytes))
+		w.int("blockCacheInUseBytes", st.BlockCacheInUse)
+	}
+	w.endObject()
+	w.array("bufferUsage")
+	w.endArray()
+	w.array("tableSizes")
+	for _, k := range st.Keyspaces {
+		w.object("")
+		w.str("table", k.Name)
+		w.str("totalSize", prettySize(int64(k.Bytes)))
+		w.int("totalSizeBytes", int64(k.Bytes))
+		w.str("tableSize", prettySize(int64(k.Bytes)))
+		w.int("tableSizeBytes", int64(k.Bytes))
+		w.str("indexSize", prettySize(0))
+		w.int("indexSizeBytes", 0)
+		w.endObject()
+	}
+	w.endArray()
+	if has {
+		w.object("store")
+		w.int("diskBytes", int64(st.DiskBytes))
+		w.int("blobBytes", int64(st.BlobBytes))
+		w.int("walBytes", int64(st.WALBytes))
+		w.int("walPhysicalBytes", int64(st.WALPhysicalBytes))
+		w.int("memtableBytes", int64(st.MemTableBytes))
+		w.int("memtables", st.MemTables)
+		w.int("compactionDebtBytes", int64(st.CompactionDebt))
+		w.int("tombstones", int64(st.Tombstones))
+		w.array("levels")
+		for _, l := range st.Levels {
+			w.object("")
+			w.int("level", int64(l.Level))
+			w.int("tables", l.Tables)
+			w.int("bytes", l.Bytes)
+			w.float("score", round2(l.Score))
+			w.endObject()
+		}
+		w.endArray()
+		w.endObject()
+	}
+	w.endObject()
+	send(ctx, fasthttp.StatusOK, w)
+}
+
+// prettySize writes a size as PostgreSQL's pg_size_pretty does: bytes
+// below 10 kB, then the largest unit that leaves at least 10, rounded.
+func prettySize(n int64) string {
+	units := []string{"bytes", "kB", "MB", "GB", "TB", "PB"}
+	u := 0
+	for ; u < len(units)-1 && n >= 10*1024; u++ {
+		n = (n + 512) / 1024 // half rounds up, as pg_size_pretty does
+	}
+	return strconv.FormatInt(n, 10) + " " + units[u]
+}
+
+// sharedState answers GET /api/v1/system/shared-state: Queen's UDP peer
+// sync has no counterpart here (nodes share state through Raft).
+func (s *Server) sharedState(ctx *fasthttp.RequestCtx, _ *params) {
+	w := startBody(ctx)
+	w.object("")
+	w.bool("enabled", false)
+	w.str("reason", "not_initialized")
+	w.endObject()
+	send(ctx, fasthttp.StatusOK, w)
+}

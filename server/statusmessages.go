@@ -1,0 +1,49 @@
+package server
+
+import (
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/queenmq/queen/engine"
+)
+
+// statusQueueMessages answers GET /api/v1/status/queues/{queue}/messages?limit=50&offset=0
+// (docs/api.md §11): one page of the queue's retained messages, newest first
+// (createdAt, then offset within a partition, which orders ids), always an
+// array ([] for an unknown queue). status is dead_letter when the message
+// has a dead-letter row for any group, else its state for queue mode alone:
+// completed at or below the queue-mode cursor, processing under its live
+// lease, pending otherwise. Named groups do not count (STREAMS.md C.8).
+func (s *Server) statusQueueMessages(ctx *fasthttp.RequestCtx, p *params) {
+	args := ctx.QueryArgs()
+	limit := int(min(max(queryInt(args, "limit", 50), 1), 1000))
+	offset := int(min(max(queryInt(args, "offset", 0), 0), 1<<30))
+	msgs, err := s.broker.ListMessages(engine.MessageFilter{Queue: p.get("queue"), Limit: limit, Offset: offset})
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	now := time.Now().UnixMicro()
+	w := startBody(ctx)
+	w.array("")
+	for i := range msgs {
+		m := &msgs[i]
+		status := statusOf(&m.StoredMessage, false, now).queueStatus
+		if m.DeadLettered {
+			status = "dead_letter"
+		}
+		w.object("")
+		w.id("id", m.ID)
+		w.str("transactionId", m.TransactionID)
+		w.id("partitionId", m.PartitionID)
+		w.str("queuePath", m.Queue+"/"+m.Partition)
+		w.str("queue", m.Queue)
+		w.str("partition", m.Partition)
+		w.str("status", status)
+		w.timeMillis("createdAt", m.CreatedAt)
+		w.endObject()
+	}
+	w.endArray()
+	send(ctx, fasthttp.StatusOK, w)
+}
