@@ -38,6 +38,7 @@ func (e *Engine) Check() error {
 	c.leases()
 	c.deadLetters()
 	c.streams()
+	c.traces()
 	return errors.Join(c.errs...)
 }
 
@@ -198,7 +199,7 @@ func (c *checker) partition(p *partition) {
 
 // orphans finds per-partition keys of partitions that do not exist.
 func (c *checker) orphans() {
-	for _, f := range []keyspace.Family{keyspace.FamilySegment, keyspace.FamilyTxn, keyspace.FamilyCursor, keyspace.FamilyTxnExpiry} {
+	for _, f := range []keyspace.Family{keyspace.FamilySegment, keyspace.FamilyTxn, keyspace.FamilyCursor, keyspace.FamilyTxnExpiry, keyspace.FamilyTrace} {
 		err := c.e.scan(f, func(k, _ []byte) error {
 			if len(k) < 17 {
 				c.failf("short key %x", k)
@@ -398,7 +399,6 @@ func (c *checker) streams() {
 	if err != nil {
 		c.failf("scan stream ripeness index: %v", err)
 	}
-	rows := 0
 	err = e.scan(keyspace.FamilyStreamState, func(k, v []byte) error {
 		rec, err := keyspace.DecodeStreamState(v)
 		if err != nil {
@@ -415,7 +415,6 @@ func (c *checker) streams() {
 			}
 			delete(ripe, id)
 		}
-		rows++
 		return nil
 	})
 	if err != nil {
@@ -423,5 +422,47 @@ func (c *checker) streams() {
 	}
 	if len(ripe) > 0 {
 		c.failf("%d stream ripeness entries without their state row", len(ripe))
+	}
+}
+
+// traces checks that every trace record belongs to a retained message and
+// is indexed under each of its names, and that every index entry has its
+// record.
+func (c *checker) traces() {
+	e := c.e
+	entries := map[string]bool{}
+	err := e.scan(keyspace.FamilyTraceName, func(k, _ []byte) error {
+		entries[string(k)] = true
+		return nil
+	})
+	if err != nil {
+		c.failf("scan trace names: %v", err)
+	}
+	err = e.scan(keyspace.FamilyTrace, func(k, v []byte) error {
+		part, off, id, err := keyspace.ParseTrace(k)
+		if err != nil {
+			return err
+		}
+		tr, err := keyspace.DecodeTrace(v)
+		if err != nil {
+			return err
+		}
+		if p := e.parts[part]; p == nil || off < p.rec.Start || off >= p.rec.Next {
+			c.failf("trace %x of offset %d of %x, which holds no such message", id, off, part)
+		}
+		for _, name := range tr.Names {
+			k := string(keyspace.TraceName(name, tr.CreatedAt, id))
+			if !entries[k] {
+				c.failf("trace %x is not indexed under %q", id, name)
+			}
+			delete(entries, k)
+		}
+		return nil
+	})
+	if err != nil {
+		c.failf("scan traces: %v", err)
+	}
+	if len(entries) > 0 {
+		c.failf("%d trace name entries without their record", len(entries))
 	}
 }

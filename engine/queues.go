@@ -89,6 +89,9 @@ func (b *Batch) deleteQueue(name string) bool {
 		for _, g := range p.sortedGroups() {
 			b.deleteRow(p.cursors[g])
 		}
+		if err := b.deleteTraces(p, 0, p.rec.Next); err != nil {
+			b.fail(err)
+		}
 		lo := keyspace.SegmentPrefix(p.id)
 		b.delRange(lo, keyspace.PrefixEnd(lo))
 		lo = keyspace.Txn(p.id, "")

@@ -123,6 +123,9 @@ func (b *Batch) retain(now int64, cfg Config, p *partition, res *SweepResult) er
 	if newStart == p.rec.Start {
 		return nil
 	}
+	if err := b.deleteTraces(p, p.rec.Start, newStart); err != nil {
+		return err
+	}
 	lo, hi := keyspace.SegmentSpan(p.id, p.rec.Start, newStart)
 	b.delRange(lo, hi)
 	b.compact(lo, hi)

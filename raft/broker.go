@@ -149,3 +149,16 @@ func (n *Node) StreamQueryByID(id engine.ID) (engine.StreamQuery, bool, error) {
 func (n *Node) StreamState(f engine.StateFilter) ([]engine.StateRow, error) {
 	return n.engine.StreamState(f)
 }
+
+// Traces returns a message's traces.
+func (n *Node) Traces(part engine.ID, txn string) ([]engine.Trace, error) { return n.engine.Traces(part, txn) }
+
+// TracesByName pages the traces carrying a name.
+func (n *Node) TracesByName(name string, limit, offset int) ([]engine.TraceAt, int, error) {
+	return n.engine.TracesByName(name, limit, offset)
+}
+
+// TraceNames pages the distinct trace names.
+func (n *Node) TraceNames(limit, offset int) ([]engine.TraceName, int, error) {
+	return n.engine.TraceNames(limit, offset)
+}

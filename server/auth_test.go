@@ -115,7 +115,7 @@ func seed(t *testing.T, c *client, k string) fixture {
 func request(r server.Route, f fixture) (path string, body any) {
 	path = r.Pattern
 	for name, val := range map[string]string{"{queue}": f.queue, "{partition}": "p", "{partitionId}": f.partitionID,
-		"{group}": f.group, "{leaseId}": "0190d1c6-7b1e-7000-8000-000000000001", "{name}": "s-" + f.queue} {
+		"{group}": f.group, "{leaseId}": "0190d1c6-7b1e-7000-8000-000000000001", "{name}": "s-" + f.queue, "{traceName}": "t"} {
 		path = strings.ReplaceAll(path, name, val)
 	}
 	txn := f.live
@@ -145,6 +145,8 @@ func request(r server.Route, f fixture) (path string, body any) {
 		body = map[string]any{"subscriptionTimestamp": "2026-01-01T00:00:00Z"}
 	case "maintenance_set", "maintenance_pop_set":
 		body = map[string]any{"enabled": false}
+	case "trace_add":
+		body = map[string]any{"transactionId": f.live, "partitionId": f.partitionID, "data": map[string]any{"step": 1}, "traceNames": "t"}
 	case "stream_register":
 		body = map[string]any{"name": "s-" + f.queue, "source_queue": f.queue, "config_hash": "h"}
 	case "stream_cycle":

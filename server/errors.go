@@ -105,6 +105,7 @@ var errorTable = [...]errorCode{
 	{engine.ErrNoDeadLetter, fasthttp.StatusNotFound, "no_dead_letter", "No dead-letter row for this address"},
 	{engine.ErrMessageNotFound, fasthttp.StatusNotFound, "message_not_found", "Message not found"},
 	{engine.ErrQueryNotFound, fasthttp.StatusNotFound, "query_not_found", "query not found"},
+	{engine.ErrTraceLimit, fasthttp.StatusConflict, "trace_limit", "The message holds as many traces as it may (256)"},
 	{engine.ErrAlreadyConsumed, fasthttp.StatusConflict, "already_consumed", "Message already consumed by this consumer group"},
 	{errOriginNotAllowed, fasthttp.StatusForbidden, "origin_not_allowed", "Origin not allowed"},
 	{errClusterClosed, fasthttp.StatusForbidden, "cluster_closed", "Cluster membership is closed: start every node with --cluster-secret (QUEEN_CLUSTER_SECRET) and send it in X-Queen-Cluster-Secret"},

@@ -73,6 +73,11 @@ func (s *Server) routeTable() []route {
 		{"GET", "/api/v1/system/maintenance/pop", "maintenance_pop", auth.Admin, reads, (*Server).getMaintenance},
 		{"POST", "/api/v1/system/maintenance/pop", "maintenance_pop_set", auth.Admin, writesLittle, (*Server).setMaintenance},
 
+		{"POST", "/api/v1/traces", "trace_add", auth.ReadWrite, addsData, (*Server).addTrace},
+		{"GET", "/api/v1/traces/names", "trace_names", auth.ReadOnly, reads, (*Server).traceNamesList},
+		{"GET", "/api/v1/traces/by-name/{traceName}", "traces_by_name", auth.ReadOnly, reads, (*Server).tracesByName},
+		{"GET", "/api/v1/traces/{partitionId}/{transactionId}", "traces", auth.ReadOnly, reads, (*Server).messageTraces},
+
 		{"POST", "/streams/v1/queries", "stream_register", auth.ReadWrite, addsData, (*Server).registerQuery},
 		{"DELETE", "/streams/v1/queries/{name}", "stream_delete", auth.Admin, writesLittle, (*Server).deleteQuery},
 		{"POST", "/streams/v1/cycle", "stream_cycle", auth.ReadWrite, addsData, (*Server).cycle},

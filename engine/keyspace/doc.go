@@ -28,6 +28,8 @@
 //	0x0F sripe    0x0F | query id (16) | partition id (16) |              empty (ripeness index)
 //	                     windowEnd u64 (OrderedFloat) | state key
 //	0x10 sshard   0x10 | query id (16) | partition id (16)                StreamShard record (recent cycles)
+//	0x11 trace    0x11 | partition id (16) | offset u64 | trace id (16)   Trace record
+//	0x12 tracenm  0x12 | u16 len | name | createdAt µs u64 | trace id (16) partition id (16) | offset u64
 //
 // A DLQ "row key" is the 24 bytes after the family byte of its 0x08 key
 // (failedAt then row id), so the indexes sort by failure time like the rows
@@ -45,6 +47,11 @@
 // holds one entry per state row whose value has a numeric windowEnd, sorted
 // by it, so the rows ripe at a time are a range scan too. Message retention
 // never touches these families; nothing in them refers to segments.
+//
+// Trace records (0x11) are keyed by their message's partition and offset,
+// so the traces of the messages retention deletes are the same range as
+// their segments; the name index (0x12) sorts each name's records oldest
+// first, and its entries go with their records.
 //
 // Per-partition families (0x04, 0x05, 0x06, 0x09, 0x0B) put the partition id right
 // after the family byte, so all of a partition's segments, transaction ids or
@@ -75,6 +82,8 @@
 //	             updatedAt i64
 //	StreamState  ver | updatedAt i64 | hasWindowEnd u8 | windowEnd f64 bits | value bytes
 //	StreamShard  ver | n uvarint | n × (digest (32) | at i64 | result bytes), oldest first
+//	Trace        ver | createdAt i64 | txn str | group str | eventType str | workerId str | data bytes |
+//	             n uvarint | n × name str
 //	DeadLetter   ver | partition id | queue str | partition str | group str | offset i64 | message id |
 //	             txn str | hasTrace u8 | trace id | producerSub str | payload bytes | error str |
 //	             retryCount u32 | enqueuedAt i64 | deliveries u32 | [ver 2: flags u8]

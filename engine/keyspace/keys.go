@@ -31,6 +31,9 @@ const (
 	FamilyStreamState   Family = 0x0E
 	FamilyStreamRipe    Family = 0x0F
 	FamilyStreamShard   Family = 0x10
+	// Traces (docs/api.md §13): records per message, and an index by name.
+	FamilyTrace     Family = 0x11
+	FamilyTraceName Family = 0x12
 )
 
 // FormatVersion is the store format this code writes (meta key "version").
@@ -307,6 +310,66 @@ func OrderedFloat(f float64) uint64 {
 
 // StreamShard is the key of a shard's recent-cycles record (docs/decisions.md B10).
 func StreamShard(q, p ID) []byte { return StreamShardPrefix(FamilyStreamShard, q, &p) }
+
+// Trace is the key of one trace record: the traced message's partition and
+// offset, then the trace id (time-ordered: records of a message sort
+// oldest first).
+func Trace(part ID, offset int64, id ID) []byte {
+	k := TracePrefix(part, offset)
+	return append(k, id[:]...)
+}
+
+// TracePrefix is the prefix of the trace records of one message.
+func TracePrefix(part ID, offset int64) []byte {
+	k := make([]byte, 0, 1+16+8+16)
+	k = append(k, byte(FamilyTrace))
+	k = append(k, part[:]...)
+	return binary.BigEndian.AppendUint64(k, uint64(offset))
+}
+
+// TraceSpan is the key range of the trace records of the messages at
+// offsets [from, to) of a partition.
+func TraceSpan(part ID, from, to int64) (lo, hi []byte) {
+	return TracePrefix(part, from), TracePrefix(part, to)
+}
+
+// ParseTrace returns the partition, offset and trace id of a Trace key.
+func ParseTrace(k []byte) (ID, int64, ID, error) {
+	var part, id ID
+	if len(k) != 1+16+8+16 || Family(k[0]) != FamilyTrace {
+		return part, 0, id, fmt.Errorf("%w: trace key %x", ErrCorrupt, k)
+	}
+	copy(part[:], k[1:17])
+	copy(id[:], k[25:41])
+	return part, int64(binary.BigEndian.Uint64(k[17:25])), id, nil
+}
+
+// TraceName is the name index entry of a trace record: name, createdAt,
+// trace id. Its value is the record's partition id and offset.
+func TraceName(name string, createdAt int64, id ID) []byte {
+	k := TraceNamePrefix(name)
+	k = binary.BigEndian.AppendUint64(k, uint64(createdAt))
+	return append(k, id[:]...)
+}
+
+// TraceNamePrefix is the prefix of the index entries of one name.
+func TraceNamePrefix(name string) []byte {
+	return appendStr16([]byte{byte(FamilyTraceName)}, name)
+}
+
+// ParseTraceName returns the name, createdAt and trace id of an index key.
+func ParseTraceName(k []byte) (string, int64, ID, error) {
+	var id ID
+	if len(k) < 3 || Family(k[0]) != FamilyTraceName {
+		return "", 0, id, fmt.Errorf("%w: trace name key %x", ErrCorrupt, k)
+	}
+	n := int(binary.BigEndian.Uint16(k[1:3]))
+	if len(k) != 3+n+8+16 {
+		return "", 0, id, fmt.Errorf("%w: trace name key %x", ErrCorrupt, k)
+	}
+	copy(id[:], k[3+n+8:])
+	return string(k[3 : 3+n]), int64(binary.BigEndian.Uint64(k[3+n : 3+n+8])), id, nil
+}
 
 // FamilyPrefix returns the one-byte prefix of a family.
 func FamilyPrefix(f Family) []byte { return []byte{byte(f)} }

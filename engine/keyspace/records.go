@@ -420,3 +420,44 @@ func DecodeStreamShard(b []byte) ([]StreamCycleMemo, error) {
 	}
 	return memos, r.Done()
 }
+
+// TraceRecord is one trace of a message (key Trace).
+type TraceRecord struct {
+	CreatedAt     int64
+	TransactionID string
+	Group         string
+	EventType     string
+	WorkerID      string
+	Data          []byte // JSON as sent
+	Names         []string
+}
+
+// Encode appends the record to dst.
+func (t *TraceRecord) Encode(dst []byte) []byte {
+	w := wire.Writer{B: dst}
+	w.U8(recordVersion)
+	w.I64(t.CreatedAt)
+	w.Str(t.TransactionID)
+	w.Str(t.Group)
+	w.Str(t.EventType)
+	w.Str(t.WorkerID)
+	w.Bytes(t.Data)
+	w.Uvarint(uint64(len(t.Names)))
+	for _, n := range t.Names {
+		w.Str(n)
+	}
+	return w.B
+}
+
+// DecodeTrace decodes a trace record. Data aliases b.
+func DecodeTrace(b []byte) (TraceRecord, error) {
+	r := newRecordReader(b, "trace")
+	t := TraceRecord{CreatedAt: r.I64(), TransactionID: r.Str(), Group: r.Str(), EventType: r.Str(), WorkerID: r.Str(), Data: r.Bytes()}
+	if n := r.Count(1); n > 0 {
+		t.Names = make([]string, n)
+		for i := range t.Names {
+			t.Names[i] = r.Str()
+		}
+	}
+	return t, r.Done()
+}

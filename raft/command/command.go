@@ -38,9 +38,10 @@ const (
 	TypeStreamRegister Type = 18
 	TypeStreamDelete   Type = 19
 	TypeStreamCycle    Type = 20
+	TypeTrace          Type = 21
 
 	// TypeLast is the highest type number in use: a new type raises it.
-	TypeLast = TypeStreamCycle
+	TypeLast = TypeTrace
 )
 
 const (
@@ -117,6 +118,7 @@ var codecs = []codec{
 	row(TypeStreamDelete, func(w *wire.Writer, c engine.StreamDeleteCmd) { w.Str(c.Name) },
 		func(r *wire.Reader) engine.StreamDeleteCmd { return engine.StreamDeleteCmd{Name: r.Str()} }),
 	row(TypeStreamCycle, appendCycle, readCycle),
+	row(TypeTrace, appendTrace, readTrace),
 }
 
 // codec is one row of the table.
@@ -721,6 +723,30 @@ func readCycle(r *wire.Reader) *engine.PreparedCycle {
 	copy(c.Digest[16:], d2[:])
 	if r.Bool() {
 		c.Push = readPrepared(r)
+	}
+	return c
+}
+
+func appendTrace(w *wire.Writer, c engine.TraceCmd) {
+	w.ID(c.PartitionID)
+	w.Str(c.TransactionID)
+	w.Str(c.Group)
+	w.Str(c.EventType)
+	w.Str(c.WorkerID)
+	w.Bytes(c.Data)
+	w.Uvarint(uint64(len(c.Names)))
+	for _, n := range c.Names {
+		w.Str(n)
+	}
+}
+
+func readTrace(r *wire.Reader) engine.TraceCmd {
+	c := engine.TraceCmd{PartitionID: r.ID(), TransactionID: r.Str(), Group: r.Str(), EventType: r.Str(), WorkerID: r.Str(), Data: r.Bytes()}
+	if n := r.Count(1); n > 0 {
+		c.Names = make([]string, n)
+		for i := range c.Names {
+			c.Names[i] = r.Str()
+		}
 	}
 	return c
 }

@@ -61,6 +61,8 @@
 //	                2 delete) | key str | [upsert: hasWindowEnd u8 | windowEnd f64 bits u64 | value bytes]) |
 //	                hasAck u8 | [txn str | lease id | status u8 | count varint | error str] |
 //	                keepLease u8 | digest (32) | hasPush u8 | [the PushPrepared body]
+//	Trace           partition id | txn str | group str | eventType str | workerId str | data bytes |
+//	                n uvarint | n × name str
 //
 // PushPrepared carries a push the leader prepared before proposing
 // (engine.PushCmd.Prepare): message ids minted, repeats within the request
@@ -74,8 +76,9 @@
 // Type numbers are listed in command.go; retired numbers stay reserved.
 // Each type is a row of the table in command.go and has a command in a
 // golden entry (testdata), which a test requires. The stream types (18-20)
-// came later as new type numbers, the first way of growing version 1 below:
-// testdata/entry-v1-streams.golden holds them.
+// and traces (21) came later as new type numbers, the first way of growing
+// version 1 below: testdata/entry-v1-streams.golden and
+// entry-v1-traces.golden hold them.
 //
 // # Versions
 //

@@ -143,6 +143,18 @@ var goldenEntries = []struct {
 	{"entry-v1.golden", v1Commands},
 	{"entry-v1-sealed.golden", sealedCommands},
 	{"entry-v1-streams.golden", streamCommands},
+	{"entry-v1-traces.golden", traceCommands},
+}
+
+// traceCommands are traces (type 21) as first written: every field set,
+// and none.
+func traceCommands() []command.Stamped {
+	st := goldenStamp
+	return []command.Stamped{
+		{Stamp: st, Cmd: engine.TraceCmd{PartitionID: engine.ID{0xcc}, TransactionID: "t-1", Group: "billing", EventType: "step",
+			WorkerID: "n1", Data: []byte(`{"at":"charge"}`), Names: []string{"order-42", "tenant-7"}}},
+		{Stamp: st, Cmd: engine.TraceCmd{PartitionID: engine.ID{0xcc}, TransactionID: "t-1", Data: []byte(`null`)}},
+	}
 }
 
 // TestEntry_Golden pins the log format byte for byte: each golden entry

@@ -165,6 +165,18 @@ func (b *LocalBroker) StreamState(f engine.StateFilter) ([]engine.StateRow, erro
 	return b.eng.StreamState(f)
 }
 
+func (b *LocalBroker) Traces(part engine.ID, txn string) ([]engine.Trace, error) {
+	return b.eng.Traces(part, txn)
+}
+
+func (b *LocalBroker) TracesByName(name string, limit, offset int) ([]engine.TraceAt, int, error) {
+	return b.eng.TracesByName(name, limit, offset)
+}
+
+func (b *LocalBroker) TraceNames(limit, offset int) ([]engine.TraceName, int, error) {
+	return b.eng.TraceNames(limit, offset)
+}
+
 func (b *LocalBroker) ListMessages(f engine.MessageFilter) ([]engine.ListedMessage, error) {
 	return b.eng.ListMessages(f)
 }
