@@ -151,7 +151,9 @@ func (n *Node) StreamState(f engine.StateFilter) ([]engine.StateRow, error) {
 }
 
 // Traces returns a message's traces.
-func (n *Node) Traces(part engine.ID, txn string) ([]engine.Trace, error) { return n.engine.Traces(part, txn) }
+func (n *Node) Traces(part engine.ID, txn string) ([]engine.Trace, error) {
+	return n.engine.Traces(part, txn)
+}
 
 // TracesByName pages the traces carrying a name.
 func (n *Node) TracesByName(name string, limit, offset int) ([]engine.TraceAt, int, error) {
