@@ -389,9 +389,10 @@ func (a *Analytics) firstInCall(q *queueMinute) bool {
 	return true
 }
 
-// lagMillis is a delivery's lag: now − createdAt, in ms, never negative.
+// lagMillis is a delivery's lag: now − createdAt, in whole ms (rounded),
+// never negative.
 func lagMillis(nowUS, createdAt int64) int64 {
-	return max(nowUS-createdAt, 0) / 1000
+	return (max(nowUS-createdAt, 0) + 500) / 1000
 }
 
 // pushed counts a push request's results.

@@ -250,6 +250,8 @@ func TestAuth_RouteTableLevels(t *testing.T) {
 		"groups": auth.ReadOnly, "resources_queue_delete": auth.Admin, "group_delete": auth.Admin,
 		"stats_refresh": auth.Admin, "maintenance": auth.Admin, "maintenance_set": auth.Admin,
 		"cluster_join": auth.Cluster, "cluster_leave": auth.Cluster, "cluster_storage": auth.Cluster,
+		"analytics_queue_ops": auth.ReadOnly, "analytics_postgres": auth.ReadOnly, "status_queue_messages": auth.ReadOnly,
+		"shared_state": auth.Admin, "cluster_analytics": auth.Cluster,
 	}
 	for _, r := range s.Routes() {
 		if w, ok := want[r.Name]; ok && r.Level != w {
