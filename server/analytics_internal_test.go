@@ -52,7 +52,7 @@ func mustTime(t *testing.T, s string) time.Time {
 	return v
 }
 
-// The bucket width follows the range's whole minutes (STREAMS.md C.0).
+// The bucket width follows the range's whole minutes (docs/api.md §11).
 func TestBucketMinutes(t *testing.T) {
 	for _, c := range []struct{ d, want int64 }{
 		{0, 1}, {60, 1}, {61, 5}, {360, 5}, {361, 15}, {1440, 15}, {1441, 60}, {10080, 60}, {10081, 360}, {100000, 360},
@@ -64,7 +64,7 @@ func TestBucketMinutes(t *testing.T) {
 }
 
 // Buckets align to the hour, and 6-hour buckets to 00/06/12/18 UTC (not to
-// the hour, Queen's quirk).
+// the hour, as Queen does).
 func TestBucketStart_Alignment(t *testing.T) {
 	for _, c := range []struct {
 		at   string

@@ -42,7 +42,7 @@ type analyticsQuery struct {
 }
 
 // bucketMinutes is the bucket width for a range of d whole minutes
-// (STREAMS.md C.0).
+// (docs/api.md §11).
 func bucketMinutes(d int64) int64 {
 	switch {
 	case d <= 60:

@@ -14,7 +14,8 @@ import (
 // array ([] for an unknown queue). status is dead_letter when the message
 // has a dead-letter row for any group, else its state for queue mode alone:
 // completed at or below the queue-mode cursor, processing under its live
-// lease, pending otherwise. Named groups do not count (STREAMS.md C.8).
+// lease when the lease covers it (as /api/v1/messages' queueStatus), pending
+// otherwise. Named groups do not count.
 func (s *Server) statusQueueMessages(ctx *fasthttp.RequestCtx, p *params) {
 	args := ctx.QueryArgs()
 	limit := int(min(max(queryInt(args, "limit", 50), 1), 1000))
