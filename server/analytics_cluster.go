@@ -3,11 +3,14 @@ package server
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
 	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/queenmq/queen/raft"
 )
 
 // startAnalytics takes Options.Analytics (or a new recorder); Serve starts
@@ -61,10 +64,30 @@ func (s *Server) sampleLoop(stop <-chan struct{}) {
 // shipLoop sends this node's sealed minutes to the leader while it follows
 // (POST /internal/v1/cluster/analytics, with the cluster secret).
 func (s *Server) shipLoop(stop <-chan struct{}) {
+	var outcome changeLog
+	s.followLoop(stop, s.an.shipEvery,
+		"this node's analytics are not sent to the leader: they need the cluster secret (--cluster-secret-file); the leader's analytics will show only its own minutes",
+		func(st raft.Status) {
+			sh := s.an.outbox(st.ID, st.Leader)
+			if len(sh.Minutes) == 0 {
+				return
+			}
+			instance, err := s.ship(st.LeaderHTTP, &sh)
+			if err == nil {
+				s.an.shipped(st.Leader, instance, sh.Minutes[len(sh.Minutes)-1].At)
+			}
+			outcome.note(s.log, err, "analytics shipment to the leader failed", "analytics shipments reach the leader again", "leader", st.Leader)
+		})
+}
+
+// followLoop calls each every interval while this node follows a leader
+// whose HTTP address it knows (the storage reports, the analytics
+// shipments). Those calls carry the cluster secret: without one it logs
+// noSecret once and stops.
+func (s *Server) followLoop(stop <-chan struct{}, every time.Duration, noSecret string, each func(st raft.Status)) {
 	defer s.loops.Done()
-	t := time.NewTicker(s.an.shipEvery)
+	t := time.NewTicker(every)
 	defer t.Stop()
-	var lastErr string
 	for {
 		select {
 		case <-stop:
@@ -76,29 +99,53 @@ func (s *Server) shipLoop(stop <-chan struct{}) {
 			continue
 		}
 		if s.opts.ClusterSecret == "" {
-			s.log.Warn("this node's analytics are not sent to the leader: they need the cluster secret (--cluster-secret-file); the leader's analytics will show only its own minutes")
+			s.log.Warn(noSecret)
 			return
 		}
-		sh := s.an.outbox(st.ID, st.Leader)
-		if len(sh.Minutes) == 0 {
-			continue
-		}
-		instance, err := s.ship(st.LeaderHTTP, &sh)
-		msg := ""
-		if err != nil {
-			msg = err.Error()
-		} else {
-			s.an.shipped(st.Leader, instance, sh.Minutes[len(sh.Minutes)-1].At)
-		}
-		if msg != lastErr {
-			if msg != "" {
-				s.log.Warn("analytics shipment to the leader failed", "leader", st.Leader, "err", msg)
-			} else {
-				s.log.Info("analytics shipments reach the leader again", "leader", st.Leader)
-			}
-			lastErr = msg
-		}
+		each(st)
 	}
+}
+
+// changeLog logs a loop's outcome when it changes: the first failure (and
+// a different one), and the first success after failures.
+type changeLog struct{ last string }
+
+func (c *changeLog) note(log *slog.Logger, err error, failed, recovered string, args ...any) {
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	switch {
+	case msg == c.last:
+	case msg != "":
+		log.Warn(failed, append(args, "err", msg)...)
+	default:
+		log.Info(recovered, args...)
+	}
+	c.last = msg
+}
+
+// postToLeader posts a JSON body to path on the leader at addr as node id,
+// with the cluster secret, and returns the answer's body when its status is
+// want.
+func (s *Server) postToLeader(addr, path, id string, body []byte, timeout time.Duration, want int) ([]byte, error) {
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI(s.relayScheme() + "://" + addr + path)
+	req.Header.SetMethod(fasthttp.MethodPost)
+	req.Header.SetContentType("application/json")
+	req.Header.Set(forwardedHeader, id)
+	req.Header.Set(clusterSecretHeader, s.opts.ClusterSecret)
+	req.SetBodyRaw(body)
+	if err := s.client.DoTimeout(req, resp, timeout); err != nil {
+		return nil, err
+	}
+	if resp.StatusCode() != want {
+		return nil, fmt.Errorf("leader answered %d: %s", resp.StatusCode(), resp.Body())
+	}
+	return append([]byte(nil), resp.Body()...), nil
 }
 
 // ship posts sh to the leader at addr and returns the leader's process
@@ -108,27 +155,15 @@ func (s *Server) ship(addr string, sh *shipment) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	req := fasthttp.AcquireRequest()
-	resp := fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
-	req.SetRequestURI(s.relayScheme() + "://" + addr + "/internal/v1/cluster/analytics")
-	req.Header.SetMethod(fasthttp.MethodPost)
-	req.Header.SetContentType("application/json")
-	req.Header.Set(forwardedHeader, sh.ID)
-	req.Header.Set(clusterSecretHeader, s.opts.ClusterSecret)
-	req.SetBodyRaw(body)
-	if err := s.client.DoTimeout(req, resp, forwardTimeout); err != nil {
+	answer, err := s.postToLeader(addr, "/internal/v1/cluster/analytics", sh.ID, body, forwardTimeout, fasthttp.StatusOK)
+	if err != nil {
 		return "", err
-	}
-	if resp.StatusCode() != fasthttp.StatusOK {
-		return "", fmt.Errorf("leader answered %d: %s", resp.StatusCode(), resp.Body())
 	}
 	var reply struct {
 		Instance string `json:"instance"`
 	}
-	if err := json.Unmarshal(resp.Body(), &reply); err != nil || reply.Instance == "" {
-		return "", fmt.Errorf("leader answered %q", resp.Body())
+	if err := json.Unmarshal(answer, &reply); err != nil || reply.Instance == "" {
+		return "", fmt.Errorf("leader answered %q", answer)
 	}
 	return reply.Instance, nil
 }

@@ -129,11 +129,19 @@ func (q *analyticsQuery) node(id string) bool {
 	return (q.hostname == "" || q.hostname == id) && (!q.workerSet || q.workerID == 0)
 }
 
-func (q *analyticsQuery) writeRange(w *jsonWriter) {
+// head starts the reply object with its timeRange and, when bucketed, its
+// bucketMinutes.
+func (q *analyticsQuery) head(ctx *fasthttp.RequestCtx, bucketed bool) jsonWriter {
+	w := startBody(ctx)
+	w.object("")
 	w.object("timeRange")
 	w.timeMillis("from", q.from)
 	w.timeMillis("to", q.to)
 	w.endObject()
+	if bucketed {
+		w.int("bucketMinutes", q.bucket)
+	}
+	return w
 }
 
 // round2 rounds to 2 decimal places; perSecond is a bucket's sum per
@@ -273,10 +281,7 @@ func (s *Server) queueOps(ctx *fasthttp.RequestCtx, _ *params) {
 	}
 	slices.SortFunc(order, func(a, b key) int { return cmp.Or(cmp.Compare(a.bucket, b.bucket), strings.Compare(a.queue, b.queue)) })
 	slices.Sort(names)
-	w := startBody(ctx)
-	w.object("")
-	q.writeRange(&w)
-	w.int("bucketMinutes", q.bucket)
+	w := q.head(ctx, true)
 	w.array("series")
 	for _, k := range order {
 		a := aggs[k]
@@ -365,10 +370,7 @@ func (s *Server) queueParkedReplicas(ctx *fasthttp.RequestCtx, _ *params) {
 		return cmp.Or(cmp.Compare(a.bucket, b.bucket), strings.Compare(a.queue, b.queue), strings.Compare(a.node, b.node))
 	})
 	slices.Sort(replicas)
-	w := startBody(ctx)
-	w.object("")
-	q.writeRange(&w)
-	w.int("bucketMinutes", q.bucket)
+	w := q.head(ctx, true)
 	w.array("series")
 	for _, k := range order {
 		w.object("")
@@ -436,10 +438,7 @@ func (s *Server) retentionAnalytics(ctx *fasthttp.RequestCtx, _ *params) {
 		w.int("totalMsgs", r.Retention+r.Evicted)
 		w.int("eventCount", r.Events)
 	}
-	w := startBody(ctx)
-	w.object("")
-	q.writeRange(&w)
-	w.int("bucketMinutes", q.bucket)
+	w := q.head(ctx, true)
 	w.array("series")
 	for _, b := range order {
 		w.object("")
@@ -508,10 +507,7 @@ func (s *Server) workerMetrics(ctx *fasthttp.RequestCtx, _ *params) {
 		}
 	}
 	slices.SortFunc(buckets, func(a, b int64) int { return cmp.Compare(b, a) })
-	w := startBody(ctx)
-	w.object("")
-	q.writeRange(&w)
-	w.int("bucketMinutes", q.bucket)
+	w := q.head(ctx, true)
 	w.int("pointCount", int64(len(buckets)))
 	w.array("timeSeries")
 	for _, b := range buckets {
@@ -642,9 +638,7 @@ func (s *Server) systemMetrics(ctx *fasthttp.RequestCtx, _ *params) {
 		samples int64
 		stats   [numSys]sysStat
 	}
-	w := startBody(ctx)
-	w.object("")
-	q.writeRange(&w)
+	w := q.head(ctx, false)
 	w.array("replicas")
 	replicas, points := 0, 0
 	for _, n := range q.nodes {

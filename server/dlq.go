@@ -236,13 +236,7 @@ func (s *Server) listMessages(ctx *fasthttp.RequestCtx, _ *params) {
 			summary = m.Groups
 		}
 		w.object("")
-		w.id("id", m.ID)
-		w.str("transactionId", m.TransactionID)
-		w.id("partitionId", m.PartitionID)
-		w.str("queuePath", m.Queue+"/"+m.Partition)
-		w.str("queue", m.Queue)
-		w.str("partition", m.Partition)
-		w.str("status", st.status)
+		writeMessageRef(&w, &m.Message, st.status)
 		w.str("queueStatus", st.queueStatus)
 		w.object("busStatus")
 		w.int("consumedBy", int64(st.busConsumed))

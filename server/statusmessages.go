@@ -35,16 +35,22 @@ func (s *Server) statusQueueMessages(ctx *fasthttp.RequestCtx, p *params) {
 			status = "dead_letter"
 		}
 		w.object("")
-		w.id("id", m.ID)
-		w.str("transactionId", m.TransactionID)
-		w.id("partitionId", m.PartitionID)
-		w.str("queuePath", m.Queue+"/"+m.Partition)
-		w.str("queue", m.Queue)
-		w.str("partition", m.Partition)
-		w.str("status", status)
+		writeMessageRef(&w, &m.Message, status)
 		w.timeMillis("createdAt", m.CreatedAt)
 		w.endObject()
 	}
 	w.endArray()
 	send(ctx, fasthttp.StatusOK, w)
+}
+
+// writeMessageRef writes the members that name a listed message and its
+// status: id, transactionId, partitionId, queuePath, queue, partition.
+func writeMessageRef(w *jsonWriter, m *engine.Message, status string) {
+	w.id("id", m.ID)
+	w.str("transactionId", m.TransactionID)
+	w.id("partitionId", m.PartitionID)
+	w.str("queuePath", m.Queue+"/"+m.Partition)
+	w.str("queue", m.Queue)
+	w.str("partition", m.Partition)
+	w.str("status", status)
 }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"slices"
 	"sync"
@@ -11,6 +10,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/valyala/fasthttp"
 
+	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server/diskspace"
 )
 
@@ -216,38 +216,13 @@ func (s *Server) storageReport(ctx *fasthttp.RequestCtx, _ *params) {
 
 // reportLoop reports this node's storage to the leader while it follows.
 func (s *Server) reportLoop(stop <-chan struct{}) {
-	defer s.loops.Done()
-	t := time.NewTicker(storageReportInterval)
-	defer t.Stop()
-	var lastErr string
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-		}
-		st := s.broker.Status()
-		if st.Role == "leader" || st.LeaderHTTP == "" || st.Leader == st.ID {
-			continue
-		}
-		if s.opts.ClusterSecret == "" {
-			s.log.Warn("this node's free space is not reported to the leader: reports need the cluster secret (--cluster-secret-file); the leader will accept data while this disk is below its reserve")
-			return
-		}
-		msg := ""
-		if err := s.sendReport(st.ID, st.LeaderHTTP); err != nil {
-			msg = err.Error()
-		}
-		// Log when the outcome changes, not every half second.
-		if msg != lastErr {
-			if msg != "" {
-				s.log.Warn("storage report to the leader failed", "leader", st.Leader, "err", msg)
-			} else if lastErr != "" {
-				s.log.Info("storage reports reach the leader again", "leader", st.Leader)
-			}
-			lastErr = msg
-		}
-	}
+	var outcome changeLog // logged when it changes, not every half second
+	s.followLoop(stop, storageReportInterval,
+		"this node's free space is not reported to the leader: reports need the cluster secret (--cluster-secret-file); the leader will accept data while this disk is below its reserve",
+		func(st raft.Status) {
+			outcome.note(s.log, s.sendReport(st.ID, st.LeaderHTTP), "storage report to the leader failed",
+				"storage reports reach the leader again", "leader", st.Leader)
+		})
 }
 
 // sendReport posts this node's guard verdict to the leader at addr.
@@ -261,23 +236,8 @@ func (s *Server) sendReport(id, addr string) error {
 		w.str("reason", gs.Reason)
 	}
 	w.endObject()
-	req := fasthttp.AcquireRequest()
-	resp := fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
-	req.SetRequestURI(s.relayScheme() + "://" + addr + "/internal/v1/cluster/storage")
-	req.Header.SetMethod("POST")
-	req.Header.SetContentType("application/json")
-	req.Header.Set(forwardedHeader, id)
-	req.Header.Set(clusterSecretHeader, s.opts.ClusterSecret)
-	req.SetBody(w.b)
-	if err := s.client.DoTimeout(req, resp, storageReportInterval*2); err != nil {
-		return err
-	}
-	if resp.StatusCode() != fasthttp.StatusNoContent {
-		return fmt.Errorf("leader answered %d: %s", resp.StatusCode(), resp.Body())
-	}
-	return nil
+	_, err := s.postToLeader(addr, "/internal/v1/cluster/storage", id, w.b, storageReportInterval*2, fasthttp.StatusNoContent)
+	return err
 }
 
 // storageView is /health's "storage": this node's guard and the reports it
