@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/rand"
 	"encoding/hex"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -41,7 +42,8 @@ import (
 // analyticsOtherQueue) and analyticsQueueEntries queue entries across all
 // its minutes (the oldest minutes go first). An entry is ~130 bytes plus the
 // queue name and a minute's node record ~350 bytes, so a ring holds at most
-// ~9 MB with names of 10 bytes, whatever the traffic.
+// ~9 MB with names of 10 bytes, whatever the traffic; a node holds at most
+// analyticsNodes rings.
 //
 // A cluster's series are merged by the leader, as Queen's replicas write
 // rows keyed by hostname into one database: every follower sends its
@@ -49,11 +51,13 @@ import (
 // keeps one ring per node (at most analyticsNodes) and answers every
 // analytics query over all of them; a follower relays the queries to the
 // leader like any request, and answers from what it holds itself only when
-// it cannot (no leader known). Minutes are replaced, never added, so a
-// shipment sent twice changes nothing; a follower sends its whole ring
-// again to a new leader, or to a leader that restarted (its reply names
-// its process instance), so a leader change loses no history older than
-// the minute in flight.
+// it cannot (no leader known). The leader's reply to a shipment carries
+// back the other nodes' minutes the follower lacks (the leader's own
+// included), so every node holds the cluster's window and a new leader
+// starts with it, even when the old one crashed. Minutes are replaced,
+// never added, so a shipment sent twice changes nothing; a follower sends
+// its whole ring again to a new leader, or to a leader that restarted (its
+// reply names its process instance).
 type Analytics struct {
 	now         func() time.Time
 	sampleEvery time.Duration
@@ -87,6 +91,7 @@ type Analytics struct {
 	// Shipping state (on a follower).
 	shipLeader, shipInstance string
 	shipThrough              int64 // the newest minute the leader has
+	pullMore                 bool  // the leader has more of the other nodes' minutes
 }
 
 // AnalyticsOptions configures NewAnalytics; zero fields take defaults.
@@ -677,58 +682,121 @@ func (a *Analytics) series(self string, from, to int64) []nodeSeries {
 	return out
 }
 
-// shipment is what a follower sends the leader: its sealed minutes (oldest
-// first) and its running totals.
+// shipment is one node's minutes (oldest first) and running totals: what a
+// follower sends the leader about itself, and what the leader sends back
+// about the other nodes. Have (from a follower) is the newest minute it
+// holds of each other node.
 type shipment struct {
-	ID      string         `json:"id"`
-	Port    int            `json:"port"`
-	Minutes []minuteRecord `json:"minutes"`
-	Totals  nodeMinute     `json:"totals"`
+	ID      string           `json:"id"`
+	Port    int              `json:"port"`
+	Minutes []minuteRecord   `json:"minutes"`
+	Totals  nodeMinute       `json:"totals"`
+	Have    map[string]int64 `json:"have,omitempty"`
 }
 
-// outbox returns the next shipment for leader: the minutes it does not
-// have yet, up to analyticsShipMinutes. A new leader gets everything.
-func (a *Analytics) outbox(id, leader string) shipment {
+// shipReply is the leader's answer to a shipment: its process instance,
+// and the minutes of the other nodes (itself included) the follower lacks,
+// at most analyticsShipMinutes of them; More says there are others.
+type shipReply struct {
+	Instance string     `json:"instance"`
+	Nodes    []shipment `json:"nodes,omitempty"`
+	More     bool       `json:"more,omitempty"`
+}
+
+// outbox returns the next shipment for leader, and whether it is worth
+// sending: the minutes the leader does not have yet (up to
+// analyticsShipMinutes; a new leader gets everything), or a pull of the
+// leader's copies that its last reply said were not all sent.
+func (a *Analytics) outbox(id, leader string) (shipment, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if leader != a.shipLeader {
-		a.shipLeader, a.shipInstance, a.shipThrough = leader, "", 0
+		a.shipLeader, a.shipInstance, a.shipThrough, a.pullMore = leader, "", 0, true
 	}
 	i, found := slices.BinarySearchFunc(a.self.minutes, a.shipThrough, func(x minuteRecord, at int64) int { return cmp.Compare(x.At, at) })
 	if found {
 		i++
 	}
-	return shipment{ID: id, Port: a.port, Minutes: slices.Clone(a.self.minutes[i:min(len(a.self.minutes), i+analyticsShipMinutes)]),
-		Totals: a.self.totals}
+	sh := shipment{ID: id, Port: a.port, Minutes: slices.Clone(a.self.minutes[i:min(len(a.self.minutes), i+analyticsShipMinutes)]),
+		Totals: a.self.totals, Have: map[string]int64{}}
+	for pid, r := range a.peers {
+		if n := len(r.minutes); n > 0 {
+			sh.Have[pid] = r.minutes[n-1].At
+		}
+	}
+	return sh, len(sh.Minutes) > 0 || a.pullMore
 }
 
-// shipped records that leader (process instance) took the minutes through
-// at. A leader whose instance changed lost what it had: everything is
-// sent again.
-func (a *Analytics) shipped(leader, instance string, through int64) {
+// shipped records the leader's reply to a shipment whose minutes went
+// through at: it keeps the other nodes' minutes the reply carries (so any
+// node can lead with the cluster's history). A leader whose instance
+// changed lost what it had: everything is sent again.
+func (a *Analytics) shipped(self, leader string, through int64, reply *shipReply) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	switch {
 	case leader != a.shipLeader:
-	case a.shipInstance != "" && instance != a.shipInstance:
-		a.shipInstance, a.shipThrough = instance, 0
+		return
+	case a.shipInstance != "" && reply.Instance != a.shipInstance:
+		a.shipInstance, a.shipThrough = reply.Instance, 0
 	default:
-		a.shipInstance, a.shipThrough = instance, max(a.shipThrough, through)
+		a.shipInstance, a.shipThrough = reply.Instance, max(a.shipThrough, through)
+	}
+	a.pullMore = reply.More
+	for i := range reply.Nodes {
+		if reply.Nodes[i].ID != self && reply.Nodes[i].ID != "" {
+			a.keep(&reply.Nodes[i])
+		}
 	}
 }
 
-// receive keeps another node's shipment (on the leader).
-func (a *Analytics) receive(self string, sh *shipment) error {
+// receive keeps another node's shipment (on the leader) and returns the
+// reply: the minutes of the nodes the sender does not have.
+func (a *Analytics) receive(self string, sh *shipment) (shipReply, error) {
 	switch {
 	case sh.ID == "":
-		return badRequest("id is required")
+		return shipReply{}, badRequest("id is required")
 	case sh.ID == self:
-		return badRequest("a node does not ship to itself")
+		return shipReply{}, badRequest("a node does not ship to itself")
 	}
-	now := a.now()
-	nowMin := unixMinute(now)
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.keep(sh)
+	reply := shipReply{Instance: a.instance}
+	budget := analyticsShipMinutes
+	add := func(id string, r *ring) {
+		i, found := slices.BinarySearchFunc(r.minutes, sh.Have[id], func(x minuteRecord, at int64) int { return cmp.Compare(x.At, at) })
+		if found {
+			i++
+		}
+		if i == len(r.minutes) {
+			return
+		}
+		if budget == 0 || len(r.minutes)-i > budget {
+			reply.More = true
+		}
+		n := min(len(r.minutes)-i, budget)
+		if n == 0 {
+			return
+		}
+		budget -= n
+		reply.Nodes = append(reply.Nodes, shipment{ID: id, Port: r.port, Minutes: slices.Clone(r.minutes[i : i+n]), Totals: r.totals})
+	}
+	self1 := a.self
+	self1.port = a.port
+	add(self, &self1)
+	for _, id := range slices.Sorted(maps.Keys(a.peers)) {
+		if id != sh.ID {
+			add(id, a.peers[id])
+		}
+	}
+	return reply, nil
+}
+
+// keep stores a node's shipment in its ring, within the window; mu is held.
+func (a *Analytics) keep(sh *shipment) {
+	now := a.now()
+	nowMin := unixMinute(now)
 	r := a.peers[sh.ID]
 	if r == nil {
 		if len(a.peers) >= analyticsNodes-1 {
@@ -751,5 +819,4 @@ func (a *Analytics) receive(self string, sh *shipment) error {
 	}
 	r.trim(nowMin)
 	r.totals, r.port, r.seen = sh.Totals, sh.Port, now
-	return nil
 }

@@ -68,13 +68,17 @@ func (s *Server) shipLoop(stop <-chan struct{}) {
 	s.followLoop(stop, s.an.shipEvery,
 		"this node's analytics are not sent to the leader: they need the cluster secret (--cluster-secret-file); the leader's analytics will show only its own minutes",
 		func(st raft.Status) {
-			sh := s.an.outbox(st.ID, st.Leader)
-			if len(sh.Minutes) == 0 {
+			sh, worth := s.an.outbox(st.ID, st.Leader)
+			if !worth {
 				return
 			}
-			instance, err := s.ship(st.LeaderHTTP, &sh)
+			reply, err := s.ship(st.LeaderHTTP, &sh)
 			if err == nil {
-				s.an.shipped(st.Leader, instance, sh.Minutes[len(sh.Minutes)-1].At)
+				var through int64
+				if n := len(sh.Minutes); n > 0 {
+					through = sh.Minutes[n-1].At
+				}
+				s.an.shipped(st.ID, st.Leader, through, &reply)
 			}
 			outcome.note(s.log, err, "analytics shipment to the leader failed", "analytics shipments reach the leader again", "leader", st.Leader)
 		})
@@ -148,30 +152,29 @@ func (s *Server) postToLeader(addr, path, id string, body []byte, timeout time.D
 	return append([]byte(nil), resp.Body()...), nil
 }
 
-// ship posts sh to the leader at addr and returns the leader's process
-// instance.
-func (s *Server) ship(addr string, sh *shipment) (string, error) {
+// ship posts sh to the leader at addr and returns its reply.
+func (s *Server) ship(addr string, sh *shipment) (shipReply, error) {
+	var reply shipReply
 	body, err := json.Marshal(sh)
 	if err != nil {
-		return "", err
+		return reply, err
 	}
 	answer, err := s.postToLeader(addr, "/internal/v1/cluster/analytics", sh.ID, body, forwardTimeout, fasthttp.StatusOK)
 	if err != nil {
-		return "", err
-	}
-	var reply struct {
-		Instance string `json:"instance"`
+		return reply, err
 	}
 	if err := json.Unmarshal(answer, &reply); err != nil || reply.Instance == "" {
-		return "", fmt.Errorf("leader answered %q", answer)
+		return reply, fmt.Errorf("leader answered %.200q", answer)
 	}
-	return reply.Instance, nil
+	return reply, nil
 }
 
 // analyticsReport keeps another node's minutes:
-// POST /internal/v1/cluster/analytics {"id", "port", "minutes", "totals"}
-// → 200 {"instance"}: the leader's process, so a follower whose leader
-// restarted sends everything again.
+// POST /internal/v1/cluster/analytics {"id", "port", "minutes", "totals",
+// "have"} → 200 {"instance", "nodes", "more"}: the leader's process (a
+// follower whose leader restarted sends everything again) and the other
+// nodes' minutes the sender lacks, so that every node holds the cluster's
+// history and a new leader starts with it.
 func (s *Server) analyticsReport(ctx *fasthttp.RequestCtx, _ *params) {
 	if _, ok := s.broker.(Membership); !ok {
 		s.writeError(ctx, notImplemented("this broker has no cluster membership"))
@@ -182,13 +185,15 @@ func (s *Server) analyticsReport(ctx *fasthttp.RequestCtx, _ *params) {
 		s.writeError(ctx, invalidJSON(err.Error()))
 		return
 	}
-	if err := s.an.receive(s.nodeID(), &sh); err != nil {
-		s.writeError(ctx, err)
-		return
+	reply, err := s.an.receive(s.nodeID(), &sh)
+	if err == nil {
+		var body []byte
+		if body, err = json.Marshal(&reply); err == nil {
+			ctx.Response.SetBodyRaw(body)
+			ctx.SetStatusCode(fasthttp.StatusOK)
+			ctx.Response.Header.SetContentType("application/json")
+			return
+		}
 	}
-	w := startBody(ctx)
-	w.object("")
-	w.str("instance", s.an.instance)
-	w.endObject()
-	send(ctx, fasthttp.StatusOK, w)
+	s.writeError(ctx, err)
 }

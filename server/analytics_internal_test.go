@@ -226,25 +226,35 @@ func TestAnalytics_LeaderMergesTwoNodes(t *testing.T) {
 	leader.rotate(b)
 	follower.rotate(b)
 
-	sh := follower.outbox("n2", "n1")
-	if len(sh.Minutes) != 1 {
+	sh, worth := follower.outbox("n2", "n1")
+	if len(sh.Minutes) != 1 || !worth {
 		t.Fatalf("outbox %+v, want the sealed minute", sh)
 	}
 	wire, err := json.Marshal(sh)
 	if err != nil {
 		t.Fatal(err)
 	}
+	var reply shipReply
 	for range 2 {
 		var got shipment
 		if err := json.Unmarshal(wire, &got); err != nil {
 			t.Fatal(err)
 		}
-		if err := leader.receive("n1", &got); err != nil {
+		if reply, err = leader.receive("n1", &got); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := leader.receive("n1", &shipment{ID: "n1"}); err == nil {
+	if _, err := leader.receive("n1", &shipment{ID: "n1"}); err == nil {
 		t.Fatal("the leader took a shipment in its own name")
+	}
+	// The reply carries the leader's own minute back: the follower holds
+	// the cluster's history too, and would lead with it.
+	if reply.Instance != leader.instance || len(reply.Nodes) != 1 || reply.Nodes[0].ID != "n1" || len(reply.Nodes[0].Minutes) != 1 || reply.More {
+		t.Fatalf("reply %+v, want the leader's minute", reply)
+	}
+	follower.shipped("n2", "n1", sh.Minutes[0].At, &reply)
+	if sh, worth := follower.outbox("n2", "n1"); worth || sh.Have["n1"] != reply.Nodes[0].Minutes[0].At {
+		t.Fatalf("after the reply: %+v worth %v, want nothing to send and n1's minute held", sh, worth)
 	}
 	at := sh.Minutes[0].At
 	q := analyticsQuery{bucket: 1, nodes: leader.series("n1", at, at)}
@@ -283,25 +293,31 @@ func TestAnalytics_ShipmentsFollowTheLeader(t *testing.T) {
 		clk.advance(time.Minute)
 		a.rotate(b)
 	}
-	sh := a.outbox("n2", "n1")
+	sh, _ := a.outbox("n2", "n1")
 	if len(sh.Minutes) != 3 {
 		t.Fatalf("first shipment carries %d minutes, want 3", len(sh.Minutes))
 	}
-	a.shipped("n1", "i1", sh.Minutes[2].At)
-	if sh := a.outbox("n2", "n1"); len(sh.Minutes) != 0 {
+	a.shipped("n2", "n1", sh.Minutes[2].At, &shipReply{Instance: "i1"})
+	if sh, worth := a.outbox("n2", "n1"); len(sh.Minutes) != 0 || worth {
 		t.Fatalf("a shipped minute is sent again: %d", len(sh.Minutes))
 	}
 	a.sample(gauges{})
 	clk.advance(time.Minute)
 	a.rotate(b)
-	if sh := a.outbox("n2", "n1"); len(sh.Minutes) != 1 {
+	if sh, _ := a.outbox("n2", "n1"); len(sh.Minutes) != 1 {
 		t.Fatalf("the next minute: %d minutes, want 1", len(sh.Minutes))
 	}
-	a.shipped("n1", "i2", sh.Minutes[2].At+1) // the leader restarted
-	if sh := a.outbox("n2", "n1"); len(sh.Minutes) != 4 {
+	a.shipped("n2", "n1", sh.Minutes[2].At+1, &shipReply{Instance: "i2"}) // the leader restarted
+	if sh, _ := a.outbox("n2", "n1"); len(sh.Minutes) != 4 {
 		t.Fatalf("to a restarted leader: %d minutes, want all 4", len(sh.Minutes))
 	}
-	if sh := a.outbox("n2", "n3"); len(sh.Minutes) != 4 {
+	if sh, _ := a.outbox("n2", "n3"); len(sh.Minutes) != 4 {
 		t.Fatalf("to a new leader: %d minutes, want all 4", len(sh.Minutes))
+	}
+	// A reply that says more is held makes the next shipment worth sending
+	// even with nothing of this node's own.
+	a.shipped("n2", "n3", sh.Minutes[2].At+1, &shipReply{Instance: "i3", More: true})
+	if sh, worth := a.outbox("n2", "n3"); len(sh.Minutes) != 0 || !worth {
+		t.Fatalf("after a reply with more: %d minutes, worth %v", len(sh.Minutes), worth)
 	}
 }

@@ -501,6 +501,16 @@ func TestAnalytics_LeaderMergesFollowerMinutes(t *testing.T) {
 	if wm.Summary["totalPushMessages"] != 5 || wm.Summary["totalPushRequests"] != 2 {
 		t.Fatalf("merged summary %v", wm.Summary)
 	}
+	// The leader's replies carry its minutes back: the follower holds the
+	// cluster's history itself (a request already relayed is answered
+	// where it lands), and would lead with it.
+	local := *follower
+	local.header = follower.header.Clone()
+	local.header.Set("X-Queen-Forwarded-By", "test")
+	waitFor(t, 20*time.Second, "the leader's minutes on the follower", func() bool {
+		clock.advance(time.Minute)
+		return pushes(&local) == 5
+	})
 	// The shipment route is the cluster's only.
 	resp := leader.do("POST", "/internal/v1/cluster/analytics", map[string]any{"id": "n9", "minutes": []any{}})
 	resp.expectError(t, 403, "cluster_secret_invalid")
