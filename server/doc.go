@@ -39,7 +39,14 @@
 //	GET    /api/v1/status[/queues[/{queue}]|/analytics|/buffers]
 //	GET    /api/v1/system/maintenance[/pop]          the switches and the spool
 //	POST   /api/v1/system/maintenance[/pop]          {"enabled"}: cluster-wide switch (push → spool, pop → 204)
-//	POST   /internal/v1/cluster/{join,leave,storage} node to node (cluster secret); storage: a follower's disk
+//	GET    /api/v1/analytics/{queue-lag,queue-ops,...}  per-minute series (analytics.go)
+//	POST   /api/v1/traces                            201 {traceId} | 404 message | 409 trace_limit
+//	GET    /api/v1/traces/{names|by-name/{name}|{partitionId}/{transactionId}}
+//	POST   /streams/v1/queries                       register: 200 | 409 config_hash_mismatch
+//	DELETE /streams/v1/queries/{name}                the query and its state (beyond Queen)
+//	POST   /streams/v1/cycle                         one command: 200 {success} | 404 query_not_found
+//	POST   /streams/v1/state/get                     read on a leader that confirmed itself
+//	POST   /internal/v1/cluster/{join,leave,storage,analytics} node to node (cluster secret)
 //	OPTIONS /*                                       204 with CORS headers
 //
 // # Edge contract
