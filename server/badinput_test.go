@@ -161,3 +161,71 @@ func TestBadInput_RawRequests(t *testing.T) {
 	}
 	c.do("GET", "/health", nil).expect(t, 200)
 }
+
+// TestBadInput_MistypedParameters: an integer query parameter that is not an
+// integer at or above its minimum is a 400 naming it (batch=-5, 0, 1.5 or abc
+// was read as 1 before), a value above a route's cap is capped, and a name
+// with an invisible format character (zero width, bidirectional override,
+// byte-order mark) is refused wherever a name enters. Nothing is written.
+func TestBadInput_MistypedParameters(t *testing.T) {
+	c := newClient(t)
+	for _, tc := range []struct{ path, param string }{
+		{"/api/v1/pop/queue/q?batch=-5", "batch"},
+		{"/api/v1/pop/queue/q?batch=0", "batch"},
+		{"/api/v1/pop/queue/q?batch=1.5", "batch"},
+		{"/api/v1/pop/queue/q?batch=abc", "batch"},
+		{"/api/v1/pop/queue/q?partitions=0", "partitions"},
+		{"/api/v1/pop/queue/q?timeout=-1&wait=true", "timeout"},
+		{"/api/v1/pop/queue/q?timeout=soon", "timeout"},
+		{"/api/v1/pop/queue/q?leaseSeconds=-30", "leaseSeconds"},
+		{"/api/v1/pop?namespace=n&batch=x", "batch"},
+		{"/api/v1/dlq?limit=0", "limit"},
+		{"/api/v1/dlq?offset=-1", "offset"},
+		{"/api/v1/messages?limit=ten", "limit"},
+		{"/api/v1/status/queues?offset=1.5", "offset"},
+		{"/api/v1/consumer-groups/lagging?minLagSeconds=an+hour", "minLagSeconds"},
+		{"/api/v1/traces/names?limit=-2", "limit"},
+	} {
+		r := c.do("GET", tc.path, nil)
+		r.expectError(t, 400, "invalid_argument")
+		if !strings.Contains(string(r.body), tc.param+" must be an integer") {
+			t.Errorf("GET %s: %s, want an error naming %s", tc.path, r.body, tc.param)
+		}
+	}
+	// Above the cap is capped, not refused.
+	c.pushOne("q", "", "a", 1)
+	if got := c.mustPop(popPath("q", "batch=999999&partitions=99999")); len(got.Messages) != 1 {
+		t.Fatalf("popped %d", len(got.Messages))
+	}
+	c.do("GET", "/api/v1/dlq?limit=999999", nil).expect(t, 200)
+
+	for _, name := range []string{"orders\u200b", "\u202eredro", "\ufeffq", "a\u2060b"} {
+		esc := strings.ReplaceAll(strings.ReplaceAll(strings.ReplaceAll(strings.ReplaceAll(name,
+			"\u200b", "%E2%80%8B"), "\u202e", "%E2%80%AE"), "\ufeff", "%EF%BB%BF"), "\u2060", "%E2%81%A0")
+		for _, req := range []struct {
+			method, path string
+			body         any
+		}{
+			{"POST", "/api/v1/push", map[string]any{"items": []any{map[string]any{"queue": name, "payload": 1}}}},
+			{"POST", "/api/v1/push", map[string]any{"items": []any{map[string]any{"queue": "q", "partition": name, "payload": 1}}}},
+			{"POST", "/api/v1/configure", map[string]any{"queue": name}},
+			{"GET", "/api/v1/pop/queue/" + esc + "?batch=1", nil},
+			{"GET", "/api/v1/pop/queue/q?batch=1&consumerGroup=" + esc, nil},
+		} {
+			r := c.do(req.method, req.path, req.body)
+			r.expectError(t, 400, "invalid_argument")
+			if !strings.Contains(string(r.body), "invisible format character") {
+				t.Errorf("%s %s with %q: %s", req.method, req.path, name, r.body)
+			}
+		}
+	}
+	var queues struct {
+		Queues []struct {
+			Name string `json:"name"`
+		} `json:"queues"`
+	}
+	c.do("GET", "/api/v1/resources/queues", nil).expect(t, 200).decode(t, &queues)
+	if len(queues.Queues) != 1 || queues.Queues[0].Name != "q" {
+		t.Fatalf("queues %+v, want only q", queues.Queues)
+	}
+}

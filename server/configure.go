@@ -43,7 +43,7 @@ func (s *Server) configure(ctx *fasthttp.RequestCtx, _ *params) {
 		err = badRequest("queue is required")
 	}
 	if err == nil {
-		err = engine.ValidateQueueName(cmd.Queue)
+		err = validName("queue", cmd.Queue)
 	}
 	if err != nil {
 		s.writeError(ctx, err)

@@ -50,10 +50,11 @@ func dlqFilter(args *fasthttp.Args) (engine.DLQFilter, error) {
 		Queue:     queryString(args, "queue"),
 		Group:     queryString(args, "consumerGroup"),
 		Partition: queryString(args, "partition"),
-		Limit:     int(min(max(queryInt(args, "limit", 100), 1), maxDLQPage)),
-		Offset:    int(max(queryInt(args, "offset", 0), 0)),
 	}
 	var err error
+	if f.Limit, f.Offset, err = pageArgs(args, 100, maxDLQPage); err != nil {
+		return f, err
+	}
 	if f.From, err = queryTime(args, "from"); err == nil {
 		f.To, err = queryTime(args, "to")
 	}
@@ -196,8 +197,11 @@ func (s *Server) listMessages(ctx *fasthttp.RequestCtx, _ *params) {
 			*b.dst = engine.Micros(t)
 		}
 	}
-	limit := int(min(max(queryInt(args, "limit", 200), 1), 1000))
-	offset := int(max(queryInt(args, "offset", 0), 0))
+	limit, offset, err := pageArgs(args, 200, 1000)
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
 	status := queryString(args, "status")
 	switch status {
 	case "", "pending", "processing", "completed", "dead_letter":

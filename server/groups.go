@@ -116,7 +116,12 @@ func (s *Server) listGroups(ctx *fasthttp.RequestCtx, _ *params) {
 // laggingGroups answers GET /api/v1/consumer-groups/lagging?minLagSeconds=
 // (default 3600): partitions whose oldest unconsumed message is older.
 func (s *Server) laggingGroups(ctx *fasthttp.RequestCtx, _ *params) {
-	minLag := float64(queryInt(ctx.QueryArgs(), "minLagSeconds", 3600))
+	lag, err := queryInt(ctx.QueryArgs(), "minLagSeconds", 3600, 0)
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	minLag := float64(lag)
 	now := time.Now().UnixMicro()
 	cursors, err := s.broker.Cursors(now, "")
 	if err != nil {

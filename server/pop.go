@@ -59,19 +59,31 @@ func (s *Server) decodePop(ctx *fasthttp.RequestCtx, queue, partition string) (p
 		if c.Namespace == "" && c.Task == "" {
 			return r, badRequest("namespace or task is required")
 		}
-	} else if err := engine.ValidateQueueName(queue); err != nil {
+	} else if err := validName("queue", queue); err != nil {
 		return r, err
 	}
 	c.Group = queryString(args, "consumerGroup")
 	if c.Group != "" {
-		if err := engine.ValidateName("consumer group", c.Group); err != nil {
+		if err := validName("consumer group", c.Group); err != nil {
 			return r, err
 		}
 	}
-	c.Batch = int(min(max(queryInt(args, "batch", 1), 1), maxPopBatch)) // docs/decisions.md C3
-	c.Partitions = int(min(max(queryInt(args, "partitions", 1), 1), maxPopPartitions))
+	batch, err := queryInt(args, "batch", 1, 1) // docs/decisions.md C3
+	if err != nil {
+		return r, err
+	}
+	parts, err := queryInt(args, "partitions", 1, 1)
+	if err != nil {
+		return r, err
+	}
+	if c.LeaseSeconds, err = queryInt(args, "leaseSeconds", 0, 0); err != nil {
+		return r, err
+	}
+	if _, err := queryInt(args, "timeout", 0, 0); err != nil {
+		return r, err
+	}
+	c.Batch, c.Partitions = int(min(batch, maxPopBatch)), int(min(parts, maxPopPartitions))
 	c.AutoAck = queryBool(args, "autoAck", false)
-	c.LeaseSeconds = max(queryInt(args, "leaseSeconds", 0), 0)
 	switch queryString(args, "subscriptionMode") {
 	case "new", "new-only":
 		c.SubscriptionMode = engine.SubNew
@@ -96,7 +108,7 @@ func (s *Server) decodePop(ctx *fasthttp.RequestCtx, queue, partition string) (p
 // popTimeout is a long-poll's deadline: the timeout parameter (ms), the
 // default when it is missing or not positive, capped.
 func (s *Server) popTimeout(args *fasthttp.Args) time.Duration {
-	ms := queryInt(args, "timeout", 0)
+	ms, _ := queryInt(args, "timeout", 0, 0) // checked by decodePop
 	if ms <= 0 {
 		return s.opts.DefaultPopTimeout
 	}

@@ -176,11 +176,11 @@ func (f *pushFields) item() (engine.PushItem, error) {
 	if !f.hasQueue {
 		return engine.PushItem{}, badRequest("Queue must be a string")
 	}
-	if err := engine.ValidateQueueName(f.queue); err != nil {
+	if err := validName("queue", f.queue); err != nil {
 		return engine.PushItem{}, err
 	}
 	if f.partition != "" {
-		if err := engine.ValidateName("partition", f.partition); err != nil {
+		if err := validName("partition", f.partition); err != nil {
 			return engine.PushItem{}, err
 		}
 	}

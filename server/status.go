@@ -138,8 +138,11 @@ func (s *Server) statusQueues(ctx *fasthttp.RequestCtx, _ *params) {
 		return
 	}
 	args := ctx.QueryArgs()
-	limit := int(min(max(queryInt(args, "limit", 100), 1), 10000))
-	offset := int(max(queryInt(args, "offset", 0), 0))
+	limit, offset, err := pageArgs(args, 100, 10000)
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
 	qs = filterQueues(ctx, qs)
 	qs = qs[min(offset, len(qs)):]
 	qs = qs[:min(limit, len(qs))]

@@ -18,8 +18,11 @@ import (
 // otherwise. Named groups do not count.
 func (s *Server) statusQueueMessages(ctx *fasthttp.RequestCtx, p *params) {
 	args := ctx.QueryArgs()
-	limit := int(min(max(queryInt(args, "limit", 50), 1), 1000))
-	offset := int(min(max(queryInt(args, "offset", 0), 0), 1<<30))
+	limit, offset, err := pageArgs(args, 50, 1000)
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
 	msgs, err := s.broker.ListMessages(engine.MessageFilter{Queue: p.get("queue"), Limit: limit, Offset: offset})
 	if err != nil {
 		s.writeError(ctx, err)

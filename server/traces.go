@@ -156,8 +156,11 @@ func (s *Server) messageTraces(ctx *fasthttp.RequestCtx, p *params) {
 
 // tracesByName answers GET /api/v1/traces/by-name/{traceName}.
 func (s *Server) tracesByName(ctx *fasthttp.RequestCtx, p *params) {
-	limit, offset := pageArgs(ctx.QueryArgs(), 100)
-	r, err := s.traceReader()
+	limit, offset, err := pageArgs(ctx.QueryArgs(), 100, 1000)
+	var r TraceReader
+	if err == nil {
+		r, err = s.traceReader()
+	}
 	var (
 		traces []engine.TraceAt
 		total  int
@@ -197,8 +200,11 @@ func (s *Server) tracesByName(ctx *fasthttp.RequestCtx, p *params) {
 
 // traceNamesList answers GET /api/v1/traces/names.
 func (s *Server) traceNamesList(ctx *fasthttp.RequestCtx, _ *params) {
-	limit, offset := pageArgs(ctx.QueryArgs(), 50)
-	r, err := s.traceReader()
+	limit, offset, err := pageArgs(ctx.QueryArgs(), 50, 1000)
+	var r TraceReader
+	if err == nil {
+		r, err = s.traceReader()
+	}
 	var (
 		names []engine.TraceName
 		total int
@@ -247,18 +253,4 @@ func writePagination(w *jsonWriter, limit, offset int) {
 	w.int("limit", int64(limit))
 	w.int("offset", int64(offset))
 	w.endObject()
-}
-
-// pageArgs reads limit (default def, at most 1000) and offset (default 0);
-// a value that is not a non-negative integer takes the default.
-func pageArgs(args *fasthttp.Args, def int64) (limit, offset int) {
-	l := queryInt(args, "limit", def)
-	if l < 0 || l > 1000 {
-		l = def
-	}
-	o := queryInt(args, "offset", 0)
-	if o < 0 {
-		o = 0
-	}
-	return int(l), int(o)
 }
