@@ -7,7 +7,7 @@ BENCHTIME ?= 1s
 .PHONY: build test test-short lint fuzz bench chaos chaos-regressions run cluster cluster-stop clean
 
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -o bin/queen ./cmd/queen
+	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=auto -o bin/queen ./cmd/queen
 
 # The README's test command. -race and the invariants tag turn on the costly checks.
 test:

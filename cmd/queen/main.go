@@ -9,12 +9,66 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"os"
+	"runtime/debug"
+	"strings"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
+// version is set at build time with -ldflags "-X main.version=..."; else
+// versionString reads the module version and VCS revision the Go tool
+// stamped into the binary.
 var version = "dev"
+
+func init() { version = versionString(version, debug.ReadBuildInfo) }
+
+// versionString is the version an operator reads: the -ldflags one when
+// set, else the module version (a tagged module build), with the VCS
+// revision, its time and "+dirty" for uncommitted changes when the build
+// recorded them (go build in a checkout; go run records none).
+func versionString(set string, info func() (*debug.BuildInfo, bool)) string {
+	if set != "dev" && set != "" {
+		return set
+	}
+	bi, ok := info()
+	if !ok {
+		return "dev"
+	}
+	v := bi.Main.Version
+	if v == "" || v == "(devel)" {
+		v = "dev"
+	}
+	var rev, at string
+	dirty := false
+	for _, st := range bi.Settings {
+		switch st.Key {
+		case "vcs.revision":
+			rev = st.Value
+		case "vcs.time":
+			at = st.Value
+		case "vcs.modified":
+			dirty = st.Value == "true"
+		}
+	}
+	if rev == "" {
+		return v
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if strings.Contains(v, rev) {
+		return v // a pseudo-version names the revision and its time already
+	}
+	if dirty {
+		rev += "+dirty"
+	}
+	if at != "" {
+		return fmt.Sprintf("%s (%s, %s)", v, rev, at)
+	}
+	return fmt.Sprintf("%s (%s)", v, rev)
+}
 
 func main() {
 	if len(os.Args) < 2 {
@@ -33,8 +87,8 @@ func main() {
 		err = recoverCmd(os.Args[2:])
 	case "bench":
 		err = benchCmd(os.Args[2:])
-	case "version":
-		fmt.Println(version)
+	case "version", "--version", "-version", "-v":
+		fmt.Println("queen", version)
 	case "-h", "--help", "help":
 		usage()
 	default:
@@ -42,7 +96,10 @@ func main() {
 		usage()
 		os.Exit(2)
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		// -h asked for the help the flag package printed: not a failure.
+	case err != nil:
 		fmt.Fprintf(os.Stderr, "queen %s: %v\n", os.Args[1], err)
 		os.Exit(1)
 	}
@@ -58,6 +115,6 @@ commands:
   recover   rewrite a stopped node's membership after its cluster lost the quorum
             (--data DIR [--peers id@host:port,...]; default DIR/peers.json)
   bench     drive running nodes with load and report throughput and latency (queen bench -h)
-  version   print the version
+  version   print the version and the VCS revision it was built from (also --version, -v)
 `)
 }
