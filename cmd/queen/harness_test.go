@@ -63,7 +63,11 @@ func queenBinary(t testing.TB) string {
 		}
 		binPath = filepath.Join(binDir, "queen")
 		start := time.Now()
-		out, err := exec.Command(goTool, "build", "-o", binPath, ".").CombinedOutput()
+		// The binary the tests run is the one make build ships: no cgo
+		// (which also keeps Pebble's C zstd, unused here, out of the build).
+		build := exec.Command(goTool, "build", "-o", binPath, ".")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		out, err := build.CombinedOutput()
 		if err != nil {
 			binErr = fmt.Errorf("go build -o %s .: %v\n%s", binPath, err, out)
 			return
