@@ -186,14 +186,10 @@ func openDisk(opts Options, log *slog.Logger) (_ *disk, err error) {
 		return nil, err
 	}
 	d.engineTime, d.logTime = t1.Sub(t0), time.Since(t1)
-	// Raft's own info lines (elections, snapshots sent and installed) come
-	// out when the node logs at debug level: they are what a post-mortem of
-	// a leader change needs.
-	level := hclog.Warn
-	if log.Enabled(context.Background(), slog.LevelDebug) {
-		level = hclog.Info
-	}
-	d.hlog = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: level, Output: slogWriter{log}})
+	// Raft's lines are the node's (hclog.go): its info lines (elections,
+	// snapshots sent and installed) come out at debug level, which is what
+	// a post-mortem of a leader change needs.
+	d.hlog = newRaftLogger(log)
 	files, err := hraft.NewFileSnapshotStoreWithLogger(filepath.Join(opts.Dir, "snapshots"), 2, d.hlog)
 	if err != nil {
 		return nil, fmt.Errorf("raft: snapshot store: %w", err)
@@ -471,6 +467,11 @@ func (n *Node) leaderLoop() {
 	for {
 		select {
 		case isLeader := <-n.raft.LeaderCh():
+			if isLeader {
+				n.log.Info("became leader", "term", n.raft.CurrentTerm())
+			} else {
+				n.log.Info("lost leadership", "term", n.raft.CurrentTerm())
+			}
 			if !isLeader || n.opts.HTTPAddr == "" {
 				continue
 			}
@@ -597,10 +598,3 @@ func (n *Node) Engine() *engine.Engine { return n.engine }
 // Watch reports applies that may have made messages of queue deliverable.
 func (n *Node) Watch(queue string) (<-chan struct{}, func()) { return n.notify.watch(queue) }
 
-// slogWriter bridges raft's hclog output into slog at warning level.
-type slogWriter struct{ log *slog.Logger }
-
-func (w slogWriter) Write(p []byte) (int, error) {
-	w.log.Warn(string(bytes.TrimSpace(p)))
-	return len(p), nil
-}

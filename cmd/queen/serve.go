@@ -41,6 +41,7 @@ type serveConfig struct {
 	join      string
 	pprof     string
 	logLevel  slog.Level
+	logFormat string
 	maxBody   int
 	// maxInflight is --max-inflight-body-bytes; 0 takes the server's
 	// default (a fraction of memory).
@@ -112,6 +113,7 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 	fs.DurationVar(&c.retention, "retention-interval", 5*time.Second, "how often the leader sweeps retention and eviction (0 disables)")
 	fs.StringVar(&c.pprof, "pprof", env("QUEEN_PPROF", ""), "serve Go's pprof profiles on this host:port (off when empty; keep it on loopback)")
 	fs.StringVar(&level, "log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error; debug also shows Raft's elections and snapshots (env LOG_LEVEL)")
+	fs.StringVar(&c.logFormat, "log-format", env("QUEEN_LOG_FORMAT", "text"), "text (key=value lines) or json (one object a line) (env QUEEN_LOG_FORMAT)")
 	fs.IntVar(&c.maxBody, "max-body-bytes", 64<<20, "largest request body accepted (env QUEEN_MAX_BODY_BYTES)")
 	fs.StringVar(&minFree, "min-free-bytes", env("QUEEN_MIN_FREE_BYTES", diskspace.FormatBytes(diskspace.DefaultMinFreeBytes)), "free space kept on each filesystem of --data: below it, writes that add data answer 507 while pops, acks and deletes go on; bytes or KiB/MiB/GiB/TiB, 0 disables (env QUEEN_MIN_FREE_BYTES)")
 	if v := getenv("QUEEN_MAX_BODY_BYTES"); v != "" {
@@ -134,6 +136,9 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 	}
 	if err := c.logLevel.UnmarshalText([]byte(level)); err != nil {
 		return c, fmt.Errorf("bad --log-level %q", level)
+	}
+	if c.logFormat != "text" && c.logFormat != "json" {
+		return c, fmt.Errorf("bad --log-format %q: want text or json", c.logFormat)
 	}
 	var err error
 	if c.minFree, err = parseBytes(minFree); err != nil {
@@ -254,7 +259,7 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: c.logLevel}))
+	log := newLogger(os.Stderr, c.logFormat, c.logLevel)
 	ms := metrics.NewSet()
 	sopts := server.Options{
 		Addr: c.http, MaxBodyBytes: c.maxBody, MaxInflightBodyBytes: c.maxInflight, Version: version, Logger: log, Metrics: ms,
@@ -355,7 +360,22 @@ func serve(args []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	errs := []error{srv.Shutdown(ctx), node.Close()}
-	return errors.Join(errs...)
+	err = errors.Join(errs...)
+	if err != nil {
+		log.Error("stopped", "err", err)
+	} else {
+		log.Info("stopped")
+	}
+	return err
+}
+
+// newLogger is the node's logger: text or JSON lines on w at level.
+func newLogger(w io.Writer, format string, level slog.Level) *slog.Logger {
+	o := &slog.HandlerOptions{Level: level}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, o))
+	}
+	return slog.New(slog.NewTextHandler(w, o))
 }
 
 // storageGuard guards the filesystems of the node's data directories (they
