@@ -597,4 +597,3 @@ func (n *Node) Engine() *engine.Engine { return n.engine }
 
 // Watch reports applies that may have made messages of queue deliverable.
 func (n *Node) Watch(queue string) (<-chan struct{}, func()) { return n.notify.watch(queue) }
-

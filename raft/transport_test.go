@@ -128,11 +128,13 @@ func TestNode_Open_RefusesUntrustedPeer(t *testing.T) {
 				o.Logger = intruderLogs.Logger()
 				tc.intruder.apply("n2", "127.0.0.1")(o)
 			})
-			// Wait for several refused attempts on each side.
+			// Wait for several refused attempts. The intruder's Raft reports
+			// its failure once per repeat window (hclog.go), the cluster's
+			// stream layer every refusal.
 			deadline := time.Now().Add(30 * time.Second)
-			for logs.Count("raft: refused a connection") < 3 || intruderLogs.Count(tc.intruderSees) < 3 {
+			for logs.Count("raft: refused a connection") < 3 || intruderLogs.Count(tc.intruderSees) < 1 {
 				if time.Now().After(deadline) {
-					t.Fatalf("after 30s: the cluster logged %d refusals and the intruder %d %q, want 3 each",
+					t.Fatalf("after 30s: the cluster logged %d refusals and the intruder %d %q, want 3 and 1",
 						logs.Count("raft: refused a connection"), intruderLogs.Count(tc.intruderSees), tc.intruderSees)
 				}
 				time.Sleep(20 * time.Millisecond)
