@@ -4,6 +4,7 @@
 //	queen check --data DIR   walk a stopped node's store and report inconsistencies
 //	queen leave --url URL --node-id ID   remove a node from its cluster
 //	queen recover --data DIR [--peers ...]   rewrite a stopped node's membership after a lost quorum
+//	queen status | queues | dlq ...   what an operator looks at (ops.go)
 //
 // Run `queen serve -h` for the flags.
 package main
@@ -87,6 +88,12 @@ func main() {
 		err = recoverCmd(os.Args[2:])
 	case "bench":
 		err = benchCmd(os.Args[2:])
+	case "status":
+		err = statusCmd(os.Args[2:], os.Stdout)
+	case "queues":
+		err = queuesCmd(os.Args[2:], os.Stdout)
+	case "dlq":
+		err = dlqCmd(os.Args[2:], os.Stdout)
 	case "version", "--version", "-version", "-v":
 		fmt.Println("queen", version)
 	case "-h", "--help", "help":
@@ -115,6 +122,10 @@ commands:
   recover   rewrite a stopped node's membership after its cluster lost the quorum
             (--data DIR [--peers id@host:port,...]; default DIR/peers.json)
   bench     drive running nodes with load and report throughput and latency (queen bench -h)
+  status    every node's role, leader, term, applied index, lag, disk free and version
+            (--url http://a:6632,http://b:6632 [--json])
+  queues    the queues with their partitions and message counts (--url, --json)
+  dlq       list | replay | delete dead letters, with the API's filters (queen dlq list -h)
   version   print the version and the VCS revision it was built from (also --version, -v)
 `)
 }

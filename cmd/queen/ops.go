@@ -1,0 +1,396 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/queenmq/queen/server/diskspace"
+)
+
+// The operator's commands: queen status, queen queues, queen dlq. They
+// speak the HTTP API like any client (with --token when JWT is on) and
+// print a table, or JSON with --json.
+
+// apiClient is the HTTP side of the operator commands.
+type apiClient struct {
+	hc    *http.Client
+	token string
+	out   io.Writer
+}
+
+// clientFlags adds the flags every operator command has.
+func clientFlags(fs *flag.FlagSet) (token, ca *string, asJSON *bool) {
+	token = fs.String("token", os.Getenv("QUEEN_TOKEN"), "JWT sent as Authorization: Bearer (env QUEEN_TOKEN)")
+	ca = fs.String("ca", os.Getenv("QUEEN_TLS_CA"), "PEM CA certificate to trust for https URLs, besides the system roots (env QUEEN_TLS_CA)")
+	asJSON = fs.Bool("json", false, "print JSON instead of a table")
+	return
+}
+
+func newAPIClient(token, ca string, out io.Writer) (*apiClient, error) {
+	roots, err := trustedRoots(ca)
+	if err != nil {
+		return nil, err
+	}
+	return &apiClient{hc: &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{TLSClientConfig: roots}},
+		token: token, out: out}, nil
+}
+
+// call sends one request and decodes a 2xx JSON answer into v (nil: drop
+// it); another status is an error carrying the broker's message.
+func (c *apiClient) call(method, u string, body io.Reader, v any) error {
+	req, err := http.NewRequest(method, u, body)
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		var e struct{ Error, Code string }
+		if json.Unmarshal(b, &e) == nil && e.Error != "" {
+			return fmt.Errorf("%s %s: %d %s (%s)", method, u, resp.StatusCode, e.Error, e.Code)
+		}
+		return fmt.Errorf("%s %s: %s", method, u, resp.Status)
+	}
+	if v == nil || resp.StatusCode == http.StatusNoContent {
+		return nil
+	}
+	return json.Unmarshal(b, v)
+}
+
+// splitURLs reads --url: repeatable or comma-separated.
+type urlList []string
+
+func (u *urlList) String() string { return strings.Join(*u, ",") }
+func (u *urlList) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimRight(strings.TrimSpace(s), "/"); s != "" {
+			*u = append(*u, s)
+		}
+	}
+	return nil
+}
+
+// nodeStatus is what queen status shows of a node.
+type nodeStatus struct {
+	URL      string `json:"url"`
+	ID       string `json:"id,omitempty"`
+	Role     string `json:"role,omitempty"`
+	Leader   string `json:"leader,omitempty"`
+	Term     uint64 `json:"term"`
+	Applied  uint64 `json:"applied"`
+	Lag      uint64 `json:"lag"` // entries behind the most advanced node reached
+	Free     uint64 `json:"freeBytes"`
+	Version  string `json:"version,omitempty"`
+	Storage  string `json:"storage,omitempty"` // "" when ok, else why not
+	Fault    string `json:"fault,omitempty"`
+	Error    string `json:"error,omitempty"` // the node did not answer
+	Healthy  bool   `json:"healthy"`
+	Reserved uint64 `json:"reserveBytes"`
+}
+
+// statusCmd is queen status: every node's role, leader, term, applied
+// index, lag, free disk and version.
+func statusCmd(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	var urls urlList
+	fs.Var(&urls, "url", "HTTP URL of a node, repeatable or comma-separated (default http://127.0.0.1:6632)")
+	token, ca, asJSON := clientFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if len(urls) == 0 {
+		urls = urlList{"http://127.0.0.1:6632"}
+	}
+	c, err := newAPIClient(*token, *ca, out)
+	if err != nil {
+		return err
+	}
+	nodes := make([]nodeStatus, len(urls))
+	var top uint64
+	for i, u := range urls {
+		n := &nodes[i]
+		n.URL = u
+		var h struct {
+			Status, Version, ID, Role, Leader, Fault string
+			Applied, Term                            uint64
+			Storage                                  struct {
+				OK          bool   `json:"ok"`
+				Reason      string `json:"reason"`
+				Reserve     uint64 `json:"reserveBytes"`
+				Directories []struct {
+					Free uint64 `json:"freeBytes"`
+				} `json:"directories"`
+			}
+		}
+		// /health answers 503 with the same body when unhealthy: read it.
+		req, _ := http.NewRequest("GET", u+"/health", nil)
+		resp, err := c.hc.Do(req)
+		if err != nil {
+			n.Error = err.Error()
+			continue
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err := json.Unmarshal(b, &h); err != nil {
+			n.Error = fmt.Sprintf("%s: %v", resp.Status, err)
+			continue
+		}
+		n.ID, n.Role, n.Leader, n.Term, n.Applied, n.Version, n.Fault = h.ID, h.Role, h.Leader, h.Term, h.Applied, h.Version, h.Fault
+		n.Healthy = h.Status == "healthy"
+		n.Reserved = h.Storage.Reserve
+		if !h.Storage.OK {
+			n.Storage = h.Storage.Reason
+		}
+		for j, d := range h.Storage.Directories {
+			if j == 0 || d.Free < n.Free {
+				n.Free = d.Free
+			}
+		}
+		top = max(top, n.Applied)
+	}
+	for i := range nodes {
+		if nodes[i].Error == "" {
+			nodes[i].Lag = top - nodes[i].Applied
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(nodes)
+	}
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NODE\tURL\tROLE\tLEADER\tTERM\tAPPLIED\tLAG\tDISK FREE\tVERSION\tSTATE")
+	for _, n := range nodes {
+		if n.Error != "" {
+			fmt.Fprintf(w, "?\t%s\t-\t-\t-\t-\t-\t-\t-\tunreachable: %s\n", n.URL, n.Error)
+			continue
+		}
+		state := "ok"
+		switch {
+		case n.Fault != "":
+			state = "storage fault: " + n.Fault
+		case n.Storage != "":
+			state = n.Storage
+		case !n.Healthy:
+			state = "unhealthy (no leader)"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", n.ID, n.URL, n.Role, n.Leader, n.Term, n.Applied, n.Lag,
+			diskspace.FormatBytes(n.Free), n.Version, state)
+	}
+	return w.Flush()
+}
+
+// queuesCmd is queen queues: every queue with its partitions and counts.
+func queuesCmd(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("queues", flag.ContinueOnError)
+	base := fs.String("url", "http://127.0.0.1:6632", "HTTP URL of any node")
+	token, ca, asJSON := clientFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	c, err := newAPIClient(*token, *ca, out)
+	if err != nil {
+		return err
+	}
+	var res struct {
+		Queues []struct {
+			Name       string `json:"name"`
+			Namespace  string `json:"namespace"`
+			Partitions int    `json:"partitions"`
+			Messages   struct {
+				Total      int64 `json:"total"`
+				Pending    int64 `json:"pending"`
+				Processing int64 `json:"processing"`
+			} `json:"messages"`
+		} `json:"queues"`
+	}
+	var raw json.RawMessage
+	if err := c.call("GET", strings.TrimRight(*base, "/")+"/api/v1/resources/queues", nil, &raw); err != nil {
+		return err
+	}
+	if *asJSON {
+		_, err := fmt.Fprintf(out, "%s\n", raw)
+		return err
+	}
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return err
+	}
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "QUEUE\tNAMESPACE\tPARTITIONS\tTOTAL\tPENDING\tPROCESSING")
+	for _, q := range res.Queues {
+		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\n", q.Name, q.Namespace, q.Partitions, q.Messages.Total, q.Messages.Pending,
+			q.Messages.Processing)
+	}
+	return w.Flush()
+}
+
+// dlqCmd is queen dlq list | replay | delete.
+func dlqCmd(args []string, out io.Writer) error {
+	if len(args) == 0 {
+		return fmt.Errorf("usage: queen dlq list|replay|delete [flags] (queen dlq list -h)")
+	}
+	sub, args := args[0], args[1:]
+	fs := flag.NewFlagSet("dlq "+sub, flag.ContinueOnError)
+	base := fs.String("url", "http://127.0.0.1:6632", "HTTP URL of any node")
+	token, ca, asJSON := clientFlags(fs)
+	filter := map[string]*string{}
+	if sub == "list" || sub == "replay" {
+		for _, f := range []struct{ name, usage string }{
+			{"queue", "only this queue"}, {"consumerGroup", "only this consumer group"}, {"partition", "only this partition (by name)"},
+			{"from", "failed at or after this ISO-8601 time"}, {"to", "failed at or before this ISO-8601 time"},
+		} {
+			filter[f.name] = fs.String(f.name, "", f.usage)
+		}
+	}
+	limit := fs.Int("limit", 100, "list: rows per page; replay: at most this many rows (0: all)")
+	offset := fs.Int("offset", 0, "list: rows to skip")
+	partID := fs.String("partition-id", "", "delete: the message's partition id")
+	txn := fs.String("transaction-id", "", "delete: the message's transaction id")
+	group := fs.String("group", "", "delete: only this group's row")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	c, err := newAPIClient(*token, *ca, out)
+	if err != nil {
+		return err
+	}
+	root := strings.TrimRight(*base, "/")
+	q := url.Values{}
+	for k, v := range filter {
+		if *v != "" {
+			q.Set(k, *v)
+		}
+	}
+	switch sub {
+	case "list":
+		q.Set("limit", fmt.Sprint(*limit))
+		q.Set("offset", fmt.Sprint(*offset))
+		var raw json.RawMessage
+		if err := c.call("GET", root+"/api/v1/dlq?"+q.Encode(), nil, &raw); err != nil {
+			return err
+		}
+		if *asJSON {
+			_, err := fmt.Fprintf(out, "%s\n", raw)
+			return err
+		}
+		var page struct {
+			Messages []struct {
+				TransactionID string `json:"transactionId"`
+				PartitionID   string `json:"partitionId"`
+				Queue         string `json:"queue"`
+				Partition     string `json:"partition"`
+				Group         string `json:"consumerGroup"`
+				Error         string `json:"errorMessage"`
+				FailedAt      string `json:"failedAt"`
+			} `json:"messages"`
+			Total int `json:"total"`
+		}
+		if err := json.Unmarshal(raw, &page); err != nil {
+			return err
+		}
+		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "FAILED AT\tQUEUE\tPARTITION\tGROUP\tTRANSACTION\tPARTITION ID\tERROR")
+		for _, m := range page.Messages {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.FailedAt, m.Queue, m.Partition, m.Group, m.TransactionID, m.PartitionID, m.Error)
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(out, "%d of %d dead letters\n", len(page.Messages), page.Total)
+		return err
+	case "replay":
+		return dlqReplay(c, root, q, *limit, *asJSON)
+	case "delete":
+		if *partID == "" || *txn == "" {
+			return fmt.Errorf("--partition-id and --transaction-id are required")
+		}
+		u := root + "/api/v1/messages/" + url.PathEscape(*partID) + "/" + url.PathEscape(*txn)
+		if *group != "" {
+			u += "?consumerGroup=" + url.QueryEscape(*group)
+		}
+		var res json.RawMessage
+		if err := c.call("DELETE", u, nil, &res); err != nil {
+			return err
+		}
+		_, err := fmt.Fprintf(out, "%s\n", res)
+		return err
+	}
+	return fmt.Errorf("unknown dlq command %q: want list, replay or delete", sub)
+}
+
+// dlqReplay redrives the rows the filters select (docs/decisions.md B4) in
+// rounds of at most 100, with a progress bar (or one JSON line): each round
+// is one call, each row replayed at most once however the rounds go.
+func dlqReplay(c *apiClient, root string, q url.Values, limit int, asJSON bool) error {
+	count := url.Values{}
+	for k, v := range q {
+		count[k] = v
+	}
+	count.Set("limit", "1")
+	var first struct {
+		Total int `json:"total"`
+	}
+	if err := c.call("GET", root+"/api/v1/dlq?"+count.Encode(), nil, &first); err != nil {
+		return err
+	}
+	want := first.Total
+	if limit > 0 {
+		want = min(want, limit)
+	}
+	var bar *progressbar.ProgressBar
+	if !asJSON {
+		bar = progressbar.NewOptions(want, progressbar.OptionSetWriter(c.out), progressbar.OptionSetDescription("replaying"),
+			progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
+	}
+	var replayed, failed int
+	for replayed+failed < want {
+		round := min(100, want-replayed-failed)
+		q.Set("limit", fmt.Sprint(round))
+		var res struct {
+			Replayed int `json:"replayed"`
+			Failed   int `json:"failed"`
+		}
+		if err := c.call("POST", root+"/api/v1/dlq/replay?"+q.Encode(), strings.NewReader("{}"), &res); err != nil {
+			return err
+		}
+		replayed += res.Replayed
+		failed += res.Failed
+		if bar != nil {
+			bar.Add(res.Replayed + res.Failed)
+		}
+		if res.Replayed+res.Failed == 0 {
+			break // nothing left that the filters select
+		}
+	}
+	if bar != nil {
+		bar.Finish()
+	}
+	if asJSON {
+		return json.NewEncoder(c.out).Encode(map[string]int{"replayed": replayed, "failed": failed})
+	}
+	_, err := fmt.Fprintf(c.out, "replayed %d, failed %d\n", replayed, failed)
+	return err
+}

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// runCLI runs the queen binary with args and returns its stdout.
+func runCLI(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(queenBinary(t), args...)
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("queen %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr)
+	}
+	return string(out)
+}
+
+// queen status over a three-node cluster: every node, one leader that all
+// name, applied indexes and lags, free disk, version; a table and JSON; an
+// unreachable URL is a row of its own, not a failure.
+func TestCLI_StatusOfAThreeNodeCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process-level CLI test; skipped with -short")
+	}
+	c := startLoopback(t, 3)
+	leader := c.waitLeader(c.nodes, 30*time.Second)
+	c.mustPush(c.nodes, 30*time.Second, []pushItem{{Queue: "q", TransactionID: "a", Payload: 1}})
+	var urls []string
+	for _, n := range c.nodes {
+		urls = append(urls, n.url(""))
+	}
+	dead := fmt.Sprintf("http://127.0.0.1:%d", freePorts(t, 1)[0])
+	var nodes []nodeStatus
+	waitFor(t, 30*time.Second, "every node to have applied the push", func() (bool, string) {
+		out := runCLI(t, "status", "--url", strings.Join(urls, ","), "--json")
+		nodes = nil
+		if err := json.Unmarshal([]byte(out), &nodes); err != nil {
+			t.Fatalf("status --json: %v\n%s", err, out)
+		}
+		for _, n := range nodes {
+			if n.Lag != 0 {
+				return false, out
+			}
+		}
+		return true, out
+	})
+	leaders := 0
+	for _, n := range nodes {
+		if n.Error != "" || n.Leader != leader.id || n.Term == 0 || n.Applied == 0 || n.Free == 0 || n.Version == "" || !n.Healthy {
+			t.Errorf("node %+v", n)
+		}
+		if n.Role == "leader" {
+			leaders++
+		}
+	}
+	if leaders != 1 {
+		t.Fatalf("%d leaders in %+v", leaders, nodes)
+	}
+	table := runCLI(t, "status", "--url", strings.Join(append(urls, dead), ","))
+	lines := strings.Split(strings.TrimSpace(table), "\n")
+	if len(lines) != 5 || !strings.HasPrefix(lines[0], "NODE") || !strings.Contains(table, "leader") ||
+		!strings.Contains(lines[4], "unreachable") {
+		t.Fatalf("table:\n%s", table)
+	}
+}
+
+// queen queues and queen dlq list | replay | delete against one node: the
+// queue with its counts; the dead letters the filters select; a redrive in
+// rounds that replays each row once; a delete of one address.
+func TestCLI_QueuesAndDLQ(t *testing.T) {
+	c := newCluster(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0])
+	n := c.addNode("n1", addr, nil, "--http", addr)
+	n.start()
+	c.waitLeader([]*qnode{n}, 30*time.Second)
+	url := n.url("")
+	c.mustConfigure(n, "payments")
+	c.do(5*time.Second, "POST", n.url("/api/v1/configure"), []byte(`{"queue":"payments","options":{"retryLimit":0}}`))
+	const rows = 150 // more than one replay round
+	var items []pushItem
+	for i := range rows {
+		items = append(items, pushItem{Queue: "payments", TransactionID: fmt.Sprint("p-", i), Payload: map[string]any{"i": i}})
+	}
+	c.mustPush([]*qnode{n}, 30*time.Second, items)
+	c.mustPush([]*qnode{n}, 30*time.Second, []pushItem{{Queue: "orders", TransactionID: "o", Payload: 1}})
+	// Fail every payment: with retryLimit 0 each goes to the DLQ (one at a
+	// time: a failed ack dead-letters the head of its batch and releases
+	// the rest).
+	for failed := 0; failed < rows; {
+		code, b, err := c.do(5*time.Second, "GET", n.url("/api/v1/pop/queue/payments?batch=1"), nil)
+		if err != nil || code != http.StatusOK {
+			t.Fatalf("pop: %d %v %s", code, err, b)
+		}
+		var pr popResponse
+		json.Unmarshal(b, &pr)
+		var acks []ackItem
+		for _, m := range pr.Messages {
+			acks = append(acks, ackItem{TransactionID: m.TransactionID, PartitionID: m.PartitionID, LeaseID: m.LeaseID, Status: "failed"})
+		}
+		body, _ := json.Marshal(map[string]any{"acknowledgments": acks})
+		if code, b, err := c.do(5*time.Second, "POST", n.url("/api/v1/ack/batch"), body); err != nil || code != http.StatusOK {
+			t.Fatalf("ack: %d %v %s", code, err, b)
+		}
+		failed += len(acks)
+	}
+
+	queues := runCLI(t, "queues", "--url", url)
+	if !strings.Contains(queues, "payments") || !strings.Contains(queues, "orders") || !strings.HasPrefix(queues, "QUEUE") {
+		t.Fatalf("queues:\n%s", queues)
+	}
+	var qj struct {
+		Queues []struct{ Name string } `json:"queues"`
+	}
+	if err := json.Unmarshal([]byte(runCLI(t, "queues", "--url", url, "--json")), &qj); err != nil || len(qj.Queues) != 2 {
+		t.Fatalf("queues --json: %+v %v", qj, err)
+	}
+
+	list := runCLI(t, "dlq", "list", "--url", url, "--queue", "payments", "--limit", "5")
+	if !strings.Contains(list, "5 of 150 dead letters") || strings.Count(list, "payments") != 5 {
+		t.Fatalf("dlq list:\n%s", list)
+	}
+	if none := runCLI(t, "dlq", "list", "--url", url, "--queue", "orders"); !strings.Contains(none, "0 of 0") {
+		t.Fatalf("dlq list of orders:\n%s", none)
+	}
+	var page struct {
+		Messages []struct {
+			TransactionID string `json:"transactionId"`
+			PartitionID   string `json:"partitionId"`
+		} `json:"messages"`
+	}
+	json.Unmarshal([]byte(runCLI(t, "dlq", "list", "--url", url, "--queue", "payments", "--limit", "1", "--json")), &page)
+	if len(page.Messages) != 1 {
+		t.Fatalf("dlq list --json: %+v", page)
+	}
+	del := runCLI(t, "dlq", "delete", "--url", url, "--partition-id", page.Messages[0].PartitionID, "--transaction-id", page.Messages[0].TransactionID)
+	if !strings.Contains(del, `"deleted":1`) {
+		t.Fatalf("dlq delete: %s", del)
+	}
+
+	var res map[string]int
+	out := runCLI(t, "dlq", "replay", "--url", url, "--queue", "payments", "--limit", "0", "--json")
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res["replayed"] != rows-1 || res["failed"] != 0 {
+		t.Fatalf("dlq replay: %s %v", out, err)
+	}
+	if again := runCLI(t, "dlq", "replay", "--url", url, "--queue", "payments"); !strings.Contains(again, "replayed 0, failed 0") {
+		t.Fatalf("a second replay: %s", again)
+	}
+	// Every replayed payment is back on its queue, once.
+	code, b, _ := c.do(5*time.Second, "GET", n.url("/api/v1/resources/queues/payments"), nil)
+	var q struct {
+		Totals struct {
+			Pending int `json:"pending"`
+		} `json:"totals"`
+	}
+	if json.Unmarshal(b, &q); code != http.StatusOK || q.Totals.Pending != rows-1 {
+		t.Fatalf("payments after the replay: %d %s", code, b)
+	}
+}
