@@ -18,7 +18,7 @@ import (
 func check(args []string) error {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	data := fs.String("data", "./data", "the node's data directory")
-	if err := fs.Parse(args); err != nil {
+	if err := parseEnvFlags(fs, args, os.Getenv, "data"); err != nil {
 		return err
 	}
 	lock, err := raft.Lock(*data)

@@ -20,11 +20,12 @@ func leave(args []string) error {
 	url := fs.String("url", "http://127.0.0.1:6632", "HTTP URL of any node of the cluster")
 	id := fs.String("node-id", "", "id of the node to remove")
 	force := fs.Bool("force", false, "remove it even when the voters left would not be a reachable majority")
-	secret := fs.String("cluster-secret", os.Getenv("QUEEN_CLUSTER_SECRET"), "the cluster secret (env QUEEN_CLUSTER_SECRET; prefer --cluster-secret-file)")
-	secretFile := fs.String("cluster-secret-file", os.Getenv("QUEEN_CLUSTER_SECRET_FILE"), "file holding the cluster secret (env QUEEN_CLUSTER_SECRET_FILE)")
-	token := fs.String("token", os.Getenv("QUEEN_TOKEN"), "an admin JWT, instead of the secret, when the cluster runs with JWT (env QUEEN_TOKEN)")
-	ca := fs.String("ca", os.Getenv("QUEEN_TLS_CA"), "PEM CA certificate to trust for an https --url, besides the system roots (env QUEEN_TLS_CA)")
-	if err := fs.Parse(args); err != nil {
+	secret := fs.String("cluster-secret", "", "the cluster secret (prefer --cluster-secret-file)")
+	secretFile := fs.String("cluster-secret-file", "", "file holding the cluster secret")
+	token := fs.String("token", "", "an admin JWT, instead of the secret, when the cluster runs with JWT")
+	ca := fs.String("tls-ca", "", "PEM CA certificate to trust for an https --url, besides the system roots")
+	// Not --node-id: a node's environment names the node itself.
+	if err := parseEnvFlags(fs, args, os.Getenv, append(clientEnv, "cluster-secret", "cluster-secret-file")...); err != nil {
 		return err
 	}
 	if *id == "" {

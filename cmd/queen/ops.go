@@ -28,13 +28,16 @@ type apiClient struct {
 	out   io.Writer
 }
 
-// clientFlags adds the flags every operator command has.
+// clientFlags adds the flags every operator command has; clientEnv are
+// the ones also read from the environment.
 func clientFlags(fs *flag.FlagSet) (token, ca *string, asJSON *bool) {
-	token = fs.String("token", os.Getenv("QUEEN_TOKEN"), "JWT sent as Authorization: Bearer (env QUEEN_TOKEN)")
-	ca = fs.String("ca", os.Getenv("QUEEN_TLS_CA"), "PEM CA certificate to trust for https URLs, besides the system roots (env QUEEN_TLS_CA)")
+	token = fs.String("token", "", "JWT sent as Authorization: Bearer")
+	ca = fs.String("tls-ca", "", "PEM CA certificate to trust for https URLs, besides the system roots")
 	asJSON = fs.Bool("json", false, "print JSON instead of a table")
 	return
 }
+
+var clientEnv = []string{"url", "token", "tls-ca"}
 
 func newAPIClient(token, ca string, out io.Writer) (*apiClient, error) {
 	roots, err := trustedRoots(ca)
@@ -118,7 +121,7 @@ func statusCmd(args []string, out io.Writer) error {
 	var urls urlList
 	fs.Var(&urls, "url", "HTTP URL of a node, repeatable or comma-separated (default http://127.0.0.1:6632)")
 	token, ca, asJSON := clientFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseEnvFlags(fs, args, os.Getenv, clientEnv...); err != nil {
 		return err
 	}
 	if len(urls) == 0 {
@@ -208,7 +211,7 @@ func queuesCmd(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("queues", flag.ContinueOnError)
 	base := fs.String("url", "http://127.0.0.1:6632", "HTTP URL of any node")
 	token, ca, asJSON := clientFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseEnvFlags(fs, args, os.Getenv, clientEnv...); err != nil {
 		return err
 	}
 	c, err := newAPIClient(*token, *ca, out)
@@ -270,7 +273,7 @@ func dlqCmd(args []string, out io.Writer) error {
 	partID := fs.String("partition-id", "", "delete: the message's partition id")
 	txn := fs.String("transaction-id", "", "delete: the message's transaction id")
 	group := fs.String("group", "", "delete: only this group's row")
-	if err := fs.Parse(args); err != nil {
+	if err := parseEnvFlags(fs, args, os.Getenv, clientEnv...); err != nil {
 		return err
 	}
 	c, err := newAPIClient(*token, *ca, out)

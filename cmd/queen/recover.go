@@ -21,7 +21,8 @@ func recoverCmd(args []string) error {
 	fs := flag.NewFlagSet("recover", flag.ContinueOnError)
 	data := fs.String("data", "./data", "the stopped node's data directory")
 	list := fs.String("peers", "", "the new membership, id@raftHost:raftPort,... (default: read DIR/peers.json)")
-	if err := fs.Parse(args); err != nil {
+	// Not --peers: a node's environment holds the membership being replaced.
+	if err := parseEnvFlags(fs, args, os.Getenv, "data"); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -78,57 +79,42 @@ type serveConfig struct {
 
 func parseServe(args []string, getenv func(string) string) (serveConfig, error) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	env := func(name, def string) string {
-		if v := getenv(name); v != "" {
-			return v
-		}
-		return def
-	}
 	defHTTP := "0.0.0.0:6632"
 	if h, p := getenv("HOST"), getenv("PORT"); h != "" || p != "" {
-		defHTTP = net.JoinHostPort(env("HOST", "0.0.0.0"), env("PORT", "6632"))
+		defHTTP = net.JoinHostPort(cmp.Or(h, "0.0.0.0"), cmp.Or(p, "6632"))
 	}
 	var c serveConfig
 	var peers, level, tlsCert, tlsKey, tlsCA, secretFile, httpCert, httpKey, httpCA, cors, minFree string
-	fs.StringVar(&c.data, "data", env("QUEEN_DATA_DIR", "./data"), "data directory (env QUEEN_DATA_DIR)")
-	fs.StringVar(&c.http, "http", defHTTP, "HTTP listen address host:port (env HOST, PORT)")
-	fs.StringVar(&c.advertise, "advertise", env("QUEEN_ADVERTISE_HTTP", ""), "HTTP address other nodes reach this one at (default: --http, with 0.0.0.0 as 127.0.0.1)")
-	fs.StringVar(&c.nodeID, "node-id", env("QUEEN_NODE_ID", "node1"), "this node's id, unique in the cluster for all time (env QUEEN_NODE_ID)")
-	fs.StringVar(&c.raftAddr, "raft", env("QUEEN_RAFT_ADDR", ""), "Raft TCP address host:port; empty runs a single node without network replication (env QUEEN_RAFT_ADDR)")
-	fs.StringVar(&peers, "peers", env("QUEEN_PEERS", ""), "static membership id@raftHost:raftPort,... including this node; the first start bootstraps (env QUEEN_PEERS)")
-	fs.StringVar(&tlsCert, "raft-tls-cert", env("QUEEN_RAFT_TLS_CERT", ""), "PEM certificate of this node for mutual TLS on the Raft transport, naming its --raft host; with --raft-tls-key and --raft-tls-ca (env QUEEN_RAFT_TLS_CERT)")
-	fs.StringVar(&tlsKey, "raft-tls-key", env("QUEEN_RAFT_TLS_KEY", ""), "PEM private key of --raft-tls-cert (env QUEEN_RAFT_TLS_KEY)")
-	fs.StringVar(&tlsCA, "raft-tls-ca", env("QUEEN_RAFT_TLS_CA", ""), "PEM certificate of the CA that signed every node's Raft certificate (env QUEEN_RAFT_TLS_CA)")
-	fs.StringVar(&c.clusterSecret, "cluster-secret", env("QUEEN_CLUSTER_SECRET", ""), "secret every node of the cluster shares; Raft connections must prove it (env QUEEN_CLUSTER_SECRET; prefer --cluster-secret-file, which keeps it out of the process list)")
-	fs.StringVar(&secretFile, "cluster-secret-file", env("QUEEN_CLUSTER_SECRET_FILE", ""), "file holding the cluster secret; a trailing newline is dropped (env QUEEN_CLUSTER_SECRET_FILE)")
-	fs.StringVar(&httpCert, "tls-cert", env("QUEEN_TLS_CERT", ""), "PEM certificate to serve the HTTP API over HTTPS, naming the host clients and other nodes use; with --tls-key (env QUEEN_TLS_CERT)")
-	fs.StringVar(&httpKey, "tls-key", env("QUEEN_TLS_KEY", ""), "PEM private key of --tls-cert (env QUEEN_TLS_KEY)")
-	fs.StringVar(&httpCA, "tls-ca", env("QUEEN_TLS_CA", ""), "PEM CA certificate this node trusts for the other nodes' HTTPS (relays, --join), besides the system roots and --raft-tls-ca (env QUEEN_TLS_CA)")
-	fs.StringVar(&cors, "cors-origins", env("QUEEN_CORS_ORIGINS", "*"), "comma-separated browser origins allowed to call the API, scheme://host[:port]; * allows any, as Queen (env QUEEN_CORS_ORIGINS)")
-	fs.StringVar(&c.join, "join", env("QUEEN_JOIN", ""), "HTTP URL of a running cluster node to join at first start, instead of bootstrapping (env QUEEN_JOIN)")
+	fs.StringVar(&c.data, "data", "./data", "data directory")
+	fs.StringVar(&c.http, "http", defHTTP, "HTTP listen address host:port (also Queen's HOST and PORT)")
+	fs.StringVar(&c.advertise, "advertise", "", "HTTP address other nodes reach this one at (default: --http, with 0.0.0.0 as 127.0.0.1)")
+	fs.StringVar(&c.nodeID, "node-id", "node1", "this node's id, unique in the cluster for all time")
+	fs.StringVar(&c.raftAddr, "raft", "", "Raft TCP address host:port; empty runs a single node without network replication")
+	fs.StringVar(&peers, "peers", "", "static membership id@raftHost:raftPort,... including this node; the first start bootstraps")
+	fs.StringVar(&tlsCert, "raft-tls-cert", "", "PEM certificate of this node for mutual TLS on the Raft transport, naming its --raft host; with --raft-tls-key and --raft-tls-ca")
+	fs.StringVar(&tlsKey, "raft-tls-key", "", "PEM private key of --raft-tls-cert")
+	fs.StringVar(&tlsCA, "raft-tls-ca", "", "PEM certificate of the CA that signed every node's Raft certificate")
+	fs.StringVar(&c.clusterSecret, "cluster-secret", "", "secret every node of the cluster shares; Raft connections must prove it (prefer --cluster-secret-file, which keeps it out of the process list)")
+	fs.StringVar(&secretFile, "cluster-secret-file", "", "file holding the cluster secret; a trailing newline is dropped")
+	fs.StringVar(&httpCert, "tls-cert", "", "PEM certificate to serve the HTTP API over HTTPS, naming the host clients and other nodes use; with --tls-key")
+	fs.StringVar(&httpKey, "tls-key", "", "PEM private key of --tls-cert")
+	fs.StringVar(&httpCA, "tls-ca", "", "PEM CA certificate this node trusts for the other nodes' HTTPS (relays, --join), besides the system roots and --raft-tls-ca")
+	fs.StringVar(&cors, "cors-origins", "*", "comma-separated browser origins allowed to call the API, scheme://host[:port]; * allows any, as Queen")
+	fs.StringVar(&c.join, "join", "", "HTTP URL of a running cluster node to join at first start, instead of bootstrapping")
 	def := raft.DefaultOptions()
 	fs.Uint64Var(&c.snapshotThreshold, "snapshot-threshold", def.SnapshotThreshold, "Raft log entries between snapshots")
 	fs.DurationVar(&c.snapshotInterval, "snapshot-interval", def.SnapshotInterval, "how often Raft checks whether a snapshot is due")
 	fs.Uint64Var(&c.trailingLogs, "trailing-logs", def.TrailingLogs, "Raft log entries kept after a snapshot for slow followers")
 	fs.DurationVar(&c.retention, "retention-interval", 5*time.Second, "how often the leader sweeps retention and eviction (0 disables)")
-	fs.StringVar(&c.pprof, "pprof", env("QUEEN_PPROF", ""), "serve Go's pprof profiles on this host:port (off when empty; keep it on loopback)")
-	fs.StringVar(&level, "log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error; debug also shows Raft's elections and snapshots (env LOG_LEVEL)")
-	fs.StringVar(&c.logFormat, "log-format", env("QUEEN_LOG_FORMAT", "text"), "text (key=value lines) or json (one object a line) (env QUEEN_LOG_FORMAT)")
-	fs.IntVar(&c.maxBody, "max-body-bytes", 64<<20, "largest request body accepted (env QUEEN_MAX_BODY_BYTES)")
-	fs.StringVar(&minFree, "min-free-bytes", env("QUEEN_MIN_FREE_BYTES", diskspace.FormatBytes(diskspace.DefaultMinFreeBytes)), "free space kept on each filesystem of --data: below it, writes that add data answer 507 while pops, acks and deletes go on; bytes or KiB/MiB/GiB/TiB, 0 disables (env QUEEN_MIN_FREE_BYTES)")
-	if v := getenv("QUEEN_MAX_BODY_BYTES"); v != "" {
-		fmt.Sscan(v, &c.maxBody)
-	}
-	fs.Int64Var(&c.maxInflight, "max-inflight-body-bytes", 0, "bytes of request bodies held at once, all requests together; past it a request is answered 503 overloaded before its body is read. 0: 1/8 of the memory available (cgroup limit, else RAM), between 2 × --max-body-bytes and 1 GiB (env QUEEN_MAX_INFLIGHT_BODY_BYTES)")
-	if v := getenv("QUEEN_MAX_INFLIGHT_BODY_BYTES"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return c, fmt.Errorf("bad QUEEN_MAX_INFLIGHT_BODY_BYTES %q: want a number of bytes", v)
-		}
-		c.maxInflight = n
-	}
+	fs.StringVar(&c.pprof, "pprof", "", "serve Go's pprof profiles on this host:port (off when empty; keep it on loopback)")
+	fs.StringVar(&level, "log-level", "info", "debug, info, warn or error; debug also shows Raft's elections and snapshots")
+	fs.StringVar(&c.logFormat, "log-format", "text", "text (key=value lines) or json (one object a line)")
+	fs.IntVar(&c.maxBody, "max-body-bytes", 64<<20, "largest request body accepted")
+	fs.StringVar(&minFree, "min-free-bytes", diskspace.FormatBytes(diskspace.DefaultMinFreeBytes), "free space kept on each filesystem of --data: below it, writes that add data answer 507 while pops, acks and deletes go on; bytes or KiB/MiB/GiB/TiB, 0 disables")
+	fs.Int64Var(&c.maxInflight, "max-inflight-body-bytes", 0, "bytes of request bodies held at once, all requests together; past it a request is answered 503 overloaded before its body is read. 0: 1/8 of the memory available (cgroup limit, else RAM), between 2 × --max-body-bytes and 1 GiB")
+	// The payload key has no flag: it stays out of the process list.
 	c.encryptionKey = getenv("QUEEN_ENCRYPTION_KEY")
-	if err := fs.Parse(args); err != nil {
+	if err := parseEnvFlags(fs, args, getenv); err != nil {
 		return c, err
 	}
 	if fs.NArg() > 0 {
