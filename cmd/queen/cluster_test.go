@@ -587,3 +587,42 @@ func TestCluster_JoinAndLeave(t *testing.T) {
 	n3.stop()
 	c.stopAndCompare(nodes[:2], 30*time.Second)
 }
+
+// TestCluster_OneTemplateForEveryReplica: every node gets the same
+// arguments, as the replicas of a StatefulSet do (deploy/kubernetes): the
+// three --peers lists found the cluster, a fourth with the same arguments
+// joins it through --join, and all four hold what any of them took.
+func TestCluster_OneTemplateForEveryReplica(t *testing.T) {
+	c := newCluster(t)
+	ports := freePorts(t, 8)
+	secretFile := writeSecret(t, "one template secret")
+	var peers []string
+	for i := range 3 {
+		peers = append(peers, fmt.Sprintf("n%d@127.0.0.1:%d", i+1, ports[4+i]))
+	}
+	var nodes []*qnode
+	for i := range 4 {
+		httpAddr := fmt.Sprintf("127.0.0.1:%d", ports[i])
+		nodes = append(nodes, c.addNode(fmt.Sprintf("n%d", i+1), httpAddr, nil,
+			"--http", httpAddr, "--raft", fmt.Sprintf("127.0.0.1:%d", ports[4+i]), "--retention-interval", "0",
+			"--cluster-secret-file", secretFile, "--peers", strings.Join(peers, ","),
+			"--join", "http://"+fmt.Sprintf("127.0.0.1:%d", ports[0])))
+	}
+	for _, n := range nodes[:3] {
+		n.start()
+	}
+	c.waitLeader(nodes[:3], 30*time.Second)
+	c.mustPush(nodes[:3], 10*time.Second, []pushItem{{Queue: "tpl", TransactionID: "founders", Payload: 1}})
+	nodes[3].start()
+	waitFor(t, 30*time.Second, "voters == 4 on every node", func() (bool, string) {
+		hs, errs, desc := c.healths(nodes)
+		for i, h := range hs {
+			if errs[i] != nil || h.Code != 200 || h.Voters != 4 {
+				return false, desc
+			}
+		}
+		return true, desc
+	})
+	c.mustPush(nodes[3:], 10*time.Second, []pushItem{{Queue: "tpl", TransactionID: "joiner", Payload: 2}})
+	c.stopAndCompare(nodes, 60*time.Second)
+}

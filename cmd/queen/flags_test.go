@@ -207,3 +207,20 @@ func TestREADME_ConfigurationTableIsServeFlags(t *testing.T) {
 		}
 	}
 }
+
+// With --peers and --join both given (one template for every replica),
+// the nodes --peers lists found the cluster and any other joins it.
+func TestParseServe_PeersAndJoin(t *testing.T) {
+	args := func(id string) []string {
+		return []string{"--node-id", id, "--raft", "127.0.0.1:7004", "--cluster-secret", "s",
+			"--peers", "n1@127.0.0.1:7001,n2@127.0.0.1:7002,n3@127.0.0.1:7003", "--join", "http://127.0.0.1:6632"}
+	}
+	c, _ := parseOrError(t, args("n2"), nil, "")
+	if c.join != "" || len(c.peers) != 3 {
+		t.Errorf("n2, which --peers lists: join %q and %d peers, want no join and 3 peers", c.join, len(c.peers))
+	}
+	c, _ = parseOrError(t, args("n4"), nil, "")
+	if c.join != "http://127.0.0.1:6632" || len(c.peers) != 0 {
+		t.Errorf("n4, which --peers does not list: join %q and %d peers, want the join and no peers", c.join, len(c.peers))
+	}
+}

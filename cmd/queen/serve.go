@@ -100,7 +100,7 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 	fs.StringVar(&httpKey, "tls-key", "", "PEM private key of --tls-cert")
 	fs.StringVar(&httpCA, "tls-ca", "", "PEM CA certificate this node trusts for the other nodes' HTTPS (relays, --join), besides the system roots and --raft-tls-ca")
 	fs.StringVar(&cors, "cors-origins", "*", "comma-separated browser origins allowed to call the API, scheme://host[:port]; * allows any, as Queen")
-	fs.StringVar(&c.join, "join", "", "HTTP URL of a running cluster node to join at first start, instead of bootstrapping")
+	fs.StringVar(&c.join, "join", "", "HTTP URL of a running cluster node to join at first start, instead of bootstrapping; with --peers, only a node --peers does not list joins")
 	def := raft.DefaultOptions()
 	fs.Uint64Var(&c.snapshotThreshold, "snapshot-threshold", def.SnapshotThreshold, "Raft log entries between snapshots")
 	fs.DurationVar(&c.snapshotInterval, "snapshot-interval", def.SnapshotInterval, "how often Raft checks whether a snapshot is due")
@@ -153,8 +153,22 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 	if c.auth, err = auth.OptionsFromEnv(getenv); err != nil {
 		return c, err
 	}
-	if c.join != "" && (c.raftAddr == "" || len(c.peers) > 0) {
-		return c, fmt.Errorf("--join needs --raft and no --peers")
+	if c.join != "" && len(c.peers) > 0 {
+		// One set of arguments for every replica (a StatefulSet's
+		// template): the nodes --peers lists found the cluster, any other
+		// joins it. Scaling past them adds joiners.
+		founder := false
+		for _, p := range c.peers {
+			founder = founder || p.ID == c.nodeID
+		}
+		if founder {
+			c.join = ""
+		} else {
+			c.peers = nil
+		}
+	}
+	if c.join != "" && c.raftAddr == "" {
+		return c, fmt.Errorf("--join needs --raft")
 	}
 	if c.join != "" && c.clusterSecret == "" {
 		return c, fmt.Errorf("--join needs the cluster secret (--cluster-secret-file, --cluster-secret or QUEEN_CLUSTER_SECRET): the cluster refuses anonymous joins")
