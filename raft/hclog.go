@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	hraft "github.com/hashicorp/raft"
 )
 
 // raftLogger is hashicorp/raft's logger as a view of the node's slog
@@ -90,7 +91,7 @@ func (l *raftLogger) Log(level hclog.Level, msg string, args ...any) {
 	case hclog.Warn:
 		lvl = slog.LevelWarn
 		for _, e := range expected {
-			if strings.HasPrefix(msg, e) {
+			if len(msg) >= len(e) && strings.EqualFold(msg[:len(e)], e) { // Raft capitalises some
 				lvl = slog.LevelInfo
 			}
 		}
@@ -98,7 +99,7 @@ func (l *raftLogger) Log(level hclog.Level, msg string, args ...any) {
 		lvl = slog.LevelError
 	}
 	if lvl >= slog.LevelWarn && shuttingDown(args) {
-		lvl = slog.LevelDebug // the node's own transport closing under its listener
+		lvl = slog.LevelDebug // the node's own parts stopping
 	}
 	ctx := context.Background()
 	if !l.log.Enabled(ctx, lvl) {
@@ -171,8 +172,12 @@ func (l *raftLogger) StandardWriter(*hclog.StandardLoggerOptions) io.Writer { re
 // down: what a node's own stop makes its listener report.
 func shuttingDown(args []any) bool {
 	for i := 0; i+1 < len(args); i += 2 {
-		if k, _ := args[i].(string); k == "error" && fmt.Sprint(args[i+1]) == "transport shutdown" {
-			return true
+		if k, _ := args[i].(string); k == "error" {
+			// The transport closing under its listener, or a snapshot
+			// Raft was about to take as the node stops.
+			if e := fmt.Sprint(args[i+1]); e == "transport shutdown" || e == hraft.ErrRaftShutdown.Error() {
+				return true
+			}
 		}
 	}
 	return false

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	hraft "github.com/hashicorp/raft"
 )
 
 // Raft's lines through the adapter: one record each, with Raft's info at
@@ -16,6 +18,8 @@ func TestRaftLogger_LevelsAndRepeats(t *testing.T) {
 	l := newRaftLogger(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	l.Info("entering follower state", "follower", "n1")
 	l.Warn("heartbeat timeout reached, starting election", "last-leader-id", "")
+	l.Warn("Election timeout reached, restarting election") // a split vote
+	l.Error("failed to take snapshot", "error", hraft.ErrRaftShutdown)
 	for range 5 {
 		l.Error("failed to heartbeat to", "peer", "n3", "error", "connection refused")
 	}
@@ -23,14 +27,15 @@ func TestRaftLogger_LevelsAndRepeats(t *testing.T) {
 	l.Error("failed to decode incoming command", "error", "transport shutdown")
 	out := buf.String()
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 3 {
-		t.Fatalf("%d lines, want 3 (election at info, one failure per peer):\n%s", len(lines), out)
+	if len(lines) != 4 {
+		t.Fatalf("%d lines, want 4 (elections at info, no snapshot error while stopping, one failure per peer):\n%s", len(lines), out)
 	}
 	if !strings.Contains(lines[0], "level=INFO") || !strings.Contains(lines[0], "starting election") ||
-		!strings.Contains(lines[1], "level=ERROR") || !strings.Contains(lines[1], "peer=n3") || !strings.Contains(lines[2], "peer=n2") {
+		!strings.Contains(lines[1], "level=INFO") || !strings.Contains(lines[1], "restarting election") ||
+		!strings.Contains(lines[2], "level=ERROR") || !strings.Contains(lines[2], "peer=n3") || !strings.Contains(lines[3], "peer=n2") {
 		t.Fatalf("lines:\n%s", out)
 	}
-	if strings.Contains(out, "[WARN]") || strings.Count(out, "time=") != 3 {
+	if strings.Contains(out, "[WARN]") || strings.Count(out, "time=") != 4 {
 		t.Fatalf("one timestamp per line, no hclog prefix:\n%s", out)
 	}
 	// After the window the next one carries the count of those left out.
