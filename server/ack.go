@@ -92,6 +92,9 @@ func decodeAckFields(sc *scanner, like *ackFields) (ackFields, error) {
 
 // ack answers POST /api/v1/ack: an array of one result.
 func (s *Server) ack(ctx *fasthttp.RequestCtx, _ *params) {
+	if s.relayFirst(ctx) {
+		return
+	}
 	f := ackFields{like: &ackFields{}}
 	err := decodeObject(ctx.PostBody(), false, func(sc *scanner, key []byte) error {
 		if ok, err := f.member(sc, key); ok {
@@ -116,6 +119,9 @@ func (s *Server) ack(ctx *fasthttp.RequestCtx, _ *params) {
 // ackBatch answers POST /api/v1/ack/batch: a top-level consumerGroup applies
 // to every item (overriding theirs); results come back in input order.
 func (s *Server) ackBatch(ctx *fasthttp.RequestCtx, _ *params) {
+	if s.relayFirst(ctx) {
+		return
+	}
 	var (
 		fields      []ackFields
 		found       bool
@@ -253,6 +259,9 @@ type txRequest struct {
 // transaction answers POST /api/v1/transaction (docs/semantics.md §13): always 200
 // with success true or false once the bundle reached the broker.
 func (s *Server) transaction(ctx *fasthttp.RequestCtx, p *params) {
+	if s.relayFirst(ctx) {
+		return
+	}
 	req, err := decodeTransaction(ctx.PostBody())
 	if err == nil {
 		err = s.sealTxPushes(req.ops, p.subject)

@@ -18,6 +18,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server/auth"
 )
 
@@ -27,6 +28,8 @@ type stubBroker struct {
 	Broker
 	pop engine.PopResult
 }
+
+func (stubBroker) Status() raft.Status { return raft.Status{ID: "n1", Role: "leader", Leader: "n1"} }
 
 func (b stubBroker) Propose(_ context.Context, c engine.Command) (engine.Result, error) {
 	switch c := c.(type) {

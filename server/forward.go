@@ -34,10 +34,24 @@ const forwardTimeout = 10 * time.Second
 // request was already relayed once, or the leader's HTTP address is not
 // known yet (the caller then answers 503 and the client retries).
 func (s *Server) forward(ctx *fasthttp.RequestCtx) bool {
+	return s.forwardAs(ctx, s.broker.Status())
+}
+
+// relayFirst relays a write to the leader before its body is read, when
+// this node is not the leader and knows who is: a follower would decode,
+// validate and seal the body only to be told raft.ErrNotLeader, and the
+// leader does all of it again. Bad input is answered by the leader, with
+// the same 400 the follower would have given. It reports whether the
+// request was answered.
+func (s *Server) relayFirst(ctx *fasthttp.RequestCtx) bool {
+	st := s.broker.Status()
+	return st.Role != "leader" && s.forwardAs(ctx, st)
+}
+
+func (s *Server) forwardAs(ctx *fasthttp.RequestCtx, st raft.Status) bool {
 	if len(ctx.Request.Header.Peek(forwardedHeader)) > 0 {
 		return false
 	}
-	st := s.broker.Status()
 	if st.LeaderHTTP == "" || st.Leader == st.ID {
 		return false
 	}

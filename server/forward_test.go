@@ -3,8 +3,12 @@ package server_test
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/queenmq/queen/server"
+	"github.com/queenmq/queen/server/servertest"
 )
 
 // A request a follower relayed and then gave up on (its deadline has passed)
@@ -25,4 +29,38 @@ func TestForward_ExpiredRelayIsRefused(t *testing.T) {
 	c.header.Set("X-Queen-Forward-Deadline", strconv.FormatInt(time.Now().Add(time.Minute).UnixMicro(), 10))
 	c.do("POST", "/api/v1/push", map[string]any{"items": []any{map[string]any{"queue": "late", "payload": 1}}}).
 		expect(t, http.StatusCreated)
+}
+
+// A follower relays a write before reading its body: a malformed push is
+// answered by the leader (the same 400 the follower would give, counted as
+// relayed), an ack batch is relayed too, and during push maintenance the
+// follower spools pushes itself instead.
+func TestForward_FollowerRelaysWritesUnread(t *testing.T) {
+	lb := servertest.NewLocalBroker(t)
+	leader := newClientOptions(t, lb, server.Options{Logger: quietLogger()})
+	f := newClientOptions(t, follower{LocalBroker: lb, leaderHTTP: strings.TrimPrefix(leader.base, "http://")},
+		server.Options{Logger: quietLogger(), SpoolDir: t.TempDir()})
+
+	f.do("POST", "/api/v1/push", map[string]any{"items": []any{map[string]any{"payload": 1}}}).
+		expectError(t, http.StatusBadRequest, "invalid_argument")
+	if got := f.metric("queen_forwarded_requests_total"); got != 1 {
+		t.Fatalf("follower relayed %v requests after a malformed push, want 1 (the leader answers it)", got)
+	}
+	f.do("POST", "/api/v1/ack/batch", map[string]any{"acknowledgments": []any{
+		map[string]any{"transactionId": "none", "partitionId": "00000000-0000-0000-0000-000000000000", "status": "completed"}}}).
+		expect(t, http.StatusOK)
+	if got := f.metric("queen_forwarded_requests_total"); got != 2 {
+		t.Fatalf("follower relayed %v requests after an ack batch, want 2", got)
+	}
+
+	f.do("POST", "/api/v1/system/maintenance", map[string]any{"enabled": true}).expect(t, 200)
+	var res []map[string]any
+	f.do("POST", "/api/v1/push", map[string]any{"items": []any{map[string]any{"queue": "m", "payload": 1}}}).
+		expect(t, http.StatusCreated).decode(t, &res)
+	if len(res) != 1 || res[0]["status"] != "buffered" {
+		t.Fatalf("push to a follower in push maintenance: %v, want it buffered there", res)
+	}
+	if got := f.metric("queen_forwarded_requests_total"); got != 2 {
+		t.Fatalf("follower relayed %v requests after a push during maintenance, want still 2", got)
+	}
 }

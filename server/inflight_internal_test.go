@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/raft"
 )
 
 // keepingBroker keeps every item pushed, payload slices as they came, as a
@@ -21,6 +22,10 @@ type keepingBroker struct {
 	Broker
 	mu    sync.Mutex
 	items []engine.PushItem
+}
+
+func (b *keepingBroker) Status() raft.Status {
+	return raft.Status{ID: "n1", Role: "leader", Leader: "n1"}
 }
 
 func (b *keepingBroker) Propose(_ context.Context, c engine.Command) (engine.Result, error) {

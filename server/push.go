@@ -10,6 +10,12 @@ import (
 // push answers POST /api/v1/push (docs/api.md §5): 201 with one result per item,
 // in input order.
 func (s *Server) push(ctx *fasthttp.RequestCtx, p *params) {
+	// A follower in push maintenance spools; otherwise it only relays.
+	if m, ok := s.broker.(Maintainer); !ok || !pushMaintenance(m) {
+		if s.relayFirst(ctx) {
+			return
+		}
+	}
 	body := ctx.PostBody()
 	var (
 		items []engine.PushItem
@@ -49,11 +55,9 @@ func (s *Server) push(ctx *fasthttp.RequestCtx, p *params) {
 		s.writeError(ctx, err)
 		return
 	}
-	if m, ok := s.broker.(Maintainer); ok && len(items) > 0 {
-		if push, _ := m.Maintenance(); push {
-			s.bufferPush(ctx, items)
-			return
-		}
+	if m, ok := s.broker.(Maintainer); ok && len(items) > 0 && pushMaintenance(m) {
+		s.bufferPush(ctx, items)
+		return
 	}
 	var res []engine.PushResult
 	if len(items) > 0 {
@@ -218,4 +222,10 @@ func decodePushItem(sc *scanner, before []engine.PushItem) (engine.PushItem, err
 		return engine.PushItem{}, err
 	}
 	return f.item()
+}
+
+// pushMaintenance reports whether pushes go to the spool (docs/semantics.md §12).
+func pushMaintenance(m Maintainer) bool {
+	push, _ := m.Maintenance()
+	return push
 }
