@@ -3,13 +3,16 @@
 # divided by the ceiling (the perf kit's ceiling, $PERF/ceiling) measured minutes earlier by
 # the same tool, on the same machine. See bench/README.md.
 #
-#   bench/compare.sh                 # about 5 minutes
+#   bench/compare.sh                 # about 6 minutes
+#   JETSTREAM=0 bench/compare.sh     # without the NATS JetStream runs
 #   RESTART=1 bench/compare.sh       # plus the restart-vs-history runs (about 3 more minutes)
 #   MEMORY=1 bench/compare.sh        # plus resident memory per idle partition (about 1 minute)
 #   SPEED=0 RESTART=1 bench/compare.sh   # only the restart runs (SPEED=0 skips the throughput table)
 #
-# Needs go, curl and python3 (for the summary). Uses ports 16632-16652,
-# 17632-17652 and 18091-18092 on 127.0.0.1, and a temporary directory.
+# Needs go, curl and python3 (for the summary); the JetStream runs fetch
+# nats-server and nats.go from the module proxy (bench/jetstream is its own
+# module). Uses ports 16632-16652, 17632-17652, 18091-18092, 14222-14224
+# and 16222-16224 on 127.0.0.1, and a temporary directory.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -34,7 +37,11 @@ record() {
 	shift 2
 	echo "== $label" >&2
 	local line
-	if [ "$tool" = loadgen ]; then line=$("$W/loadgen" "$@" | tail -1); else line=$("$Q" bench "$@" --json 2>/dev/null); fi
+	case $tool in
+	loadgen) line=$("$W/loadgen" "$@" | tail -1) ;;
+	jetstream) line=$("$W/jsbench" "$@" 2>>"$W/js.log") ;;
+	*) line=$("$Q" bench "$@" --json 2>/dev/null) ;;
+	esac
 	printf '{"label":"%s","tool":"%s","report":%s}\n' "$label" "$tool" "$line" >>"$OUT"
 }
 
@@ -69,6 +76,8 @@ record "1 node push b10" queen --url $U --batch 10 --duration $DUR --queue s10
 record "1 node push b1" queen --url $U --batch 1 --duration $DUR --queue s1
 record "1 node pop+ack b100" queen --url $U --workload popack --batch 100 --duration $DUR --queue s100
 record "1 node push b100 (again)" queen --url $U --batch 100 --duration $DUR --queue s100b
+record "1 node pop+ack b100 c16" queen --url $U --workload popack --conns 16 --batch 100 --duration $DUR --queue s100b
+record "1 node push 20k/s (warm)" queen --url $U --batch 100 --rate 20000 --duration 15s --queue r20k
 record "1 node mixed" queen --url $U --workload mixed --batch 100 --duration $DUR --queue smix
 record "1 node push 1 partition" queen --url $U --batch 100 --partitions 1 --duration $DUR --queue p1
 record "1 node push 10000 partitions" queen --url $U --batch 100 --partitions 10000 --duration $DUR --queue p10k
@@ -98,9 +107,41 @@ done
 record "3 nodes push b100 (leader)" queen --url $leader --batch 100 --duration $DUR --queue c100
 record "3 nodes push b100 (all URLs)" queen --url http://127.0.0.1:16632,http://127.0.0.1:16642,http://127.0.0.1:16652 --batch 100 --duration $DUR --queue c100all
 record "3 nodes pop+ack b100" queen --url $leader --workload popack --batch 100 --duration $DUR --queue c100
+record "3 nodes push b100 (leader, again)" queen --url $leader --batch 100 --duration $DUR --queue c100b
+record "3 nodes pop+ack b100 c16" queen --url $leader --workload popack --conns 16 --batch 100 --duration $DUR --queue c100b
+record "3 nodes push 20k/s (warm)" queen --url $leader --batch 100 --rate 20000 --duration 15s --queue c20k
 for j in $(jobs -p); do kill "$j" 2>/dev/null || true; done
 wait 2>/dev/null || true
 settle
+
+# 3b. NATS JetStream 2.15.3 on the same machine (JETSTREAM=0 skips it):
+# 32 publishers with 100 publishes in flight each, 1 KiB JSON, as queen
+# bench's 32 connections of 100-message pushes. sync_interval: always is
+# durability parity (acknowledged after an fsync on a quorum); "default"
+# is NATS's out-of-the-box setting, which acknowledges before any fsync.
+if [ "${JETSTREAM:-1}" != 0 ]; then
+	(cd "$ROOT/bench/jetstream" && go build -o "$W/jsbench" .)
+	J=$W/jsbench
+	routes=nats://127.0.0.1:16222,nats://127.0.0.1:16223,nats://127.0.0.1:16224
+	for sync in always default; do
+		"$J" serve --name n1 --port 14222 --dir "$W/js1-$sync" --sync $sync 2>>"$W/js.log" &
+		jpid=$!
+		sleep 2
+		record "jetstream R1 push (sync $sync)" jetstream load --url nats://127.0.0.1:14222 --replicas 1 --duration $DUR
+		[ $sync = default ] && record "jetstream R1 pop+ack b100" jetstream load --url nats://127.0.0.1:14222 --replicas 1 --workload popack --fill 400000 --duration $DUR
+		kill $jpid
+		wait $jpid 2>/dev/null || true
+		settle
+	done
+	for i in 1 2 3; do
+		"$J" serve --name n$i --port $((14221 + i)) --cluster-port $((16221 + i)) --routes $routes --dir "$W/js3-$i" 2>>"$W/js.log" &
+	done
+	sleep 5
+	record "jetstream R3 push (sync always)" jetstream load --url nats://127.0.0.1:14222 --replicas 3 --duration $DUR
+	for j in $(jobs -p); do kill "$j" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	settle
+fi
 
 fi
 
@@ -226,6 +267,53 @@ for r in rows:
     if r["label"] == "1 node mixed" and ops:
         extra = f"  (pop+ack x single {ops.get('ack', {}).get('msgs_per_s', 0) / s:.2f})"
     print(f"{r['label']:36} {r['tool']:8} {v / s if s else 0:9.2f} {v / t if t else 0:8.2f} {lat.get('p50', 0):8.1f} {lat.get('p99', 0):8.1f}{extra}")
+def get(label):
+    for r in rows:
+        if r["label"] == label:
+            return r
+def msgs(label):
+    r = get(label)
+    return rate(r) if r else None
+def lat(label, q):
+    r = get(label)
+    if not r:
+        return None
+    op = "ack" if "pop+ack" in label else "push"
+    return r["report"]["ops"].get(op, {}).get("latency_ms", {}).get(q)
+def ratio(a, b):
+    return a / b if a and b else None
+raft3 = ceil.get(("raft3", "queen"))
+one = max(filter(None, [msgs("1 node push b100"), msgs("1 node push b100 (again)")]), default=None)
+three = max(filter(None, [msgs("3 nodes push b100 (leader)"), msgs("3 nodes push b100 (leader, again)")]), default=None)
+targets = [
+    ("3 nodes push / raft3 ceiling", ratio(three, raft3), ">=", 0.8),
+    ("3 nodes push / 1 node push", ratio(three, one), ">=", 0.6),
+    ("3 nodes push all URLs / leader", ratio(msgs("3 nodes push b100 (all URLs)"), msgs("3 nodes push b100 (leader)")), ">=", 0.9),
+    ("1 node pop+ack c32 / push", ratio(msgs("1 node pop+ack b100"), msgs("1 node push b100")), ">=", 1.0),
+    ("1 node pop+ack c16 / push", ratio(msgs("1 node pop+ack b100 c16"), msgs("1 node push b100 (again)")), ">=", 1.0),
+    ("3 nodes pop+ack c32 / push", ratio(msgs("3 nodes pop+ack b100"), msgs("3 nodes push b100 (leader)")), ">=", 1.0),
+    ("3 nodes pop+ack c16 / push", ratio(msgs("3 nodes pop+ack b100 c16"), msgs("3 nodes push b100 (leader, again)")), ">=", 1.0),
+    ("1 node p99 ms at 20k/s", lat("1 node push 20k/s (warm)", "p99"), "<", 10),
+    ("3 nodes p99 ms at 20k/s", lat("3 nodes push 20k/s (warm)", "p99"), "<", 25),
+    ("3 nodes push / JetStream R3 sync always", ratio(three, msgs("jetstream R3 push (sync always)")), ">=", 2.0),
+    ("1 node push / JetStream R1 sync always", ratio(one, msgs("jetstream R1 push (sync always)")), "", None),
+    ("1 node push / JetStream R1 default", ratio(one, msgs("jetstream R1 push (sync default)")), "", None),
+    ("1 node pop+ack / JetStream R1 pop+ack", ratio(msgs("1 node pop+ack b100"), msgs("jetstream R1 pop+ack b100")), "", None),
+]
+print("issue 14 targets (this run):")
+for name, v, op, goal in targets:
+    if v is None:
+        print(f"  {name:44} {'-':>8}  (not measured)")
+        continue
+    mark = ""
+    if goal is not None:
+        ok = v >= goal if op == ">=" else v < goal
+        mark = f"goal {op} {goal}: {'met' if ok else 'NOT met'}"
+    print(f"  {name:44} {v:8.2f}  {mark}")
+for label in ("1 node push 20k/s (warm)", "3 nodes push 20k/s (warm)"):
+    if get(label):
+        print(f"  {label:44} p50 {lat(label, 'p50'):.1f} p99 {lat(label, 'p99'):.1f} p99.9 {lat(label, 'p99.9'):.1f} ms, "
+              f"{msgs(label):.0f} msgs/s")
 if restarts:
     for kind in ("crash", "clean"):
         base = statistics.median(restarts.get(f"{kind} restart, history 5s", [1]))
