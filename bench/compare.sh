@@ -242,7 +242,7 @@ if seen:
 for (m, t), v in sorted(seen.items()):
     print(f"  {m:6} by {t:7} " + " / ".join(f"{x:.0f}" for x in v) + " msgs/s")
 if ceil:
-    print(f"{'run':36} {'tool':8} {'x single':>9} {'x raft3':>8} {'p50 ms':>8} {'p99 ms':>8}")
+    print(f"{'run':36} {'tool':9} {'msgs/s':>8} {'x single':>9} {'x raft3':>8} {'p50 ms':>8} {'p99 ms':>8}")
 restarts = {}
 for r in rows:
     if r["label"].startswith(("ceiling", "history")):
@@ -266,7 +266,7 @@ for r in rows:
     extra = ""
     if r["label"] == "1 node mixed" and ops:
         extra = f"  (pop+ack x single {ops.get('ack', {}).get('msgs_per_s', 0) / s:.2f})"
-    print(f"{r['label']:36} {r['tool']:8} {v / s if s else 0:9.2f} {v / t if t else 0:8.2f} {lat.get('p50', 0):8.1f} {lat.get('p99', 0):8.1f}{extra}")
+    print(f"{r['label']:36} {r['tool']:9} {v:8.0f} {v / s if s else 0:9.2f} {v / t if t else 0:8.2f} {lat.get('p50', 0):8.1f} {lat.get('p99', 0):8.1f}{extra}")
 def get(label):
     for r in rows:
         if r["label"] == label:
