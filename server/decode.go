@@ -1,7 +1,9 @@
 package server
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"strconv"
 	"time"
 	"unicode/utf16"
@@ -251,6 +253,7 @@ func (s *scanner) skipString() error {
 func (s *scanner) scanString() (escaped bool, err error) {
 	b, i := s.b, s.i+1
 	for {
+		i = plainRun(b, i)
 		for i < len(b) && b[i] >= 0x20 && b[i] != '"' && b[i] != '\\' {
 			i++
 		}
@@ -292,6 +295,26 @@ func (s *scanner) scanString() (escaped bool, err error) {
 			return escaped, s.syntax("control character in string")
 		}
 	}
+}
+
+// plainRun moves i past the string bytes that need no look (not '"', '\\'
+// or a control character) eight at a time, and stops at or before the
+// first one that does. Payloads are mostly long strings, and the byte loop
+// was the largest part of a leader's push decoding. For a word w,
+// (x - 0x01..) &^ x & 0x80.. flags the bytes of x that are zero, and
+// (w - 0x20..) &^ w & 0x80.. those below 0x20; a borrow can flag a byte
+// above a true match but never one below it, so the lowest flag is exact.
+func plainRun(b []byte, i int) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for i+8 <= len(b) {
+		w := binary.LittleEndian.Uint64(b[i:])
+		q, bs := w^(ones*'"'), w^(ones*'\\')
+		if m := ((q-ones)&^q | (bs-ones)&^bs | (w-ones*0x20)&^w) & highs; m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+		i += 8
+	}
+	return i
 }
 
 // stringBytes reads a string value (the scanner is at its quote): a slice

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"flag"
 	"math/rand/v2"
@@ -115,4 +116,53 @@ func FuzzScanner(f *testing.F) {
 			t.Fatalf("%q: got %q (%v), want %q", in, got, err, want)
 		}
 	})
+}
+
+// plainRun never moves past a byte the byte-at-a-time loop stops at, and
+// it stops exactly there when that byte lies in a whole word (the loop
+// finishes a shorter tail), for every special byte at every offset and for
+// bytes on either side of each boundary (0x1f/0x20, 0x21/0x22/0x23,
+// 0x5b/0x5c/0x5d, 0x7f/0x80, 0xff).
+func TestPlainRun_StopsAtTheFirstSpecialByte(t *testing.T) {
+	naive := func(b []byte, i int) int {
+		for i < len(b) && b[i] >= 0x20 && b[i] != '"' && b[i] != '\\' {
+			i++
+		}
+		return i
+	}
+	check := func(b []byte, start int) {
+		t.Helper()
+		got, want := plainRun(b, start), naive(b, start)
+		if got < start || got > want || naive(b, got) != want {
+			t.Fatalf("%x from %d: plainRun %d, byte loop %d", b, start, got, want)
+		}
+		word := start + (want-start)/8*8 // the word holding the stop
+		if word+8 <= len(b) && got != want {
+			t.Fatalf("%x from %d: plainRun stopped at %d, want %d (a whole word)", b, start, got, want)
+		}
+	}
+	fill := []byte{'a', 0x20, 0x21, 0x23, 0x5b, 0x5d, 0x7f, 0x80, 0xc3, 0xff}
+	special := []byte{'"', '\\', 0x00, 0x01, 0x1f, '\n'}
+	for n := 0; n <= 24; n++ {
+		for _, f := range fill {
+			b := bytes.Repeat([]byte{f}, n)
+			for start := 0; start <= n; start++ {
+				check(b, start)
+			}
+			for at := 0; at < n; at++ {
+				for _, sp := range special {
+					c := bytes.Clone(b)
+					c[at] = sp
+					// Every special byte above it too: a borrow from the first
+					// must not hide it.
+					for j := at + 1; j < n; j += 3 {
+						c[j] = special[j%len(special)]
+					}
+					for start := 0; start <= at; start++ {
+						check(c, start)
+					}
+				}
+			}
+		}
+	}
 }
