@@ -93,10 +93,7 @@ func Open(opts Options) (*Node, error) {
 		n.warnIfOpen()
 	}
 	cfg := raftConfig(opts, n.disk)
-	logs, err := hraft.NewLogCache(512, n.store)
-	if err != nil {
-		return nil, fmt.Errorf("raft: log cache: %w", err)
-	}
+	logs := newLogCache(n.store, opts.LogCacheBytes)
 	exists, err := hraft.HasExistingState(logs, n.store, n.disk.snaps)
 	if err != nil {
 		return nil, fmt.Errorf("raft: read state: %w", err)
@@ -453,8 +450,8 @@ func (n *Node) mapError(err error) error {
 	case errors.Is(err, hraft.ErrEnqueueTimeout):
 		return ErrTimeout
 	case err != nil && strings.HasPrefix(err.Error(), "unable to store logs within log store"):
-		// hraft.LogCache wraps the log store's error with %q: the chain is
-		// lost, the text is not.
+		// The log cache's text for a failed append (logcache.go), kept
+		// from hashicorp/raft's LogCache, which lost the chain.
 		return fmt.Errorf("%w: raft log: %s", ErrFaulted, err)
 	}
 	return err

@@ -82,6 +82,10 @@ type Options struct {
 	MaxInFlight int
 	// MaxBatchCommands caps the commands grouped into one log entry.
 	MaxBatchCommands int
+	// LogCacheBytes bounds the newest log entries kept in memory for
+	// replication and apply (logcache.go); older ones are read from the log
+	// store.
+	LogCacheBytes int
 	// HeartbeatTimeout, ElectionTimeout and LeaderLeaseTimeout tune raft's
 	// failure detection (raft's defaults are 1 s, 1 s, 500 ms).
 	HeartbeatTimeout   time.Duration
@@ -114,6 +118,7 @@ func DefaultOptions() Options {
 		ApplyTimeout:       10 * time.Second,
 		MaxInFlight:        2,
 		MaxBatchCommands:   1024,
+		LogCacheBytes:      16 << 20,
 		HeartbeatTimeout:   1000 * time.Millisecond,
 		ElectionTimeout:    1000 * time.Millisecond,
 		LeaderLeaseTimeout: 500 * time.Millisecond,
@@ -142,8 +147,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("raft: options: TLS needs this node's certificate and RootCAs (the cluster CA); see LoadTLS")
 	case o.Logger == nil:
 		return fmt.Errorf("raft: options: Logger is required")
-	case o.ApplyTimeout <= 0 || o.MaxInFlight < 1 || o.MaxBatchCommands < 1:
-		return fmt.Errorf("raft: options: ApplyTimeout, MaxInFlight and MaxBatchCommands must be positive")
+	case o.ApplyTimeout <= 0 || o.MaxInFlight < 1 || o.MaxBatchCommands < 1 || o.LogCacheBytes < 1:
+		return fmt.Errorf("raft: options: ApplyTimeout, MaxInFlight, MaxBatchCommands and LogCacheBytes must be positive")
 	}
 	for _, p := range o.Peers {
 		if p.ID == "" || p.Addr == "" {
