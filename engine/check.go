@@ -55,7 +55,7 @@ func (c *checker) failf(format string, args ...any) {
 
 // memoryMatchesDisk loads a second model from disk and compares.
 func (c *checker) memoryMatchesDisk() {
-	disk := &Engine{opts: c.e.opts, db: c.e.db, cache: newSegmentCache(0)}
+	disk := &Engine{opts: c.e.opts, db: c.e.db, cache: newSegmentCache(0, 0)}
 	if err := disk.load(); err != nil {
 		c.failf("load: %v", err)
 		return

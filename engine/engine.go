@@ -71,7 +71,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{opts: opts, dir: dir, mon: fault.NewMonitor(opts.FS, opts.OnError),
-		cache: newSegmentCache(opts.SegmentCacheEntries)}
+		cache: newSegmentCache(opts.SegmentCacheEntries, opts.SegmentCacheBytes)}
 	if err := e.openDB(); err != nil {
 		return nil, err
 	}

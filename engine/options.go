@@ -22,9 +22,10 @@ type Options struct {
 	BlockCacheBytes int64
 	// MemTableBytes is the size of one Pebble memtable.
 	MemTableBytes uint64
-	// SegmentCacheEntries bounds the cache of decoded segments that serves
-	// pops; 0 disables it.
+	// SegmentCacheEntries and SegmentCacheBytes bound the cache of decoded
+	// segments that serves pops; 0 in either disables it.
 	SegmentCacheEntries int
+	SegmentCacheBytes   int64
 	// Logger receives Pebble's errors and the engine's own warnings. Pebble's
 	// informational chatter is dropped.
 	Logger *slog.Logger
@@ -57,6 +58,7 @@ func DefaultOptions() Options {
 		BlockCacheBytes:     128 << 20,
 		MemTableBytes:       32 << 20,
 		SegmentCacheEntries: 4096,
+		SegmentCacheBytes:   64 << 20,
 		Logger:              slog.Default(),
 		FS:                  vfs.Default,
 	}
@@ -71,8 +73,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: MemTableBytes must be at least 1 MiB", ErrInvalid)
 	case o.BlockCacheBytes < 2*int64(o.MemTableBytes)+16<<20:
 		return fmt.Errorf("%w: BlockCacheBytes must be at least 2 × MemTableBytes + 16 MiB (memtables are reserved from it)", ErrInvalid)
-	case o.SegmentCacheEntries < 0:
-		return fmt.Errorf("%w: SegmentCacheEntries must not be negative", ErrInvalid)
+	case o.SegmentCacheEntries < 0 || o.SegmentCacheBytes < 0:
+		return fmt.Errorf("%w: SegmentCacheEntries and SegmentCacheBytes must not be negative", ErrInvalid)
 	case o.Logger == nil:
 		return fmt.Errorf("%w: Logger is required", ErrInvalid)
 	}

@@ -190,7 +190,7 @@ func (e *Engine) Recover() error {
 	}
 	e.db, e.readOnly = db, readOnly
 	e.dbMu.Unlock()
-	e.cache = newSegmentCache(e.opts.SegmentCacheEntries)
+	e.cache = newSegmentCache(e.opts.SegmentCacheEntries, e.opts.SegmentCacheBytes)
 	if _, closer, err := e.db.Get(keyspace.Meta(restoringKey)); err == nil {
 		closer.Close()
 		// A restore failed halfway, as at Open: start empty; the node's

@@ -141,7 +141,7 @@ func (e *Engine) Restore(r io.Reader) error {
 	if err := e.wipe(mark); err != nil {
 		return err
 	}
-	e.cache = newSegmentCache(e.opts.SegmentCacheEntries)
+	e.cache = newSegmentCache(e.opts.SegmentCacheEntries, e.opts.SegmentCacheBytes)
 	if err := e.readSnapshot(r); err != nil {
 		return err
 	}
