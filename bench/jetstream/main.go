@@ -176,15 +176,11 @@ func load(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	nc, err := nats.Connect(*url)
+	nc, js, err := connect(*url)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	_ = js.DeleteStream(ctx, "BENCH")
@@ -240,20 +236,15 @@ func publish(url string, conns, inflight, rate int, payload []byte, dur time.Dur
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			nc, err := nats.Connect(url)
-			if err != nil {
-				errs.Add(1)
-				return
-			}
-			defer nc.Close()
 			// The window below bounds what is in flight; the client's own
 			// limit sits above it so it never stalls a publish.
-			js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(2*inflight+1),
+			nc, js, err := connect(url, jetstream.WithPublishAsyncMaxPending(2*inflight+1),
 				jetstream.WithPublishAsyncTimeout(time.Minute))
 			if err != nil {
 				errs.Add(1)
 				return
 			}
+			defer nc.Close()
 			subject := fmt.Sprintf("bench.%d", c%16)
 			var local []time.Duration
 			type pending struct {
@@ -327,17 +318,12 @@ func pull(ctx context.Context, js jetstream.JetStream, url string, conns, batch 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			nc, err := nats.Connect(url)
+			nc, js, err := connect(url)
 			if err != nil {
 				errs.Add(1)
 				return
 			}
 			defer nc.Close()
-			js, err := jetstream.New(nc)
-			if err != nil {
-				errs.Add(1)
-				return
-			}
 			c, err := js.Consumer(ctx, "BENCH", cons.CachedInfo().Name)
 			if err != nil {
 				errs.Add(1)
@@ -387,6 +373,20 @@ func pull(ctx context.Context, js jetstream.JetStream, url string, conns, batch 
 		secs = time.Since(started).Seconds()
 	}
 	return op{Messages: acked.Load(), MsgsPerS: float64(acked.Load()) / secs, LatencyMS: percentiles(lats)}, secs, errs.Load()
+}
+
+// connect opens a connection of its own and a JetStream context on it.
+func connect(url string, opts ...jetstream.JetStreamOpt) (*nats.Conn, jetstream.JetStream, error) {
+	nc, err := nats.Connect(url)
+	if err != nil {
+		return nil, nil, err
+	}
+	js, err := jetstream.New(nc, opts...)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return nc, js, nil
 }
 
 func percentiles(lats []time.Duration) map[string]float64 {
