@@ -19,9 +19,10 @@ import (
 // follower at the tip, the FSM a few entries behind the log), which a few
 // MiB cover; a follower that fell further behind reads from the store.
 //
-// Entries are kept in index order in a ring; a DeleteRange (log truncation
-// after a snapshot, or a follower dropping a conflicting suffix) and an
-// append that does not continue the cached run empty it.
+// Entries are kept in index order in a ring. A DeleteRange drops the
+// entries it covers (log compaction after a snapshot covers older ones,
+// which keeps the run; a follower's conflicting suffix drops the tail), and
+// an append that does not continue the cached run empties it.
 type logCache struct {
 	store    hraft.LogStore
 	maxBytes int
@@ -106,9 +107,38 @@ func (c *logCache) reset() {
 func (c *logCache) FirstIndex() (uint64, error) { return c.store.FirstIndex() }
 func (c *logCache) LastIndex() (uint64, error)  { return c.store.LastIndex() }
 
+// DeleteRange drops [min, max] from the cache and the store. The usual
+// call, compaction after a snapshot, deletes entries older than the cached
+// run and keeps the run; a follower's conflicting suffix drops the tail.
 func (c *logCache) DeleteRange(min, max uint64) error {
 	c.mu.Lock()
-	c.reset()
+	last := c.first + uint64(c.n) - 1
+	switch {
+	case c.n == 0 || max < c.first || min > last:
+	case min <= c.first && max >= last:
+		c.reset()
+	case min <= c.first:
+		for c.n > 0 && c.first <= max {
+			c.dropOldest()
+		}
+	case max >= last:
+		for c.n > 0 && c.first+uint64(c.n)-1 >= min {
+			c.dropNewest()
+		}
+	default:
+		c.reset() // a hole in the middle: raft never asks for one
+	}
 	c.mu.Unlock()
 	return c.store.DeleteRange(min, max)
+}
+
+func (c *logCache) dropNewest() {
+	i := (c.head + c.n - 1) % len(c.ring)
+	l := c.ring[i]
+	c.bytes -= len(l.Data) + len(l.Extensions)
+	c.ring[i] = nil
+	c.n--
+	if c.n == 0 {
+		c.reset()
+	}
 }

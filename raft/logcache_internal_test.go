@@ -166,3 +166,53 @@ func TestLogCache_FailedAppendCachesNothing(t *testing.T) {
 		t.Fatalf("error text %q, want the prefix Node.mapError reads", got)
 	}
 }
+
+// Log compaction after a snapshot deletes entries older than the cached
+// run: the run stays and is still served from memory; deleting its front
+// or its tail drops exactly those entries.
+func TestLogCache_DeleteRangeKeepsWhatItDoesNotCover(t *testing.T) {
+	st := openCountingStore(t)
+	c := newLogCache(st, 100) // ten entries of ten bytes
+	for i := uint64(1); i <= 20; i++ {
+		if err := c.StoreLogs([]*hraft.Log{entry(i, 10, byte(i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cached := func(idx uint64) bool {
+		t.Helper()
+		l, fromStore := read(t, c, st, idx)
+		if l.Data[0] != byte(idx) {
+			t.Fatalf("entry %d reads data %d", idx, l.Data[0])
+		}
+		return !fromStore
+	}
+	if err := c.DeleteRange(1, 5); err != nil { // older than the run 11..20
+		t.Fatal(err)
+	}
+	for i := uint64(11); i <= 20; i++ {
+		if !cached(i) {
+			t.Fatalf("entry %d left the cache when 1..5 were deleted", i)
+		}
+	}
+	if err := c.DeleteRange(6, 12); err != nil { // the run's front
+		t.Fatal(err)
+	}
+	if !cached(13) || c.first != 13 || c.n != 8 {
+		t.Fatalf("after deleting 6..12 the cache holds %d from %d, want 8 from 13", c.n, c.first)
+	}
+	if err := c.DeleteRange(18, 20); err != nil { // the tail, as a follower's conflict
+		t.Fatal(err)
+	}
+	if c.n != 5 || !cached(17) {
+		t.Fatalf("after deleting 18..20 the cache holds %d, want 13..17", c.n)
+	}
+	if err := c.StoreLogs([]*hraft.Log{entry(18, 10, 18)}); err != nil {
+		t.Fatal(err)
+	}
+	if !cached(18) || c.n != 6 {
+		t.Fatalf("the replaced entry 18 is not cached after 13..17 (%d cached)", c.n)
+	}
+	if c.bytes != 60 {
+		t.Fatalf("the cache counts %d bytes for six entries of ten", c.bytes)
+	}
+}
