@@ -49,7 +49,7 @@ func (s *Server) configure(ctx *fasthttp.RequestCtx, _ *params) {
 		s.writeError(ctx, err)
 		return
 	}
-	info, err := raft.Propose[engine.QueueInfo](s.ctx, s.broker, cmd)
+	info, err := raft.Propose[engine.QueueInfo](s.ctx, s.prop, cmd)
 	if err != nil {
 		s.writeError(ctx, err)
 		return

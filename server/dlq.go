@@ -90,7 +90,7 @@ func (s *Server) replayDLQ(ctx *fasthttp.RequestCtx, _ *params) {
 	replayed, skipped, failed := 0, 0, 0
 	for i := len(rows) - 1; i >= 0; i-- {
 		d := &rows[i]
-		_, err := raft.Propose[engine.ReplayResult](s.ctx, s.broker, engine.ReplayCmd{PartitionID: d.PartitionID, TransactionID: d.TransactionID, Group: d.Group})
+		_, err := raft.Propose[engine.ReplayResult](s.ctx, s.prop, engine.ReplayCmd{PartitionID: d.PartitionID, TransactionID: d.TransactionID, Group: d.Group})
 		switch {
 		case err == nil:
 			replayed++
@@ -447,7 +447,7 @@ func (s *Server) deleteMessage(ctx *fasthttp.RequestCtx, p *params) {
 		s.writeError(ctx, err)
 		return
 	}
-	removed, err := raft.Propose[int](s.ctx, s.broker, engine.DeleteDLQCmd{PartitionID: part, TransactionID: txn,
+	removed, err := raft.Propose[int](s.ctx, s.prop, engine.DeleteDLQCmd{PartitionID: part, TransactionID: txn,
 		Group: queryString(ctx.QueryArgs(), "consumerGroup")})
 	if err != nil {
 		s.writeError(ctx, err)
@@ -499,7 +499,7 @@ func (s *Server) replayMessage(ctx *fasthttp.RequestCtx, p *params) {
 		s.writeError(ctx, err)
 		return
 	}
-	res, err := raft.Propose[engine.ReplayResult](s.ctx, s.broker, cmd)
+	res, err := raft.Propose[engine.ReplayResult](s.ctx, s.prop, cmd)
 	if err != nil {
 		s.writeError(ctx, err)
 		return
@@ -574,7 +574,7 @@ func (s *Server) moveToDLQ(ctx *fasthttp.RequestCtx, p *params) {
 		s.writeError(ctx, err)
 		return
 	}
-	res, err := raft.Propose[engine.AckResult](s.ctx, s.broker, engine.MoveToDLQCmd{PartitionID: part, TransactionID: txn, Group: group, Error: text})
+	res, err := raft.Propose[engine.AckResult](s.ctx, s.prop, engine.MoveToDLQCmd{PartitionID: part, TransactionID: txn, Group: group, Error: text})
 	if err != nil {
 		s.writeError(ctx, err)
 		return

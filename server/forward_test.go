@@ -64,3 +64,26 @@ func TestForward_FollowerRelaysWritesUnread(t *testing.T) {
 		t.Fatalf("follower relayed %v requests after a push during maintenance, want still 2", got)
 	}
 }
+
+// Each answered command's time is in queen_command_duration_seconds by
+// command; a follower's relayed push is timed by the leader, not by it.
+func TestMetrics_CommandDuration(t *testing.T) {
+	lb := servertest.NewLocalBroker(t)
+	leader := newClientOptions(t, lb, server.Options{Logger: quietLogger()})
+	f := newClientOptions(t, follower{LocalBroker: lb, leaderHTTP: strings.TrimPrefix(leader.base, "http://")},
+		server.Options{Logger: quietLogger()})
+	leader.do("POST", "/api/v1/push", map[string]any{"items": []any{map[string]any{"queue": "t", "payload": 1}}}).expect(t, 201)
+	f.do("POST", "/api/v1/push", map[string]any{"items": []any{map[string]any{"queue": "t", "payload": 2}}}).expect(t, 201)
+	leader.mustPop(popPath("t", "batch=2"))
+	for name, want := range map[string]float64{
+		`queen_command_duration_seconds_count{command="push"}`: 2,
+		`queen_command_duration_seconds_count{command="pop"}`:  1,
+	} {
+		if got := leader.metric(name); got != want {
+			t.Errorf("leader %s = %v, want %v", name, got, want)
+		}
+	}
+	if strings.Contains(string(f.do("GET", "/metrics/prometheus", nil).expect(t, 200).body), `queen_command_duration_seconds_count{command="push"}`) {
+		t.Error("the follower timed a push it relayed")
+	}
+}

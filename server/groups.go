@@ -210,7 +210,7 @@ func (s *Server) getGroup(ctx *fasthttp.RequestCtx, p *params) {
 func (s *Server) deleteGroup(ctx *fasthttp.RequestCtx, p *params) {
 	group, queue := p.get("group"), p.get("queue")
 	meta := queryBool(ctx.QueryArgs(), "deleteMetadata", true)
-	gd, err := raft.Propose[engine.GroupDeleted](s.ctx, s.broker, engine.DeleteGroupCmd{Group: group, Queue: queue, DeleteMetadata: meta})
+	gd, err := raft.Propose[engine.GroupDeleted](s.ctx, s.prop, engine.DeleteGroupCmd{Group: group, Queue: queue, DeleteMetadata: meta})
 	deleted, metaDeleted := gd.Cursors, gd.Metadata
 	if err != nil {
 		s.writeError(ctx, err)
@@ -256,7 +256,7 @@ func (s *Server) seek(ctx *fasthttp.RequestCtx, p *params) {
 		s.writeError(ctx, err)
 		return
 	}
-	updated, err := raft.Propose[int](s.ctx, s.broker, cmd)
+	updated, err := raft.Propose[int](s.ctx, s.prop, cmd)
 	if err != nil {
 		s.writeError(ctx, err)
 		return
@@ -307,7 +307,7 @@ func (s *Server) updateSubscription(ctx *fasthttp.RequestCtx, p *params) {
 		return
 	}
 	group := p.get("group")
-	updated, err := raft.Propose[int](s.ctx, s.broker, engine.UpdateSubscriptionCmd{Group: group, Timestamp: ts})
+	updated, err := raft.Propose[int](s.ctx, s.prop, engine.UpdateSubscriptionCmd{Group: group, Timestamp: ts})
 	if err != nil {
 		s.writeError(ctx, err)
 		return

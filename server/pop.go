@@ -129,7 +129,7 @@ func (s *Server) pop(ctx *fasthttp.RequestCtx, queue, partition string) {
 			return
 		}
 	}
-	res, err := raft.Propose[engine.PopResult](s.ctx, s.broker, req.cmd)
+	res, err := raft.Propose[engine.PopResult](s.ctx, s.prop, req.cmd)
 	if err == nil && len(res.Messages) == 0 && req.wait > 0 {
 		res, err = s.park(ctx, req.cmd, req.wait)
 	}
@@ -174,7 +174,7 @@ func (s *Server) park(ctx *fasthttp.RequestCtx, cmd engine.PopCmd, wait time.Dur
 			ctx.SetConnectionClose()
 			return engine.PopResult{}, nil
 		}
-		res, err := raft.Propose[engine.PopResult](s.ctx, s.broker, cmd)
+		res, err := raft.Propose[engine.PopResult](s.ctx, s.prop, cmd)
 		if err != nil {
 			return res, err
 		}
@@ -225,7 +225,7 @@ func (s *Server) release(res *engine.PopResult) {
 		items = append(items, engine.AckItem{TransactionID: m.TransactionID, PartitionID: m.PartitionID,
 			Group: res.Group, Status: cursor.Retry, Lease: res.LeaseID})
 	}
-	if _, err := raft.Propose[[]engine.AckResult](s.ctx, s.broker, engine.AckCmd{Items: items}); err != nil {
+	if _, err := raft.Propose[[]engine.AckResult](s.ctx, s.prop, engine.AckCmd{Items: items}); err != nil {
 		s.log.Warn("release abandoned pop", "err", err)
 		return
 	}

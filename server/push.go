@@ -61,7 +61,7 @@ func (s *Server) push(ctx *fasthttp.RequestCtx, p *params) {
 	}
 	var res []engine.PushResult
 	if len(items) > 0 {
-		if res, err = raft.Propose[[]engine.PushResult](s.ctx, s.broker, engine.PushCmd{Items: items}); err != nil {
+		if res, err = raft.Propose[[]engine.PushResult](s.ctx, s.prop, engine.PushCmd{Items: items}); err != nil {
 			s.writeError(ctx, err)
 			return
 		}

@@ -76,7 +76,7 @@ func (s *Server) getQueue(ctx *fasthttp.RequestCtx, p *params) {
 // rows are snapshots and survive it.
 func (s *Server) deleteQueue(ctx *fasthttp.RequestCtx, p *params) {
 	name := p.get("queue")
-	existed, err := raft.Propose[bool](s.ctx, s.broker, engine.DeleteQueueCmd{Queue: name})
+	existed, err := raft.Propose[bool](s.ctx, s.prop, engine.DeleteQueueCmd{Queue: name})
 	if err != nil {
 		s.writeError(ctx, err)
 		return

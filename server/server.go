@@ -195,8 +195,9 @@ type Server struct {
 	stopOnce sync.Once
 	router   router
 	m        *brokerMetrics
-	options  *routeStats // OPTIONS preflights
-	misses   *routeStats // requests no route matched
+	prop     *timedProposer // the broker's Propose, timed (commandtime.go)
+	options  *routeStats    // OPTIONS preflights
+	misses   *routeStats    // requests no route matched
 	started  time.Time
 	// ctx is the context of every broker call. Handlers never pass the
 	// RequestCtx itself: a broker may keep a context after the call
@@ -242,6 +243,7 @@ func New(b Broker, opts Options) (*Server, error) {
 		budget:  bodyBudget{limit: opts.MaxInflightBodyBytes},
 		storage: newStorageState(opts.Metrics),
 	}
+	s.prop = newTimedProposer(b, opts.Metrics)
 	opts.Metrics.GetOrCreateGauge(`queen_http_inflight_body_bytes`, func() float64 { return float64(s.budget.held.Load()) })
 	crypt, err := newCipherFromOptions(opts)
 	if err != nil {

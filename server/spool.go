@@ -312,7 +312,7 @@ func (s *Server) replaySpooled(items []engine.PushItem) error {
 	if st.Role == "leader" {
 		ctx, cancel := context.WithTimeout(s.ctx, forwardTimeout)
 		defer cancel()
-		_, err := raft.Propose[[]engine.PushResult](ctx, s.broker, engine.PushCmd{Items: items})
+		_, err := raft.Propose[[]engine.PushResult](ctx, s.prop, engine.PushCmd{Items: items})
 		return err
 	}
 	if st.LeaderHTTP == "" {

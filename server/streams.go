@@ -58,7 +58,7 @@ func (s *Server) registerQuery(ctx *fasthttp.RequestCtx, _ *params) {
 		s.writeError(ctx, err)
 		return
 	}
-	res, err := raft.Propose[engine.StreamRegistered](s.ctx, s.broker, cmd)
+	res, err := raft.Propose[engine.StreamRegistered](s.ctx, s.prop, cmd)
 	if err != nil {
 		s.writeError(ctx, err)
 		return
@@ -89,7 +89,7 @@ func (s *Server) registerQuery(ctx *fasthttp.RequestCtx, _ *params) {
 // deleteQuery answers DELETE /streams/v1/queries/{name} (ours: Queen has no
 // route that deletes a query): the query and all its state go.
 func (s *Server) deleteQuery(ctx *fasthttp.RequestCtx, p *params) {
-	existed, err := raft.Propose[bool](s.ctx, s.broker, engine.StreamDeleteCmd{Name: p.get("name")})
+	existed, err := raft.Propose[bool](s.ctx, s.prop, engine.StreamDeleteCmd{Name: p.get("name")})
 	if err != nil {
 		s.writeError(ctx, err)
 		return
@@ -261,7 +261,7 @@ func (s *Server) cycle(ctx *fasthttp.RequestCtx, p *params) {
 		s.writeCycle(ctx, &req, engine.StreamCycleResult{Error: req.fail})
 		return
 	}
-	res, err := raft.Propose[engine.StreamCycleResult](s.ctx, s.broker, req.cmd)
+	res, err := raft.Propose[engine.StreamCycleResult](s.ctx, s.prop, req.cmd)
 	switch {
 	case err == nil:
 	case errors.Is(err, engine.ErrQueryNotFound):

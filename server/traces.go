@@ -73,7 +73,7 @@ func (s *Server) addTrace(ctx *fasthttp.RequestCtx, _ *params) {
 		return
 	}
 	cmd.WorkerID = s.broker.Status().ID
-	id, err := raft.Propose[engine.ID](s.ctx, s.broker, cmd)
+	id, err := raft.Propose[engine.ID](s.ctx, s.prop, cmd)
 	if err != nil {
 		s.writeError(ctx, err)
 		return

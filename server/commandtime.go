@@ -1,0 +1,54 @@
+package server
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/raft"
+)
+
+// timedProposer is the broker's Proposer with the time each command takes,
+// from the handler's call to its answer (prepare, the proposal queue, the
+// Raft commit, the apply and the reads after it), in
+// queen_command_duration_seconds{command}. Set beside
+// queen_http_request_duration_seconds it says whether a slow request waited
+// on the log or on the edge. Only answered commands are timed: a follower's
+// ErrNotLeader (the request is relayed) and refusals are not. A pop
+// answered empty from applied state (no proposal) is timed too, as the
+// command it is.
+type timedProposer struct {
+	p     raft.Proposer
+	set   *metrics.Set
+	hists sync.Map // reflect.Type -> *metrics.PrometheusHistogram
+}
+
+func newTimedProposer(p raft.Proposer, set *metrics.Set) *timedProposer {
+	return &timedProposer{p: p, set: set}
+}
+
+func (t *timedProposer) Propose(ctx context.Context, c engine.Command) (engine.Result, error) {
+	start := time.Now()
+	r, err := t.p.Propose(ctx, c)
+	if err == nil {
+		t.hist(c).UpdateDuration(start)
+	}
+	return r, err
+}
+
+// hist is the command type's histogram: PushCmd is command="push".
+func (t *timedProposer) hist(c engine.Command) *metrics.PrometheusHistogram {
+	typ := reflect.TypeOf(c)
+	if h, ok := t.hists.Load(typ); ok {
+		return h.(*metrics.PrometheusHistogram)
+	}
+	name := strings.ToLower(strings.TrimSuffix(typ.Name(), "Cmd"))
+	h := t.set.GetOrCreatePrometheusHistogram(`queen_command_duration_seconds{command="` + name + `"}`)
+	t.hists.Store(typ, h)
+	return h
+}
