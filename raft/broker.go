@@ -72,8 +72,9 @@ func (n *Node) Propose(ctx context.Context, c engine.Command) (engine.Result, er
 	case skip != nil:
 		return *skip, nil
 	}
-	p := &proposal{cmd: command.Stamped{Stamp: engine.Stamp{Time: time.Now().UnixMicro(), Seed: seed}, Cmd: c},
-		done: make(chan proposed, 1)}
+	now := time.Now()
+	p := &proposal{cmd: command.Stamped{Stamp: engine.Stamp{Time: now.UnixMicro(), Seed: seed}, Cmd: c},
+		done: make(chan proposed, 1), at: now}
 	select {
 	case n.proposals <- p:
 	case <-ctx.Done():

@@ -54,6 +54,7 @@ type Node struct {
 type proposal struct {
 	cmd  command.Stamped
 	done chan proposed
+	at   time.Time // queued
 }
 
 // proposed is a proposal's outcome.
@@ -375,16 +376,20 @@ func (n *Node) proposeLoop() {
 			cmds = append(cmds, p.cmd)
 		}
 		buf = command.AppendEntry(buf[:0], cmds)
+		proposedAt := time.Now()
 		f := n.raft.ApplyLog(hraft.Log{Data: bytes.Clone(buf)}, n.opts.ApplyTimeout)
 		n.wg.Add(1)
-		go n.await(f, batch)
+		go n.await(f, batch, proposedAt)
 	}
 }
 
 // await hands an entry's results to its proposers.
-func (n *Node) await(f hraft.ApplyFuture, batch []*proposal) {
+func (n *Node) await(f hraft.ApplyFuture, batch []*proposal, proposedAt time.Time) {
 	defer n.wg.Done()
 	err := n.futureError(f)
+	if err == nil && n.opts.OnEntry != nil {
+		n.opts.OnEntry(EntryTimes{Commands: len(batch), Queued: proposedAt.Sub(batch[0].at), Committed: time.Since(proposedAt)})
+	}
 	// The entry is applied (or failed): the next one may be proposed while
 	// this goroutine reads pops' messages and hands out results.
 	<-n.inflight

@@ -438,3 +438,35 @@ func setMaintenance(t *testing.T, n *raft.Node, pop, enabled bool) error {
 	_, err := raft.Propose[struct{}](ctxT(t), n, command.Maintenance{Pop: pop, Enabled: enabled})
 	return err
 }
+
+// OnEntry hears each entry the leader committed, with its commands and
+// where its time went.
+func TestNode_OnEntry(t *testing.T) {
+	var mu sync.Mutex
+	heard := map[string][]raft.EntryTimes{}
+	c := rafttest.MakeClusterWith(t, 3, func(o *raft.Options) {
+		id := o.ID
+		o.OnEntry = func(e raft.EntryTimes) {
+			mu.Lock()
+			heard[id] = append(heard[id], e)
+			mu.Unlock()
+		}
+	})
+	n := c.Leader()
+	for i := range 5 {
+		push(t, n, "entries", fmt.Sprint("e", i))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	leader := n.Status().ID
+	var commands int
+	for _, e := range heard[leader] {
+		commands += e.Commands
+		if e.Commands < 1 || e.Queued < 0 || e.Committed <= 0 {
+			t.Errorf("entry times %+v", e)
+		}
+	}
+	if commands < 5 {
+		t.Errorf("the leader heard %d commands in %d entries, want at least the 5 pushes", commands, len(heard[leader]))
+	}
+}

@@ -104,6 +104,13 @@ type Options struct {
 	// retention sweep it proposed and that applied (the analytics record
 	// what retention deleted). It runs on the sweep loop: it must not block.
 	OnSweep func(engine.SweepResult)
+	// OnEntry, when set, is called on the leader for every log entry it
+	// proposed that committed and applied, with how long its oldest command
+	// queued for it (group commit: waiting for an entry to be free) and how
+	// long Raft took from the proposal to the apply (the log append, the
+	// quorum, the FSM). It runs on the entry's await goroutine: it must not
+	// block.
+	OnEntry func(EntryTimes)
 	// RaftLogSync is UNSAFE when false: Raft log appends are not fsynced and
 	// a crash can lose acknowledged commands. Only benchmarks turn it off.
 	RaftLogSync bool
@@ -159,4 +166,11 @@ func (o Options) Validate() error {
 		return fmt.Errorf("raft: options: %w", err)
 	}
 	return o.Engine.Validate()
+}
+
+// EntryTimes is where one log entry's time went (Options.OnEntry).
+type EntryTimes struct {
+	Commands  int           // commands grouped into the entry
+	Queued    time.Duration // the oldest command's wait for the proposer
+	Committed time.Duration // from the proposal to the applied entry
 }
