@@ -52,3 +52,23 @@ func (t *timedProposer) hist(c engine.Command) *metrics.PrometheusHistogram {
 	t.hists.Store(typ, h)
 	return h
 }
+
+// entryBuckets resolve the milliseconds a log entry's commit takes.
+var entryBuckets = []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .2, .5, 1, 2, 5}
+
+// EntryMetrics is raft.Options.OnEntry recording, in set, where each log
+// entry's time went on the leader: queued behind the entries in flight,
+// then proposed until applied. With queen_command_duration_seconds they
+// split a slow command's time.
+func EntryMetrics(set *metrics.Set) func(raft.EntryTimes) {
+	queued := set.GetOrCreatePrometheusHistogramExt(`queen_raft_entry_queued_seconds`, entryBuckets)
+	committed := set.GetOrCreatePrometheusHistogramExt(`queen_raft_entry_commit_seconds`, entryBuckets)
+	commands := set.GetOrCreateCounter(`queen_raft_entry_commands_total`)
+	entries := set.GetOrCreateCounter(`queen_raft_entries_total`)
+	return func(t raft.EntryTimes) {
+		queued.Update(t.Queued.Seconds())
+		committed.Update(t.Committed.Seconds())
+		commands.Add(t.Commands)
+		entries.Inc()
+	}
+}

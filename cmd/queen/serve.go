@@ -315,7 +315,7 @@ func serve(args []string) error {
 	var node *raft.Node
 	an := server.NewAnalytics(server.AnalyticsOptions{Store: func() (engine.StoreStats, error) { return node.Engine().StoreStats() }})
 	opts.OnSweep = an.RecordSweep
-	opts.OnEntry = entryMetrics(ms)
+	opts.OnEntry = server.EntryMetrics(ms)
 	sopts.Analytics = an
 	node, err = raft.Open(opts)
 	if err != nil {
@@ -439,24 +439,5 @@ func servePprof(log *slog.Logger, addr string) {
 	log.Info("pprof serving", "addr", addr)
 	if err := http.ListenAndServe(addr, mux); err != nil {
 		log.Error("pprof server stopped", "err", err)
-	}
-}
-
-// entryBuckets resolve the milliseconds a log entry's commit takes.
-var entryBuckets = []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .2, .5, 1, 2, 5}
-
-// entryMetrics records where each log entry's time went on the leader:
-// queued behind the entries in flight, then proposed until applied. With
-// queen_command_duration_seconds they split a slow command's time.
-func entryMetrics(ms *metrics.Set) func(raft.EntryTimes) {
-	queued := ms.GetOrCreatePrometheusHistogramExt(`queen_raft_entry_queued_seconds`, entryBuckets)
-	committed := ms.GetOrCreatePrometheusHistogramExt(`queen_raft_entry_commit_seconds`, entryBuckets)
-	commands := ms.GetOrCreateCounter(`queen_raft_entry_commands_total`)
-	entries := ms.GetOrCreateCounter(`queen_raft_entries_total`)
-	return func(t raft.EntryTimes) {
-		queued.Update(t.Queued.Seconds())
-		committed.Update(t.Committed.Seconds())
-		commands.Add(t.Commands)
-		entries.Inc()
 	}
 }
