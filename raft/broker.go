@@ -72,6 +72,12 @@ func (n *Node) Propose(ctx context.Context, c engine.Command) (engine.Result, er
 	case skip != nil:
 		return *skip, nil
 	}
+	return n.propose(ctx, c, seed)
+}
+
+// propose stamps the ready command c with seed and the time, queues it for
+// the group-commit loop and waits for its result.
+func (n *Node) propose(ctx context.Context, c engine.Command, seed engine.ID) (engine.Result, error) {
 	now := time.Now()
 	p := &proposal{cmd: command.Stamped{Stamp: engine.Stamp{Time: now.UnixMicro(), Seed: seed}, Cmd: c},
 		done: make(chan proposed, 1), at: now}

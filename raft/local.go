@@ -46,15 +46,21 @@ func (l *Local) Propose(ctx context.Context, c engine.Command) (engine.Result, e
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	now := max(l.now(), l.last+1)
-	l.last = now
-	c, seed, skip, err := ready(l.e, c, now)
+	c, seed, skip, err := ready(l.e, c, max(l.now(), l.last+1))
 	switch {
 	case err != nil:
 		return engine.Result{}, err
 	case skip != nil:
 		return *skip, nil
 	}
+	return l.apply(c, seed)
+}
+
+// apply stamps the ready command c with seed and the next time and runs it
+// as a log entry of its own. l.mu is held.
+func (l *Local) apply(c engine.Command, seed engine.ID) (engine.Result, error) {
+	now := max(l.now(), l.last+1)
+	l.last = now
 	entry := command.AppendEntry(nil, []command.Stamped{{Stamp: engine.Stamp{Time: now, Seed: seed}, Cmd: c}})
 	out := make([]any, 1)
 	log := &hraft.Log{Index: l.e.Applied() + 1, Type: hraft.LogCommand, Data: entry}

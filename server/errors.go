@@ -110,6 +110,8 @@ var errorTable = [...]errorCode{
 	{errOriginNotAllowed, fasthttp.StatusForbidden, "origin_not_allowed", "Origin not allowed"},
 	{errClusterClosed, fasthttp.StatusForbidden, "cluster_closed", "Cluster membership is closed: start every node with --cluster-secret (QUEEN_CLUSTER_SECRET) and send it in X-Queen-Cluster-Secret"},
 	{errClusterSecret, fasthttp.StatusForbidden, "cluster_secret_invalid", "Missing or wrong cluster secret (X-Queen-Cluster-Secret)"},
+	{raft.ErrNotPreparable, fasthttp.StatusBadRequest, "not_preparable", ""},
+	{errLeaderSpools, fasthttp.StatusServiceUnavailable, codeLeaderSpools, "Push maintenance is on: the node that received the push buffers it"},
 	{raft.ErrQuorumRisk, fasthttp.StatusConflict, "quorum_at_risk", ""},
 	{errNotImplemented, fasthttp.StatusNotImplemented, "not_implemented", ""},
 	{errNoSpool, fasthttp.StatusInternalServerError, "spool_unavailable", "Push maintenance is on and this node cannot buffer pushes"},

@@ -10,9 +10,17 @@ import (
 // push answers POST /api/v1/push (docs/api.md §5): 201 with one result per item,
 // in input order.
 func (s *Server) push(ctx *fasthttp.RequestCtx, p *params) {
-	// A follower in push maintenance spools; otherwise it only relays.
-	if m, ok := s.broker.(Maintainer); !ok || !pushMaintenance(m) {
-		if s.relayFirst(ctx) {
+	// A follower in push maintenance spools. Otherwise it prepares the
+	// push for the leader (prepared.go) or, without the cluster secret
+	// to send it with, relays the request unread.
+	m, ok := s.broker.(Maintainer)
+	spools := ok && pushMaintenance(m)
+	var st raft.Status
+	prepares := false
+	if !spools {
+		st = s.broker.Status()
+		prepares = s.preparesFor(ctx, st)
+		if !prepares && st.Role != "leader" && s.forwardAs(ctx, st) {
 			return
 		}
 	}
@@ -55,8 +63,13 @@ func (s *Server) push(ctx *fasthttp.RequestCtx, p *params) {
 		s.writeError(ctx, err)
 		return
 	}
-	if m, ok := s.broker.(Maintainer); ok && len(items) > 0 && pushMaintenance(m) {
+	switch {
+	case len(items) == 0:
+	case spools:
 		s.bufferPush(ctx, items)
+		return
+	case prepares:
+		s.pushViaLeader(ctx, st, items)
 		return
 	}
 	var res []engine.PushResult
@@ -68,6 +81,11 @@ func (s *Server) push(ctx *fasthttp.RequestCtx, p *params) {
 		s.m.pushed(res)
 		s.an.pushed(res)
 	}
+	s.answerPush(ctx, items, res)
+}
+
+// answerPush answers a push with its results: 201, one per item in order.
+func (s *Server) answerPush(ctx *fasthttp.RequestCtx, items []engine.PushItem, res []engine.PushResult) {
 	w := startBody(ctx)
 	w.array("")
 	for i := range res {

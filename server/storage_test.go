@@ -54,7 +54,7 @@ func TestServer_Routes_AddsData(t *testing.T) {
 			got = append(got, r.Name)
 		}
 	}
-	want := []string{"configure", "push", "transaction", "dlq_replay", "message_replay", "trace_add", "stream_register", "stream_cycle"}
+	want := []string{"configure", "push", "transaction", "dlq_replay", "message_replay", "trace_add", "stream_register", "stream_cycle", "push_prepared"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("routes that add data %v, want %v", got, want)
 	}
@@ -77,11 +77,11 @@ func TestServer_Storage_BelowReserve(t *testing.T) {
 			path, body := request(r, f)
 			resp := c.do(r.Method, path, body)
 			switch {
-			case r.AddsData:
-				resp.expectInsufficientStorage(t, "local")
 			case r.Level == auth.Cluster:
 				// Closed without a cluster secret; not a storage answer.
 				resp.expectError(t, http.StatusForbidden, "cluster_closed")
+			case r.AddsData:
+				resp.expectInsufficientStorage(t, "local")
 			case resp.status < 200 || resp.status > 299:
 				t.Errorf("%s %s below the reserve: %d %s, want 2xx", r.Method, path, resp.status, resp.body)
 			}
