@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server"
 	"github.com/queenmq/queen/server/servertest"
 )
@@ -201,5 +203,45 @@ func TestPrepared_LeaderBelowReserveRefusesIt(t *testing.T) {
 	}
 	if m := leader.mustPop(popPath("d", "batch=10")).Messages; len(m) != 1 || m[0].TransactionID != "before" {
 		t.Fatalf("popped %+v, want only the push from before", m)
+	}
+}
+
+// A push of many tiny items prepares into an entry larger than its JSON;
+// past the body limit the follower relays the request as it came, which the
+// leader takes under the same limit.
+func TestPrepared_EntryPastTheBodyLimitIsRelayedAsSent(t *testing.T) {
+	lb := servertest.NewLocalBroker(t)
+	opts := server.Options{Logger: quietLogger(), ClusterSecret: testSecret, MaxBodyBytes: 8 << 10}
+	leader := newClientOptions(t, lb, opts)
+	f := newClientOptions(t, follower{LocalBroker: lb, leaderHTTP: strings.TrimPrefix(leader.base, "http://")}, opts)
+	var items []engine.PushItem
+	var body strings.Builder
+	body.WriteString(`{"items":[`)
+	for i := range 200 {
+		if i > 0 {
+			body.WriteString(",")
+		}
+		body.WriteString(`{"queue":"tiny","payload":1}`)
+		items = append(items, engine.PushItem{Queue: "tiny", Payload: []byte("1")})
+	}
+	body.WriteString(`]}`)
+	entry, err := raft.PrepareEntry(engine.PushCmd{Items: items})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body.Len() > opts.MaxBodyBytes || len(entry) <= opts.MaxBodyBytes {
+		t.Fatalf("body %d B, entry %d B: the test needs a body under the %d B limit and an entry over it",
+			body.Len(), len(entry), opts.MaxBodyBytes)
+	}
+	var res []pushResult
+	f.do("POST", "/api/v1/push", body.String()).expect(t, http.StatusCreated).decode(t, &res)
+	if len(res) != 200 || res[199].Status != "queued" {
+		t.Fatalf("%d results, last %+v", len(res), res[len(res)-1])
+	}
+	if got := leader.metric(`queen_http_requests_total{route="push",status="2xx"}`); got != 1 {
+		t.Errorf("the leader's push route answered %v relayed pushes, want 1", got)
+	}
+	if got := leader.metric(`queen_http_requests_total{route="push_prepared",status="4xx"}`); got != 0 {
+		t.Errorf("the leader refused %v prepared pushes", got)
 	}
 }

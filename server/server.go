@@ -260,8 +260,11 @@ func New(b Broker, opts Options) (*Server, error) {
 		MaxIdleConnDuration:           30 * time.Second,
 		DisableHeaderNamesNormalizing: true,
 		DisablePathNormalizing:        true,
-		MaxResponseBodySize:           opts.MaxBodyBytes * 4,
-		TLSConfig:                     opts.RelayTLS,
+		// A push answers about 230 bytes per item, and an item can be
+		// 13 bytes of JSON (`{"queue":"q"}`): a relayed answer may be
+		// some 18 times its request's body.
+		MaxResponseBodySize: opts.MaxBodyBytes * 32,
+		TLSConfig:           opts.RelayTLS,
 	}
 	s.stop, s.drained = make(chan struct{}), make(chan struct{})
 	s.reclaim = newReclaimer(&s.budget, s.stop)
