@@ -1,6 +1,7 @@
 package logstore
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
@@ -15,6 +16,7 @@ import (
 const (
 	familyLog    byte = 0x01 // log entry: familyLog | index u64 BE
 	familyStable byte = 0x02 // stable key: familyStable | key bytes
+	familyGroup  byte = 0x03 // another group's keys: familyGroup | group u32 BE | a key above
 
 	logKeyLen = 1 + 8
 
@@ -37,45 +39,62 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// Bounds of the log family: every log key k has logLower <= k < logUpper.
-var (
-	logLower = []byte{familyLog}
-	logUpper = []byte{familyLog + 1}
-)
-
-// putLogKey writes the key of the entry at index into dst[:logKeyLen].
-func putLogKey(dst []byte, index uint64) {
-	dst[0] = familyLog
-	binary.BigEndian.PutUint64(dst[1:logKeyLen], index)
+// keyspace is one Raft group's keys. Group 1's are the families above, as
+// they were before there were groups; any other group g puts familyGroup |
+// g u32 BE in front of the same families.
+type keyspace struct {
+	prefix []byte
+	// lower and upper bound the group's log family: every log key k has
+	// lower <= k < upper.
+	lower, upper []byte
 }
 
-func logKey(index uint64) []byte {
-	k := make([]byte, logKeyLen)
-	putLogKey(k, index)
+func newKeyspace(group uint32) keyspace {
+	var prefix []byte
+	if group != 1 {
+		prefix = binary.BigEndian.AppendUint32([]byte{familyGroup}, group)
+	}
+	return keyspace{prefix: prefix,
+		lower: append(append([]byte(nil), prefix...), familyLog),
+		upper: append(append([]byte(nil), prefix...), familyLog+1)}
+}
+
+// logKeyLen is the length of the group's log keys.
+func (ks keyspace) logKeyLen() int { return len(ks.prefix) + logKeyLen }
+
+// putLogKey writes the key of the entry at index into dst[:ks.logKeyLen()].
+func (ks keyspace) putLogKey(dst []byte, index uint64) {
+	n := copy(dst, ks.prefix)
+	dst[n] = familyLog
+	binary.BigEndian.PutUint64(dst[n+1:n+logKeyLen], index)
+}
+
+func (ks keyspace) logKey(index uint64) []byte {
+	k := make([]byte, ks.logKeyLen())
+	ks.putLogKey(k, index)
 	return k
 }
 
 // logEnd returns the exclusive upper key of the range ending at max inclusive.
-func logEnd(max uint64) []byte {
+func (ks keyspace) logEnd(max uint64) []byte {
 	if max == math.MaxUint64 {
-		return logUpper
+		return ks.upper
 	}
-	return logKey(max + 1)
+	return ks.logKey(max + 1)
 }
 
-// parseLogKey returns the index a log key encodes.
-func parseLogKey(k []byte) (uint64, error) {
-	if len(k) != logKeyLen || k[0] != familyLog {
+// parseLogKey returns the index a log key of the group encodes.
+func (ks keyspace) parseLogKey(k []byte) (uint64, error) {
+	if len(k) != ks.logKeyLen() || !bytes.HasPrefix(k, ks.lower) {
 		return 0, fmt.Errorf("%w: log key %x", ErrCorrupt, k)
 	}
-	return binary.BigEndian.Uint64(k[1:]), nil
+	return binary.BigEndian.Uint64(k[len(ks.lower):]), nil
 }
 
-func stableKey(key []byte) []byte {
-	k := make([]byte, 1+len(key))
-	k[0] = familyStable
-	copy(k[1:], key)
-	return k
+func (ks keyspace) stableKey(key []byte) []byte {
+	k := make([]byte, 0, len(ks.prefix)+1+len(key))
+	k = append(append(k, ks.prefix...), familyStable)
+	return append(k, key...)
 }
 
 // encodedLen returns the size of l's encoded value, or ErrTooLarge.

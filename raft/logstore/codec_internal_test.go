@@ -196,7 +196,7 @@ func TestStore_GetLog_Corrupt(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = s.db.Set(logKey(1), v, pebble.Sync)
+			err = s.db.Set(newKeyspace(1).logKey(1), v, pebble.Sync)
 			if err = errors.Join(err, s.Close()); err != nil {
 				t.Fatal(err)
 			}
@@ -242,4 +242,31 @@ func FuzzDecodeLog(f *testing.F) {
 			t.Fatalf("re-encoded\n%x\nwant\n%x", got, v)
 		}
 	})
+}
+
+// Group 1's keys are the store's keys from before there were groups, byte
+// for byte; another group's carry familyGroup and its id in front.
+func TestKeyspace_Bytes(t *testing.T) {
+	for _, c := range []struct {
+		group       uint32
+		log, stable string
+	}{
+		{1, "01000000000000002a", "024b"},
+		{2, "030000000201000000000000002a", "0300000002024b"},
+		{0, "030000000001000000000000002a", "0300000000024b"},
+	} {
+		ks := newKeyspace(c.group)
+		if got := hex.EncodeToString(ks.logKey(42)); got != c.log {
+			t.Errorf("group %d log key %s, want %s", c.group, got, c.log)
+		}
+		if got := hex.EncodeToString(ks.stableKey([]byte("K"))); got != c.stable {
+			t.Errorf("group %d stable key %s, want %s", c.group, got, c.stable)
+		}
+		if i, err := ks.parseLogKey(ks.logKey(42)); err != nil || i != 42 {
+			t.Errorf("group %d parses its key as %d, %v", c.group, i, err)
+		}
+		if _, err := ks.parseLogKey(newKeyspace(c.group + 1).logKey(42)); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("group %d parses group %d's key: %v", c.group, c.group+1, err)
+		}
+	}
 }

@@ -22,6 +22,15 @@
 //	family  key                          value
 //	0x01    0x01 | index u64 BE (9 B)    log entry, format below
 //	0x02    0x02 | raft key bytes        Set: raw bytes; SetUint64: u64 BE (8 B)
+//	0x03    0x03 | group u32 BE | a 0x01 or 0x02 key above
+//	                                     that key's value, in Raft group `group`
+//
+// Families 0x01 and 0x02 are Raft group 1's, the only group a node ran
+// before there were several, so a store written then reads as group 1's.
+// Every other group (Store.Group) has the same two families behind its
+// 0x03 prefix, and its own bounds, writes and reconcile after a reopen. The
+// groups share the Pebble instance, its WAL and so the fsyncs of appends
+// that commit together.
 //
 // # Log entry value, version 1
 //

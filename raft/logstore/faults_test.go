@@ -67,6 +67,8 @@ type logDriver struct {
 	t     *testing.T
 	rng   *rand.Rand
 	s     *logstore.Store
+	group uint32 // the group the driver writes (logstore.Store.Group); 0 is the Store's own
+	g     *logstore.Log
 	dir   string
 	opts  logstore.Options
 	inj   *faulttest.Injector
@@ -83,6 +85,34 @@ type logDriver struct {
 	stable   map[string]uint64
 	// counts for the log
 	appends, failed, deletes, sets, reads int
+}
+
+// log is the driver's group in the open store.
+func (d *logDriver) log() *logstore.Log {
+	if d.g == nil {
+		d.g = groupOf(d.t, d.s, d.group)
+	}
+	return d.g
+}
+
+// groupOf returns group (0: the Store's own) of s, retrying reads that
+// injected faults fail, as a node starting on a failing disk would.
+func groupOf(t *testing.T, s *logstore.Store, group uint32) *logstore.Log {
+	t.Helper()
+	if group == 0 {
+		return s.Log
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		g, err := s.Group(group)
+		if err == nil {
+			return g
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("group %d: %v", group, err)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 func (d *logDriver) entries(n int) []*hraft.Log {
@@ -106,6 +136,7 @@ func (d *logDriver) restart() {
 	for {
 		var err error
 		bounded(d.t, "Open", func() { d.s, err = logstore.Open(d.dir, d.opts) })
+		d.g = nil
 		if err == nil {
 			break
 		}
@@ -115,7 +146,7 @@ func (d *logDriver) restart() {
 		time.Sleep(time.Millisecond)
 	}
 	waitHealthy(d.t, d.s) // it may have opened read-only
-	if last, _ := d.s.LastIndex(); last != d.next-1 {
+	if last, _ := d.log().LastIndex(); last != d.next-1 {
 		d.t.Fatalf("restarted with LastIndex %d; the last acknowledged entry is %d", last, d.next-1)
 	}
 	d.failSync = d.restarts == 1 || d.rng.IntN(2) == 0
@@ -130,7 +161,7 @@ func (d *logDriver) step() {
 		if d.failSync {
 			d.inj.Fail(faulttest.Sync, syscall.EIO)
 		}
-		bounded(d.t, "StoreLogs", func() { err = d.s.StoreLogs(logs) })
+		bounded(d.t, "StoreLogs", func() { err = d.log().StoreLogs(logs) })
 		if d.failSync {
 			d.failSync = false
 			d.inj.Random(d.sched)
@@ -157,7 +188,7 @@ func (d *logDriver) step() {
 		d.deletes++
 		upto := d.keep + uint64(d.rng.IntN(10))
 		var err error
-		bounded(d.t, "DeleteRange", func() { err = d.s.DeleteRange(d.keep, upto) })
+		bounded(d.t, "DeleteRange", func() { err = d.log().DeleteRange(d.keep, upto) })
 		// Succeeded or not, those entries may be gone: raft compacts again
 		// later and never reads below its snapshot.
 		for i := d.keep; i <= upto; i++ {
@@ -173,7 +204,7 @@ func (d *logDriver) step() {
 		key := fmt.Sprintf("key%d", d.rng.IntN(3))
 		val := d.rng.Uint64()
 		var err error
-		bounded(d.t, "SetUint64", func() { err = d.s.SetUint64([]byte(key), val) })
+		bounded(d.t, "SetUint64", func() { err = d.log().SetUint64([]byte(key), val) })
 		if err != nil {
 			d.t.Fatalf("SetUint64 on an open store failed: %v (it must wait for the store instead)", err)
 		}
@@ -188,11 +219,11 @@ func (d *logDriver) step() {
 			got hraft.Log
 			err error
 		)
-		bounded(d.t, "GetLog", func() { err = d.s.GetLog(i, &got) })
+		bounded(d.t, "GetLog", func() { err = d.log().GetLog(i, &got) })
 		if err != nil {
 			d.inj.Lift()
 			var again hraft.Log
-			err2 := d.s.GetLog(i, &again)
+			err2 := d.log().GetLog(i, &again)
 			d.t.Fatalf("GetLog(%d) of an acknowledged entry: %v; after lifting: %v %d bytes", i, err, err2, len(again.Data))
 		}
 		d.compare(&got, d.acked[i])
@@ -216,25 +247,26 @@ func (d *logDriver) verify(dir string) {
 		t.Fatalf("reopen without faults: %v", err)
 	}
 	defer s.Close()
-	if err := s.Check(); err != nil {
+	g := groupOf(t, s, d.group)
+	if err := g.Check(); err != nil {
 		t.Fatalf("Check after the faults: %v", err)
 	}
-	if last, _ := s.LastIndex(); last != d.next-1 {
+	if last, _ := g.LastIndex(); last != d.next-1 {
 		t.Errorf("LastIndex = %d, want %d, the last acknowledged entry", last, d.next-1)
 	}
 	for i := d.keep; i < d.next; i++ {
 		var got hraft.Log
-		if err := s.GetLog(i, &got); err != nil {
+		if err := g.GetLog(i, &got); err != nil {
 			t.Fatalf("acknowledged entry %d: %v", i, err)
 		}
 		d.compare(&got, d.acked[i])
 	}
 	var l hraft.Log
-	if err := s.GetLog(d.next, &l); err != hraft.ErrLogNotFound {
+	if err := g.GetLog(d.next, &l); err != hraft.ErrLogNotFound {
 		t.Errorf("GetLog above the last acknowledged entry = %v, want ErrLogNotFound", err)
 	}
 	for k, want := range d.stable {
-		if got, err := s.GetUint64([]byte(k)); err != nil || got != want {
+		if got, err := g.GetUint64([]byte(k)); err != nil || got != want {
 			t.Errorf("stable %s = %d, %v; want %d", k, got, err, want)
 		}
 	}
@@ -243,6 +275,15 @@ func (d *logDriver) verify(dir string) {
 // Injected write, sync and read errors at random points: the store heals
 // itself every time, and holds exactly what it acknowledged.
 func TestStore_Heal_IOErrorsLoseNothingAcknowledged(t *testing.T) {
+	for _, group := range []uint32{0, 2} {
+		t.Run(map[uint32]string{0: "group1", 2: "group2"}[group], func(t *testing.T) { healIOErrors(t, group) })
+	}
+}
+
+// healIOErrors is TestStore_Heal_IOErrorsLoseNothingAcknowledged on one
+// group (0: the Store's own, group 1); another group's entries sit beside
+// it and must come through the same faults and reopens intact.
+func healIOErrors(t *testing.T, group uint32) {
 	sd := seed(t)
 	steps := 600
 	if testing.Short() {
@@ -255,7 +296,18 @@ func TestStore_Heal_IOErrorsLoseNothingAcknowledged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &logDriver{t: t, rng: rand.New(rand.NewPCG(sd, 11)), s: s, dir: dir, opts: opts, inj: inj,
+	other := s.Log
+	if group == 0 {
+		if other, err = s.Group(7); err != nil {
+			t.Fatal(err)
+		}
+	}
+	neighbours := []*hraft.Log{{Index: 1, Term: 1, Type: hraft.LogCommand, Data: []byte("beside")},
+		{Index: 2, Term: 1, Type: hraft.LogCommand, Data: []byte("the driven group")}}
+	if err := other.StoreLogs(neighbours); err != nil {
+		t.Fatal(err)
+	}
+	d := &logDriver{t: t, rng: rand.New(rand.NewPCG(sd, 11)), s: s, group: group, dir: dir, opts: opts, inj: inj,
 		sched: faulttest.Schedule{Kinds: faulttest.All, Rate: 0.3, Quiet: [2]int{30, 150}, Faulty: [2]int{3, 20}},
 		term:  1, next: 1, keep: 1, acked: map[uint64]*hraft.Log{}, stable: map[string]uint64{}}
 	inj.Random(d.sched)
@@ -280,6 +332,39 @@ func TestStore_Heal_IOErrorsLoseNothingAcknowledged(t *testing.T) {
 		t.Fatalf("no write failed: the schedule injected nothing that mattered (%v)", inj)
 	}
 	d.verify(dir)
+	s, err = logstore.Open(dir, faultOptions(t, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	o := s.Log
+	if group == 0 {
+		o = groupOf(t, s, 7)
+	}
+	if err := o.Check(); err != nil {
+		t.Fatalf("Check of the other group: %v", err)
+	}
+	if first, last := mustBounds(t, o); first != 1 || last != 2 {
+		t.Fatalf("the other group's log holds %d-%d after the faults, want 1-2", first, last)
+	}
+	for _, want := range neighbours {
+		var got hraft.Log
+		if err := o.GetLog(want.Index, &got); err != nil || !bytes.Equal(got.Data, want.Data) {
+			t.Fatalf("the other group's entry %d: %q, %v", want.Index, got.Data, err)
+		}
+	}
+}
+
+func mustBounds(t *testing.T, g *logstore.Log) (first, last uint64) {
+	t.Helper()
+	first, err := g.FirstIndex()
+	if err == nil {
+		last, err = g.LastIndex()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return first, last
 }
 
 // A full disk: appends fail with ErrFaulted wrapping ENOSPC, Fault says so,

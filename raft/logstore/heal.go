@@ -3,6 +3,7 @@ package logstore
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/queenmq/queen/engine/fault"
@@ -191,31 +192,48 @@ func (s *Store) reopen() error {
 	return s.reconcile()
 }
 
-// reconcile makes the reopened disk agree with what raft was told: entries
-// above the last acknowledged append are deleted. Callers hold closeMu
-// exclusively.
+// reconcile makes the reopened disk agree with what raft was told, in
+// every group: entries above the last acknowledged append are deleted.
+// Callers hold closeMu exclusively.
 func (s *Store) reconcile() error {
-	first, last, err := s.bounds()
+	s.logsMu.Lock()
+	defer s.logsMu.Unlock()
+	ids := make([]uint32, 0, len(s.logs))
+	for id := range s.logs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		if err := s.logs[id].reconcile(); err != nil {
+			return fmt.Errorf("group %d: %w", id, err)
+		}
+	}
+	return nil
+}
+
+func (g *Log) reconcile() error {
+	s := g.s
+	first, last, err := g.bounds()
 	if err != nil {
 		return fmt.Errorf("read log bounds: %w", err)
 	}
-	if acked := s.last.Load(); last > acked {
+	if acked := g.last.Load(); last > acked {
 		b := s.db.NewBatch()
 		defer b.Close()
-		if err := b.DeleteRange(logKey(acked+1), logEnd(last), nil); err != nil {
+		if err := b.DeleteRange(g.ks.logKey(acked+1), g.ks.logEnd(last), nil); err != nil {
 			return err
 		}
 		if err := s.commit(func() error { return b.Commit(s.writeOpts) }); err != nil {
 			return fmt.Errorf("delete unacknowledged logs %d-%d: %w", acked+1, last, err)
 		}
 		s.logf("deleted logs %d-%d: their append failed", acked+1, last)
-		if first, last, err = s.bounds(); err != nil {
+		if first, last, err = g.bounds(); err != nil {
 			return fmt.Errorf("read log bounds: %w", err)
 		}
 	} else if last < acked {
 		s.logf("logs %d-%d were acknowledged but are gone after the reopen", last+1, acked)
 	}
-	s.first.Store(first)
-	s.last.Store(last)
+	g.first.Store(first)
+	g.last.Store(last)
 	return nil
 }

@@ -24,7 +24,10 @@ var (
 )
 
 // Store is a hashicorp/raft LogStore, MonotonicLogStore and StableStore kept
-// in its own Pebble instance. It is safe for concurrent use.
+// in its own Pebble instance: group 1's. Group returns the same for any
+// other Raft group, kept in the same instance under a key prefix of its own,
+// so that the groups of a node share one WAL and the fsyncs of their
+// concurrent appends. It is safe for concurrent use.
 type Store struct {
 	dir  string
 	opts Options
@@ -34,17 +37,13 @@ type Store struct {
 	db        *pebble.DB
 	writeOpts *pebble.WriteOptions
 
-	// first and last cache the lowest and highest stored log index (0 and 0
-	// when the log is empty). They change only under writeMu, and never
-	// cover an entry that is not readable: StoreLogs grows them after its
-	// batch commits, DeleteRange shrinks them before its batch commits.
-	// They record what raft was told: a reopen makes the disk agree.
-	first, last atomic.Uint64
-
-	// writeMu serialises the writes (StoreLogs, DeleteRange, Set) with their
-	// bound updates, and so also the check of the monitor's WAL failure with
-	// the commit behind it.
-	writeMu sync.Mutex
+	// Log is group 1's log and stable state: the store's own LogStore and
+	// StableStore methods are its.
+	*Log
+	// logs holds every group's Log handed out, group 1's too: a reopen
+	// reconciles each of them with the disk.
+	logsMu sync.Mutex
+	logs   map[uint32]*Log
 
 	// closeMu is held shared by every method and exclusively by Close and
 	// by a reopen, so no call reaches a closed Pebble.
@@ -74,6 +73,8 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	s := &Store{dir: dir, opts: opts, mon: fault.NewMonitor(opts.FS, opts.OnError),
 		writeOpts: pebble.Sync, stop: make(chan struct{})}
+	s.Log = &Log{s: s, ks: newKeyspace(1)}
+	s.logs = map[uint32]*Log{1: s.Log}
 	if opts.NoSync {
 		s.writeOpts = pebble.NoSync
 	}
@@ -191,6 +192,61 @@ func (s *Store) Close() error {
 	return nil
 }
 
+// Log is one Raft group's log and stable state in a Store: a
+// hashicorp/raft LogStore, MonotonicLogStore and StableStore. A group's
+// writes are serialised with its bounds; different groups write
+// concurrently, and Pebble commits their synced batches with one fsync when
+// they meet. It is safe for concurrent use.
+type Log struct {
+	s  *Store
+	ks keyspace
+
+	// first and last cache the lowest and highest stored log index (0 and 0
+	// when the log is empty). They change only under writeMu, and never
+	// cover an entry that is not readable: StoreLogs grows them after its
+	// batch commits, DeleteRange shrinks them before its batch commits.
+	// They record what raft was told: a reopen makes the disk agree.
+	first, last atomic.Uint64
+
+	// writeMu serialises the group's writes (StoreLogs, DeleteRange, Set)
+	// with their bound updates, and so also the check of the monitor's WAL
+	// failure with the commit behind it.
+	writeMu sync.Mutex
+}
+
+var (
+	_ hraft.LogStore          = (*Log)(nil)
+	_ hraft.StableStore       = (*Log)(nil)
+	_ hraft.MonotonicLogStore = (*Log)(nil)
+)
+
+// Group returns group id's log and stable state, reading its bounds from
+// disk the first time; group 1 is the Store's own. Every call for one id
+// returns the same Log.
+func (s *Store) Group(id uint32) (*Log, error) {
+	if err := s.acquire(); err != nil {
+		return nil, err
+	}
+	defer s.closeMu.RUnlock()
+	s.logsMu.Lock()
+	defer s.logsMu.Unlock()
+	if g := s.logs[id]; g != nil {
+		return g, nil
+	}
+	if s.db == nil {
+		return nil, fmt.Errorf("open group %d: %w", id, s.writable())
+	}
+	g := &Log{s: s, ks: newKeyspace(id)}
+	first, last, err := g.bounds()
+	if err != nil {
+		return nil, fmt.Errorf("read group %d's log bounds: %w", id, err)
+	}
+	g.first.Store(first)
+	g.last.Store(last)
+	s.logs[id] = g
+	return g, nil
+}
+
 // acquire takes closeMu shared; callers defer s.closeMu.RUnlock() on success.
 func (s *Store) acquire() error {
 	s.closeMu.RLock()
@@ -204,24 +260,24 @@ func (s *Store) acquire() error {
 // IsMonotonic implements hraft.MonotonicLogStore. It tells raft to delete
 // the whole log after restoring a snapshot rather than leave a gap before
 // the next append; for this store that is one range tombstone.
-func (s *Store) IsMonotonic() bool { return true }
+func (g *Log) IsMonotonic() bool { return true }
 
 // FirstIndex returns the lowest stored index, or 0 for an empty log.
-func (s *Store) FirstIndex() (uint64, error) {
-	if err := s.acquire(); err != nil {
+func (g *Log) FirstIndex() (uint64, error) {
+	if err := g.s.acquire(); err != nil {
 		return 0, err
 	}
-	defer s.closeMu.RUnlock()
-	return s.first.Load(), nil
+	defer g.s.closeMu.RUnlock()
+	return g.first.Load(), nil
 }
 
 // LastIndex returns the highest stored index, or 0 for an empty log.
-func (s *Store) LastIndex() (uint64, error) {
-	if err := s.acquire(); err != nil {
+func (g *Log) LastIndex() (uint64, error) {
+	if err := g.s.acquire(); err != nil {
 		return 0, err
 	}
-	defer s.closeMu.RUnlock()
-	return s.last.Load(), nil
+	defer g.s.closeMu.RUnlock()
+	return g.last.Load(), nil
 }
 
 // GetLog reads the entry at index into log, replacing every field. A missing
@@ -229,36 +285,36 @@ func (s *Store) LastIndex() (uint64, error) {
 // compares with ==. A read that fails on an I/O error is retried, with a
 // growing pause, until it succeeds or the store closes, and Fault reports it
 // meanwhile: raft panics when it cannot read a committed entry.
-func (s *Store) GetLog(index uint64, log *hraft.Log) error {
+func (g *Log) GetLog(index uint64, log *hraft.Log) error {
 	wait := fault.Backoff{Min: 10 * time.Millisecond, Max: time.Second}
 	for {
-		err := s.getLog(index, log)
+		err := g.getLog(index, log)
 		if err == nil || err == hraft.ErrLogNotFound || errors.Is(err, ErrClosed) || errors.Is(err, ErrCorrupt) {
-			if s.readFault.Load() != nil {
-				s.readFault.Store(nil)
+			if g.s.readFault.Load() != nil {
+				g.s.readFault.Store(nil)
 			}
 			return err
 		}
-		if s.readFault.Swap(&err) == nil {
-			s.logf("read fault, retrying: %v", err)
+		if g.s.readFault.Swap(&err) == nil {
+			g.s.logf("read fault, retrying: %v", err)
 		}
 		select {
 		case <-time.After(wait.Next()):
-		case <-s.stop:
+		case <-g.s.stop:
 			return err
 		}
 	}
 }
 
-func (s *Store) getLog(index uint64, log *hraft.Log) error {
-	if err := s.acquire(); err != nil {
+func (g *Log) getLog(index uint64, log *hraft.Log) error {
+	if err := g.s.acquire(); err != nil {
 		return err
 	}
-	defer s.closeMu.RUnlock()
-	if s.db == nil {
-		return s.writable()
+	defer g.s.closeMu.RUnlock()
+	if g.s.db == nil {
+		return g.s.writable()
 	}
-	v, closer, err := s.db.Get(logKey(index))
+	v, closer, err := g.s.db.Get(g.ks.logKey(index))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return hraft.ErrLogNotFound
 	}
@@ -282,8 +338,8 @@ func (s *Store) getLog(index uint64, log *hraft.Log) error {
 }
 
 // StoreLog stores one entry; see StoreLogs.
-func (s *Store) StoreLog(log *hraft.Log) error {
-	return s.StoreLogs([]*hraft.Log{log})
+func (g *Log) StoreLog(log *hraft.Log) error {
+	return g.StoreLogs([]*hraft.Log{log})
 }
 
 // StoreLogs writes every entry in one Pebble batch and returns after it is
@@ -292,16 +348,16 @@ func (s *Store) StoreLog(log *hraft.Log) error {
 // every write until the store has reopened itself fail with an error
 // wrapping ErrFaulted (raft's leader then steps down, a follower rejects
 // the append).
-func (s *Store) StoreLogs(logs []*hraft.Log) error {
+func (g *Log) StoreLogs(logs []*hraft.Log) error {
 	if len(logs) == 0 {
 		return nil
 	}
-	if err := s.acquire(); err != nil {
+	if err := g.s.acquire(); err != nil {
 		return err
 	}
-	defer s.closeMu.RUnlock()
+	defer g.s.closeMu.RUnlock()
 
-	b := s.db.NewBatch()
+	b := g.s.db.NewBatch()
 	defer b.Close()
 	low, high := logs[0].Index, logs[0].Index
 	for _, l := range logs {
@@ -312,8 +368,8 @@ func (s *Store) StoreLogs(logs []*hraft.Log) error {
 		if err != nil {
 			return err
 		}
-		op := b.SetDeferred(logKeyLen, n)
-		putLogKey(op.Key, l.Index)
+		op := b.SetDeferred(g.ks.logKeyLen(), n)
+		g.ks.putLogKey(op.Key, l.Index)
 		encodeLog(op.Value, l)
 		if err := op.Finish(); err != nil {
 			return fmt.Errorf("batch log %d: %w", l.Index, err)
@@ -321,19 +377,19 @@ func (s *Store) StoreLogs(logs []*hraft.Log) error {
 		low, high = min(low, l.Index), max(high, l.Index)
 	}
 
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	if err := s.writable(); err != nil {
+	g.writeMu.Lock()
+	defer g.writeMu.Unlock()
+	if err := g.s.writable(); err != nil {
 		return fmt.Errorf("commit logs %d-%d: %w", low, high, err)
 	}
-	if err := s.commit(func() error { return b.Commit(s.writeOpts) }); err != nil {
-		return s.setFault(fmt.Errorf("commit logs %d-%d: %w", low, high, err))
+	if err := g.s.commit(func() error { return b.Commit(g.s.writeOpts) }); err != nil {
+		return g.s.setFault(fmt.Errorf("commit logs %d-%d: %w", low, high, err))
 	}
-	if first := s.first.Load(); first == 0 || low < first {
-		s.first.Store(low)
+	if first := g.first.Load(); first == 0 || low < first {
+		g.first.Store(low)
 	}
-	if high > s.last.Load() {
-		s.last.Store(high)
+	if high > g.last.Load() {
+		g.last.Store(high)
 	}
 	return nil
 }
@@ -347,27 +403,27 @@ func (s *Store) StoreLogs(logs []*hraft.Log) error {
 // them after its batch commits), so they never claim an entry that is gone:
 // a GetLog that misses because of a concurrent delete finds FirstIndex
 // already moved on, which is what raft's oldestLog retry expects.
-func (s *Store) DeleteRange(min, max uint64) error {
+func (g *Log) DeleteRange(min, max uint64) error {
 	if min > max {
 		return nil
 	}
-	if err := s.acquire(); err != nil {
+	if err := g.s.acquire(); err != nil {
 		return err
 	}
-	defer s.closeMu.RUnlock()
+	defer g.s.closeMu.RUnlock()
 
-	b := s.db.NewBatch()
+	b := g.s.db.NewBatch()
 	defer b.Close()
-	if err := b.DeleteRange(logKey(min), logEnd(max), nil); err != nil {
+	if err := b.DeleteRange(g.ks.logKey(min), g.ks.logEnd(max), nil); err != nil {
 		return fmt.Errorf("batch delete logs %d-%d: %w", min, max, err)
 	}
 
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	if err := s.writable(); err != nil {
+	g.writeMu.Lock()
+	defer g.writeMu.Unlock()
+	if err := g.s.writable(); err != nil {
 		return fmt.Errorf("delete logs %d-%d: %w", min, max, err)
 	}
-	oldFirst, oldLast := s.first.Load(), s.last.Load()
+	oldFirst, oldLast := g.first.Load(), g.last.Load()
 	first, last := oldFirst, oldLast
 	var err error
 	switch {
@@ -376,19 +432,19 @@ func (s *Store) DeleteRange(min, max uint64) error {
 	case min <= oldFirst && max >= oldLast:
 		first, last = 0, 0
 	case min <= oldFirst:
-		first, err = s.seek(logKey(max+1), true) // max < last: no overflow, and found
+		first, err = g.seek(g.ks.logKey(max+1), true) // max < last: no overflow, and found
 	case max >= oldLast:
-		last, err = s.seek(logKey(min), false) // min > first: found
+		last, err = g.seek(g.ks.logKey(min), false) // min > first: found
 	}
 	if err != nil {
 		return fmt.Errorf("find log bounds after %d-%d: %w", min, max, err)
 	}
-	s.first.Store(first)
-	s.last.Store(last)
-	if err := s.commit(func() error { return b.Commit(s.writeOpts) }); err != nil {
-		s.first.Store(oldFirst)
-		s.last.Store(oldLast)
-		return s.setFault(fmt.Errorf("commit delete logs %d-%d: %w", min, max, err))
+	g.first.Store(first)
+	g.last.Store(last)
+	if err := g.s.commit(func() error { return b.Commit(g.s.writeOpts) }); err != nil {
+		g.first.Store(oldFirst)
+		g.last.Store(oldLast)
+		return g.s.setFault(fmt.Errorf("commit delete logs %d-%d: %w", min, max, err))
 	}
 	return nil
 }
@@ -397,8 +453,8 @@ func (s *Store) DeleteRange(min, max uint64) error {
 // log key < key (backward), or 0 if there is none. DeleteRange seeks from
 // outside the range it deletes, so it never walks keys under older
 // tombstones.
-func (s *Store) seek(key []byte, forward bool) (uint64, error) {
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: logLower, UpperBound: logUpper})
+func (g *Log) seek(key []byte, forward bool) (uint64, error) {
+	it, err := g.s.db.NewIter(&pebble.IterOptions{LowerBound: g.ks.lower, UpperBound: g.ks.upper})
 	if err != nil {
 		return 0, err
 	}
@@ -410,17 +466,17 @@ func (s *Store) seek(key []byte, forward bool) (uint64, error) {
 	}
 	var index uint64
 	if ok {
-		index, err = parseLogKey(it.Key())
+		index, err = g.ks.parseLogKey(it.Key())
 	}
 	return index, errors.Join(err, it.Close())
 }
 
 // bounds reads the lowest and highest log index from disk.
-func (s *Store) bounds() (first, last uint64, err error) {
-	if first, err = s.seek(logLower, true); err != nil || first == 0 {
+func (g *Log) bounds() (first, last uint64, err error) {
+	if first, err = g.seek(g.ks.lower, true); err != nil || first == 0 {
 		return 0, 0, err
 	}
-	if last, err = s.seek(logUpper, false); err != nil {
+	if last, err = g.seek(g.ks.upper, false); err != nil {
 		return 0, 0, err
 	}
 	return first, last, nil
@@ -431,30 +487,30 @@ func (s *Store) bounds() (first, last uint64, err error) {
 // failing: raft panics when it cannot save its term. A value already
 // stored is not written again: raft rewrites its current term at every
 // start, and a node whose disk is full must still come up.
-func (s *Store) Set(key, val []byte) error {
-	if old, err := s.Get(key); err == nil && bytes.Equal(old, val) {
+func (g *Log) Set(key, val []byte) error {
+	if old, err := g.Get(key); err == nil && bytes.Equal(old, val) {
 		return nil
 	}
 	for {
-		err := s.set(key, val)
-		if err == nil || !errors.Is(err, ErrFaulted) || !s.waitHealed() {
+		err := g.set(key, val)
+		if err == nil || !errors.Is(err, ErrFaulted) || !g.s.waitHealed() {
 			return err
 		}
 	}
 }
 
-func (s *Store) set(key, val []byte) error {
-	if err := s.acquire(); err != nil {
+func (g *Log) set(key, val []byte) error {
+	if err := g.s.acquire(); err != nil {
 		return err
 	}
-	defer s.closeMu.RUnlock()
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	if err := s.writable(); err != nil {
+	defer g.s.closeMu.RUnlock()
+	g.writeMu.Lock()
+	defer g.writeMu.Unlock()
+	if err := g.s.writable(); err != nil {
 		return fmt.Errorf("set %q: %w", key, err)
 	}
-	if err := s.commit(func() error { return s.db.Set(stableKey(key), val, s.writeOpts) }); err != nil {
-		return s.setFault(fmt.Errorf("set %q: %w", key, err))
+	if err := g.s.commit(func() error { return g.s.db.Set(g.ks.stableKey(key), val, g.s.writeOpts) }); err != nil {
+		return g.s.setFault(fmt.Errorf("set %q: %w", key, err))
 	}
 	return nil
 }
@@ -462,15 +518,15 @@ func (s *Store) set(key, val []byte) error {
 // Get returns a copy of the value stored under key. A key never set returns
 // ErrKeyNotFound, unwrapped, as raft-boltdb does; a key set to an empty
 // value returns an empty, non-nil slice.
-func (s *Store) Get(key []byte) ([]byte, error) {
-	if err := s.acquire(); err != nil {
+func (g *Log) Get(key []byte) ([]byte, error) {
+	if err := g.s.acquire(); err != nil {
 		return nil, err
 	}
-	defer s.closeMu.RUnlock()
-	if s.db == nil {
-		return nil, fmt.Errorf("get %q: %w", key, s.writable())
+	defer g.s.closeMu.RUnlock()
+	if g.s.db == nil {
+		return nil, fmt.Errorf("get %q: %w", key, g.s.writable())
 	}
-	v, closer, err := s.db.Get(stableKey(key))
+	v, closer, err := g.s.db.Get(g.ks.stableKey(key))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, ErrKeyNotFound
 	}
@@ -486,15 +542,15 @@ func (s *Store) Get(key []byte) ([]byte, error) {
 
 // SetUint64 stores val under key as 8 big-endian bytes. Set and SetUint64
 // share one keyspace, as in raft-boltdb and raft-wal.
-func (s *Store) SetUint64(key []byte, val uint64) error {
-	return s.Set(key, binary.BigEndian.AppendUint64(nil, val))
+func (g *Log) SetUint64(key []byte, val uint64) error {
+	return g.Set(key, binary.BigEndian.AppendUint64(nil, val))
 }
 
 // GetUint64 returns the value SetUint64 stored under key. A key never set
 // returns 0 and ErrKeyNotFound, unwrapped, as raft-boltdb does; a value that
 // is not 8 bytes wraps ErrCorrupt.
-func (s *Store) GetUint64(key []byte) (uint64, error) {
-	v, err := s.Get(key)
+func (g *Log) GetUint64(key []byte) (uint64, error) {
+	v, err := g.Get(key)
 	if err != nil {
 		return 0, err
 	}
@@ -508,18 +564,18 @@ func (s *Store) GetUint64(key []byte) (uint64, error) {
 // entry sits under its own index, and that FirstIndex and LastIndex match
 // the lowest and highest key on disk. Failures wrap ErrCorrupt. It reads
 // everything; tests call it on the way out, operators on demand.
-func (s *Store) Check() error {
-	if err := s.acquire(); err != nil {
+func (g *Log) Check() error {
+	if err := g.s.acquire(); err != nil {
 		return err
 	}
-	defer s.closeMu.RUnlock()
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	if s.db == nil {
-		return fmt.Errorf("check: %w", s.writable())
+	defer g.s.closeMu.RUnlock()
+	g.writeMu.Lock()
+	defer g.writeMu.Unlock()
+	if g.s.db == nil {
+		return fmt.Errorf("check: %w", g.s.writable())
 	}
 
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: logLower, UpperBound: logUpper})
+	it, err := g.s.db.NewIter(&pebble.IterOptions{LowerBound: g.ks.lower, UpperBound: g.ks.upper})
 	if err != nil {
 		return fmt.Errorf("check: %w", err)
 	}
@@ -527,7 +583,7 @@ func (s *Store) Check() error {
 	var l hraft.Log
 	for ok := it.First(); ok && err == nil; ok = it.Next() {
 		var index uint64
-		if index, err = parseLogKey(it.Key()); err != nil {
+		if index, err = g.ks.parseLogKey(it.Key()); err != nil {
 			break
 		}
 		var v []byte
@@ -550,7 +606,7 @@ func (s *Store) Check() error {
 	if err = errors.Join(err, it.Close()); err != nil {
 		return fmt.Errorf("check: %w", err)
 	}
-	if gotFirst, gotLast := s.first.Load(), s.last.Load(); gotFirst != first || gotLast != last {
+	if gotFirst, gotLast := g.first.Load(), g.last.Load(); gotFirst != first || gotLast != last {
 		return fmt.Errorf("check: %w: cached bounds %d-%d, disk holds %d-%d", ErrCorrupt, gotFirst, gotLast, first, last)
 	}
 	return nil
