@@ -130,9 +130,10 @@ type streamLayer struct {
 	wg        sync.WaitGroup
 
 	mu      sync.Mutex
-	done    bool                  // Close has run
-	pending map[net.Conn]struct{} // accepted, being set up; closed by Close
-	warned  map[string]time.Time  // remote host -> last warning
+	done    bool                   // Close has run
+	pending map[net.Conn]struct{}  // accepted, being set up; closed by Close
+	warned  map[string]time.Time   // remote host -> last warning
+	groups  map[uint32]*groupLayer // the other groups hosted (groupstream.go)
 }
 
 var _ hraft.StreamLayer = (*streamLayer)(nil)
@@ -236,6 +237,13 @@ func (s *streamLayer) untrack(c net.Conn) {
 func (s *streamLayer) setUpAccepted(c net.Conn) {
 	defer s.wg.Done()
 	conn, err := s.setUp(c, false, "")
+	var (
+		to     chan net.Conn
+		closed <-chan struct{}
+	)
+	if err == nil {
+		to, closed, conn, err = s.route(conn)
+	}
 	s.untrack(c)
 	<-s.slots
 	if err != nil {
@@ -246,7 +254,9 @@ func (s *streamLayer) setUpAccepted(c net.Conn) {
 		return
 	}
 	select {
-	case s.conns <- conn:
+	case to <- conn:
+	case <-closed:
+		conn.Close()
 	case <-s.closed:
 		conn.Close()
 	}
