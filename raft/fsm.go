@@ -30,7 +30,7 @@ import (
 // faults".
 type fsm struct {
 	e      *engine.Engine
-	logs   *logstore.Store // where catchUp reads entries back
+	logs   *logstore.Log // where catchUp reads entries back
 	notify *notifier
 	log    *slog.Logger
 	// faulted wakes the node's healer (buffered; a send never blocks).
@@ -42,7 +42,7 @@ type fsm struct {
 	fed atomic.Uint64
 }
 
-func newFSM(e *engine.Engine, logs *logstore.Store, notify *notifier, log *slog.Logger) *fsm {
+func newFSM(e *engine.Engine, logs *logstore.Log, notify *notifier, log *slog.Logger) *fsm {
 	f := &fsm{e: e, logs: logs, notify: notify, log: log, faulted: make(chan struct{}, 1)}
 	f.fed.Store(e.Applied())
 	return f

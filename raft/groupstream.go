@@ -50,7 +50,7 @@ func (s *streamLayer) Group(id uint32) (hraft.StreamLayer, error) {
 	if s.groups == nil {
 		s.groups = map[uint32]*groupLayer{}
 	}
-	if g := s.groups[id]; g != nil {
+	if g := s.groups[id]; g != nil && !g.isClosed() {
 		return g, nil
 	}
 	g := &groupLayer{s: s, id: id, conns: make(chan net.Conn), closed: make(chan struct{})}
@@ -98,7 +98,7 @@ func (s *streamLayer) route(conn net.Conn) (chan net.Conn, <-chan struct{}, net.
 	s.mu.Lock()
 	g := s.groups[id]
 	s.mu.Unlock()
-	if g == nil {
+	if g == nil || g.isClosed() {
 		return nil, nil, nil, fmt.Errorf("the peer dialed group %d, which this node does not host", id)
 	}
 	if _, err := conn.Write([]byte{groupAck}); err != nil {
@@ -171,15 +171,22 @@ func nameGroup(conn net.Conn, id uint32) error {
 	return conn.SetDeadline(time.Time{})
 }
 
-// Close ends the group's Accept; the shared listener stays open.
+// Close ends the group's Accept; the shared listener stays open. The
+// group stays known, so that while a node shuts its groups down one by one
+// a peer's connection for a closed one is read as such and dropped, never
+// taken for group 1's.
 func (g *groupLayer) Close() error {
-	g.once.Do(func() {
-		close(g.closed)
-		g.s.mu.Lock()
-		delete(g.s.groups, g.id)
-		g.s.mu.Unlock()
-	})
+	g.once.Do(func() { close(g.closed) })
 	return nil
+}
+
+func (g *groupLayer) isClosed() bool {
+	select {
+	case <-g.closed:
+		return true
+	default:
+		return false
+	}
 }
 
 // Addr is the shared listener's address.

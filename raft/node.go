@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -30,13 +31,18 @@ type Node struct {
 	log       *slog.Logger
 	raft      *hraft.Raft
 	engine    *engine.Engine
-	store     *logstore.Store
+	store     *logstore.Store // the node's log store (a Host's, shared by its groups)
 	transport hraft.Transport
 	disk      *disk
 	stream    *streamLayer // nil when Options.Transport is set
 	notify    *notifier
 	fsm       *fsm
 	live      *liveness
+	// group is the Raft group this node runs (1 unless a Host opened it);
+	// hosted says the log store and stream layer are the Host's, not closed
+	// with the node.
+	group  uint32
+	hosted bool
 	// membership serialises Join and Leave: a check and the change it
 	// allows happen together.
 	membership sync.Mutex
@@ -70,9 +76,27 @@ func Open(opts Options) (*Node, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	return open(opts, nil)
+}
+
+// hostPart is what a Host lends the node of one of its groups: the log
+// store and the stream layer all its groups share.
+type hostPart struct {
+	group  uint32
+	store  *logstore.Store
+	stream *streamLayer
+}
+
+// open starts a node on its own data directory, log store and listener, or,
+// with h, as group h.group of a Host.
+func open(opts Options, h *hostPart) (*Node, error) {
 	n := &Node{opts: opts, log: opts.Logger.With("node", opts.ID), notify: newNotifier(),
 		proposals: make(chan *proposal, 4096), inflight: make(chan struct{}, opts.MaxInFlight),
-		done: make(chan struct{}), stopped: make(chan struct{}), live: newLiveness()}
+		done: make(chan struct{}), stopped: make(chan struct{}), live: newLiveness(), group: 1}
+	if h != nil {
+		n.group, n.hosted = h.group, true
+		n.log = n.log.With("group", h.group)
+	}
 	ok := false
 	defer func() {
 		if !ok {
@@ -80,13 +104,30 @@ func Open(opts Options) (*Node, error) {
 		}
 	}()
 	var err error
-	if n.disk, err = openDisk(opts, n.log); err != nil {
+	if h == nil {
+		n.disk, err = openDisk(opts, n.log)
+	} else {
+		n.disk, err = openGroupDisk(opts, h.store, h.group, n.log)
+	}
+	if err != nil {
 		return nil, err
 	}
 	n.engine, n.store = n.disk.engine, n.disk.store
 	t2 := time.Now()
 	n.transport = opts.Transport
-	if n.transport == nil {
+	switch {
+	case n.transport != nil:
+	case h != nil:
+		n.stream = h.stream
+		layer, err := h.stream.Group(h.group)
+		if err != nil {
+			return nil, err
+		}
+		if h.group == 1 {
+			layer = keepOpen{h.stream} // the Host closes the listener
+		}
+		n.transport = newNetworkTransport(layer, n.disk.hlog)
+	default:
 		if n.stream, err = newStreamLayer(opts.RaftAddr, opts.TLS, opts.ClusterSecret, n.log); err != nil {
 			return nil, err
 		}
@@ -94,13 +135,13 @@ func Open(opts Options) (*Node, error) {
 		n.warnIfOpen()
 	}
 	cfg := raftConfig(opts, n.disk)
-	logs := newLogCache(n.store, opts.LogCacheBytes)
-	exists, err := hraft.HasExistingState(logs, n.store, n.disk.snaps)
+	logs := newLogCache(n.disk.log, opts.LogCacheBytes)
+	exists, err := hraft.HasExistingState(logs, n.disk.log, n.disk.snaps)
 	if err != nil {
 		return nil, fmt.Errorf("raft: read state: %w", err)
 	}
-	n.fsm = newFSM(n.engine, n.store, n.notify, n.log)
-	if n.raft, err = hraft.NewRaft(cfg, n.fsm, logs, n.store, n.disk.snaps, n.transport); err != nil {
+	n.fsm = newFSM(n.engine, n.disk.log, n.notify, n.log)
+	if n.raft, err = hraft.NewRaft(cfg, n.fsm, logs, n.disk.log, n.disk.snaps, n.transport); err != nil {
 		return nil, fmt.Errorf("raft: start: %w", err)
 	}
 	// The filter is the observer: it records heartbeat failures as raft
@@ -134,9 +175,11 @@ func Open(opts Options) (*Node, error) {
 // the snapshot store. Open runs Raft on it; Recover rewrites its
 // configuration.
 type disk struct {
-	lock       io.Closer
+	lock       io.Closer // nil for a Host's group: the Host holds it
 	engine     *engine.Engine
 	store      *logstore.Store
+	log        *logstore.Log // the group's log and stable state in store
+	ownStore   bool          // close store with the disk (not a Host's)
 	snaps      *refStore
 	hlog       hclog.Logger
 	engineTime time.Duration // how long the engine took to open
@@ -149,7 +192,7 @@ func openDisk(opts Options, log *slog.Logger) (_ *disk, err error) {
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("raft: create data dir: %w", err)
 	}
-	d := &disk{}
+	d := &disk{ownStore: true}
 	if d.lock, err = lockDir(opts.Dir, true); err != nil {
 		return nil, err
 	}
@@ -158,10 +201,8 @@ func openDisk(opts Options, log *slog.Logger) (_ *disk, err error) {
 			d.close()
 		}
 	}()
-	for _, sub := range []string{"engine", "raft", "snapshots"} {
-		if err := os.MkdirAll(filepath.Join(opts.Dir, sub), 0o755); err != nil {
-			return nil, fmt.Errorf("raft: create data dir: %w", err)
-		}
+	if err := makeDirs(opts.Dir, 1); err != nil {
+		return nil, err
 	}
 	// A crash on a full disk must not keep the stores from opening
 	// (space.go).
@@ -169,37 +210,98 @@ func openDisk(opts Options, log *slog.Logger) (_ *disk, err error) {
 	if err := prepareOpen(log, stores, diskSpace(), time.Second, nil); err != nil {
 		return nil, err
 	}
-	eopts := opts.Engine
-	eopts.Sync = false // the Raft log is the write-ahead log
-	eopts.Logger = log
 	t0 := time.Now()
-	if d.engine, err = engine.Open(filepath.Join(opts.Dir, "engine"), eopts); err != nil {
+	if d.engine, err = openEngine(opts, 1, log); err != nil {
 		return nil, err
 	}
 	t1 := time.Now()
-	lopts := opts.LogStore
-	lopts.NoSync = !opts.RaftLogSync
-	lopts.Logger = func(format string, args ...any) { log.Error("logstore: " + fmt.Sprintf(format, args...)) }
-	if d.store, err = logstore.Open(filepath.Join(opts.Dir, "raft"), lopts); err != nil {
+	if d.store, err = openLogStore(opts, log); err != nil {
 		return nil, err
 	}
 	d.engineTime, d.logTime = t1.Sub(t0), time.Since(t1)
+	if d.log, err = d.store.Group(1); err != nil {
+		return nil, err
+	}
+	return d, d.openSnapshots(opts, 1, log)
+}
+
+// openGroupDisk opens group g's engine and snapshots in the data directory
+// of a Host, which holds the lock and the log store and has prepared the
+// directories (makeDirs, prepareOpen).
+func openGroupDisk(opts Options, store *logstore.Store, g uint32, log *slog.Logger) (_ *disk, err error) {
+	d := &disk{store: store}
+	defer func() {
+		if err != nil {
+			d.close()
+		}
+	}()
+	t0 := time.Now()
+	if d.engine, err = openEngine(opts, g, log); err != nil {
+		return nil, err
+	}
+	d.engineTime = time.Since(t0)
+	if d.log, err = store.Group(g); err != nil {
+		return nil, err
+	}
+	return d, d.openSnapshots(opts, g, log)
+}
+
+// groupDir is where group g's engine/ and snapshots/ live: the data
+// directory itself for group 1 (today's layout, so a store made before
+// there were groups opens unchanged), groups/<g>/ for any other.
+func groupDir(dir string, g uint32) string {
+	if g == 1 {
+		return dir
+	}
+	return filepath.Join(dir, "groups", strconv.FormatUint(uint64(g), 10))
+}
+
+// makeDirs creates the data directory's raft/ and group g's engine/ and
+// snapshots/.
+func makeDirs(dir string, g uint32) error {
+	for _, sub := range []string{filepath.Join(dir, "raft"), filepath.Join(groupDir(dir, g), "engine"), filepath.Join(groupDir(dir, g), "snapshots")} {
+		if err := os.MkdirAll(sub, 0o755); err != nil {
+			return fmt.Errorf("raft: create data dir: %w", err)
+		}
+	}
+	return nil
+}
+
+// openEngine opens group g's engine, without fsync: the Raft log is the
+// write-ahead log.
+func openEngine(opts Options, g uint32, log *slog.Logger) (*engine.Engine, error) {
+	eopts := opts.Engine
+	eopts.Sync = false
+	eopts.Logger = log
+	return engine.Open(filepath.Join(groupDir(opts.Dir, g), "engine"), eopts)
+}
+
+// openLogStore opens the node's Raft log store, where every group's log is.
+func openLogStore(opts Options, log *slog.Logger) (*logstore.Store, error) {
+	lopts := opts.LogStore
+	lopts.NoSync = !opts.RaftLogSync
+	lopts.Logger = func(format string, args ...any) { log.Error("logstore: " + fmt.Sprintf(format, args...)) }
+	return logstore.Open(filepath.Join(opts.Dir, "raft"), lopts)
+}
+
+// openSnapshots opens group g's snapshot store over d's engine.
+func (d *disk) openSnapshots(opts Options, g uint32, log *slog.Logger) error {
 	// Raft's lines are the node's (hclog.go): its info lines (elections,
 	// snapshots sent and installed) come out at debug level, which is what
 	// a post-mortem of a leader change needs.
 	d.hlog = newRaftLogger(log)
-	files, err := hraft.NewFileSnapshotStoreWithLogger(filepath.Join(opts.Dir, "snapshots"), 2, d.hlog)
+	files, err := hraft.NewFileSnapshotStoreWithLogger(filepath.Join(groupDir(opts.Dir, g), "snapshots"), 2, d.hlog)
 	if err != nil {
-		return nil, fmt.Errorf("raft: snapshot store: %w", err)
+		return fmt.Errorf("raft: snapshot store: %w", err)
 	}
 	d.snaps = &refStore{SnapshotStore: files, e: d.engine}
-	return d, nil
+	return nil
 }
 
 // close closes the stores and then releases the lock.
 func (d *disk) close() error {
 	var errs []error
-	if d.store != nil {
+	if d.store != nil && d.ownStore {
 		errs = append(errs, d.store.Close())
 	}
 	if d.engine != nil {
@@ -314,7 +416,7 @@ func (n *Node) closeParts() error {
 	var errs []error
 	if c, ok := n.transport.(interface{ Close() error }); ok && n.opts.Transport == nil {
 		errs = append(errs, c.Close())
-	} else if n.stream != nil {
+	} else if n.stream != nil && !n.hosted {
 		errs = append(errs, n.stream.Close()) // the transport was never built
 	}
 	if n.disk != nil {

@@ -56,19 +56,19 @@ func Recover(opts Options, peers []Peer) (uint64, error) {
 		return 0, err
 	}
 	defer d.close()
-	if ok, err := hraft.HasExistingState(d.store, d.store, d.snaps); err != nil {
+	if ok, err := hraft.HasExistingState(d.log, d.log, d.snaps); err != nil {
 		return 0, fmt.Errorf("raft: recover: read state: %w", err)
 	} else if !ok {
 		return 0, fmt.Errorf("%w: %s", ErrNoState, opts.Dir)
 	}
-	lastLog, err := d.store.LastIndex()
+	lastLog, err := d.log.LastIndex()
 	if err != nil {
 		return 0, fmt.Errorf("raft: recover: %w", err)
 	}
 	last := max(lastLog, latestSnapshotIndex(d.snaps))
 
 	cfg := raftConfig(opts, d)
-	rf := &recoveryFSM{fsm: newFSM(d.engine, d.store, newNotifier(), opts.Logger), last: last}
+	rf := &recoveryFSM{fsm: newFSM(d.engine, d.log, newNotifier(), opts.Logger), last: last}
 	var snaps hraft.SnapshotStore = d.snaps
 	if cfg.NoSnapshotRestoreOnStart {
 		// The engine holds its latest snapshot's state already, as at a
@@ -82,7 +82,7 @@ func Recover(opts Options, peers []Peer) (uint64, error) {
 	// snapshot's legacy field, the same for every transport: no port is
 	// bound.
 	_, trans := hraft.NewInmemTransport("")
-	if err := hraft.RecoverCluster(cfg, rf, d.store, d.store, snaps, trans, configuration(peers)); err != nil {
+	if err := hraft.RecoverCluster(cfg, rf, d.log, d.log, snaps, trans, configuration(peers)); err != nil {
 		return 0, fmt.Errorf("raft: recover: %w", err)
 	}
 	return last, nil

@@ -139,8 +139,9 @@ type streamLayer struct {
 var _ hraft.StreamLayer = (*streamLayer)(nil)
 
 // newStreamLayer listens on addr. The address must be one peers can dial
-// (not 0.0.0.0): it is what the node advertises.
-func newStreamLayer(addr string, tlsConf *tls.Config, secret string, log *slog.Logger) (*streamLayer, error) {
+// (not 0.0.0.0): it is what the node advertises. It serves groups (1 is
+// always served) from its first connection on.
+func newStreamLayer(addr string, tlsConf *tls.Config, secret string, log *slog.Logger, groups ...uint32) (*streamLayer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("raft: transport: %w", err)
@@ -162,13 +163,21 @@ func newStreamLayer(addr string, tlsConf *tls.Config, secret string, log *slog.L
 	if secret != "" {
 		s.secret = []byte(secret)
 	}
+	// Groups other than 1 are known before the first connection is
+	// accepted, so that none of theirs is taken for group 1's.
+	for _, g := range groups {
+		if _, err := s.Group(g); err != nil {
+			ln.Close()
+			return nil, err
+		}
+	}
 	s.wg.Add(1)
 	go s.acceptLoop()
 	return s, nil
 }
 
 // newNetworkTransport is Raft's network transport over s.
-func newNetworkTransport(s *streamLayer, logger hclog.Logger) *hraft.NetworkTransport {
+func newNetworkTransport(s hraft.StreamLayer, logger hclog.Logger) *hraft.NetworkTransport {
 	return hraft.NewNetworkTransportWithConfig(&hraft.NetworkTransportConfig{
 		Stream: s, MaxPool: transportPool, Timeout: transportTimeout, Logger: logger, MaxRPCsInFlight: transportInFlight,
 	})

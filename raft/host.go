@@ -1,0 +1,261 @@
+package raft
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	hraft "github.com/hashicorp/raft"
+
+	"github.com/queenmq/queen/raft/logstore"
+)
+
+// A Host runs several Raft groups of one node (ARCHITECTURE.md, "Scale-out"):
+// the directory, group 0, and the data groups 1..G, each a Node with its
+// own engine and snapshots (groupDir), all over one log store and one
+// listener. Every group has the same voters. The Host hands each group's
+// leadership to its preferred member (preferred) once that member has been
+// live for SpreadHold, so that with G ≥ N every node leads some groups.
+//
+// A store written by a plain Node is group 1 of a Host, byte for byte: the
+// other groups live under groups/<id>/ and their logs under their own
+// key family of the log store.
+type Host struct {
+	opts   HostOptions
+	lock   io.Closer
+	store  *logstore.Store
+	stream *streamLayer
+	nodes  []*Node // by group id, 0..G
+
+	done      chan struct{}
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+}
+
+// HostOptions configures a Host.
+type HostOptions struct {
+	// Node is the node's configuration, as for Open; it applies to every
+	// group. Peers' addresses are their listeners, which serve every
+	// group. Transport must be nil: the groups share a TCP listener.
+	Node Options
+	// Groups is G, the number of data groups (at least 1).
+	Groups int
+	// SpreadInterval is how often the Host checks whether it leads a group
+	// another member should lead; SpreadHold how long that member must
+	// have been seen live first (defaults 10 s and 30 s).
+	SpreadInterval time.Duration
+	SpreadHold     time.Duration
+}
+
+// Directory is the id of the directory group.
+const Directory uint32 = 0
+
+// OpenHost starts a node's groups: it locks the data directory, opens the
+// log store and the listener, then opens the directory and each data
+// group, bootstrapping those without state when told to (Node.Peers or
+// Node.Bootstrap), as Open does for one.
+func OpenHost(o HostOptions) (_ *Host, err error) {
+	if o.SpreadInterval == 0 {
+		o.SpreadInterval = 10 * time.Second
+	}
+	if o.SpreadHold == 0 {
+		o.SpreadHold = 30 * time.Second
+	}
+	opts := o.Node
+	switch err := opts.Validate(); {
+	case err != nil:
+		return nil, err
+	case opts.Transport != nil:
+		return nil, fmt.Errorf("raft: host: the groups share a TCP listener; Transport cannot be set")
+	case o.Groups < 1:
+		return nil, fmt.Errorf("raft: host: Groups must be at least 1, not %d", o.Groups)
+	}
+	h := &Host{opts: o, done: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			h.closeParts()
+		}
+	}()
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("raft: create data dir: %w", err)
+	}
+	if h.lock, err = lockDir(opts.Dir, true); err != nil {
+		return nil, err
+	}
+	stores := []string{filepath.Join(opts.Dir, "raft")}
+	for _, g := range h.Groups() {
+		if err := makeDirs(opts.Dir, g); err != nil {
+			return nil, err
+		}
+		stores = append(stores, filepath.Join(groupDir(opts.Dir, g), "engine"))
+	}
+	log := opts.Logger.With("node", opts.ID)
+	if err := prepareOpen(log, stores, diskSpace(), time.Second, nil); err != nil {
+		return nil, err
+	}
+	if h.store, err = openLogStore(opts, log); err != nil {
+		return nil, err
+	}
+	if h.stream, err = newStreamLayer(opts.RaftAddr, opts.TLS, opts.ClusterSecret, log, h.Groups()...); err != nil {
+		return nil, err
+	}
+	if exposed(h.stream.Addr(), opts) {
+		log.Warn("raft: the Raft transport has neither TLS nor a cluster secret: "+
+			"anyone who can reach this port can join the replication stream", "addr", h.stream.Addr().String())
+	}
+	for _, g := range h.Groups() {
+		n, err := open(opts, &hostPart{group: g, store: h.store, stream: h.stream})
+		if err != nil {
+			return nil, fmt.Errorf("raft: group %d: %w", g, err)
+		}
+		h.nodes = append(h.nodes, n)
+	}
+	h.wg.Add(1)
+	go h.spreadLoop()
+	return h, nil
+}
+
+// Groups returns the ids of the groups the Host runs: the directory, then
+// 1..G.
+func (h *Host) Groups() []uint32 {
+	ids := make([]uint32, h.opts.Groups+1)
+	for i := range ids {
+		ids[i] = uint32(i)
+	}
+	return ids
+}
+
+// Group returns group g's node, nil when the Host does not run g.
+func (h *Host) Group(g uint32) *Node {
+	if int(g) >= len(h.nodes) {
+		return nil
+	}
+	return h.nodes[g]
+}
+
+// Close stops every group, then closes the listener and the log store and
+// releases the data directory.
+func (h *Host) Close() error {
+	var err error
+	h.closeOnce.Do(func() {
+		close(h.done)
+		h.wg.Wait()
+		err = h.closeParts()
+	})
+	return err
+}
+
+func (h *Host) closeParts() error {
+	var errs []error
+	stuck := false
+	for _, n := range slices.Backward(h.nodes) {
+		err := n.Close()
+		stuck = stuck || errors.Is(err, ErrShutdownStuck)
+		errs = append(errs, err)
+	}
+	if h.stream != nil {
+		errs = append(errs, h.stream.Close())
+	}
+	if stuck {
+		// A group's raft still uses the log store (Node.Close).
+		return errors.Join(errs...)
+	}
+	if h.store != nil {
+		errs = append(errs, h.store.Close())
+	}
+	if h.lock != nil {
+		errs = append(errs, h.lock.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// preferred is the member that should lead group g: the voters sorted by
+// id, taken at g mod their count. Every node computes the same, so
+// leadership settles instead of flapping; "" when there are no voters.
+func preferred(conf hraft.Configuration, g uint32) hraft.ServerID {
+	var ids []hraft.ServerID
+	for _, s := range conf.Servers {
+		if s.Suffrage == hraft.Voter {
+			ids = append(ids, s.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return ""
+	}
+	slices.Sort(ids)
+	return ids[int(g)%len(ids)]
+}
+
+// spreadLoop hands the leadership of every group this node leads but is
+// not preferred for to the preferred member, once that member has been
+// live, as this leader sees its heartbeats, for SpreadHold. Raft's
+// transfer waits for the member to catch up with the log first.
+func (h *Host) spreadLoop() {
+	defer h.wg.Done()
+	t := time.NewTicker(h.opts.SpreadInterval)
+	defer t.Stop()
+	liveSince := make([]time.Time, len(h.nodes)) // zero: not seen live
+	for {
+		select {
+		case <-t.C:
+		case <-h.done:
+			return
+		}
+		now := time.Now()
+		for g, n := range h.nodes {
+			if target := n.handOff(uint32(g), now, &liveSince[g], h.opts.SpreadHold); target != "" {
+				n.log.Info("raft: handing leadership to the group's preferred member", "to", target)
+			}
+		}
+	}
+}
+
+// handOff transfers group g's leadership to its preferred member if this
+// node leads g, is not that member, and has seen it live since *since
+// for at least hold; it returns the member it handed to, or "".
+func (n *Node) handOff(g uint32, now time.Time, since *time.Time, hold time.Duration) hraft.ServerID {
+	if n.raft.State() != hraft.Leader {
+		*since = time.Time{}
+		return ""
+	}
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return ""
+	}
+	conf := f.Configuration()
+	target := preferred(conf, g)
+	if target == "" || target == hraft.ServerID(n.opts.ID) || n.live.isFailing(target) {
+		*since = time.Time{}
+		return ""
+	}
+	if since.IsZero() {
+		*since = now
+	}
+	if now.Sub(*since) < hold {
+		return ""
+	}
+	*since = time.Time{}
+	var addr hraft.ServerAddress
+	for _, s := range conf.Servers {
+		if s.ID == target {
+			addr = s.Address
+		}
+	}
+	if err := n.raft.LeadershipTransferToServer(target, addr).Error(); err != nil {
+		n.log.Warn("raft: leadership transfer to the preferred member", "to", target, "err", err)
+		return ""
+	}
+	return target
+}
+
+// keepOpen is the Host's stream layer as group 1's transport sees it:
+// closing the transport leaves the listener, which the other groups share,
+// to the Host.
+type keepOpen struct{ *streamLayer }
+
+func (keepOpen) Close() error { return nil }

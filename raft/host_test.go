@@ -1,0 +1,268 @@
+package raft_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/raft/rafttest"
+)
+
+// hosts is a cluster of Hosts on loopback TCP, each running the directory
+// and groups 1..G.
+type hosts struct {
+	t     *testing.T
+	g     int
+	peers []raft.Peer
+	dirs  []string
+	h     []*raft.Host // nil while stopped
+}
+
+func openHosts(t *testing.T, n, groups int) *hosts {
+	t.Helper()
+	c := &hosts{t: t, g: groups, h: make([]*raft.Host, n)}
+	base := t.TempDir()
+	for i, a := range rafttest.FreeAddrs(t, n) {
+		id := fmt.Sprintf("n%d", i+1)
+		c.peers = append(c.peers, raft.Peer{ID: id, Addr: a})
+		c.dirs = append(c.dirs, filepath.Join(base, id))
+	}
+	for i := range n {
+		c.start(i)
+	}
+	t.Cleanup(func() {
+		for i := range c.h {
+			c.stop(i)
+		}
+	})
+	return c
+}
+
+func (c *hosts) start(i int) *raft.Host {
+	c.t.Helper()
+	o := rafttest.Options(c.peers[i].ID, c.dirs[i])
+	o.RaftAddr = c.peers[i].Addr
+	o.HTTPAddr = "http-" + c.peers[i].ID
+	o.Peers = c.peers
+	o.ClusterSecret = "correct horse battery staple"
+	o.RetentionInterval = 0
+	h, err := raft.OpenHost(raft.HostOptions{Node: o, Groups: c.g, SpreadInterval: 50 * time.Millisecond, SpreadHold: 300 * time.Millisecond})
+	if err != nil {
+		c.t.Fatalf("open host %s: %v", c.peers[i].ID, err)
+	}
+	c.h[i] = h
+	return h
+}
+
+func (c *hosts) stop(i int) {
+	if c.h[i] != nil {
+		if err := c.h[i].Close(); err != nil {
+			c.t.Errorf("close host %s: %v", c.peers[i].ID, err)
+		}
+		c.h[i] = nil
+	}
+}
+
+// leaders polls, up to 30 s, until every group has a leader all running
+// hosts name, and want (when set) holds of them; it returns each group's
+// leader's host index.
+func (c *hosts) leaders(want func(leaders []int) bool) []int {
+	c.t.Helper()
+	var last string
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		leaders, ok := c.agreedLeaders()
+		if ok && (want == nil || want(leaders)) {
+			return leaders
+		}
+		last = c.describe()
+		time.Sleep(20 * time.Millisecond)
+	}
+	c.t.Fatalf("groups did not settle: %s", last)
+	return nil
+}
+
+func (c *hosts) agreedLeaders() ([]int, bool) {
+	leaders := make([]int, c.g+1)
+	for g := range leaders {
+		leaders[g] = -1
+		for i, h := range c.h {
+			if h != nil && h.Group(uint32(g)).Status().Role == "leader" {
+				leaders[g] = i
+			}
+		}
+		if leaders[g] < 0 {
+			return nil, false
+		}
+		for _, h := range c.h {
+			if h != nil && h.Group(uint32(g)).Status().Leader != c.peers[leaders[g]].ID {
+				return nil, false
+			}
+		}
+	}
+	return leaders, true
+}
+
+func (c *hosts) describe() string {
+	var b strings.Builder
+	for _, h := range c.h {
+		if h == nil {
+			continue
+		}
+		for _, g := range h.Groups() {
+			st := h.Group(g).Status()
+			fmt.Fprintf(&b, "%s/g%d:%s(leader %q) ", st.ID, g, st.Role, st.Leader)
+		}
+	}
+	return b.String()
+}
+
+// queue polls, up to 20 s, until group g of host i holds queue with want
+// messages.
+func (c *hosts) waitMessages(i int, g uint32, queue string, want int64) {
+	c.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	var got int64
+	for time.Now().Before(deadline) {
+		if q, err := c.h[i].Group(g).Queue(queue); err == nil {
+			got = 0
+			for _, p := range q.Partitions {
+				got += p.Next
+			}
+			if got == want {
+				return
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	c.t.Fatalf("%s group %d: queue %s has %d messages, want %d", c.peers[i].ID, g, queue, got, want)
+}
+
+// preferredLeaders is what the Host spreads towards: group g led by the
+// voters sorted by id at g mod 3.
+func preferredLeaders(leaders []int) bool {
+	for g, l := range leaders {
+		if l != g%3 {
+			return false
+		}
+	}
+	return true
+}
+
+func TestHost_GroupsReplicateApartAndSpreadTheirLeaders(t *testing.T) {
+	c := openHosts(t, 3, 3)
+	leaders := c.leaders(preferredLeaders)
+	// Each group replicates its own commands and none of the others'.
+	for g := uint32(1); g <= 3; g++ {
+		leader := c.h[leaders[g]].Group(g)
+		for k := range 5 {
+			if r := push(t, leader, fmt.Sprintf("q%d", g), fmt.Sprintf("t%d", k)); r.Status != engine.Queued {
+				t.Fatalf("group %d push status %d", g, r.Status)
+			}
+		}
+	}
+	for i := range c.h {
+		for g := uint32(1); g <= 3; g++ {
+			c.waitMessages(i, g, fmt.Sprintf("q%d", g), 5)
+			qs, err := c.h[i].Group(g).Queues()
+			if err != nil || len(qs) != 1 {
+				t.Fatalf("%s group %d holds queues %+v (%v), want only q%d", c.peers[i].ID, g, qs, err, g)
+			}
+		}
+		if qs, err := c.h[i].Group(raft.Directory).Queues(); err != nil || len(qs) != 0 {
+			t.Fatalf("%s directory holds queues %+v (%v)", c.peers[i].ID, qs, err)
+		}
+	}
+}
+
+func TestHost_GroupLeaderLossAndReturn(t *testing.T) {
+	c := openHosts(t, 3, 3)
+	leaders := c.leaders(preferredLeaders)
+	lost := leaders[1]
+	c.stop(lost)
+	// The survivors elect a leader for every group the lost host led, and
+	// group 1 goes on committing.
+	leaders = c.leaders(nil)
+	leader := c.h[leaders[1]].Group(1)
+	for k := range 10 {
+		push(t, leader, "q", fmt.Sprintf("t%d", k))
+	}
+	// Back, the host catches up and takes its group back.
+	c.start(lost)
+	c.leaders(preferredLeaders)
+	for i := range c.h {
+		c.waitMessages(i, 1, "q", 10)
+	}
+}
+
+func TestHost_Group1IsTheStoreOfAPlainNode(t *testing.T) {
+	dir := t.TempDir()
+	addr := rafttest.FreeAddrs(t, 1)[0]
+	plain := func() *raft.Node {
+		o := rafttest.Options("n1", dir)
+		o.RaftAddr, o.Bootstrap, o.RetentionInterval = addr, true, 0
+		n, err := raft.Open(o)
+		if err != nil {
+			t.Fatalf("open node: %v", err)
+		}
+		rafttest.WaitLeader(t, n)
+		return n
+	}
+	n := plain()
+	push(t, n, "q", "before")
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	o := rafttest.Options("n1", dir)
+	o.RaftAddr, o.Bootstrap, o.RetentionInterval = addr, true, 0
+	h, err := raft.OpenHost(raft.HostOptions{Node: o, Groups: 2})
+	if err != nil {
+		t.Fatalf("open host: %v", err)
+	}
+	for _, g := range h.Groups() {
+		rafttest.WaitLeader(t, h.Group(g))
+	}
+	if r := push(t, h.Group(1), "q", "before"); r.Status != engine.Duplicate {
+		t.Fatalf("group 1 of the host: the plain node's push answered %d, want duplicate", r.Status)
+	}
+	push(t, h.Group(1), "q", "hosted")
+	push(t, h.Group(2), "other", "t")
+	if _, err := os.Stat(filepath.Join(dir, "groups", "2", "engine")); err != nil {
+		t.Fatalf("group 2's engine: %v", err)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	n = plain()
+	defer n.Close()
+	qs, err := n.Queues()
+	if err != nil || len(qs) != 1 || qs[0].Name != "q" || qs[0].Partitions[0].Next != 2 {
+		t.Fatalf("the plain node after the host: queues %+v, %v; want q with 2 messages", qs, err)
+	}
+}
+
+func TestHost_RefusesWhatCannotWork(t *testing.T) {
+	o := rafttest.Options("n1", t.TempDir())
+	o.RaftAddr = rafttest.FreeAddrs(t, 1)[0]
+	if _, err := raft.OpenHost(raft.HostOptions{Node: o, Groups: 0}); err == nil {
+		t.Fatal("a host of no data groups opened")
+	}
+	h, err := raft.OpenHost(raft.HostOptions{Node: o, Groups: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if _, err := raft.OpenHost(raft.HostOptions{Node: o, Groups: 1}); err == nil {
+		t.Fatal("a second host opened on a directory in use")
+	}
+	if h.Group(2) != nil {
+		t.Fatal("Group(2) of a host of one data group is not nil")
+	}
+}
