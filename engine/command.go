@@ -285,6 +285,10 @@ func (SweepCmd) Apply(b *Batch, st Stamp) Result {
 // commands of package raft/command apply through it.
 func (b *Batch) SetClusterValue(name, value string) { b.setClusterValue(name, value) }
 
+// ClusterValue reads a replication-layer value as the batch sees it, its
+// own writes included ("" when unset).
+func (b *Batch) ClusterValue(name string) string { return b.e.cluster[name] }
+
 func appendQueue(qs []string, q string) []string {
 	if q == "" || slices.Contains(qs, q) {
 		return qs

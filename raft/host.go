@@ -1,6 +1,7 @@
 package raft
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 
 	hraft "github.com/hashicorp/raft"
 
+	"github.com/queenmq/queen/raft/command"
 	"github.com/queenmq/queen/raft/logstore"
 )
 
@@ -114,6 +116,13 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 			return nil, fmt.Errorf("raft: group %d: %w", g, err)
 		}
 		h.nodes = append(h.nodes, n)
+		if g == Directory {
+			// A restart with another count would leave groups unserved or
+			// serve groups the cluster does not have.
+			if k := h.GroupCount(); k != 0 && k != uint32(o.Groups) {
+				return nil, fmt.Errorf("raft: host: the directory says the cluster has %d data groups, not %d", k, o.Groups)
+			}
+		}
 	}
 	h.wg.Add(1)
 	go h.spreadLoop()
@@ -200,9 +209,18 @@ func (h *Host) spreadLoop() {
 	t := time.NewTicker(h.opts.SpreadInterval)
 	defer t.Stop()
 	liveSince := make([]time.Time, len(h.nodes)) // zero: not seen live
+	// Until the directory knows the count, look every 50 ms: no queue can
+	// be placed before.
+	fast := time.NewTicker(50 * time.Millisecond)
+	defer fast.Stop()
 	for {
 		select {
 		case <-t.C:
+		case <-fast.C:
+			if h.defineGroups() {
+				fast.Stop()
+			}
+			continue
 		case <-h.done:
 			return
 		}
@@ -251,6 +269,50 @@ func (n *Node) handOff(g uint32, now time.Time, since *time.Time, hold time.Dura
 		return ""
 	}
 	return target
+}
+
+// GroupCount is the number of data groups as this node's directory replica
+// has it, 0 before the first directory leader recorded it.
+func (h *Host) GroupCount() uint32 { return command.GroupCount(h.nodes[Directory].engine.ClusterValue) }
+
+// Placement is queue's group as this node's directory replica has it, 0
+// while it is not placed (or its placement has not reached this replica).
+func (h *Host) Placement(queue string) uint32 {
+	return command.Placement(h.nodes[Directory].engine.ClusterValue, queue)
+}
+
+// Place returns queue's group, placing it first when it has none: in group
+// when not 0, else where the directory chooses (command.PlaceQueue). On a
+// node that does not lead the directory, placing answers ErrNotLeader.
+func (h *Host) Place(ctx context.Context, queue string, group uint32) (uint32, error) {
+	if g := h.Placement(queue); g != 0 {
+		return g, nil
+	}
+	return Propose[uint32](ctx, h.nodes[Directory], command.PlaceQueue{Queue: queue, Group: group})
+}
+
+// defineGroups records the count in the directory when this node leads it
+// and it has none yet; it reports whether the directory has a count. A
+// count other than this Host's (founders started with different counts:
+// the first applied wins) is logged, once.
+func (h *Host) defineGroups() bool {
+	d := h.nodes[Directory]
+	if k := h.GroupCount(); k != 0 {
+		if k != uint32(h.opts.Groups) {
+			d.log.Error("raft: host: the directory says the cluster has a different number of data groups; "+
+				"restart this node with the cluster's", "cluster", k, "this_node", h.opts.Groups)
+		}
+		return true
+	}
+	if d.raft.State() != hraft.Leader {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d.opts.ApplyTimeout)
+	defer cancel()
+	if _, err := Propose[uint32](ctx, d, command.Groups{Count: uint32(h.opts.Groups)}); err != nil && !errors.Is(err, ErrShutdown) {
+		d.log.Warn("raft: host: record the number of data groups", "err", err)
+	}
+	return false // the next look confirms it from the applied state
 }
 
 // keepOpen is the Host's stream layer as group 1's transport sees it:

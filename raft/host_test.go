@@ -1,6 +1,7 @@
 package raft_test
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -264,5 +265,59 @@ func TestHost_RefusesWhatCannotWork(t *testing.T) {
 	}
 	if h.Group(2) != nil {
 		t.Fatal("Group(2) of a host of one data group is not nil")
+	}
+}
+
+func TestHost_DirectoryPlacesQueuesOnceForEveryNode(t *testing.T) {
+	c := openHosts(t, 3, 3)
+	leaders := c.leaders(preferredLeaders)
+	deadline := time.Now().Add(20 * time.Second)
+	for i := 0; i < len(c.h); {
+		if c.h[i].GroupCount() == 3 {
+			i++
+			continue
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: the directory has %d groups, want 3", c.peers[i].ID, c.h[i].GroupCount())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	dir := c.h[leaders[raft.Directory]]
+	follower := c.h[(leaders[raft.Directory]+1)%3]
+	if _, err := follower.Place(ctxT(t), "a", 0); !errors.Is(err, raft.ErrNotLeader) {
+		t.Fatalf("placing on a follower of the directory: err %v, want ErrNotLeader", err)
+	}
+	for i, q := range []string{"a", "b", "c", "d"} {
+		g, err := dir.Place(ctxT(t), q, 0)
+		if want := uint32(i%3 + 1); err != nil || g != want {
+			t.Fatalf("place %s: group %d (%v), want %d", q, g, err, want)
+		}
+	}
+	if g, err := dir.Place(ctxT(t), "pinned", 3); err != nil || g != 3 {
+		t.Fatalf("place pinned in 3: %d (%v)", g, err)
+	}
+	// Every replica learns each placement; a placed queue is answered from
+	// the replica, on any node.
+	for i := range c.h {
+		deadline := time.Now().Add(20 * time.Second)
+		for c.h[i].Placement("pinned") != 3 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		for q, want := range map[string]uint32{"a": 1, "b": 2, "c": 3, "d": 1, "pinned": 3, "never": 0} {
+			if g := c.h[i].Placement(q); g != want {
+				t.Errorf("%s: placement of %s is %d, want %d", c.peers[i].ID, q, g, want)
+			}
+		}
+		if g, err := c.h[i].Place(ctxT(t), "b", 1); err != nil || g != 2 {
+			t.Errorf("%s: placing b again: %d (%v), want its group 2", c.peers[i].ID, g, err)
+		}
+	}
+	// A node restarted with another count is refused, naming both.
+	c.stop(2)
+	o := rafttest.Options(c.peers[2].ID, c.dirs[2])
+	o.RaftAddr, o.Peers, o.ClusterSecret = c.peers[2].Addr, c.peers, "correct horse battery staple"
+	_, err := raft.OpenHost(raft.HostOptions{Node: o, Groups: 2})
+	if err == nil || !strings.Contains(err.Error(), "3 data groups, not 2") {
+		t.Fatalf("a host restarted with 2 groups in a cluster of 3: err %v", err)
 	}
 }

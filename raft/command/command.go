@@ -39,9 +39,11 @@ const (
 	TypeStreamDelete   Type = 19
 	TypeStreamCycle    Type = 20
 	TypeTrace          Type = 21
+	TypeGroups         Type = 22
+	TypePlaceQueue     Type = 23
 
 	// TypeLast is the highest type number in use: a new type raises it.
-	TypeLast = TypeTrace
+	TypeLast = TypePlaceQueue
 )
 
 const (
@@ -119,6 +121,10 @@ var codecs = []codec{
 		func(r *wire.Reader) engine.StreamDeleteCmd { return engine.StreamDeleteCmd{Name: r.Str()} }),
 	row(TypeStreamCycle, appendCycle, readCycle),
 	row(TypeTrace, appendTrace, readTrace),
+	row(TypeGroups, func(w *wire.Writer, c Groups) { w.Uvarint(uint64(c.Count)) },
+		func(r *wire.Reader) Groups { return Groups{Count: uint32(r.Uvarint())} }),
+	row(TypePlaceQueue, func(w *wire.Writer, c PlaceQueue) { w.Str(c.Queue); w.Uvarint(uint64(c.Group)) },
+		func(r *wire.Reader) PlaceQueue { return PlaceQueue{Queue: r.Str(), Group: uint32(r.Uvarint())} }),
 }
 
 // codec is one row of the table.

@@ -49,6 +49,8 @@ func sampleCommands() []command.Stamped {
 		{Stamp: st, Cmd: command.Announce{NodeID: "n1", HTTP: "127.0.0.1:6632"}},
 		{Stamp: st, Cmd: engine.SweepCmd{}},
 		{Stamp: st, Cmd: command.Maintenance{Pop: true, Enabled: true}},
+		{Stamp: st, Cmd: command.Groups{Count: 7}},
+		{Stamp: st, Cmd: command.PlaceQueue{Queue: "q", Group: 300}},
 	}
 }
 

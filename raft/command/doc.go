@@ -63,6 +63,11 @@
 //	                keepLease u8 | digest (32) | hasPush u8 | [the PushPrepared body]
 //	Trace           partition id | txn str | group str | eventType str | workerId str | data bytes |
 //	                n uvarint | n × name str
+//	Groups          count uvarint
+//	PlaceQueue      queue str | group uvarint (0: the directory chooses)
+//
+// Groups and PlaceQueue are the directory's (group 0 of a raft.Host):
+// directory.go.
 //
 // PushPrepared carries a push the leader prepared before proposing
 // (engine.PushCmd.Prepare): message ids minted, repeats within the request
@@ -76,9 +81,9 @@
 // Type numbers are listed in command.go; retired numbers stay reserved.
 // Each type is a row of the table in command.go and has a command in a
 // golden entry (testdata), which a test requires. The stream types (18-20)
-// and traces (21) came later as new type numbers, the first way of growing
-// version 1 below: testdata/entry-v1-streams.golden and
-// entry-v1-traces.golden hold them.
+// traces (21) and the directory's (22-23) came later as new type numbers,
+// the first way of growing version 1 below: testdata/entry-v1-streams.golden,
+// entry-v1-traces.golden and entry-v1-directory.golden hold them.
 //
 // # Versions
 //

@@ -144,6 +144,18 @@ var goldenEntries = []struct {
 	{"entry-v1-sealed.golden", sealedCommands},
 	{"entry-v1-streams.golden", streamCommands},
 	{"entry-v1-traces.golden", traceCommands},
+	{"entry-v1-directory.golden", directoryCommands},
+}
+
+// directoryCommands are the directory's commands (types 22-23) as first
+// written.
+func directoryCommands() []command.Stamped {
+	st := goldenStamp
+	return []command.Stamped{
+		{Stamp: st, Cmd: command.Groups{Count: 3}},
+		{Stamp: st, Cmd: command.PlaceQueue{Queue: "orders", Group: 2}},
+		{Stamp: st, Cmd: command.PlaceQueue{Queue: "emails"}},
+	}
 }
 
 // traceCommands are traces (type 21) as first written: every field set,
