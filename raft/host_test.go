@@ -1,11 +1,13 @@
 package raft_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -320,4 +322,90 @@ func TestHost_DirectoryPlacesQueuesOnceForEveryNode(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "3 data groups, not 2") {
 		t.Fatalf("a host restarted with 2 groups in a cluster of 3: err %v", err)
 	}
+}
+
+// TestHost_NothingAcknowledgedIsLostWhenAGroupLeaderStops pushes to every
+// group at once while the host leading group 1 stops and comes back: every
+// push answered queued is stored (a repeat of its transaction id is a
+// duplicate), and each group's replicas end identical.
+func TestHost_NothingAcknowledgedIsLostWhenAGroupLeaderStops(t *testing.T) {
+	c := openHosts(t, 3, 3)
+	leaders := c.leaders(preferredLeaders)
+	var (
+		mu    sync.Mutex
+		acked = map[uint32][]string{}
+		stop  = make(chan struct{})
+		wg    sync.WaitGroup
+	)
+	for g := uint32(1); g <= 3; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; k < 400; k++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				txn := fmt.Sprintf("g%d-%d", g, k)
+				// Whichever running host leads the group now; a push that
+				// fails is not acknowledged and is not retried.
+				mu.Lock()
+				var leader *raft.Node
+				for _, h := range c.h {
+					if h != nil && h.Group(g).Status().Role == "leader" {
+						leader = h.Group(g)
+					}
+				}
+				mu.Unlock()
+				if leader == nil {
+					time.Sleep(10 * time.Millisecond)
+					continue
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				res, err := raft.Propose[[]engine.PushResult](ctx, leader, engine.PushCmd{Items: []engine.PushItem{{Queue: fmt.Sprintf("q%d", g), TransactionID: txn, Payload: []byte(`{}`)}}})
+				cancel()
+				if err == nil && res[0].Status == engine.Queued {
+					mu.Lock()
+					acked[g] = append(acked[g], txn)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	lost := leaders[1]
+	time.Sleep(200 * time.Millisecond)
+	mu.Lock()
+	h := c.h[lost]
+	c.h[lost] = nil // the pushers stop looking at it
+	mu.Unlock()
+	if err := h.Close(); err != nil {
+		t.Fatalf("stop %s: %v", c.peers[lost].ID, err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	mu.Lock()
+	c.start(lost)
+	mu.Unlock()
+	timer := time.AfterFunc(20*time.Second, func() { close(stop) }) // the bound in time; 400 pushes the bound in count
+	wg.Wait()
+	timer.Stop()
+
+	c.leaders(nil)
+	for g := uint32(1); g <= 3; g++ {
+		if len(acked[g]) == 0 {
+			t.Fatalf("group %d: no push was acknowledged", g)
+		}
+		var nodes []*raft.Node
+		for _, h := range c.h {
+			nodes = append(nodes, h.Group(g))
+		}
+		rafttest.EnsureSame(t, nodes...)
+		leader := c.h[c.leaders(nil)[g]].Group(g)
+		for _, txn := range acked[g] {
+			if r := push(t, leader, fmt.Sprintf("q%d", g), txn); r.Status != engine.Duplicate {
+				t.Fatalf("group %d: acknowledged push %s is not stored (a repeat answered %d)", g, txn, r.Status)
+			}
+		}
+	}
+	rafttest.EnsureSame(t, c.h[0].Group(raft.Directory), c.h[1].Group(raft.Directory), c.h[2].Group(raft.Directory))
 }

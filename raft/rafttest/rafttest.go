@@ -199,54 +199,66 @@ func (c *Cluster) TryRestartWith(i int, adjust func(*raft.Options)) (*raft.Node,
 // and then requires identical engine digests and a clean engine.Check.
 func (c *Cluster) EnsureSame() {
 	c.T.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	EnsureSame(c.T, c.Nodes...)
+}
+
+// EnsureSame checks that the replicas of one group (nil entries skipped)
+// hold the same state: it waits, up to 20 s, for a barrier on their leader
+// and for every replica to apply as far, then compares engine digests and
+// runs engine.Check on each.
+func EnsureSame(t testing.TB, nodes ...*raft.Node) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	// A barrier fails while leadership moves (a healing node may hand it
 	// over): take the leader again and retry until the deadline.
 	var leader *raft.Node
-	for {
-		leader = c.Leader()
-		err := leader.Barrier(ctx)
-		if err == nil {
-			break
+	for leader == nil {
+		for _, node := range nodes {
+			if node != nil && node.Status().Role == "leader" && node.Barrier(ctx) == nil {
+				leader = node
+				break
+			}
 		}
-		if ctx.Err() != nil {
-			c.T.Fatalf("barrier: %v", err)
+		if leader == nil {
+			if ctx.Err() != nil {
+				t.Fatalf("no leader passed a barrier within 20s")
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	want := leader.Status().Applied
-	for _, node := range c.Nodes {
+	for _, node := range nodes {
 		if node == nil {
 			continue
 		}
 		for node.Status().Applied < want {
 			if ctx.Err() != nil {
-				c.T.Fatalf("%s applied %d, leader %d", node.Status().ID, node.Status().Applied, want)
+				t.Fatalf("%s applied %d, leader %d", node.Status().ID, node.Status().Applied, want)
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
 	ref, err := leader.Engine().Digest()
 	if err != nil {
-		c.T.Fatalf("digest: %v", err)
+		t.Fatalf("digest: %v", err)
 	}
-	for _, node := range c.Nodes {
+	for _, node := range nodes {
 		if node == nil {
 			continue
 		}
 		if err := node.Engine().Check(); err != nil {
-			c.T.Errorf("%s: engine.Check: %v", node.Status().ID, err)
+			t.Errorf("%s: engine.Check: %v", node.Status().ID, err)
 		}
 		if node.Status().Applied != want {
 			continue // it moved on meanwhile; digests would differ by design
 		}
 		d, err := node.Engine().Digest()
 		if err != nil {
-			c.T.Fatalf("digest: %v", err)
+			t.Fatalf("digest: %v", err)
 		}
 		if d != ref {
-			c.T.Errorf("%s: engine digest differs from the leader's", node.Status().ID)
+			t.Errorf("%s: engine digest differs from the leader's", node.Status().ID)
 		}
 	}
 }
