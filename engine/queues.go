@@ -176,3 +176,12 @@ func (e *Engine) PartitionByID(id ID) (queue string, info PartitionInfo, ok bool
 	}
 	return p.q.name, PartitionInfo{ID: p.id, PartitionRecord: p.rec}, true
 }
+
+// HasLease reports whether a live or expired lease with this id holds rows
+// here (a node spreading queues over Raft groups asks each group's engine
+// which one a lease belongs to).
+func (e *Engine) HasLease(id ID) bool {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return len(e.leases[id]) > 0
+}

@@ -60,6 +60,11 @@ var (
 	// ErrShutdownStuck is returned by Close when raft did not stop because a
 	// storage fault holds it (see Node.Close); the stores are left open.
 	ErrShutdownStuck = errors.New("raft: shutdown held by a storage fault")
+	// ErrSpansGroups is returned by a Host for a command whose parts lie in
+	// several Raft groups and cannot be split (a transaction, a stream
+	// whose queues are placed apart); nothing was proposed. The message
+	// says what lies where.
+	ErrSpansGroups = errors.New("raft: the command spans Raft groups")
 	// ErrNoState is returned by Recover for a data directory that holds no
 	// Raft state: there is nothing to recover.
 	ErrNoState = errors.New("raft: no Raft state in the data directory")

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	hraft "github.com/hashicorp/raft"
@@ -33,6 +34,8 @@ type Host struct {
 	store  *logstore.Store
 	stream *streamLayer
 	nodes  []*Node // by group id, 0..G
+	relay  atomic.Pointer[Relay]
+	turn   atomic.Uint64 // the rotating start of discovery pops
 
 	done      chan struct{}
 	wg        sync.WaitGroup

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/engine/cursor"
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/raft/rafttest"
 )
@@ -408,4 +410,145 @@ func TestHost_NothingAcknowledgedIsLostWhenAGroupLeaderStops(t *testing.T) {
 		}
 	}
 	rafttest.EnsureSame(t, c.h[0].Group(raft.Directory), c.h[1].Group(raft.Directory), c.h[2].Group(raft.Directory))
+}
+
+// relayInProcess gives every host a Relay that calls the host whose HTTP
+// address is addr directly (the server's relays go over HTTP; its tests
+// cover that codec).
+func (c *hosts) relayInProcess() {
+	for _, h := range c.h {
+		h.SetRelay(func(ctx context.Context, addr string, g uint32, entry []byte) (engine.Result, error) {
+			for i, p := range c.peers {
+				if "http-"+p.ID == addr && c.h[i] != nil {
+					return c.h[i].ProposeEntry(ctx, g, entry)
+				}
+			}
+			return engine.Result{}, raft.ErrForward
+		})
+	}
+}
+
+// forwarded runs c on h and, when h answers NotLeaderError, on the host
+// that leads the group named (as the edge forwards the request).
+func (c *hosts) forwarded(h *raft.Host, cmd engine.Command) (engine.Result, error) {
+	r, err := h.Propose(ctxT(c.t), cmd)
+	var nl *raft.NotLeaderError
+	if !errors.As(err, &nl) {
+		return r, err
+	}
+	for i, p := range c.peers {
+		if p.ID == nl.Status.Leader {
+			return c.h[i].Propose(ctxT(c.t), cmd)
+		}
+	}
+	return r, err
+}
+
+func TestHost_RoutesEachCommandToItsQueuesGroup(t *testing.T) {
+	c := openHosts(t, 3, 3)
+	c.leaders(preferredLeaders)
+	c.relayInProcess()
+	// Every host knows where every group's leader is.
+	c.leaders(func(leaders []int) bool {
+		for g := range leaders {
+			for _, h := range c.h {
+				if h.Group(uint32(g)).Status().LeaderHTTP == "" {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	// Six queues land two per group; each host pushes to all six, one push
+	// spanning every group: the parts led elsewhere are relayed.
+	queues := []string{"a", "b", "c", "d", "e", "f"}
+	for i, h := range c.h {
+		var items []engine.PushItem
+		for _, q := range queues {
+			items = append(items, engine.PushItem{Queue: q, TransactionID: fmt.Sprintf("%s-%d", q, i), Payload: []byte(`{}`)})
+		}
+		res, err := raft.Propose[[]engine.PushResult](ctxT(t), h, engine.PushCmd{Items: items})
+		if err != nil {
+			t.Fatalf("push through %s: %v", c.peers[i].ID, err)
+		}
+		for k, r := range res {
+			if r.Status != engine.Queued || r.Queue != queues[k] || r.TransactionID != items[k].TransactionID {
+				t.Fatalf("push through %s: item %d answered %+v", c.peers[i].ID, k, r)
+			}
+		}
+	}
+	count := map[uint32]int{}
+	for _, q := range queues {
+		g := c.h[0].Placement(q)
+		count[g]++
+		for i := range c.h {
+			c.waitMessages(i, g, q, 3)
+		}
+	}
+	if count[1] != 2 || count[2] != 2 || count[3] != 2 {
+		t.Fatalf("queues per group %v, want 2 each", count)
+	}
+	// Every host lists every queue from its replicas.
+	for i, h := range c.h {
+		qs, err := h.Queues()
+		if err != nil || len(qs) != len(queues) {
+			t.Fatalf("%s lists %d queues (%v), want %d", c.peers[i].ID, len(qs), err, len(queues))
+		}
+	}
+	// Pops go to the queue's group leader (forwarded); one ack through
+	// another host carries the leases of queues in every group.
+	var acks []engine.AckItem
+	for _, q := range queues {
+		r, err := c.forwarded(c.h[0], engine.PopCmd{Queue: q, Batch: 10, Partitions: 1})
+		if err != nil {
+			t.Fatalf("pop %s: %v", q, err)
+		}
+		pop := r.Value.(engine.PopResult)
+		if len(pop.Messages) != 3 {
+			t.Fatalf("pop %s: %d messages, want 3", q, len(pop.Messages))
+		}
+		for _, m := range pop.Messages {
+			acks = append(acks, engine.AckItem{TransactionID: m.TransactionID, PartitionID: m.PartitionID, Lease: pop.LeaseID, Status: cursor.Completed})
+		}
+	}
+	res, err := raft.Propose[[]engine.AckResult](ctxT(t), c.h[1], engine.AckCmd{Items: acks})
+	if err != nil {
+		t.Fatalf("ack: %v", err)
+	}
+	for k, r := range res {
+		if !r.Success || r.TransactionID != acks[k].TransactionID {
+			t.Fatalf("ack item %d answered %+v", k, r)
+		}
+	}
+	// Nothing is left to deliver: a discovery-free pop per queue is empty.
+	for _, q := range queues {
+		r, err := c.forwarded(c.h[2], engine.PopCmd{Queue: q, Batch: 10, Partitions: 1})
+		if err != nil || len(r.Value.(engine.PopResult).Messages) != 0 {
+			t.Fatalf("pop %s after the acks: %+v, %v", q, r.Value, err)
+		}
+	}
+	// A transaction inside one group commits; one that spans two is
+	// refused before anything is proposed, naming where each part lies.
+	inA := []engine.TxOp{{Push: &engine.PushItem{Queue: "a", TransactionID: "tx-a", Payload: []byte(`{}`)}}}
+	if r, err := c.forwarded(c.h[0], engine.TransactionCmd{Ops: inA}); err != nil || !r.Value.(engine.TxResult).Success {
+		t.Fatalf("transaction in one group: %+v, %v", r.Value, err)
+	}
+	other := queues[slices.IndexFunc(queues, func(q string) bool { return c.h[0].Placement(q) != c.h[0].Placement("a") })]
+	spans := append(inA, engine.TxOp{Push: &engine.PushItem{Queue: other, TransactionID: "tx-other", Payload: []byte(`{}`)}})
+	_, err = c.h[0].Propose(ctxT(t), engine.TransactionCmd{Ops: spans})
+	if !errors.Is(err, raft.ErrSpansGroups) || !strings.Contains(err.Error(), "queue "+other) {
+		t.Fatalf("transaction over two groups: err %v, want ErrSpansGroups naming queue %s", err, other)
+	}
+	// Consumer-group commands over every group add up their answers.
+	deleted, err := raft.Propose[engine.GroupDeleted](ctxT(t), c.h[2], engine.DeleteGroupCmd{Group: engine.QueueMode})
+	if err != nil || deleted.Cursors != 6 {
+		t.Fatalf("delete the queue-mode cursors everywhere: %+v, %v; want 6 rows", deleted, err)
+	}
+	for g := uint32(1); g <= 3; g++ {
+		var nodes []*raft.Node
+		for _, h := range c.h {
+			nodes = append(nodes, h.Group(g))
+		}
+		rafttest.EnsureSame(t, nodes...)
+	}
 }
