@@ -52,7 +52,7 @@ type HostOptions struct {
 	Groups int
 	// SpreadInterval is how often the Host checks whether it leads a group
 	// another member should lead; SpreadHold how long that member must
-	// have been seen live first (defaults 10 s and 30 s).
+	// have been seen live first (defaults 2 s and 10 s).
 	SpreadInterval time.Duration
 	SpreadHold     time.Duration
 }
@@ -66,10 +66,10 @@ const Directory uint32 = 0
 // Node.Bootstrap), as Open does for one.
 func OpenHost(o HostOptions) (_ *Host, err error) {
 	if o.SpreadInterval == 0 {
-		o.SpreadInterval = 10 * time.Second
+		o.SpreadInterval = 2 * time.Second
 	}
 	if o.SpreadHold == 0 {
-		o.SpreadHold = 30 * time.Second
+		o.SpreadHold = 10 * time.Second
 	}
 	opts := o.Node
 	switch err := opts.Validate(); {

@@ -144,7 +144,9 @@ func (h *Host) groupError(g uint32, err error) error {
 	if errors.Is(err, ErrNotLeader) {
 		var nl *NotLeaderError
 		if !errors.As(err, &nl) {
-			return &NotLeaderError{Group: g, Status: h.nodes[g].Status()}
+			st := h.nodes[g].Status()
+			st.LeaderHTTP = h.httpOf(st)
+			return &NotLeaderError{Group: g, Status: st}
 		}
 	}
 	return err
@@ -218,25 +220,35 @@ func (h *Host) onQueue(ctx context.Context, queue string, c engine.Command) (eng
 }
 
 // run proposes c on group g here when this node leads g, else relays it
-// to g's leader.
+// to g's leader. A leader this node has not learnt the address of yet (it
+// was elected a moment ago) is waited for, up to addressWait.
 func (h *Host) run(ctx context.Context, g uint32, c engine.Command) (engine.Result, error) {
 	n := h.nodes[g]
-	r, err := n.Propose(ctx, c)
-	if !errors.Is(err, ErrNotLeader) {
-		return r, err
-	}
-	st := n.Status()
-	addr := h.httpOf(st)
 	relay := h.relay.Load()
-	if relay == nil || addr == "" || st.Leader == st.ID {
-		return r, h.groupError(g, err)
+	deadline := time.Now().Add(addressWait)
+	for {
+		r, err := n.Propose(ctx, c)
+		if !errors.Is(err, ErrNotLeader) || relay == nil {
+			return r, h.groupError(g, err)
+		}
+		st := n.Status()
+		if addr := h.httpOf(st); addr != "" && st.Leader != st.ID {
+			entry, err := RelayEntry(c)
+			if err != nil {
+				return engine.Result{}, err
+			}
+			return (*relay)(ctx, addr, g, entry)
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return r, h.groupError(g, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	entry, err := RelayEntry(c)
-	if err != nil {
-		return engine.Result{}, err
-	}
-	return (*relay)(ctx, addr, g, entry)
 }
+
+// addressWait bounds how long a relay waits for a new leader's address,
+// which its first entry (command.Announce) brings within a commit.
+const addressWait = 2 * time.Second
 
 // httpOf is the HTTP address of the leader st names: the group's own
 // record, else another group's (a node announces its address in each group
@@ -470,7 +482,8 @@ func (h *Host) transaction(ctx context.Context, c engine.TransactionCmd) (engine
 		return h.on(ctx, groups[0], c)
 	}
 	slices.Sort(where)
-	return engine.Result{}, fmt.Errorf("%w: %s", ErrSpansGroups, strings.Join(slices.Compact(where), ", "))
+	return engine.Result{}, fmt.Errorf("%w: a transaction's pushes, acks and leases must lie in one Raft group; it has %s",
+		ErrSpansGroups, strings.Join(slices.Compact(where), ", "))
 }
 
 // discover runs a discovery pop (no queue) on the groups in turn, from a
@@ -537,7 +550,7 @@ func (h *Host) registerStream(ctx context.Context, c engine.StreamRegisterCmd) (
 			return engine.Result{}, err
 		}
 		if g, _ := r.Value.(uint32); g != streamGroup {
-			return engine.Result{}, fmt.Errorf("%w: %s (group %d); streams run in group %d", ErrSpansGroups, q, g, streamGroup)
+			return engine.Result{}, fmt.Errorf("%w: streams run in Raft group %d, and queue %s was placed in group %d", ErrSpansGroups, streamGroup, q, g)
 		}
 	}
 	return h.on(ctx, streamGroup, c)

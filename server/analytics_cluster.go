@@ -176,8 +176,8 @@ func (s *Server) ship(addr string, sh *shipment) (shipReply, error) {
 // nodes' minutes the sender lacks, so that every node holds the cluster's
 // history and a new leader starts with it.
 func (s *Server) analyticsReport(ctx *fasthttp.RequestCtx, _ *params) {
-	if _, ok := s.broker.(Membership); !ok {
-		s.writeError(ctx, notImplemented("this broker has no cluster membership"))
+	if !s.clustered() {
+		s.writeError(ctx, notImplemented("this broker is not a cluster"))
 		return
 	}
 	var sh shipment

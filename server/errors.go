@@ -113,6 +113,7 @@ var errorTable = [...]errorCode{
 	{raft.ErrNotPreparable, fasthttp.StatusBadRequest, "not_preparable", ""},
 	{errLeaderSpools, fasthttp.StatusServiceUnavailable, codeLeaderSpools, "Push maintenance is on: the node that received the push buffers it"},
 	{raft.ErrQuorumRisk, fasthttp.StatusConflict, "quorum_at_risk", ""},
+	{raft.ErrSpansGroups, fasthttp.StatusConflict, "spans_groups", ""},
 	{errNotImplemented, fasthttp.StatusNotImplemented, "not_implemented", ""},
 	{errNoSpool, fasthttp.StatusInternalServerError, "spool_unavailable", "Push maintenance is on and this node cannot buffer pushes"},
 	{raft.ErrFaulted, fasthttp.StatusServiceUnavailable, "storage_fault", "This node's storage failed and is recovering; the command's outcome is unknown, retry it"},
@@ -183,7 +184,7 @@ func classify(err error) (row errorCode, msg string, ok bool) {
 // {"error": "<message>", "code": "<code>"}. It is the only way handlers
 // report errors.
 func (s *Server) writeError(ctx *fasthttp.RequestCtx, err error) {
-	if errors.Is(err, raft.ErrNotLeader) && s.forward(ctx) {
+	if errors.Is(err, raft.ErrNotLeader) && s.forwardNotLeader(ctx, err) {
 		return
 	}
 	row, msg, ok := classify(err)

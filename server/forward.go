@@ -37,6 +37,22 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx) bool {
 	return s.forwardAs(ctx, s.broker.Status())
 }
 
+// forwardNotLeader forwards a request the broker answered
+// raft.ErrNotLeader: to the leader of the group a *raft.NotLeaderError
+// names, else, with one group, to the leader. A grouped broker's plain
+// ErrNotLeader (a relayed part answered so) is not forwarded: which group
+// it meant is lost, and the client retries the 503.
+func (s *Server) forwardNotLeader(ctx *fasthttp.RequestCtx, err error) bool {
+	var nl *raft.NotLeaderError
+	switch {
+	case errors.As(err, &nl):
+		return s.forwardAs(ctx, nl.Status)
+	case s.grouped():
+		return false
+	}
+	return s.forward(ctx)
+}
+
 // relayFirst relays a write to the leader before its body is read, when
 // this node is not the leader and knows who is: a follower would decode,
 // validate and seal the body only to be told raft.ErrNotLeader, and the
@@ -44,6 +60,9 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx) bool {
 // the same 400 the follower would have given. It reports whether the
 // request was answered.
 func (s *Server) relayFirst(ctx *fasthttp.RequestCtx) bool {
+	if s.grouped() {
+		return false // which group's leader serves it is in the body
+	}
 	st := s.broker.Status()
 	return st.Role != "leader" && s.forwardAs(ctx, st)
 }
@@ -123,6 +142,13 @@ type Membership interface {
 	Leave(id string, force bool) error
 }
 
+// clustered reports whether the broker is a cluster of nodes (rather
+// than one engine in process): other nodes send it reports.
+func (s *Server) clustered() bool {
+	_, ok := s.broker.(Membership)
+	return ok || s.grouped()
+}
+
 // join adds a voter: POST /internal/v1/cluster/join {"id","addr","force"}.
 func (s *Server) join(ctx *fasthttp.RequestCtx, _ *params) {
 	s.membership(ctx, true)
@@ -136,7 +162,11 @@ func (s *Server) leave(ctx *fasthttp.RequestCtx, _ *params) {
 func (s *Server) membership(ctx *fasthttp.RequestCtx, join bool) {
 	m, ok := s.broker.(Membership)
 	if !ok {
-		s.writeError(ctx, notImplemented("this broker has no cluster membership"))
+		msg := "this broker has no cluster membership"
+		if s.grouped() {
+			msg = "joining and leaving a cluster of several Raft groups is not built yet: start every node with --peers"
+		}
+		s.writeError(ctx, notImplemented(msg))
 		return
 	}
 	var id, addr string

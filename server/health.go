@@ -3,6 +3,7 @@ package server
 import (
 	"io"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/raft"
 )
 
 // health answers GET /health: 200 "healthy" while the node knows a leader
@@ -20,11 +22,16 @@ import (
 // is still healthy: it serves reads, pops and acks.
 func (s *Server) health(ctx *fasthttp.RequestCtx, _ *params) {
 	st := s.broker.Status()
+	groups := s.groupStatuses()
+	leaderless := !st.HasLeader()
+	for _, g := range groups {
+		leaderless = leaderless || !g.HasLeader()
+	}
 	status, database, code := "healthy", "connected", fasthttp.StatusOK
 	switch {
 	case st.Fault != "":
 		status, database, code = "unhealthy", "faulted", fasthttp.StatusServiceUnavailable
-	case !st.HasLeader():
+	case leaderless:
 		status, database, code = "unhealthy", "disconnected", fasthttp.StatusServiceUnavailable
 	}
 	w := startBody(ctx)
@@ -51,8 +58,45 @@ func (s *Server) health(ctx *fasthttp.RequestCtx, _ *params) {
 	w.str("status", "active")
 	w.endObject()
 	s.writeStorage(&w)
+	if groups != nil {
+		// A grouped broker: the fields above are the directory's, and
+		// each data group has its row (ARCHITECTURE.md, "Scale-out").
+		w.array("groups")
+		for _, g := range groups {
+			w.object("")
+			w.int("group", int64(g.group))
+			w.str("role", g.Role)
+			w.str("leader", g.Leader)
+			w.str("leaderHttp", g.LeaderHTTP)
+			w.int("applied", int64(g.Applied))
+			w.int("term", int64(g.Term))
+			w.str("fault", g.Fault)
+			w.endObject()
+		}
+		w.endArray()
+	}
 	w.endObject()
 	send(ctx, code, w)
+}
+
+// groupStatus is one Raft group's status on this node.
+type groupStatus struct {
+	group uint32
+	raft.Status
+}
+
+// groupStatuses are a grouped broker's groups, the directory first; nil
+// for a broker of one group.
+func (s *Server) groupStatuses() []groupStatus {
+	gb, ok := s.broker.(Grouped)
+	if !ok {
+		return nil
+	}
+	var out []groupStatus
+	for _, g := range gb.Groups() {
+		out = append(out, groupStatus{group: g, Status: gb.GroupStatus(g)})
+	}
+	return out
 }
 
 // metricsJSON answers GET /metrics: Queen's small JSON snapshot.
@@ -111,7 +155,22 @@ func (s *Server) metricsPrometheus(ctx *fasthttp.RequestCtx, _ *params) {
 	metrics.WriteGaugeUint64(ctx, "queen_raft_is_leader", boolGauge(st.Role == "leader"))
 	metrics.WriteCounterUint64(ctx, "queen_storage_errors_total", st.StorageErrors)
 	metrics.WriteGaugeUint64(ctx, "queen_storage_faulted", boolGauge(st.Fault != ""))
+	for _, g := range s.groupStatuses() {
+		label := `{group="` + strconv.FormatUint(uint64(g.group), 10) + `"}`
+		metrics.WriteGaugeUint64(ctx, "queen_raft_group_applied_index"+label, g.Applied)
+		metrics.WriteGaugeUint64(ctx, "queen_raft_group_term"+label, g.Term)
+		metrics.WriteGaugeUint64(ctx, "queen_raft_group_has_leader"+label, boolGauge(g.HasLeader()))
+		metrics.WriteGaugeUint64(ctx, "queen_raft_group_is_leader"+label, boolGauge(g.Role == "leader"))
+	}
 	s.writeStorageMetrics(ctx)
+	if gb, ok := s.broker.(Grouped); ok {
+		// Which group holds each queue: where its writes go.
+		if qs, err := s.broker.Queues(); err == nil {
+			for _, q := range qs {
+				metrics.WriteGaugeUint64(ctx, `queen_queue_group{queue=`+strconv.Quote(q.Name)+`}`, uint64(gb.Placement(q.Name)))
+			}
+		}
+	}
 	if err := s.writeDLQDepth(ctx); err != nil {
 		s.log.Warn("metrics: dlq depth", "err", err)
 	}

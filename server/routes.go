@@ -97,6 +97,7 @@ func (s *Server) routeTable() []route {
 		{"POST", "/internal/v1/cluster/join", "cluster_join", auth.Cluster, writesLittle, (*Server).join},
 		{"POST", "/internal/v1/cluster/leave", "cluster_leave", auth.Cluster, writesLittle, (*Server).leave},
 		{"POST", preparedPushPath, "push_prepared", auth.Cluster, addsData, (*Server).pushPrepared},
+		{"POST", relayPath, "propose_relayed", auth.Cluster, addsData, (*Server).proposeRelayed},
 		{"POST", "/internal/v1/cluster/storage", "cluster_storage", auth.Cluster, reads, (*Server).storageReport},
 	}
 }

@@ -266,6 +266,12 @@ func New(b Broker, opts Options) (*Server, error) {
 		MaxResponseBodySize: opts.MaxBodyBytes * 32,
 		TLSConfig:           opts.RelayTLS,
 	}
+	if gb, ok := b.(Grouped); ok && opts.ClusterSecret != "" {
+		// Relays between nodes prove the cluster secret; without it the
+		// parts of a split push or ack led elsewhere fail, and the rest
+		// is forwarded whole.
+		gb.SetRelay(s.relayCommand)
+	}
 	s.stop, s.drained = make(chan struct{}), make(chan struct{})
 	s.reclaim = newReclaimer(&s.budget, s.stop)
 	if opts.SpoolDir != "" {

@@ -176,8 +176,8 @@ func (s *Server) nodeID() string {
 // storageReport records another node's report:
 // POST /internal/v1/cluster/storage {"id", "ok", "reason"}.
 func (s *Server) storageReport(ctx *fasthttp.RequestCtx, _ *params) {
-	if _, ok := s.broker.(Membership); !ok {
-		s.writeError(ctx, notImplemented("this broker has no cluster membership"))
+	if !s.clustered() {
+		s.writeError(ctx, notImplemented("this broker is not a cluster"))
 		return
 	}
 	var (
@@ -214,15 +214,55 @@ func (s *Server) storageReport(ctx *fasthttp.RequestCtx, _ *params) {
 	noContent(ctx)
 }
 
-// reportLoop reports this node's storage to the leader while it follows.
+// reportLoop reports this node's storage to the leader while it follows;
+// with queues spread over groups, to every other node that leads one.
 func (s *Server) reportLoop(stop <-chan struct{}) {
+	const noSecret = "this node's free space is not reported to the leader: reports need the cluster secret (--cluster-secret-file); the leader will accept data while this disk is below its reserve"
+	if s.grouped() {
+		s.reportToGroupLeaders(stop, noSecret)
+		return
+	}
 	var outcome changeLog // logged when it changes, not every half second
-	s.followLoop(stop, storageReportInterval,
-		"this node's free space is not reported to the leader: reports need the cluster secret (--cluster-secret-file); the leader will accept data while this disk is below its reserve",
+	s.followLoop(stop, storageReportInterval, noSecret,
 		func(st raft.Status) {
 			outcome.note(s.log, s.sendReport(st.ID, st.LeaderHTTP), "storage report to the leader failed",
 				"storage reports reach the leader again", "leader", st.Leader)
 		})
+}
+
+// reportToGroupLeaders is reportLoop for a grouped broker: every data
+// group's leader proposes that group's pushes, so each must know when a
+// replica of its group is low on disk.
+func (s *Server) reportToGroupLeaders(stop <-chan struct{}, noSecret string) {
+	defer s.loops.Done()
+	t := time.NewTicker(storageReportInterval)
+	defer t.Stop()
+	outcomes := map[string]*changeLog{}
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		if s.opts.ClusterSecret == "" {
+			s.log.Warn(noSecret)
+			return
+		}
+		sent := map[string]bool{}
+		for _, g := range s.groupStatuses() {
+			if g.group == 0 || g.Leader == "" || g.Leader == g.ID || g.LeaderHTTP == "" || sent[g.Leader] {
+				continue
+			}
+			sent[g.Leader] = true
+			o := outcomes[g.Leader]
+			if o == nil {
+				o = &changeLog{}
+				outcomes[g.Leader] = o
+			}
+			o.note(s.log, s.sendReport(g.ID, g.LeaderHTTP), "storage report to a group leader failed",
+				"storage reports reach the group leader again", "leader", g.Leader)
+		}
+	}
 }
 
 // sendReport posts this node's guard verdict to the leader at addr.

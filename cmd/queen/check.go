@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
@@ -29,24 +31,51 @@ func check(args []string) error {
 		return err
 	}
 	defer lock.Close()
-	opts := engine.DefaultOptions()
-	opts.ReadOnly = true
-	opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	e, err := engine.Open(filepath.Join(*data, "engine"), opts)
+	applied, d, err := checkEngine(filepath.Join(*data, "engine"))
 	if errors.Is(err, engine.ErrNoStore) {
 		return fmt.Errorf("no store in %s: is it the directory `queen serve --data` was given?", *data)
 	}
 	if err != nil {
 		return err
 	}
+	fmt.Printf("ok: applied index %d, digest %x\n", applied, d)
+	// A node that spreads queues over Raft groups (--groups) keeps the
+	// directory and groups 2.. under groups/<id>/: one line each.
+	groups, err := os.ReadDir(filepath.Join(*data, "groups"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	var ids []uint64
+	for _, g := range groups {
+		if id, err := strconv.ParseUint(g.Name(), 10, 32); err == nil && g.IsDir() {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		applied, d, err := checkEngine(filepath.Join(*data, "groups", strconv.FormatUint(id, 10), "engine"))
+		if err != nil {
+			return fmt.Errorf("group %d: %w", id, err)
+		}
+		fmt.Printf("ok: group %d applied index %d, digest %x\n", id, applied, d)
+	}
+	return nil
+}
+
+
+// checkEngine opens one engine read-only, walks it and digests it.
+func checkEngine(dir string) (uint64, [32]byte, error) {
+	opts := engine.DefaultOptions()
+	opts.ReadOnly = true
+	opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	e, err := engine.Open(dir, opts)
+	if err != nil {
+		return 0, [32]byte{}, err
+	}
 	defer e.Close()
 	if err := e.Check(); err != nil {
-		return err
+		return 0, [32]byte{}, err
 	}
 	d, err := e.Digest()
-	if err != nil {
-		return err
-	}
-	fmt.Printf("ok: applied index %d, digest %x\n", e.Applied(), d)
-	return nil
+	return e.Applied(), d, err
 }

@@ -75,6 +75,10 @@ type serveConfig struct {
 	snapshotInterval  time.Duration
 	trailingLogs      uint64
 	retention         time.Duration
+	// groups is --groups: the Raft groups queues are spread over
+	// (ARCHITECTURE.md, "Scale-out"); 1 runs one group, as before there
+	// were groups.
+	groups int
 }
 
 func parseServe(args []string, getenv func(string) string) (serveConfig, error) {
@@ -106,6 +110,7 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 	fs.DurationVar(&c.snapshotInterval, "snapshot-interval", def.SnapshotInterval, "how often Raft checks whether a snapshot is due")
 	fs.Uint64Var(&c.trailingLogs, "trailing-logs", def.TrailingLogs, "Raft log entries kept after a snapshot for slow followers")
 	fs.DurationVar(&c.retention, "retention-interval", 5*time.Second, "how often the leader sweeps retention and eviction (0 disables)")
+	fs.IntVar(&c.groups, "groups", 1, "Raft groups the queues are spread over, each with its own leader; read at the cluster's first start, and every node must give the same. More than 1 needs --raft, and the cluster secret on several nodes")
 	fs.StringVar(&c.pprof, "pprof", "", "serve Go's pprof profiles on this host:port (off when empty; keep it on loopback)")
 	fs.StringVar(&level, "log-level", "info", "debug, info, warn or error; debug also shows Raft's elections and snapshots")
 	fs.StringVar(&c.logFormat, "log-format", "text", "text (key=value lines) or json (one object a line)")
@@ -183,10 +188,33 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 			return c, fmt.Errorf("--peers does not list --node-id %q; pass --raft", c.nodeID)
 		}
 	}
+	if err := c.checkGroups(); err != nil {
+		return c, err
+	}
 	if c.raftTLS != nil && c.raftAddr == "" {
 		return c, fmt.Errorf("--raft-tls-cert, --raft-tls-key and --raft-tls-ca protect the Raft transport: they need --raft or --peers")
 	}
 	return c, nil
+}
+
+// checkGroups refuses --groups the node cannot run: groups share the Raft
+// listener, so they need --raft; nodes relay commands to each other's
+// groups, which takes the cluster secret; and a node joins every group,
+// which --join does not do yet.
+func (c *serveConfig) checkGroups() error {
+	switch {
+	case c.groups < 1:
+		return fmt.Errorf("bad --groups %d: want 1 or more", c.groups)
+	case c.groups == 1:
+		return nil
+	case c.raftAddr == "":
+		return fmt.Errorf("--groups %d needs --raft (or --peers): the groups share the Raft listener", c.groups)
+	case c.join != "":
+		return fmt.Errorf("--groups %d cannot be used with --join yet: start every node with --peers", c.groups)
+	case len(c.peers) > 1 && c.clusterSecret == "":
+		return fmt.Errorf("--groups %d on several nodes needs the cluster secret (--cluster-secret-file, --cluster-secret or QUEEN_CLUSTER_SECRET): nodes relay commands to each other's groups", c.groups)
+	}
+	return nil
 }
 
 // parseBytes parses a size: a number of bytes, or a number with a binary
@@ -311,16 +339,18 @@ func serve(args []string) error {
 	sopts.Auth = verifier
 	warnExposed(log, c)
 	// The analytics hear the leader's retention sweeps from the node and
-	// read the engine's store figures (server/analytics.go).
-	var node *raft.Node
-	an := server.NewAnalytics(server.AnalyticsOptions{Store: func() (engine.StoreStats, error) { return node.Engine().StoreStats() }})
+	// read the engine's store figures (server/analytics.go): group 1's
+	// when queues are spread over groups.
+	var store *engine.Engine
+	an := server.NewAnalytics(server.AnalyticsOptions{Store: func() (engine.StoreStats, error) { return store.StoreStats() }})
 	opts.OnSweep = an.RecordSweep
 	opts.OnEntry = server.EntryMetrics(ms)
 	sopts.Analytics = an
-	node, err = raft.Open(opts)
+	node, err := openBroker(opts, c.groups)
 	if err != nil {
 		return err
 	}
+	store = node.Engine()
 	if sopts.Storage, err = storageGuard(log, c); err != nil {
 		node.Close()
 		return err
@@ -338,7 +368,7 @@ func serve(args []string) error {
 	eff := sopts
 	eff.EnsureDefaults()
 	log.Info("queen serving", "http", ln.Addr().String(), "data", c.data, "node", c.nodeID,
-		"raft", c.raftAddr, "peers", len(c.peers), "maxInflightBodyBytes", eff.MaxInflightBodyBytes, "version", version)
+		"raft", c.raftAddr, "peers", len(c.peers), "groups", c.groups, "maxInflightBodyBytes", eff.MaxInflightBodyBytes, "version", version)
 
 	if c.pprof != "" {
 		go servePprof(log, c.pprof)
@@ -369,6 +399,34 @@ func serve(args []string) error {
 	}
 	return err
 }
+
+// broker is what serve runs: one Raft group (raft.Node) or several
+// (raft.Host).
+type broker interface {
+	server.Broker
+	// Engine is the engine of the node's group 1, which the analytics
+	// read store figures from.
+	Engine() *engine.Engine
+	Close() error
+}
+
+// openBroker opens the node's Raft groups: one as raft.Open does, or the
+// directory and groups data groups as a raft.Host.
+func openBroker(opts raft.Options, groups int) (broker, error) {
+	if groups == 1 {
+		return raft.Open(opts)
+	}
+	h, err := raft.OpenHost(raft.HostOptions{Node: opts, Groups: groups})
+	if err != nil {
+		return nil, err
+	}
+	return hostBroker{h}, nil
+}
+
+// hostBroker is a raft.Host as serve runs it.
+type hostBroker struct{ *raft.Host }
+
+func (h hostBroker) Engine() *engine.Engine { return h.Group(1).Engine() }
 
 // newLogger is the node's logger: text or JSON lines on w at level.
 func newLogger(w io.Writer, format string, level slog.Level) *slog.Logger {

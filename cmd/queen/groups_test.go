@@ -1,0 +1,357 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// groupsHealth is /health's per-group rows (a node run with --groups).
+type groupsHealth struct {
+	Groups []struct {
+		Group      uint32 `json:"group"`
+		Role       string `json:"role"`
+		Leader     string `json:"leader"`
+		LeaderHTTP string `json:"leaderHttp"`
+	} `json:"groups"`
+}
+
+// groupLeaders reads /health from every node and returns each group's
+// leader (group id -> node id) when every node answers 200 and all agree
+// on every group's leader and know its address; it also describes what it
+// saw.
+func (c *cluster) groupLeaders(nodes []*qnode, groups int) (map[uint32]string, bool, string) {
+	leaders := map[uint32]string{}
+	var desc []string
+	ok := true
+	for _, n := range nodes {
+		code, b, err := c.do(2*time.Second, "GET", n.url("/health"), nil)
+		var h groupsHealth
+		if err == nil {
+			err = json.Unmarshal(b, &h)
+		}
+		if err != nil || code != http.StatusOK || len(h.Groups) != groups+1 {
+			desc = append(desc, fmt.Sprintf("%s: %d %v %d groups", n.id, code, err, len(h.Groups)))
+			ok = false
+			continue
+		}
+		var row []string
+		for _, g := range h.Groups {
+			row = append(row, fmt.Sprintf("g%d:%s", g.Group, g.Leader))
+			if l, seen := leaders[g.Group]; g.Leader == "" || g.LeaderHTTP == "" || (seen && l != g.Leader) {
+				ok = false
+			}
+			if g.Role == "leader" {
+				leaders[g.Group] = n.id
+			}
+		}
+		desc = append(desc, n.id+" "+strings.Join(row, " "))
+	}
+	return leaders, ok && len(leaders) == groups+1, strings.Join(desc, "; ")
+}
+
+// waitSpread waits until every node agrees on every group's leader and
+// each node leads one data group.
+func (c *cluster) waitSpread(nodes []*qnode, groups int) map[uint32]string {
+	c.t.Helper()
+	var leaders map[uint32]string
+	waitFor(c.t, 90*time.Second, "one leader per group, spread over the nodes", func() (bool, string) {
+		l, ok, desc := c.groupLeaders(nodes, groups)
+		if !ok {
+			return false, desc
+		}
+		led := map[string]bool{}
+		for g := uint32(1); g <= uint32(groups); g++ {
+			led[l[g]] = true
+		}
+		leaders = l
+		return len(led) == min(groups, len(nodes)), desc
+	})
+	return leaders
+}
+
+// TestGroups_ThreeNodesThreeGroups runs three processes with --groups 3:
+// every node leads one group; pushes, pops and acks on queues of every
+// group go through every node; a transaction over two groups is refused;
+// the leader of a group is killed under load and nothing acknowledged is
+// lost; the directory's leader is killed and queues are still placed; the
+// replicas of every group end identical.
+func TestGroups_ThreeNodesThreeGroups(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process test")
+	}
+	secret := writeSecret(t, "groups test secret")
+	c := startLoopback(t, 3, "--groups", "3", "--cluster-secret-file", secret)
+	leaders := c.waitSpread(c.nodes, 3)
+	t.Logf("leaders: %v", leaders)
+
+	// Six queues, placed two per group by the directory; each node pushes
+	// one item to each in one request, so every request spans the groups.
+	queues := []string{"qa", "qb", "qc", "qd", "qe", "qf"}
+	for i, n := range c.nodes {
+		var items []pushItem
+		for _, q := range queues {
+			items = append(items, pushItem{Queue: q, TransactionID: fmt.Sprintf("%s-%d", q, i), Payload: map[string]any{"n": i}})
+		}
+		res := c.mustPush([]*qnode{n}, 30*time.Second, items)
+		for k, r := range res {
+			if r.Status != "queued" {
+				t.Fatalf("push via %s: item %d %+v", n.id, k, r)
+			}
+		}
+	}
+	// Each queue's three messages are popped through one node and acked
+	// through the next, whichever leads the queue's group.
+	for k, q := range queues {
+		via, ackVia := c.nodes[k%3], c.nodes[(k+1)%3]
+		code, b, err := c.do(10*time.Second, "GET", via.url("/api/v1/pop/queue/"+q+"?batch=10"), nil)
+		var pop popResponse
+		if err == nil && code == http.StatusOK {
+			err = json.Unmarshal(b, &pop)
+		}
+		if err != nil || code != http.StatusOK || len(pop.Messages) != 3 {
+			t.Fatalf("pop %s via %s: %d %v %s; want 3 messages", q, via.id, code, err, b)
+		}
+		var acks []ackItem
+		for _, m := range pop.Messages {
+			acks = append(acks, ackItem{TransactionID: m.TransactionID, PartitionID: m.PartitionID, LeaseID: pop.LeaseID, Status: "completed"})
+		}
+		body, _ := json.Marshal(map[string]any{"acknowledgments": acks})
+		code, b, err = c.do(10*time.Second, "POST", ackVia.url("/api/v1/ack/batch"), body)
+		var res []ackResult
+		if err == nil && code == http.StatusOK {
+			err = json.Unmarshal(b, &res)
+		}
+		if err != nil || code != http.StatusOK || len(res) != 3 {
+			t.Fatalf("ack %s via %s: %d %v %s", q, ackVia.id, code, err, b)
+		}
+		for _, r := range res {
+			if !r.Success {
+				t.Fatalf("ack %s via %s: %s", q, ackVia.id, b)
+			}
+		}
+	}
+	// Every node lists every queue.
+	for _, n := range c.nodes {
+		waitFor(t, 20*time.Second, n.id+" to list the six queues", func() (bool, string) {
+			_, b, err := c.do(5*time.Second, "GET", n.url("/api/v1/resources/queues"), nil)
+			got := 0
+			for _, q := range queues {
+				if strings.Contains(string(b), `"`+q+`"`) {
+					got++
+				}
+			}
+			return err == nil && got == len(queues), string(b)
+		})
+	}
+	// A transaction pushing to queues of two groups is refused, and
+	// changes nothing.
+	group := c.queueGroups(c.nodes[0], queues)
+	var other string
+	for _, q := range queues {
+		if group[q] != group["qa"] {
+			other = q
+			break
+		}
+	}
+	body, _ := json.Marshal(map[string]any{"operations": []any{
+		map[string]any{"type": "push", "items": []any{map[string]any{"queue": "qa", "payload": 1, "transactionId": "tx-1"}}},
+		map[string]any{"type": "push", "items": []any{map[string]any{"queue": other, "payload": 1, "transactionId": "tx-2"}}},
+	}})
+	code, b, err := c.do(10*time.Second, "POST", c.nodes[1].url("/api/v1/transaction"), body)
+	if e, ok := c2(b); err != nil || code != http.StatusConflict || !ok || e.Code != "spans_groups" || !strings.Contains(e.Error, "queue "+other) {
+		t.Fatalf("transaction over groups %d and %d: %d %v %s; want 409 spans_groups naming queue %s", group["qa"], group[other], code, err, b, other)
+	}
+
+	// Load on every group through every node while the leader of group 1
+	// is killed and comes back.
+	acked := c.loadGroups(t, queues, func() {
+		victim := c.byID(leaders[1])
+		t.Logf("kill -9 %s, leader of group 1", victim.id)
+		victim.kill()
+		time.Sleep(2 * time.Second)
+		victim.start()
+	})
+	// The directory's leader dies; the survivors place a new queue.
+	dir := c.byID(c.waitSpread(c.nodes, 3)[0])
+	dir.kill()
+	rest := c.others(dir)
+	c.mustPush(rest, 60*time.Second, []pushItem{{Queue: "placed-after", TransactionID: "pa", Payload: 1}})
+	dir.start()
+	c.waitSpread(c.nodes, 3)
+	// Every acknowledged push is stored: its repeat is a duplicate.
+	for q, txns := range acked {
+		for k := 0; k < len(txns); k += 50 {
+			var items []pushItem
+			for _, txn := range txns[k:min(k+50, len(txns))] {
+				items = append(items, pushItem{Queue: q, TransactionID: txn, Payload: 1})
+			}
+			for j, r := range c.mustPush(c.nodes, 60*time.Second, items) {
+				if r.Status != "duplicate" {
+					t.Fatalf("queue %s: acknowledged push %s answered %q on repeat: it was lost", q, items[j].TransactionID, r.Status)
+				}
+			}
+		}
+	}
+	c.stopAndCompareGroups(3)
+}
+
+// queueGroups reads each queue's group from a node's
+// /metrics/prometheus (queen_queue_group).
+func (c *cluster) queueGroups(n *qnode, queues []string) map[string]uint32 {
+	c.t.Helper()
+	_, b, err := c.do(5*time.Second, "GET", n.url("/metrics/prometheus"), nil)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	out := map[string]uint32{}
+	re := regexp.MustCompile(`(?m)^queen_queue_group\{queue="([^"]+)"\} (\d+)$`)
+	for _, m := range re.FindAllStringSubmatch(string(b), -1) {
+		g, _ := strconv.ParseUint(m[2], 10, 32)
+		out[m[1]] = uint32(g)
+	}
+	for _, q := range queues {
+		if out[q] == 0 {
+			c.t.Fatalf("queen_queue_group has no group for %s: %s", q, b)
+		}
+	}
+	return out
+}
+
+// loadGroups pushes to every queue through every node (bounded: 300
+// pushes a worker, 60 s) while fault runs, and returns the transaction
+// ids answered queued, by queue.
+func (c *cluster) loadGroups(t *testing.T, queues []string, fault func()) map[string][]string {
+	var (
+		mu    sync.Mutex
+		acked = map[string][]string{}
+		stop  = make(chan struct{})
+		wg    sync.WaitGroup
+	)
+	deadline := time.Now().Add(60 * time.Second)
+	for w, n := range c.nodes {
+		for qi, q := range queues {
+			wg.Go(func() {
+				for k := 0; k < 300 && time.Now().Before(deadline); k++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					txn := fmt.Sprintf("load-%d-%d-%d", w, qi, k)
+					code, res, _, err := c.push(n, 5*time.Second, []pushItem{{Queue: q, TransactionID: txn, Payload: k}})
+					if err == nil && code == http.StatusCreated && len(res) == 1 && res[0].Status == "queued" {
+						mu.Lock()
+						acked[q] = append(acked[q], txn)
+						mu.Unlock()
+					} else {
+						time.Sleep(50 * time.Millisecond)
+					}
+				}
+			})
+		}
+	}
+	time.Sleep(time.Second)
+	fault()
+	time.Sleep(3 * time.Second)
+	close(stop)
+	wg.Wait()
+	total := 0
+	for _, txns := range acked {
+		total += len(txns)
+	}
+	t.Logf("load: %d pushes acknowledged over %d queues", total, len(acked))
+	if len(acked) != len(queues) {
+		t.Fatalf("only %d of %d queues took pushes under load", len(acked), len(queues))
+	}
+	return acked
+}
+
+// stopAndCompareGroups waits until every node agrees on every group's
+// leader and applied index, stops the nodes at once, and requires `queen
+// check` to find each group's replicas identical. Every node leads a
+// group, so stopping them one by one would have the others elect, and
+// apply, without the first: the nodes are frozen (SIGSTOP), told to stop,
+// and thawed together, and each closes its groups within a heartbeat
+// timeout of the others. (A kill -9 would not do: the engines do not
+// write their applies to disk before close, the Raft log is their WAL.)
+func (c *cluster) stopAndCompareGroups(groups int) {
+	c.t.Helper()
+	c.waitSpread(c.nodes, groups)
+	last := ""
+	waitFor(c.t, 60*time.Second, "every group's replicas to apply as far", func() (bool, string) {
+		var rows []string
+		for _, n := range c.nodes {
+			_, b, err := c.do(2*time.Second, "GET", n.url("/health"), nil)
+			var h struct {
+				Groups []struct {
+					Group   uint32 `json:"group"`
+					Applied uint64 `json:"applied"`
+				} `json:"groups"`
+			}
+			if err != nil || json.Unmarshal(b, &h) != nil {
+				return false, fmt.Sprintf("%s: %v", n.id, err)
+			}
+			rows = append(rows, fmt.Sprint(h.Groups))
+		}
+		same := rows[0] == rows[1] && rows[1] == rows[2]
+		state := strings.Join(rows, " | ")
+		settled := same && state == last
+		last = state
+		if same && !settled {
+			time.Sleep(300 * time.Millisecond)
+		}
+		return settled, state
+	})
+	for _, sig := range []syscall.Signal{syscall.SIGSTOP, syscall.SIGTERM, syscall.SIGCONT} {
+		for _, n := range c.nodes {
+			n.signal(sig)
+		}
+	}
+	var wg sync.WaitGroup
+	for _, n := range c.nodes {
+		wg.Go(n.stop)
+	}
+	wg.Wait()
+	var first []string
+	for i, n := range c.nodes {
+		lines := checkGroups(c.t, n.dir)
+		if len(lines) != groups+1 {
+			c.t.Fatalf("%s: queen check printed %d lines, want %d: %v", n.id, len(lines), groups+1, lines)
+		}
+		if i == 0 {
+			first = lines
+			continue
+		}
+		for k := range lines {
+			if lines[k] != first[k] {
+				c.t.Errorf("replicas differ: %s %q, %s %q", c.nodes[0].id, first[k], n.id, lines[k])
+			}
+		}
+	}
+	c.t.Logf("queen check: %v", first)
+}
+
+// checkGroups runs `queen check` on a stopped node and returns its ok
+// lines: group 1's, then the directory's and the other groups'.
+func checkGroups(t testing.TB, dir string) []string {
+	out, err := exec.Command(queenBinary(t), "check", "--data", dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("queen check --data %s: %v: %s", dir, err, out)
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if strings.HasPrefix(l, "ok: ") {
+			lines = append(lines, l)
+		}
+	}
+	return lines
+}

@@ -1,0 +1,236 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/internal/wire"
+	"github.com/queenmq/queen/raft"
+)
+
+// Grouped is a broker that spreads queues over several Raft groups
+// (raft.Host; ARCHITECTURE.md, "Scale-out"). The edge cannot tell from a
+// request which group's leader serves it, so it never relays a request
+// unread: the broker routes each command, answers a *raft.NotLeaderError
+// naming the leader to forward the request to, and relays the parts of
+// split commands itself through relayCommand, which the server gives it.
+type Grouped interface {
+	SetRelay(raft.Relay)
+	ProposeEntry(ctx context.Context, g uint32, entry []byte) (engine.Result, error)
+	Groups() []uint32
+	GroupStatus(g uint32) raft.Status
+	// Placement is a queue's group, 0 while it has none.
+	Placement(queue string) uint32
+}
+
+// relayPath is the route a node proposes a command on for another
+// (raft.RelayEntry): the group in groupHeader, the entry as the body; 200
+// with the result (appendResult) or an error answer.
+const relayPath = "/internal/v1/propose"
+
+// groupHeader names the Raft group a relayed command is for.
+const groupHeader = "X-Queen-Group"
+
+// grouped reports whether the broker spreads queues over groups.
+func (s *Server) grouped() bool {
+	_, ok := s.broker.(Grouped)
+	return ok
+}
+
+// relayCommand is the raft.Relay of a grouped broker: it POSTs entry to
+// relayPath on the node at addr with the cluster secret, and reads the
+// result.
+func (s *Server) relayCommand(ctx context.Context, addr string, g uint32, entry []byte) (engine.Result, error) {
+	timeout := forwardTimeout
+	if d, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(d))
+	}
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI(s.relayScheme() + "://" + addr + relayPath)
+	req.Header.SetMethod(fasthttp.MethodPost)
+	req.Header.SetContentType("application/octet-stream")
+	req.Header.Set(forwardedHeader, s.broker.Status().ID)
+	req.Header.Set(clusterSecretHeader, s.opts.ClusterSecret)
+	req.Header.Set(groupHeader, strconv.FormatUint(uint64(g), 10))
+	req.Header.Set(deadlineHeader, strconv.FormatInt(time.Now().Add(timeout).UnixMicro(), 10))
+	req.SetBodyRaw(entry)
+	if err := s.client.DoTimeout(req, resp, timeout); err != nil {
+		return engine.Result{}, errors.Join(raft.ErrForward, fmt.Errorf("group %d at %s: %w", g, addr, err))
+	}
+	s.m.forwarded.Inc()
+	if resp.StatusCode() != fasthttp.StatusOK {
+		return engine.Result{}, relayedError(resp)
+	}
+	v, err := readResult(resp.Body())
+	if err != nil {
+		return engine.Result{}, fmt.Errorf("server: a relayed command's answer: %w", err)
+	}
+	return engine.Result{Value: v}, nil
+}
+
+// relayedError is the error a node answered a relayed command with: the
+// table's sentinel for its code, with its text. An unknown code is a
+// failed relay.
+func relayedError(resp *fasthttp.Response) error {
+	var e struct {
+		Error string `json:"error"`
+		Code  string `json:"code"`
+	}
+	_ = json.Unmarshal(resp.Body(), &e)
+	for _, r := range errorTable {
+		if r.code == e.Code {
+			return &apiError{kind: r.err, msg: e.Error}
+		}
+	}
+	return fmt.Errorf("%w: answered %d %s", raft.ErrForward, resp.StatusCode(), e.Code)
+}
+
+// proposeRelayed answers POST /internal/v1/propose: a command another node
+// relayed (Grouped), proposed on the group groupHeader names. Only a node
+// (the cluster secret) may send one.
+func (s *Server) proposeRelayed(ctx *fasthttp.RequestCtx, p *params) {
+	gb, ok := s.broker.(Grouped)
+	switch {
+	case !p.node:
+		s.writeError(ctx, errClusterSecret)
+		return
+	case !ok:
+		s.writeError(ctx, notImplemented("this broker runs one Raft group"))
+		return
+	case expired(ctx):
+		s.writeError(ctx, errForwardExpired)
+		return
+	}
+	g, err := strconv.ParseUint(string(ctx.Request.Header.Peek(groupHeader)), 10, 32)
+	if err != nil {
+		s.writeError(ctx, badRequest(groupHeader+" must name a group"))
+		return
+	}
+	r, err := gb.ProposeEntry(s.ctx, uint32(g), ctx.PostBody())
+	if err == nil {
+		err = r.Err
+	}
+	var out []byte
+	if err == nil {
+		out, err = appendResult(nil, r.Value)
+	}
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	if res, ok := r.Value.([]engine.PushResult); ok {
+		s.m.pushed(res)
+		s.an.pushed(res)
+	}
+	ctx.SetContentType("application/octet-stream")
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.SetBody(out)
+}
+
+// The result of a relayed command, node to node (one version of the
+// broker or the next: a change needs a new path):
+//
+//	kind u8 | body
+//	  1 push results   appendPushResults
+//	  2 ack results    n uvarint | n × (transaction id str | flags u8 | error str | queue str | partition str)
+//	                   flags: 1 success, 2 noop, 4 lease released, 8 dlq, 16 dropped
+//	  3 group          uvarint (a placement)
+//	  4 count          varint
+//	  5 group deleted  cursors varint | metadata bool
+const (
+	resultPush uint8 = 1 + iota
+	resultAck
+	resultGroup
+	resultCount
+	resultGroupDeleted
+)
+
+// appendResult encodes a relayed command's value.
+func appendResult(dst []byte, v any) ([]byte, error) {
+	w := wire.Writer{B: dst}
+	switch v := v.(type) {
+	case []engine.PushResult:
+		w.U8(resultPush)
+		w.B = appendPushResults(w.B, v)
+	case []engine.AckResult:
+		w.U8(resultAck)
+		w.Uvarint(uint64(len(v)))
+		for i := range v {
+			a := &v[i]
+			w.Str(a.TransactionID)
+			w.U8(bit(a.Success, 1) | bit(a.Noop, 2) | bit(a.LeaseReleased, 4) | bit(a.DLQ, 8) | bit(a.Dropped, 16))
+			w.Str(a.Error)
+			w.Str(a.Queue)
+			w.Str(a.Partition)
+		}
+	case uint32:
+		w.U8(resultGroup)
+		w.Uvarint(uint64(v))
+	case int:
+		w.U8(resultCount)
+		w.Varint(int64(v))
+	case engine.GroupDeleted:
+		w.U8(resultGroupDeleted)
+		w.Varint(int64(v.Cursors))
+		w.Bool(v.Metadata)
+	default:
+		return nil, fmt.Errorf("%w: a relayed command answered %T", raft.ErrResultType, v)
+	}
+	return w.B, nil
+}
+
+func bit(b bool, mask uint8) uint8 {
+	if b {
+		return mask
+	}
+	return 0
+}
+
+// errResult marks an answer readResult cannot read.
+var errResult = wire.Corrupt("server: relayed result")
+
+// readResult decodes what appendResult wrote.
+func readResult(b []byte) (any, error) {
+	if len(b) == 0 {
+		return nil, fmt.Errorf("%w: empty", errResult)
+	}
+	if b[0] == resultPush {
+		return readPushResults(b[1:], -1)
+	}
+	r := wire.NewReader(b[1:], errResult, "relayed result")
+	var v any
+	switch b[0] {
+	case resultAck:
+		res := make([]engine.AckResult, r.Count(5))
+		for i := range res {
+			a := &res[i]
+			a.TransactionID = r.Str()
+			f := r.U8()
+			a.Success, a.Noop, a.LeaseReleased, a.DLQ, a.Dropped = f&1 != 0, f&2 != 0, f&4 != 0, f&8 != 0, f&16 != 0
+			a.Error, a.Queue, a.Partition = r.Str(), r.Str(), r.Str()
+		}
+		v = res
+	case resultGroup:
+		v = uint32(r.Uvarint())
+	case resultCount:
+		v = int(r.Varint())
+	case resultGroupDeleted:
+		v = engine.GroupDeleted{Cursors: int(r.Varint()), Metadata: r.Bool()}
+	default:
+		r.Fail("kind %d", b[0])
+	}
+	if err := r.Done(); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
