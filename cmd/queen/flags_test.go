@@ -224,3 +224,24 @@ func TestParseServe_PeersAndJoin(t *testing.T) {
 		t.Errorf("n4, which --peers does not list: join %q and %d peers, want the join and no peers", c.join, len(c.peers))
 	}
 }
+
+// --groups above 1 needs what the groups share (the Raft listener) and
+// what nodes relay with (the cluster secret), and is refused with --join,
+// which does not join several groups yet; QUEEN_GROUPS sets it too.
+func TestParseServe_Groups(t *testing.T) {
+	peers := []string{"--node-id", "n1", "--peers", "n1@127.0.0.1:7001,n2@127.0.0.1:7002,n3@127.0.0.1:7003"}
+	parseOrError(t, []string{"--groups", "0"}, nil, "bad --groups 0")
+	parseOrError(t, []string{"--groups", "3"}, nil, "--groups 3 needs --raft")
+	parseOrError(t, peers, map[string]string{"QUEEN_GROUPS": "3"}, "needs the cluster secret")
+	parseOrError(t, []string{"--groups", "2", "--raft", "127.0.0.1:7004", "--join", "http://127.0.0.1:6632", "--cluster-secret", "s"}, nil,
+		"cannot be used with --join")
+	c, _ := parseOrError(t, append(peers, "--cluster-secret", "s"), map[string]string{"QUEEN_GROUPS": "3"}, "")
+	if c.groups != 3 || c.raftAddr != "127.0.0.1:7001" {
+		t.Fatalf("groups %d raft %q, want 3 and n1's --peers address", c.groups, c.raftAddr)
+	}
+	if c, _ := parseOrError(t, nil, nil, ""); c.groups != 1 {
+		t.Fatalf("default --groups %d, want 1", c.groups)
+	}
+	// One node with its own Raft listener may run several groups.
+	parseOrError(t, []string{"--groups", "4", "--raft", "127.0.0.1:7004"}, nil, "")
+}

@@ -92,6 +92,7 @@ func TestGroups_ThreeNodesThreeGroups(t *testing.T) {
 	c := startLoopback(t, 3, "--groups", "3", "--cluster-secret-file", secret)
 	leaders := c.waitSpread(c.nodes, 3)
 	t.Logf("leaders: %v", leaders)
+	c.statusShowsGroups(leaders)
 
 	// Six queues, placed two per group by the directory; each node pushes
 	// one item to each in one request, so every request spans the groups.
@@ -202,6 +203,41 @@ func TestGroups_ThreeNodesThreeGroups(t *testing.T) {
 		}
 	}
 	c.stopAndCompareGroups(3)
+}
+
+// statusShowsGroups runs `queen status --json` over every node and
+// requires one row per group per node naming the leader /health named.
+func (c *cluster) statusShowsGroups(leaders map[uint32]string) {
+	c.t.Helper()
+	var urls []string
+	for _, n := range c.nodes {
+		urls = append(urls, n.url(""))
+	}
+	out, err := exec.Command(queenBinary(c.t), "status", "--json", "--url", strings.Join(urls, ",")).Output()
+	if err != nil {
+		c.t.Fatalf("queen status: %v: %s", err, out)
+	}
+	var nodes []struct {
+		ID     string `json:"id"`
+		Groups []struct {
+			Group  uint32 `json:"group"`
+			Role   string `json:"role"`
+			Leader string `json:"leader"`
+		} `json:"groups"`
+	}
+	if err := json.Unmarshal(out, &nodes); err != nil || len(nodes) != len(c.nodes) {
+		c.t.Fatalf("queen status --json: %v: %s", err, out)
+	}
+	for _, n := range nodes {
+		if len(n.Groups) != len(leaders) {
+			c.t.Fatalf("queen status: %s shows %d groups, want %d: %s", n.ID, len(n.Groups), len(leaders), out)
+		}
+		for _, g := range n.Groups {
+			if g.Leader != leaders[g.Group] || (g.Role == "leader") != (n.ID == leaders[g.Group]) {
+				c.t.Fatalf("queen status: %s group %d role %s leader %s, want leader %s: %s", n.ID, g.Group, g.Role, g.Leader, leaders[g.Group], out)
+			}
+		}
+	}
 }
 
 // queueGroups reads each queue's group from a node's

@@ -112,6 +112,19 @@ type nodeStatus struct {
 	Error    string `json:"error,omitempty"` // the node did not answer
 	Healthy  bool   `json:"healthy"`
 	Reserved uint64 `json:"reserveBytes"`
+	// Groups are the node's Raft groups when it spreads queues over
+	// several (--groups): the directory (0) and the data groups.
+	Groups []groupStatus `json:"groups,omitempty"`
+}
+
+// groupStatus is one Raft group on one node, as queen status shows it.
+type groupStatus struct {
+	Group   uint32 `json:"group"`
+	Role    string `json:"role"`
+	Leader  string `json:"leader"`
+	Term    uint64 `json:"term"`
+	Applied uint64 `json:"applied"`
+	Lag     uint64 `json:"lag"` // entries behind the group's most advanced replica reached
 }
 
 // statusCmd is queen status: every node's role, leader, term, applied
@@ -147,6 +160,7 @@ func statusCmd(args []string, out io.Writer) error {
 					Free uint64 `json:"freeBytes"`
 				} `json:"directories"`
 			}
+			Groups []groupStatus
 		}
 		// /health answers 503 with the same body when unhealthy: read it.
 		req, _ := http.NewRequest("GET", u+"/health", nil)
@@ -162,6 +176,7 @@ func statusCmd(args []string, out io.Writer) error {
 			continue
 		}
 		n.ID, n.Role, n.Leader, n.Term, n.Applied, n.Version, n.Fault = h.ID, h.Role, h.Leader, h.Term, h.Applied, h.Version, h.Fault
+		n.Groups = h.Groups
 		n.Healthy = h.Status == "healthy"
 		n.Reserved = h.Storage.Reserve
 		if !h.Storage.OK {
@@ -174,9 +189,19 @@ func statusCmd(args []string, out io.Writer) error {
 		}
 		top = max(top, n.Applied)
 	}
+	groupTop := map[uint32]uint64{}
+	for _, n := range nodes {
+		for _, g := range n.Groups {
+			groupTop[g.Group] = max(groupTop[g.Group], g.Applied)
+		}
+	}
 	for i := range nodes {
 		if nodes[i].Error == "" {
 			nodes[i].Lag = top - nodes[i].Applied
+		}
+		for j := range nodes[i].Groups {
+			g := &nodes[i].Groups[j]
+			g.Lag = groupTop[g.Group] - g.Applied
 		}
 	}
 	if *asJSON {
@@ -202,6 +227,20 @@ func statusCmd(args []string, out io.Writer) error {
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", n.ID, n.URL, n.Role, n.Leader, n.Term, n.Applied, n.Lag,
 			diskspace.FormatBytes(n.Free), n.Version, state)
+	}
+	if len(groupTop) > 0 {
+		// With --groups the rows above are the directory's; each group
+		// has its own leader.
+		fmt.Fprintln(w, "\nGROUP\tNODE\tROLE\tLEADER\tTERM\tAPPLIED\tLAG")
+		for g := range uint32(len(groupTop)) {
+			for _, n := range nodes {
+				for _, gs := range n.Groups {
+					if gs.Group == g {
+						fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d\t%d\t%d\n", g, n.ID, gs.Role, gs.Leader, gs.Term, gs.Applied, gs.Lag)
+					}
+				}
+			}
+		}
 	}
 	return w.Flush()
 }
