@@ -62,7 +62,6 @@ func check(args []string) error {
 	return nil
 }
 
-
 // checkEngine opens one engine read-only, walks it and digests it.
 func checkEngine(dir string) (uint64, [32]byte, error) {
 	opts := engine.DefaultOptions()
