@@ -552,3 +552,61 @@ func TestHost_RoutesEachCommandToItsQueuesGroup(t *testing.T) {
 		rafttest.EnsureSame(t, nodes...)
 	}
 }
+
+// A discovery pop (a namespace, no queue) finds messages in whichever
+// group holds them, and a pop of a queue nobody pushed to places nothing.
+func TestHost_DiscoveryPopsLookInEveryGroup(t *testing.T) {
+	c := openHosts(t, 3, 3)
+	c.leaders(preferredLeaders)
+	c.relayInProcess()
+	c.leaders(func(leaders []int) bool {
+		for g := range leaders {
+			for _, h := range c.h {
+				if h.Group(uint32(g)).Status().LeaderHTTP == "" {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	for _, q := range []string{"x1", "x2", "x3"} {
+		if _, err := c.forwarded(c.h[0], engine.ConfigureCmd{Queue: q, Namespace: "ns", NamespaceSet: true}); err != nil {
+			t.Fatalf("configure %s: %v", q, err)
+		}
+		if _, err := raft.Propose[[]engine.PushResult](ctxT(t), c.h[0], engine.PushCmd{Items: []engine.PushItem{{Queue: q, Payload: []byte(`{}`)}}}); err != nil {
+			t.Fatalf("push %s: %v", q, err)
+		}
+	}
+	groups := map[uint32]bool{}
+	for _, q := range []string{"x1", "x2", "x3"} {
+		groups[c.h[0].Placement(q)] = true
+		for i := range c.h {
+			c.waitMessages(i, c.h[0].Placement(q), q, 1)
+		}
+	}
+	if len(groups) != 3 {
+		t.Fatalf("the three queues landed in groups %v, want one each", groups)
+	}
+	got := map[string]bool{}
+	for k := range 3 {
+		r, err := c.forwarded(c.h[k], engine.PopCmd{Namespace: "ns", Batch: 1, Partitions: 1})
+		if err != nil {
+			t.Fatalf("discovery pop %d: %v", k, err)
+		}
+		msgs := r.Value.(engine.PopResult).Messages
+		if len(msgs) != 1 || got[msgs[0].Queue] {
+			t.Fatalf("discovery pop %d: %+v, after %v", k, msgs, got)
+		}
+		got[msgs[0].Queue] = true
+	}
+	r, err := c.forwarded(c.h[1], engine.PopCmd{Namespace: "ns", Batch: 1, Partitions: 1})
+	if err != nil || len(r.Value.(engine.PopResult).Messages) != 0 {
+		t.Fatalf("discovery pop with every message leased: %+v, %v", r.Value, err)
+	}
+	if r, err := c.forwarded(c.h[2], engine.PopCmd{Queue: "nobody-pushed", Batch: 1, Partitions: 1}); err != nil || len(r.Value.(engine.PopResult).Messages) != 0 {
+		t.Fatalf("pop of an unknown queue: %+v, %v", r.Value, err)
+	}
+	if g := c.h[2].Placement("nobody-pushed"); g != 0 {
+		t.Fatalf("a pop placed the unknown queue in group %d", g)
+	}
+}

@@ -24,7 +24,7 @@ import (
 // decides:
 //
 //   - a queue (push, pop, configure, delete, seek): the queue's group,
-//     placed by the directory on its first use;
+//     placed by the directory when a push or configure first names it;
 //   - a partition or a lease (ack, DLQ rows, traces, lease renewals): the
 //     group whose replica holds it;
 //   - every queue (a discovery pop, a consumer group's deletion or
@@ -163,13 +163,13 @@ func (h *Host) Propose(ctx context.Context, c engine.Command) (engine.Result, er
 		if c.Queue == "" {
 			return h.discover(ctx, c)
 		}
-		return h.onQueue(ctx, c.Queue, c)
+		return h.on(ctx, h.readGroup(c.Queue), c)
 	case engine.ConfigureCmd:
 		return h.onQueue(ctx, c.Queue, c)
 	case engine.DeleteQueueCmd:
-		return h.onQueue(ctx, c.Queue, c)
+		return h.on(ctx, h.readGroup(c.Queue), c)
 	case engine.SeekCmd:
-		return h.onQueue(ctx, c.Queue, c)
+		return h.on(ctx, h.readGroup(c.Queue), c)
 	case engine.TransactionCmd:
 		return h.transaction(ctx, c)
 	case engine.ExtendLeaseCmd:
@@ -184,7 +184,7 @@ func (h *Host) Propose(ctx context.Context, c engine.Command) (engine.Result, er
 		return h.on(ctx, h.partitionGroup(ctx, c.PartitionID), c)
 	case engine.DeleteGroupCmd:
 		if c.Queue != "" {
-			return h.onQueue(ctx, c.Queue, c)
+			return h.on(ctx, h.readGroup(c.Queue), c)
 		}
 		return h.everyGroup(ctx, c)
 	case engine.UpdateSubscriptionCmd:
@@ -210,7 +210,11 @@ func (h *Host) on(ctx context.Context, g uint32, c engine.Command) (engine.Resul
 	return r, h.groupError(g, err)
 }
 
-// onQueue proposes c on queue's group, placing the queue first.
+// onQueue proposes c on queue's group, placing the queue first: for the
+// commands that create a queue. The others go to readGroup, and a queue
+// not placed is one no group holds (or one this node's directory replica
+// has not heard of yet: the client's retry, or a long-poll's next look,
+// finds it).
 func (h *Host) onQueue(ctx context.Context, queue string, c engine.Command) (engine.Result, error) {
 	g, err := h.groupOf(ctx, queue)
 	if err != nil {
@@ -487,21 +491,33 @@ func (h *Host) transaction(ctx context.Context, c engine.TransactionCmd) (engine
 }
 
 // discover runs a discovery pop (no queue) on the groups in turn, from a
-// rotating start so that no group is always asked first: the first whose
-// replica shows it would deliver is proposed to (here, or NotLeaderError);
-// when none would, the answer is the empty pop.
+// rotating start so that no group is always asked first, the groups this
+// node leads before the others: the first whose replica shows it would
+// deliver is proposed to (here, or NotLeaderError, and the node the edge
+// forwards to finds it among its own). When none would, the answer is the
+// empty pop.
 func (h *Host) discover(ctx context.Context, c engine.PopCmd) (engine.Result, error) {
 	data := len(h.nodes) - 1
 	start := int(h.turn.Add(1) % uint64(data))
 	now := time.Now().UnixMicro()
-	var empty engine.Result
+	var (
+		empty engine.Result
+		later []uint32 // would deliver, led elsewhere
+	)
 	for k := range data {
 		g := uint32(1 + (start+k)%data)
 		if r, ok := c.Skip(h.nodes[g].engine, now); ok {
 			empty = r
 			continue
 		}
+		if h.nodes[g].leading() != nil {
+			later = append(later, g)
+			continue
+		}
 		return h.on(ctx, g, c)
+	}
+	if len(later) > 0 {
+		return h.on(ctx, later[0], c)
 	}
 	return empty, nil
 }

@@ -217,8 +217,9 @@ func checkAccess(t *testing.T, v *auth.Verifier, tokens []token, only map[string
 					if tk.status == 401 && resp.header.Get("WWW-Authenticate") == "" {
 						t.Errorf("%s %s with %s: 401 without WWW-Authenticate", r.Method, path, tk.name)
 					}
-				case r.Name == "push_prepared":
-					// The secret alone vouches for a prepared push's frames.
+				case r.Name == "push_prepared" || r.Name == "propose_relayed":
+					// The secret alone vouches for a prepared push's frames
+					// and for a relayed command.
 					resp.expectError(t, http.StatusForbidden, "cluster_secret_invalid")
 				case r.Level == auth.Cluster:
 					if resp.status != http.StatusNotImplemented {
