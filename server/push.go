@@ -12,7 +12,8 @@ import (
 func (s *Server) push(ctx *fasthttp.RequestCtx, p *params) {
 	// A follower in push maintenance spools. Otherwise it prepares the
 	// push for the leader (prepared.go) or, without the cluster secret
-	// to send it with, relays the request unread.
+	// to send it with, relays the request unread. A grouped broker routes
+	// the push by its items' queues itself (relay.go).
 	m, ok := s.broker.(Maintainer)
 	spools := ok && pushMaintenance(m)
 	var st raft.Status
@@ -20,7 +21,7 @@ func (s *Server) push(ctx *fasthttp.RequestCtx, p *params) {
 	if !spools {
 		st = s.broker.Status()
 		prepares = s.preparesFor(ctx, st)
-		if !prepares && st.Role != "leader" && s.forwardAs(ctx, st) {
+		if !prepares && st.Role != "leader" && !s.grouped() && s.forwardAs(ctx, st) {
 			return
 		}
 	}

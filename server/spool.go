@@ -309,7 +309,8 @@ const spoolReplayHeader = "X-Queen-Spool-Replay"
 
 func (s *Server) replaySpooled(items []engine.PushItem) error {
 	st := s.broker.Status()
-	if st.Role == "leader" {
+	if st.Role == "leader" || s.grouped() {
+		// A grouped broker sends each item to its queue's group.
 		ctx, cancel := context.WithTimeout(s.ctx, forwardTimeout)
 		defer cancel()
 		_, err := raft.Propose[[]engine.PushResult](ctx, s.prop, engine.PushCmd{Items: items})

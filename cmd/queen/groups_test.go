@@ -109,6 +109,16 @@ func TestGroups_ThreeNodesThreeGroups(t *testing.T) {
 			}
 		}
 	}
+	// Each node split its push and relayed the other groups' parts to their
+	// leaders: every node, leading one group, took relays (a node that
+	// forwarded whole requests to one other would leave that one without).
+	for _, n := range c.nodes {
+		_, b, err := c.do(5*time.Second, "GET", n.url("/metrics/prometheus"), nil)
+		m := regexp.MustCompile(`(?m)^queen_http_requests_total\{route="propose_relayed",status="2xx"\} (\d+)$`).FindSubmatch(b)
+		if err != nil || m == nil || string(m[1]) == "0" {
+			t.Fatalf("%s took no relayed commands: %v %s", n.id, err, m)
+		}
+	}
 	// Each queue's three messages are popped through one node and acked
 	// through the next, whichever leads the queue's group.
 	for k, q := range queues {
