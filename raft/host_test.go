@@ -610,3 +610,46 @@ func TestHost_DiscoveryPopsLookInEveryGroup(t *testing.T) {
 		t.Fatalf("a pop placed the unknown queue in group %d", g)
 	}
 }
+
+// A cluster of hosts that lost a node for good is recovered on the two
+// survivors: Recover rewrites every group's membership, each group elects
+// among the two and keeps everything it held.
+func TestHost_RecoverEveryGroupToTheSurvivors(t *testing.T) {
+	c := openHosts(t, 3, 3)
+	leaders := c.leaders(preferredLeaders)
+	for g := uint32(1); g <= 3; g++ {
+		for k := range 5 {
+			push(t, c.h[leaders[g]].Group(g), fmt.Sprintf("q%d", g), fmt.Sprintf("t%d", k))
+		}
+		for i := range c.h {
+			c.waitMessages(i, g, fmt.Sprintf("q%d", g), 5)
+		}
+	}
+	for i := range c.h {
+		c.stop(i)
+	}
+	survivors := c.peers[:2]
+	for i := range survivors {
+		if _, err := raft.Recover(rafttest.Options(c.peers[i].ID, c.dirs[i]), survivors); err != nil {
+			t.Fatalf("recover %s: %v", c.peers[i].ID, err)
+		}
+	}
+	c.peers = survivors
+	c.h = c.h[:2]
+	c.start(0)
+	c.start(1)
+	leaders = c.leaders(nil)
+	for g := uint32(1); g <= 3; g++ {
+		if st := c.h[leaders[g]].Group(g).Status(); st.Voters != 2 {
+			t.Fatalf("group %d after recovery: %+v, want two voters", g, st)
+		}
+		q := fmt.Sprintf("q%d", g)
+		if r := push(t, c.h[leaders[g]].Group(g), q, "t0"); r.Status != engine.Duplicate {
+			t.Fatalf("group %d: a pushed message is gone after recovery (repeat answered %d)", g, r.Status)
+		}
+		push(t, c.h[leaders[g]].Group(g), q, "after")
+		for i := range c.h {
+			c.waitMessages(i, g, q, 6)
+		}
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 
 	hraft "github.com/hashicorp/raft"
 )
@@ -51,11 +53,74 @@ func Recover(opts Options, peers []Peer) (uint64, error) {
 	if opts.ID == "" {
 		opts.ID = "recover" // raft's configuration wants a local id; none is written
 	}
+	groups, err := hostedGroups(opts.Dir)
+	if err != nil {
+		return 0, err
+	}
+	if len(groups) > 0 {
+		return recoverHost(opts, peers, groups)
+	}
 	d, err := openDisk(opts, opts.Logger)
 	if err != nil {
 		return 0, err
 	}
 	defer d.close()
+	return recoverDisk(opts, d, peers)
+}
+
+// hostedGroups lists the groups other than 1 a Host keeps under groups/
+// (the directory, 0, and the data groups 2..G), none for a plain node.
+func hostedGroups(dir string) ([]uint32, error) {
+	entries, err := os.ReadDir(filepath.Join(dir, "groups"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("raft: recover: %w", err)
+	}
+	var ids []uint32
+	for _, e := range entries {
+		if id, err := strconv.ParseUint(e.Name(), 10, 32); err == nil && e.IsDir() {
+			ids = append(ids, uint32(id))
+		}
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// recoverHost recovers every group of a Host's data directory to peers
+// (each group has the same voters): group 1, then the others. It returns
+// group 1's index.
+func recoverHost(opts Options, peers []Peer, groups []uint32) (_ uint64, err error) {
+	lock, err := lockDir(opts.Dir, true)
+	if err != nil {
+		return 0, err
+	}
+	defer lock.Close()
+	store, err := openLogStore(opts, opts.Logger)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { err = errors.Join(err, store.Close()) }()
+	var first uint64
+	for _, g := range append([]uint32{1}, groups...) {
+		d, err := openGroupDisk(opts, store, g, opts.Logger.With("group", g))
+		if err != nil {
+			return 0, fmt.Errorf("raft: recover group %d: %w", g, err)
+		}
+		last, err := recoverDisk(opts, d, peers)
+		if err = errors.Join(err, d.close()); err != nil {
+			return 0, fmt.Errorf("raft: recover group %d: %w", g, err)
+		}
+		if g == 1 {
+			first = last
+		}
+	}
+	return first, nil
+}
+
+// recoverDisk recovers one group's stores on d to peers.
+func recoverDisk(opts Options, d *disk, peers []Peer) (uint64, error) {
 	if ok, err := hraft.HasExistingState(d.log, d.log, d.snaps); err != nil {
 		return 0, fmt.Errorf("raft: recover: read state: %w", err)
 	} else if !ok {
