@@ -854,3 +854,23 @@ func (h *Host) TraceNames(limit, offset int) ([]engine.TraceName, int, error) {
 	}
 	return out, len(all), nil
 }
+
+// JoinGroup adds a voter to group g (its leader only: ErrNotLeader, a
+// NotLeaderError, elsewhere). A node joins a Host's cluster by joining
+// every group; the edge asks each group's leader (server/relay.go).
+func (h *Host) JoinGroup(g uint32, id, addr string, force bool) error {
+	n := h.Group(g)
+	if n == nil {
+		return fmt.Errorf("%w: group %d does not exist", engine.ErrInvalid, g)
+	}
+	return h.groupError(g, n.Join(id, addr, force))
+}
+
+// LeaveGroup removes a server from group g, as JoinGroup adds one.
+func (h *Host) LeaveGroup(g uint32, id string, force bool) error {
+	n := h.Group(g)
+	if n == nil {
+		return fmt.Errorf("%w: group %d does not exist", engine.ErrInvalid, g)
+	}
+	return h.groupError(g, n.Leave(id, force))
+}

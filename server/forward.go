@@ -161,12 +161,9 @@ func (s *Server) leave(ctx *fasthttp.RequestCtx, _ *params) {
 
 func (s *Server) membership(ctx *fasthttp.RequestCtx, join bool) {
 	m, ok := s.broker.(Membership)
-	if !ok {
-		msg := "this broker has no cluster membership"
-		if s.grouped() {
-			msg = "joining and leaving a cluster of several Raft groups is not built yet: start every node with --peers"
-		}
-		s.writeError(ctx, notImplemented(msg))
+	gm, grouped := s.broker.(GroupMembership)
+	if !ok && !grouped {
+		s.writeError(ctx, notImplemented("this broker has no cluster membership"))
 		return
 	}
 	var id, addr string
@@ -190,6 +187,8 @@ func (s *Server) membership(ctx *fasthttp.RequestCtx, join bool) {
 		err = badRequest("id is required")
 	case join && addr == "":
 		err = badRequest("addr (the node's Raft host:port) is required")
+	case grouped:
+		err = s.changeGroups(ctx, gm, join, id, addr, force)
 	case join:
 		err = m.Join(id, addr, force)
 	default:

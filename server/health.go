@@ -70,6 +70,7 @@ func (s *Server) health(ctx *fasthttp.RequestCtx, _ *params) {
 			w.str("leaderHttp", g.LeaderHTTP)
 			w.int("applied", int64(g.Applied))
 			w.int("term", int64(g.Term))
+			w.int("voters", int64(g.Voters))
 			w.str("fault", g.Fault)
 			w.endObject()
 		}

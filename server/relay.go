@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -233,4 +234,84 @@ func readResult(b []byte) (any, error) {
 		return nil, err
 	}
 	return v, nil
+}
+
+// GroupMembership is a grouped broker's membership (raft.Host): each
+// group's voters change on that group's leader.
+type GroupMembership interface {
+	JoinGroup(g uint32, id, addr string, force bool) error
+	LeaveGroup(g uint32, id string, force bool) error
+}
+
+// changeGroups joins a node to every group, or removes it from every
+// group: on this node for the groups it leads, through each other group's
+// leader (the join or leave route with groupHeader) for the rest. A join
+// goes to the directory first and a leave to it last, so that a node is
+// never in a data group the directory does not count it in. A request
+// naming a group (relayed) changes that group only. Each change is
+// idempotent, so a join retried after a failure part way finishes it.
+func (s *Server) changeGroups(ctx *fasthttp.RequestCtx, gm GroupMembership, join bool, id, addr string, force bool) error {
+	if h := ctx.Request.Header.Peek(groupHeader); len(h) > 0 {
+		g, err := strconv.ParseUint(string(h), 10, 32)
+		if err != nil {
+			return badRequest(groupHeader + " must name a group")
+		}
+		return changeGroup(gm, uint32(g), join, id, addr, force)
+	}
+	gb := s.broker.(Grouped)
+	groups := gb.Groups() // the directory first
+	if !join {
+		slices.Reverse(groups)
+	}
+	for _, g := range groups {
+		err := changeGroup(gm, g, join, id, addr, force)
+		var nl *raft.NotLeaderError
+		if errors.As(err, &nl) && nl.Status.LeaderHTTP != "" {
+			err = s.relayMembership(nl.Status.LeaderHTTP, g, join, id, addr, force)
+		}
+		if err != nil {
+			return fmt.Errorf("group %d: %w", g, err)
+		}
+	}
+	return nil
+}
+
+func changeGroup(gm GroupMembership, g uint32, join bool, id, addr string, force bool) error {
+	if join {
+		return gm.JoinGroup(g, id, addr, force)
+	}
+	return gm.LeaveGroup(g, id, force)
+}
+
+// relayMembership asks the leader of group g at addr to change that
+// group's membership.
+func (s *Server) relayMembership(addr string, g uint32, join bool, id, nodeAddr string, force bool) error {
+	path := "/internal/v1/cluster/leave"
+	if join {
+		path = "/internal/v1/cluster/join"
+	}
+	body, err := json.Marshal(map[string]any{"id": id, "addr": nodeAddr, "force": force})
+	if err != nil {
+		return err
+	}
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI(s.relayScheme() + "://" + addr + path)
+	req.Header.SetMethod(fasthttp.MethodPost)
+	req.Header.SetContentType("application/json")
+	req.Header.Set(forwardedHeader, s.broker.Status().ID)
+	req.Header.Set(clusterSecretHeader, s.opts.ClusterSecret)
+	req.Header.Set(groupHeader, strconv.FormatUint(uint64(g), 10))
+	req.SetBodyRaw(body)
+	// A membership change commits a configuration entry: the apply
+	// timeout bounds it on the leader.
+	if err := s.client.DoTimeout(req, resp, 2*forwardTimeout); err != nil {
+		return errors.Join(raft.ErrForward, fmt.Errorf("group %d at %s: %w", g, addr, err))
+	}
+	if resp.StatusCode() != fasthttp.StatusOK {
+		return relayedError(resp)
+	}
+	return nil
 }

@@ -226,15 +226,13 @@ func TestParseServe_PeersAndJoin(t *testing.T) {
 }
 
 // --groups above 1 needs what the groups share (the Raft listener) and
-// what nodes relay with (the cluster secret), and is refused with --join,
-// which does not join several groups yet; QUEEN_GROUPS sets it too.
+// what nodes relay with (the cluster secret); QUEEN_GROUPS sets it too.
 func TestParseServe_Groups(t *testing.T) {
 	peers := []string{"--node-id", "n1", "--peers", "n1@127.0.0.1:7001,n2@127.0.0.1:7002,n3@127.0.0.1:7003"}
 	parseOrError(t, []string{"--groups", "0"}, nil, "bad --groups 0")
 	parseOrError(t, []string{"--groups", "3"}, nil, "--groups 3 needs --raft")
 	parseOrError(t, peers, map[string]string{"QUEEN_GROUPS": "3"}, "needs the cluster secret")
-	parseOrError(t, []string{"--groups", "2", "--raft", "127.0.0.1:7004", "--join", "http://127.0.0.1:6632", "--cluster-secret", "s"}, nil,
-		"cannot be used with --join")
+	parseOrError(t, []string{"--groups", "2", "--raft", "127.0.0.1:7004", "--join", "http://127.0.0.1:6632", "--cluster-secret", "s"}, nil, "")
 	c, _ := parseOrError(t, append(peers, "--cluster-secret", "s"), map[string]string{"QUEEN_GROUPS": "3"}, "")
 	if c.groups != 3 || c.raftAddr != "127.0.0.1:7001" {
 		t.Fatalf("groups %d raft %q, want 3 and n1's --peers address", c.groups, c.raftAddr)

@@ -251,24 +251,29 @@ func (c *cluster) statusShowsGroups(leaders map[uint32]string) {
 }
 
 // queueGroups reads each queue's group from a node's
-// /metrics/prometheus (queen_queue_group).
+// /metrics/prometheus (queen_queue_group), waiting up to 20 s for its
+// replicas to hold every queue.
 func (c *cluster) queueGroups(n *qnode, queues []string) map[string]uint32 {
 	c.t.Helper()
-	_, b, err := c.do(5*time.Second, "GET", n.url("/metrics/prometheus"), nil)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	out := map[string]uint32{}
 	re := regexp.MustCompile(`(?m)^queen_queue_group\{queue="([^"]+)"\} (\d+)$`)
-	for _, m := range re.FindAllStringSubmatch(string(b), -1) {
-		g, _ := strconv.ParseUint(m[2], 10, 32)
-		out[m[1]] = uint32(g)
-	}
-	for _, q := range queues {
-		if out[q] == 0 {
-			c.t.Fatalf("queen_queue_group has no group for %s: %s", q, b)
+	var out map[string]uint32
+	waitFor(c.t, 20*time.Second, "queen_queue_group for every queue on "+n.id, func() (bool, string) {
+		_, b, err := c.do(5*time.Second, "GET", n.url("/metrics/prometheus"), nil)
+		if err != nil {
+			return false, err.Error()
 		}
-	}
+		out = map[string]uint32{}
+		for _, m := range re.FindAllStringSubmatch(string(b), -1) {
+			g, _ := strconv.ParseUint(m[2], 10, 32)
+			out[m[1]] = uint32(g)
+		}
+		for _, q := range queues {
+			if out[q] == 0 {
+				return false, fmt.Sprint(out)
+			}
+		}
+		return true, ""
+	})
 	return out
 }
 
@@ -400,4 +405,108 @@ func checkGroups(t testing.TB, dir string) []string {
 		}
 	}
 	return lines
+}
+
+// groupVoters reads each group's voter count from every node's /health:
+// node id -> group -> voters.
+func (c *cluster) groupVoters(nodes []*qnode) (map[string]map[uint32]int, string) {
+	out := map[string]map[uint32]int{}
+	var desc []string
+	for _, n := range nodes {
+		_, b, err := c.do(2*time.Second, "GET", n.url("/health"), nil)
+		var h struct {
+			Groups []struct {
+				Group  uint32 `json:"group"`
+				Voters int    `json:"voters"`
+			} `json:"groups"`
+		}
+		if err != nil || json.Unmarshal(b, &h) != nil {
+			desc = append(desc, fmt.Sprintf("%s: %v", n.id, err))
+			continue
+		}
+		out[n.id] = map[uint32]int{}
+		for _, g := range h.Groups {
+			out[n.id][g.Group] = g.Voters
+		}
+		desc = append(desc, fmt.Sprintf("%s %v", n.id, out[n.id]))
+	}
+	return out, strings.Join(desc, "; ")
+}
+
+// votersEverywhere waits until every node of nodes counts want voters in
+// each of the groups+1 groups.
+func (c *cluster) votersEverywhere(nodes []*qnode, groups, want int) {
+	c.t.Helper()
+	waitFor(c.t, 60*time.Second, fmt.Sprintf("%d voters in every group on %s", want, ids(nodes)), func() (bool, string) {
+		v, desc := c.groupVoters(nodes)
+		for _, n := range nodes {
+			if len(v[n.id]) != groups+1 {
+				return false, desc
+			}
+			for _, k := range v[n.id] {
+				if k != want {
+					return false, desc
+				}
+			}
+		}
+		return true, desc
+	})
+}
+
+// A fourth node started with --join (and the founders' template) joins
+// every group, takes and serves work in every group, and `queen leave`
+// removes it from every group.
+func TestGroups_JoinAndLeaveEveryGroup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process test")
+	}
+	c := newCluster(t)
+	ports := freePorts(t, 8)
+	secretFile := writeSecret(t, "groups join secret")
+	var peers []string
+	for i := range 3 {
+		peers = append(peers, fmt.Sprintf("n%d@127.0.0.1:%d", i+1, ports[4+i]))
+	}
+	var nodes []*qnode
+	for i := range 4 {
+		httpAddr := fmt.Sprintf("127.0.0.1:%d", ports[i])
+		nodes = append(nodes, c.addNode(fmt.Sprintf("n%d", i+1), httpAddr, nil,
+			"--http", httpAddr, "--raft", fmt.Sprintf("127.0.0.1:%d", ports[4+i]), "--retention-interval", "0",
+			"--cluster-secret-file", secretFile, "--peers", strings.Join(peers, ","), "--groups", "2",
+			"--join", "http://"+fmt.Sprintf("127.0.0.1:%d", ports[0])))
+	}
+	for _, n := range nodes[:3] {
+		n.start()
+	}
+	c.waitSpread(nodes[:3], 2)
+	nodes[3].start()
+	c.votersEverywhere(nodes, 2, 4)
+	// Through the joiner: a push over queues of both groups, then pops.
+	queues := []string{"ja", "jb", "jc", "jd"}
+	var items []pushItem
+	for _, q := range queues {
+		items = append(items, pushItem{Queue: q, TransactionID: "joined-" + q, Payload: 1})
+	}
+	c.mustPush(nodes[3:], 30*time.Second, items)
+	if g := c.queueGroups(nodes[3], queues); g["ja"] == g["jb"] && g["jb"] == g["jc"] && g["jc"] == g["jd"] {
+		t.Fatalf("the four queues all landed in group %d", g["ja"])
+	}
+	for _, q := range queues {
+		code, b, err := c.do(10*time.Second, "GET", nodes[3].url("/api/v1/pop/queue/"+q+"?batch=10"), nil)
+		var pop popResponse
+		if err == nil && code == http.StatusOK {
+			err = json.Unmarshal(b, &pop)
+		}
+		if err != nil || len(pop.Messages) != 1 || pop.Messages[0].TransactionID != "joined-"+q {
+			t.Fatalf("pop %s via the joiner: %d %v %s", q, code, err, b)
+		}
+	}
+	out, err := exec.Command(queenBinary(t), "leave", "--url", nodes[1].url(""), "--node-id", "n4",
+		"--cluster-secret-file", secretFile).CombinedOutput()
+	if err != nil {
+		t.Fatalf("queen leave n4: %v: %s", err, out)
+	}
+	c.votersEverywhere(nodes[:3], 2, 3)
+	nodes[3].stop()
+	c.mustPush(nodes[:3], 30*time.Second, []pushItem{{Queue: "ja", TransactionID: "after-leave", Payload: 2}})
 }

@@ -198,9 +198,8 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 }
 
 // checkGroups refuses --groups the node cannot run: groups share the Raft
-// listener, so they need --raft; nodes relay commands to each other's
-// groups, which takes the cluster secret; and a node joins every group,
-// which --join does not do yet.
+// listener, so they need --raft; and nodes relay commands to each other's
+// groups, which takes the cluster secret (--join needs it already).
 func (c *serveConfig) checkGroups() error {
 	switch {
 	case c.groups < 1:
@@ -209,8 +208,6 @@ func (c *serveConfig) checkGroups() error {
 		return nil
 	case c.raftAddr == "":
 		return fmt.Errorf("--groups %d needs --raft (or --peers): the groups share the Raft listener", c.groups)
-	case c.join != "":
-		return fmt.Errorf("--groups %d cannot be used with --join yet: start every node with --peers", c.groups)
 	case len(c.peers) > 1 && c.clusterSecret == "":
 		return fmt.Errorf("--groups %d on several nodes needs the cluster secret (--cluster-secret-file, --cluster-secret or QUEEN_CLUSTER_SECRET): nodes relay commands to each other's groups", c.groups)
 	}
