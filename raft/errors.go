@@ -2,6 +2,7 @@ package raft
 
 import (
 	"errors"
+	"fmt"
 
 	hraft "github.com/hashicorp/raft"
 
@@ -69,3 +70,17 @@ var (
 	// Raft state: there is nothing to recover.
 	ErrNoState = errors.New("raft: no Raft state in the data directory")
 )
+
+// NotLeaderError is ErrNotLeader for one group of a Host: nothing was
+// proposed, and Status (the group's) says where its leader is.
+type NotLeaderError struct {
+	Group  uint32
+	Status Status
+}
+
+func (e *NotLeaderError) Error() string {
+	return fmt.Sprintf("raft: not the leader of group %d (leader %q)", e.Group, e.Status.Leader)
+}
+
+// Unwrap makes a NotLeaderError an ErrNotLeader.
+func (e *NotLeaderError) Unwrap() error { return ErrNotLeader }

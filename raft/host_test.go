@@ -428,6 +428,22 @@ func (c *hosts) relayInProcess() {
 	}
 }
 
+// addressesKnown waits until every host knows where every group's leader
+// is (the leader's Announce applied on its replica).
+func (c *hosts) addressesKnown() {
+	c.t.Helper()
+	c.leaders(func(leaders []int) bool {
+		for g := range leaders {
+			for _, h := range c.h {
+				if h.Group(uint32(g)).Status().LeaderHTTP == "" {
+					return false
+				}
+			}
+		}
+		return true
+	})
+}
+
 // forwarded runs c on h and, when h answers NotLeaderError, on the host
 // that leads the group named (as the edge forwards the request).
 func (c *hosts) forwarded(h *raft.Host, cmd engine.Command) (engine.Result, error) {
@@ -448,17 +464,7 @@ func TestHost_RoutesEachCommandToItsQueuesGroup(t *testing.T) {
 	c := openHosts(t, 3, 3)
 	c.leaders(preferredLeaders)
 	c.relayInProcess()
-	// Every host knows where every group's leader is.
-	c.leaders(func(leaders []int) bool {
-		for g := range leaders {
-			for _, h := range c.h {
-				if h.Group(uint32(g)).Status().LeaderHTTP == "" {
-					return false
-				}
-			}
-		}
-		return true
-	})
+	c.addressesKnown()
 	// Six queues land two per group; each host pushes to all six, one push
 	// spanning every group: the parts led elsewhere are relayed.
 	queues := []string{"a", "b", "c", "d", "e", "f"}
@@ -559,16 +565,7 @@ func TestHost_DiscoveryPopsLookInEveryGroup(t *testing.T) {
 	c := openHosts(t, 3, 3)
 	c.leaders(preferredLeaders)
 	c.relayInProcess()
-	c.leaders(func(leaders []int) bool {
-		for g := range leaders {
-			for _, h := range c.h {
-				if h.Group(uint32(g)).Status().LeaderHTTP == "" {
-					return false
-				}
-			}
-		}
-		return true
-	})
+	c.addressesKnown()
 	for _, q := range []string{"x1", "x2", "x3"} {
 		if _, err := c.forwarded(c.h[0], engine.ConfigureCmd{Queue: q, Namespace: "ns", NamespaceSet: true}); err != nil {
 			t.Fatalf("configure %s: %v", q, err)

@@ -38,20 +38,6 @@ import (
 // every group. Anything else for a group led elsewhere is answered
 // *NotLeaderError, and the edge forwards the request to that leader.
 
-// NotLeaderError is ErrNotLeader for one group of a Host: nothing was
-// proposed, and Status (the group's) says where its leader is.
-type NotLeaderError struct {
-	Group  uint32
-	Status Status
-}
-
-func (e *NotLeaderError) Error() string {
-	return fmt.Sprintf("raft: not the leader of group %d (leader %q)", e.Group, e.Status.Leader)
-}
-
-// Unwrap makes a NotLeaderError an ErrNotLeader.
-func (e *NotLeaderError) Unwrap() error { return ErrNotLeader }
-
 // A Relay has the leader of group g, whose HTTP address is addr, propose
 // entry (RelayEntry: one command) and returns the command's result, with
 // the typed Value the command answers. Its errors are those a proposal's

@@ -137,12 +137,8 @@ func (s *Server) postToLeader(addr, path, id string, body []byte, timeout time.D
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
-	req.SetRequestURI(s.relayScheme() + "://" + addr + path)
-	req.Header.SetMethod(fasthttp.MethodPost)
-	req.Header.SetContentType("application/json")
+	s.toNode(req, addr, path, "application/json", body)
 	req.Header.Set(forwardedHeader, id)
-	req.Header.Set(clusterSecretHeader, s.opts.ClusterSecret)
-	req.SetBodyRaw(body)
 	if err := s.client.DoTimeout(req, resp, timeout); err != nil {
 		return nil, err
 	}

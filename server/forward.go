@@ -206,6 +206,18 @@ func (s *Server) membership(ctx *fasthttp.RequestCtx, join bool) {
 	send(ctx, fasthttp.StatusOK, w)
 }
 
+// toNode makes req a node-to-node POST of body to path on the node at
+// addr: as this node (forwardedHeader: a node's request is never relayed
+// again) with the cluster secret. The body is lent, not copied.
+func (s *Server) toNode(req *fasthttp.Request, addr, path, contentType string, body []byte) {
+	req.SetRequestURI(s.relayScheme() + "://" + addr + path)
+	req.Header.SetMethod(fasthttp.MethodPost)
+	req.Header.SetContentType(contentType)
+	req.Header.Set(forwardedHeader, s.nodeID())
+	req.Header.Set(clusterSecretHeader, s.opts.ClusterSecret)
+	req.SetBodyRaw(body)
+}
+
 // relayScheme is the scheme relays reach the leader with.
 func (s *Server) relayScheme() string {
 	if s.opts.RelayTLS != nil {

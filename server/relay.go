@@ -57,14 +57,9 @@ func (s *Server) relayCommand(ctx context.Context, addr string, g uint32, entry 
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
-	req.SetRequestURI(s.relayScheme() + "://" + addr + relayPath)
-	req.Header.SetMethod(fasthttp.MethodPost)
-	req.Header.SetContentType("application/octet-stream")
-	req.Header.Set(forwardedHeader, s.broker.Status().ID)
-	req.Header.Set(clusterSecretHeader, s.opts.ClusterSecret)
+	s.toNode(req, addr, relayPath, "application/octet-stream", entry)
 	req.Header.Set(groupHeader, strconv.FormatUint(uint64(g), 10))
 	req.Header.Set(deadlineHeader, strconv.FormatInt(time.Now().Add(timeout).UnixMicro(), 10))
-	req.SetBodyRaw(entry)
 	if err := s.client.DoTimeout(req, resp, timeout); err != nil {
 		return engine.Result{}, errors.Join(raft.ErrForward, fmt.Errorf("group %d at %s: %w", g, addr, err))
 	}
@@ -298,13 +293,8 @@ func (s *Server) relayMembership(addr string, g uint32, join bool, id, nodeAddr 
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
-	req.SetRequestURI(s.relayScheme() + "://" + addr + path)
-	req.Header.SetMethod(fasthttp.MethodPost)
-	req.Header.SetContentType("application/json")
-	req.Header.Set(forwardedHeader, s.broker.Status().ID)
-	req.Header.Set(clusterSecretHeader, s.opts.ClusterSecret)
+	s.toNode(req, addr, path, "application/json", body)
 	req.Header.Set(groupHeader, strconv.FormatUint(uint64(g), 10))
-	req.SetBodyRaw(body)
 	// A membership change commits a configuration entry: the apply
 	// timeout bounds it on the leader.
 	if err := s.client.DoTimeout(req, resp, 2*forwardTimeout); err != nil {
