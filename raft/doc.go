@@ -41,6 +41,19 @@
 //	snapshots/  hraft's file snapshot store: references, or a stream a leader sent
 //	spool/      pushes buffered during push maintenance (package server)
 //	peers.json  optional: a configuration for queen recover (renamed peers.json.applied once used)
+//	groups/<g>/ with --groups: the engine/ and snapshots/ of the directory (0) and of data groups 2..G;
+//	            group 1 is the layout above, and every group's log is in raft/ (logstore's family 0x03)
+//
+// # Groups
+//
+// A Host (host.go) runs several groups of one node over one log store and
+// one listener: the directory (group 0: how many data groups, which queue
+// lives in which) and data groups 1..G, each a Node, with the same voters
+// and leaders spread over the nodes. As a broker (hostbroker.go) it sends
+// each command to its queue's group, splits pushes and acks over groups,
+// relays the parts a group led elsewhere must propose (through the server's
+// Relay), answers NotLeaderError for the rest, and merges reads. See
+// ARCHITECTURE.md, "Scale-out".
 //
 // # Cluster plane
 //
