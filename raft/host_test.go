@@ -15,6 +15,7 @@ import (
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/engine/cursor"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/raft/command"
 	"github.com/queenmq/queen/raft/rafttest"
 )
 
@@ -544,6 +545,20 @@ func TestHost_RoutesEachCommandToItsQueuesGroup(t *testing.T) {
 	_, err = c.h[0].Propose(ctxT(t), engine.TransactionCmd{Ops: spans})
 	if !errors.Is(err, raft.ErrSpansGroups) || !strings.Contains(err.Error(), "queue "+other) {
 		t.Fatalf("transaction over two groups: err %v, want ErrSpansGroups naming queue %s", err, other)
+	}
+	// Maintenance is the cluster's, kept by the directory: every host reads
+	// the switch its replica applied.
+	if _, err := c.forwarded(c.h[2], command.Maintenance{Enabled: true}); err != nil {
+		t.Fatalf("push maintenance on: %v", err)
+	}
+	for i, h := range c.h {
+		deadline := time.Now().Add(10 * time.Second)
+		for on, _ := h.Maintenance(); !on; on, _ = h.Maintenance() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s does not see push maintenance", c.peers[i].ID)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 	}
 	// Consumer-group commands over every group add up their answers.
 	deleted, err := raft.Propose[engine.GroupDeleted](ctxT(t), c.h[2], engine.DeleteGroupCmd{Group: engine.QueueMode})
