@@ -27,11 +27,17 @@ type hosts struct {
 	peers []raft.Peer
 	dirs  []string
 	h     []*raft.Host // nil while stopped
+	// adjust, when set, changes each host's node options before it opens.
+	adjust func(*raft.Options)
 }
 
 func openHosts(t *testing.T, n, groups int) *hosts {
+	return openHostsWith(t, n, groups, nil)
+}
+
+func openHostsWith(t *testing.T, n, groups int, adjust func(*raft.Options)) *hosts {
 	t.Helper()
-	c := &hosts{t: t, g: groups, h: make([]*raft.Host, n)}
+	c := &hosts{t: t, g: groups, h: make([]*raft.Host, n), adjust: adjust}
 	base := t.TempDir()
 	for i, a := range rafttest.FreeAddrs(t, n) {
 		id := fmt.Sprintf("n%d", i+1)
@@ -57,6 +63,9 @@ func (c *hosts) start(i int) *raft.Host {
 	o.Peers = c.peers
 	o.ClusterSecret = "correct horse battery staple"
 	o.RetentionInterval = 0
+	if c.adjust != nil {
+		c.adjust(&o)
+	}
 	h, err := raft.OpenHost(raft.HostOptions{Node: o, Groups: c.g, SpreadInterval: 50 * time.Millisecond, SpreadHold: 300 * time.Millisecond})
 	if err != nil {
 		c.t.Fatalf("open host %s: %v", c.peers[i].ID, err)
@@ -662,6 +671,53 @@ func TestHost_RecoverEveryGroupToTheSurvivors(t *testing.T) {
 		push(t, c.h[leaders[g]].Group(g), q, "after")
 		for i := range c.h {
 			c.waitMessages(i, g, q, 6)
+		}
+	}
+}
+
+// Each group's leader sweeps its own group: messages past their queue's
+// retention are deleted in every group, on every replica.
+func TestHost_RetentionSweepsEveryGroup(t *testing.T) {
+	c := openHostsWith(t, 3, 3, func(o *raft.Options) { o.RetentionInterval = 100 * time.Millisecond })
+	c.leaders(preferredLeaders)
+	c.relayInProcess()
+	c.addressesKnown()
+	queues := []string{"r1", "r2", "r3"}
+	for _, q := range queues {
+		cfg := engine.ConfigureCmd{Queue: q, Set: []engine.OptionValue{{Option: engine.OptRetentionEnabled, Value: 1}, {Option: engine.OptRetentionSeconds, Value: 1}}}
+		if _, err := c.forwarded(c.h[0], cfg); err != nil {
+			t.Fatalf("configure %s: %v", q, err)
+		}
+		if _, err := raft.Propose[[]engine.PushResult](ctxT(t), c.h[1], engine.PushCmd{Items: []engine.PushItem{{Queue: q, Payload: []byte(`{}`)}}}); err != nil {
+			t.Fatalf("push %s: %v", q, err)
+		}
+	}
+	groups := map[uint32]bool{}
+	for _, q := range queues {
+		groups[c.h[0].Placement(q)] = true
+	}
+	if len(groups) != 3 {
+		t.Fatalf("queues placed in groups %v, want one each", groups)
+	}
+	// Every replica took the push before anything is swept.
+	for i := range c.h {
+		for _, q := range queues {
+			c.waitMessages(i, c.h[0].Placement(q), q, 1)
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for _, h := range c.h {
+		for _, q := range queues {
+			for {
+				msgs, err := h.ListMessages(engine.MessageFilter{Queue: q})
+				if err == nil && len(msgs) == 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("queue %s (group %d) still holds %d messages past its retention (%v)", q, h.Placement(q), len(msgs), err)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
 		}
 	}
 }
