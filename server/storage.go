@@ -244,14 +244,14 @@ func (s *Server) reportToGroupLeaders(stop <-chan struct{}, noSecret string) {
 			return
 		case <-t.C:
 		}
-		if s.opts.ClusterSecret == "" {
-			s.log.Warn(noSecret)
-			return
-		}
 		sent := map[string]bool{}
 		for _, g := range s.groupStatuses() {
 			if g.group == 0 || g.Leader == "" || g.Leader == g.ID || g.LeaderHTTP == "" || sent[g.Leader] {
 				continue
+			}
+			if s.opts.ClusterSecret == "" {
+				s.log.Warn(noSecret)
+				return
 			}
 			sent[g.Leader] = true
 			o := outcomes[g.Leader]
