@@ -721,3 +721,61 @@ func TestHost_RetentionSweepsEveryGroup(t *testing.T) {
 		}
 	}
 }
+
+// A DLQ redrive walks rows of every group: a replay for a group led
+// elsewhere is relayed to its leader.
+func TestHost_ReplaysDeadLettersOfEveryGroup(t *testing.T) {
+	c := openHosts(t, 3, 3)
+	c.leaders(preferredLeaders)
+	c.relayInProcess()
+	c.addressesKnown()
+	type address struct {
+		part engine.ID
+		txn  string
+	}
+	var dead []address
+	for _, q := range []string{"d1", "d2", "d3"} {
+		if _, err := raft.Propose[[]engine.PushResult](ctxT(t), c.h[0], engine.PushCmd{Items: []engine.PushItem{{Queue: q, TransactionID: "m-" + q, Payload: []byte(`{}`)}}}); err != nil {
+			t.Fatalf("push %s: %v", q, err)
+		}
+		r, err := c.forwarded(c.h[0], engine.PopCmd{Queue: q, Batch: 1, Partitions: 1})
+		if err != nil || len(r.Value.(engine.PopResult).Messages) != 1 {
+			t.Fatalf("pop %s: %+v, %v", q, r.Value, err)
+		}
+		m := r.Value.(engine.PopResult).Messages[0]
+		if _, err := c.forwarded(c.h[0], engine.MoveToDLQCmd{PartitionID: m.PartitionID, TransactionID: m.TransactionID, Group: engine.QueueMode, Error: "poison"}); err != nil {
+			t.Fatalf("dead-letter %s: %v", q, err)
+		}
+		dead = append(dead, address{m.PartitionID, m.TransactionID})
+	}
+	for _, h := range c.h {
+		for _, d := range dead {
+			deadline := time.Now().Add(10 * time.Second)
+			for rows, _ := h.DeadLettersAt(d.part, d.txn); len(rows) == 0; rows, _ = h.DeadLettersAt(d.part, d.txn) {
+				if time.Now().After(deadline) {
+					t.Fatalf("dead letter %s not on every replica", d.txn)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+	}
+	// Host n1 leads the directory and group 3 only: the replays of the
+	// other groups' rows are relayed.
+	for _, d := range dead {
+		res, err := raft.Propose[engine.ReplayResult](ctxT(t), c.h[0], engine.ReplayCmd{PartitionID: d.part, TransactionID: d.txn})
+		if err != nil || res.RowsRemoved != 1 || res.Push.Status != engine.Queued {
+			t.Fatalf("replay %s through n1: %+v, %v", d.txn, res, err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		rows, total, err := c.h[0].ListDLQ(engine.DLQFilter{})
+		if err == nil && total == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dead letters left after the redrive: %d (%v) %+v", total, err, rows)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -51,7 +51,7 @@ type Relay func(ctx context.Context, addr string, g uint32, entry []byte) (engin
 func (h *Host) SetRelay(r Relay) { h.relay.Store(&r) }
 
 // RelayEntry encodes c for a Relay: a push is prepared here (PrepareEntry),
-// the other relayable commands (RelayAnswer says which) go as they are.
+// the other relayable commands (relayable says which) go as they are.
 func RelayEntry(c engine.Command) ([]byte, error) {
 	if _, ok := c.(engine.PushCmd); ok {
 		return PrepareEntry(c)
@@ -63,10 +63,11 @@ func RelayEntry(c engine.Command) ([]byte, error) {
 }
 
 // relayable reports the commands a Host relays besides pushes: parts of
-// split acks, placements, and the commands sent to every group.
+// split acks, placements and their lookups, the commands sent to every
+// group, and DLQ replays (a redrive walks rows of every group).
 func relayable(c engine.Command) bool {
 	switch c.(type) {
-	case engine.AckCmd, command.PlaceQueue, engine.DeleteGroupCmd, engine.UpdateSubscriptionCmd:
+	case engine.AckCmd, command.PlaceQueue, command.LookupQueue, engine.DeleteGroupCmd, engine.UpdateSubscriptionCmd, engine.ReplayCmd:
 		return true
 	}
 	return false
@@ -149,19 +150,19 @@ func (h *Host) Propose(ctx context.Context, c engine.Command) (engine.Result, er
 		if c.Queue == "" {
 			return h.discover(ctx, c)
 		}
-		return h.on(ctx, h.readGroup(c.Queue), c)
+		return h.onFound(ctx, c.Queue, c)
 	case engine.ConfigureCmd:
 		return h.onQueue(ctx, c.Queue, c)
 	case engine.DeleteQueueCmd:
-		return h.on(ctx, h.readGroup(c.Queue), c)
+		return h.onFound(ctx, c.Queue, c)
 	case engine.SeekCmd:
-		return h.on(ctx, h.readGroup(c.Queue), c)
+		return h.onFound(ctx, c.Queue, c)
 	case engine.TransactionCmd:
 		return h.transaction(ctx, c)
 	case engine.ExtendLeaseCmd:
 		return h.on(ctx, h.leaseGroup(ctx, c.Lease), c)
 	case engine.ReplayCmd:
-		return h.on(ctx, h.partitionGroup(ctx, c.PartitionID), c)
+		return h.run(ctx, h.partitionGroup(ctx, c.PartitionID), c)
 	case engine.DeleteDLQCmd:
 		return h.on(ctx, h.partitionGroup(ctx, c.PartitionID), c)
 	case engine.MoveToDLQCmd:
@@ -170,7 +171,7 @@ func (h *Host) Propose(ctx context.Context, c engine.Command) (engine.Result, er
 		return h.on(ctx, h.partitionGroup(ctx, c.PartitionID), c)
 	case engine.DeleteGroupCmd:
 		if c.Queue != "" {
-			return h.on(ctx, h.readGroup(c.Queue), c)
+			return h.onFound(ctx, c.Queue, c)
 		}
 		return h.everyGroup(ctx, c)
 	case engine.UpdateSubscriptionCmd:
@@ -197,16 +198,41 @@ func (h *Host) on(ctx context.Context, g uint32, c engine.Command) (engine.Resul
 }
 
 // onQueue proposes c on queue's group, placing the queue first: for the
-// commands that create a queue. The others go to readGroup, and a queue
-// not placed is one no group holds (or one this node's directory replica
-// has not heard of yet: the client's retry, or a long-poll's next look,
-// finds it).
+// commands that create a queue. The others go to onFound.
 func (h *Host) onQueue(ctx context.Context, queue string, c engine.Command) (engine.Result, error) {
 	g, err := h.groupOf(ctx, queue)
 	if err != nil {
 		return engine.Result{}, err
 	}
 	return h.on(ctx, g, c)
+}
+
+// onFound proposes c on queue's group without placing it: a queue no
+// group holds goes to group 1, whose engine answers as for any unknown
+// queue.
+func (h *Host) onFound(ctx context.Context, queue string, c engine.Command) (engine.Result, error) {
+	g, err := h.find(ctx, queue)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	return h.on(ctx, cmp.Or(g, 1), c)
+}
+
+// find returns queue's group, 0 when it has none. A queue this node's
+// directory replica does not know may have been placed a moment ago
+// through another node: unless this node leads the directory (whose
+// applied state holds every placement it answered), it asks the leader
+// (command.LookupQueue, answered without a log entry).
+func (h *Host) find(ctx context.Context, queue string) (uint32, error) {
+	if g := h.Placement(queue); g != 0 || queue == "" || h.nodes[Directory].leading() == nil {
+		return g, nil
+	}
+	r, err := h.run(ctx, Directory, command.LookupQueue{Queue: queue})
+	if err != nil {
+		return 0, err
+	}
+	g, _ := r.Value.(uint32)
+	return g, nil
 }
 
 // run proposes c on group g here when this node leads g, else relays it
@@ -337,7 +363,23 @@ func split(n int, of func(i int) (uint32, error)) ([]part, error) {
 	return parts, nil
 }
 
-// runParts runs one command per part at once (make builds part k's) and
+// memo is of(key(i)) with one call of of a distinct key.
+func memo[K comparable](key func(i int) K, of func(K) (uint32, error)) func(int) (uint32, error) {
+	seen := map[K]uint32{}
+	return func(i int) (uint32, error) {
+		k := key(i)
+		if g, ok := seen[k]; ok {
+			return g, nil
+		}
+		g, err := of(k)
+		if err == nil {
+			seen[k] = g
+		}
+		return g, err
+	}
+}
+
+// runParts runs one command per part at once (build makes part k's) and
 // returns each part's answer.
 func (h *Host) runParts(ctx context.Context, parts []part, build func(k int) engine.Command) ([]engine.Result, []error) {
 	res := make([]engine.Result, len(parts))
@@ -360,7 +402,10 @@ func (h *Host) runParts(ctx context.Context, parts []part, build func(k int) eng
 // item's answer says what happened to it. A push to one group answers its
 // error as the push's.
 func (h *Host) push(ctx context.Context, c engine.PushCmd) (engine.Result, error) {
-	parts, err := split(len(c.Items), func(i int) (uint32, error) { return h.groupOf(ctx, c.Items[i].Queue) })
+	// One lookup a queue: a queue placed a moment ago through the
+	// directory's leader is not in this node's replica yet.
+	parts, err := split(len(c.Items), memo(func(i int) string { return c.Items[i].Queue },
+		func(q string) (uint32, error) { return h.groupOf(ctx, q) }))
 	if err != nil || len(parts) <= 1 {
 		if err != nil {
 			return engine.Result{}, err
@@ -399,7 +444,9 @@ func (h *Host) push(ctx context.Context, c engine.PushCmd) (engine.Result, error
 
 // ack splits an ack by its partitions' groups, as push does.
 func (h *Host) ack(ctx context.Context, c engine.AckCmd) (engine.Result, error) {
-	parts, _ := split(len(c.Items), func(i int) (uint32, error) { return h.partitionGroup(ctx, c.Items[i].PartitionID), nil })
+	// One lookup a partition: an unknown one waits lookupWait.
+	parts, _ := split(len(c.Items), memo(func(i int) engine.ID { return c.Items[i].PartitionID },
+		func(id engine.ID) (uint32, error) { return h.partitionGroup(ctx, id), nil }))
 	if len(parts) <= 1 {
 		g := uint32(1)
 		if len(parts) == 1 {

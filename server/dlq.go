@@ -97,7 +97,7 @@ func (s *Server) replayDLQ(ctx *fasthttp.RequestCtx, _ *params) {
 			s.m.replays.Inc()
 		case errors.Is(err, engine.ErrNoDeadLetter):
 			skipped++
-		case errors.Is(err, raft.ErrNotLeader) && i == len(rows)-1 && s.forward(ctx):
+		case errors.Is(err, raft.ErrNotLeader) && i == len(rows)-1 && s.forwardNotLeader(ctx, err):
 			return // a follower: the leader runs the whole redrive
 		default:
 			failed++

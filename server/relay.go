@@ -143,12 +143,14 @@ func (s *Server) proposeRelayed(ctx *fasthttp.RequestCtx, p *params) {
 //	  3 group          uvarint (a placement)
 //	  4 count          varint
 //	  5 group deleted  cursors varint | metadata bool
+//	  6 replay         queue str | partition str | rows removed varint | the push's result (as kind 1, one item)
 const (
 	resultPush uint8 = 1 + iota
 	resultAck
 	resultGroup
 	resultCount
 	resultGroupDeleted
+	resultReplay
 )
 
 // appendResult encodes a relayed command's value.
@@ -179,6 +181,12 @@ func appendResult(dst []byte, v any) ([]byte, error) {
 		w.U8(resultGroupDeleted)
 		w.Varint(int64(v.Cursors))
 		w.Bool(v.Metadata)
+	case engine.ReplayResult:
+		w.U8(resultReplay)
+		w.Str(v.Queue)
+		w.Str(v.Partition)
+		w.Varint(int64(v.RowsRemoved))
+		w.B = appendPushResults(w.B, []engine.PushResult{v.Push})
 	default:
 		return nil, fmt.Errorf("%w: a relayed command answered %T", raft.ErrResultType, v)
 	}
@@ -222,6 +230,17 @@ func readResult(b []byte) (any, error) {
 		v = int(r.Varint())
 	case resultGroupDeleted:
 		v = engine.GroupDeleted{Cursors: int(r.Varint()), Metadata: r.Bool()}
+	case resultReplay:
+		rr := engine.ReplayResult{Queue: r.Str(), Partition: r.Str(), RowsRemoved: int(r.Varint())}
+		if r.Err() != nil {
+			break
+		}
+		push, err := readPushResults(b[len(b)-r.Len():], 1)
+		if err != nil {
+			return nil, err
+		}
+		rr.Push = push[0]
+		return rr, nil
 	default:
 		r.Fail("kind %d", b[0])
 	}

@@ -41,9 +41,10 @@ const (
 	TypeTrace          Type = 21
 	TypeGroups         Type = 22
 	TypePlaceQueue     Type = 23
+	TypeLookupQueue    Type = 24
 
 	// TypeLast is the highest type number in use: a new type raises it.
-	TypeLast = TypePlaceQueue
+	TypeLast = TypeLookupQueue
 )
 
 const (
@@ -125,6 +126,8 @@ var codecs = []codec{
 		func(r *wire.Reader) Groups { return Groups{Count: uint32(r.Uvarint())} }),
 	row(TypePlaceQueue, func(w *wire.Writer, c PlaceQueue) { w.Str(c.Queue); w.Uvarint(uint64(c.Group)) },
 		func(r *wire.Reader) PlaceQueue { return PlaceQueue{Queue: r.Str(), Group: uint32(r.Uvarint())} }),
+	row(TypeLookupQueue, func(w *wire.Writer, c LookupQueue) { w.Str(c.Queue) },
+		func(r *wire.Reader) LookupQueue { return LookupQueue{Queue: r.Str()} }),
 }
 
 // codec is one row of the table.

@@ -51,6 +51,7 @@ func sampleCommands() []command.Stamped {
 		{Stamp: st, Cmd: command.Maintenance{Pop: true, Enabled: true}},
 		{Stamp: st, Cmd: command.Groups{Count: 7}},
 		{Stamp: st, Cmd: command.PlaceQueue{Queue: "q", Group: 300}},
+		{Stamp: st, Cmd: command.LookupQueue{Queue: "q"}},
 	}
 }
 

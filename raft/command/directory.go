@@ -76,6 +76,27 @@ func (c PlaceQueue) Apply(b *engine.Batch, _ engine.Stamp) engine.Result {
 	return engine.Result{Value: g}
 }
 
+// LookupQueue asks the directory's leader where a queue lives, without
+// placing it: a node whose replica does not know a queue yet (placed a
+// moment ago through another node) asks before it sends a pop or a
+// deletion to a group that does not hold the queue. The leader answers
+// from its applied state (Skip), which holds every placement it has
+// answered, so the command is never proposed; were it applied, it would
+// change nothing.
+type LookupQueue struct {
+	Queue string
+}
+
+// Apply answers the queue's group. Value: uint32, 0 when it has none.
+func (c LookupQueue) Apply(b *engine.Batch, _ engine.Stamp) engine.Result {
+	return engine.Result{Value: Placement(b.ClusterValue, c.Queue)}
+}
+
+// Skip answers from e's applied state, always (engine.Skipper).
+func (c LookupQueue) Skip(e *engine.Engine, _ int64) (engine.Result, bool) {
+	return engine.Result{Value: Placement(e.ClusterValue, c.Queue)}, true
+}
+
 // A ClusterValues reads the directory's values: engine.Engine.ClusterValue
 // for a node's replica, engine.Batch.ClusterValue inside an apply.
 type ClusterValues func(name string) string

@@ -3,6 +3,7 @@ package command_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/queenmq/queen/engine"
@@ -68,5 +69,31 @@ func TestGroups_RefusesZero(t *testing.T) {
 	}
 	if n := command.GroupCount(h.ClusterValue); n != 0 {
 		t.Fatalf("a refused count was stored: %d", n)
+	}
+}
+
+// LookupQueue answers a queue's group from the applied state, without a
+// log entry (Skip) and, were it applied, without a write.
+func TestLookupQueue_AnswersWithoutWriting(t *testing.T) {
+	h := enginetest.MustOpen(t)
+	enginetest.Must[uint32](h, command.Groups{Count: 2})
+	if g, err := place(h, "known", 2); err != nil || g != 2 {
+		t.Fatalf("place: %d %v", g, err)
+	}
+	for q, want := range map[string]uint32{"known": 2, "unknown": 0} {
+		r, ok := command.LookupQueue{Queue: q}.Skip(h.Engine, 0)
+		if !ok || r.Value != want {
+			t.Fatalf("Skip of lookup %q: %v %v, want %d", q, r.Value, ok, want)
+		}
+		before := h.Dump()
+		if g := enginetest.Must[uint32](h, command.LookupQueue{Queue: q}); g != want {
+			t.Fatalf("applied lookup %q answered %d, want %d", q, g, want)
+		}
+		if d := enginetest.DiffDumps(before, h.Dump()); strings.Contains(d, "place/") || strings.Contains(d, "placed/") {
+			t.Fatalf("an applied lookup wrote a placement: %s", d)
+		}
+	}
+	if g := command.Placement(h.ClusterValue, "unknown"); g != 0 {
+		t.Fatalf("a lookup placed the queue in %d", g)
 	}
 }

@@ -145,6 +145,12 @@ var goldenEntries = []struct {
 	{"entry-v1-streams.golden", streamCommands},
 	{"entry-v1-traces.golden", traceCommands},
 	{"entry-v1-directory.golden", directoryCommands},
+	{"entry-v1-lookup.golden", lookupCommands},
+}
+
+// lookupCommands are the directory's lookup (type 24) as first written.
+func lookupCommands() []command.Stamped {
+	return []command.Stamped{{Stamp: goldenStamp, Cmd: command.LookupQueue{Queue: "orders"}}}
 }
 
 // directoryCommands are the directory's commands (types 22-23) as first
