@@ -51,7 +51,8 @@ bench:
 # A long fault-schedule run (cmd/queen/chaos_test.go; `make test` runs a short
 # one): SEED= replays a seed (0 draws one), DURATION= is how long the faults
 # and the load last, NET= is netns (partitions too; needs root), loopback or
-# auto; FAULTS= (comma-separated kinds) focuses the schedule. The seed is
+# auto; FAULTS= (comma-separated kinds) focuses the schedule; CHAOS_GROUPS=3 in
+# the environment runs the nodes with --groups 3. The seed is
 # printed first and with any failure, with the command that replays it.
 SEED     ?= 0
 DURATION ?= 10m

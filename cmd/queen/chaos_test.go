@@ -245,7 +245,11 @@ func runChaos(t *testing.T, seed uint64, duration time.Duration, netMode string)
 	r.c.waitConverged(r.c.nodes, 90*time.Second)
 	r.drainAndAudit()
 	r.check()
-	r.c.stopAndCompare(r.c.nodes, 60*time.Second)
+	if g := chaosGroups(); g > 1 {
+		r.c.stopAndCompareGroups(g)
+	} else {
+		r.c.stopAndCompare(r.c.nodes, 60*time.Second)
+	}
 	t.Logf("done at +%v", r.since(time.Now()))
 }
 
@@ -258,6 +262,11 @@ func startChaosCluster(t *testing.T, netMode string) (*cluster, partitioner, str
 	// Debug logging puts Raft's elections and snapshot installs in the node
 	// logs a failed run keeps.
 	extra := []string{"--snapshot-threshold", "256", "--trailing-logs", "64", "--snapshot-interval", "1s", "--log-level", "debug"}
+	if g := chaosGroups(); g > 1 {
+		// The same schedule over a cluster that spreads its queue over
+		// Raft groups: routing, relays and the directory under faults.
+		extra = append(extra, "--groups", strconv.Itoa(g), "--cluster-secret-file", writeSecret(t, "chaos secret"))
+	}
 	switch netMode {
 	case "auto", "netns":
 		c, lab, why := startNetnsChaos(t, extra...)
@@ -273,6 +282,13 @@ func startChaosCluster(t *testing.T, netMode string) (*cluster, partitioner, str
 		t.Fatalf("chaos network %q: want netns, loopback or auto", netMode)
 	}
 	return startLoopback(t, 3, extra...), nil, "loopback"
+}
+
+// chaosGroups is CHAOS_GROUPS: run the nodes with --groups (0 or 1: one
+// group, as `make chaos` does).
+func chaosGroups() int {
+	g, _ := strconv.Atoi(os.Getenv("CHAOS_GROUPS"))
+	return g
 }
 
 // configure creates the queue with a small retry budget, so that failed
