@@ -66,6 +66,9 @@ var (
 	// whose queues are placed apart); nothing was proposed. The message
 	// says what lies where.
 	ErrSpansGroups = errors.New("raft: the command spans Raft groups")
+	// ErrPlaced is returned by a Host asked to place a queue in one group
+	// when the queue lives in another: queues do not move (yet).
+	ErrPlaced = errors.New("raft: the queue lives in another Raft group")
 	// ErrNoState is returned by Recover for a data directory that holds no
 	// Raft state: there is nothing to recover.
 	ErrNoState = errors.New("raft: no Raft state in the data directory")

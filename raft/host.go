@@ -286,12 +286,19 @@ func (h *Host) Placement(queue string) uint32 {
 
 // Place returns queue's group, placing it first when it has none: in group
 // when not 0, else where the directory chooses (command.PlaceQueue). On a
-// node that does not lead the directory, placing answers ErrNotLeader.
+// node that does not lead the directory the placement is relayed to its
+// leader (SetRelay), else answered ErrNotLeader. A queue placed already
+// keeps its group, whatever group asks for.
 func (h *Host) Place(ctx context.Context, queue string, group uint32) (uint32, error) {
 	if g := h.Placement(queue); g != 0 {
 		return g, nil
 	}
-	return Propose[uint32](ctx, h.nodes[Directory], command.PlaceQueue{Queue: queue, Group: group})
+	r, err := h.run(ctx, Directory, command.PlaceQueue{Queue: queue, Group: group})
+	if err == nil {
+		err = r.Err
+	}
+	g, _ := r.Value.(uint32)
+	return g, err
 }
 
 // defineGroups records the count in the directory when this node leads it

@@ -555,6 +555,19 @@ func TestHost_RoutesEachCommandToItsQueuesGroup(t *testing.T) {
 	if !errors.Is(err, raft.ErrSpansGroups) || !strings.Contains(err.Error(), "queue "+other) {
 		t.Fatalf("transaction over two groups: err %v, want ErrSpansGroups naming queue %s", err, other)
 	}
+	// A queue a transaction is the first to push to lands in the group of
+	// the rest of the transaction, which then commits there.
+	withA := []engine.TxOp{
+		{Push: &engine.PushItem{Queue: "a", TransactionID: "tx-a2", Payload: []byte(`{}`)}},
+		{Push: &engine.PushItem{Queue: "fresh", TransactionID: "tx-fresh", Payload: []byte(`{}`)}},
+	}
+	if r, err := c.forwarded(c.h[1], engine.TransactionCmd{Ops: withA}); err != nil || !r.Value.(engine.TxResult).Success {
+		t.Fatalf("transaction placing a new queue: %+v, %v", r.Value, err)
+	}
+	// n1 leads the directory: its replica has every placement.
+	if g, a := c.h[0].Placement("fresh"), c.h[0].Placement("a"); g != a {
+		t.Fatalf("the transaction's new queue landed in group %d, its other queue is in %d", g, a)
+	}
 	// Maintenance is the cluster's, kept by the directory: every host reads
 	// the switch its replica applied.
 	if _, err := c.forwarded(c.h[2], command.Maintenance{Enabled: true}); err != nil {

@@ -291,11 +291,7 @@ func (h *Host) groupOf(ctx context.Context, queue string) (uint32, error) {
 	if queue == "" {
 		return 1, nil
 	}
-	r, err := h.run(ctx, Directory, command.PlaceQueue{Queue: queue})
-	if err == nil {
-		err = r.Err
-	}
-	g, _ := r.Value.(uint32)
+	g, err := h.Place(ctx, queue, 0)
 	if err == nil && g == 0 {
 		err = fmt.Errorf("%w: the directory placed %q nowhere", ErrResultType, queue)
 	}
@@ -480,7 +476,8 @@ func (h *Host) ack(ctx context.Context, c engine.AckCmd) (engine.Result, error) 
 
 // transaction runs a transaction in the one group all its operations lie
 // in; one spanning groups is refused (ErrSpansGroups), naming what lies
-// where.
+// where. Queues it pushes to that no group holds yet are placed in that
+// group.
 func (h *Host) transaction(ctx context.Context, c engine.TransactionCmd) (engine.Result, error) {
 	var (
 		groups []uint32
@@ -492,14 +489,18 @@ func (h *Host) transaction(ctx context.Context, c engine.TransactionCmd) (engine
 		}
 		where = append(where, fmt.Sprintf("%s in group %d", what, g))
 	}
+	// Acks and leases first: they name the group the transaction runs in,
+	// and a queue the transaction is the first to push to is placed there
+	// (a pipeline step's output lands with its input).
+	var unplaced []string
 	for _, op := range c.Ops {
 		switch {
 		case op.Push != nil:
-			g, err := h.groupOf(ctx, op.Push.Queue)
-			if err != nil {
-				return engine.Result{}, err
+			if g := h.Placement(op.Push.Queue); g != 0 {
+				add(g, "queue "+op.Push.Queue)
+			} else if !slices.Contains(unplaced, op.Push.Queue) {
+				unplaced = append(unplaced, op.Push.Queue)
 			}
-			add(g, "queue "+op.Push.Queue)
 		case op.Ack != nil:
 			g := h.partitionGroup(ctx, op.Ack.PartitionID)
 			what := "partition " + uuid.UUID(op.Ack.PartitionID).String()
@@ -511,6 +512,17 @@ func (h *Host) transaction(ctx context.Context, c engine.TransactionCmd) (engine
 	}
 	for _, l := range c.RequiredLeases {
 		add(h.leaseGroup(ctx, l), "lease "+uuid.UUID(l).String())
+	}
+	var home uint32
+	if len(groups) == 1 {
+		home = groups[0]
+	}
+	for _, q := range unplaced {
+		g, err := h.Place(ctx, q, home)
+		if err != nil {
+			return engine.Result{}, err
+		}
+		add(g, "queue "+q)
 	}
 	switch len(groups) {
 	case 0:

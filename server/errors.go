@@ -114,6 +114,7 @@ var errorTable = [...]errorCode{
 	{errLeaderSpools, fasthttp.StatusServiceUnavailable, codeLeaderSpools, "Push maintenance is on: the node that received the push buffers it"},
 	{raft.ErrQuorumRisk, fasthttp.StatusConflict, "quorum_at_risk", ""},
 	{raft.ErrSpansGroups, fasthttp.StatusConflict, "spans_groups", ""},
+	{raft.ErrPlaced, fasthttp.StatusConflict, "placed_elsewhere", ""},
 	{errNotImplemented, fasthttp.StatusNotImplemented, "not_implemented", ""},
 	{errNoSpool, fasthttp.StatusInternalServerError, "spool_unavailable", "Push maintenance is on and this node cannot buffer pushes"},
 	{raft.ErrFaulted, fasthttp.StatusServiceUnavailable, "storage_fault", "This node's storage failed and is recovering; the command's outcome is unknown, retry it"},

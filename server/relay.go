@@ -29,6 +29,9 @@ type Grouped interface {
 	GroupStatus(g uint32) raft.Status
 	// Placement is a queue's group, 0 while it has none.
 	Placement(queue string) uint32
+	// Place places a queue in group (0: where the directory chooses)
+	// unless it has a group, and returns its group.
+	Place(ctx context.Context, queue string, group uint32) (uint32, error)
 }
 
 // relayPath is the route a node proposes a command on for another

@@ -182,6 +182,35 @@ func TestGroups_ThreeNodesThreeGroups(t *testing.T) {
 		t.Fatalf("transaction over groups %d and %d: %d %v %s; want 409 spans_groups naming queue %s", group["qa"], group[other], code, err, b, other)
 	}
 
+	// A pipeline's queues placed together (configure's raftGroup, beyond
+	// Queen) take transactions; a queue keeps its group.
+	for _, q := range []string{"pipe-in", "pipe-out"} {
+		body, _ := json.Marshal(map[string]any{"queue": q, "raftGroup": 3})
+		code, b, err := c.do(10*time.Second, "POST", c.nodes[0].url("/api/v1/configure"), body)
+		var conf struct {
+			RaftGroup int `json:"raftGroup"`
+		}
+		if err == nil {
+			err = json.Unmarshal(b, &conf)
+		}
+		if err != nil || code != http.StatusOK || conf.RaftGroup != 3 {
+			t.Fatalf("configure %s in group 3: %d %v %s", q, code, err, b)
+		}
+	}
+	body, _ = json.Marshal(map[string]any{"queue": "pipe-in", "raftGroup": 2})
+	code, b, err = c.do(10*time.Second, "POST", c.nodes[1].url("/api/v1/configure"), body)
+	if e, ok := c2(b); err != nil || code != http.StatusConflict || !ok || e.Code != "placed_elsewhere" {
+		t.Fatalf("moving pipe-in to group 2: %d %v %s; want 409 placed_elsewhere", code, err, b)
+	}
+	body, _ = json.Marshal(map[string]any{"operations": []any{
+		map[string]any{"type": "push", "items": []any{map[string]any{"queue": "pipe-in", "payload": 1, "transactionId": "p-1"}}},
+		map[string]any{"type": "push", "items": []any{map[string]any{"queue": "pipe-out", "payload": 1, "transactionId": "p-2"}}},
+	}})
+	code, b, err = c.do(10*time.Second, "POST", c.nodes[2].url("/api/v1/transaction"), body)
+	if err != nil || code != http.StatusOK || !strings.Contains(string(b), `"success":true`) {
+		t.Fatalf("transaction over two queues of group 3: %d %v %s", code, err, b)
+	}
+
 	// Load on every group through every node while the leader of group 1
 	// is killed and comes back.
 	acked := c.loadGroups(t, queues, func() {
