@@ -69,6 +69,10 @@ var (
 	// ErrPlaced is returned by a Host asked to place a queue in one group
 	// when the queue lives in another: queues do not move (yet).
 	ErrPlaced = errors.New("raft: the queue lives in another Raft group")
+	// ErrLayout is returned by Open and OpenHost for a data directory the
+	// other kind of node made: a node of several Raft groups (--groups)
+	// opened as one, or one group's opened as several.
+	ErrLayout = errors.New("raft: the data directory holds another number of Raft groups")
 	// ErrNoState is returned by Recover for a data directory that holds no
 	// Raft state: there is nothing to recover.
 	ErrNoState = errors.New("raft: no Raft state in the data directory")

@@ -25,9 +25,11 @@ import (
 // leadership to its preferred member (preferred) once that member has been
 // live for SpreadHold, so that with G ≥ N every node leads some groups.
 //
-// A store written by a plain Node is group 1 of a Host, byte for byte: the
-// other groups live under groups/<id>/ and their logs under their own
-// key family of the log store.
+// Group 1 of a Host is laid out as a plain Node's store, byte for byte: the
+// other groups live under groups/<id>/ and their logs under their own key
+// family of the log store. Opening one kind's directory as the other is
+// refused all the same (ErrLayout): until queues can move, a plain store's
+// queues would be in no directory.
 type Host struct {
 	opts   HostOptions
 	lock   io.Closer
@@ -92,6 +94,9 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 	if h.lock, err = lockDir(opts.Dir, true); err != nil {
 		return nil, err
 	}
+	if err := oneGroupStore(opts.Dir); err != nil {
+		return nil, err
+	}
 	stores := []string{filepath.Join(opts.Dir, "raft")}
 	for _, g := range h.Groups() {
 		if err := makeDirs(opts.Dir, g); err != nil {
@@ -130,6 +135,21 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 	h.wg.Add(1)
 	go h.spreadLoop()
 	return h, nil
+}
+
+// oneGroupStore refuses a data directory a node of one group made (a
+// Raft log and no directory group): as group 1 of a Host its queues would
+// be in no directory, and a push would place a second queue of the same
+// name in another group. Raising --groups on a running cluster needs
+// queues that move (step 2).
+func oneGroupStore(dir string) error {
+	_, errLog := os.Stat(filepath.Join(dir, "raft"))
+	_, errDir := os.Stat(groupDir(dir, Directory))
+	if errLog == nil && errors.Is(errDir, os.ErrNotExist) {
+		return fmt.Errorf("%w: %s holds a node of one Raft group; it cannot be opened with several groups "+
+			"(start it without --groups, or start a new cluster with them)", ErrLayout, dir)
+	}
+	return nil
 }
 
 // Groups returns the ids of the groups the Host runs: the directory, then

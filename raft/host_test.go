@@ -215,51 +215,22 @@ func TestHost_GroupLeaderLossAndReturn(t *testing.T) {
 	}
 }
 
-func TestHost_Group1IsTheStoreOfAPlainNode(t *testing.T) {
-	dir := t.TempDir()
-	addr := rafttest.FreeAddrs(t, 1)[0]
-	plain := func() *raft.Node {
-		o := rafttest.Options("n1", dir)
-		o.RaftAddr, o.Bootstrap, o.RetentionInterval = addr, true, 0
-		n, err := raft.Open(o)
-		if err != nil {
-			t.Fatalf("open node: %v", err)
+// A host keeps group 1 where a node of one group keeps its store (engine/,
+// snapshots/ and the log's families in raft/) and the directory and the
+// other groups under groups/<id>/.
+func TestHost_KeepsGroup1WhereOneGroupLives(t *testing.T) {
+	c := openHosts(t, 1, 2)
+	leaders := c.leaders(nil)
+	push(t, c.h[leaders[1]].Group(1), "one", "t")
+	push(t, c.h[leaders[2]].Group(2), "two", "t")
+	c.stop(0)
+	for _, sub := range []string{"engine", "snapshots", "raft", "groups/0/engine", "groups/0/snapshots", "groups/2/engine", "groups/2/snapshots"} {
+		if _, err := os.Stat(filepath.Join(c.dirs[0], sub)); err != nil {
+			t.Errorf("%s: %v", sub, err)
 		}
-		rafttest.WaitLeader(t, n)
-		return n
 	}
-	n := plain()
-	push(t, n, "q", "before")
-	if err := n.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	o := rafttest.Options("n1", dir)
-	o.RaftAddr, o.Bootstrap, o.RetentionInterval = addr, true, 0
-	h, err := raft.OpenHost(raft.HostOptions{Node: o, Groups: 2})
-	if err != nil {
-		t.Fatalf("open host: %v", err)
-	}
-	for _, g := range h.Groups() {
-		rafttest.WaitLeader(t, h.Group(g))
-	}
-	if r := push(t, h.Group(1), "q", "before"); r.Status != engine.Duplicate {
-		t.Fatalf("group 1 of the host: the plain node's push answered %d, want duplicate", r.Status)
-	}
-	push(t, h.Group(1), "q", "hosted")
-	push(t, h.Group(2), "other", "t")
-	if _, err := os.Stat(filepath.Join(dir, "groups", "2", "engine")); err != nil {
-		t.Fatalf("group 2's engine: %v", err)
-	}
-	if err := h.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	n = plain()
-	defer n.Close()
-	qs, err := n.Queues()
-	if err != nil || len(qs) != 1 || qs[0].Name != "q" || qs[0].Partitions[0].Next != 2 {
-		t.Fatalf("the plain node after the host: queues %+v, %v; want q with 2 messages", qs, err)
+	if _, err := os.Stat(filepath.Join(c.dirs[0], "groups", "1")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("groups/1 exists (%v): group 1 lives at the top", err)
 	}
 }
 
@@ -790,5 +761,46 @@ func TestHost_ReplaysDeadLettersOfEveryGroup(t *testing.T) {
 			t.Fatalf("dead letters left after the redrive: %d (%v) %+v", total, err, rows)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A data directory opens only as the kind of node that made it: a node of
+// one group as a Host would leave its queues outside the directory, and a
+// Host's as one group would leave its other groups unserved.
+func TestHost_RefusesTheOtherLayout(t *testing.T) {
+	one := t.TempDir()
+	o := rafttest.Options("n1", one)
+	o.Transport = raft.NewLocalTransport("n1")
+	o.Bootstrap = true
+	n, err := raft.Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.WaitForLeader(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	push(t, n, "q", "t1")
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ho := rafttest.Options("n1", one)
+	ho.RaftAddr = rafttest.FreeAddrs(t, 1)[0]
+	ho.Bootstrap = true
+	if _, err := raft.OpenHost(raft.HostOptions{Node: ho, Groups: 2}); !errors.Is(err, raft.ErrLayout) {
+		t.Fatalf("a one-group store opened with 2 groups: err %v, want ErrLayout", err)
+	}
+	// Still a good node of one group.
+	if n, err = raft.Open(o); err != nil {
+		t.Fatalf("reopen as one group: %v", err)
+	}
+	n.Close()
+
+	c := openHosts(t, 1, 2)
+	c.leaders(nil)
+	c.stop(0)
+	po := rafttest.Options("n1", c.dirs[0])
+	po.Transport = raft.NewLocalTransport("n1")
+	if _, err := raft.Open(po); !errors.Is(err, raft.ErrLayout) || !strings.Contains(err.Error(), "2 Raft groups") {
+		t.Fatalf("a host's store opened as one group: err %v, want ErrLayout naming 2 groups", err)
 	}
 }

@@ -76,6 +76,14 @@ func Open(opts Options) (*Node, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	// A Host's directory (--groups) opened as one group would serve group
+	// 1 and leave the other groups' queues unserved.
+	if groups, err := hostedGroups(opts.Dir); err != nil {
+		return nil, err
+	} else if len(groups) > 0 {
+		return nil, fmt.Errorf("%w: %s holds a node of %d Raft groups; start it with the --groups it was created with",
+			ErrLayout, opts.Dir, len(groups))
+	}
 	return open(opts, nil)
 }
 
