@@ -183,12 +183,18 @@ func (h *Host) Close() error {
 }
 
 func (h *Host) closeParts() error {
-	var errs []error
+	// The groups stop at once: one by one, the groups still running
+	// would see the first ones' leaders go, and could elect and apply
+	// without this node while it is stopping.
+	errs := make([]error, len(h.nodes))
+	var wg sync.WaitGroup
+	for i, n := range h.nodes {
+		wg.Go(func() { errs[i] = n.Close() })
+	}
+	wg.Wait()
 	stuck := false
-	for _, n := range slices.Backward(h.nodes) {
-		err := n.Close()
+	for _, err := range errs {
 		stuck = stuck || errors.Is(err, ErrShutdownStuck)
-		errs = append(errs, err)
 	}
 	if h.stream != nil {
 		errs = append(errs, h.stream.Close())
