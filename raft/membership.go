@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	hraft "github.com/hashicorp/raft"
+
+	"github.com/queenmq/queen/engine"
 )
 
 // Membership safety.
@@ -179,4 +181,24 @@ func (n *Node) count(conf hraft.Configuration, skip hraft.ServerID) (voters, liv
 		}
 	}
 	return voters, live
+}
+
+// JoinGroup adds a voter to group g (its leader only: ErrNotLeader, a
+// NotLeaderError, elsewhere). A node joins a Host's cluster by joining
+// every group; the edge asks each group's leader (server/relay.go).
+func (h *Host) JoinGroup(g uint32, id, addr string, force bool) error {
+	n := h.Group(g)
+	if n == nil {
+		return fmt.Errorf("%w: group %d does not exist", engine.ErrInvalid, g)
+	}
+	return h.groupError(g, n.Join(id, addr, force))
+}
+
+// LeaveGroup removes a server from group g, as JoinGroup adds one.
+func (h *Host) LeaveGroup(g uint32, id string, force bool) error {
+	n := h.Group(g)
+	if n == nil {
+		return fmt.Errorf("%w: group %d does not exist", engine.ErrInvalid, g)
+	}
+	return h.groupError(g, n.Leave(id, force))
 }

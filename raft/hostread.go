@@ -1,0 +1,208 @@
+package raft
+
+import (
+	"bytes"
+	"cmp"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/queenmq/queen/engine"
+)
+
+// The reads: each from the group that holds what is read, or from every
+// group, merged in the order one engine gives.
+
+// Queues describes every queue, by name.
+func (h *Host) Queues() ([]engine.QueueInfo, error) {
+	var all []engine.QueueInfo
+	for _, n := range h.nodes[1:] {
+		qs, err := n.Queues()
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, qs...)
+	}
+	slices.SortFunc(all, func(a, b engine.QueueInfo) int { return strings.Compare(a.Name, b.Name) })
+	return all, nil
+}
+
+// Queue describes one queue.
+func (h *Host) Queue(name string) (engine.QueueInfo, error) {
+	return h.nodes[h.readGroup(name)].Queue(name)
+}
+
+// QueueConfig returns a queue's effective configuration.
+func (h *Host) QueueConfig(name string) (engine.Config, bool) {
+	return h.nodes[h.readGroup(name)].QueueConfig(name)
+}
+
+// readGroup is a queue's group for a read: group 1 for a queue not placed
+// (whose engine answers as for any unknown queue).
+func (h *Host) readGroup(queue string) uint32 { return cmp.Or(h.Placement(queue), 1) }
+
+// Cursors lists every group's cursor rows.
+func (h *Host) Cursors(now int64, group string) ([]engine.CursorInfo, error) {
+	return gather(h, func(n *Node) ([]engine.CursorInfo, error) { return n.Cursors(now, group) })
+}
+
+// Subscriptions lists every group's stored subscriptions.
+func (h *Host) Subscriptions() ([]engine.Subscription, error) {
+	return gather(h, (*Node).Subscriptions)
+}
+
+func gather[T any](h *Host, read func(*Node) ([]T, error)) ([]T, error) {
+	var all []T
+	for _, n := range h.nodes[1:] {
+		got, err := read(n)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, got...)
+	}
+	return all, nil
+}
+
+// ListDLQ pages dead-letter rows, newest failure first, over every group
+// (or the filter's queue's).
+func (h *Host) ListDLQ(f engine.DLQFilter) ([]engine.DeadLetter, int, error) {
+	if f.Queue != "" {
+		return h.nodes[h.readGroup(f.Queue)].ListDLQ(f)
+	}
+	if f.Limit <= 0 {
+		f.Limit = 100
+	}
+	each := f
+	each.Offset, each.Limit = 0, f.Offset+f.Limit
+	var (
+		all   []engine.DeadLetter
+		total int
+	)
+	for _, n := range h.nodes[1:] {
+		rows, k, err := n.ListDLQ(each)
+		if err != nil {
+			return nil, 0, err
+		}
+		all = append(all, rows...)
+		total += k
+	}
+	slices.SortStableFunc(all, func(a, b engine.DeadLetter) int { return bytes.Compare(b.Row[:], a.Row[:]) })
+	return page(all, f.Offset, f.Limit), total, nil
+}
+
+func page[T any](all []T, offset, limit int) []T {
+	if offset >= len(all) {
+		return nil
+	}
+	return all[offset:min(len(all), offset+limit)]
+}
+
+// DeadLettersAt returns the dead-letter rows of an address.
+func (h *Host) DeadLettersAt(part engine.ID, txn string) ([]engine.DeadLetter, error) {
+	return h.nodes[h.heldBy(part)].DeadLettersAt(part, txn)
+}
+
+// MessageAt finds a retained message by address.
+func (h *Host) MessageAt(part engine.ID, txn string) (engine.StoredMessage, error) {
+	return h.nodes[h.heldBy(part)].MessageAt(part, txn)
+}
+
+// heldBy is the group whose replica holds the partition now, 1 if none.
+func (h *Host) heldBy(part engine.ID) uint32 {
+	for g := 1; g < len(h.nodes); g++ {
+		if _, _, ok := h.nodes[g].engine.PartitionByID(part); ok {
+			return uint32(g)
+		}
+	}
+	return 1
+}
+
+// ListMessages pages retained messages, newest first, over every group
+// (or the filter's queue's).
+func (h *Host) ListMessages(f engine.MessageFilter) ([]engine.ListedMessage, error) {
+	if f.Queue != "" {
+		return h.nodes[h.readGroup(f.Queue)].ListMessages(f)
+	}
+	if f.Limit <= 0 {
+		f.Limit = 200
+	}
+	each := f
+	each.Offset, each.Limit = 0, f.Offset+f.Limit
+	all, err := gather(h, func(n *Node) ([]engine.ListedMessage, error) { return n.ListMessages(each) })
+	if err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(all, func(a, b engine.ListedMessage) int {
+		return cmp.Or(cmp.Compare(b.CreatedAt, a.CreatedAt), cmp.Compare(b.Offset, a.Offset))
+	})
+	return page(all, f.Offset, f.Limit), nil
+}
+
+// StreamQueryByID returns a registered streaming query (streamGroup).
+func (h *Host) StreamQueryByID(id engine.ID) (engine.StreamQuery, bool, error) {
+	return h.nodes[streamGroup].StreamQueryByID(id)
+}
+
+// StreamState reads streaming state (streamGroup).
+func (h *Host) StreamState(f engine.StateFilter) ([]engine.StateRow, error) {
+	return h.nodes[streamGroup].StreamState(f)
+}
+
+// Traces returns a message's traces.
+func (h *Host) Traces(part engine.ID, txn string) ([]engine.Trace, error) {
+	return h.nodes[h.heldBy(part)].Traces(part, txn)
+}
+
+// TracesByName pages the traces carrying name over every group, oldest
+// first (ties by id).
+func (h *Host) TracesByName(name string, limit, offset int) ([]engine.TraceAt, int, error) {
+	var (
+		all   []engine.TraceAt
+		total int
+	)
+	for _, n := range h.nodes[1:] {
+		got, k, err := n.TracesByName(name, offset+limit, 0)
+		if err != nil {
+			return nil, 0, err
+		}
+		all = append(all, got...)
+		total += k
+	}
+	slices.SortStableFunc(all, func(a, b engine.TraceAt) int {
+		return cmp.Or(cmp.Compare(a.CreatedAt, b.CreatedAt), bytes.Compare(a.ID[:], b.ID[:]))
+	})
+	return page(all, offset, limit), total, nil
+}
+
+// TraceNames pages the distinct trace names over every group, newest
+// lastSeen first (then by name); a name traced in several groups is one
+// row with their counts added.
+func (h *Host) TraceNames(limit, offset int) ([]engine.TraceName, int, error) {
+	byName := map[string]*engine.TraceName{}
+	var all []*engine.TraceName
+	for _, n := range h.nodes[1:] {
+		got, _, err := n.TraceNames(math.MaxInt32, 0)
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, t := range got {
+			sum := byName[t.Name]
+			if sum == nil {
+				sum = &engine.TraceName{Name: t.Name}
+				byName[t.Name] = sum
+				all = append(all, sum)
+			}
+			sum.TraceCount += t.TraceCount
+			sum.MessageCount += t.MessageCount
+			sum.LastSeen = max(sum.LastSeen, t.LastSeen)
+		}
+	}
+	slices.SortStableFunc(all, func(a, b *engine.TraceName) int {
+		return cmp.Or(cmp.Compare(b.LastSeen, a.LastSeen), strings.Compare(a.Name, b.Name))
+	})
+	out := make([]engine.TraceName, 0, min(limit, len(all)))
+	for _, t := range page(all, offset, limit) {
+		out = append(out, *t)
+	}
+	return out, len(all), nil
+}
