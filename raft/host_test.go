@@ -804,3 +804,41 @@ func TestHost_RefusesTheOtherLayout(t *testing.T) {
 		t.Fatalf("a host's store opened as one group: err %v, want ErrLayout naming 2 groups", err)
 	}
 }
+
+// A push split over groups answers each item for itself: the items of a
+// part whose relay failed are failed with its error, the others stand.
+func TestHost_SplitPushAnswersEachPart(t *testing.T) {
+	c := openHosts(t, 3, 3)
+	c.leaders(preferredLeaders)
+	c.relayInProcess()
+	c.addressesKnown()
+	lost := errors.Join(raft.ErrForward, errors.New("the wire to group 2 is cut"))
+	c.h[0].SetRelay(func(ctx context.Context, addr string, g uint32, entry []byte) (engine.Result, error) {
+		if g == 2 {
+			return engine.Result{}, lost
+		}
+		for i, p := range c.peers {
+			if "http-"+p.ID == addr {
+				return c.h[i].ProposeEntry(ctx, g, entry)
+			}
+		}
+		return engine.Result{}, raft.ErrForward
+	})
+	var items []engine.PushItem
+	for _, q := range []string{"s1", "s2", "s3", "s4", "s5", "s6"} {
+		items = append(items, engine.PushItem{Queue: q, TransactionID: "t-" + q, Payload: []byte(`{}`)})
+	}
+	res, err := raft.Propose[[]engine.PushResult](ctxT(t), c.h[0], engine.PushCmd{Items: items})
+	if err != nil || len(res) != len(items) {
+		t.Fatalf("split push: %d results, %v", len(res), err)
+	}
+	for k, r := range res {
+		g := c.h[0].Placement(items[k].Queue)
+		switch {
+		case g == 2 && (r.Status != engine.Rejected || !errors.Is(r.Err, raft.ErrForward)):
+			t.Errorf("item %d (group 2, relay cut) answered %+v, want failed with the relay's error", k, r)
+		case g != 2 && (r.Status != engine.Queued || r.Queue != items[k].Queue):
+			t.Errorf("item %d (group %d) answered %+v, want queued", k, g, r)
+		}
+	}
+}

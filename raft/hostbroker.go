@@ -240,6 +240,34 @@ func memo[K comparable](key func(i int) K, of func(K) (uint32, error)) func(int)
 	}
 }
 
+// runSplit runs the items of a split command, one command a part (build
+// makes it from the part's items), and answers each item in input order:
+// its part's answer for it, or failed's when its part failed.
+func runSplit[I, R any](ctx context.Context, h *Host, parts []part, items []I, build func([]I) engine.Command, failed func(*I, error) R) []R {
+	res, errs := h.runParts(ctx, parts, func(k int) engine.Command {
+		sub := make([]I, len(parts[k].items))
+		for j, i := range parts[k].items {
+			sub[j] = items[i]
+		}
+		return build(sub)
+	})
+	out := make([]R, len(items))
+	for k, p := range parts {
+		got, _ := res[k].Value.([]R)
+		if errs[k] == nil && len(got) != len(p.items) {
+			errs[k] = fmt.Errorf("%w: %d results for %d items", ErrResultType, len(got), len(p.items))
+		}
+		for j, i := range p.items {
+			if errs[k] != nil {
+				out[i] = failed(&items[i], errs[k])
+				continue
+			}
+			out[i] = got[j]
+		}
+	}
+	return out
+}
+
 // runParts runs one command per part at once (build makes part k's) and
 // returns each part's answer.
 func (h *Host) runParts(ctx context.Context, parts []part, build func(k int) engine.Command) ([]engine.Result, []error) {
@@ -276,31 +304,11 @@ func (h *Host) push(ctx context.Context, c engine.PushCmd) (engine.Result, error
 		}
 		return h.run(ctx, parts[0].group, c)
 	}
-	res, errs := h.runParts(ctx, parts, func(k int) engine.Command {
-		items := make([]engine.PushItem, len(parts[k].items))
-		for j, i := range parts[k].items {
-			items[j] = c.Items[i]
-		}
-		return engine.PushCmd{Items: items}
-	})
-	out := make([]engine.PushResult, len(c.Items))
-	var wake []string
-	for k, p := range parts {
-		got, _ := res[k].Value.([]engine.PushResult)
-		if errs[k] == nil && len(got) != len(p.items) {
-			errs[k] = fmt.Errorf("%w: %d results for %d items", ErrResultType, len(got), len(p.items))
-		}
-		for j, i := range p.items {
-			if errs[k] != nil {
-				out[i] = engine.PushResult{Status: engine.Rejected, TransactionID: c.Items[i].TransactionID,
-					Queue: c.Items[i].Queue, Partition: c.Items[i].Partition, Err: errs[k]}
-				continue
-			}
-			out[i] = got[j]
-		}
-		wake = append(wake, res[k].Wake...)
-	}
-	return engine.Result{Value: out, Wake: wake}, nil
+	out := runSplit(ctx, h, parts, c.Items, func(items []engine.PushItem) engine.Command { return engine.PushCmd{Items: items} },
+		func(it *engine.PushItem, err error) engine.PushResult {
+			return engine.PushResult{Status: engine.Rejected, TransactionID: it.TransactionID, Queue: it.Queue, Partition: it.Partition, Err: err}
+		})
+	return engine.Result{Value: out}, nil
 }
 
 // ack splits an ack by its partitions' groups, as push does.
@@ -315,27 +323,10 @@ func (h *Host) ack(ctx context.Context, c engine.AckCmd) (engine.Result, error) 
 		}
 		return h.run(ctx, g, c)
 	}
-	res, errs := h.runParts(ctx, parts, func(k int) engine.Command {
-		items := make([]engine.AckItem, len(parts[k].items))
-		for j, i := range parts[k].items {
-			items[j] = c.Items[i]
-		}
-		return engine.AckCmd{Items: items}
-	})
-	out := make([]engine.AckResult, len(c.Items))
-	for k, p := range parts {
-		got, _ := res[k].Value.([]engine.AckResult)
-		if errs[k] == nil && len(got) != len(p.items) {
-			errs[k] = fmt.Errorf("%w: %d results for %d items", ErrResultType, len(got), len(p.items))
-		}
-		for j, i := range p.items {
-			if errs[k] != nil {
-				out[i] = engine.AckResult{TransactionID: c.Items[i].TransactionID, Error: errs[k].Error()}
-				continue
-			}
-			out[i] = got[j]
-		}
-	}
+	out := runSplit(ctx, h, parts, c.Items, func(items []engine.AckItem) engine.Command { return engine.AckCmd{Items: items} },
+		func(it *engine.AckItem, err error) engine.AckResult {
+			return engine.AckResult{TransactionID: it.TransactionID, Error: err.Error()}
+		})
 	return engine.Result{Value: out}, nil
 }
 
@@ -455,7 +446,6 @@ func (h *Host) everyGroup(ctx context.Context, c engine.Command) (engine.Result,
 		default:
 			return engine.Result{}, fmt.Errorf("%w: %T from every group", ErrResultType, v)
 		}
-		out.Wake = append(out.Wake, res[k].Wake...)
 	}
 	return out, nil
 }
