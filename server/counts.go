@@ -120,7 +120,7 @@ func filterQueues(ctx *fasthttp.RequestCtx, qs []engine.QueueInfo) []engine.Queu
 
 // writeQueueSummary writes a queue as the queue lists show it, with the
 // columns the CLI's table looks for.
-func writeQueueSummary(w *jsonWriter, q *engine.QueueInfo, c counts) {
+func writeQueueSummary(w *jsonWriter, q *engine.QueueInfo, c counts, group uint32) {
 	w.object("")
 	w.id("id", q.ID)
 	w.str("name", q.Name)
@@ -139,7 +139,18 @@ func writeQueueSummary(w *jsonWriter, q *engine.QueueInfo, c counts) {
 	w.int("retryLimit", q.Config.Get(engine.OptRetryLimit))
 	w.int("maxSize", q.Config.Get(engine.OptMaxSize))
 	w.bool("encryptionEnabled", q.Config.Bool(engine.OptEncryptionEnabled))
+	if group != 0 {
+		w.int("raftGroup", int64(group)) // beyond Queen: the queue's Raft group (--groups)
+	}
 	w.endObject()
+}
+
+// queueGroup is a queue's Raft group on a grouped broker, 0 otherwise.
+func (s *Server) queueGroup(queue string) uint32 {
+	if gb, ok := s.broker.(Grouped); ok {
+		return gb.Placement(queue)
+	}
+	return 0
 }
 
 func (s *Server) queuesAndDLQ() ([]engine.QueueInfo, dlqSummary, error) {

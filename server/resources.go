@@ -23,7 +23,7 @@ func (s *Server) listQueues(ctx *fasthttp.RequestCtx, _ *params) {
 	w.object("")
 	w.array("queues")
 	for _, q := range filterQueues(ctx, qs) {
-		writeQueueSummary(&w, &q, queueCounts(&q, now, &dlq))
+		writeQueueSummary(&w, &q, queueCounts(&q, now, &dlq), s.queueGroup(q.Name))
 	}
 	w.endArray()
 	w.endObject()
@@ -45,6 +45,9 @@ func (s *Server) getQueue(ctx *fasthttp.RequestCtx, p *params) {
 	w.str("namespace", q.Namespace)
 	w.str("task", q.Task)
 	w.timeMillis("createdAt", q.CreatedAt)
+	if g := s.queueGroup(q.Name); g != 0 {
+		w.int("raftGroup", int64(g)) // beyond Queen: the queue's Raft group (--groups)
+	}
 	writeOptions(&w, "config", q.Config)
 	var totals counts
 	w.array("partitions")

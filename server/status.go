@@ -151,7 +151,7 @@ func (s *Server) statusQueues(ctx *fasthttp.RequestCtx, _ *params) {
 	w.object("")
 	w.array("queues")
 	for i := range qs {
-		writeQueueSummary(&w, &qs[i], queueCounts(&qs[i], now, &dlq))
+		writeQueueSummary(&w, &qs[i], queueCounts(&qs[i], now, &dlq), s.queueGroup(qs[i].Name))
 	}
 	w.endArray()
 	w.object("pagination")

@@ -166,6 +166,16 @@ func TestGroups_ThreeNodesThreeGroups(t *testing.T) {
 	// A transaction pushing to queues of two groups is refused, and
 	// changes nothing.
 	group := c.queueGroups(c.nodes[0], queues)
+	// queen queues shows each queue's group, as the metrics do.
+	out, err := exec.Command(queenBinary(t), "queues", "--url", c.nodes[1].url("")).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "GROUP") {
+		t.Fatalf("queen queues: %v: %s", err, out)
+	}
+	for _, q := range queues {
+		if !regexp.MustCompile(`(?m)^` + q + `\s.*\s` + strconv.Itoa(int(group[q])) + `$`).Match(out) {
+			t.Fatalf("queen queues: no row for %s in group %d:\n%s", q, group[q], out)
+		}
+	}
 	var other string
 	for _, q := range queues {
 		if group[q] != group["qa"] {

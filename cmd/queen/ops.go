@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -245,6 +246,20 @@ func statusCmd(args []string, out io.Writer) error {
 	return w.Flush()
 }
 
+// queueRow is one queue of GET /api/v1/resources/queues as queen queues
+// shows it.
+type queueRow struct {
+	Name       string `json:"name"`
+	Namespace  string `json:"namespace"`
+	Partitions int    `json:"partitions"`
+	RaftGroup  uint32 `json:"raftGroup"` // with --groups
+	Messages   struct {
+		Total      int64 `json:"total"`
+		Pending    int64 `json:"pending"`
+		Processing int64 `json:"processing"`
+	} `json:"messages"`
+}
+
 // queuesCmd is queen queues: every queue with its partitions and counts.
 func queuesCmd(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("queues", flag.ContinueOnError)
@@ -258,16 +273,7 @@ func queuesCmd(args []string, out io.Writer) error {
 		return err
 	}
 	var res struct {
-		Queues []struct {
-			Name       string `json:"name"`
-			Namespace  string `json:"namespace"`
-			Partitions int    `json:"partitions"`
-			Messages   struct {
-				Total      int64 `json:"total"`
-				Pending    int64 `json:"pending"`
-				Processing int64 `json:"processing"`
-			} `json:"messages"`
-		} `json:"queues"`
+		Queues []queueRow `json:"queues"`
 	}
 	var raw json.RawMessage
 	if err := c.call("GET", strings.TrimRight(*base, "/")+"/api/v1/resources/queues", nil, &raw); err != nil {
@@ -280,11 +286,20 @@ func queuesCmd(args []string, out io.Writer) error {
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return err
 	}
+	grouped := slices.ContainsFunc(res.Queues, func(q queueRow) bool { return q.RaftGroup != 0 })
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "QUEUE\tNAMESPACE\tPARTITIONS\tTOTAL\tPENDING\tPROCESSING")
+	header := "QUEUE\tNAMESPACE\tPARTITIONS\tTOTAL\tPENDING\tPROCESSING"
+	if grouped {
+		header += "\tGROUP"
+	}
+	fmt.Fprintln(w, header)
 	for _, q := range res.Queues {
-		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\n", q.Name, q.Namespace, q.Partitions, q.Messages.Total, q.Messages.Pending,
+		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d", q.Name, q.Namespace, q.Partitions, q.Messages.Total, q.Messages.Pending,
 			q.Messages.Processing)
+		if grouped {
+			fmt.Fprintf(w, "\t%d", q.RaftGroup)
+		}
+		fmt.Fprintln(w)
 	}
 	return w.Flush()
 }
