@@ -408,7 +408,7 @@ func (c *cluster) stopAndCompareGroups(groups int) {
 	}
 	var wg sync.WaitGroup
 	for _, n := range c.nodes {
-		wg.Go(n.stop)
+		wg.Go(func() { n.awaitExit(20 * time.Second) })
 	}
 	wg.Wait()
 	var first []string
@@ -428,6 +428,27 @@ func (c *cluster) stopAndCompareGroups(groups int) {
 		}
 	}
 	c.t.Logf("queen check: %v", first)
+}
+
+// awaitExit waits for a node told to stop to exit with status 0; past
+// timeout it stops it as stop does (SIGTERM, then SIGQUIT for its stacks)
+// and reports an error. It sends no second SIGTERM meanwhile.
+func (n *qnode) awaitExit(timeout time.Duration) {
+	n.mu.Lock()
+	cmd, exited := n.cmd, n.exited
+	n.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	select {
+	case <-exited:
+		if !cmd.ProcessState.Success() {
+			n.t.Errorf("%s: exit after SIGTERM: %v (want status 0)", n.id, cmd.ProcessState)
+		}
+	case <-time.After(timeout):
+		n.t.Errorf("%s: did not exit within %v of SIGTERM", n.id, timeout)
+		n.stop()
+	}
 }
 
 // checkGroups runs `queen check` on a stopped node and returns its ok
