@@ -570,3 +570,32 @@ func TestGroups_JoinAndLeaveEveryGroup(t *testing.T) {
 	nodes[3].stop()
 	c.mustPush(nodes[:3], 30*time.Second, []pushItem{{Queue: "ja", TransactionID: "after-leave", Payload: 2}})
 }
+
+// A SIGTERM that reaches a node while it still opens its stores (several
+// groups take a moment) stops it with exit status 0, not with the default
+// action's abrupt exit, and the store opens again.
+func TestServe_SIGTERMWhileOpeningStopsCleanly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process test")
+	}
+	c := newCluster(t)
+	ports := freePorts(t, 2)
+	httpAddr := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	n := c.addNode("n1", httpAddr, nil, "--http", httpAddr, "--raft", fmt.Sprintf("127.0.0.1:%d", ports[1]), "--groups", "4")
+	n.start()
+	// The first line is logged before the stores open.
+	waitFor(t, 30*time.Second, "the node's first log line", func() (bool, string) {
+		tail := n.logTail(4000)
+		return strings.Contains(tail, "level="), tail
+	})
+	n.stop() // SIGTERM, and require exit status 0
+	if tail := n.logTail(4000); !strings.Contains(tail, "msg=stopped") && !strings.Contains(tail, `msg="stopped before serving"`) {
+		t.Fatalf("no stop in the log:\n%s", tail)
+	}
+	n.start()
+	waitFor(t, 30*time.Second, "the node to serve again", func() (bool, string) {
+		h, err := c.health(n)
+		return err == nil && h.Code == http.StatusOK, fmt.Sprint(h, err)
+	})
+	n.stop()
+}

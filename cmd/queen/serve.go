@@ -280,11 +280,27 @@ func btoi(b bool) int {
 }
 
 func serve(args []string) error {
+	// From the first moment: a SIGTERM while the stores open (seconds, with
+	// several groups or a long log to replay, or as long as a full disk
+	// lasts) stops the node at once, with status 0: nothing has been
+	// answered yet, and the stores survive any stop. Before, the default
+	// action killed it.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	c, err := parseServe(args, os.Getenv)
 	if err != nil {
 		return err
 	}
 	log := newLogger(os.Stderr, c.logFormat, c.logLevel)
+	serving := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-sigs:
+			log.Info("stopped before serving", "signal", sig.String())
+			os.Exit(0)
+		case <-serving:
+		}
+	}()
 	ms := metrics.NewSet()
 	sopts := server.Options{
 		Addr: c.http, MaxBodyBytes: c.maxBody, MaxInflightBodyBytes: c.maxInflight, Version: version, Logger: log, Metrics: ms,
@@ -375,8 +391,7 @@ func serve(args []string) error {
 	if c.join != "" {
 		go joinCluster(log, c.join, c.nodeID, c.raftAddr, c.clusterSecret, c.relayTLS)
 	}
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	close(serving)
 	select {
 	case sig := <-sigs:
 		log.Info("shutting down", "signal", sig.String())
