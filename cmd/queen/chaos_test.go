@@ -163,10 +163,13 @@ func TestChaos(t *testing.T) {
 var chaosRegressions = []struct {
 	seed     uint64
 	duration time.Duration
+	groups   int // CHAOS_GROUPS for the run (0: one group)
 	found    string
 }{
-	{1001, 10 * time.Minute, "a node's SIGTERM hung about 9m25s in (twice in two runs): hashicorp/raft's pipelined " +
+	{1001, 10 * time.Minute, 0, "a node's SIGTERM hung about 9m25s in (twice in two runs): hashicorp/raft's pipelined " +
 		"replication deadlocked (raft/transport.go transportInFlight; TestNetworkTransport_NoPipeline)"},
+	{564830666, 5 * time.Minute, 3, "a restart's SIGTERM reached a node of three groups while it opened its stores, " +
+		"and the default action killed it (cmd/queen/serve.go; TestServe_SIGTERMWhileOpeningStopsCleanly)"},
 }
 
 // TestChaos_Regressions replays chaosRegressions when CHAOS_REGRESSIONS is
@@ -178,6 +181,9 @@ func TestChaos_Regressions(t *testing.T) {
 	for _, reg := range chaosRegressions {
 		t.Run(fmt.Sprint(reg.seed), func(t *testing.T) {
 			t.Logf("found: %s", reg.found)
+			if reg.groups > 0 {
+				t.Setenv("CHAOS_GROUPS", strconv.Itoa(reg.groups))
+			}
 			runChaos(t, reg.seed, reg.duration, "auto")
 		})
 	}
