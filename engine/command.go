@@ -289,6 +289,14 @@ func (b *Batch) SetClusterValue(name, value string) { b.setClusterValue(name, va
 // own writes included ("" when unset).
 func (b *Batch) ClusterValue(name string) string { return b.e.cluster[name] }
 
+// HasPartition and HasLease report, as the batch sees the state, whether a
+// partition exists and whether a lease holds rows (the lookups of package
+// raft/command, which a node of several Raft groups asks each group).
+func (b *Batch) HasPartition(id ID) bool { return b.e.parts[id] != nil }
+
+// HasLease: see HasPartition.
+func (b *Batch) HasLease(id ID) bool { return len(b.e.leases[id]) > 0 }
+
 func appendQueue(qs []string, q string) []string {
 	if q == "" || slices.Contains(qs, q) {
 		return qs

@@ -60,10 +60,19 @@ func ready(e *engine.Engine, c engine.Command, now int64) (_ engine.Command, see
 
 // Propose stamps c and proposes it through the group-commit loop
 // (Proposer). Preparing (a push's compression) happens here, in the
-// caller's goroutine, before the command joins the queue.
+// caller's goroutine, before the command joins the queue. A lookup
+// (command.Lookup) is answered as a leader read (LeaderRead): a leader
+// elected a moment ago may not have applied what its predecessor
+// answered, and one deposed a moment ago may not know what its successor
+// answered.
 func (n *Node) Propose(ctx context.Context, c engine.Command) (engine.Result, error) {
 	if err := n.leading(); err != nil {
 		return engine.Result{}, err
+	}
+	if _, ok := c.(command.Lookup); ok {
+		if err := n.LeaderRead(ctx); err != nil {
+			return engine.Result{}, err
+		}
 	}
 	c, seed, skip, err := ready(n.engine, c, time.Now().UnixMicro())
 	switch {

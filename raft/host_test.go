@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -840,5 +841,55 @@ func TestHost_SplitPushAnswersEachPart(t *testing.T) {
 		case g != 2 && (r.Status != engine.Queued || r.Queue != items[k].Queue):
 			t.Errorf("item %d (group %d) answered %+v, want queued", k, g, r)
 		}
+	}
+}
+
+// A partition this node's replicas do not know is asked of the leaders of
+// the groups it does not lead (command.LookupPartition, relayed), and an
+// ack for it goes where a leader says it lives; one no group holds is
+// answered by group 1's engine.
+func TestHost_AsksTheLeadersForAPartitionItsReplicasLack(t *testing.T) {
+	c := openHosts(t, 3, 3)
+	c.leaders(preferredLeaders)
+	c.relayInProcess()
+	c.addressesKnown()
+	var mu sync.Mutex
+	asked := map[uint32]int{}
+	c.h[1].SetRelay(func(ctx context.Context, addr string, g uint32, entry []byte) (engine.Result, error) {
+		if cmds, err := command.DecodeEntry(entry); err == nil && len(cmds) == 1 {
+			if _, ok := cmds[0].Cmd.(command.LookupPartition); ok {
+				mu.Lock()
+				asked[g]++
+				mu.Unlock()
+			}
+		}
+		for i, p := range c.peers {
+			if "http-"+p.ID == addr {
+				return c.h[i].ProposeEntry(ctx, g, entry)
+			}
+		}
+		return engine.Result{}, raft.ErrForward
+	})
+	unknown := engine.ID{0xee, 0xee}
+	res, err := raft.Propose[[]engine.AckResult](ctxT(t), c.h[1], engine.AckCmd{Items: []engine.AckItem{{TransactionID: "x", PartitionID: unknown, Status: cursor.Completed}}})
+	if err != nil || len(res) != 1 || res[0].Success {
+		t.Fatalf("ack of a partition no group holds: %+v, %v; want one failed item", res, err)
+	}
+	// n2 leads group 1 only: it asked the leaders of groups 2 and 3, once each.
+	mu.Lock()
+	got := maps.Clone(asked)
+	mu.Unlock()
+	if got[2] != 1 || got[3] != 1 || got[1] != 0 {
+		t.Fatalf("lookups relayed per group %v, want one to each of groups 2 and 3", got)
+	}
+	// A group whose leader cannot be asked leaves the answer unknown: the
+	// ack is refused whole, nothing proposed, rather than answered
+	// "partition not found" by group 1 for a partition that may exist.
+	c.h[1].SetRelay(func(context.Context, string, uint32, []byte) (engine.Result, error) {
+		return engine.Result{}, raft.ErrForward
+	})
+	res, err = raft.Propose[[]engine.AckResult](ctxT(t), c.h[1], engine.AckCmd{Items: []engine.AckItem{{TransactionID: "x", PartitionID: unknown, Status: cursor.Completed}}})
+	if !errors.Is(err, raft.ErrForward) {
+		t.Fatalf("ack while a group's leader cannot be asked: %+v, %v; want raft.ErrForward", res, err)
 	}
 }

@@ -71,15 +71,15 @@ func (h *Host) Propose(ctx context.Context, c engine.Command) (engine.Result, er
 	case engine.TransactionCmd:
 		return h.transaction(ctx, c)
 	case engine.ExtendLeaseCmd:
-		return h.on(ctx, h.leaseGroup(ctx, c.Lease), c)
+		return h.onFoundIn(ctx, h.on, c)(h.leaseGroup(ctx, c.Lease))
 	case engine.ReplayCmd:
-		return h.run(ctx, h.partitionGroup(ctx, c.PartitionID), c)
+		return h.onFoundIn(ctx, h.run, c)(h.partitionGroup(ctx, c.PartitionID))
 	case engine.DeleteDLQCmd:
-		return h.on(ctx, h.partitionGroup(ctx, c.PartitionID), c)
+		return h.onFoundIn(ctx, h.on, c)(h.partitionGroup(ctx, c.PartitionID))
 	case engine.MoveToDLQCmd:
-		return h.on(ctx, h.partitionGroup(ctx, c.PartitionID), c)
+		return h.onFoundIn(ctx, h.on, c)(h.partitionGroup(ctx, c.PartitionID))
 	case engine.TraceCmd:
-		return h.on(ctx, h.partitionGroup(ctx, c.PartitionID), c)
+		return h.onFoundIn(ctx, h.on, c)(h.partitionGroup(ctx, c.PartitionID))
 	case engine.DeleteGroupCmd:
 		if c.Queue != "" {
 			return h.onFound(ctx, c.Queue, c)
@@ -131,11 +131,10 @@ func (h *Host) onFound(ctx context.Context, queue string, c engine.Command) (eng
 
 // find returns queue's group, 0 when it has none. A queue this node's
 // directory replica does not know may have been placed a moment ago
-// through another node: unless this node leads the directory (whose
-// applied state holds every placement it answered), it asks the leader
+// through another node: it asks the directory's leader, here or relayed
 // (command.LookupQueue, answered without a log entry).
 func (h *Host) find(ctx context.Context, queue string) (uint32, error) {
-	if g := h.Placement(queue); g != 0 || queue == "" || h.nodes[Directory].leading() == nil {
+	if g := h.Placement(queue); g != 0 || queue == "" {
 		return g, nil
 	}
 	r, err := h.run(ctx, Directory, command.LookupQueue{Queue: queue})
@@ -163,40 +162,58 @@ func (h *Host) groupOf(ctx context.Context, queue string) (uint32, error) {
 	return g, err
 }
 
-// lookupWait bounds how long a node waits for its replicas to learn a
-// partition or lease they do not hold: one created a moment ago on another
-// node (a pop answered there) reaches this node's replica a heartbeat
-// later.
-const lookupWait = time.Second
+// onFoundIn returns a function proposing c, with propose, on the group a
+// lookup found; a lookup's error is the answer.
+func (h *Host) onFoundIn(ctx context.Context, propose func(context.Context, uint32, engine.Command) (engine.Result, error),
+	c engine.Command) func(uint32, error) (engine.Result, error) {
+	return func(g uint32, err error) (engine.Result, error) {
+		if err != nil {
+			return engine.Result{}, err
+		}
+		return propose(ctx, g, c)
+	}
+}
 
-// partitionGroup returns the group whose replica holds the partition,
-// waiting up to lookupWait for one to; when none does it returns group 1,
-// whose engine answers as for any unknown partition.
-func (h *Host) partitionGroup(ctx context.Context, id engine.ID) uint32 {
+// partitionGroup returns the group that holds the partition: the group
+// whose replica here holds it, else the group whose leader says it does
+// (command.LookupPartition: this node's replicas may lag behind a pop
+// another node answered a moment ago). When no group holds it, group 1,
+// whose engine answers as for any unknown partition. When a group's
+// leader could not be asked, and no other group holds it, that error: an
+// answer from group 1 would then be a guess (a lagging node's ack would be
+// refused for a partition that exists).
+func (h *Host) partitionGroup(ctx context.Context, id engine.ID) (uint32, error) {
 	return h.lookup(ctx, func(n *Node) bool {
 		_, _, ok := n.engine.PartitionByID(id)
 		return ok
-	})
+	}, command.LookupPartition{ID: id})
 }
 
 // leaseGroup is partitionGroup for a lease.
-func (h *Host) leaseGroup(ctx context.Context, id engine.ID) uint32 {
-	return h.lookup(ctx, func(n *Node) bool { return n.engine.HasLease(id) })
+func (h *Host) leaseGroup(ctx context.Context, id engine.ID) (uint32, error) {
+	return h.lookup(ctx, func(n *Node) bool { return n.engine.HasLease(id) }, command.LookupLease{ID: id})
 }
 
-func (h *Host) lookup(ctx context.Context, holds func(*Node) bool) uint32 {
-	deadline := time.Now().Add(lookupWait)
-	for {
-		for g := 1; g < len(h.nodes); g++ {
-			if holds(h.nodes[g]) {
-				return uint32(g)
-			}
+// lookup finds the group holding something: in this node's replicas
+// (holds), else by asking, with ask, each group's leader, here or relayed
+// (command.Lookup: its applied state holds everything any node answered).
+func (h *Host) lookup(ctx context.Context, holds func(*Node) bool, ask command.Lookup) (uint32, error) {
+	for g := 1; g < len(h.nodes); g++ {
+		if holds(h.nodes[g]) {
+			return uint32(g), nil
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return 1
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
+	var first error
+	for g := 1; g < len(h.nodes); g++ {
+		r, err := h.run(ctx, uint32(g), ask)
+		switch {
+		case err != nil:
+			first = cmp.Or(first, err)
+		case r.Value == true:
+			return uint32(g), nil
+		}
+	}
+	return 1, first
 }
 
 // part is the items of a split command bound for one group: their indexes
@@ -313,9 +330,13 @@ func (h *Host) push(ctx context.Context, c engine.PushCmd) (engine.Result, error
 
 // ack splits an ack by its partitions' groups, as push does.
 func (h *Host) ack(ctx context.Context, c engine.AckCmd) (engine.Result, error) {
-	// One lookup a partition: an unknown one waits lookupWait.
-	parts, _ := split(len(c.Items), memo(func(i int) engine.ID { return c.Items[i].PartitionID },
-		func(id engine.ID) (uint32, error) { return h.partitionGroup(ctx, id), nil }))
+	// One lookup a partition: one this node's replicas do not know is
+	// asked of the groups' leaders.
+	parts, err := split(len(c.Items), memo(func(i int) engine.ID { return c.Items[i].PartitionID },
+		func(id engine.ID) (uint32, error) { return h.partitionGroup(ctx, id) }))
+	if err != nil {
+		return engine.Result{}, err // nothing was proposed: the client may retry
+	}
 	if len(parts) <= 1 {
 		g := uint32(1)
 		if len(parts) == 1 {
@@ -358,7 +379,10 @@ func (h *Host) transaction(ctx context.Context, c engine.TransactionCmd) (engine
 				unplaced = append(unplaced, op.Push.Queue)
 			}
 		case op.Ack != nil:
-			g := h.partitionGroup(ctx, op.Ack.PartitionID)
+			g, err := h.partitionGroup(ctx, op.Ack.PartitionID)
+			if err != nil {
+				return engine.Result{}, err
+			}
 			what := "partition " + uuid.UUID(op.Ack.PartitionID).String()
 			if name, _, ok := h.nodes[g].engine.PartitionByID(op.Ack.PartitionID); ok {
 				what = "queue " + name
@@ -367,7 +391,11 @@ func (h *Host) transaction(ctx context.Context, c engine.TransactionCmd) (engine
 		}
 	}
 	for _, l := range c.RequiredLeases {
-		add(h.leaseGroup(ctx, l), "lease "+uuid.UUID(l).String())
+		g, err := h.leaseGroup(ctx, l)
+		if err != nil {
+			return engine.Result{}, err
+		}
+		add(g, "lease "+uuid.UUID(l).String())
 	}
 	var home uint32
 	if len(groups) == 1 {

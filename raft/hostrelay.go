@@ -40,7 +40,8 @@ func RelayEntry(c engine.Command) ([]byte, error) {
 // group, and DLQ replays (a redrive walks rows of every group).
 func relayable(c engine.Command) bool {
 	switch c.(type) {
-	case engine.AckCmd, command.PlaceQueue, command.LookupQueue, engine.DeleteGroupCmd, engine.UpdateSubscriptionCmd, engine.ReplayCmd:
+	case engine.AckCmd, engine.DeleteGroupCmd, engine.UpdateSubscriptionCmd, engine.ReplayCmd,
+		command.PlaceQueue, command.LookupQueue, command.LookupPartition, command.LookupLease:
 		return true
 	}
 	return false

@@ -147,6 +147,7 @@ func (s *Server) proposeRelayed(ctx *fasthttp.RequestCtx, p *params) {
 //	  4 count          varint
 //	  5 group deleted  cursors varint | metadata bool
 //	  6 replay         queue str | partition str | rows removed varint | the push's result (as kind 1, one item)
+//	  7 found          bool (a lookup)
 const (
 	resultPush uint8 = 1 + iota
 	resultAck
@@ -154,6 +155,7 @@ const (
 	resultCount
 	resultGroupDeleted
 	resultReplay
+	resultFound
 )
 
 // appendResult encodes a relayed command's value.
@@ -184,6 +186,9 @@ func appendResult(dst []byte, v any) ([]byte, error) {
 		w.U8(resultGroupDeleted)
 		w.Varint(int64(v.Cursors))
 		w.Bool(v.Metadata)
+	case bool:
+		w.U8(resultFound)
+		w.Bool(v)
 	case engine.ReplayResult:
 		w.U8(resultReplay)
 		w.Str(v.Queue)
@@ -233,6 +238,8 @@ func readResult(b []byte) (any, error) {
 		v = int(r.Varint())
 	case resultGroupDeleted:
 		v = engine.GroupDeleted{Cursors: int(r.Varint()), Metadata: r.Bool()}
+	case resultFound:
+		v = r.Bool()
 	case resultReplay:
 		rr := engine.ReplayResult{Queue: r.Str(), Partition: r.Str(), RowsRemoved: int(r.Varint())}
 		if r.Err() != nil {

@@ -29,6 +29,8 @@ func TestResult_RoundTrip(t *testing.T) {
 		uint32(7),
 		-3,
 		engine.GroupDeleted{Cursors: 4, Metadata: true},
+		true,
+		false,
 		engine.ReplayResult{Queue: "q", Partition: "p", RowsRemoved: 2,
 			Push: engine.PushResult{Status: engine.Queued, MessageID: id, PartitionID: engine.ID{7}, TransactionID: "r1", Queue: "q"}},
 	}

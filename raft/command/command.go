@@ -42,9 +42,11 @@ const (
 	TypeGroups         Type = 22
 	TypePlaceQueue     Type = 23
 	TypeLookupQueue    Type = 24
+	TypeLookupPart     Type = 25
+	TypeLookupLease    Type = 26
 
 	// TypeLast is the highest type number in use: a new type raises it.
-	TypeLast = TypeLookupQueue
+	TypeLast = TypeLookupLease
 )
 
 const (
@@ -128,6 +130,10 @@ var codecs = []codec{
 		func(r *wire.Reader) PlaceQueue { return PlaceQueue{Queue: r.Str(), Group: uint32(r.Uvarint())} }),
 	row(TypeLookupQueue, func(w *wire.Writer, c LookupQueue) { w.Str(c.Queue) },
 		func(r *wire.Reader) LookupQueue { return LookupQueue{Queue: r.Str()} }),
+	row(TypeLookupPart, func(w *wire.Writer, c LookupPartition) { w.ID(c.ID) },
+		func(r *wire.Reader) LookupPartition { return LookupPartition{ID: r.ID()} }),
+	row(TypeLookupLease, func(w *wire.Writer, c LookupLease) { w.ID(c.ID) },
+		func(r *wire.Reader) LookupLease { return LookupLease{ID: r.ID()} }),
 }
 
 // codec is one row of the table.

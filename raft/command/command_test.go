@@ -52,6 +52,8 @@ func sampleCommands() []command.Stamped {
 		{Stamp: st, Cmd: command.Groups{Count: 7}},
 		{Stamp: st, Cmd: command.PlaceQueue{Queue: "q", Group: 300}},
 		{Stamp: st, Cmd: command.LookupQueue{Queue: "q"}},
+		{Stamp: st, Cmd: command.LookupPartition{ID: engine.ID{1}}},
+		{Stamp: st, Cmd: command.LookupLease{ID: engine.ID{2}}},
 	}
 }
 

@@ -80,12 +80,25 @@ func (c PlaceQueue) Apply(b *engine.Batch, _ engine.Stamp) engine.Result {
 // placing it: a node whose replica does not know a queue yet (placed a
 // moment ago through another node) asks before it sends a pop or a
 // deletion to a group that does not hold the queue. The leader answers
-// from its applied state (Skip), which holds every placement it has
-// answered, so the command is never proposed; were it applied, it would
-// change nothing.
+// from its applied state (Skip) once that holds every placement any node
+// answered (a Lookup); the command is never proposed, and were it applied
+// it would change nothing.
 type LookupQueue struct {
 	Queue string
 }
+
+// A Lookup is answered from a leader's applied state, never logged, once
+// the proposer has made sure that state holds everything any leader
+// answered (raft.Node.LeaderRead).
+type Lookup interface {
+	engine.Command
+	engine.Skipper
+	lookup()
+}
+
+func (LookupQueue) lookup()     {}
+func (LookupPartition) lookup() {}
+func (LookupLease) lookup()     {}
 
 // Apply answers the queue's group. Value: uint32, 0 when it has none.
 func (c LookupQueue) Apply(b *engine.Batch, _ engine.Stamp) engine.Result {
@@ -95,6 +108,42 @@ func (c LookupQueue) Apply(b *engine.Batch, _ engine.Stamp) engine.Result {
 // Skip answers from e's applied state, always (engine.Skipper).
 func (c LookupQueue) Skip(e *engine.Engine, _ int64) (engine.Result, bool) {
 	return engine.Result{Value: Placement(e.ClusterValue, c.Queue)}, true
+}
+
+// LookupPartition asks a group's leader whether its group holds a
+// partition: a node whose replicas do not know the partition (a lagging
+// replica; a pop answered by another node a moment ago) asks each group's
+// leader before it sends an ack, a DLQ command or a trace anywhere.
+// Answered from the leader's applied state (Skip), never logged; were it
+// applied, it would change nothing.
+type LookupPartition struct {
+	ID engine.ID
+}
+
+// Apply answers whether the partition exists. Value: bool.
+func (c LookupPartition) Apply(b *engine.Batch, _ engine.Stamp) engine.Result {
+	return engine.Result{Value: b.HasPartition(c.ID)}
+}
+
+// Skip answers from e's applied state, always (engine.Skipper).
+func (c LookupPartition) Skip(e *engine.Engine, _ int64) (engine.Result, bool) {
+	_, _, ok := e.PartitionByID(c.ID)
+	return engine.Result{Value: ok}, true
+}
+
+// LookupLease is LookupPartition for a lease.
+type LookupLease struct {
+	ID engine.ID
+}
+
+// Apply answers whether the lease holds rows. Value: bool.
+func (c LookupLease) Apply(b *engine.Batch, _ engine.Stamp) engine.Result {
+	return engine.Result{Value: b.HasLease(c.ID)}
+}
+
+// Skip answers from e's applied state, always (engine.Skipper).
+func (c LookupLease) Skip(e *engine.Engine, _ int64) (engine.Result, bool) {
+	return engine.Result{Value: e.HasLease(c.ID)}, true
 }
 
 // A ClusterValues reads the directory's values: engine.Engine.ClusterValue

@@ -66,6 +66,8 @@
 //	Groups          count uvarint
 //	PlaceQueue      queue str | group uvarint (0: the directory chooses)
 //	LookupQueue     queue str (answered from the leader's state, never in a log: encoded only to be relayed)
+//	LookupPartition partition id (16) (as LookupQueue)
+//	LookupLease     lease id (16) (as LookupQueue)
 //
 // Groups, PlaceQueue and LookupQueue are the directory's (group 0 of a raft.Host):
 // directory.go.
@@ -82,7 +84,7 @@
 // Type numbers are listed in command.go; retired numbers stay reserved.
 // Each type is a row of the table in command.go and has a command in a
 // golden entry (testdata), which a test requires. The stream types (18-20)
-// traces (21) and the directory's (22-24) came later as new type numbers,
+// traces (21), the directory's (22-24) and the lookups (25-26) came later as new type numbers,
 // the first way of growing version 1 below: testdata/entry-v1-streams.golden,
 // entry-v1-traces.golden, entry-v1-directory.golden and entry-v1-lookup.golden
 // hold them.

@@ -148,9 +148,13 @@ var goldenEntries = []struct {
 	{"entry-v1-lookup.golden", lookupCommands},
 }
 
-// lookupCommands are the directory's lookup (type 24) as first written.
+// lookupCommands are the lookups (types 24-26) as first written.
 func lookupCommands() []command.Stamped {
-	return []command.Stamped{{Stamp: goldenStamp, Cmd: command.LookupQueue{Queue: "orders"}}}
+	return []command.Stamped{
+		{Stamp: goldenStamp, Cmd: command.LookupQueue{Queue: "orders"}},
+		{Stamp: goldenStamp, Cmd: command.LookupPartition{ID: engine.ID{0xab}}},
+		{Stamp: goldenStamp, Cmd: command.LookupLease{ID: engine.ID{0xcd}}},
+	}
 }
 
 // directoryCommands are the directory's commands (types 22-23) as first
