@@ -498,7 +498,7 @@ func (n *Node) await(f hraft.ApplyFuture, batch []*proposal, proposedAt time.Tim
 	defer n.wg.Done()
 	err := n.futureError(f)
 	if err == nil && n.opts.OnEntry != nil {
-		n.opts.OnEntry(EntryTimes{Commands: len(batch), Queued: proposedAt.Sub(batch[0].at), Committed: time.Since(proposedAt)})
+		n.opts.OnEntry(EntryTimes{Group: n.group, Commands: len(batch), Queued: proposedAt.Sub(batch[0].at), Committed: time.Since(proposedAt)})
 	}
 	// The entry is applied (or failed): the next one may be proposed while
 	// this goroutine reads pops' messages and hands out results.

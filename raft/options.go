@@ -170,6 +170,7 @@ func (o Options) Validate() error {
 
 // EntryTimes is where one log entry's time went (Options.OnEntry).
 type EntryTimes struct {
+	Group     uint32        // the Raft group (1 unless a Host runs several)
 	Commands  int           // commands grouped into the entry
 	Queued    time.Duration // the oldest command's wait for the proposer
 	Committed time.Duration // from the proposal to the applied entry

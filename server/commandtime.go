@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -73,16 +74,35 @@ var entryBuckets = []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .2, .5,
 // EntryMetrics is raft.Options.OnEntry recording, in set, where each log
 // entry's time went on the leader: queued behind the entries in flight,
 // then proposed until applied. With queen_command_duration_seconds they
-// split a slow command's time.
+// split a slow command's time. Each series carries the entry's Raft group
+// (group="1" on a node of one group).
 func EntryMetrics(set *metrics.Set) func(raft.EntryTimes) {
-	queued := set.GetOrCreatePrometheusHistogramExt(`queen_raft_entry_queued_seconds`, entryBuckets)
-	committed := set.GetOrCreatePrometheusHistogramExt(`queen_raft_entry_commit_seconds`, entryBuckets)
-	commands := set.GetOrCreateCounter(`queen_raft_entry_commands_total`)
-	entries := set.GetOrCreateCounter(`queen_raft_entries_total`)
+	var groups sync.Map // uint32 -> *entrySeries
 	return func(t raft.EntryTimes) {
-		queued.Update(t.Queued.Seconds())
-		committed.Update(t.Committed.Seconds())
-		commands.Add(t.Commands)
-		entries.Inc()
+		v, ok := groups.Load(t.Group)
+		if !ok {
+			v, _ = groups.LoadOrStore(t.Group, newEntrySeries(set, t.Group))
+		}
+		m := v.(*entrySeries)
+		m.queued.Update(t.Queued.Seconds())
+		m.committed.Update(t.Committed.Seconds())
+		m.commands.Add(t.Commands)
+		m.entries.Inc()
+	}
+}
+
+// entrySeries is one group's entry metrics.
+type entrySeries struct {
+	queued, committed *metrics.PrometheusHistogram
+	commands, entries *metrics.Counter
+}
+
+func newEntrySeries(set *metrics.Set, group uint32) *entrySeries {
+	label := `{group="` + strconv.FormatUint(uint64(group), 10) + `"}`
+	return &entrySeries{
+		queued:    set.GetOrCreatePrometheusHistogramExt(`queen_raft_entry_queued_seconds`+label, entryBuckets),
+		committed: set.GetOrCreatePrometheusHistogramExt(`queen_raft_entry_commit_seconds`+label, entryBuckets),
+		commands:  set.GetOrCreateCounter(`queen_raft_entry_commands_total` + label),
+		entries:   set.GetOrCreateCounter(`queen_raft_entries_total` + label),
 	}
 }
