@@ -125,6 +125,9 @@ type qnode struct {
 	cmd    *exec.Cmd
 	exited chan struct{}
 	starts int
+	// logStart is the log's size once the harness wrote its line for the
+	// last start: what the process writes comes after it.
+	logStart int64
 }
 
 func (n *qnode) url(path string) string { return n.scheme + "://" + n.http + path }
@@ -145,6 +148,9 @@ func (n *qnode) start() {
 	n.starts++
 	argv := append(append(append([]string{}, n.wrap...), queenBinary(n.t), "serve"), n.args...)
 	fmt.Fprintf(f, "=== test: start #%d at %s: %s\n", n.starts, time.Now().Format(time.RFC3339Nano), strings.Join(argv, " "))
+	if st, err := f.Stat(); err == nil {
+		n.logStart = st.Size()
+	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = f, f
 	setDeathSignal(cmd)
@@ -190,6 +196,24 @@ func (n *qnode) kill() {
 	}
 }
 
+// waitStarting waits, up to 10 s, for the process started last to write to
+// its log (serve's "starting" line, logged once its signal handler is in
+// place): a SIGTERM in the milliseconds before the Go program reaches serve
+// meets the default action, which no program can change. A node run with
+// --log-level above info writes nothing then; the wait ends at the timeout.
+func (n *qnode) waitStarting(exited chan struct{}) {
+	n.mu.Lock()
+	start := n.logStart
+	n.mu.Unlock()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && !isClosed(exited) {
+		if st, err := os.Stat(n.logPath); err == nil && st.Size() > start {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // stop sends SIGTERM and waits for a clean exit (status 0); after 20 s it
 // sends SIGQUIT, so the Go runtime writes every goroutine's stack to the
 // node's log, then kills the process and reports an error. Safe from any
@@ -201,6 +225,7 @@ func (n *qnode) stop() {
 	if cmd == nil || isClosed(exited) {
 		return
 	}
+	n.waitStarting(exited)
 	cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-exited:

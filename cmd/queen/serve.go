@@ -292,6 +292,9 @@ func serve(args []string) error {
 		return err
 	}
 	log := newLogger(os.Stderr, c.logFormat, c.logLevel)
+	// The first line: from here a SIGTERM stops the node cleanly (one that
+	// arrives before the process reaches serve is the default action's).
+	log.Info("starting", "version", version, "pid", os.Getpid())
 	serving := make(chan struct{})
 	go func() {
 		select {
