@@ -169,7 +169,8 @@ var chaosRegressions = []struct {
 	{1001, 10 * time.Minute, 0, "a node's SIGTERM hung about 9m25s in (twice in two runs): hashicorp/raft's pipelined " +
 		"replication deadlocked (raft/transport.go transportInFlight; TestNetworkTransport_NoPipeline)"},
 	{564830666, 5 * time.Minute, 3, "a restart's SIGTERM reached a node of three groups while it opened its stores, " +
-		"and the default action killed it (cmd/queen/serve.go; TestServe_SIGTERMWhileOpeningStopsCleanly)"},
+		"and the default action killed it (cmd/queen/serve.go; TestServe_SIGTERMWhileOpeningStopsCleanly); later, " +
+		"two restarts in a row signalled a process before it reached serve (harness_test.go waitStarting)"},
 	{445495518, 5 * time.Minute, 3, "an ack through a node whose group replica lagged behind the pop was sent to group 1 " +
 		"and answered \"partition not found\": first after a 1 s wait for the replica, then, asking the leaders, when " +
 		"no leader was known yet (raft/hostbroker.go lookup; TestHost_AsksTheLeadersForAPartitionItsReplicasLack)"},
