@@ -3,7 +3,7 @@
 # divided by the ceiling (the perf kit's ceiling, $PERF/ceiling) measured minutes earlier by
 # the same tool, on the same machine. See bench/README.md.
 #
-#   bench/compare.sh                 # about 7 minutes
+#   bench/compare.sh                 # about 8 minutes
 #   JETSTREAM=0 bench/compare.sh     # without the NATS JetStream runs
 #   RESTART=1 bench/compare.sh       # plus the restart-vs-history runs (about 3 more minutes)
 #   MEMORY=1 bench/compare.sh        # plus resident memory per idle partition (about 1 minute)
@@ -56,6 +56,18 @@ ceiling_runs() {
 		sleep 2
 		record "ceiling $mode" loadgen -url http://127.0.0.1:$port -mode push -conns 32 -batch 100 -size 1024 -duration $DUR -queue q
 		record "ceiling $mode" queen --url http://127.0.0.1:$port --conns 32 --batch 100 --size 1024 --duration $DUR --queue q
+		kill $cpid 2>/dev/null || true
+		wait $cpid 2>/dev/null || true
+		rm -rf "$W/ceiling-data" 2>/dev/null || true
+		settle
+		# The tail at 20k msgs/s on a fresh ceiling, warmed at that pace as
+		# the broker's own-cluster run is: the floor this machine puts under
+		# a synced (and, for raft3, replicated) push's p99.
+		"$W/ceiling" -mode $mode -addr 127.0.0.1:$port -dir "$W/ceiling-data" -life 60s >>"$W/ceiling-$mode.log" 2>&1 &
+		cpid=$!
+		sleep 2
+		"$Q" bench --url http://127.0.0.1:$port --batch 100 --rate 20000 --duration 5s --queue warm --json >/dev/null 2>&1 || true
+		record "paced ceiling $mode" queen --url http://127.0.0.1:$port --batch 100 --rate 20000 --duration 15s --queue r20k
 		kill $cpid 2>/dev/null || true
 		wait $cpid 2>/dev/null || true
 		rm -rf "$W/ceiling-data" 2>/dev/null || true
@@ -288,7 +300,7 @@ if ceil:
     print(f"{'run':42} {'tool':9} {'msgs/s':>8} {'x single':>9} {'x raft3':>8} {'p50 ms':>8} {'p99 ms':>8}")
 restarts = {}
 for r in rows:
-    if r["label"].startswith(("ceiling", "history")):
+    if r["label"].startswith(("ceiling", "paced ceiling", "history")):
         continue
     if r["tool"] == "memory":
         m = r["report"]
@@ -325,6 +337,10 @@ def lat(label, q):
     return r["report"]["ops"].get(op, {}).get("latency_ms", {}).get(q)
 def ratio(a, b):
     return a / b if a and b else None
+# The ceiling's tail at 20k msgs/s: the lower of its two readings.
+def ceiling_lat(mode, q):
+    v = [r["report"]["ops"]["push"]["latency_ms"][q] for r in rows if r["label"] == f"paced ceiling {mode}"]
+    return min(v) if v else None
 raft3 = ceil.get(("raft3", "queen"))
 one = max(filter(None, [msgs("1 node push b100"), msgs("1 node push b100 (again)")]), default=None)
 three = max(filter(None, [msgs("3 nodes push b100 (leader)"), msgs("3 nodes push b100 (leader, again)"),
@@ -345,6 +361,8 @@ targets = [
     ("1 node p99 ms at 20k/s", lat("1 node push 20k/s (warm)", "p99"), "<", 10),
     ("3 nodes p99 ms at 20k/s (own cluster)", lat("3 nodes push 20k/s (warm, own cluster)", "p99"), "<", 25),
     ("3 nodes p99 ms at 20k/s (after bulk runs)", lat("3 nodes push 20k/s (warm)", "p99"), "<", 25),
+    ("1 node p99 at 20k/s / ceiling single's", ratio(lat("1 node push 20k/s (warm)", "p99"), ceiling_lat("single", "p99")), "", None),
+    ("3 nodes p99 at 20k/s (own cluster) / ceiling raft3's", ratio(lat("3 nodes push 20k/s (warm, own cluster)", "p99"), ceiling_lat("raft3", "p99")), "", None),
     ("3 nodes push / JetStream R3 sync always", ratio(three, msgs("jetstream R3 push (sync always)")), ">=", 2.0),
     ("1 node push / JetStream R1 sync always", ratio(one, msgs("jetstream R1 push (sync always)")), "", None),
     ("1 node push / JetStream R1 default", ratio(one, msgs("jetstream R1 push (sync default)")), "", None),
@@ -364,6 +382,10 @@ for label in ("1 node push 20k/s (warm)", "3 nodes push 20k/s (warm)", "3 nodes 
     if get(label):
         print(f"  {label:52} p50 {lat(label, 'p50'):.1f} p99 {lat(label, 'p99'):.1f} p99.9 {lat(label, 'p99.9'):.1f} ms, "
               f"{msgs(label):.0f} msgs/s")
+for mode in ("single", "raft3"):
+    if ceiling_lat(mode, "p99") is not None:
+        print(f"  {'ceiling ' + mode + ' 20k/s (fresh, lower of 2)':52} p50 {ceiling_lat(mode, 'p50'):.1f} p99 {ceiling_lat(mode, 'p99'):.1f} "
+              f"p99.9 {ceiling_lat(mode, 'p99.9'):.1f} ms")
 if restarts:
     for kind in ("crash", "clean"):
         base = statistics.median(restarts.get(f"{kind} restart, history 5s", [1]))
