@@ -62,6 +62,12 @@ type Engine struct {
 	cache *segmentCache
 }
 
+// walWriteBack is how much of the WAL is written before its write-back is
+// started (fault.Monitor.WriteBackWAL). At 1 MiB a snapshot's fsync stalls
+// the apply loop for 1-3.6 ms instead of 1.5-19 ms at 20k msgs/s on three
+// nodes sharing a disk; the kernel writes the same bytes either way.
+const walWriteBack = 1 << 20
+
 // Open opens (or creates) the engine's store in dir. When the directory no
 // longer takes writes (a full disk), an existing store opens read-only: it
 // serves reads, refuses writes with ErrFaulted, and Recover makes it
@@ -72,6 +78,10 @@ func Open(dir string, opts Options) (*Engine, error) {
 	}
 	e := &Engine{opts: opts, dir: dir, mon: fault.NewMonitor(opts.FS, opts.OnError),
 		cache: newSegmentCache(opts.SegmentCacheEntries, opts.SegmentCacheBytes)}
+	// Batches commit unsynced and a snapshot fsyncs them all (Sync): the
+	// WAL's write-back starts every walWriteBack bytes, so that fsync finds
+	// little left to write.
+	e.mon.WriteBackWAL(walWriteBack)
 	if err := e.openDB(); err != nil {
 		return nil, err
 	}
