@@ -127,9 +127,13 @@ start3() {
 		done
 	done
 }
+# stop3 removes the cluster's data before it settles: deleting gigabytes
+# (ext4 with discard here) is work the next cluster's measurement should not
+# share the disk with.
 stop3() {
 	for j in $(jobs -p); do kill "$j" 2>/dev/null || true; done
 	wait 2>/dev/null || true
+	rm -rf "$W/n1" "$W/n2" "$W/n3"
 	settle
 }
 start3
