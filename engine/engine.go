@@ -64,8 +64,9 @@ type Engine struct {
 
 // walWriteBack is how much of the WAL is written before its write-back is
 // started (fault.Monitor.WriteBackWAL). At 1 MiB a snapshot's fsync stalls
-// the apply loop for 1-3.6 ms instead of 1.5-19 ms at 20k msgs/s on three
-// nodes sharing a disk; the kernel writes the same bytes either way.
+// the apply loop for 0.2-1.8 ms (rarely up to 10) instead of 1-19 ms, at
+// 20k msgs/s on three nodes sharing a disk; the kernel writes the same
+// bytes either way.
 const walWriteBack = 1 << 20
 
 // Open opens (or creates) the engine's store in dir. When the directory no

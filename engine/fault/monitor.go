@@ -77,7 +77,7 @@ func NewMonitor(inner vfs.FS, onError func(error)) *Monitor {
 // For a store whose commits are not synced one by one (the engine), that
 // bounds what the next fsync has to write: without it a snapshot's fsync
 // found seconds of WAL in the page cache (10-40 MB at a sustained push) and
-// held the store's commit gate for 1.5-19 ms while the disk took it, on
+// held the store's commit gate for 1-19 ms while the disk took it, on
 // every node at once on a shared disk. The fsync stays where it was, behind
 // the gate: starting write-back neither waits nor consumes a write-back
 // error, which that fsync still reports (see startWriteBack).
