@@ -47,31 +47,34 @@ record() {
 
 # 1. The ceiling, single node and three Raft nodes, by both tools. It runs
 # again at the end: the machines drift, and ratios use the higher reading.
+# ceiling_start MODE PORT starts a fresh ceiling; ceiling_stop ends it and
+# removes its data.
+ceiling_start() {
+	"$W/ceiling" -mode $1 -addr 127.0.0.1:$2 -dir "$W/ceiling-data" -life 60s >>"$W/ceiling-$1.log" 2>&1 &
+	cpid=$!
+	sleep 2
+}
+ceiling_stop() {
+	kill $cpid 2>/dev/null || true
+	wait $cpid 2>/dev/null || true
+	rm -rf "$W/ceiling-data" 2>/dev/null || true
+	settle
+}
 ceiling_runs() {
 	for mode in single raft3; do
 		port=18091
 		[ $mode = raft3 ] && port=18092
-		"$W/ceiling" -mode $mode -addr 127.0.0.1:$port -dir "$W/ceiling-data" -life 60s >"$W/ceiling-$mode.log" 2>&1 &
-		cpid=$!
-		sleep 2
+		ceiling_start $mode $port
 		record "ceiling $mode" loadgen -url http://127.0.0.1:$port -mode push -conns 32 -batch 100 -size 1024 -duration $DUR -queue q
 		record "ceiling $mode" queen --url http://127.0.0.1:$port --conns 32 --batch 100 --size 1024 --duration $DUR --queue q
-		kill $cpid 2>/dev/null || true
-		wait $cpid 2>/dev/null || true
-		rm -rf "$W/ceiling-data" 2>/dev/null || true
-		settle
+		ceiling_stop
 		# The tail at 20k msgs/s on a fresh ceiling, warmed at that pace as
 		# the broker's own-cluster run is: the floor this machine puts under
 		# a synced (and, for raft3, replicated) push's p99.
-		"$W/ceiling" -mode $mode -addr 127.0.0.1:$port -dir "$W/ceiling-data" -life 60s >>"$W/ceiling-$mode.log" 2>&1 &
-		cpid=$!
-		sleep 2
+		ceiling_start $mode $port
 		"$Q" bench --url http://127.0.0.1:$port --batch 100 --rate 20000 --duration 5s --queue warm --json >/dev/null 2>&1 || true
 		record "paced ceiling $mode" queen --url http://127.0.0.1:$port --batch 100 --rate 20000 --duration 15s --queue r20k
-		kill $cpid 2>/dev/null || true
-		wait $cpid 2>/dev/null || true
-		rm -rf "$W/ceiling-data" 2>/dev/null || true
-		settle
+		ceiling_stop
 	done
 }
 if [ "${SPEED:-1}" != 0 ]; then

@@ -71,15 +71,19 @@ func (h *Host) Propose(ctx context.Context, c engine.Command) (engine.Result, er
 	case engine.TransactionCmd:
 		return h.transaction(ctx, c)
 	case engine.ExtendLeaseCmd:
-		return h.onFoundIn(ctx, h.on, c)(h.leaseGroup(ctx, c.Lease))
+		g, err := h.leaseGroup(ctx, c.Lease)
+		if err != nil {
+			return engine.Result{}, err
+		}
+		return h.on(ctx, g, c)
 	case engine.ReplayCmd:
-		return h.onFoundIn(ctx, h.run, c)(h.partitionGroup(ctx, c.PartitionID))
+		return h.onPartition(ctx, h.run, c.PartitionID, c)
 	case engine.DeleteDLQCmd:
-		return h.onFoundIn(ctx, h.on, c)(h.partitionGroup(ctx, c.PartitionID))
+		return h.onPartition(ctx, h.on, c.PartitionID, c)
 	case engine.MoveToDLQCmd:
-		return h.onFoundIn(ctx, h.on, c)(h.partitionGroup(ctx, c.PartitionID))
+		return h.onPartition(ctx, h.on, c.PartitionID, c)
 	case engine.TraceCmd:
-		return h.onFoundIn(ctx, h.on, c)(h.partitionGroup(ctx, c.PartitionID))
+		return h.onPartition(ctx, h.on, c.PartitionID, c)
 	case engine.DeleteGroupCmd:
 		if c.Queue != "" {
 			return h.onFound(ctx, c.Queue, c)
@@ -162,16 +166,15 @@ func (h *Host) groupOf(ctx context.Context, queue string) (uint32, error) {
 	return g, err
 }
 
-// onFoundIn returns a function proposing c, with propose, on the group a
-// lookup found; a lookup's error is the answer.
-func (h *Host) onFoundIn(ctx context.Context, propose func(context.Context, uint32, engine.Command) (engine.Result, error),
-	c engine.Command) func(uint32, error) (engine.Result, error) {
-	return func(g uint32, err error) (engine.Result, error) {
-		if err != nil {
-			return engine.Result{}, err
-		}
-		return propose(ctx, g, c)
+// onPartition proposes c, with propose, on the group that holds partition
+// id (partitionGroup); a lookup's error is the answer.
+func (h *Host) onPartition(ctx context.Context, propose func(context.Context, uint32, engine.Command) (engine.Result, error),
+	id engine.ID, c engine.Command) (engine.Result, error) {
+	g, err := h.partitionGroup(ctx, id)
+	if err != nil {
+		return engine.Result{}, err
 	}
+	return propose(ctx, g, c)
 }
 
 // partitionGroup returns the group that holds the partition: the group
