@@ -33,6 +33,8 @@ type fsm struct {
 	logs   *logstore.Log // where catchUp reads entries back
 	notify *notifier
 	log    *slog.Logger
+	// progress wakes WaitApplied after every commit and restore.
+	progress progress
 	// faulted wakes the node's healer (buffered; a send never blocks).
 	faulted chan struct{}
 
@@ -121,6 +123,7 @@ func (f *fsm) apply(logs []*hraft.Log, out []any) error {
 	if err := b.Commit(last); err != nil {
 		return err
 	}
+	f.progress.advance()
 	f.notify.notify(touched)
 	return nil
 }
@@ -205,6 +208,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 		return fmt.Errorf("raft: restore snapshot: %w", err)
 	}
 	f.fed.Store(f.e.Applied())
+	f.progress.advance()
 	f.notify.notify(touchSet{all: true})
 	return nil
 }

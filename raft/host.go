@@ -170,6 +170,10 @@ func (h *Host) Group(g uint32) *Node {
 	return h.nodes[g]
 }
 
+// Replicas are this node's replicas, one per group: the directory's, then
+// groups 1..G (the order of Groups).
+func (h *Host) Replicas() []*Node { return h.nodes }
+
 // Close stops every group, then closes the listener and the log store and
 // releases the data directory.
 func (h *Host) Close() error {

@@ -19,6 +19,7 @@ import (
 	hraft "github.com/hashicorp/raft"
 
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/internal/rounds"
 	"github.com/queenmq/queen/raft/command"
 	"github.com/queenmq/queen/raft/logstore"
 )
@@ -49,6 +50,7 @@ type Node struct {
 
 	proposals chan *proposal
 	readTerm  readTerm // LeaderRead's barrier (read.go)
+	readIndex *rounds.Rounds[uint64]
 	inflight  chan struct{}
 	done      chan struct{}
 	stopped   chan struct{} // closed once raft has shut down (Close)
@@ -101,6 +103,7 @@ func open(opts Options, h *hostPart) (*Node, error) {
 	n := &Node{opts: opts, log: opts.Logger.With("node", opts.ID), notify: newNotifier(),
 		proposals: make(chan *proposal, 4096), inflight: make(chan struct{}, opts.MaxInFlight),
 		done: make(chan struct{}), stopped: make(chan struct{}), live: newLiveness(), group: 1}
+	n.readIndex = rounds.New(opts.ApplyTimeout, n.confirmRead)
 	if h != nil {
 		n.group, n.hosted = h.group, true
 		n.log = n.log.With("group", h.group)

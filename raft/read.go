@@ -2,6 +2,7 @@ package raft
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -36,3 +37,85 @@ func (n *Node) LeaderRead(ctx context.Context) error {
 
 // readTerm is the term whose barrier LeaderRead has committed.
 type readTerm = atomic.Uint64
+
+// ReadIndex returns an index at which this group's state, on any of its
+// replicas, holds every command a client was answered for before the call:
+// this node's applied index once LeaderRead has passed. A follower that
+// has applied that far may serve a linearizable read from its own state
+// (the read index of the Raft thesis, §6.4, with the applied index rather
+// than the commit index, since a command is answered only once applied by
+// the leader that answers it). Concurrent callers share one LeaderRead,
+// which starts after each of them arrived (internal/rounds). It returns
+// ErrNotLeader on a follower.
+func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
+	if err := n.leading(); err != nil {
+		return 0, err
+	}
+	return n.readIndex.Do(ctx)
+}
+
+// confirmRead is one round of ReadIndex.
+func (n *Node) confirmRead(ctx context.Context) (uint64, error) {
+	if err := n.LeaderRead(ctx); err != nil {
+		return 0, err
+	}
+	return n.engine.Applied(), nil
+}
+
+// WaitApplied returns once this node's engine has applied index, or with
+// ctx's error (or ErrShutdown) if that comes first.
+func (n *Node) WaitApplied(ctx context.Context, index uint64) error {
+	for {
+		advanced := n.fsm.progress.next()
+		if n.engine.Applied() >= index {
+			return nil
+		}
+		select {
+		case <-advanced:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-n.done:
+			return ErrShutdown
+		}
+	}
+}
+
+// Applied is the last Raft index this node's engine has applied.
+func (n *Node) Applied() uint64 { return n.engine.Applied() }
+
+// GroupID is the Raft group this node runs: 1 for a node opened alone,
+// the Host's group id otherwise (Directory is 0).
+func (n *Node) GroupID() uint32 { return n.group }
+
+// Replicas is the node itself: the one group whose state it reads from
+// (a Host has one replica per group).
+func (n *Node) Replicas() []*Node { return []*Node{n} }
+
+// progress tells waiters that the engine's applied index moved.
+type progress struct {
+	mu sync.Mutex
+	ch chan struct{} // closed at the next advance; nil while nobody waits
+}
+
+// next returns a channel closed at the next advance. A caller takes it
+// before it reads the applied index, so an advance between the two is not
+// missed.
+func (p *progress) next() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ch == nil {
+		p.ch = make(chan struct{})
+	}
+	return p.ch
+}
+
+// advance wakes every waiter. It costs a lock and nothing else when nobody
+// waits.
+func (p *progress) advance() {
+	p.mu.Lock()
+	if p.ch != nil {
+		close(p.ch)
+		p.ch = nil
+	}
+	p.mu.Unlock()
+}

@@ -127,6 +127,7 @@ var errorTable = [...]errorCode{
 	{raft.ErrTimeout, fasthttp.StatusServiceUnavailable, "timeout", "The command was not committed in time; its outcome is unknown"},
 	{raft.ErrShutdown, fasthttp.StatusServiceUnavailable, "shutting_down", "The node is shutting down"},
 	{raft.ErrForward, fasthttp.StatusServiceUnavailable, "forward_failed", "Forwarding to the leader failed"},
+	{errReadUnavailable, fasthttp.StatusServiceUnavailable, "read_unavailable", "No leader confirmed this read in time; retry, or ask ?consistency=stale for this node's state as it is"},
 	{errForwardExpired, fasthttp.StatusServiceUnavailable, "forward_expired", "The relayed request arrived after its deadline and was not applied"},
 	{engine.ErrClosed, fasthttp.StatusServiceUnavailable, "shutting_down", "The node is shutting down"},
 	{context.DeadlineExceeded, fasthttp.StatusServiceUnavailable, "timeout", "The request timed out"},

@@ -76,6 +76,7 @@ func (s *Server) pushViaLeader(ctx *fasthttp.RequestCtx, st raft.Status, items [
 		s.writeError(ctx, errors.Join(raft.ErrForward, err))
 		return
 	}
+	s.awaitApplied(resp)
 	switch {
 	case resp.StatusCode() == fasthttp.StatusOK:
 		s.m.forwarded.Inc()

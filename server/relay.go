@@ -67,6 +67,7 @@ func (s *Server) relayCommand(ctx context.Context, addr string, g uint32, entry 
 		return engine.Result{}, errors.Join(raft.ErrForward, fmt.Errorf("group %d at %s: %w", g, addr, err))
 	}
 	s.m.forwarded.Inc()
+	s.awaitApplied(resp)
 	if resp.StatusCode() != fasthttp.StatusOK {
 		return engine.Result{}, relayedError(resp)
 	}

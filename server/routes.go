@@ -18,87 +18,89 @@ import (
 // cluster secret or an admin token). disk says whether the route adds data
 // (addsData: 507 while free space is below the reserve, see storage.go) or
 // only writes what lets consumers go on and space come back (writesLittle),
-// or nothing (reads). Every route declares both, and New refuses a table
-// with a route that does not.
+// or nothing (reads). read says how fresh the state it answers from is
+// (readConsistency). Every route declares all three, and New refuses a
+// table with a route that does not.
 func (s *Server) routeTable() []route {
 	return []route{
-		{"GET", "/health", "health", auth.Public, reads, (*Server).health},
-		{"GET", "/dlq", "dlq_page", auth.Public, reads, (*Server).dlqUI},
-		{"GET", "/metrics", "metrics", auth.Public, reads, (*Server).metricsJSON},
-		{"GET", "/metrics/prometheus", "metrics_prometheus", auth.Public, reads, (*Server).metricsPrometheus},
+		{"GET", "/health", "health", auth.Public, reads, local, (*Server).health},
+		{"GET", "/dlq", "dlq_page", auth.Public, reads, local, (*Server).dlqUI},
+		{"GET", "/metrics", "metrics", auth.Public, reads, local, (*Server).metricsJSON},
+		{"GET", "/metrics/prometheus", "metrics_prometheus", auth.Public, reads, local, (*Server).metricsPrometheus},
 
-		{"POST", "/api/v1/configure", "configure", auth.ReadWrite, addsData, (*Server).configure},
-		{"POST", "/api/v1/push", "push", auth.ReadWrite, addsData, (*Server).push},
-		{"GET", "/api/v1/pop", "pop_discovery", auth.ReadWrite, writesLittle, (*Server).popDiscovery},
-		{"GET", "/api/v1/pop/queue/{queue}", "pop", auth.ReadWrite, writesLittle, (*Server).popQueue},
-		{"GET", "/api/v1/pop/queue/{queue}/partition/{partition}", "pop_partition", auth.ReadWrite, writesLittle, (*Server).popPartition},
-		{"POST", "/api/v1/ack", "ack", auth.ReadWrite, writesLittle, (*Server).ack},
-		{"POST", "/api/v1/ack/batch", "ack_batch", auth.ReadWrite, writesLittle, (*Server).ackBatch},
-		{"POST", "/api/v1/transaction", "transaction", auth.ReadWrite, addsData, (*Server).transaction},
-		{"POST", "/api/v1/lease/{leaseId}/extend", "lease_extend", auth.ReadWrite, writesLittle, (*Server).extendLease},
+		{"POST", "/api/v1/configure", "configure", auth.ReadWrite, addsData, proposes, (*Server).configure},
+		{"POST", "/api/v1/push", "push", auth.ReadWrite, addsData, proposes, (*Server).push},
+		{"GET", "/api/v1/pop", "pop_discovery", auth.ReadWrite, writesLittle, proposes, (*Server).popDiscovery},
+		{"GET", "/api/v1/pop/queue/{queue}", "pop", auth.ReadWrite, writesLittle, proposes, (*Server).popQueue},
+		{"GET", "/api/v1/pop/queue/{queue}/partition/{partition}", "pop_partition", auth.ReadWrite, writesLittle, proposes, (*Server).popPartition},
+		{"POST", "/api/v1/ack", "ack", auth.ReadWrite, writesLittle, proposes, (*Server).ack},
+		{"POST", "/api/v1/ack/batch", "ack_batch", auth.ReadWrite, writesLittle, proposes, (*Server).ackBatch},
+		{"POST", "/api/v1/transaction", "transaction", auth.ReadWrite, addsData, proposes, (*Server).transaction},
+		{"POST", "/api/v1/lease/{leaseId}/extend", "lease_extend", auth.ReadWrite, writesLittle, proposes, (*Server).extendLease},
 
-		{"GET", "/api/v1/dlq", "dlq", auth.ReadOnly, reads, (*Server).listDLQ},
-		{"POST", "/api/v1/dlq/replay", "dlq_replay", auth.Admin, addsData, (*Server).replayDLQ},
-		{"GET", "/api/v1/messages", "messages", auth.ReadOnly, reads, (*Server).listMessages},
-		{"GET", "/api/v1/messages/{partitionId}/{transactionId}", "message", auth.ReadOnly, reads, (*Server).getMessage},
-		{"DELETE", "/api/v1/messages/{partitionId}/{transactionId}", "message_delete", auth.ReadWrite, writesLittle, (*Server).deleteMessage},
-		{"POST", "/api/v1/messages/{partitionId}/{transactionId}/retry", "message_replay", auth.ReadWrite, addsData, (*Server).replayMessage},
-		{"POST", "/api/v1/messages/{partitionId}/{transactionId}/dlq", "message_dlq", auth.ReadWrite, writesLittle, (*Server).moveToDLQ},
+		{"GET", "/api/v1/dlq", "dlq", auth.ReadOnly, reads, linearizable, (*Server).listDLQ},
+		{"POST", "/api/v1/dlq/replay", "dlq_replay", auth.Admin, addsData, proposes, (*Server).replayDLQ},
+		{"GET", "/api/v1/messages", "messages", auth.ReadOnly, reads, linearizable, (*Server).listMessages},
+		{"GET", "/api/v1/messages/{partitionId}/{transactionId}", "message", auth.ReadOnly, reads, linearizable, (*Server).getMessage},
+		{"DELETE", "/api/v1/messages/{partitionId}/{transactionId}", "message_delete", auth.ReadWrite, writesLittle, proposes, (*Server).deleteMessage},
+		{"POST", "/api/v1/messages/{partitionId}/{transactionId}/retry", "message_replay", auth.ReadWrite, addsData, proposes, (*Server).replayMessage},
+		{"POST", "/api/v1/messages/{partitionId}/{transactionId}/dlq", "message_dlq", auth.ReadWrite, writesLittle, proposes, (*Server).moveToDLQ},
 
-		{"GET", "/api/v1/resources/overview", "resources_overview", auth.ReadOnly, reads, (*Server).overview},
-		{"GET", "/api/v1/resources/queues", "resources_queues", auth.ReadOnly, reads, (*Server).listQueues},
-		{"GET", "/api/v1/resources/queues/{queue}", "resources_queue", auth.ReadOnly, reads, (*Server).getQueue},
-		{"DELETE", "/api/v1/resources/queues/{queue}", "resources_queue_delete", auth.Admin, writesLittle, (*Server).deleteQueue},
-		{"GET", "/api/v1/resources/namespaces", "resources_namespaces", auth.ReadOnly, reads, (*Server).listNamespaces},
-		{"GET", "/api/v1/resources/tasks", "resources_tasks", auth.ReadOnly, reads, (*Server).listTasks},
+		{"GET", "/api/v1/resources/overview", "resources_overview", auth.ReadOnly, reads, linearizable, (*Server).overview},
+		{"GET", "/api/v1/resources/queues", "resources_queues", auth.ReadOnly, reads, linearizable, (*Server).listQueues},
+		{"GET", "/api/v1/resources/queues/{queue}", "resources_queue", auth.ReadOnly, reads, linearizable, (*Server).getQueue},
+		{"DELETE", "/api/v1/resources/queues/{queue}", "resources_queue_delete", auth.Admin, writesLittle, proposes, (*Server).deleteQueue},
+		{"GET", "/api/v1/resources/namespaces", "resources_namespaces", auth.ReadOnly, reads, linearizable, (*Server).listNamespaces},
+		{"GET", "/api/v1/resources/tasks", "resources_tasks", auth.ReadOnly, reads, linearizable, (*Server).listTasks},
 
-		{"GET", "/api/v1/consumer-groups", "groups", auth.ReadOnly, reads, (*Server).listGroups},
-		{"GET", "/api/v1/consumer-groups/lagging", "groups_lagging", auth.ReadOnly, reads, (*Server).laggingGroups},
-		{"GET", "/api/v1/consumer-groups/{group}", "group", auth.ReadOnly, reads, (*Server).getGroup},
-		{"DELETE", "/api/v1/consumer-groups/{group}", "group_delete", auth.Admin, writesLittle, (*Server).deleteGroup},
-		{"DELETE", "/api/v1/consumer-groups/{group}/queues/{queue}", "group_queue_delete", auth.Admin, writesLittle, (*Server).deleteGroup},
-		{"POST", "/api/v1/consumer-groups/{group}/queues/{queue}/seek", "seek", auth.ReadWrite, writesLittle, (*Server).seek},
-		{"POST", "/api/v1/consumer-groups/{group}/queues/{queue}/partitions/{partition}/seek", "seek_partition", auth.ReadWrite, writesLittle, (*Server).seek},
-		{"POST", "/api/v1/consumer-groups/{group}/subscription", "subscription", auth.ReadWrite, writesLittle, (*Server).updateSubscription},
-		{"POST", "/api/v1/stats/refresh", "stats_refresh", auth.Admin, reads, (*Server).refreshStats},
+		{"GET", "/api/v1/consumer-groups", "groups", auth.ReadOnly, reads, linearizable, (*Server).listGroups},
+		{"GET", "/api/v1/consumer-groups/lagging", "groups_lagging", auth.ReadOnly, reads, linearizable, (*Server).laggingGroups},
+		{"GET", "/api/v1/consumer-groups/{group}", "group", auth.ReadOnly, reads, linearizable, (*Server).getGroup},
+		{"DELETE", "/api/v1/consumer-groups/{group}", "group_delete", auth.Admin, writesLittle, proposes, (*Server).deleteGroup},
+		{"DELETE", "/api/v1/consumer-groups/{group}/queues/{queue}", "group_queue_delete", auth.Admin, writesLittle, proposes, (*Server).deleteGroup},
+		{"POST", "/api/v1/consumer-groups/{group}/queues/{queue}/seek", "seek", auth.ReadWrite, writesLittle, proposes, (*Server).seek},
+		{"POST", "/api/v1/consumer-groups/{group}/queues/{queue}/partitions/{partition}/seek", "seek_partition", auth.ReadWrite, writesLittle, proposes, (*Server).seek},
+		{"POST", "/api/v1/consumer-groups/{group}/subscription", "subscription", auth.ReadWrite, writesLittle, proposes, (*Server).updateSubscription},
+		{"POST", "/api/v1/stats/refresh", "stats_refresh", auth.Admin, reads, local, (*Server).refreshStats},
 
-		{"GET", "/api/v1/status", "status", auth.ReadOnly, reads, (*Server).status},
-		{"GET", "/api/v1/status/queues", "status_queues", auth.ReadOnly, reads, (*Server).statusQueues},
-		{"GET", "/api/v1/status/queues/{queue}", "status_queue", auth.ReadOnly, reads, (*Server).statusQueue},
-		{"GET", "/api/v1/status/analytics", "status_analytics", auth.ReadOnly, reads, (*Server).analytics},
-		{"GET", "/api/v1/status/buffers", "status_buffers", auth.ReadOnly, reads, (*Server).buffers},
+		{"GET", "/api/v1/status", "status", auth.ReadOnly, reads, linearizable, (*Server).status},
+		{"GET", "/api/v1/status/queues", "status_queues", auth.ReadOnly, reads, linearizable, (*Server).statusQueues},
+		{"GET", "/api/v1/status/queues/{queue}", "status_queue", auth.ReadOnly, reads, linearizable, (*Server).statusQueue},
+		{"GET", "/api/v1/status/analytics", "status_analytics", auth.ReadOnly, reads, local, (*Server).analytics},
+		{"GET", "/api/v1/status/buffers", "status_buffers", auth.ReadOnly, reads, local, (*Server).buffers},
 
-		{"GET", "/api/v1/system/maintenance", "maintenance", auth.Admin, reads, (*Server).getMaintenance},
-		{"POST", "/api/v1/system/maintenance", "maintenance_set", auth.Admin, writesLittle, (*Server).setMaintenance},
-		{"GET", "/api/v1/system/maintenance/pop", "maintenance_pop", auth.Admin, reads, (*Server).getMaintenance},
-		{"POST", "/api/v1/system/maintenance/pop", "maintenance_pop_set", auth.Admin, writesLittle, (*Server).setMaintenance},
+		{"GET", "/api/v1/system/maintenance", "maintenance", auth.Admin, reads, linearizable, (*Server).getMaintenance},
+		{"POST", "/api/v1/system/maintenance", "maintenance_set", auth.Admin, writesLittle, proposes, (*Server).setMaintenance},
+		{"GET", "/api/v1/system/maintenance/pop", "maintenance_pop", auth.Admin, reads, linearizable, (*Server).getMaintenance},
+		{"POST", "/api/v1/system/maintenance/pop", "maintenance_pop_set", auth.Admin, writesLittle, proposes, (*Server).setMaintenance},
 
-		{"POST", "/api/v1/traces", "trace_add", auth.ReadWrite, addsData, (*Server).addTrace},
-		{"GET", "/api/v1/traces/names", "trace_names", auth.ReadOnly, reads, (*Server).traceNamesList},
-		{"GET", "/api/v1/traces/by-name/{traceName}", "traces_by_name", auth.ReadOnly, reads, (*Server).tracesByName},
-		{"GET", "/api/v1/traces/{partitionId}/{transactionId}", "traces", auth.ReadOnly, reads, (*Server).messageTraces},
+		{"POST", "/api/v1/traces", "trace_add", auth.ReadWrite, addsData, proposes, (*Server).addTrace},
+		{"GET", "/api/v1/traces/names", "trace_names", auth.ReadOnly, reads, linearizable, (*Server).traceNamesList},
+		{"GET", "/api/v1/traces/by-name/{traceName}", "traces_by_name", auth.ReadOnly, reads, linearizable, (*Server).tracesByName},
+		{"GET", "/api/v1/traces/{partitionId}/{transactionId}", "traces", auth.ReadOnly, reads, linearizable, (*Server).messageTraces},
 
-		{"POST", "/streams/v1/queries", "stream_register", auth.ReadWrite, addsData, (*Server).registerQuery},
-		{"DELETE", "/streams/v1/queries/{name}", "stream_delete", auth.Admin, writesLittle, (*Server).deleteQuery},
-		{"POST", "/streams/v1/cycle", "stream_cycle", auth.ReadWrite, addsData, (*Server).cycle},
-		{"POST", "/streams/v1/state/get", "stream_state", auth.ReadOnly, reads, (*Server).stateGet},
+		{"POST", "/streams/v1/queries", "stream_register", auth.ReadWrite, addsData, proposes, (*Server).registerQuery},
+		{"DELETE", "/streams/v1/queries/{name}", "stream_delete", auth.Admin, writesLittle, proposes, (*Server).deleteQuery},
+		{"POST", "/streams/v1/cycle", "stream_cycle", auth.ReadWrite, addsData, proposes, (*Server).cycle},
+		{"POST", "/streams/v1/state/get", "stream_state", auth.ReadOnly, reads, leaderServes, (*Server).stateGet},
 
-		{"GET", "/api/v1/status/queues/{queue}/messages", "status_queue_messages", auth.ReadOnly, reads, (*Server).statusQueueMessages},
-		{"GET", "/api/v1/analytics/queue-lag", "analytics_queue_lag", auth.ReadOnly, reads, (*Server).queueLag},
-		{"GET", "/api/v1/analytics/queue-ops", "analytics_queue_ops", auth.ReadOnly, reads, (*Server).queueOps},
-		{"GET", "/api/v1/analytics/queue-parked-replicas", "analytics_queue_parked", auth.ReadOnly, reads, (*Server).queueParkedReplicas},
-		{"GET", "/api/v1/analytics/retention", "analytics_retention", auth.ReadOnly, reads, (*Server).retentionAnalytics},
-		{"GET", "/api/v1/analytics/worker-metrics", "analytics_worker", auth.ReadOnly, reads, (*Server).workerMetrics},
-		{"GET", "/api/v1/analytics/system-metrics", "analytics_system", auth.ReadOnly, reads, (*Server).systemMetrics},
-		{"GET", "/api/v1/analytics/postgres-stats", "analytics_postgres", auth.ReadOnly, reads, (*Server).postgresStats},
-		{"GET", "/api/v1/system/shared-state", "shared_state", auth.Admin, reads, (*Server).sharedState},
-		{"POST", "/internal/v1/cluster/analytics", "cluster_analytics", auth.Cluster, reads, (*Server).analyticsReport},
+		{"GET", "/api/v1/status/queues/{queue}/messages", "status_queue_messages", auth.ReadOnly, reads, linearizable, (*Server).statusQueueMessages},
+		{"GET", "/api/v1/analytics/queue-lag", "analytics_queue_lag", auth.ReadOnly, reads, leaderServes, (*Server).queueLag},
+		{"GET", "/api/v1/analytics/queue-ops", "analytics_queue_ops", auth.ReadOnly, reads, leaderServes, (*Server).queueOps},
+		{"GET", "/api/v1/analytics/queue-parked-replicas", "analytics_queue_parked", auth.ReadOnly, reads, leaderServes, (*Server).queueParkedReplicas},
+		{"GET", "/api/v1/analytics/retention", "analytics_retention", auth.ReadOnly, reads, leaderServes, (*Server).retentionAnalytics},
+		{"GET", "/api/v1/analytics/worker-metrics", "analytics_worker", auth.ReadOnly, reads, leaderServes, (*Server).workerMetrics},
+		{"GET", "/api/v1/analytics/system-metrics", "analytics_system", auth.ReadOnly, reads, leaderServes, (*Server).systemMetrics},
+		{"GET", "/api/v1/analytics/postgres-stats", "analytics_postgres", auth.ReadOnly, reads, local, (*Server).postgresStats},
+		{"GET", "/api/v1/system/shared-state", "shared_state", auth.Admin, reads, local, (*Server).sharedState},
+		{"POST", "/internal/v1/cluster/analytics", "cluster_analytics", auth.Cluster, reads, local, (*Server).analyticsReport},
 
-		{"POST", "/internal/v1/cluster/join", "cluster_join", auth.Cluster, writesLittle, (*Server).join},
-		{"POST", "/internal/v1/cluster/leave", "cluster_leave", auth.Cluster, writesLittle, (*Server).leave},
-		{"POST", preparedPushPath, "push_prepared", auth.Cluster, addsData, (*Server).pushPrepared},
-		{"POST", relayPath, "propose_relayed", auth.Cluster, addsData, (*Server).proposeRelayed},
-		{"POST", "/internal/v1/cluster/storage", "cluster_storage", auth.Cluster, reads, (*Server).storageReport},
+		{"POST", "/internal/v1/cluster/join", "cluster_join", auth.Cluster, writesLittle, proposes, (*Server).join},
+		{"POST", "/internal/v1/cluster/leave", "cluster_leave", auth.Cluster, writesLittle, proposes, (*Server).leave},
+		{"POST", preparedPushPath, "push_prepared", auth.Cluster, addsData, proposes, (*Server).pushPrepared},
+		{"POST", relayPath, "propose_relayed", auth.Cluster, addsData, proposes, (*Server).proposeRelayed},
+		{"POST", "/internal/v1/cluster/storage", "cluster_storage", auth.Cluster, reads, local, (*Server).storageReport},
+		{"POST", readIndexPath, "read_index", auth.Cluster, reads, local, (*Server).readIndex},
 	}
 }
 
@@ -111,6 +113,9 @@ type Route struct {
 	// AddsData is true for the routes refused with 507
 	// insufficient_storage while free space is below the reserve.
 	AddsData bool
+	// Read is how fresh the state the route answers from is:
+	// "linearizable", "local", "leader" or "command" (readConsistency).
+	Read string
 }
 
 // Routes lists the route table, in its order: what an operator (or a test)
@@ -119,7 +124,8 @@ func (s *Server) Routes() []Route {
 	table := s.routeTable()
 	out := make([]Route, len(table))
 	for i, r := range table {
-		out[i] = Route{Method: r.method, Pattern: r.pattern, Name: r.name, Level: r.level, AddsData: r.disk == addsData}
+		out[i] = Route{Method: r.method, Pattern: r.pattern, Name: r.name, Level: r.level, AddsData: r.disk == addsData,
+			Read: r.read.String()}
 	}
 	return out
 }
@@ -142,6 +148,42 @@ const (
 	addsData
 )
 
+// readConsistency is how fresh the state a route answers from is
+// (docs/api.md §1, "Read consistency").
+type readConsistency uint8
+
+const (
+	readUnset readConsistency = iota // refused by New: every route must say
+	// linearizable: before the handler runs, this node catches up with
+	// what the leader had applied when the request arrived (readindex.go),
+	// so the answer reflects every command answered before it, whichever
+	// node answered that. ?consistency=stale skips the wait.
+	linearizable
+	// local: this node's own state or figures, at once (health, metrics,
+	// a node's reports, static pages).
+	local
+	// leaderServes: the handler has the leader answer (it relays the
+	// request there): analytics the leader gathers, stream state.
+	leaderServes
+	// proposes: a command; its answer comes from applying it through the
+	// log, on the leader.
+	proposes
+)
+
+func (c readConsistency) String() string {
+	switch c {
+	case linearizable:
+		return "linearizable"
+	case local:
+		return "local"
+	case leaderServes:
+		return "leader"
+	case proposes:
+		return "command"
+	}
+	return "unset"
+}
+
 // maxParams and maxSegments bound a path; longer ones match no route.
 const (
 	maxParams   = 4
@@ -155,6 +197,7 @@ type route struct {
 	name    string
 	level   auth.Level
 	disk    diskUse
+	read    readConsistency
 	handle  func(s *Server, ctx *fasthttp.RequestCtx, p *params)
 }
 

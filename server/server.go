@@ -219,6 +219,9 @@ type Server struct {
 	storage *storageState
 	// an is the analytics recorder (analytics.go).
 	an *Analytics
+	// reads makes reads linearizable (readindex.go); nil for a broker
+	// without replicas.
+	reads *readIndexes
 }
 
 // New builds a server over b. It does not listen yet: see Serve and
@@ -244,6 +247,9 @@ func New(b Broker, opts Options) (*Server, error) {
 		storage: newStorageState(opts.Metrics),
 	}
 	s.prop = newTimedProposer(b, opts.Metrics)
+	if rb, ok := b.(Replicated); ok {
+		s.reads = newReadIndexes(s, rb, opts.Metrics)
+	}
 	opts.Metrics.GetOrCreateGauge(`queen_http_inflight_body_bytes`, func() float64 { return float64(s.budget.held.Load()) })
 	crypt, err := newCipherFromOptions(opts)
 	if err != nil {
@@ -412,6 +418,19 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		s.writeError(ctx, errForwardExpired)
 		return
 	}
+	if ep.read == linearizable {
+		if err := s.readBarrier(ctx); err != nil {
+			if !errors.Is(err, errReadIndexRefused) || !s.forward(ctx) {
+				s.writeError(ctx, err)
+			}
+			return
+		}
+	}
+	if ep.read == proposes && (p.node || len(ctx.Request.Header.Peek(forwardedHeader)) > 0) {
+		// Another node relayed it: it answers its client once it has
+		// applied as far as this node has when the command is answered.
+		defer s.stampApplied(ctx)
+	}
 	if ep.disk == addsData {
 		// Before the body is read: a refused body is never held.
 		release, err := s.admitData(max(int64(ctx.Request.Header.ContentLength()), 0))
@@ -504,6 +523,9 @@ func checkRoutes(table []route) error {
 		}
 		if r.disk == diskUnset || r.disk > addsData {
 			return fmt.Errorf("%w: route %s %s does not say whether it adds data", engine.ErrInvalid, r.method, r.pattern)
+		}
+		if r.read == readUnset || r.read > proposes {
+			return fmt.Errorf("%w: route %s %s does not say how fresh what it reads is", engine.ErrInvalid, r.method, r.pattern)
 		}
 	}
 	return nil
