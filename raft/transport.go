@@ -82,7 +82,14 @@ const (
 	handshakeTimeout = 5 * time.Second
 	// maxHandshakes bounds the connections being set up at once; the
 	// accepting side closes any beyond it at once.
-	maxHandshakes = 64
+	maxHandshakes = 256
+	// maxHandshakesPerHost bounds those from one remote IP, so that a host
+	// holding connections open without a word (each for handshakeTimeout)
+	// cannot take every place and lock the peers out: it takes four
+	// addresses to fill them. It is the total there was before it: a node
+	// of many groups dials a peer for each at once (and in tests every
+	// node is 127.0.0.1), and a burst that passed then passes now.
+	maxHandshakesPerHost = 64
 	// warnEvery is how often a refused peer's host is logged at warning
 	// level; refusals in between are logged at debug level.
 	warnEvery = 10 * time.Second
@@ -132,6 +139,7 @@ type streamLayer struct {
 	mu      sync.Mutex
 	done    bool                   // Close has run
 	pending map[net.Conn]struct{}  // accepted, being set up; closed by Close
+	perHost map[string]int         // remote IP -> connections of pending from it
 	warned  map[string]time.Time   // remote host -> last warning
 	groups  map[uint32]*groupLayer // the other groups hosted (groupstream.go)
 }
@@ -151,7 +159,8 @@ func newStreamLayer(addr string, tlsConf *tls.Config, secret string, log *slog.L
 		return nil, fmt.Errorf("raft: transport: %s is not an address peers can dial: bind a specific IP", addr)
 	}
 	s := &streamLayer{ln: ln, log: log, conns: make(chan net.Conn), closed: make(chan struct{}),
-		slots: make(chan struct{}, maxHandshakes), pending: map[net.Conn]struct{}{}, warned: map[string]time.Time{}}
+		slots: make(chan struct{}, maxHandshakes), pending: map[net.Conn]struct{}{}, perHost: map[string]int{},
+		warned: map[string]time.Time{}}
 	if tlsConf != nil {
 		s.server = tlsConf.Clone()
 		s.server.ClientAuth = tls.RequireAndVerifyClientCert
@@ -215,30 +224,62 @@ func (s *streamLayer) acceptLoop() {
 			s.refused(c.RemoteAddr(), fmt.Errorf("%d connections already being set up", maxHandshakes))
 			continue
 		}
-		if !s.track(c) {
+		switch s.track(c) {
+		case tracked:
+			go s.setUpAccepted(c)
+		case hostFull:
+			<-s.slots
+			c.Close()
+			s.refused(c.RemoteAddr(), fmt.Errorf("%d connections from its host already being set up", maxHandshakesPerHost))
+		case layerClosed:
 			c.Close()
 			return
 		}
-		go s.setUpAccepted(c)
 	}
 }
 
-// track registers a connection being set up; false once Close has run.
-func (s *streamLayer) track(c net.Conn) bool {
+// What track did with a connection.
+const (
+	tracked     = iota
+	hostFull    // maxHandshakesPerHost from its host are being set up
+	layerClosed // Close has run
+)
+
+// track registers a connection being set up.
+func (s *streamLayer) track(c net.Conn) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.done {
-		return false
+		return layerClosed
 	}
+	host := remoteHost(c)
+	if s.perHost[host] >= maxHandshakesPerHost {
+		return hostFull
+	}
+	s.perHost[host]++
 	s.pending[c] = struct{}{}
 	s.wg.Add(1)
-	return true
+	return tracked
 }
 
 func (s *streamLayer) untrack(c net.Conn) {
+	host := remoteHost(c)
 	s.mu.Lock()
 	delete(s.pending, c)
+	if s.perHost[host]--; s.perHost[host] <= 0 {
+		delete(s.perHost, host)
+	}
 	s.mu.Unlock()
+}
+
+// remoteHost is the IP c comes from (its whole address when it has no
+// port).
+func remoteHost(c net.Conn) string {
+	host := c.RemoteAddr().String()
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	return host
 }
 
 // setUpAccepted runs the accepting side's set-up and queues the connection

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -193,6 +194,59 @@ func TestStreamLayer_Accept_SkipsFailedPeers(t *testing.T) {
 	if _, err := io.ReadFull(got, buf); err != nil || string(buf) != "raft" {
 		t.Fatalf("the accepted connection reads %q, %v: it is not the one that passed", buf, err)
 	}
+}
+
+// One host holding connections open without a word takes at most
+// maxHandshakesPerHost of the places for set-ups: its next connection is
+// closed before the hello (no byte sent), and a peer elsewhere still gets
+// in.
+func TestStreamLayer_Accept_CapsHandshakesPerHost(t *testing.T) {
+	s, err := newStreamLayer("127.0.0.1:0", nil, "s3cret", quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	addr := s.Addr().String()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}, Timeout: 5 * time.Second}
+	for i := range maxHandshakesPerHost {
+		c, err := d.Dial("tcp", addr)
+		if errors.Is(err, syscall.EADDRNOTAVAIL) {
+			t.Skipf("dial from 127.0.0.2: %v (not a local address here)", err)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		// Its set-up has begun once the hello comes.
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.ReadFull(c, make([]byte, helloLen)); err != nil {
+			t.Fatalf("silent connection %d: no hello: %v", i, err)
+		}
+	}
+	extra, err := d.Dial("tcp", addr)
+	if err == nil {
+		defer extra.Close()
+		extra.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if b, err := io.ReadAll(extra); len(b) > 0 || isTimeout(err) {
+			t.Fatalf("connection %d from one host: read %d bytes, %v; want it closed before the hello", maxHandshakesPerHost+1, len(b), err)
+		}
+	}
+
+	peer, err := newStreamLayer("127.0.0.1:0", nil, "s3cret", quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	c, err := peer.Dial(hraft.ServerAddress(addr), 5*time.Second)
+	if err != nil {
+		t.Fatalf("a peer on another host, while one host holds its set-ups: %v", err)
+	}
+	c.Close()
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 func TestStreamLayer_Close_UnblocksAccept(t *testing.T) {

@@ -49,8 +49,22 @@ type Options struct {
 	// WriteTimeout bounds writing one response (default 60 s).
 	WriteTimeout time.Duration
 	// IdleTimeout closes a keep-alive connection idle this long (default
-	// 2 min).
+	// 2 min). A connection that has not sent its first request yet ends at
+	// ReadTimeout.
 	IdleTimeout time.Duration
+	// MaxConns caps the HTTP connections open at once, all clients
+	// together (--max-conns); the excess is closed at once and counted in
+	// queen_http_conns_refused_total{reason="max_conns"}. Default: half of
+	// the process's descriptor limit (listener.go, defaultMaxConns, says
+	// why), so a flood of connections meets this cap before the node runs
+	// out of descriptors.
+	MaxConns int
+	// MaxConnsPerIP caps the connections open at once from one client IP
+	// (--max-conns-per-ip), counted in
+	// queen_http_conns_refused_total{reason="max_conns_per_ip"}. Default:
+	// half of MaxConns. Behind a proxy, whose address every client has,
+	// set it to MaxConns.
+	MaxConnsPerIP int
 	// Version is reported by /health (default "dev").
 	Version string
 	// Logger receives request failures (500s with details, 503s) and, at
@@ -146,6 +160,12 @@ func (o *Options) EnsureDefaults() {
 	if o.IdleTimeout == 0 {
 		o.IdleTimeout = 2 * time.Minute
 	}
+	if o.MaxConns == 0 {
+		o.MaxConns = defaultMaxConns(descriptorLimit())
+	}
+	if o.MaxConnsPerIP == 0 {
+		o.MaxConnsPerIP = defaultMaxConnsPerIP(o.MaxConns)
+	}
 	if o.Version == "" {
 		o.Version = "dev"
 	}
@@ -171,6 +191,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: pop timeouts must not be negative", engine.ErrInvalid)
 	case o.DefaultPopTimeout > o.MaxPopTimeout:
 		return fmt.Errorf("%w: DefaultPopTimeout exceeds MaxPopTimeout", engine.ErrInvalid)
+	case o.MaxConns < 0 || o.MaxConnsPerIP < 0:
+		return fmt.Errorf("%w: MaxConns and MaxConnsPerIP must not be negative", engine.ErrInvalid)
 	case o.ReadTimeout < 0 || o.WriteTimeout < 0 || o.IdleTimeout < 0:
 		return fmt.Errorf("%w: timeouts must not be negative", engine.ErrInvalid)
 	case o.EncryptionKey != "":
@@ -222,6 +244,9 @@ type Server struct {
 	// reads makes reads linearizable (readindex.go); nil for a broker
 	// without replicas.
 	reads *readIndexes
+	// conns caps the connections open (Options.MaxConns, MaxConnsPerIP;
+	// listener.go).
+	conns *connLimiter
 }
 
 // New builds a server over b. It does not listen yet: see Serve and
@@ -245,6 +270,7 @@ func New(b Broker, opts Options) (*Server, error) {
 		ctx:     context.Background(),
 		budget:  bodyBudget{limit: opts.MaxInflightBodyBytes},
 		storage: newStorageState(opts.Metrics),
+		conns:   newConnLimiter(opts.MaxConns, opts.MaxConnsPerIP, opts.Logger, opts.Metrics),
 	}
 	s.prop = newTimedProposer(b, opts.Metrics)
 	if rb, ok := b.(Replicated); ok {
@@ -317,8 +343,11 @@ func New(b Broker, opts Options) (*Server, error) {
 		ReadTimeout:                  opts.ReadTimeout,
 		WriteTimeout:                 opts.WriteTimeout,
 		IdleTimeout:                  opts.IdleTimeout,
-		CloseOnShutdown:              true,
-		Logger:                       fasthttpLogger{opts.Logger},
+		// The listener admits at most MaxConns (listener.go): fasthttp
+		// must serve every one of them.
+		Concurrency:     opts.MaxConns,
+		CloseOnShutdown: true,
+		Logger:          fasthttpLogger{opts.Logger},
 	}
 	if opts.Storage != nil {
 		s.loops.Add(1)
@@ -349,9 +378,14 @@ func newCipherFromOptions(opts Options) (*payloadCipher, error) {
 }
 
 // Serve answers requests on ln until Shutdown, over TLS when Options.TLS
-// is set. It returns nil after a Shutdown.
+// is set. It returns nil after a Shutdown; any other return is an error
+// the server cannot outlive (errors accepting a connection that pass, such
+// as running out of descriptors, are retried: listener.go).
 func (s *Server) Serve(ln net.Listener) error {
 	s.runAnalytics()
+	// Under TLS: the caps count TCP connections, and refuse them before a
+	// handshake is spent on them.
+	ln = s.conns.listen(ln)
 	if s.opts.TLS != nil {
 		ln = tls.NewListener(ln, s.opts.TLS)
 	}

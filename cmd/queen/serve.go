@@ -47,6 +47,9 @@ type serveConfig struct {
 	// maxInflight is --max-inflight-body-bytes; 0 takes the server's
 	// default (a fraction of memory).
 	maxInflight int64
+	// maxConns and maxConnsPerIP are --max-conns and --max-conns-per-ip;
+	// 0 takes the server's default (from the descriptor limit).
+	maxConns, maxConnsPerIP int
 	// minFree is --min-free-bytes: the free space each filesystem of the
 	// data directory keeps; 0 turns the guard off.
 	minFree uint64
@@ -117,6 +120,8 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 	fs.IntVar(&c.maxBody, "max-body-bytes", 64<<20, "largest request body accepted")
 	fs.StringVar(&minFree, "min-free-bytes", diskspace.FormatBytes(diskspace.DefaultMinFreeBytes), "free space kept on each filesystem of --data: below it, writes that add data answer 507 while pops, acks and deletes go on; bytes or KiB/MiB/GiB/TiB, 0 disables")
 	fs.Int64Var(&c.maxInflight, "max-inflight-body-bytes", 0, "bytes of request bodies held at once, all requests together; past it a request is answered 503 overloaded before its body is read. 0: 1/8 of the memory available (cgroup limit, else RAM), between 2 × --max-body-bytes and 1 GiB")
+	fs.IntVar(&c.maxConns, "max-conns", 0, "HTTP connections open at once, all clients together; past it a connection is closed at once. 0: half of the descriptor limit (ulimit -n), leaving the rest to the store and Raft")
+	fs.IntVar(&c.maxConnsPerIP, "max-conns-per-ip", 0, "HTTP connections open at once from one client IP; past it a connection is closed at once. 0: half of --max-conns (behind a proxy, set it to --max-conns)")
 	// The payload key has no flag: it stays out of the process list.
 	c.encryptionKey = getenv("QUEEN_ENCRYPTION_KEY")
 	if err := parseEnvFlags(fs, args, getenv); err != nil {
@@ -127,6 +132,9 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 	}
 	if err := c.logLevel.UnmarshalText([]byte(level)); err != nil {
 		return c, fmt.Errorf("bad --log-level %q", level)
+	}
+	if c.maxConns < 0 || c.maxConnsPerIP < 0 {
+		return c, fmt.Errorf("bad --max-conns or --max-conns-per-ip: want 0 (the default) or more")
 	}
 	if c.logFormat != "text" && c.logFormat != "json" {
 		return c, fmt.Errorf("bad --log-format %q: want text or json", c.logFormat)
@@ -307,6 +315,7 @@ func serve(args []string) error {
 	ms := metrics.NewSet()
 	sopts := server.Options{
 		Addr: c.http, MaxBodyBytes: c.maxBody, MaxInflightBodyBytes: c.maxInflight, Version: version, Logger: log, Metrics: ms,
+		MaxConns: c.maxConns, MaxConnsPerIP: c.maxConnsPerIP,
 		SpoolDir:      filepath.Join(c.data, "spool"),
 		EncryptionKey: c.encryptionKey,
 		CORSOrigins:   c.corsOrigins,
@@ -384,7 +393,8 @@ func serve(args []string) error {
 	eff := sopts
 	eff.EnsureDefaults()
 	log.Info("queen serving", "http", ln.Addr().String(), "data", c.data, "node", c.nodeID,
-		"raft", c.raftAddr, "peers", len(c.peers), "groups", c.groups, "maxInflightBodyBytes", eff.MaxInflightBodyBytes, "version", version)
+		"raft", c.raftAddr, "peers", len(c.peers), "groups", c.groups, "maxInflightBodyBytes", eff.MaxInflightBodyBytes,
+		"maxConns", eff.MaxConns, "maxConnsPerIP", eff.MaxConnsPerIP, "version", version)
 
 	if c.pprof != "" {
 		go servePprof(log, c.pprof)
@@ -395,17 +405,10 @@ func serve(args []string) error {
 		go joinCluster(log, c.join, c.nodeID, c.raftAddr, c.clusterSecret, c.relayTLS)
 	}
 	close(serving)
-	select {
-	case sig := <-sigs:
-		log.Info("shutting down", "signal", sig.String())
-	case err := <-errc:
-		if err != nil {
-			log.Error("http server stopped", "err", err)
-		}
-	}
+	served := awaitStop(log, sigs, errc)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	errs := []error{srv.Shutdown(ctx), node.Close()}
+	errs := []error{served, srv.Shutdown(ctx), node.Close()}
 	err = errors.Join(errs...)
 	if err != nil {
 		log.Error("stopped", "err", err)
@@ -413,6 +416,24 @@ func serve(args []string) error {
 		log.Info("stopped")
 	}
 	return err
+}
+
+// awaitStop waits for a signal (nil: a clean stop) or for the HTTP server
+// to return, which it does only when it cannot go on: that is the node's
+// failure, never nil, so that serve exits non-zero and a supervisor
+// (Restart=on-failure) starts the node again.
+func awaitStop(log *slog.Logger, sigs <-chan os.Signal, errc <-chan error) error {
+	select {
+	case sig := <-sigs:
+		log.Info("shutting down", "signal", sig.String())
+		return nil
+	case err := <-errc:
+		if err == nil {
+			err = errors.New("returned without being shut down")
+		}
+		log.Error("http server stopped", "err", err)
+		return fmt.Errorf("http server: %w", err)
+	}
 }
 
 // broker is what serve runs: one Raft group (raft.Node) or several

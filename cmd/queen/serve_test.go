@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -279,5 +280,54 @@ func TestParseServe_MinFreeBytes(t *testing.T) {
 				t.Errorf("min free %d, want %d", c.minFree, tc.want)
 			}
 		})
+	}
+}
+
+// --max-conns and --max-conns-per-ip (QUEEN_MAX_CONNS,
+// QUEEN_MAX_CONNS_PER_IP): 0, the server's default, when unset; negative
+// refused.
+func TestParseServe_MaxConns(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		args         []string
+		env          map[string]string
+		conns, perIP int
+		wantErr      string
+	}{
+		{name: "unset: the server's defaults"},
+		{name: "flags", args: []string{"--max-conns", "1000", "--max-conns-per-ip", "100"}, conns: 1000, perIP: 100},
+		{name: "environment", env: map[string]string{"QUEEN_MAX_CONNS": "2000", "QUEEN_MAX_CONNS_PER_IP": "2000"}, conns: 2000, perIP: 2000},
+		{name: "negative", args: []string{"--max-conns", "-1"}, wantErr: "--max-conns"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, ok := parseOrError(t, tc.args, tc.env, tc.wantErr)
+			if ok && (c.maxConns != tc.conns || c.maxConnsPerIP != tc.perIP) {
+				t.Errorf("maxConns, maxConnsPerIP = %d, %d; want %d, %d", c.maxConns, c.maxConnsPerIP, tc.conns, tc.perIP)
+			}
+		})
+	}
+}
+
+// The HTTP server returns only when it cannot go on: whatever it returns,
+// nil included, serve ends with an error, so the process exits non-zero
+// and a supervisor restarts it. A signal is a clean stop.
+func TestAwaitStop(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	sigs := make(chan os.Signal, 1)
+	sigs <- syscall.SIGTERM
+	if err := awaitStop(log, sigs, make(chan error)); err != nil {
+		t.Errorf("after SIGTERM: %v, want nil", err)
+	}
+	boom := errors.New("accept: boom")
+	for _, served := range []error{boom, nil} {
+		errc := make(chan error, 1)
+		errc <- served
+		err := awaitStop(log, make(chan os.Signal), errc)
+		if err == nil {
+			t.Errorf("Serve returned %v: awaitStop = nil, want an error", served)
+		}
+		if served != nil && !errors.Is(err, served) {
+			t.Errorf("awaitStop = %v, want it to wrap %v", err, served)
+		}
 	}
 }
