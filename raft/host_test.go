@@ -983,3 +983,108 @@ func TestHost_AsksTheLeadersForAPartitionItsReplicasLack(t *testing.T) {
 		t.Fatalf("ack while a group's leader cannot be asked: %+v, %v; want raft.ErrForward", res, err)
 	}
 }
+
+// Split pushes from every host while the groups' leaders are transferred
+// over and over (and spread back): every item is answered, or the whole
+// push is a transient error; an item answered failed is not stored, and
+// one answered queued or duplicate is.
+func TestHost_SplitPushesDuringLeadershipTransfers(t *testing.T) {
+	c := openHosts(t, 3, 3)
+	c.leaders(preferredLeaders)
+	c.relayInProcess()
+	c.addressesKnown()
+	queues := []string{"x1", "x2", "x3"}
+	for k, q := range queues {
+		if _, err := c.h[0].Place(ctxT(t), q, uint32(k+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type answer struct {
+		item   engine.PushItem
+		status engine.PushStatus
+	}
+	var (
+		mu       sync.Mutex
+		answers  []answer
+		failures []error
+		stop     = make(chan struct{})
+		wg       sync.WaitGroup
+	)
+	for i := range c.h {
+		wg.Go(func() {
+			for seq := 0; seq < 300; seq++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				var items []engine.PushItem
+				for _, q := range queues {
+					items = append(items, engine.PushItem{Queue: q, TransactionID: fmt.Sprintf("h%d-%d-%s", i, seq, q), Payload: []byte(`{}`)})
+				}
+				res, err := raft.Propose[[]engine.PushResult](ctxT(t), c.h[i], engine.PushCmd{Items: items})
+				mu.Lock()
+				if err != nil {
+					failures = append(failures, err)
+				}
+				for k := range res {
+					answers = append(answers, answer{items[k], res[k].Status})
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	transfers := 0
+	for round := range 6 {
+		g := uint32(1 + round%3)
+		for _, h := range c.h {
+			if h.Group(g).Status().Role == "leader" && h.Group(g).TransferLeadership() == nil {
+				transfers++
+			}
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	if transfers == 0 {
+		t.Fatal("no leadership transfer took place")
+	}
+	for _, err := range failures {
+		if !raft.Transient(err) || err.Error() == "" {
+			t.Errorf("a push during transfers answered %v, want a transient error (a 503)", err)
+		}
+	}
+	leaders := c.leaders(nil)
+	parts := map[string]engine.ID{}
+	for k, q := range queues {
+		h := c.h[leaders[k+1]]
+		if err := h.Group(uint32(k + 1)).Barrier(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+		info, err := h.Group(uint32(k + 1)).Queue(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts[q] = info.Partitions[0].ID
+	}
+	failedStored, failed := 0, 0
+	for _, a := range answers {
+		k := slices.Index(queues, a.item.Queue)
+		_, err := c.h[leaders[k+1]].Group(uint32(k+1)).MessageAt(parts[a.item.Queue], a.item.TransactionID)
+		stored := err == nil
+		switch {
+		case a.status == engine.Rejected:
+			failed++
+			if stored {
+				failedStored++
+			}
+		case !stored:
+			t.Errorf("%s/%s answered %d but not stored: %v", a.item.Queue, a.item.TransactionID, a.status, err)
+		}
+	}
+	if failedStored > 0 {
+		t.Errorf("%d of %d items answered failed were stored", failedStored, failed)
+	}
+	t.Logf("%d transfers, %d items answered (%d failed, %d of them stored), %d pushes answered an error",
+		transfers, len(answers), failed, failedStored, len(failures))
+}
