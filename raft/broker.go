@@ -2,6 +2,7 @@ package raft
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -85,8 +86,37 @@ func (n *Node) Propose(ctx context.Context, c engine.Command) (engine.Result, er
 }
 
 // propose stamps the ready command c with seed and the time, queues it for
-// the group-commit loop and waits for its result.
+// the group-commit loop and waits for its result. A command refused
+// because the leader is handing over (ErrLeadershipTransfer: nothing was
+// appended) is proposed once more when the transfer is over: here if this
+// node still leads, else it is answered ErrNotLeader, which the edge
+// forwards to the new leader.
 func (n *Node) propose(ctx context.Context, c engine.Command, seed engine.ID) (engine.Result, error) {
+	r, err := n.proposeOnce(ctx, c, seed)
+	if !errors.Is(err, ErrLeadershipTransfer) {
+		return r, err
+	}
+	if err := n.awaitTransfer(ctx); err != nil {
+		return engine.Result{}, err
+	}
+	return n.proposeOnce(ctx, c, seed)
+}
+
+// awaitTransfer waits, up to an election timeout (how long raft gives a
+// transfer), until this node no longer leads; nil when it still leads,
+// the error a caller may forward on otherwise.
+func (n *Node) awaitTransfer(ctx context.Context) error {
+	deadline := time.Now().Add(n.opts.ElectionTimeout)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if err := n.leading(); err != nil {
+			return err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return n.leading()
+}
+
+func (n *Node) proposeOnce(ctx context.Context, c engine.Command, seed engine.ID) (engine.Result, error) {
 	now := time.Now()
 	p := &proposal{cmd: command.Stamped{Stamp: engine.Stamp{Time: now.UnixMicro(), Seed: seed}, Cmd: c},
 		done: make(chan proposed, 1), at: now}

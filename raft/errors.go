@@ -26,6 +26,21 @@ var (
 	// ErrTimeout is returned when a command was not committed in time. Its
 	// outcome is unknown: it may still be applied.
 	ErrTimeout = errors.New("raft: command timed out")
+	// ErrLeadershipTransfer is returned when the leader is handing its
+	// leadership to another member (a Host spreading its groups' leaders,
+	// or a leader whose engine faulted): the command was not appended, and
+	// a retry goes to the new leader. A proposal is retried once, after the
+	// transfer, before this is returned.
+	ErrLeadershipTransfer = hraft.ErrLeadershipTransferInProgress
+	// ErrRestored is returned when a snapshot was restored while a command
+	// was in flight: its outcome is unknown.
+	ErrRestored = hraft.ErrAbortedByRestore
+	// ErrOutcomeUnknown is wrapped (UnknownError) by the answer to a split
+	// push or ack one of whose parts may or may not have been applied,
+	// after the retries a Host makes: no item is answered failed then, the
+	// whole request is this error, and the client retries it (transaction
+	// ids make a retried push safe; a retried ack answers what it finds).
+	ErrOutcomeUnknown = errors.New("raft: outcome unknown")
 	// ErrResultType is returned by Propose when a command's answer is not
 	// of the type asked for: a bug in the caller or the command, reported
 	// rather than read as a zero value.
@@ -91,3 +106,48 @@ func (e *NotLeaderError) Error() string {
 
 // Unwrap makes a NotLeaderError an ErrNotLeader.
 func (e *NotLeaderError) Unwrap() error { return ErrNotLeader }
+
+// UnknownError is ErrOutcomeUnknown for a part of a split command, sent to
+// group Group: Err is why its outcome is unknown, for the logs. It does not
+// unwrap to Err, so that an error an attempt ended with (a NotLeaderError
+// the edge would forward on) is not read as the answer.
+type UnknownError struct {
+	Group uint32
+	Err   error
+}
+
+func (e *UnknownError) Error() string {
+	return fmt.Sprintf("raft: the outcome of the part for group %d is unknown: %v", e.Group, e.Err)
+}
+
+// Unwrap makes an UnknownError an ErrOutcomeUnknown.
+func (e *UnknownError) Unwrap() error { return ErrOutcomeUnknown }
+
+// NotApplied reports whether err says for certain that the command it
+// answers was not applied and never will be: refused before it was
+// proposed (not the leader, no leader, a transfer, a leader's refusal of
+// the request), or invalid. Any other error leaves the outcome unknown
+// (timeouts, lost leadership, faults, a failed relay, a cancelled
+// context, errors nobody classified).
+func NotApplied(err error) bool {
+	for _, e := range []error{ErrNotLeader, ErrNoLeader, ErrLeadershipTransfer, engine.ErrInvalid,
+		ErrNotPreparable, ErrSpansGroups, ErrPlaced} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// Transient reports whether a retry of what err answered may succeed: the
+// errors of a cluster changing leaders, failing over or healing, which the
+// edge answers 503 with Retry-After.
+func Transient(err error) bool {
+	for _, e := range []error{ErrNotLeader, ErrNoLeader, ErrLeadershipTransfer, ErrLeadershipLost, ErrTimeout,
+		ErrRestored, ErrShutdown, ErrForward, ErrFaulted, ErrOutcomeUnknown} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}

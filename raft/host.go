@@ -57,6 +57,10 @@ type HostOptions struct {
 	// have been seen live first (defaults 2 s and 10 s).
 	SpreadInterval time.Duration
 	SpreadHold     time.Duration
+	// PartWait bounds how long the part of a split push or ack is retried
+	// for (runPart) before the request is answered ErrOutcomeUnknown or
+	// the part's items failed (default 5 s).
+	PartWait time.Duration
 }
 
 // Directory is the id of the directory group.
@@ -72,6 +76,9 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 	}
 	if o.SpreadHold == 0 {
 		o.SpreadHold = 10 * time.Second
+	}
+	if o.PartWait == 0 {
+		o.PartWait = 5 * time.Second
 	}
 	opts := o.Node
 	switch err := opts.Validate(); {

@@ -67,7 +67,8 @@ func (c *hosts) start(i int) *raft.Host {
 	if c.adjust != nil {
 		c.adjust(&o)
 	}
-	h, err := raft.OpenHost(raft.HostOptions{Node: o, Groups: c.g, SpreadInterval: 50 * time.Millisecond, SpreadHold: 300 * time.Millisecond})
+	h, err := raft.OpenHost(raft.HostOptions{Node: o, Groups: c.g, SpreadInterval: 50 * time.Millisecond, SpreadHold: 300 * time.Millisecond,
+		PartWait: time.Second})
 	if err != nil {
 		c.t.Fatalf("open host %s: %v", c.peers[i].ID, err)
 	}
@@ -806,41 +807,130 @@ func TestHost_RefusesTheOtherLayout(t *testing.T) {
 	}
 }
 
-// A push split over groups answers each item for itself: the items of a
-// part whose relay failed are failed with its error, the others stand.
-func TestHost_SplitPushAnswersEachPart(t *testing.T) {
+// A push split over groups answers each item for itself, and failed only
+// when the item was certainly not stored. Host n1 relays the part for
+// group 2 (led by n3) through a relay that, by turns: loses the answer of
+// the first attempt after the leader stored it (the retry, the same
+// prepared entry, is answered duplicate, and nothing is stored twice, not
+// even an item whose transaction id was minted); loses every answer (the
+// push is ErrOutcomeUnknown, not failed: its items were stored); refuses
+// without proposing (the items are failed, with an error, and nothing of
+// them is stored).
+func TestHost_SplitPushAnswersFailedOnlyWhenNotStored(t *testing.T) {
 	c := openHosts(t, 3, 3)
 	c.leaders(preferredLeaders)
 	c.relayInProcess()
 	c.addressesKnown()
-	lost := errors.Join(raft.ErrForward, errors.New("the wire to group 2 is cut"))
+	var (
+		mu    sync.Mutex
+		mode  string
+		calls int
+	)
 	c.h[0].SetRelay(func(ctx context.Context, addr string, g uint32, entry []byte) (engine.Result, error) {
+		mu.Lock()
+		m := mode
 		if g == 2 {
-			return engine.Result{}, lost
+			calls++
+		}
+		first := calls == 1
+		mu.Unlock()
+		if g == 2 && m == "refuse" {
+			return engine.Result{}, raft.ErrNoLeader
 		}
 		for i, p := range c.peers {
 			if "http-"+p.ID == addr {
-				return c.h[i].ProposeEntry(ctx, g, entry)
+				r, err := c.h[i].ProposeEntry(ctx, g, entry)
+				if g == 2 && (m == "lose" || m == "lose once" && first) {
+					return engine.Result{}, errors.Join(raft.ErrForward, errors.New("the answer from group 2 was lost"))
+				}
+				return r, err
 			}
 		}
 		return engine.Result{}, raft.ErrForward
 	})
-	var items []engine.PushItem
-	for _, q := range []string{"s1", "s2", "s3", "s4", "s5", "s6"} {
-		items = append(items, engine.PushItem{Queue: q, TransactionID: "t-" + q, Payload: []byte(`{}`)})
+	// Two items a queue, one with a transaction id and one without (its
+	// id minted); queue <case>g in group g.
+	pushCase := func(name string) ([]engine.PushItem, []engine.PushResult, error) {
+		t.Helper()
+		mu.Lock()
+		mode, calls = name, 0
+		mu.Unlock()
+		var items []engine.PushItem
+		for g := uint32(1); g <= 3; g++ {
+			q := fmt.Sprintf("%s-%d", strings.ReplaceAll(name, " ", "-"), g)
+			if got, err := c.h[0].Place(ctxT(t), q, g); err != nil || got != g {
+				t.Fatalf("place %s in group %d: %d, %v", q, g, got, err)
+			}
+			items = append(items, engine.PushItem{Queue: q, TransactionID: "t-" + q, Payload: []byte(`{}`)},
+				engine.PushItem{Queue: q, Payload: []byte(`{}`)})
+		}
+		res, err := raft.Propose[[]engine.PushResult](ctxT(t), c.h[0], engine.PushCmd{Items: items})
+		return items, res, err
 	}
-	res, err := raft.Propose[[]engine.PushResult](ctxT(t), c.h[0], engine.PushCmd{Items: items})
+	// n3 leads group 2 (preferredLeaders).
+	stored := func(q string) int64 {
+		if err := c.h[2].Group(2).Barrier(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+		info, err := c.h[2].Group(2).Queue(q)
+		if errors.Is(err, engine.ErrQueueNotFound) {
+			return 0
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		for _, p := range info.Partitions {
+			n += p.Next
+		}
+		return n
+	}
+
+	items, res, err := pushCase("lose once")
 	if err != nil || len(res) != len(items) {
-		t.Fatalf("split push: %d results, %v", len(res), err)
+		t.Fatalf("push whose first relay to group 2 lost its answer: %d results, %v; want every item answered", len(res), err)
 	}
 	for k, r := range res {
-		g := c.h[0].Placement(items[k].Queue)
-		switch {
-		case g == 2 && (r.Status != engine.Rejected || !errors.Is(r.Err, raft.ErrForward)):
-			t.Errorf("item %d (group 2, relay cut) answered %+v, want failed with the relay's error", k, r)
-		case g != 2 && (r.Status != engine.Queued || r.Queue != items[k].Queue):
+		want := engine.Queued
+		if c.h[0].Placement(items[k].Queue) == 2 {
+			want = engine.Duplicate // the first attempt stored it
+		}
+		if r.Status != want {
+			t.Errorf("item %d (%s, txn %q) answered %+v, want status %d", k, items[k].Queue, items[k].TransactionID, r, want)
+		}
+	}
+	if got := stored("lose-once-2"); got != 2 {
+		t.Errorf("group 2 holds %d messages of its two items after a retried relay, want 2 (stored once each)", got)
+	}
+
+	items, res, err = pushCase("lose")
+	if !errors.Is(err, raft.ErrOutcomeUnknown) {
+		t.Fatalf("push whose relays to group 2 all lost their answer: %+v, %v; want ErrOutcomeUnknown", res, err)
+	}
+	if got := stored("lose-2"); got != 2 {
+		t.Errorf("group 2 holds %d messages of a push answered unknown, want 2 (why it could not answer failed)", got)
+	}
+
+	items, res, err = pushCase("refuse")
+	if err != nil || len(res) != len(items) {
+		t.Fatalf("push whose relay to group 2 is refused: %d results, %v; want every item answered", len(res), err)
+	}
+	for k, r := range res {
+		if g := c.h[0].Placement(items[k].Queue); g == 2 {
+			if r.Status != engine.Rejected || !raft.NotApplied(r.Err) || r.Err.Error() == "" {
+				t.Errorf("item %d (group 2, refused) answered %+v, want failed with the refusal", k, r)
+			}
+		} else if r.Status != engine.Queued {
 			t.Errorf("item %d (group %d) answered %+v, want queued", k, g, r)
 		}
+	}
+	if got := stored("refuse-2"); got != 0 {
+		t.Errorf("group 2 holds %d messages of items answered failed, want 0", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if calls < 2 {
+		t.Errorf("the refused part was relayed %d times, want retries until PartWait", calls)
 	}
 }
 
@@ -892,4 +982,109 @@ func TestHost_AsksTheLeadersForAPartitionItsReplicasLack(t *testing.T) {
 	if !errors.Is(err, raft.ErrForward) {
 		t.Fatalf("ack while a group's leader cannot be asked: %+v, %v; want raft.ErrForward", res, err)
 	}
+}
+
+// Split pushes from every host while the groups' leaders are transferred
+// over and over (and spread back): every item is answered, or the whole
+// push is a transient error; an item answered failed is not stored, and
+// one answered queued or duplicate is.
+func TestHost_SplitPushesDuringLeadershipTransfers(t *testing.T) {
+	c := openHosts(t, 3, 3)
+	c.leaders(preferredLeaders)
+	c.relayInProcess()
+	c.addressesKnown()
+	queues := []string{"x1", "x2", "x3"}
+	for k, q := range queues {
+		if _, err := c.h[0].Place(ctxT(t), q, uint32(k+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type answer struct {
+		item   engine.PushItem
+		status engine.PushStatus
+	}
+	var (
+		mu       sync.Mutex
+		answers  []answer
+		failures []error
+		stop     = make(chan struct{})
+		wg       sync.WaitGroup
+	)
+	for i := range c.h {
+		wg.Go(func() {
+			for seq := 0; seq < 300; seq++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				var items []engine.PushItem
+				for _, q := range queues {
+					items = append(items, engine.PushItem{Queue: q, TransactionID: fmt.Sprintf("h%d-%d-%s", i, seq, q), Payload: []byte(`{}`)})
+				}
+				res, err := raft.Propose[[]engine.PushResult](ctxT(t), c.h[i], engine.PushCmd{Items: items})
+				mu.Lock()
+				if err != nil {
+					failures = append(failures, err)
+				}
+				for k := range res {
+					answers = append(answers, answer{items[k], res[k].Status})
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	transfers := 0
+	for round := range 6 {
+		g := uint32(1 + round%3)
+		for _, h := range c.h {
+			if h.Group(g).Status().Role == "leader" && h.Group(g).TransferLeadership() == nil {
+				transfers++
+			}
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	if transfers == 0 {
+		t.Fatal("no leadership transfer took place")
+	}
+	for _, err := range failures {
+		if !raft.Transient(err) || err.Error() == "" {
+			t.Errorf("a push during transfers answered %v, want a transient error (a 503)", err)
+		}
+	}
+	leaders := c.leaders(nil)
+	parts := map[string]engine.ID{}
+	for k, q := range queues {
+		h := c.h[leaders[k+1]]
+		if err := h.Group(uint32(k + 1)).Barrier(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+		info, err := h.Group(uint32(k + 1)).Queue(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts[q] = info.Partitions[0].ID
+	}
+	failedStored, failed := 0, 0
+	for _, a := range answers {
+		k := slices.Index(queues, a.item.Queue)
+		_, err := c.h[leaders[k+1]].Group(uint32(k+1)).MessageAt(parts[a.item.Queue], a.item.TransactionID)
+		stored := err == nil
+		switch {
+		case a.status == engine.Rejected:
+			failed++
+			if stored {
+				failedStored++
+			}
+		case !stored:
+			t.Errorf("%s/%s answered %d but not stored: %v", a.item.Queue, a.item.TransactionID, a.status, err)
+		}
+	}
+	if failedStored > 0 {
+		t.Errorf("%d of %d items answered failed were stored", failedStored, failed)
+	}
+	t.Logf("%d transfers, %d items answered (%d failed, %d of them stored), %d pushes answered an error",
+		transfers, len(answers), failed, failedStored, len(failures))
 }

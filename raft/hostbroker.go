@@ -261,22 +261,37 @@ func memo[K comparable](key func(i int) K, of func(K) (uint32, error)) func(int)
 }
 
 // runSplit runs the items of a split command, one command a part (build
-// makes it from the part's items), and answers each item in input order:
-// its part's answer for it, or failed's when its part failed.
-func runSplit[I, R any](ctx context.Context, h *Host, parts []part, items []I, build func([]I) engine.Command, failed func(*I, error) R) []R {
-	res, errs := h.runParts(ctx, parts, func(k int) engine.Command {
-		sub := make([]I, len(parts[k].items))
-		for j, i := range parts[k].items {
-			sub[j] = items[i]
-		}
-		return build(sub)
-	})
-	out := make([]R, len(items))
+// makes it from the part's items; runPart proposes it), and answers each
+// item in input order: its part's answer for it, or failed's when its part
+// was certainly not applied. A part whose outcome is unknown after
+// runPart's retries makes the whole command that UnknownError: an item is
+// never answered failed when it may have been applied.
+func runSplit[I, R any](ctx context.Context, h *Host, parts []part, items []I, build func([]I) engine.Command, failed func(*I, error) R) ([]R, error) {
+	res := make([]engine.Result, len(parts))
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for k, p := range parts {
+		wg.Go(func() {
+			sub := make([]I, len(p.items))
+			for j, i := range p.items {
+				sub[j] = items[i]
+			}
+			res[k], errs[k] = h.runPart(ctx, p.group, build(sub))
+		})
+	}
+	wg.Wait()
 	for k, p := range parts {
 		got, _ := res[k].Value.([]R)
 		if errs[k] == nil && len(got) != len(p.items) {
-			errs[k] = fmt.Errorf("%w: %d results for %d items", ErrResultType, len(got), len(p.items))
+			errs[k] = &UnknownError{Group: p.group, Err: fmt.Errorf("%w: %d results for %d items", ErrResultType, len(got), len(p.items))}
 		}
+		if errors.Is(errs[k], ErrOutcomeUnknown) {
+			return nil, errs[k]
+		}
+	}
+	out := make([]R, len(items))
+	for k, p := range parts {
+		got, _ := res[k].Value.([]R)
 		for j, i := range p.items {
 			if errs[k] != nil {
 				out[i] = failed(&items[i], errs[k])
@@ -285,7 +300,7 @@ func runSplit[I, R any](ctx context.Context, h *Host, parts []part, items []I, b
 			out[i] = got[j]
 		}
 	}
-	return out
+	return out, nil
 }
 
 // runParts runs one command per part at once (build makes part k's) and
@@ -306,10 +321,11 @@ func (h *Host) runParts(ctx context.Context, parts []part, build func(k int) eng
 	return res, errs
 }
 
-// push splits a push by its queues' groups. A part that fails makes its
-// items failed (Rejected, with the part's error), the others stand: each
-// item's answer says what happened to it. A push to one group answers its
-// error as the push's.
+// push splits a push by its queues' groups. A part certainly not applied
+// makes its items failed (Rejected, with the part's error), the others
+// stand: each item's answer says what happened to it. A part whose outcome
+// stays unknown is the push's error (runSplit). A push to one group
+// answers its error as the push's.
 func (h *Host) push(ctx context.Context, c engine.PushCmd) (engine.Result, error) {
 	// One lookup a queue: a queue placed a moment ago through the
 	// directory's leader is not in this node's replica yet.
@@ -324,10 +340,13 @@ func (h *Host) push(ctx context.Context, c engine.PushCmd) (engine.Result, error
 		}
 		return h.run(ctx, parts[0].group, c)
 	}
-	out := runSplit(ctx, h, parts, c.Items, func(items []engine.PushItem) engine.Command { return engine.PushCmd{Items: items} },
+	out, err := runSplit(ctx, h, parts, c.Items, func(items []engine.PushItem) engine.Command { return engine.PushCmd{Items: items} },
 		func(it *engine.PushItem, err error) engine.PushResult {
 			return engine.PushResult{Status: engine.Rejected, TransactionID: it.TransactionID, Queue: it.Queue, Partition: it.Partition, Err: err}
 		})
+	if err != nil {
+		return engine.Result{}, err
+	}
 	return engine.Result{Value: out}, nil
 }
 
@@ -347,10 +366,13 @@ func (h *Host) ack(ctx context.Context, c engine.AckCmd) (engine.Result, error) 
 		}
 		return h.run(ctx, g, c)
 	}
-	out := runSplit(ctx, h, parts, c.Items, func(items []engine.AckItem) engine.Command { return engine.AckCmd{Items: items} },
+	out, err := runSplit(ctx, h, parts, c.Items, func(items []engine.AckItem) engine.Command { return engine.AckCmd{Items: items} },
 		func(it *engine.AckItem, err error) engine.AckResult {
 			return engine.AckResult{TransactionID: it.TransactionID, Error: err.Error()}
 		})
+	if err != nil {
+		return engine.Result{}, err
+	}
 	return engine.Result{Value: out}, nil
 }
 

@@ -704,6 +704,12 @@ func (n *Node) Barrier(ctx context.Context) error {
 	return n.mapError(n.raft.Barrier(timeout).Error())
 }
 
+// TransferLeadership hands this node's leadership to another voter, the
+// most up to date (tests and operators); ErrNotLeader when it does not lead.
+func (n *Node) TransferLeadership() error {
+	return n.mapError(n.raft.LeadershipTransfer().Error())
+}
+
 // Snapshot takes a Raft snapshot now (tests and operators).
 func (n *Node) Snapshot() error { return n.raft.Snapshot().Error() }
 

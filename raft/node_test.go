@@ -470,3 +470,82 @@ func TestNode_OnEntry(t *testing.T) {
 		t.Errorf("the leader heard %d commands in %d entries, want at least the 5 pushes", commands, len(heard[leader]))
 	}
 }
+
+// Leadership transfers while pushes run: a push the handing-over leader
+// refuses (hraft's ErrLeadershipTransferInProgress, nothing appended) is
+// proposed again once the transfer is over, so no push is answered
+// ErrLeadershipTransfer; what pushes are answered is a sentinel the edge
+// maps to a retryable 503, and every push answered queued is stored.
+func TestNode_ProposeDuringLeadershipTransfers(t *testing.T) {
+	c := rafttest.MakeCluster(t, 3)
+	stop := make(chan struct{})
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		queued = map[string]bool{}
+		errs   []error
+	)
+	for w := range 4 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				txn := fmt.Sprintf("w%d-%d", w, i)
+				for _, n := range c.Nodes {
+					if n.Status().Role != "leader" {
+						continue
+					}
+					res, err := raft.Propose[[]engine.PushResult](ctxT(t), n, engine.PushCmd{Items: []engine.PushItem{{Queue: "q", TransactionID: txn, Payload: []byte(`{}`)}}})
+					mu.Lock()
+					if err != nil {
+						errs = append(errs, err)
+					} else if res[0].Status == engine.Queued {
+						queued[txn] = true
+					}
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	transfers := 0
+	for range 4 {
+		before := c.Leader()
+		if err := before.TransferLeadership(); err != nil {
+			t.Logf("transfer: %v", err)
+			continue
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for c.Leader() == before && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if c.Leader() != before {
+			transfers++
+		}
+		time.Sleep(100 * time.Millisecond) // pushes on the new leader
+	}
+	close(stop)
+	wg.Wait()
+	if transfers == 0 {
+		t.Fatal("no leadership transfer took place")
+	}
+	for _, err := range errs {
+		if errors.Is(err, raft.ErrLeadershipTransfer) || !raft.Transient(err) || err.Error() == "" {
+			t.Errorf("push during a transfer answered %v; want a transient error other than ErrLeadershipTransfer", err)
+		}
+	}
+	leader := c.Leader()
+	if err := leader.Barrier(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	q, err := leader.Queue("q")
+	if err != nil || len(queued) == 0 {
+		t.Fatalf("queue q: %v, %d pushes queued", err, len(queued))
+	}
+	if got := q.Partitions[0].Next; got < int64(len(queued)) {
+		t.Fatalf("queue q holds %d messages, fewer than the %d pushes answered queued", got, len(queued))
+	}
+	t.Logf("%d transfers, %d pushes queued, %d answered an error", transfers, len(queued), len(errs))
+}

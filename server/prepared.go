@@ -167,8 +167,8 @@ func appendPushResults(dst []byte, res []engine.PushResult) []byte {
 		w.Str(r.TransactionID)
 		w.Str(r.Queue)
 		msg := ""
-		if r.Status == engine.Rejected && r.Err != nil {
-			_, msg, _ = classify(r.Err)
+		if r.Status == engine.Rejected {
+			msg = itemError(r.Err)
 		}
 		w.Str(msg)
 	}

@@ -121,13 +121,17 @@ func writePushResult(w *jsonWriter, k string, index int, it *engine.PushItem, r 
 	default:
 		w.str("queueName", r.Queue)
 		w.str("status", "failed")
-		msg := "rejected"
-		if r.Err != nil {
-			_, msg, _ = classify(r.Err)
-		}
-		w.str("error", msg)
+		w.str("error", itemError(r.Err))
 	}
 	w.endObject()
+}
+
+// itemError is the text of a failed item's error, never empty.
+func itemError(err error) string {
+	if err == nil {
+		return "rejected"
+	}
+	return publicText(err)
 }
 
 // stamp sets every item's producerSub to the caller's verified token

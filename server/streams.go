@@ -616,8 +616,12 @@ func idMember(sc *scanner, name string) (engine.ID, bool, error) {
 // cycle reports as its failure instead.
 func isBadRequest(err error) bool { return errors.Is(err, engine.ErrInvalid) }
 
-// publicText is the client-facing text of an error.
+// publicText is the client-facing text of an error, never empty: an error
+// the table does not know reads "internal error" (it is logged where it
+// arose, as writeError logs a 500's).
 func publicText(err error) string {
-	_, msg, _ := classify(err)
-	return msg
+	if _, msg, ok := classify(err); ok && msg != "" {
+		return msg
+	}
+	return "internal error"
 }
