@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"math/bits"
 	"strconv"
 	"time"
@@ -204,6 +205,12 @@ func (s *scanner) literal(lit string) error {
 	return nil
 }
 
+// skipNumber validates and skips a number. A number beyond a double's
+// range (it would round to ±Inf, as 1e999999 does) is refused: the bytes
+// would be stored as sent and handed to every consumer, whose JSON decoder
+// (encoding/json into a float64, JavaScript) fails on or distorts it, and
+// Queen's PostgreSQL refuses it at push. Underflow (1e-999999) rounds to 0
+// in every decoder and is kept.
 func (s *scanner) skipNumber() error {
 	start := s.i
 	if s.b[s.i] == '-' {
@@ -217,12 +224,15 @@ func (s *scanner) skipNumber() error {
 		}
 		return n
 	}
+	intDigits := 1
 	switch {
 	case s.i < len(s.b) && s.b[s.i] == '0':
 		s.i++
-	case digits() == 0:
-		s.i = start
-		return s.syntax("invalid number")
+	default:
+		if intDigits = digits(); intDigits == 0 {
+			s.i = start
+			return s.syntax("invalid number")
+		}
 	}
 	if s.i < len(s.b) && s.b[s.i] == '.' {
 		s.i++
@@ -230,13 +240,33 @@ func (s *scanner) skipNumber() error {
 			return s.syntax("invalid number")
 		}
 	}
+	exp := 0
 	if s.i < len(s.b) && (s.b[s.i] == 'e' || s.b[s.i] == 'E') {
 		s.i++
+		neg := false
 		if s.i < len(s.b) && (s.b[s.i] == '+' || s.b[s.i] == '-') {
+			neg = s.b[s.i] == '-'
 			s.i++
 		}
-		if digits() == 0 {
+		from := s.i
+		for ; s.i < len(s.b) && '0' <= s.b[s.i] && s.b[s.i] <= '9'; s.i++ {
+			if exp < 1<<20 { // saturate: any larger exponent decides alike
+				exp = exp*10 + int(s.b[s.i]-'0')
+			}
+		}
+		if s.i == from {
 			return s.syntax("invalid number")
+		}
+		if neg {
+			exp = -exp
+		}
+	}
+	// The value is below 10^(intDigits+exp), so one within a double's
+	// range (< 1.8e308) by that bound needs no parse: only a number with a
+	// large exponent or over 308 integer digits pays for ParseFloat.
+	if intDigits+exp > 308 {
+		if f, err := strconv.ParseFloat(string(s.b[start:s.i]), 64); err != nil && math.IsInf(f, 0) {
+			return invalidJSON(fmt.Sprintf("number at offset %d is beyond the range of a double (±1.8e308)", start))
 		}
 	}
 	return nil
