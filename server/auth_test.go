@@ -65,11 +65,26 @@ func hsTokens(t testing.TB) []token {
 		{"expired", hs("u-exp", "admin", past), auth.Unset, 401, "invalid_token", "Token has expired"},
 		{"wrong-signature", mint(t, jwt.SigningMethodHS256, []byte("another-secret-another-secret-xx"), "", "u-x", "admin", later),
 			auth.Unset, 401, "invalid_token", "Invalid token signature"},
+		{"crit", critToken(t, later), auth.Unset, 401, "invalid_token",
+			"Token verification failed: critical header extensions (crit) are not supported"},
 		{"no-role", hs("u-none", "", later), auth.Public, 403, "forbidden", "Insufficient permissions"},
 		{"read-only", hs("u-ro", "read-only", later), auth.ReadOnly, 403, "forbidden", "Insufficient permissions"},
 		{"read-write", hs("u-rw", "read-write", later), auth.ReadWrite, 403, "forbidden", "Insufficient permissions"},
 		{"admin", hs("u-admin", "admin", later), auth.Admin, 0, "", ""},
 	}
+}
+
+// critToken is an admin token, validly signed, whose header lists a
+// critical extension (RFC 7515 §4.1.11) the broker does not understand.
+func critToken(t testing.TB, exp time.Time) string {
+	t.Helper()
+	tok := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "u-crit", "role": "admin", "exp": exp.Unix()})
+	tok.Header["crit"] = []string{"b64"}
+	s, err := tok.SignedString([]byte(jwtSecret))
+	if err != nil {
+		t.Fatalf("sign: %v", err)
+	}
+	return "Bearer " + s
 }
 
 func quietLogger() *slog.Logger {
