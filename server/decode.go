@@ -224,15 +224,12 @@ func (s *scanner) skipNumber() error {
 		}
 		return n
 	}
-	intDigits := 1
 	switch {
 	case s.i < len(s.b) && s.b[s.i] == '0':
 		s.i++
-	default:
-		if intDigits = digits(); intDigits == 0 {
-			s.i = start
-			return s.syntax("invalid number")
-		}
+	case digits() == 0:
+		s.i = start
+		return s.syntax("invalid number")
 	}
 	if s.i < len(s.b) && s.b[s.i] == '.' {
 		s.i++
@@ -240,34 +237,45 @@ func (s *scanner) skipNumber() error {
 			return s.syntax("invalid number")
 		}
 	}
-	exp := 0
+	// A double reaches 1.8e308, so a number of at most 308 characters
+	// before its exponent, with a negative exponent or none, is within
+	// range without a parse, and so is one of at most 209 with a positive
+	// exponent of at most two digits (below 10^(209+99)): only a long
+	// number or a large exponent pays for inRange. The bound counts a sign
+	// and a fraction too, which only sends more to inRange.
 	if s.i < len(s.b) && (s.b[s.i] == 'e' || s.b[s.i] == 'E') {
+		mantissa, most := s.i-start, 308
 		s.i++
-		neg := false
-		if s.i < len(s.b) && (s.b[s.i] == '+' || s.b[s.i] == '-') {
-			neg = s.b[s.i] == '-'
+		neg := s.i < len(s.b) && s.b[s.i] == '-'
+		if neg || s.i < len(s.b) && s.b[s.i] == '+' {
 			s.i++
 		}
-		from := s.i
-		for ; s.i < len(s.b) && '0' <= s.b[s.i] && s.b[s.i] <= '9'; s.i++ {
-			if exp < 1<<20 { // saturate: any larger exponent decides alike
-				exp = exp*10 + int(s.b[s.i]-'0')
-			}
-		}
-		if s.i == from {
+		n := digits()
+		switch {
+		case n == 0:
 			return s.syntax("invalid number")
+		case neg:
+		case n > 2:
+			return s.inRange(start)
+		default:
+			most = 209
 		}
-		if neg {
-			exp = -exp
+		if mantissa > most {
+			return s.inRange(start)
 		}
+		return nil
 	}
-	// The value is below 10^(intDigits+exp), so one within a double's
-	// range (< 1.8e308) by that bound needs no parse: only a number with a
-	// large exponent or over 308 integer digits pays for ParseFloat.
-	if intDigits+exp > 308 {
-		if f, err := strconv.ParseFloat(string(s.b[start:s.i]), 64); err != nil && math.IsInf(f, 0) {
-			return invalidJSON(fmt.Sprintf("number at offset %d is beyond the range of a double (±1.8e308)", start))
-		}
+	if s.i-start > 308 {
+		return s.inRange(start)
+	}
+	return nil
+}
+
+// inRange refuses the number that starts at start and ends at s.i if it
+// rounds to ±Inf as a float64.
+func (s *scanner) inRange(start int) error {
+	if f, err := strconv.ParseFloat(string(s.b[start:s.i]), 64); err != nil && math.IsInf(f, 0) {
+		return invalidJSON(fmt.Sprintf("number at offset %d is beyond the range of a double (±1.8e308)", start))
 	}
 	return nil
 }

@@ -35,6 +35,10 @@ var scannerCorpus = []string{
 	`[1e999999]`, `{"a":1e400}`, `1e-999999`, `0e999999`, `0.0000e400`, `0.001e310`, `1e000000000000000000000000308`,
 	`1e000000000000000000000000309`, `1` + strings.Repeat("0", 307), `9` + strings.Repeat("9", 308),
 	`-` + strings.Repeat("9", 309) + `.5`, `0.` + strings.Repeat("0", 400) + `1e700`,
+	// The edges of the bounds that skip the parse (decode.go skipNumber).
+	strings.Repeat("9", 209) + `e99`, strings.Repeat("9", 210) + `e99`, `-` + strings.Repeat("9", 209) + `E+99`,
+	strings.Repeat("9", 308) + `.9`, strings.Repeat("9", 309), strings.Repeat("9", 308) + `e-99`,
+	`1e-99`, `1E+99`, `1e100`, `1.5e+308`, `1.8e+308`, `-0.0e-0`, `[1e308, 1e309]`,
 }
 
 func TestScanner_AgreesWithEncodingJSON(t *testing.T) {
