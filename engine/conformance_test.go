@@ -737,6 +737,50 @@ func TestConformance_DLQ_ReplayEveryGroupSees(t *testing.T) {
 	}
 }
 
+// A replay's producer: the snapshot keeps the dead letter's producerSub; a
+// corrected payload takes the command's when Restamp says so (the edge's
+// caller, "" anonymous), and keeps the dead letter's without it, as replays
+// logged before Restamp did. The rows keep the original until they go.
+func TestConformance_DLQ_ReplayProducer(t *testing.T) {
+	h := enginetest.MustOpen(t)
+	cases := []struct {
+		txn  string
+		cmd  engine.ReplayCmd
+		want string
+	}{
+		{"snapshot", engine.ReplayCmd{}, "alice"},
+		{"snapshot-restamp", engine.ReplayCmd{Restamp: true, ProducerSub: "mallory"}, "alice"},
+		{"corrected", engine.ReplayCmd{Payload: []byte(`2`), Restamp: true, ProducerSub: "mallory"}, "mallory"},
+		{"anonymous", engine.ReplayCmd{Payload: []byte(`2`), Restamp: true}, ""},
+		{"older-log", engine.ReplayCmd{Payload: []byte(`2`)}, "alice"},
+	}
+	var pid engine.ID
+	for _, c := range cases {
+		pid = h.Push(engine.PushItem{Queue: "q", TransactionID: c.txn, ProducerSub: "alice", Payload: []byte(`1`)})[0].PartitionID
+		if _, err := h.MoveToDLQ(pid, c.txn, "", "x"); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := h.DeadLettersAt(pid, c.txn)
+		if err != nil || len(rows) != 1 || rows[0].ProducerSub != "alice" {
+			t.Fatalf("%s: rows %+v, %v; want one row produced by alice", c.txn, rows, err)
+		}
+	}
+	for _, c := range cases {
+		c.cmd.PartitionID, c.cmd.TransactionID = pid, c.txn
+		rep, err := h.Replay(c.cmd)
+		if err != nil {
+			t.Fatalf("replay %s: %v", c.txn, err)
+		}
+		m, err := h.MessageAt(pid, rep.Push.TransactionID)
+		if err != nil {
+			t.Fatalf("replayed %s: %v", c.txn, err)
+		}
+		if m.ProducerSub != c.want {
+			t.Errorf("replay %s: producerSub %q, want %q", c.txn, m.ProducerSub, c.want)
+		}
+	}
+}
+
 // Replay and delete scoped to one group leave the other group's row; a
 // replay with a corrected payload (docs/decisions.md B4) pushes that payload.
 func TestConformance_DLQ_ReplayAndDeleteByGroup(t *testing.T) {

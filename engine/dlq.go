@@ -192,6 +192,16 @@ type ReplayCmd struct {
 	// sealed (PushItem.Sealed). Without a Payload it is ignored: the
 	// snapshot is replayed with its own sealed bit.
 	Sealed bool
+	// Restamp says a corrected Payload is stamped with ProducerSub, the
+	// replaying caller's verified subject ("" when anonymous), in place of
+	// the dead letter's: whoever writes a payload is its producer, or any
+	// read-write caller could publish words under another's name
+	// (docs/semantics.md §9.2). The edge sets it on every corrected replay;
+	// replays logged before it existed lack it and keep the snapshot's
+	// producer, as they did when first applied. Without a Payload it is
+	// ignored: the snapshot is replayed with its own producer.
+	Restamp     bool
+	ProducerSub string
 }
 
 // ReplayResult reports a replay.
@@ -207,7 +217,9 @@ type ReplayResult struct {
 // removes the address's rows in the same atomic batch, so the row goes only
 // if the push is accepted (docs/decisions.md C4, docs/semantics.md §9.2). The snapshot keeps its
 // sealed bit, so a sealed payload is re-pushed as it is, never sealed twice;
-// a corrected payload is sealed as cmd.Sealed says.
+// a corrected payload is sealed as cmd.Sealed says, and produced by
+// cmd.ProducerSub when cmd.Restamp says so. The rows keep their own
+// producerSub until they go.
 func (b *Batch) replay(st Stamp, cmd ReplayCmd) (ReplayResult, error) {
 	rows, err := deadLettersAt(b.pb, cmd.PartitionID, cmd.TransactionID, cmd.Group)
 	if err != nil {
@@ -222,12 +234,15 @@ func (b *Batch) replay(st Stamp, cmd ReplayCmd) (ReplayResult, error) {
 			newest = d
 		}
 	}
-	payload, sealed := newest.Payload, newest.Sealed
+	payload, sealed, producer := newest.Payload, newest.Sealed, newest.ProducerSub
 	if cmd.Payload != nil {
 		payload, sealed = cmd.Payload, cmd.Sealed
+		if cmd.Restamp {
+			producer = cmd.ProducerSub
+		}
 	}
 	item := PushItem{Queue: newest.Queue, Partition: newest.Partition, Payload: payload, Sealed: sealed,
-		TraceID: newest.TraceID, HasTrace: newest.HasTrace, ProducerSub: newest.ProducerSub}
+		TraceID: newest.TraceID, HasTrace: newest.HasTrace, ProducerSub: producer}
 	m := &minter{seed: st.Seed}
 	pushed := b.push(st.Time, m, []PushItem{item})[0]
 	res := ReplayResult{Queue: newest.Queue, Partition: newest.Partition, Push: pushed}

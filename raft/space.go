@@ -26,6 +26,15 @@ import (
 // room and says so, instead of letting Pebble spin. Once the stores are
 // open the free-space guard at the edge (server/diskspace) keeps the disk
 // above its reserve; this is only for a disk that filled anyway.
+//
+// The room asked for is every WAL file's bytes plus openHeadroom per store,
+// which over-asks after a clean stop: the stores flushed their memtables
+// on Close, so their WALs hold nothing left to replay, and Pebble deletes
+// or recycles them once open. Telling them apart would mean reading each
+// store's manifest for the oldest unflushed log number before Pebble does;
+// counting them all is the side that cannot let Pebble spin, and costs
+// only a wait an operator is told how to end (the log line names the
+// filesystem and the bytes short). ARCHITECTURE.md, "Disk space".
 
 // openHeadroom is the room asked for beyond the WALs' own bytes: manifest
 // edits and the first records of the new WALs.
@@ -70,6 +79,7 @@ func prepareOpen(log *slog.Logger, dirs []string, ops spaceOps, poll time.Durati
 	if released > 0 {
 		log.Info("released space preallocated past the end of the WAL files", "bytes", released)
 	}
+	wal := need
 	need += openHeadroom * int64(len(dirs))
 	for waited := time.Duration(0); ; waited += poll {
 		dir, free, err := fullest(dirs, ops.free)
@@ -77,7 +87,9 @@ func prepareOpen(log *slog.Logger, dirs []string, ops spaceOps, poll time.Durati
 			return nil // an unreadable filesystem is Pebble's to report
 		}
 		if waited%(10*time.Second) < poll {
-			log.Error("waiting for free space to open the stores", "dir", dir, "free", free, "need", need)
+			log.Error("waiting for free space to open the stores: free the bytes short on this filesystem (delete other files or grow it; never the store's own), then the node goes on by itself",
+				"dir", dir, "free", free, "need", need, "short", need-int64(free),
+				"walBytes", wal, "headroom", need-wal)
 		}
 		select {
 		case <-done:

@@ -65,11 +65,26 @@ func hsTokens(t testing.TB) []token {
 		{"expired", hs("u-exp", "admin", past), auth.Unset, 401, "invalid_token", "Token has expired"},
 		{"wrong-signature", mint(t, jwt.SigningMethodHS256, []byte("another-secret-another-secret-xx"), "", "u-x", "admin", later),
 			auth.Unset, 401, "invalid_token", "Invalid token signature"},
+		{"crit", critToken(t, later), auth.Unset, 401, "invalid_token",
+			"Token verification failed: critical header extensions (crit) are not supported"},
 		{"no-role", hs("u-none", "", later), auth.Public, 403, "forbidden", "Insufficient permissions"},
 		{"read-only", hs("u-ro", "read-only", later), auth.ReadOnly, 403, "forbidden", "Insufficient permissions"},
 		{"read-write", hs("u-rw", "read-write", later), auth.ReadWrite, 403, "forbidden", "Insufficient permissions"},
 		{"admin", hs("u-admin", "admin", later), auth.Admin, 0, "", ""},
 	}
+}
+
+// critToken is an admin token, validly signed, whose header lists a
+// critical extension (RFC 7515 §4.1.11) the broker does not understand.
+func critToken(t testing.TB, exp time.Time) string {
+	t.Helper()
+	tok := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "u-crit", "role": "admin", "exp": exp.Unix()})
+	tok.Header["crit"] = []string{"b64"}
+	s, err := tok.SignedString([]byte(jwtSecret))
+	if err != nil {
+		t.Fatalf("sign: %v", err)
+	}
+	return "Bearer " + s
 }
 
 func quietLogger() *slog.Logger {
@@ -450,6 +465,70 @@ func TestAuth_ProducerSub(t *testing.T) {
 		t.Fatalf("DLQ rows %d, want 1", len(page.Messages))
 	}
 	sub("DLQ row", page.Messages[0].ProducerSub)
+}
+
+// A replay's producer (docs/semantics.md §9.2): alice pushes; mallory, a
+// read-write caller, dead-letters alice's messages and replays one with a
+// payload she wrote, which consumers must see as hers, not alice's. A
+// replay of the snapshot, by her or an admin's bulk redrive, keeps alice.
+func TestAuth_ProducerSub_Replay(t *testing.T) {
+	c := newClientOptions(t, newBroker(t), server.Options{Auth: hsVerifier(t), Logger: quietLogger()})
+	as := func(sub, role string) {
+		c.header.Set("Authorization", mint(t, jwt.SigningMethodHS256, []byte(jwtSecret), "", sub, role, time.Now().Add(time.Hour)))
+	}
+	as("alice", "read-write")
+	var pid string
+	for _, txn := range []string{"corrected", "snapshot", "redriven"} {
+		pid = c.pushOne("forge", "", txn, map[string]any{"from": "alice"}).PartitionID
+	}
+	as("mallory", "read-write")
+	for _, txn := range []string{"corrected", "snapshot", "redriven"} {
+		c.do("POST", "/api/v1/messages/"+pid+"/"+txn+"/dlq", nil).expect(t, 200)
+	}
+	var rows struct {
+		Messages []struct {
+			TransactionID string
+			ProducerSub   *string
+		}
+	}
+	c.do("GET", "/api/v1/dlq?queue=forge", nil).expect(t, 200).decode(t, &rows)
+	if len(rows.Messages) != 3 {
+		t.Fatalf("DLQ rows %d, want 3", len(rows.Messages))
+	}
+	for _, m := range rows.Messages {
+		if m.ProducerSub == nil || *m.ProducerSub != "alice" {
+			t.Fatalf("DLQ row %s: producerSub %v, want alice", m.TransactionID, m.ProducerSub)
+		}
+	}
+	c.do("POST", "/api/v1/messages/"+pid+"/corrected/retry", map[string]any{"data": map[string]any{"from": "mallory"}}).expect(t, 200)
+	c.do("POST", "/api/v1/messages/"+pid+"/snapshot/retry", nil).expect(t, 200)
+	as("root", "admin")
+	var redrive struct{ Replayed int }
+	c.do("POST", "/api/v1/dlq/replay?queue=forge", nil).expect(t, 200).decode(t, &redrive)
+	if redrive.Replayed != 1 {
+		t.Fatalf("redrive replayed %d, want 1", redrive.Replayed)
+	}
+
+	as("consumer", "read-write")
+	p := c.mustPop(popPath("forge", "batch=10"))
+	want := map[string]string{`{"from":"mallory"}`: "mallory", `{"from":"alice"}`: "alice"}
+	if len(p.Messages) != 3 {
+		t.Fatalf("popped %d, want 3", len(p.Messages))
+	}
+	byProducer := map[string]int{}
+	for _, m := range p.Messages {
+		got := "null"
+		if m.ProducerSub != nil {
+			got = *m.ProducerSub
+		}
+		if w, ok := want[string(m.Data)]; !ok || got != w {
+			t.Errorf("popped %s: producerSub %s, want %q", m.Data, got, w)
+		}
+		byProducer[got]++
+	}
+	if byProducer["mallory"] != 1 || byProducer["alice"] != 2 {
+		t.Errorf("producers %v, want mallory 1, alice 2", byProducer)
+	}
 }
 
 // With auth off producerSub is null, whatever the body says.

@@ -36,6 +36,7 @@ func TestBadInput(t *testing.T) {
 		{"push bad payload", "POST", "/api/v1/push", `{"items":[{"queue":"q","payload":{"a":tru}}]}`, 400, "invalid_json"},
 		{"push trailing data", "POST", "/api/v1/push", `{"items":[{"queue":"q"}]} x`, 400, "invalid_json"},
 		{"push deep nesting", "POST", "/api/v1/push", `{"items":[{"queue":"q","payload":` + deep + `}]}`, 400, "invalid_json"},
+		{"push number beyond a double", "POST", "/api/v1/push", `{"items":[{"queue":"q","payload":{"a":[1,1e999999]}}]}`, 400, "invalid_json"},
 		{"push bad escape", "POST", "/api/v1/push", `{"items":[{"queue":"q\x"}]}`, 400, "invalid_json"},
 		{"ack missing transactionId", "POST", "/api/v1/ack", `{"partitionId":"` + uuid + `"}`, 400, "invalid_argument"},
 		{"ack missing partitionId", "POST", "/api/v1/ack", `{"transactionId":"t"}`, 400, "invalid_argument"},

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"math/bits"
 	"strconv"
 	"time"
@@ -204,6 +205,12 @@ func (s *scanner) literal(lit string) error {
 	return nil
 }
 
+// skipNumber validates and skips a number. A number beyond a double's
+// range (it would round to ±Inf, as 1e999999 does) is refused: the bytes
+// would be stored as sent and handed to every consumer, whose JSON decoder
+// (encoding/json into a float64, JavaScript) fails on or distorts it, and
+// Queen's PostgreSQL refuses it at push. Underflow (1e-999999) rounds to 0
+// in every decoder and is kept.
 func (s *scanner) skipNumber() error {
 	start := s.i
 	if s.b[s.i] == '-' {
@@ -230,14 +237,45 @@ func (s *scanner) skipNumber() error {
 			return s.syntax("invalid number")
 		}
 	}
+	// A double reaches 1.8e308, so a number of at most 308 characters
+	// before its exponent, with a negative exponent or none, is within
+	// range without a parse, and so is one of at most 209 with a positive
+	// exponent of at most two digits (below 10^(209+99)): only a long
+	// number or a large exponent pays for inRange. The bound counts a sign
+	// and a fraction too, which only sends more to inRange.
 	if s.i < len(s.b) && (s.b[s.i] == 'e' || s.b[s.i] == 'E') {
+		mantissa, most := s.i-start, 308
 		s.i++
-		if s.i < len(s.b) && (s.b[s.i] == '+' || s.b[s.i] == '-') {
+		neg := s.i < len(s.b) && s.b[s.i] == '-'
+		if neg || s.i < len(s.b) && s.b[s.i] == '+' {
 			s.i++
 		}
-		if digits() == 0 {
+		n := digits()
+		switch {
+		case n == 0:
 			return s.syntax("invalid number")
+		case neg:
+		case n > 2:
+			return s.inRange(start)
+		default:
+			most = 209
 		}
+		if mantissa > most {
+			return s.inRange(start)
+		}
+		return nil
+	}
+	if s.i-start > 308 {
+		return s.inRange(start)
+	}
+	return nil
+}
+
+// inRange refuses the number that starts at start and ends at s.i if it
+// rounds to ±Inf as a float64.
+func (s *scanner) inRange(start int) error {
+	if f, err := strconv.ParseFloat(string(s.b[start:s.i]), 64); err != nil && math.IsInf(f, 0) {
+		return invalidJSON(fmt.Sprintf("number at offset %d is beyond the range of a double (±1.8e308)", start))
 	}
 	return nil
 }

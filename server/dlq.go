@@ -66,7 +66,8 @@ func dlqFilter(args *fasthttp.Args) (engine.DLQFilter, error) {
 // them, and answers the counts. Each replay is one atomic command that
 // pushes the snapshot and removes its row, so a row is replayed at most once
 // even when the call is repeated or cut short; a row another caller replayed
-// meanwhile is skipped.
+// meanwhile is skipped. It takes no corrected payload (the body is not
+// read), so every row keeps its producerSub.
 func (s *Server) replayDLQ(ctx *fasthttp.RequestCtx, _ *params) {
 	f, err := dlqFilter(ctx.QueryArgs())
 	if err != nil {
@@ -469,7 +470,8 @@ func (s *Server) deleteMessage(ctx *fasthttp.RequestCtx, p *params) {
 // the dead-letter snapshot is pushed again with a fresh transaction id and
 // its rows removed in the same command. The optional body may carry a
 // corrected payload (docs/decisions.md B4 "data") and a consumerGroup to replay only that
-// group's row.
+// group's row. A snapshot keeps its producerSub; a corrected payload is
+// the caller's words, so it is stamped with the caller's sub, as a push is.
 func (s *Server) replayMessage(ctx *fasthttp.RequestCtx, p *params) {
 	part, txn, err := address(p, engine.ErrNoDeadLetter)
 	if err != nil {
@@ -493,6 +495,7 @@ func (s *Server) replayMessage(ctx *fasthttp.RequestCtx, p *params) {
 		return sc.skip()
 	})
 	if err == nil && cmd.Payload != nil {
+		cmd.Restamp, cmd.ProducerSub = true, p.subject
 		err = s.sealReplay(&cmd)
 	}
 	if err != nil {

@@ -448,8 +448,12 @@ func appendReplay(w *wire.Writer, c engine.ReplayCmd) {
 	w.ID(c.PartitionID)
 	w.Str(c.TransactionID)
 	w.Str(c.Group)
-	w.U8(replayKind(&c))
+	kind := replayKind(&c)
+	w.U8(kind)
 	w.Bytes(c.Payload)
+	if kind&replayProducer != 0 {
+		w.Str(c.ProducerSub)
+	}
 }
 
 func readReplay(r *wire.Reader) engine.ReplayCmd {
@@ -500,35 +504,49 @@ func readPushItem(r *wire.Reader, it *engine.PushItem) {
 }
 
 // Replay payload kinds: the byte that was hasPayload, whose 0 and 1 keep
-// their meaning (doc.go, "Versions"). Part of the on-disk format — never
+// their meaning (doc.go, "Versions"): a value in the low two bits, and one
+// flag bit with a corrected payload. Part of the on-disk format — never
 // change or reuse a value.
 const (
 	replaySnapshot = 0 // no corrected payload: replay the dead-letter snapshot
 	replayPlain    = 1 // a corrected payload, stored as sent
 	replaySealed   = 2 // a corrected payload the broker's edge sealed
+	// replayProducer flags a corrected payload stamped with the replaying
+	// caller's producerSub (engine.ReplayCmd.Restamp), which follows it.
+	replayProducer = 1 << 2
 )
 
-// replayKind is the payload kind of a replay. Sealed means nothing without a
-// corrected payload, so it is not encoded then.
+// replayKind is the payload kind of a replay. Sealed and Restamp mean
+// nothing without a corrected payload, so they are not encoded then.
 func replayKind(c *engine.ReplayCmd) uint8 {
-	switch {
-	case c.Payload == nil:
+	if c.Payload == nil {
 		return replaySnapshot
-	case c.Sealed:
-		return replaySealed
 	}
-	return replayPlain
+	kind := uint8(replayPlain)
+	if c.Sealed {
+		kind = replaySealed
+	}
+	if c.Restamp {
+		kind |= replayProducer
+	}
+	return kind
 }
 
 func readReplayPayload(r *wire.Reader, c *engine.ReplayCmd) {
 	kind := r.U8()
 	payload := r.Bytes()
-	switch kind {
+	switch kind &^ replayProducer {
 	case replaySnapshot:
+		if kind != replaySnapshot {
+			r.Fail("replay payload kind %d", kind)
+		}
 	case replayPlain, replaySealed:
-		c.Payload, c.Sealed = payload, kind == replaySealed
+		c.Payload, c.Sealed = payload, kind&^replayProducer == replaySealed
 		if c.Payload == nil {
 			c.Payload = []byte{}
+		}
+		if kind&replayProducer != 0 {
+			c.Restamp, c.ProducerSub = true, r.Str()
 		}
 	default:
 		r.Fail("replay payload kind %d", kind)

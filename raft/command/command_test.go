@@ -41,6 +41,8 @@ func sampleCommands() []command.Stamped {
 		{Stamp: st, Cmd: engine.ReplayCmd{PartitionID: engine.ID{5}, TransactionID: "t", Group: "g", Payload: []byte(`{}`)}},
 		{Stamp: st, Cmd: engine.ReplayCmd{PartitionID: engine.ID{5}, TransactionID: "t", Payload: []byte(`{"e":1}`), Sealed: true}},
 		{Stamp: st, Cmd: engine.ReplayCmd{PartitionID: engine.ID{5}, TransactionID: "t"}},
+		{Stamp: st, Cmd: engine.ReplayCmd{PartitionID: engine.ID{5}, TransactionID: "t", Payload: []byte(`1`), Restamp: true, ProducerSub: "m"}},
+		{Stamp: st, Cmd: engine.ReplayCmd{PartitionID: engine.ID{5}, TransactionID: "t", Payload: []byte(`2`), Sealed: true, Restamp: true}},
 		{Stamp: st, Cmd: engine.DeleteDLQCmd{PartitionID: engine.ID{6}, TransactionID: "t", Group: "g"}},
 		{Stamp: st, Cmd: engine.MoveToDLQCmd{PartitionID: engine.ID{6}, TransactionID: "t", Group: "g", Error: "e"}},
 		{Stamp: st, Cmd: engine.SeekCmd{Group: "g", Queue: "q", Partition: "p", ToEnd: true, Timestamp: 9}},
@@ -117,6 +119,8 @@ func TestEntry_Corrupt_SealedFields(t *testing.T) {
 		"push item flag 2": {push, pushFlags, 4, "push item flags 0x4"},
 		"push item flags":  {push, pushFlags, 0xff, "push item flags 0xff"},
 		"replay kind 3":    {replay, replayKind, 3, "replay payload kind 3"},
+		"replay kind 4":    {replay, replayKind, 4, "replay payload kind 4"}, // a producer without a payload
+		"replay kind 7":    {replay, replayKind, 7, "replay payload kind 7"},
 		"replay kind 0x80": {replay, replayKind, 0x80, "replay payload kind 128"},
 	} {
 		b := append([]byte(nil), c.b...)

@@ -41,7 +41,8 @@
 //	Transaction     nOps uvarint | nOps × (kind u8 (1 push, 2 ack) | PushItem or AckItem) |
 //	                nLeases uvarint | nLeases × lease id
 //	Replay          partition id | txn str | group str | payload u8 (0 none: replay the snapshot,
-//	                1 corrected, 2 corrected and sealed) | payload bytes
+//	                1 corrected, 2 corrected and sealed; with 1 or 2, bit 2 (4) the producer follows) |
+//	                payload bytes | [producerSub str]
 //	DeleteDLQ       partition id | txn str | group str
 //	MoveToDLQ       partition id | txn str | group str | error str
 //	Seek            group str | queue str | partition str | toEnd u8 | timestamp i64
@@ -124,4 +125,13 @@
 // read those frames until it is upgraded. A new entry version would have
 // stopped it at the first entry after the leader's upgrade, whether or not
 // anything was sealed; hence the growth in place of a version 2.
+//
+// The replay's producer grew version 1 the same way (fixtures in
+// testdata/entry-v1-producer.golden): a corrected payload is stamped with
+// the replaying caller's producerSub, not the dead letter's, so nobody
+// publishes words under another's name (engine.ReplayCmd.Restamp). Bit 2
+// of Replay's payload kind says so, and the producerSub string follows the
+// payload; kinds 1 and 2 without it, as older logs hold them, keep the
+// snapshot's producer when applied, as they did. An older binary stops at
+// the first corrected replay, as at a sealed one.
 package command

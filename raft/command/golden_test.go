@@ -146,6 +146,20 @@ var goldenEntries = []struct {
 	{"entry-v1-traces.golden", traceCommands},
 	{"entry-v1-directory.golden", directoryCommands},
 	{"entry-v1-lookup.golden", lookupCommands},
+	{"entry-v1-producer.golden", producerCommands},
+}
+
+// producerCommands are the replays whose corrected payload is stamped with
+// the replaying caller's producerSub (payload kind bit 2), as first
+// written: plain and sealed, with a subject and anonymous.
+func producerCommands() []command.Stamped {
+	st := goldenStamp
+	return []command.Stamped{
+		{Stamp: st, Cmd: engine.ReplayCmd{PartitionID: engine.ID{0xcc}, TransactionID: "t-1", Group: "billing",
+			Payload: []byte(`{"fixed":true}`), Restamp: true, ProducerSub: "auth0|mallory"}},
+		{Stamp: st, Cmd: engine.ReplayCmd{PartitionID: engine.ID{0xcc}, TransactionID: "t-s",
+			Payload: []byte(`{"encrypted":""}`), Sealed: true, Restamp: true}},
+	}
 }
 
 // lookupCommands are the lookups (types 24-26) as first written.

@@ -81,6 +81,11 @@ type Options struct {
 	// ClockSkew is the leeway for exp, nbf and iat (JWT_CLOCK_SKEW in
 	// seconds, default 30 s). NoClockSkew disables it.
 	ClockSkew time.Duration
+	// RequireExpiration refuses a token without an exp claim
+	// (JWT_REQUIRE_EXP, default false; this broker's variable, not
+	// Queen's). Off, as in Queen, such a token is good until its key is
+	// rotated: turn it on when the identity provider always sets exp.
+	RequireExpiration bool
 	// SkipPaths are request paths that bypass authentication
 	// (JWT_SKIP_PATHS, default /health, /metrics/prometheus, /metrics, /).
 	// A path matches an entry exactly, or, for an entry longer than "/"
@@ -280,7 +285,8 @@ func configError(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...)
 }
 
-// OptionsFromEnv reads Queen's JWT_* variables (docs/api.md §16) through getenv,
+// OptionsFromEnv reads Queen's JWT_* variables (docs/api.md §16), and this
+// broker's JWT_REQUIRE_EXP, through getenv,
 // usually os.Getenv, on top of DefaultOptions. An unset or empty variable
 // keeps the default. A malformed number or boolean is an error naming the
 // variable (all of them, joined); each wraps ErrConfig. The result is not
@@ -320,13 +326,16 @@ func OptionsFromEnv(getenv func(string) string) (Options, error) {
 			*dst = time.Duration(n) * unit
 		}
 	}
-	if v := strings.TrimSpace(getenv("JWT_ENABLED")); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%w: JWT_ENABLED %q is not a boolean", ErrConfig, v))
+	boolean := func(name string, dst *bool) {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%w: %s %q is not a boolean", ErrConfig, name, v))
+			}
+			*dst = b
 		}
-		o.Enabled = b
 	}
+	boolean("JWT_ENABLED", &o.Enabled)
 	if v := strings.TrimSpace(getenv("JWT_ALGORITHM")); v != "" {
 		o.Algorithm = v
 		for _, a := range []string{HS256, RS256, EdDSA, Auto} {
@@ -343,6 +352,7 @@ func OptionsFromEnv(getenv func(string) string) (Options, error) {
 	str("JWT_ISSUER", &o.Issuer)
 	str("JWT_AUDIENCE", &o.Audience)
 	number("JWT_CLOCK_SKEW", time.Second, 0, &o.ClockSkew, NoClockSkew)
+	boolean("JWT_REQUIRE_EXP", &o.RequireExpiration)
 	if v := getenv("JWT_SKIP_PATHS"); v != "" {
 		o.SkipPaths = []string{}
 		for p := range strings.SplitSeq(v, ",") {

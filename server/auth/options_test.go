@@ -66,6 +66,7 @@ func TestOptionsFromEnv_AllVariables(t *testing.T) {
 		"JWT_ISSUER":                "https://idp.test",
 		"JWT_AUDIENCE":              "queen",
 		"JWT_CLOCK_SKEW":            "5",
+		"JWT_REQUIRE_EXP":           "true",
 		"JWT_SKIP_PATHS":            " /health ,\t/assets/ ,, /",
 		"JWT_ROLES_CLAIM":           "perm",
 		"JWT_ROLES_ARRAY_CLAIM":     "groups",
@@ -88,6 +89,7 @@ func TestOptionsFromEnv_AllVariables(t *testing.T) {
 		Issuer:                 "https://idp.test",
 		Audience:               "queen",
 		ClockSkew:              5 * time.Second,
+		RequireExpiration:      true,
 		SkipPaths:              []string{"/health", "/assets/", "/"},
 		RolesClaim:             "perm",
 		RolesArrayClaim:        "groups",
@@ -140,6 +142,7 @@ func TestOptionsFromEnv_BadValues(t *testing.T) {
 		"JWT_JWKS_REFRESH_INTERVAL": "1h",
 		"JWT_JWKS_TIMEOUT_MS":       "0",
 		"JWT_CLOCK_SKEW":            "-5",
+		"JWT_REQUIRE_EXP":           "sometimes",
 	}
 	_, err := auth.OptionsFromEnv(env(bad))
 	if !errors.Is(err, auth.ErrConfig) {

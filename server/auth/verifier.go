@@ -37,6 +37,8 @@ type Verifier struct {
 	jwks *jwks
 	// issuer and audience are Options.Issuer and Options.Audience.
 	issuer, audience string
+	// requireExp is Options.RequireExpiration.
+	requireExp bool
 	// names are the role claim names when not the defaults; nil otherwise.
 	names *claimNames
 	// roleAdmin, roleReadWrite and roleReadOnly are the role values.
@@ -69,7 +71,7 @@ func New(opts Options) (*Verifier, error) {
 	}
 	v.keys = k
 	v.expected = orList(k.algs)
-	v.issuer, v.audience = opts.Issuer, opts.Audience
+	v.issuer, v.audience, v.requireExp = opts.Issuer, opts.Audience, opts.RequireExpiration
 	v.roleAdmin, v.roleReadWrite, v.roleReadOnly = opts.RoleAdmin, opts.RoleReadWrite, opts.RoleReadOnly
 	if opts.RolesClaim != "role" || opts.RolesArrayClaim != "roles" {
 		v.names = &claimNames{role: opts.RolesClaim, roles: opts.RolesArrayClaim}
@@ -88,11 +90,14 @@ func New(opts Options) (*Verifier, error) {
 	if opts.Audience != "" {
 		popts = append(popts, jwt.WithAudience(opts.Audience))
 	}
+	if opts.RequireExpiration {
+		popts = append(popts, jwt.WithExpirationRequired())
+	}
 	v.parser = jwt.NewParser(popts...)
 	v.keyfunc = v.key
 
 	log.Info("auth: JWT authentication enabled", "algorithm", opts.Algorithm, "accepts", k.algs,
-		"issuer", opts.Issuer, "audience", opts.Audience, "skipPaths", opts.SkipPaths)
+		"issuer", opts.Issuer, "audience", opts.Audience, "requireExp", opts.RequireExpiration, "skipPaths", opts.SkipPaths)
 	if k.hmac != nil && len(opts.Secret) < 32 {
 		log.Warn("auth: JWT_SECRET is shorter than 32 bytes; HS256 wants a key of at least 256 bits (RFC 7518 §3.2)")
 	}
@@ -236,7 +241,15 @@ func bearer(h string) (string, error) {
 
 // key is the jwt.Keyfunc: the key for the token's algorithm. The parser has
 // already refused algorithms not in v.keys.algs.
+//
+// It also refuses a token whose header has crit: RFC 7515 §4.1.11 says a
+// recipient must reject a JWS that lists an extension it does not
+// understand (and that crit is never empty), and this verifier understands
+// none, so the token's meaning may depend on something it would ignore.
 func (v *Verifier) key(t *jwt.Token) (any, error) {
+	if _, ok := t.Header["crit"]; ok {
+		return nil, invalid("Token verification failed: critical header extensions (crit) are not supported", nil)
+	}
 	alg := t.Method.Alg()
 	var static any
 	switch alg {
@@ -276,6 +289,8 @@ func (v *Verifier) reject(t *jwt.Token, c *claims, err error) error {
 	}
 	missing := errors.Is(err, jwt.ErrTokenRequiredClaimMissing)
 	switch {
+	case missing && v.requireExp && c.ExpiresAt == nil:
+		return invalid("Token verification failed: token has no expiry (exp), which JWT_REQUIRE_EXP requires", err)
 	case errors.Is(err, jwt.ErrTokenSignatureInvalid):
 		return invalid("Invalid token signature", err)
 	case errors.Is(err, jwt.ErrTokenExpired):

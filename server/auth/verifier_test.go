@@ -191,6 +191,69 @@ func TestVerifier_Authenticate_ClockSkew(t *testing.T) {
 	}
 }
 
+// TestVerifier_Authenticate_RequireExp: a token without exp is good, as in
+// Queen, until RequireExpiration (JWT_REQUIRE_EXP) refuses it, with a text
+// that names the variable, also when an audience is configured (a missing
+// aud gives the same library error).
+func TestVerifier_Authenticate_RequireExp(t *testing.T) {
+	lenient := mustNew(t, hsOptions())
+	o := hsOptions()
+	o.RequireExpiration = true
+	strict := mustNew(t, o)
+	noExp := bearerOf(hs(t, claims(map[string]any{"exp": nil})))
+	_, err := lenient.Authenticate(noExp)
+	check(t, err, nil, "")
+	_, err = strict.Authenticate(noExp)
+	check(t, err, auth.ErrInvalidToken, "Token verification failed: token has no expiry (exp), which JWT_REQUIRE_EXP requires")
+	_, err = strict.Authenticate(bearerOf(hs(t, claims(nil))))
+	check(t, err, nil, "")
+	_, err = strict.Authenticate(bearerOf(hs(t, claims(map[string]any{"aud": nil}))))
+	check(t, err, auth.ErrInvalidToken, "Invalid token audience")
+}
+
+// TestVerifier_Authenticate_Crit refuses any crit header (RFC 7515
+// §4.1.11: an extension the recipient does not understand, and it
+// understands none), whatever it lists, before the signature is looked at,
+// on every key path.
+func TestVerifier_Authenticate_Crit(t *testing.T) {
+	k := keys()
+	o := hsOptions()
+	o.Algorithm, o.PublicKey = auth.Auto, pemOf(t, k.edA.Public())
+	v := mustNew(t, o)
+	const text = "Token verification failed: critical header extensions (crit) are not supported"
+	for _, c := range []struct {
+		name   string
+		method jwt.SigningMethod
+		key    any
+		crit   any
+	}{
+		{"HS256 b64", jwt.SigningMethodHS256, []byte(secret), []string{"b64"}},
+		{"HS256 empty", jwt.SigningMethodHS256, []byte(secret), []string{}},
+		{"HS256 not a list", jwt.SigningMethodHS256, []byte(secret), "exp"},
+		{"EdDSA custom", jwt.SigningMethodEdDSA, k.edA, []string{"https://example.test/ext"}},
+		{"HS256 wrong key", jwt.SigningMethodHS256, []byte("another secret of 32 bytes......"), []string{"b64"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tok := jwt.NewWithClaims(c.method, claims(map[string]any{"role": "admin"}))
+			tok.Header["crit"] = c.crit
+			s, err := tok.SignedString(c.key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = v.Authenticate(bearerOf(s))
+			check(t, err, auth.ErrInvalidToken, text)
+			// The same token without crit is good (but for the wrong key).
+			delete(tok.Header, "crit")
+			if s, err = tok.SignedString(c.key); err != nil {
+				t.Fatal(err)
+			}
+			if _, err = v.Authenticate(bearerOf(s)); (err == nil) == (c.name == "HS256 wrong key") {
+				t.Fatalf("without crit: err %v", err)
+			}
+		})
+	}
+}
+
 // TestVerifier_Authenticate_NoIssuerOrAudience accepts any iss and aud when
 // none is configured.
 func TestVerifier_Authenticate_NoIssuerOrAudience(t *testing.T) {
