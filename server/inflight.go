@@ -87,9 +87,10 @@ const firstChunk = 64 << 10
 // takeBody reads the request's body under the budget and makes it the
 // request's body, as a buffer of its own (ctx.PostBody returns it). It
 // returns the bytes charged (bodyCost times the body's length, at most the
-// limit), which the caller releases once the request is answered. A body over Options.MaxBodyBytes is errBodyTooLarge; one the
-// budget cannot hold is errOverloaded, before any more of it is read when
-// its length is declared.
+// limit), which the caller releases once the request is answered. A body
+// over Options.MaxBodyBytes is errBodyTooLarge; one the budget cannot hold
+// is errOverloaded, before any more of it is read when its length is
+// declared.
 func (s *Server) takeBody(ctx *fasthttp.RequestCtx) (int64, error) {
 	req := &ctx.Request
 	if !req.IsBodyStream() {
@@ -132,10 +133,6 @@ func (s *Server) takeBody(ctx *fasthttp.RequestCtx) (int64, error) {
 	if _, err := io.ReadFull(r, body); err != nil {
 		s.budget.release(held)
 		return 0, fasthttpError(err)
-	}
-	var ok bool
-	if held, ok = s.budget.grow(held, bodyCost*int64(len(body))); !ok {
-		return held, errOverloaded
 	}
 	req.SetBodyRaw(body)
 	return held, nil
