@@ -451,6 +451,10 @@ func (n *Node) notLeader() error {
 	return ErrNoLeader
 }
 
+// reuseEntryBuffer: proposeLoop encodes entries into one buffer it keeps
+// while the entries fit this many bytes, and copies each out of it.
+const reuseEntryBuffer = 1 << 20
+
 // proposeLoop groups queued commands into log entries. It waits for the
 // first command, takes everything queued behind it, and proposes; while up
 // to MaxInFlight entries are in flight new commands queue up and form the
@@ -489,8 +493,22 @@ func (n *Node) proposeLoop() {
 			cmds = append(cmds, p.cmd)
 		}
 		buf = command.AppendEntry(buf[:0], cmds)
+		// The commands are encoded; the loop keeps no reference to them
+		// (a large push's frames would otherwise live until as many
+		// commands came again).
+		clear(cmds)
+		data := buf
+		if cap(buf) > reuseEntryBuffer {
+			// A large entry's buffer goes to Raft as it is, not copied,
+			// and is not kept: one large push neither costs a second copy
+			// of itself nor stays resident for good (ARCHITECTURE.md
+			// "Memory").
+			buf = nil
+		} else {
+			data = bytes.Clone(buf)
+		}
 		proposedAt := time.Now()
-		f := n.raft.ApplyLog(hraft.Log{Data: bytes.Clone(buf)}, n.opts.ApplyTimeout)
+		f := n.raft.ApplyLog(hraft.Log{Data: data}, n.opts.ApplyTimeout)
 		n.wg.Add(1)
 		go n.await(f, batch, proposedAt)
 	}

@@ -111,8 +111,9 @@
 //
 // # Memory
 //
-// The bytes of request bodies held at once are bounded by
-// Options.MaxInflightBodyBytes (inflight.go). fasthttp streams bodies
+// What requests cost in memory at once is bounded by
+// Options.MaxInflightBodyBytes (inflight.go): a body is charged bodyCost
+// times its length, and a push pushItemCost per item once decoded. fasthttp streams bodies
 // (StreamRequestBody): it reads the headers and at most 8 KiB of body, and
 // after routing and admission takeBody reserves the declared length from
 // the budget and reads the body into a buffer of exactly that size; a

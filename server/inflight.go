@@ -21,11 +21,46 @@ import (
 // and hand slices of it to the broker without copying, and it is garbage
 // once the request is answered.
 
-// bodyBudget counts the bytes of request bodies held at once against a
-// limit.
+// What a request costs once decoded, in bytes of memory at its peak,
+// charged to the budget instead of its body's length alone (ARCHITECTURE.md
+// "Memory"; measured with 60 MiB pushes, cmd/queen/memory_linux_test.go).
+const (
+	// bodyCost: bytes per byte of body. A push's body is held while its
+	// payloads are framed and compressed (PushCmd.Prepare), encoded into
+	// its Raft log entry, written in Pebble batches to the Raft log and to
+	// the engine, and flushed by Pebble; each is about one more copy.
+	bodyCost = 4
+	// pushItemCost: bytes per pushed item on top of its bytes: the decoded
+	// item, its prepared frame and index entries, its result, and about
+	// 230 bytes of answer.
+	pushItemCost = 1 << 10
+)
+
+// bodyBudget counts the memory requests cost at once (their charge)
+// against a limit.
 type bodyBudget struct {
 	limit int64
 	held  atomic.Int64
+}
+
+// charge is what a request that costs n bytes is charged: n, or the whole
+// limit when n is more. Such a request waits for the budget to be empty
+// and then runs alone, so that every body under Options.MaxBodyBytes can
+// be served; memory is then bounded by the largest request, not the limit.
+func (b *bodyBudget) charge(n int64) int64 { return min(n, b.limit) }
+
+// grow raises a request's charge from held to what it costs, cost bytes
+// (charge applies), and returns the new charge; false (charging nothing
+// more) when the budget cannot hold it.
+func (b *bodyBudget) grow(held, cost int64) (int64, bool) {
+	more := b.charge(cost) - held
+	if more <= 0 {
+		return held, true
+	}
+	if !b.acquire(more) {
+		return held, false
+	}
+	return held + more, true
 }
 
 // acquire reserves n bytes, or reports false (reserving nothing) when they
@@ -51,10 +86,11 @@ const firstChunk = 64 << 10
 
 // takeBody reads the request's body under the budget and makes it the
 // request's body, as a buffer of its own (ctx.PostBody returns it). It
-// returns the bytes reserved, which the caller releases once the request
-// is answered. A body over Options.MaxBodyBytes is errBodyTooLarge; one the
-// budget cannot hold is errOverloaded, before any more of it is read when
-// its length is declared.
+// returns the bytes charged (bodyCost times the body's length, at most the
+// limit), which the caller releases once the request is answered. A body
+// over Options.MaxBodyBytes is errBodyTooLarge; one the budget cannot hold
+// is errOverloaded, before any more of it is read when its length is
+// declared.
 func (s *Server) takeBody(ctx *fasthttp.RequestCtx) (int64, error) {
 	req := &ctx.Request
 	if !req.IsBodyStream() {
@@ -68,11 +104,13 @@ func (s *Server) takeBody(ctx *fasthttp.RequestCtx) (int64, error) {
 			return 0, nil
 		case n > int64(s.opts.MaxBodyBytes):
 			return 0, errBodyTooLarge
-		case !s.budget.acquire(n):
+		}
+		held := s.budget.charge(bodyCost * n)
+		if !s.budget.acquire(held) {
 			return 0, errOverloaded
 		}
 		req.SetBodyRaw(bytes.Clone(body))
-		return n, nil
+		return held, nil
 	}
 	r := ctx.RequestBodyStream()
 	size := req.Header.ContentLength()
@@ -86,20 +124,22 @@ func (s *Server) takeBody(ctx *fasthttp.RequestCtx) (int64, error) {
 		return 0, nil
 	case n > int64(s.opts.MaxBodyBytes):
 		return 0, errBodyTooLarge
-	case !s.budget.acquire(n):
+	}
+	held := s.budget.charge(bodyCost * n)
+	if !s.budget.acquire(held) {
 		return 0, errOverloaded
 	}
 	body := make([]byte, n)
 	if _, err := io.ReadFull(r, body); err != nil {
-		s.budget.release(n)
+		s.budget.release(held)
 		return 0, fasthttpError(err)
 	}
 	req.SetBodyRaw(body)
-	return n, nil
+	return held, nil
 }
 
 // takeChunked reads a body of undeclared length, reserving each larger
-// buffer before it is made.
+// buffer before it is made and the rest of its charge once it is read.
 func (s *Server) takeChunked(req *fasthttp.Request, r io.Reader) (held int64, err error) {
 	limit := int64(s.opts.MaxBodyBytes)
 	var body []byte
@@ -132,6 +172,10 @@ func (s *Server) takeChunked(req *fasthttp.Request, r io.Reader) (held int64, er
 		if rerr != nil {
 			return held, fasthttpError(rerr)
 		}
+	}
+	var ok bool
+	if held, ok = s.budget.grow(held, bodyCost*int64(len(body))); !ok {
+		return held, errOverloaded
 	}
 	req.SetBodyRaw(body)
 	return held, nil

@@ -222,3 +222,45 @@ func TestOptions_Validate_InflightBelowMaxBody(t *testing.T) {
 		t.Fatalf("defaults: MaxInflightBodyBytes %d for MaxBodyBytes %d (%v)", o.MaxInflightBodyBytes, o.MaxBodyBytes, o.Validate())
 	}
 }
+
+// tinyItems is a push body of about n bytes of the smallest items.
+func tinyItems(n int) []byte {
+	const item = `{"queue":"tiny"}`
+	k := (n - len(`{"items":[]}`)) / (len(item) + 1)
+	return []byte(`{"items":[` + strings.TrimSuffix(strings.Repeat(item+",", k), ",") + `]}`)
+}
+
+// TestServer_Push_ChargedWhatItCostsDecoded: a body is charged four times
+// its length (what it costs once decoded, framed and logged), and a push
+// its items on top once decoded. While one push holds half the budget, a
+// push whose body fits but whose 16,000 items do not is answered 503
+// overloaded (nothing proposed); alone, that push is charged the whole
+// budget and goes through.
+func TestServer_Push_ChargedWhatItCostsDecoded(t *testing.T) {
+	const budget = 4 << 20
+	c := newClientOptions(t, newBroker(t), server.Options{MaxBodyBytes: 1 << 20, MaxInflightBodyBytes: budget})
+	big := pushBody(512 << 10)
+	holder := c.dialServer()
+	sendHead(t, holder, len(big))
+	if _, err := holder.Write(big[:2*prefetch]); err != nil {
+		t.Fatal(err)
+	}
+	c.waitMetric("queen_http_inflight_body_bytes", 4*float64(len(big)))
+
+	tiny := tinyItems(256 << 10)
+	r := c.do("POST", "/api/v1/push", tiny)
+	if r.status != 503 || !bytes.Contains(r.body, []byte(`"code":"overloaded"`)) {
+		t.Fatalf("push of many items beside a holder of half the budget: %d %s, want 503 overloaded", r.status, r.body)
+	}
+	if _, err := holder.Write(big[2*prefetch:]); err != nil {
+		t.Fatal(err)
+	}
+	if resp, body := readAnswer(t, holder); resp.StatusCode != 201 {
+		t.Fatalf("the push holding half the budget: %d %s", resp.StatusCode, body)
+	}
+	c.waitMetric("queen_http_inflight_body_bytes", 0)
+	if r := c.do("POST", "/api/v1/push", tiny); r.status != 201 {
+		t.Fatalf("push of many items alone: %d %s, want 201", r.status, r.body)
+	}
+	c.waitMetric("queen_http_inflight_body_bytes", 0)
+}

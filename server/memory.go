@@ -11,25 +11,25 @@ import (
 
 // Bounds of the default MaxInflightBodyBytes (defaultInflightBodyBytes).
 const (
-	// inflightShare: the default cap is this fraction of memory (1/8). A
-	// body held by a push lives on as up to two or three copies while the
-	// push is applied (its items alias it; PushCmd.Prepare encodes the frames
-	// and compresses them; the Raft entry holds the compressed copy) and the
-	// garbage collector lets the heap reach twice what is live before it
-	// collects, so 1/8 in bodies can cost up to about half of memory at
-	// the worst moment, which leaves the rest to Pebble's caches and
-	// memtables and the in-memory model.
-	inflightShare = 8
-	// inflightCeiling: more bodies in flight than this buy no throughput
+	// inflightShare: the default cap is this fraction of memory (1/4). The
+	// cap counts what requests cost once decoded (bodyCost, pushItemCost),
+	// and the garbage collector lets the heap reach about twice what is
+	// live before it collects, so requests at the cap take about half of
+	// memory at the worst moment, which leaves the rest to Pebble's caches
+	// and memtables and the in-memory model. (It was 1/8 when the cap
+	// counted raw body bytes, which cost 6–10 times as much once decoded.)
+	inflightShare = 4
+	// inflightCeiling: more requests in flight than this buy no throughput
 	// (a node commits a few hundred MB of pushes a second at most), only
 	// memory and queueing.
 	inflightCeiling = 1 << 30
 )
 
 // defaultInflightBodyBytes is MaxInflightBodyBytes's default for a process
-// that may use mem bytes (0: unknown): mem/8, at least two of the largest
-// bodies accepted (so the largest is never refused for its size alone, and
-// two can be read at once) and at most 1 GiB (or that floor, if larger).
+// that may use mem bytes (0: unknown): mem/4, at least two of the largest
+// bodies accepted (Options.Validate wants one; a request that costs more
+// than the cap runs alone: bodyBudget.charge) and at most 1 GiB (or that
+// floor, if larger).
 func defaultInflightBodyBytes(mem int64, maxBody int) int64 {
 	floor := 2 * int64(maxBody)
 	return max(floor, min(mem/inflightShare, inflightCeiling))

@@ -16,7 +16,7 @@ func TestDefaultInflightBodyBytes(t *testing.T) {
 	}{
 		{"memory unknown: the floor", 0, 64 * MiB, 128 * MiB},
 		{"small container: the floor", 512 * MiB, 64 * MiB, 128 * MiB},
-		{"an eighth", 4 * GiB, 64 * MiB, 512 * MiB},
+		{"a quarter", 2 * GiB, 64 * MiB, 512 * MiB},
 		{"large host: the ceiling", 24 * GiB, 64 * MiB, 1 * GiB},
 		{"a floor above the ceiling wins", 64 * GiB, 1 * GiB, 2 * GiB},
 	} {

@@ -60,6 +60,11 @@ func (s *Server) push(ctx *fasthttp.RequestCtx, p *params) {
 	for i := 0; err == nil && i < len(items); i++ {
 		err = z.item(&items[i])
 	}
+	if err == nil {
+		var extra int64
+		extra, err = s.chargeItems(int64(len(body)), len(items))
+		defer s.reclaim.ended(extra)
+	}
 	if err != nil {
 		s.writeError(ctx, err)
 		return
@@ -83,6 +88,21 @@ func (s *Server) push(ctx *fasthttp.RequestCtx, p *params) {
 		s.an.pushed(res)
 	}
 	s.answerPush(ctx, items, res)
+}
+
+// chargeItems adds a decoded push's items to its charge (takeBody charged
+// its body), and returns the bytes added, which the caller gives back
+// (reclaim.ended) once the request is answered. The budget not holding
+// them is errOverloaded: the body was read, but nothing has been proposed.
+func (s *Server) chargeItems(bodyLen int64, items int) (int64, error) {
+	body := s.budget.charge(bodyCost * bodyLen)
+	held, ok := s.budget.grow(body, bodyCost*bodyLen+pushItemCost*int64(items))
+	if !ok {
+		s.m.overloaded.Inc()
+		s.reclaim.refused()
+		return 0, errOverloaded
+	}
+	return held - body, nil
 }
 
 // answerPush answers a push with its results: 201, one per item in order.

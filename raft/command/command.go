@@ -181,11 +181,18 @@ func TypeOf(c engine.Command) (Type, bool) {
 func AppendEntry(dst []byte, cmds []Stamped) []byte {
 	dst = append(dst, magic, version)
 	dst = binary.AppendUvarint(dst, uint64(len(cmds)))
-	var body []byte
+	var room [binary.MaxVarintLen64]byte
 	for i := range cmds {
-		body = appendCommand(body[:0], &cmds[i])
-		dst = binary.AppendUvarint(dst, uint64(len(body)))
-		dst = append(dst, body...)
+		// Each command is encoded in place behind room for its length,
+		// which is then written and the command moved down over the room
+		// it did not use: a large push is not copied through a buffer of
+		// its own (ARCHITECTURE.md "Memory").
+		at := len(dst)
+		dst = appendCommand(append(dst, room[:]...), &cmds[i])
+		n := len(dst) - at - len(room)
+		w := binary.PutUvarint(dst[at:], uint64(n))
+		copy(dst[at+w:], dst[at+len(room):])
+		dst = dst[:at+w+n]
 	}
 	return dst
 }
