@@ -104,6 +104,37 @@ func (c *hosts) leaders(want func(leaders []int) bool) []int {
 	return nil
 }
 
+// settled waits until every group has an agreed leader that has applied
+// everything it committed (a barrier succeeds on it), retrying while a
+// leadership transfer or election is under way, and returns the leaders.
+func (c *hosts) settled() []int {
+	c.t.Helper()
+	var last error
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		leaders := c.leaders(nil)
+		last = nil
+		for g, i := range leaders {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			err := c.h[i].Group(uint32(g)).Barrier(ctx)
+			cancel()
+			if err != nil {
+				last = err
+				break
+			}
+		}
+		if last == nil {
+			return leaders
+		}
+		if !raft.Transient(last) {
+			c.t.Fatal(last)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.t.Fatalf("groups did not settle: %v", last)
+	return nil
+}
+
 func (c *hosts) agreedLeaders() ([]int, bool) {
 	leaders := make([]int, c.g+1)
 	for g := range leaders {
@@ -1054,13 +1085,12 @@ func TestHost_SplitPushesDuringLeadershipTransfers(t *testing.T) {
 			t.Errorf("a push during transfers answered %v, want a transient error (a 503)", err)
 		}
 	}
-	leaders := c.leaders(nil)
+	// The last transfer may still be under way: a barrier on its old leader
+	// answers ErrLeadershipTransfer until it completes, so settle first.
+	leaders := c.settled()
 	parts := map[string]engine.ID{}
 	for k, q := range queues {
 		h := c.h[leaders[k+1]]
-		if err := h.Group(uint32(k + 1)).Barrier(ctxT(t)); err != nil {
-			t.Fatal(err)
-		}
 		info, err := h.Group(uint32(k + 1)).Queue(q)
 		if err != nil {
 			t.Fatal(err)
