@@ -36,7 +36,8 @@ func ParseFlags(args []string, errOut io.Writer) (Command, error) {
 		return nil
 	})
 	fs.BoolVar(&o.AllowRemote, "allow-remote", false, "allow non-loopback --url (aims the load at another machine)")
-	workload := fs.String("workload", string(o.Workload), "push, popack (pop+ack until drained) or mixed (both at once)")
+	workload := fs.String("workload", string(o.Workload), "push, popack (pop+ack until drained), mixed (both at once) or read (GET --path)")
+	fs.StringVar(&o.ReadPath, "path", "", "read: the path and query to GET (default /api/v1/resources/queues/QUEUE)")
 	fs.IntVar(&o.Conns, "conns", o.Conns, "concurrent connections")
 	fs.IntVar(&o.Batch, "batch", o.Batch, "messages per push / most per pop")
 	fs.IntVar(&o.Size, "size", o.Size, "payload bytes per message (realistic JSON)")

@@ -77,6 +77,8 @@ func TestParseFlags_Invalid(t *testing.T) {
 		{[]string{"--duration", "-1s"}, "--duration"},
 		{[]string{"--messages", "-5"}, "--messages"},
 		{[]string{"--idle", "0s"}, "--idle"},
+		{[]string{"--path", "/api/v1/resources/queues"}, "--path is for --workload read"},
+		{[]string{"--workload", "read", "--path", "api/v1/status"}, "starts with /"},
 		{[]string{"extra"}, "unexpected arguments"},
 		{[]string{"--nope"}, "not defined"},
 	} {

@@ -45,9 +45,12 @@ func Run(ctx context.Context, opts Options, progress io.Writer) (Report, error) 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if w.pusher {
+			switch {
+			case w.pusher:
 				w.runPush()
-			} else {
+			case r.opts.Workload == Read:
+				w.runRead()
+			default:
 				w.runPop()
 			}
 		}()
@@ -197,8 +200,10 @@ type worker struct {
 	timer    *time.Timer
 
 	pushLat, popLat, ackLat *Histogram
+	readLat                 *Histogram
 	pushReqs, popReqs       int64
 	ackReqs, emptyPops      int64
+	readReqs, readsOK       int64
 	errs                    map[string]int64
 }
 
@@ -207,11 +212,16 @@ func (r *run) newWorker(id int, pusher bool) *worker {
 		req: fasthttp.AcquireRequest(), resp: fasthttp.AcquireResponse(), errs: map[string]int64{},
 		seq: id * 7919}
 	w.req.Header.SetContentType("application/json")
-	if pusher {
+	switch {
+	case pusher:
 		w.pushLat = new(Histogram)
 		w.req.Header.SetMethod(fasthttp.MethodPost)
 		w.req.SetRequestURI(w.base + "/api/v1/push")
-	} else {
+	case r.opts.Workload == Read:
+		w.readLat = new(Histogram)
+		w.req.Header.SetMethod(fasthttp.MethodGet)
+		w.req.SetRequestURI(w.base + r.opts.readPath())
+	default:
 		w.popLat, w.ackLat = new(Histogram), new(Histogram)
 		w.req.Header.SetMethod(fasthttp.MethodGet)
 		w.ack = fasthttp.AcquireRequest()
@@ -485,4 +495,21 @@ func appendAck(b []byte, p *popReply, group string) []byte {
 		b = append(b, '"')
 	}
 	return append(b, '}')
+}
+
+// runRead GETs the read path until the run ends.
+func (w *worker) runRead() {
+	r := w.r
+	defer w.release()
+	for r.timeLeft() {
+		t0 := time.Now()
+		err := w.do(w.req)
+		w.readReqs++
+		if w.failed("read", err) {
+			continue
+		}
+		w.readLat.Record(time.Since(t0))
+		w.readsOK++
+		r.lastDone.Store(time.Now().UnixNano())
+	}
 }

@@ -125,6 +125,43 @@ func TestRun_MixedGroups(t *testing.T) {
 	}
 }
 
+// TestRun_Read reads a queue's resource, then a path that does not exist:
+// successes are counted as reads with latencies, failures by status.
+func TestRun_Read(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end run")
+	}
+	url := startBroker(t)
+	o := DefaultOptions()
+	o.URLs = []string{url}
+	o.Conns, o.Batch, o.Partitions, o.Queue = 2, 1, 1, "r"
+	o.Messages, o.Duration = 1, 2*time.Second
+	if _, err := Run(context.Background(), o, nil); err != nil { // creates the queue
+		t.Fatal(err)
+	}
+	o.Workload, o.Messages, o.Duration = Read, 0, 300*time.Millisecond
+	o.ReadPath = "/api/v1/resources/queues/r?consistency=stale"
+	rep, err := Run(context.Background(), o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkNoErrors(t, rep)
+	if op := rep.Ops["read"]; op.Messages == 0 || op.Requests != op.Messages || op.Latency.P50 <= 0 || op.Latency.P50 > op.Latency.P99 {
+		t.Errorf("read op report %+v", op)
+	}
+	if _, ok := rep.Ops["pop"]; ok || rep.Pushed != 0 {
+		t.Errorf("a read run reported pops or pushes: %+v", rep)
+	}
+	o.ReadPath = "/api/v1/resources/queues/absent"
+	rep, err = Run(context.Background(), o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Ops["read"].Messages != 0 || rep.Errors["read/http_404"] == 0 {
+		t.Errorf("reads of an absent queue: %+v, errors %v", rep.Ops["read"], rep.Errors)
+	}
+}
+
 func TestRun_Cancelled(t *testing.T) {
 	// A server that hangs up on every connection: each request fails. The
 	// run is cancelled once one has, not after a fixed time, which under a

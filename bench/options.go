@@ -22,6 +22,10 @@ const (
 	PopAck Workload = "popack"
 	// Mixed does both at once: half the connections push, half pop and ack.
 	Mixed Workload = "mixed"
+	// Read sends GET ReadPath on every connection: the latency of a read
+	// route (e.g. through a follower, with and without
+	// ?consistency=stale; docs/api.md §1.6).
+	Read Workload = "read"
 )
 
 // Limits of a run. Every run is bounded: a run given neither a duration nor
@@ -42,8 +46,11 @@ type Options struct {
 	// AllowRemote permits URLs that are not loopback addresses. UNSAFE: it
 	// aims the full load at another machine.
 	AllowRemote bool
-	// Workload is push, popack or mixed.
+	// Workload is push, popack, mixed or read.
 	Workload Workload
+	// ReadPath is the path and query a read run GETs (read only); empty
+	// means the queue's resource, /api/v1/resources/queues/{Queue}.
+	ReadPath string
 	// Conns is the number of concurrent connections (one request in flight
 	// on each). Mixed splits them: half push, half pop and ack.
 	Conns int
@@ -117,9 +124,12 @@ func (o Options) Validate() error {
 		}
 	}
 	switch o.Workload {
-	case Push, PopAck, Mixed:
+	case Push, PopAck, Mixed, Read:
 	default:
-		return fmt.Errorf("bench: unknown workload %q (push, popack, mixed)", o.Workload)
+		return fmt.Errorf("bench: unknown workload %q (push, popack, mixed, read)", o.Workload)
+	}
+	if o.ReadPath != "" && (o.Workload != Read || !strings.HasPrefix(o.ReadPath, "/")) {
+		return errors.New("bench: --path is for --workload read and starts with /")
 	}
 	switch {
 	case o.Rate < 0:
@@ -163,7 +173,20 @@ func (o Options) pushConns() int {
 	return 0
 }
 
-func (o Options) popConns() int { return o.Conns - o.pushConns() }
+func (o Options) popConns() int {
+	if o.Workload == Read {
+		return 0
+	}
+	return o.Conns - o.pushConns()
+}
+
+// readPath is what a read run GETs.
+func (o Options) readPath() string {
+	if o.ReadPath != "" {
+		return o.ReadPath
+	}
+	return "/api/v1/resources/queues/" + o.Queue
+}
 
 // runDuration is the run's time limit.
 func (o Options) runDuration() time.Duration {

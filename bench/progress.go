@@ -50,6 +50,8 @@ func startProgress(r *run, out io.Writer) *progressBar {
 				bar.Describe(fmt.Sprintf("push %d msgs, %.0f msgs/s", pushed, float64(pushed)/secs))
 			case PopAck:
 				bar.Describe(fmt.Sprintf("popack %d msgs, %.0f msgs/s", acked, float64(acked)/secs))
+			case Read:
+				bar.Describe(fmt.Sprintf("read %.0f s", secs))
 			default:
 				bar.Describe(fmt.Sprintf("push %.0f msgs/s, ack %.0f msgs/s", float64(pushed)/secs, float64(acked)/secs))
 			}

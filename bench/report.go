@@ -35,7 +35,8 @@ type Report struct {
 	Pushed int64 `json:"pushed"`
 	Popped int64 `json:"popped"`
 	Acked  int64 `json:"acked"`
-	// Ops has one entry per operation the workload ran: push, pop, ack.
+	// Ops has one entry per operation the workload ran: push, pop, ack;
+	// read (its Messages are the successful reads).
 	Ops map[string]OpReport `json:"ops"`
 	// Errors counts failures by "operation/class": a transport class
 	// (timeout, conn_closed, no_free_conns, transport), http_<status>,
@@ -102,8 +103,8 @@ func (r *run) report(workers []*worker, elapsed time.Duration) Report {
 			rep.Seconds = time.Duration(last - r.start.UnixNano()).Seconds()
 		}
 	}
-	var push, pop, ack Histogram
-	var pushReqs, popReqs, ackReqs, empty int64
+	var push, pop, ack, read Histogram
+	var pushReqs, popReqs, ackReqs, empty, readReqs, readsOK int64
 	for _, w := range workers {
 		if w.pushLat != nil {
 			push.Merge(w.pushLat)
@@ -112,6 +113,11 @@ func (r *run) report(workers []*worker, elapsed time.Duration) Report {
 			pop.Merge(w.popLat)
 			ack.Merge(w.ackLat)
 		}
+		if w.readLat != nil {
+			read.Merge(w.readLat)
+		}
+		readReqs += w.readReqs
+		readsOK += w.readsOK
 		pushReqs += w.pushReqs
 		popReqs += w.popReqs
 		ackReqs += w.ackReqs
@@ -128,6 +134,9 @@ func (r *run) report(workers []*worker, elapsed time.Duration) Report {
 	if o.pushConns() > 0 {
 		rep.Ops["push"] = op(pushReqs, rep.Pushed, &push)
 	}
+	if o.Workload == Read {
+		rep.Ops["read"] = op(readReqs, readsOK, &read) // Messages: successful reads
+	}
 	if o.popConns() > 0 {
 		p := op(popReqs, rep.Popped, &pop)
 		p.Empty = empty
@@ -142,7 +151,7 @@ func (rep Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "queen bench %s: %s, %d conns, batch %d, %d B, %d queue(s) x %d partition(s)",
 		rep.Workload, strings.Join(rep.URLs, ","), rep.Conns, rep.Batch, rep.Size, rep.Queues, rep.Partitions)
-	if rep.Workload != Push {
+	if rep.Workload == PopAck || rep.Workload == Mixed {
 		if rep.Groups > 0 {
 			fmt.Fprintf(&b, ", %d group(s)", rep.Groups)
 		} else {
@@ -152,7 +161,7 @@ func (rep Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "\n%.2f s, stopped by %s; pushed %d, popped %d, acked %d\n\n", rep.Seconds, rep.Stop, rep.Pushed, rep.Popped, rep.Acked)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "op\trequests\tmessages\tmsgs/s\tMB/s\tp50 ms\tp90 ms\tp99 ms\tp99.9 ms\tmax ms\t")
-	for _, name := range []string{"push", "pop", "ack"} {
+	for _, name := range []string{"push", "pop", "ack", "read"} {
 		op, ok := rep.Ops[name]
 		if !ok {
 			continue
