@@ -110,45 +110,19 @@ settle
 # "Forwarding"). Pushes to all three URLs run on a cluster of their own:
 # a second run on a store the first one filled is 15-20% slower (Pebble's
 # compactions catch up), which would count against whichever ran second.
-peers=n1@127.0.0.1:17632,n2@127.0.0.1:17642,n3@127.0.0.1:17652
 echo "the cluster secret of a compare.sh run" >"$W/secret"
-leader=""
-# start3 [ARGS]: three fresh nodes, with ARGS added to each one's flags.
-start3() {
-	rm -rf "$W/n1" "$W/n2" "$W/n3"
-	for i in 1 2 3; do
-		p=$((16622 + 10 * i))
-		"$Q" serve --data "$W/n$i" --node-id n$i --http 127.0.0.1:$p --raft 127.0.0.1:$((17622 + 10 * i)) --peers $peers \
-			--cluster-secret-file "$W/secret" --log-level warn "$@" 2>>"$W/n$i.log" &
-	done
-	leader=""
-	until [ -n "$leader" ]; do
-		sleep 0.2
-		for i in 1 2 3; do
-			p=$((16622 + 10 * i))
-			if curl -s http://127.0.0.1:$p/health 2>/dev/null | grep -q '"role":"leader"'; then leader=http://127.0.0.1:$p; fi
-		done
-	done
-}
-# stop3 removes the cluster's data before it settles: deleting gigabytes
-# (ext4 with discard here) is work the next cluster's measurement should not
-# share the disk with.
-stop3() {
-	for j in $(jobs -p); do kill "$j" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$W/n1" "$W/n2" "$W/n3"
-	settle
-}
+SECRET=$W/secret
+. "$ROOT/bench/lib.sh"
 start3
-record "3 nodes push b100 (all URLs)" queen --url http://127.0.0.1:16632,http://127.0.0.1:16642,http://127.0.0.1:16652 --batch 100 --duration $DUR --queue c100all
+record "3 nodes push b100 (all URLs)" queen --url $URLS3 --batch 100 --duration $DUR --queue c100all
 stop3
 # The same spread over three Raft groups, one led by each node (issue 16):
 # six queues, so that every group has two. Its leaders settle a few
 # seconds after the start; the warm-up push waits that out.
 start3 --groups 3
 sleep 12
-"$Q" bench --url http://127.0.0.1:16632,http://127.0.0.1:16642,http://127.0.0.1:16652 --batch 100 --queues 6 --duration 2s --queue warm --json >/dev/null 2>&1 || true
-record "3 nodes push b100 (all URLs, 3 groups)" queen --url http://127.0.0.1:16632,http://127.0.0.1:16642,http://127.0.0.1:16652 --batch 100 --queues 6 --duration $DUR --queue g3all
+"$Q" bench --url $URLS3 --batch 100 --queues 6 --duration 2s --queue warm --json >/dev/null 2>&1 || true
+record "3 nodes push b100 (all URLs, 3 groups)" queen --url $URLS3 --batch 100 --queues 6 --duration $DUR --queue g3all
 stop3
 start3
 record "3 nodes push b100 (leader)" queen --url $leader --batch 100 --duration $DUR --queue c100
@@ -173,7 +147,7 @@ start3
 record "3 nodes push b100 (leader, fresh 2)" queen --url $leader --batch 100 --duration $DUR --queue c100f
 stop3
 start3
-record "3 nodes push b100 (all URLs, fresh 2)" queen --url http://127.0.0.1:16632,http://127.0.0.1:16642,http://127.0.0.1:16652 --batch 100 --duration $DUR --queue c100all2
+record "3 nodes push b100 (all URLs, fresh 2)" queen --url $URLS3 --batch 100 --duration $DUR --queue c100all2
 stop3
 
 # 3b. NATS JetStream 2.15.3 on the same machine (JETSTREAM=0 skips it):

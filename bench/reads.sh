@@ -25,40 +25,13 @@ trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$W"
 echo "building into $W" >&2
 (cd "$ROOT" && go build -o "$W/queen" ./cmd/queen)
 Q=$W/queen
-peers=n1@127.0.0.1:17632,n2@127.0.0.1:17642,n3@127.0.0.1:17652
 echo "the cluster secret of a reads.sh run" >"$W/secret"
+. "$ROOT/bench/lib.sh"
 
-# start3 [ARGS]: three fresh nodes; sets leader and follower.
-start3() {
-	rm -rf "$W/n1" "$W/n2" "$W/n3"
-	for i in 1 2 3; do
-		"$Q" serve --data "$W/n$i" --node-id n$i --http 127.0.0.1:$((16622 + 10 * i)) --raft 127.0.0.1:$((17622 + 10 * i)) \
-			--peers $peers --log-level warn "$@" 2>>"$W/n$i.log" &
-	done
-	leader=""
-	until [ -n "$leader" ]; do
-		sleep 0.2
-		for i in 1 2 3; do
-			if curl -s http://127.0.0.1:$((16622 + 10 * i))/health 2>/dev/null | grep -q '"role":"leader"'; then
-				leader=http://127.0.0.1:$((16622 + 10 * i))
-			fi
-		done
-	done
-	follower=""
-	for i in 1 2 3; do
-		u=http://127.0.0.1:$((16622 + 10 * i))
-		[ "$u" != "$leader" ] && [ -z "$follower" ] && follower=$u
-	done
-	# The queue read, made and filled a little, visible on the follower.
+# fill: the queue read, made and filled a little, visible on the follower.
+fill() {
 	"$Q" bench --url "$leader" --queue rq --messages 1000 --json >/dev/null 2>&1
 	until curl -sf "$follower/api/v1/resources/queues/rq?consistency=stale" >/dev/null; do sleep 0.1; done
-}
-stop3() {
-	for j in $(jobs -p); do kill "$j" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$W/n1" "$W/n2" "$W/n3"
-	sync
-	sleep 1
 }
 # read LABEL URL QUERY
 read_run() {
@@ -74,7 +47,8 @@ four() { # four SUFFIX: the four reads
 	read_run "follower, stale$1" "$follower" "?consistency=stale"
 }
 
-start3 --cluster-secret-file "$W/secret"
+SECRET=$W/secret start3
+fill
 four ""
 # The same under pushes: 10,000 msgs/s on the leader, for longer than the
 # four reads take.
@@ -86,7 +60,8 @@ kill $lpid 2>/dev/null || true
 wait $lpid 2>/dev/null || true
 stop3
 
-start3
+SECRET="" start3
+fill
 read_run "follower, default, no secret (relayed)" "$follower" ""
 stop3
 

@@ -1,0 +1,46 @@
+# lib.sh: the three-node cluster that compare.sh, reads.sh and ab.sh start
+# (sourced, not run). The caller sets W (a work directory) and Q (the queen
+# binary), and SECRET (a cluster secret file) for a deployment's cluster
+# plane: a follower then prepares the pushes it receives and asks the
+# leader for read indexes (ARCHITECTURE.md, "Forwarding"). Ports
+# 16632-16652 (HTTP) and 17632-17652 (Raft) on 127.0.0.1.
+
+URLS3=http://127.0.0.1:16632,http://127.0.0.1:16642,http://127.0.0.1:16652
+PEERS3=n1@127.0.0.1:17632,n2@127.0.0.1:17642,n3@127.0.0.1:17652
+
+# start3 [ARGS]: three fresh nodes, with ARGS added to each one's flags;
+# returns once one leads, with leader and follower set to base URLs.
+start3() {
+	rm -rf "$W/n1" "$W/n2" "$W/n3"
+	local i p
+	for i in 1 2 3; do
+		p=$((16622 + 10 * i))
+		"$Q" serve --data "$W/n$i" --node-id n$i --http 127.0.0.1:$p --raft 127.0.0.1:$((17622 + 10 * i)) --peers $PEERS3 \
+			${SECRET:+--cluster-secret-file "$SECRET"} --log-level warn "$@" 2>>"$W/n$i.log" &
+	done
+	leader=""
+	until [ -n "$leader" ]; do
+		sleep 0.2
+		for i in 1 2 3; do
+			p=$((16622 + 10 * i))
+			if curl -s http://127.0.0.1:$p/health 2>/dev/null | grep -q '"role":"leader"'; then leader=http://127.0.0.1:$p; fi
+		done
+	done
+	follower=""
+	for i in 1 2 3; do
+		p=http://127.0.0.1:$((16622 + 10 * i))
+		if [ "$p" != "$leader" ] && [ -z "$follower" ]; then follower=$p; fi
+	done
+}
+
+# stop3 stops every background job of the caller and removes the cluster's
+# data before it settles: deleting gigabytes (ext4 with discard here) is
+# work the next cluster's measurement should not share the disk with.
+stop3() {
+	local j
+	for j in $(jobs -p); do kill "$j" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -rf "$W/n1" "$W/n2" "$W/n3"
+	sync
+	sleep 2
+}
