@@ -37,7 +37,8 @@ echo "an ab.sh cluster secret" >"$W/secret"
 SECRET=$W/secret
 . "$ROOT/bench/lib.sh"
 
-# row BUILD LABEL START_ARGS -- BENCH_ARGS: one measurement on a fresh cluster.
+# row BUILD LABEL START_ARGS -- BENCH_ARGS: one measurement on a fresh
+# cluster; LEADER in BENCH_ARGS becomes the leader's URL.
 row() {
 	local build=$1 label=$2 line
 	shift 2
@@ -48,12 +49,13 @@ row() {
 	start3 "${start[@]}"
 	echo "== $build: $label" >&2
 	[ "$label" = "push b100 (all URLs, 3 groups)" ] && "$Q" bench --url $URLS3 --queues 6 --duration 2s --queue warm --json >/dev/null 2>&1
-	line=$("$Q" bench "$@" --duration "$DUR" --json 2>/dev/null)
+	local args=("${@/#LEADER/$leader}")
+	line=$("$Q" bench "${args[@]}" --duration "$DUR" --json 2>/dev/null)
 	printf '{"build":"%s","label":"%s","report":%s}\n' "$build" "$label" "$line" >>"$OUT"
 	stop3
 }
 rows() { # rows BUILD
-	row "$1" "push b100 (leader)" -- --url "$leader" --batch 100 --queue c100
+	row "$1" "push b100 (leader)" -- --url LEADER --batch 100 --queue c100
 	row "$1" "push b100 (all URLs)" -- --url $URLS3 --batch 100 --queue c100all
 	row "$1" "push b100 (all URLs, 3 groups)" --groups 3 -- --url $URLS3 --batch 100 --queues 6 --queue g3all
 }
