@@ -168,6 +168,8 @@ func TestMaintenance_PushBuffersAndReplaysPopPauses(t *testing.T) {
 	if got.Messages[0].TransactionID != "t1" {
 		t.Fatalf("replayed in order: %+v", got.Messages)
 	}
+	// Answered "buffered", the items are counted once replayed.
+	c.waitMetric(`queen_push_messages_total{status="queued"}`, 2)
 	if st := c.do("GET", "/api/v1/status/buffers", nil).expect(t, 200).object(t); st["pending"] != float64(0) {
 		t.Fatalf("buffers after replay: %v", st)
 	}

@@ -9,47 +9,81 @@
 // the raw path and percent-decoded per segment (docs/decisions.md C9), so "q%2Fx" names the
 // queue "q/x" and "ord:42" works raw or escaped; literal segments win over
 // parameters ("/consumer-groups/lagging" over "/consumer-groups/{group}").
+// OPTIONS on any path is the CORS preflight (204), outside the table.
 //
-//	GET    /dlq                                      the DLQ page (docs/decisions.md B9)
-//	GET    /health                                   200 healthy | 503 unhealthy (no leader, or a storage fault: "fault")
-//	GET    /metrics                                  JSON snapshot
-//	GET    /metrics/prometheus                       Prometheus text (VictoriaMetrics set + DLQ depth)
-//	POST   /api/v1/configure                         docs/decisions.md C5 merge; null resets; replace
-//	POST   /api/v1/push                              201 [result per item]
-//	GET    /api/v1/pop/queue/{queue}                 200 envelope | 204
-//	GET    /api/v1/pop/queue/{queue}/partition/{partition}
-//	GET    /api/v1/pop?namespace=&task=              discovery; neither → 400
-//	POST   /api/v1/ack                               [one result]
-//	POST   /api/v1/ack/batch                         [result per item]
-//	POST   /api/v1/transaction                       200 {success, results} | 400 malformed
-//	POST   /api/v1/lease/{leaseId}/extend            200 always; body optional
-//	GET    /api/v1/dlq                               docs/decisions.md B1 filters, true total, hasMore
-//	POST   /api/v1/dlq/replay                        docs/decisions.md B4 bulk redrive: docs/decisions.md B1 filters, limit, oldest first
-//	GET    /api/v1/messages                          retained messages, newest first, with status
-//	GET    /api/v1/messages/{partitionId}/{transactionId}
-//	DELETE /api/v1/messages/{partitionId}/{transactionId}        DLQ rows only; else 404
-//	POST   /api/v1/messages/{partitionId}/{transactionId}/retry  docs/decisions.md C4 replay (docs/decisions.md B4 "data")
-//	POST   /api/v1/messages/{partitionId}/{transactionId}/dlq    docs/decisions.md B3 move; 404 | 409
-//	GET    /api/v1/resources/{overview,queues,namespaces,tasks}
-//	GET    /api/v1/resources/queues/{queue}          | DELETE (dead letters survive)
-//	GET    /api/v1/consumer-groups[/lagging|/{group}] | DELETE /{group}[/queues/{queue}]
-//	POST   /api/v1/consumer-groups/{group}/queues/{queue}[/partitions/{partition}]/seek
-//	POST   /api/v1/consumer-groups/{group}/subscription
-//	POST   /api/v1/stats/refresh                     no-op (stats are computed on read)
-//	GET    /api/v1/status[/queues[/{queue}]|/analytics|/buffers]
-//	GET    /api/v1/system/maintenance[/pop]          the switches and the spool
-//	POST   /api/v1/system/maintenance[/pop]          {"enabled"}: cluster-wide switch (push → spool, pop → 204)
-//	GET    /api/v1/analytics/{queue-lag,queue-ops,...}  per-minute series (analytics.go)
-//	POST   /api/v1/traces                            201 {traceId} | 404 message | 409 trace_limit
-//	GET    /api/v1/traces/{names|by-name/{name}|{partitionId}/{transactionId}}
-//	POST   /streams/v1/queries                       register: 200 | 409 config_hash_mismatch
-//	DELETE /streams/v1/queries/{name}                the query and its state (beyond Queen)
-//	POST   /streams/v1/cycle                         one command: 200 {success} | 404 query_not_found
-//	POST   /streams/v1/state/get                     read on a leader that confirmed itself
-//	POST   /internal/v1/cluster/{join,leave,storage,analytics} node to node (cluster secret)
-//	POST   /internal/v1/push                         a follower's prepared push, proposed by the leader
-//	POST   /internal/v1/propose                      a command relayed to a group's leader (--groups; relay.go)
-//	OPTIONS /*                                       204 with CORS headers
+// The list below is generated from the table by go generate (method,
+// pattern, access level, read consistency); the note after each row is
+// written by hand and kept. routes_doc_internal_test.go fails while the
+// list is stale, and while docs/api.md §15 differs from the table.
+//
+//	GET     /health                                                                    public     local        200 healthy | 503 unhealthy (no leader, or a storage fault: "fault")
+//	GET     /dlq                                                                       public     local        the DLQ page (docs/decisions.md B9)
+//	GET     /metrics                                                                   public     local        JSON snapshot
+//	GET     /metrics/prometheus                                                        public     local        Prometheus text (VictoriaMetrics set + DLQ depth)
+//	POST    /api/v1/configure                                                          read-write command      docs/decisions.md C5 merge; null resets; replace
+//	POST    /api/v1/push                                                               read-write command      201 [result per item]
+//	GET     /api/v1/pop                                                                read-write command      ?namespace=&task= discovery; neither → 400
+//	GET     /api/v1/pop/queue/{queue}                                                  read-write command      200 envelope | 204
+//	GET     /api/v1/pop/queue/{queue}/partition/{partition}                            read-write command
+//	POST    /api/v1/ack                                                                read-write command      [one result]
+//	POST    /api/v1/ack/batch                                                          read-write command      [result per item]
+//	POST    /api/v1/transaction                                                        read-write command      200 {success, results} | 400 malformed
+//	POST    /api/v1/lease/{leaseId}/extend                                             read-write command      200 always; body optional
+//	GET     /api/v1/dlq                                                                read-only  linearizable docs/decisions.md B1 filters, true total, hasMore
+//	POST    /api/v1/dlq/replay                                                         admin      command      docs/decisions.md B4 bulk redrive: B1 filters, limit, oldest first
+//	GET     /api/v1/messages                                                           read-only  linearizable retained messages, newest first, with status
+//	GET     /api/v1/messages/{partitionId}/{transactionId}                             read-only  linearizable
+//	DELETE  /api/v1/messages/{partitionId}/{transactionId}                             read-write command      DLQ rows only; else 404
+//	POST    /api/v1/messages/{partitionId}/{transactionId}/retry                       read-write command      docs/decisions.md C4 replay (B4 "data")
+//	POST    /api/v1/messages/{partitionId}/{transactionId}/dlq                         read-write command      docs/decisions.md B3 move; 404 | 409
+//	GET     /api/v1/resources/overview                                                 read-only  linearizable
+//	GET     /api/v1/resources/queues                                                   read-only  linearizable
+//	GET     /api/v1/resources/queues/{queue}                                           read-only  linearizable
+//	DELETE  /api/v1/resources/queues/{queue}                                           admin      command      dead letters survive
+//	GET     /api/v1/resources/namespaces                                               read-only  linearizable
+//	GET     /api/v1/resources/tasks                                                    read-only  linearizable
+//	GET     /api/v1/consumer-groups                                                    read-only  linearizable
+//	GET     /api/v1/consumer-groups/lagging                                            read-only  linearizable
+//	GET     /api/v1/consumer-groups/{group}                                            read-only  linearizable
+//	DELETE  /api/v1/consumer-groups/{group}                                            admin      command
+//	DELETE  /api/v1/consumer-groups/{group}/queues/{queue}                             admin      command
+//	POST    /api/v1/consumer-groups/{group}/queues/{queue}/seek                        read-write command
+//	POST    /api/v1/consumer-groups/{group}/queues/{queue}/partitions/{partition}/seek read-write command
+//	POST    /api/v1/consumer-groups/{group}/subscription                               read-write command
+//	POST    /api/v1/stats/refresh                                                      admin      local        no-op (stats are computed on read)
+//	GET     /api/v1/status                                                             read-only  linearizable
+//	GET     /api/v1/status/queues                                                      read-only  linearizable
+//	GET     /api/v1/status/queues/{queue}                                              read-only  linearizable
+//	GET     /api/v1/status/analytics                                                   read-only  local
+//	GET     /api/v1/status/buffers                                                     read-only  local
+//	GET     /api/v1/system/maintenance                                                 admin      linearizable the push switch and the spool
+//	POST    /api/v1/system/maintenance                                                 admin      command      {"enabled"}: cluster-wide switch (push → spool)
+//	GET     /api/v1/system/maintenance/pop                                             admin      linearizable
+//	POST    /api/v1/system/maintenance/pop                                             admin      command      {"enabled"}: cluster-wide switch (pop → 204)
+//	POST    /api/v1/traces                                                             read-write command      201 {traceId} | 404 message | 409 trace_limit
+//	GET     /api/v1/traces/names                                                       read-only  linearizable
+//	GET     /api/v1/traces/by-name/{traceName}                                         read-only  linearizable
+//	GET     /api/v1/traces/{partitionId}/{transactionId}                               read-only  linearizable
+//	POST    /streams/v1/queries                                                        read-write command      register: 200 | 409 config_hash_mismatch
+//	DELETE  /streams/v1/queries/{name}                                                 admin      command      the query and its state (beyond Queen)
+//	POST    /streams/v1/cycle                                                          read-write command      one command: 200 {success} | 404 query_not_found
+//	POST    /streams/v1/state/get                                                      read-only  leader       read on a leader that confirmed itself
+//	GET     /api/v1/status/queues/{queue}/messages                                     read-only  linearizable
+//	GET     /api/v1/analytics/queue-lag                                                read-only  leader       per-minute series (analytics.go), merged on the leader
+//	GET     /api/v1/analytics/queue-ops                                                read-only  leader
+//	GET     /api/v1/analytics/queue-parked-replicas                                    read-only  leader
+//	GET     /api/v1/analytics/retention                                                read-only  leader
+//	GET     /api/v1/analytics/worker-metrics                                           read-only  leader
+//	GET     /api/v1/analytics/system-metrics                                           read-only  leader
+//	GET     /api/v1/analytics/postgres-stats                                           read-only  local
+//	GET     /api/v1/system/shared-state                                                admin      local
+//	POST    /internal/v1/cluster/analytics                                             cluster    local        a follower's sealed minutes (cluster secret, like every /internal route)
+//	POST    /internal/v1/cluster/join                                                  cluster    command      node to node: membership
+//	POST    /internal/v1/cluster/leave                                                 cluster    command
+//	POST    /internal/v1/push                                                          cluster    command      a follower's prepared push, proposed by the leader
+//	POST    /internal/v1/propose                                                       cluster    command      a command relayed to a group's leader (--groups; relay.go)
+//	POST    /internal/v1/cluster/storage                                               cluster    local        a follower's disk state (storage.go)
+//	POST    /internal/v1/read-index                                                    cluster    local        the leader's read index, for a follower's linearizable read
 //
 // # Edge contract
 //
@@ -269,3 +303,5 @@
 // node where commands are applied, so a parked pop on a follower re-pops
 // through the leader when its own replica applies a push.
 package server
+
+//go:generate go test -run TestRouteDocs_DocGoListIsGenerated . -args -update-route-docs

@@ -85,6 +85,16 @@ func newBrokerMetrics(set *metrics.Set) *brokerMetrics {
 	return m
 }
 
+// countPushed counts a push's results in /metrics and the analytics. A
+// push is counted once in the cluster: by the node that turns the broker's
+// results into the answer to the request (or, for a spool, into its
+// replay), never by a node that serves another node's relayed command
+// (ARCHITECTURE.md, "Counting once").
+func (s *Server) countPushed(res []engine.PushResult) {
+	s.m.pushed(res)
+	s.an.pushed(res)
+}
+
 // pushed counts push results.
 func (m *brokerMetrics) pushed(res []engine.PushResult) {
 	for i := range res {

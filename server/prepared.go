@@ -85,6 +85,7 @@ func (s *Server) pushViaLeader(ctx *fasthttp.RequestCtx, st raft.Status, items [
 			s.writeError(ctx, fmt.Errorf("server: the leader's push answer: %w", err))
 			return
 		}
+		s.countPushed(res) // here, not on the leader that proposed it
 		s.answerPush(ctx, items, res)
 	case errorCodeOf(resp) == "no_such_route":
 		// A leader of an older version: relay the client's request.
@@ -114,7 +115,8 @@ func errorCodeOf(resp *fasthttp.Response) string {
 // pushPrepared answers POST /internal/v1/push on the leader: the body is a
 // raft.PrepareEntry entry; 200 with the results (appendPushResults). Only a
 // node (the cluster secret) may send one: its frames carry producer subjects
-// and sealed bits the sending node vouches for.
+// and sealed bits the sending node vouches for. The follower counts the
+// results (countPushed), not this leader.
 func (s *Server) pushPrepared(ctx *fasthttp.RequestCtx, p *params) {
 	if !p.node {
 		s.writeError(ctx, errClusterSecret)
@@ -140,8 +142,6 @@ func (s *Server) pushPrepared(ctx *fasthttp.RequestCtx, p *params) {
 		s.writeError(ctx, err)
 		return
 	}
-	s.m.pushed(res)
-	s.an.pushed(res)
 	ctx.SetContentType("application/octet-stream")
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	ctx.SetBody(appendPushResults(nil, res))

@@ -84,8 +84,7 @@ func (s *Server) push(ctx *fasthttp.RequestCtx, p *params) {
 			s.writeError(ctx, err)
 			return
 		}
-		s.m.pushed(res)
-		s.an.pushed(res)
+		s.countPushed(res)
 	}
 	s.answerPush(ctx, items, res)
 }

@@ -97,7 +97,8 @@ func relayedError(resp *fasthttp.Response) error {
 
 // proposeRelayed answers POST /internal/v1/propose: a command another node
 // relayed (Grouped), proposed on the group groupHeader names. Only a node
-// (the cluster secret) may send one.
+// (the cluster secret) may send one. Its results are counted where they
+// are answered, on the relaying node (countPushed).
 func (s *Server) proposeRelayed(ctx *fasthttp.RequestCtx, p *params) {
 	gb, ok := s.broker.(Grouped)
 	switch {
@@ -127,10 +128,6 @@ func (s *Server) proposeRelayed(ctx *fasthttp.RequestCtx, p *params) {
 	if err != nil {
 		s.writeError(ctx, err)
 		return
-	}
-	if res, ok := r.Value.([]engine.PushResult); ok {
-		s.m.pushed(res)
-		s.an.pushed(res)
 	}
 	ctx.SetContentType("application/octet-stream")
 	ctx.SetStatusCode(fasthttp.StatusOK)

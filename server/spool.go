@@ -313,7 +313,10 @@ func (s *Server) replaySpooled(items []engine.PushItem) error {
 		// A grouped broker sends each item to its queue's group.
 		ctx, cancel := context.WithTimeout(s.ctx, forwardTimeout)
 		defer cancel()
-		_, err := raft.Propose[[]engine.PushResult](ctx, s.prop, engine.PushCmd{Items: items})
+		res, err := raft.Propose[[]engine.PushResult](ctx, s.prop, engine.PushCmd{Items: items})
+		if err == nil {
+			s.countPushed(res) // the leader's push route counts a relayed replay
+		}
 		return err
 	}
 	if st.LeaderHTTP == "" {

@@ -14,6 +14,52 @@ import (
 	"time"
 )
 
+// metricSum sums Prometheus samples (each named with its labels) over
+// the nodes' /metrics/prometheus.
+func (c *cluster) metricSum(names ...string) float64 {
+	c.t.Helper()
+	var sum float64
+	for _, n := range c.nodes {
+		code, b, err := c.do(5*time.Second, "GET", n.url("/metrics/prometheus"), nil)
+		if err != nil || code != http.StatusOK {
+			c.t.Fatalf("%s /metrics/prometheus: %d %v", n.id, code, err)
+		}
+		for _, name := range names {
+			m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` (\S+)$`).FindSubmatch(b)
+			if m == nil {
+				c.t.Fatalf("%s has no %s", n.id, name)
+			}
+			v, err := strconv.ParseFloat(string(m[1]), 64)
+			if err != nil {
+				c.t.Fatalf("%s %s: %v", n.id, name, err)
+			}
+			sum += v
+		}
+	}
+	return sum
+}
+
+// statusRequestsSum sums /api/v1/status's messages.requests[kind] over the
+// nodes.
+func (c *cluster) statusRequestsSum(kind string) float64 {
+	c.t.Helper()
+	var sum float64
+	for _, n := range c.nodes {
+		var st struct {
+			Messages struct{ Requests map[string]float64 }
+		}
+		code, b, err := c.do(5*time.Second, "GET", n.url("/api/v1/status"), nil)
+		if err == nil && code == http.StatusOK {
+			err = json.Unmarshal(b, &st)
+		}
+		if err != nil || code != http.StatusOK {
+			c.t.Fatalf("%s /api/v1/status: %d %v %s", n.id, code, err, b)
+		}
+		sum += st.Messages.Requests[kind]
+	}
+	return sum
+}
+
 // groupsHealth is /health's per-group rows (a node run with --groups).
 type groupsHealth struct {
 	Groups []struct {
@@ -119,6 +165,21 @@ func TestGroups_ThreeNodesThreeGroups(t *testing.T) {
 			t.Fatalf("%s took no relayed commands: %v %s", n.id, err, m)
 		}
 	}
+	// Each item is counted once in the cluster, by the node that answered
+	// its push (ARCHITECTURE.md, "Counting once"), not again by the group
+	// leaders that took the relayed parts: summed over the nodes, as a
+	// dashboard sums instances, /metrics and /api/v1/status say 18 for 18.
+	// (Duplicates: a push mustPush retried after an unknown outcome.)
+	pushed := float64(len(queues) * len(c.nodes))
+	if got := c.metricSum(`queen_push_messages_total{status="queued"}`, `queen_push_messages_total{status="duplicate"}`); got != pushed {
+		t.Fatalf("the nodes' /metrics count %v pushed messages, want %v", got, pushed)
+	}
+	if got := c.metricSum(`queen_push_messages_total{status="failed"}`); got != 0 {
+		t.Fatalf("the nodes' /metrics count %v failed pushes, want 0", got)
+	}
+	if got := c.statusRequestsSum("push"); got != pushed {
+		t.Fatalf("the nodes' /api/v1/status count %v pushed messages, want %v", got, pushed)
+	}
 	// Each queue's three messages are popped through one node and acked
 	// through the next, whichever leads the queue's group.
 	for k, q := range queues {
@@ -148,6 +209,11 @@ func TestGroups_ThreeNodesThreeGroups(t *testing.T) {
 			if !r.Success {
 				t.Fatalf("ack %s via %s: %s", q, ackVia.id, b)
 			}
+		}
+	}
+	for _, name := range []string{`queen_pop_messages_total`, `queen_ack_messages_total{result="success"}`} {
+		if got := c.metricSum(name); got != pushed {
+			t.Fatalf("the nodes' /metrics: %s sums to %v, want %v", name, got, pushed)
 		}
 	}
 	// Every node lists every queue.
