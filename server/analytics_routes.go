@@ -82,13 +82,20 @@ func (s *Server) relayAnalytics(ctx *fasthttp.RequestCtx) bool {
 	return s.broker.Status().Role != "leader" && s.forward(ctx)
 }
 
-// parseAnalytics reads from, to, queue, hostname and workerId (defaults:
-// the last hour) and collects the minutes in range. ok is false when the
-// request has been answered (relayed, or refused).
+// parseAnalytics has the leader answer (relayAnalytics), then reads the
+// query (analyticsRange). ok is false when the request has been answered
+// (relayed, or refused).
 func (s *Server) parseAnalytics(ctx *fasthttp.RequestCtx) (q analyticsQuery, ok bool) {
 	if s.relayAnalytics(ctx) {
 		return q, false
 	}
+	return s.analyticsRange(ctx)
+}
+
+// analyticsRange reads from, to, queue, hostname and workerId (defaults:
+// the last hour) and collects the minutes in range from what this node
+// holds. ok is false when the request has been refused.
+func (s *Server) analyticsRange(ctx *fasthttp.RequestCtx) (q analyticsQuery, ok bool) {
 	args := ctx.QueryArgs()
 	q.now = s.an.now()
 	q.to = q.now.UnixMicro()
