@@ -44,7 +44,8 @@ func traffic(c *client, queue string) {
 
 // After a minute of pushes, pops and acks, /api/v1/status has a
 // throughput row for the minute with Queen's fields, one worker, the
-// request totals and the messages per request.
+// request totals and the messages per request; the overview's current
+// rates are the minute's.
 func TestStatus_ThroughputWorkersAndBatchEfficiency(t *testing.T) {
 	clock := &fakeClock{t: t0}
 	c, _ := analyticsServer(t, newEngineBroker(t, clock), clock, server.Options{})
@@ -95,6 +96,19 @@ func TestStatus_ThroughputWorkersAndBatchEfficiency(t *testing.T) {
 	}
 	c.do("GET", "/api/v1/status?from=yesterday", nil).expectError(t, 400, "invalid_argument")
 
+	var ov struct {
+		Throughput struct{ IngestedPerSecond, ProcessedPerSecond float64 }
+	}
+	c.get("/api/v1/resources/overview", &ov)
+	if ov.Throughput.IngestedPerSecond != 0.08 || ov.Throughput.ProcessedPerSecond != 0.08 {
+		t.Fatalf("overview rates %+v, want the last minute's 5/60 s", ov.Throughput)
+	}
+	// Two minutes without traffic later, the rates are 0 again.
+	c.elapse(2 * time.Minute)
+	c.get("/api/v1/resources/overview", &ov)
+	if ov.Throughput.IngestedPerSecond != 0 || ov.Throughput.ProcessedPerSecond != 0 {
+		t.Fatalf("overview rates after the traffic %+v", ov.Throughput)
+	}
 }
 
 // namedFollower follows the leader at leaderHTTP as node id.
@@ -109,8 +123,8 @@ func (b namedFollower) Status() raft.Status {
 	return st
 }
 
-// On three nodes, each counting the traffic it served, /api/v1/status
-// sums the nodes' minutes once, list one worker per node, and
+// On three nodes, each counting the traffic it served, /api/v1/status and
+// the overview sum the nodes' minutes once, list one worker per node, and
 // answer the same through a follower (which has the leader answer).
 func TestStatus_ThreeNodesSumOnce(t *testing.T) {
 	const secret = "dashboard-test-secret-dashboard!"
@@ -155,5 +169,12 @@ func TestStatus_ThreeNodesSumOnce(t *testing.T) {
 		if ingested(&via) != 15 || len(via.Workers) != 3 || via.PointCount != len(via.Throughput) || via.Messages.BatchEfficiency["push"] != 2.5 {
 			t.Fatalf("status through a follower: %+v", via)
 		}
+	}
+	var ov struct {
+		Throughput struct{ IngestedPerSecond, ProcessedPerSecond float64 }
+	}
+	n3.get("/api/v1/resources/overview", &ov)
+	if ov.Throughput.IngestedPerSecond != 0.25 || ov.Throughput.ProcessedPerSecond != 0.25 {
+		t.Fatalf("overview through a follower %+v, want 15 messages a minute", ov.Throughput)
 	}
 }

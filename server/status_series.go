@@ -144,3 +144,20 @@ func writeBatchEfficiency(w *jsonWriter, t *nodeMinute) {
 	w.float("ack", perRequest(t.AckMessages, t.AckRequests))
 	w.endObject()
 }
+
+// currentRates are the messages pushed and acked per second in the last
+// complete minute: for each node, the newer of the two minutes before the
+// current one that it has reported (a follower's minute reaches the
+// leader a second or so after it ends), summed over the nodes.
+func (s *Server) currentRates() (ingested, processed float64) {
+	s.an.rotate(s.broker)
+	now := unixMinute(s.an.now())
+	var pushed, acked int64
+	for _, n := range s.an.series(s.nodeID(), now-2, now-1) {
+		if k := len(n.minutes); k > 0 {
+			pushed += n.minutes[k-1].Node.PushMessages
+			acked += n.minutes[k-1].Node.AckMessages
+		}
+	}
+	return round2(float64(pushed) / 60), round2(float64(acked) / 60)
+}
