@@ -2,6 +2,7 @@ package server
 
 import (
 	"cmp"
+	"errors"
 	"math"
 	"slices"
 	"strconv"
@@ -174,6 +175,7 @@ type queueAgg struct {
 	queueMinute
 	parked  float64
 	minutes int
+	created int64 // partitions created (createdPartitions)
 }
 
 // minuteQueues is one minute's queues, merged over nodes, by name.
@@ -256,37 +258,46 @@ func (s *Server) queueOps(ctx *fasthttp.RequestCtx, _ *params) {
 	if !ok {
 		return
 	}
-	type key struct {
-		bucket int64
-		queue  string
+	created, err := s.createdPartitions(&q)
+	if err != nil {
+		s.writeError(ctx, err)
+		return
 	}
 	var (
-		order []key
-		aggs  = map[key]*queueAgg{}
+		order []bucketQueue
+		aggs  = map[bucketQueue]*queueAgg{}
 		names []string
 		seen  = map[string]bool{}
 	)
+	entry := func(k bucketQueue) *queueAgg {
+		agg := aggs[k]
+		if agg == nil {
+			agg = &queueAgg{queueMinute: queueMinute{Queue: k.queue, Partitions: -1}}
+			aggs[k] = agg
+			order = append(order, k)
+		}
+		if !seen[k.queue] {
+			seen[k.queue] = true
+			names = append(names, k.queue)
+		}
+		return agg
+	}
 	for _, mq := range q.mergeQueues() {
 		b := bucketStart(mq.at, q.bucket)
 		for i := range mq.queues {
 			m := &mq.queues[i]
-			k := key{b, m.Queue}
-			agg := aggs[k]
-			if agg == nil {
-				agg = &queueAgg{queueMinute: queueMinute{Queue: m.Queue, Partitions: -1}}
-				aggs[k] = agg
-				order = append(order, k)
-			}
+			agg := entry(bucketQueue{b, m.Queue})
 			agg.add(&m.queueMinute)
 			agg.parked += m.parked
 			agg.minutes++
-			if !seen[m.Queue] {
-				seen[m.Queue] = true
-				names = append(names, m.Queue)
-			}
 		}
 	}
-	slices.SortFunc(order, func(a, b key) int { return cmp.Or(cmp.Compare(a.bucket, b.bucket), strings.Compare(a.queue, b.queue)) })
+	for k, n := range created {
+		entry(k).created = n
+	}
+	slices.SortFunc(order, func(a, b bucketQueue) int {
+		return cmp.Or(cmp.Compare(a.bucket, b.bucket), strings.Compare(a.queue, b.queue))
+	})
 	slices.Sort(names)
 	w := q.head(ctx, true)
 	w.array("series")
@@ -303,8 +314,8 @@ func (s *Server) queueOps(ctx *fasthttp.RequestCtx, _ *params) {
 		w.int("ackSuccess", a.AckSuccess)
 		w.int("ackFailed", a.AckFailed)
 		w.int("transactions", a.Transactions)
-		w.int("partitionsCreated", 0)
-		w.int("partitionsDeleted", 0)
+		w.int("partitionsCreated", a.created)
+		w.int("partitionsDeleted", 0) // a partition goes only with its queue, not counted (as Queen)
 		if a.Partitions < 0 {
 			w.null("partitionCount")
 		} else {
@@ -327,6 +338,49 @@ func (s *Server) queueOps(ctx *fasthttp.RequestCtx, _ *params) {
 	w.endArray()
 	w.endObject()
 	send(ctx, fasthttp.StatusOK, w)
+}
+
+// bucketQueue keys a queue's figures in a bucket.
+type bucketQueue struct {
+	bucket int64 // unix minute the bucket starts
+	queue  string
+}
+
+// createdPartitions counts the partitions created per bucket and queue in
+// the query's range, up to the last complete minute (as the minutes are
+// served). They are read from the store, where each partition keeps the
+// time it was created, stamped by the leader into the command that created
+// it: every replica holds the same time, so a partition counts once however
+// many nodes there are, and the count survives restarts. A deleted queue
+// takes its partitions, and their count, with it.
+func (s *Server) createdPartitions(q *analyticsQuery) (map[bucketQueue]int64, error) {
+	var qs []engine.QueueInfo
+	if q.queue != "" {
+		info, err := s.broker.Queue(q.queue)
+		switch {
+		case errors.Is(err, engine.ErrQueueNotFound):
+			return nil, nil
+		case err != nil:
+			return nil, err
+		}
+		qs = append(qs, info)
+	} else {
+		var err error
+		if qs, err = s.broker.Queues(); err != nil {
+			return nil, err
+		}
+	}
+	last := min(q.toMin, unixMinute(q.now)-1)
+	out := map[bucketQueue]int64{}
+	for i := range qs {
+		for j := range qs[i].Partitions {
+			m := floorDiv(qs[i].Partitions[j].CreatedAt, minuteUS)
+			if m >= q.fromMin && m <= last {
+				out[bucketQueue{bucketStart(m, q.bucket), qs[i].Name}]++
+			}
+		}
+	}
+	return out, nil
 }
 
 // queueParkedReplicas answers GET /api/v1/analytics/queue-parked-replicas:

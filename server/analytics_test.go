@@ -160,7 +160,7 @@ func TestAnalytics_CountsTrafficAndLag(t *testing.T) {
 	s := ops.Series[0]
 	if s.Bucket != "2026-03-04T10:00:00Z" || s.PushRequests != 1 || s.PushMessages != 4 || s.PopMessages != 3 || s.PopEmpty != 1 ||
 		s.AckRequests != 2 || s.AckSuccess != 3 || s.AckFailed != 0 || s.Transactions != 1 || s.AvgLagMs != 6000 || s.MaxLagMs != 8000 ||
-		s.PartitionCount == nil || *s.PartitionCount != 1 || s.PartitionsCreated == nil || *s.PartitionsCreated != 0 ||
+		s.PartitionCount == nil || *s.PartitionCount != 1 || s.PartitionsCreated == nil || *s.PartitionsCreated != 1 ||
 		s.PushPerSecond != 0.07 || s.PopPerSecond != 0.05 || s.AckPerSecond != 0.05 || s.EmptyPerSecond != 0.02 || s.ParkedCount != 0 {
 		t.Fatalf("queue-ops entry %+v", s)
 	}

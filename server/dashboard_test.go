@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -170,11 +171,65 @@ func TestStatus_ThreeNodesSumOnce(t *testing.T) {
 			t.Fatalf("status through a follower: %+v", via)
 		}
 	}
+	// Each queue's Default partition counts once, not once per node.
+	for _, c := range []*client{leader, n2} {
+		var ops queueOps
+		c.get("/api/v1/analytics/queue-ops"+wide, &ops)
+		var parts int64
+		for _, s := range ops.Series {
+			parts += *s.PartitionsCreated
+		}
+		if parts != 3 {
+			t.Fatalf("partitions created %d, want 3", parts)
+		}
+	}
 	var ov struct {
 		Throughput struct{ IngestedPerSecond, ProcessedPerSecond float64 }
 	}
 	n3.get("/api/v1/resources/overview", &ov)
 	if ov.Throughput.IngestedPerSecond != 0.25 || ov.Throughput.ProcessedPerSecond != 0.25 {
 		t.Fatalf("overview through a follower %+v, want 15 messages a minute", ov.Throughput)
+	}
+}
+
+// queue-ops counts the partitions each queue created per bucket, from the
+// store (configure creates Default, pushes create the others), once the
+// minute is over; none is deleted but with its queue.
+func TestQueueOps_PartitionsCreated(t *testing.T) {
+	clock := &fakeClock{t: t0}
+	c, _ := analyticsServer(t, newEngineBroker(t, clock), clock, server.Options{})
+	c.configure("parts", nil)
+	c.push(map[string]any{"queue": "parts", "partition": "p1", "payload": 1}, map[string]any{"queue": "parts", "partition": "p2", "payload": 2},
+		map[string]any{"queue": "parts", "partition": "p3", "payload": 3}, map[string]any{"queue": "parts", "partition": "p1", "payload": 4})
+	created := func(query string) map[string]int64 {
+		var ops queueOps
+		c.get("/api/v1/analytics/queue-ops"+query, &ops)
+		got := map[string]int64{}
+		for _, s := range ops.Series {
+			if s.PartitionsCreated == nil || s.PartitionsDeleted == nil || *s.PartitionsDeleted != 0 {
+				t.Fatalf("queue-ops entry %+v", s)
+			}
+			got[s.Bucket+" "+s.QueueName] = *s.PartitionsCreated
+		}
+		return got
+	}
+	if got := created(rangeQuery); len(got) != 0 {
+		t.Fatalf("partitions created during the minute: %v", got)
+	}
+	c.elapse(time.Minute)
+	c.pushOne("parts", "p4", "", 5)
+	c.elapse(time.Minute)
+	want := map[string]int64{"2026-03-04T10:00:00Z parts": 4, "2026-03-04T10:01:00Z parts": 1}
+	for _, q := range []string{rangeQuery, rangeQuery + "&queue=parts"} {
+		if got := created(q); !maps.Equal(got, want) {
+			t.Fatalf("partitions created %s: %v, want %v", q, got, want)
+		}
+	}
+	if got := created(rangeQuery + "&queue=nope"); len(got) != 0 {
+		t.Fatalf("partitions created by an unknown queue: %v", got)
+	}
+	// Six hours are bucketed by 5 minutes: one bucket holds both minutes.
+	if got := created("?from=2026-03-04T06:00:00Z&to=2026-03-04T12:00:00Z"); !maps.Equal(got, map[string]int64{"2026-03-04T10:00:00Z parts": 5}) {
+		t.Fatalf("partitions created in 5-minute buckets: %v", got)
 	}
 }
