@@ -233,3 +233,17 @@ func TestQueueOps_PartitionsCreated(t *testing.T) {
 		t.Fatalf("partitions created in 5-minute buckets: %v", got)
 	}
 }
+
+// The Migration page's status answers idle, with why; its actions are a
+// clear 501.
+func TestMigration_IdleAndNotImplemented(t *testing.T) {
+	c := newClient(t)
+	st := c.do("GET", "/api/v1/migration/status", nil).expect(t, 200).object(t)
+	if st["status"] != "idle" || st["supported"] != false || !strings.Contains(st["note"].(string), "PostgreSQL does not apply") {
+		t.Fatalf("migration status %v", st)
+	}
+	for _, action := range []string{"test-connection", "start", "validate", "reset"} {
+		c.do("POST", "/api/v1/migration/"+action, map[string]any{"host": "db", "database": "queen"}).expectError(t, 501, "not_implemented")
+	}
+	c.do("POST", "/api/v1/migration/other", nil).expectError(t, 404, "no_such_route")
+}
