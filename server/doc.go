@@ -40,6 +40,7 @@
 //	GET    /api/v1/system/maintenance[/pop]          the switches and the spool
 //	POST   /api/v1/system/maintenance[/pop]          {"enabled"}: cluster-wide switch (push → spool, pop → 204)
 //	GET    /api/v1/analytics/{queue-lag,queue-ops,...}  per-minute series (analytics.go)
+//	GET    /api/v1/migration/status                  always idle | POST …/{test-connection,start,validate,reset} 501
 //	POST   /api/v1/traces                            201 {traceId} | 404 message | 409 trace_limit
 //	GET    /api/v1/traces/{names|by-name/{name}|{partitionId}/{transactionId}}
 //	POST   /streams/v1/queries                       register: 200 | 409 config_hash_mismatch
