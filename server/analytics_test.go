@@ -436,14 +436,20 @@ func TestAnalytics_PostgresStatsFromPebble(t *testing.T) {
 		t.Fatalf("bufferConfig %+v, want the block cache's %d bytes", st.BufferConfig, enginetest.Options().BlockCacheBytes)
 	}
 	var names []string
+	sizes := map[string]int64{}
 	for _, ts := range st.TableSizes {
 		if ts.TotalSizeBytes == nil {
 			t.Fatalf("table size %+v", ts)
 		}
 		names = append(names, ts.Table)
+		sizes[ts.Table] = *ts.TotalSizeBytes
 	}
-	if !slices.Contains(names, "messages") || !slices.Contains(names, "dead_letters") {
+	if !slices.Contains(names, "messages") || !slices.Contains(names, "dead_letters") || !slices.Contains(names, "blob_files") {
 		t.Fatalf("keyspaces %v", names)
+	}
+	// The push is still in the memtable: the store is not empty for that.
+	if sizes["unflushed"] == 0 {
+		t.Fatalf("table sizes %v: the unflushed push is not counted", sizes)
 	}
 	if st.Store.DiskBytes <= 0 || st.Store.WalBytes <= 0 || len(st.Store.Levels) != 7 {
 		t.Fatalf("store %+v: the WAL holds the push", st.Store)
