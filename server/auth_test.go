@@ -236,7 +236,7 @@ func checkAccess(t *testing.T, v *auth.Verifier, tokens []token, only map[string
 					// The secret alone vouches for a prepared push's frames
 					// and for a relayed command.
 					resp.expectError(t, http.StatusForbidden, "cluster_secret_invalid")
-				case r.Level == auth.Cluster, r.Method == "POST" && strings.HasPrefix(r.Pattern, "/api/v1/migration/"):
+				case r.Level == auth.Cluster, migrationAction(r):
 					if resp.status != http.StatusNotImplemented {
 						t.Errorf("%s %s with %s: %d %s, want the handler's 501", r.Method, path, tk.name, resp.status, resp.body)
 					}

@@ -234,6 +234,12 @@ func TestQueueOps_PartitionsCreated(t *testing.T) {
 	}
 }
 
+// migrationAction reports whether r is one of the migration actions,
+// which answer 501 whoever asks.
+func migrationAction(r server.Route) bool {
+	return r.Method == "POST" && strings.HasPrefix(r.Pattern, "/api/v1/migration/")
+}
+
 // The Migration page's status answers idle, with why; its actions are a
 // clear 501.
 func TestMigration_IdleAndNotImplemented(t *testing.T) {
