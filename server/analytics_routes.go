@@ -2,6 +2,7 @@ package server
 
 import (
 	"cmp"
+	"errors"
 	"math"
 	"slices"
 	"strconv"
@@ -82,13 +83,20 @@ func (s *Server) relayAnalytics(ctx *fasthttp.RequestCtx) bool {
 	return s.broker.Status().Role != "leader" && s.forward(ctx)
 }
 
-// parseAnalytics reads from, to, queue, hostname and workerId (defaults:
-// the last hour) and collects the minutes in range. ok is false when the
-// request has been answered (relayed, or refused).
+// parseAnalytics has the leader answer (relayAnalytics), then reads the
+// query (analyticsRange). ok is false when the request has been answered
+// (relayed, or refused).
 func (s *Server) parseAnalytics(ctx *fasthttp.RequestCtx) (q analyticsQuery, ok bool) {
 	if s.relayAnalytics(ctx) {
 		return q, false
 	}
+	return s.analyticsRange(ctx)
+}
+
+// analyticsRange reads from, to, queue, hostname and workerId (defaults:
+// the last hour) and collects the minutes in range from what this node
+// holds. ok is false when the request has been refused.
+func (s *Server) analyticsRange(ctx *fasthttp.RequestCtx) (q analyticsQuery, ok bool) {
 	args := ctx.QueryArgs()
 	q.now = s.an.now()
 	q.to = q.now.UnixMicro()
@@ -167,6 +175,7 @@ type queueAgg struct {
 	queueMinute
 	parked  float64
 	minutes int
+	created int64 // partitions created (createdPartitions)
 }
 
 // minuteQueues is one minute's queues, merged over nodes, by name.
@@ -249,37 +258,46 @@ func (s *Server) queueOps(ctx *fasthttp.RequestCtx, _ *params) {
 	if !ok {
 		return
 	}
-	type key struct {
-		bucket int64
-		queue  string
+	created, err := s.createdPartitions(&q)
+	if err != nil {
+		s.writeError(ctx, err)
+		return
 	}
 	var (
-		order []key
-		aggs  = map[key]*queueAgg{}
+		order []bucketQueue
+		aggs  = map[bucketQueue]*queueAgg{}
 		names []string
 		seen  = map[string]bool{}
 	)
+	entry := func(k bucketQueue) *queueAgg {
+		agg := aggs[k]
+		if agg == nil {
+			agg = &queueAgg{queueMinute: queueMinute{Queue: k.queue, Partitions: -1}}
+			aggs[k] = agg
+			order = append(order, k)
+		}
+		if !seen[k.queue] {
+			seen[k.queue] = true
+			names = append(names, k.queue)
+		}
+		return agg
+	}
 	for _, mq := range q.mergeQueues() {
 		b := bucketStart(mq.at, q.bucket)
 		for i := range mq.queues {
 			m := &mq.queues[i]
-			k := key{b, m.Queue}
-			agg := aggs[k]
-			if agg == nil {
-				agg = &queueAgg{queueMinute: queueMinute{Queue: m.Queue, Partitions: -1}}
-				aggs[k] = agg
-				order = append(order, k)
-			}
+			agg := entry(bucketQueue{b, m.Queue})
 			agg.add(&m.queueMinute)
 			agg.parked += m.parked
 			agg.minutes++
-			if !seen[m.Queue] {
-				seen[m.Queue] = true
-				names = append(names, m.Queue)
-			}
 		}
 	}
-	slices.SortFunc(order, func(a, b key) int { return cmp.Or(cmp.Compare(a.bucket, b.bucket), strings.Compare(a.queue, b.queue)) })
+	for k, n := range created {
+		entry(k).created = n
+	}
+	slices.SortFunc(order, func(a, b bucketQueue) int {
+		return cmp.Or(cmp.Compare(a.bucket, b.bucket), strings.Compare(a.queue, b.queue))
+	})
 	slices.Sort(names)
 	w := q.head(ctx, true)
 	w.array("series")
@@ -296,8 +314,8 @@ func (s *Server) queueOps(ctx *fasthttp.RequestCtx, _ *params) {
 		w.int("ackSuccess", a.AckSuccess)
 		w.int("ackFailed", a.AckFailed)
 		w.int("transactions", a.Transactions)
-		w.int("partitionsCreated", 0)
-		w.int("partitionsDeleted", 0)
+		w.int("partitionsCreated", a.created)
+		w.int("partitionsDeleted", 0) // a partition goes only with its queue, not counted (as Queen)
 		if a.Partitions < 0 {
 			w.null("partitionCount")
 		} else {
@@ -320,6 +338,49 @@ func (s *Server) queueOps(ctx *fasthttp.RequestCtx, _ *params) {
 	w.endArray()
 	w.endObject()
 	send(ctx, fasthttp.StatusOK, w)
+}
+
+// bucketQueue keys a queue's figures in a bucket.
+type bucketQueue struct {
+	bucket int64 // unix minute the bucket starts
+	queue  string
+}
+
+// createdPartitions counts the partitions created per bucket and queue in
+// the query's range, up to the last complete minute (as the minutes are
+// served). They are read from the store, where each partition keeps the
+// time it was created, stamped by the leader into the command that created
+// it: every replica holds the same time, so a partition counts once however
+// many nodes there are, and the count survives restarts. A deleted queue
+// takes its partitions, and their count, with it.
+func (s *Server) createdPartitions(q *analyticsQuery) (map[bucketQueue]int64, error) {
+	var qs []engine.QueueInfo
+	if q.queue != "" {
+		info, err := s.broker.Queue(q.queue)
+		switch {
+		case errors.Is(err, engine.ErrQueueNotFound):
+			return nil, nil
+		case err != nil:
+			return nil, err
+		}
+		qs = append(qs, info)
+	} else {
+		var err error
+		if qs, err = s.broker.Queues(); err != nil {
+			return nil, err
+		}
+	}
+	last := min(q.toMin, unixMinute(q.now)-1)
+	out := map[bucketQueue]int64{}
+	for i := range qs {
+		for j := range qs[i].Partitions {
+			m := floorDiv(qs[i].Partitions[j].CreatedAt, minuteUS)
+			if m >= q.fromMin && m <= last {
+				out[bucketQueue{bucketStart(m, q.bucket), qs[i].Name}]++
+			}
+		}
+	}
+	return out, nil
 }
 
 // queueParkedReplicas answers GET /api/v1/analytics/queue-parked-replicas:
@@ -624,277 +685,4 @@ func writeQueuePops(w *jsonWriter, minutes []minuteQueues) {
 		w.endObject()
 	}
 	w.endArray()
-}
-
-// systemMetrics answers GET /api/v1/analytics/system-metrics?from&to&hostname&workerId:
-// per node, its sampled process figures per bucket, ascending.
-func (s *Server) systemMetrics(ctx *fasthttp.RequestCtx, _ *params) {
-	q, ok := s.parseAnalytics(ctx)
-	if !ok {
-		return
-	}
-	type point struct {
-		at      int64
-		samples int64
-		stats   [numSys]sysStat
-	}
-	w := q.head(ctx, false)
-	w.array("replicas")
-	replicas, points := 0, 0
-	for _, n := range q.nodes {
-		if !q.node(n.id) {
-			continue
-		}
-		var series []point
-		for i := range n.minutes {
-			m := &n.minutes[i]
-			if m.Node.Samples == 0 {
-				continue
-			}
-			b := bucketStart(m.At, q.bucket)
-			if len(series) == 0 || series[len(series)-1].at != b {
-				series = append(series, point{at: b, samples: m.Node.Samples, stats: m.Sys})
-				continue
-			}
-			p := &series[len(series)-1]
-			p.samples += m.Node.Samples
-			for k := range p.stats {
-				o := &m.Sys[k]
-				p.stats[k] = sysStat{Sum: p.stats[k].Sum + o.Sum, Min: min(p.stats[k].Min, o.Min), Max: max(p.stats[k].Max, o.Max), Last: o.Last}
-			}
-		}
-		if len(series) == 0 {
-			continue
-		}
-		replicas++
-		points += len(series)
-		w.object("")
-		w.str("hostname", n.id)
-		w.int("port", int64(n.port))
-		w.int("workerId", 0)
-		w.array("timeSeries")
-		for _, p := range series {
-			w.object("")
-			w.timeMillis("timestamp", p.at*minuteUS)
-			w.int("sampleCount", p.samples)
-			writeSysMetrics(&w, &p.stats, p.samples)
-			w.endObject()
-		}
-		w.endArray()
-		w.endObject()
-	}
-	w.endArray()
-	w.int("replicaCount", int64(replicas))
-	w.int("bucketMinutes", q.bucket)
-	w.int("pointCount", int64(points))
-	w.endObject()
-	send(ctx, fasthttp.StatusOK, w)
-}
-
-// writeSysMetrics writes one point's "metrics". What this broker has no
-// counterpart for (a database pool, thread pools, peer sync) is 0.
-func writeSysMetrics(w *jsonWriter, st *[numSys]sysStat, samples int64) {
-	leaf := func(k string, s sysStat) {
-		w.object(k)
-		w.float("avg", round2(float64(s.Sum)/float64(max(samples, 1))))
-		w.int("min", s.Min)
-		w.int("max", s.Max)
-		w.int("last", s.Last)
-		w.endObject()
-	}
-	zeros := func(keys ...string) {
-		for _, k := range keys {
-			leaf(k, sysStat{})
-		}
-	}
-	counts := func(k string, keys ...string) {
-		w.object(k)
-		for _, c := range keys {
-			w.int(c, 0)
-		}
-		w.endObject()
-	}
-	w.object("metrics")
-	w.object("cpu")
-	leaf("user_us", st[sysCPUUser])
-	leaf("system_us", st[sysCPUSystem])
-	w.endObject()
-	w.object("memory")
-	leaf("rss_bytes", st[sysRSS])
-	leaf("virtual_bytes", st[sysVirtual])
-	w.endObject()
-	w.object("database")
-	zeros("pool_size", "pool_idle", "pool_active")
-	w.endObject()
-	w.object("threadpool")
-	w.object("db")
-	zeros("pool_size", "queue_size")
-	w.endObject()
-	w.object("system")
-	zeros("pool_size", "queue_size")
-	w.endObject()
-	w.endObject()
-	w.object("registries")
-	leaf("response", st[sysInflight])
-	w.endObject()
-	w.object("shared_state")
-	w.bool("enabled", false)
-	w.object("sidecar_ops")
-	for _, op := range []string{"push", "pop", "ack"} {
-		counts(op, "count", "latency_us", "items")
-	}
-	w.endObject()
-	counts("queue_backoff", "queues_with_backoff", "total_backed_off_groups", "avg_interval_ms")
-	w.array("queue_backoff_summary")
-	w.endArray()
-	counts("queue_config_cache", "size", "hits", "misses")
-	counts("consumer_presence", "queues_tracked", "servers_tracked", "total_registrations")
-	counts("server_health", "alive", "dead")
-	counts("transport", "sent", "received", "dropped")
-	w.endObject()
-	w.endObject()
-}
-
-// postgresStats answers GET /api/v1/analytics/postgres-stats with this
-// node's Pebble figures under Queen's keys (docs/api.md §11): what has a
-// true counterpart is filled, the rest is empty; no PostgreSQL figure is
-// imitated. Each node answers for its own store.
-func (s *Server) postgresStats(ctx *fasthttp.RequestCtx, _ *params) {
-	var (
-		st  engine.StoreStats
-		has bool
-	)
-	if s.an.store != nil {
-		var err error
-		if st, err = s.an.store(); err != nil {
-			s.writeError(ctx, err)
-			return
-		}
-		has = true
-	}
-	ratio := func(hits, misses int64) float64 {
-		if hits+misses == 0 {
-			return 0
-		}
-		return round2(float64(hits) * 100 / float64(hits+misses))
-	}
-	w := startBody(ctx)
-	w.object("")
-	w.timeMillis("timestamp", s.an.now().UnixMicro())
-	w.str("database", "pebble")
-	w.str("engine", "pebble")
-	w.str("node", s.nodeID())
-	w.object("databaseCache")
-	if has {
-		w.str("database", "pebble")
-		w.int("diskReads", st.BlockCacheMisses)
-		w.int("cacheHits", st.BlockCacheHits)
-		w.float("cacheHitRatio", ratio(st.BlockCacheHits, st.BlockCacheMisses))
-	}
-	w.endObject()
-	w.array("tableCache")
-	w.endArray()
-	w.array("indexCache")
-	w.endArray()
-	w.object("cacheSummary")
-	if has { // one block cache holds data, index and filter blocks alike
-		w.object("tables")
-		w.int("diskReads", st.BlockCacheMisses)
-		w.int("cacheHits", st.BlockCacheHits)
-		w.float("hitRatio", ratio(st.BlockCacheHits, st.BlockCacheMisses))
-		w.endObject()
-		w.object("indexes")
-		w.endObject()
-	}
-	w.endObject()
-	w.array("deadTuples")
-	if has {
-		w.object("")
-		w.str("schema", "pebble")
-		w.str("table", "store")
-		w.int("tombstones", int64(st.Tombstones))
-		w.endObject()
-	}
-	w.endArray()
-	w.array("hotUpdates")
-	w.endArray()
-	w.array("activeQueries")
-	w.endArray()
-	w.array("autovacuumStatus")
-	if has {
-		w.object("")
-		w.str("table", "store")
-		w.int("compactionDebtBytes", int64(st.CompactionDebt))
-		w.int("compactionsRunning", st.CompactionsRunning)
-		w.endObject()
-	}
-	w.endArray()
-	w.object("bufferConfig")
-	if has {
-		w.int("sharedBuffers", st.BlockCacheBytes)
-		w.str("sharedBuffersSize", prettySize(st.BlockCacheBytes))
-		w.int("blockCacheInUseBytes", st.BlockCacheInUse)
-	}
-	w.endObject()
-	w.array("bufferUsage")
-	w.endArray()
-	w.array("tableSizes")
-	for _, k := range st.Keyspaces {
-		w.object("")
-		w.str("table", k.Name)
-		w.str("totalSize", prettySize(int64(k.Bytes)))
-		w.int("totalSizeBytes", int64(k.Bytes))
-		w.str("tableSize", prettySize(int64(k.Bytes)))
-		w.int("tableSizeBytes", int64(k.Bytes))
-		w.str("indexSize", prettySize(0))
-		w.int("indexSizeBytes", 0)
-		w.endObject()
-	}
-	w.endArray()
-	if has {
-		w.object("store")
-		w.int("diskBytes", int64(st.DiskBytes))
-		w.int("blobBytes", int64(st.BlobBytes))
-		w.int("walBytes", int64(st.WALBytes))
-		w.int("walPhysicalBytes", int64(st.WALPhysicalBytes))
-		w.int("memtableBytes", int64(st.MemTableBytes))
-		w.int("memtables", st.MemTables)
-		w.int("compactionDebtBytes", int64(st.CompactionDebt))
-		w.int("tombstones", int64(st.Tombstones))
-		w.array("levels")
-		for _, l := range st.Levels {
-			w.object("")
-			w.int("level", int64(l.Level))
-			w.int("tables", l.Tables)
-			w.int("bytes", l.Bytes)
-			w.float("score", round2(l.Score))
-			w.endObject()
-		}
-		w.endArray()
-		w.endObject()
-	}
-	w.endObject()
-	send(ctx, fasthttp.StatusOK, w)
-}
-
-// prettySize writes a size as PostgreSQL's pg_size_pretty does: bytes
-// below 10 kB, then the largest unit that leaves at least 10, rounded.
-func prettySize(n int64) string {
-	units := []string{"bytes", "kB", "MB", "GB", "TB", "PB"}
-	u := 0
-	for ; u < len(units)-1 && n >= 10*1024; u++ {
-		n = (n + 512) / 1024 // half rounds up, as pg_size_pretty does
-	}
-	return strconv.FormatInt(n, 10) + " " + units[u]
-}
-
-// sharedState answers GET /api/v1/system/shared-state: Queen's UDP peer
-// sync has no counterpart here (nodes share state through Raft).
-func (s *Server) sharedState(ctx *fasthttp.RequestCtx, _ *params) {
-	w := startBody(ctx)
-	w.object("")
-	w.bool("enabled", false)
-	w.str("reason", "not_initialized")
-	w.endObject()
-	send(ctx, fasthttp.StatusOK, w)
 }

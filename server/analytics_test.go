@@ -160,7 +160,7 @@ func TestAnalytics_CountsTrafficAndLag(t *testing.T) {
 	s := ops.Series[0]
 	if s.Bucket != "2026-03-04T10:00:00Z" || s.PushRequests != 1 || s.PushMessages != 4 || s.PopMessages != 3 || s.PopEmpty != 1 ||
 		s.AckRequests != 2 || s.AckSuccess != 3 || s.AckFailed != 0 || s.Transactions != 1 || s.AvgLagMs != 6000 || s.MaxLagMs != 8000 ||
-		s.PartitionCount == nil || *s.PartitionCount != 1 || s.PartitionsCreated == nil || *s.PartitionsCreated != 0 ||
+		s.PartitionCount == nil || *s.PartitionCount != 1 || s.PartitionsCreated == nil || *s.PartitionsCreated != 1 ||
 		s.PushPerSecond != 0.07 || s.PopPerSecond != 0.05 || s.AckPerSecond != 0.05 || s.EmptyPerSecond != 0.02 || s.ParkedCount != 0 {
 		t.Fatalf("queue-ops entry %+v", s)
 	}
@@ -436,14 +436,20 @@ func TestAnalytics_PostgresStatsFromPebble(t *testing.T) {
 		t.Fatalf("bufferConfig %+v, want the block cache's %d bytes", st.BufferConfig, enginetest.Options().BlockCacheBytes)
 	}
 	var names []string
+	sizes := map[string]int64{}
 	for _, ts := range st.TableSizes {
 		if ts.TotalSizeBytes == nil {
 			t.Fatalf("table size %+v", ts)
 		}
 		names = append(names, ts.Table)
+		sizes[ts.Table] = *ts.TotalSizeBytes
 	}
-	if !slices.Contains(names, "messages") || !slices.Contains(names, "dead_letters") {
+	if !slices.Contains(names, "messages") || !slices.Contains(names, "dead_letters") || !slices.Contains(names, "blob_files") {
 		t.Fatalf("keyspaces %v", names)
+	}
+	// The push is still in the memtable: the store is not empty for that.
+	if sizes["unflushed"] == 0 {
+		t.Fatalf("table sizes %v: the unflushed push is not counted", sizes)
 	}
 	if st.Store.DiskBytes <= 0 || st.Store.WalBytes <= 0 || len(st.Store.Levels) != 7 {
 		t.Fatalf("store %+v: the WAL holds the push", st.Store)

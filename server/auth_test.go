@@ -236,7 +236,7 @@ func checkAccess(t *testing.T, v *auth.Verifier, tokens []token, only map[string
 					// The secret alone vouches for a prepared push's frames
 					// and for a relayed command.
 					resp.expectError(t, http.StatusForbidden, "cluster_secret_invalid")
-				case r.Level == auth.Cluster:
+				case r.Level == auth.Cluster, migrationAction(r):
 					if resp.status != http.StatusNotImplemented {
 						t.Errorf("%s %s with %s: %d %s, want the handler's 501", r.Method, path, tk.name, resp.status, resp.body)
 					}
@@ -271,6 +271,7 @@ func TestAuth_RouteTableLevels(t *testing.T) {
 		"cluster_join": auth.Cluster, "cluster_leave": auth.Cluster, "cluster_storage": auth.Cluster,
 		"analytics_queue_ops": auth.ReadOnly, "analytics_postgres": auth.ReadOnly, "status_queue_messages": auth.ReadOnly,
 		"shared_state": auth.Admin, "cluster_analytics": auth.Cluster,
+		"migration_status": auth.Admin, "migration_start": auth.Admin,
 	}
 	for _, r := range s.Routes() {
 		if w, ok := want[r.Name]; ok && r.Level != w {

@@ -93,8 +93,13 @@ func (s *Server) deleteQueue(ctx *fasthttp.RequestCtx, p *params) {
 	send(ctx, fasthttp.StatusOK, w)
 }
 
-// overview answers GET /api/v1/resources/overview.
+// overview answers GET /api/v1/resources/overview. Its rates are the
+// analytics minutes' (currentRates), so a follower has the leader answer,
+// as for /api/v1/status.
 func (s *Server) overview(ctx *fasthttp.RequestCtx, _ *params) {
+	if s.relayAnalytics(ctx) {
+		return
+	}
 	qs, dlq, err := s.queuesAndDLQ()
 	if err != nil {
 		s.writeError(ctx, err)
@@ -139,19 +144,15 @@ func (s *Server) overview(ctx *fasthttp.RequestCtx, _ *params) {
 	writeSpread(&w, "time", timeLags)
 	writeSpread(&w, "offset", offsetLags)
 	w.endObject()
-	writeThroughput(&w)
+	ingested, processed := s.currentRates()
+	w.object("throughput")
+	w.float("ingestedPerSecond", ingested)
+	w.float("processedPerSecond", processed)
+	w.endObject()
 	w.timeMillis("timestamp", now)
 	w.int("statsAge", 0)
 	w.endObject()
 	send(ctx, fasthttp.StatusOK, w)
-}
-
-// writeThroughput writes the rate object; rates are not tracked (0).
-func writeThroughput(w *jsonWriter) {
-	w.object("throughput")
-	w.int("ingestedPerSecond", 0)
-	w.int("processedPerSecond", 0)
-	w.endObject()
 }
 
 // writeSpread writes {avg, median, min, max} of vs (all 0 when empty).

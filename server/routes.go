@@ -93,6 +93,11 @@ func (s *Server) routeTable() []route {
 		{"GET", "/api/v1/analytics/system-metrics", "analytics_system", auth.ReadOnly, reads, leaderServes, (*Server).systemMetrics},
 		{"GET", "/api/v1/analytics/postgres-stats", "analytics_postgres", auth.ReadOnly, reads, local, (*Server).postgresStats},
 		{"GET", "/api/v1/system/shared-state", "shared_state", auth.Admin, reads, local, (*Server).sharedState},
+		{"GET", "/api/v1/migration/status", "migration_status", auth.Admin, reads, local, (*Server).migrationStatus},
+		{"POST", "/api/v1/migration/test-connection", "migration_test_connection", auth.Admin, reads, local, (*Server).migrationAction},
+		{"POST", "/api/v1/migration/start", "migration_start", auth.Admin, reads, local, (*Server).migrationAction},
+		{"POST", "/api/v1/migration/validate", "migration_validate", auth.Admin, reads, local, (*Server).migrationAction},
+		{"POST", "/api/v1/migration/reset", "migration_reset", auth.Admin, reads, local, (*Server).migrationAction},
 		{"POST", "/internal/v1/cluster/analytics", "cluster_analytics", auth.Cluster, reads, local, (*Server).analyticsReport},
 
 		{"POST", "/internal/v1/cluster/join", "cluster_join", auth.Cluster, writesLittle, proposes, (*Server).join},

@@ -10,9 +10,19 @@ import (
 	"github.com/queenmq/queen/engine"
 )
 
-// status answers GET /api/v1/status: the dashboard summary. Time series
-// (throughput, workers) are not recorded and come back empty.
+// status answers GET /api/v1/status?from&to&queue&namespace&task: the
+// dashboard summary. The store's figures are read as on any read route;
+// the time series, the workers and the request totals are the analytics
+// minutes (status_series.go), so a follower has the leader answer, as for
+// the analytics routes.
 func (s *Server) status(ctx *fasthttp.RequestCtx, _ *params) {
+	if s.relayAnalytics(ctx) {
+		return
+	}
+	q, ok := s.analyticsRange(ctx)
+	if !ok {
+		return
+	}
 	qs, dlq, err := s.queuesAndDLQ()
 	if err != nil {
 		s.writeError(ctx, err)
@@ -23,22 +33,28 @@ func (s *Server) status(ctx *fasthttp.RequestCtx, _ *params) {
 		total                      counts
 		leases, leasedParts, batch int64
 	)
+	args := ctx.QueryArgs()
 	qs = filterQueues(ctx, qs)
-	w := startBody(ctx)
-	w.object("")
-	writeTimeRange(&w, ctx, now)
-	w.int("bucketMinutes", 1)
-	w.int("pointCount", 0)
-	w.array("throughput")
-	w.endArray()
+	var names map[string]bool // the queues the series count, nil for all
+	if q.queue != "" || len(args.Peek("namespace")) > 0 || len(args.Peek("task")) > 0 {
+		names = map[string]bool{}
+		qs = slices.DeleteFunc(qs, func(e engine.QueueInfo) bool { return q.queue != "" && e.Name != q.queue })
+		for i := range qs {
+			names[qs[i].Name] = true
+		}
+	}
+	buckets := q.statusBuckets(names)
+	w := q.head(ctx, true)
+	w.int("pointCount", int64(len(buckets)))
+	q.writeThroughputRows(&w, buckets, names != nil)
 	w.array("queues")
 	for i := range qs {
-		q := &qs[i]
-		total.add(queueCounts(q, now, &dlq))
+		qi := &qs[i]
+		total.add(queueCounts(qi, now, &dlq))
 		var consumed int64
-		for j := range q.Partitions {
+		for j := range qi.Partitions {
 			leased := false
-			for _, c := range q.Partitions[j].Cursors {
+			for _, c := range qi.Partitions[j].Cursors {
 				consumed += c.TotalConsumed
 				if c.Lease != (engine.ID{}) && c.LeaseExpiresAt > now {
 					leases++
@@ -51,16 +67,17 @@ func (s *Server) status(ctx *fasthttp.RequestCtx, _ *params) {
 			}
 		}
 		w.object("")
-		w.id("id", q.ID)
-		w.str("name", q.Name)
-		w.str("namespace", q.Namespace)
-		w.str("task", q.Task)
-		w.int("partitions", int64(len(q.Partitions)))
+		w.id("id", qi.ID)
+		w.str("name", qi.Name)
+		w.str("namespace", qi.Namespace)
+		w.str("task", qi.Task)
+		w.int("partitions", int64(len(qi.Partitions)))
 		w.int("totalConsumed", consumed)
 		w.endObject()
 	}
 	w.endArray()
 	total.deadLetter = int64(dlq.total)
+	sums := q.totals()
 	w.object("messages")
 	w.int("total", total.total)
 	w.int("pending", total.pending)
@@ -69,10 +86,11 @@ func (s *Server) status(ctx *fasthttp.RequestCtx, _ *params) {
 	w.int("failed", 0)
 	w.int("deadLetter", total.deadLetter)
 	w.object("requests")
-	w.int("push", int64(s.m.pushQueued.Get()+s.m.pushDuplicate.Get()))
-	w.int("pop", int64(s.m.popMessages.Get()))
-	w.int("ack", int64(s.m.ackSuccess.Get()+s.m.ackFailed.Get()))
+	w.int("push", sums.PushRequests)
+	w.int("pop", sums.PopRequests)
+	w.int("ack", sums.AckRequests)
 	w.endObject()
+	writeBatchEfficiency(&w, &sums)
 	w.endObject()
 	w.object("leases")
 	w.int("active", leases)
@@ -101,33 +119,15 @@ func (s *Server) status(ctx *fasthttp.RequestCtx, _ *params) {
 	}
 	w.endArray()
 	w.endObject()
-	w.array("workers")
-	w.endArray()
+	s.writeWorkers(&w, &q)
 	w.object("errors")
-	w.int("dbErrors", 0)
-	w.int("ackFailed", int64(s.m.ackFailed.Get()))
+	w.int("dbErrors", sums.DBErrors)
+	w.int("ackFailed", sums.AckFailed)
 	w.int("dlqMessages", int64(dlq.total))
 	w.endObject()
 	w.int("statsAge", 0)
 	w.endObject()
 	send(ctx, fasthttp.StatusOK, w)
-}
-
-// writeTimeRange writes {from, to}: the query's, else the last hour.
-func writeTimeRange(w *jsonWriter, ctx *fasthttp.RequestCtx, now int64) {
-	args := ctx.QueryArgs()
-	from, err := queryTime(args, "from")
-	if err != nil || from == 0 {
-		from = now - int64(time.Hour/time.Microsecond)
-	}
-	to, err := queryTime(args, "to")
-	if err != nil || to == 0 {
-		to = now
-	}
-	w.object("timeRange")
-	w.timeMillis("from", from)
-	w.timeMillis("to", to)
-	w.endObject()
 }
 
 // statusQueues answers GET /api/v1/status/queues?namespace&task&limit&offset.
