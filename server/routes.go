@@ -93,6 +93,7 @@ func (s *Server) routeTable() []route {
 		{"GET", "/api/v1/analytics/system-metrics", "analytics_system", auth.ReadOnly, reads, leaderServes, (*Server).systemMetrics},
 		{"GET", "/api/v1/analytics/postgres-stats", "analytics_postgres", auth.ReadOnly, reads, local, (*Server).postgresStats},
 		{"GET", "/api/v1/system/shared-state", "shared_state", auth.Admin, reads, local, (*Server).sharedState},
+		{"POST", "/api/v1/system/leadership/transfer", "leadership_transfer", auth.Admin, writesLittle, local, (*Server).transferLeadership},
 		{"POST", "/internal/v1/cluster/analytics", "cluster_analytics", auth.Cluster, reads, local, (*Server).analyticsReport},
 
 		{"POST", "/internal/v1/cluster/join", "cluster_join", auth.Cluster, writesLittle, proposes, (*Server).join},
@@ -160,7 +161,8 @@ const (
 	// node answered that. ?consistency=stale skips the wait.
 	linearizable
 	// local: this node's own state or figures, at once (health, metrics,
-	// a node's reports, static pages).
+	// a node's reports, static pages), or an action on this node alone
+	// (a leadership transfer).
 	local
 	// leaderServes: the handler has the leader answer (it relays the
 	// request there): analytics the leader gathers, stream state.
