@@ -22,7 +22,7 @@ type opResult uint8
 
 const (
 	resOK      opResult = iota // answered: the answer says what happened
-	resFail                    // refused before anything could apply (no_leader, not_leader, forward_expired, 4xx)
+	resFail                    // refused before anything could apply (no_leader, not_leader, forward_expired, leadership_transfer, 4xx)
 	resUnknown                 // no answer, or a 5xx after the command may have been proposed
 )
 
@@ -113,7 +113,7 @@ func chaosOutcome(code int, body []byte, err error) (opResult, string) {
 	case code >= 500:
 		e, _ := c2(body)
 		switch e.Code {
-		case "no_leader", "not_leader", "forward_expired":
+		case "no_leader", "not_leader", "forward_expired", "leadership_transfer":
 			return resFail, e.Code
 		}
 		return resUnknown, fmt.Sprintf("%d %s", code, e.Code)

@@ -398,7 +398,7 @@ func chaosSchedule(seed uint64, duration time.Duration, partitions bool, only ma
 	rng := rand.New(rand.NewPCG(seed, 0x6e656d65736973)) // "nemesis": a stream of its own
 	var kinds []faultKind
 	for _, k := range []faultKind{faultKill, faultKillLeader, faultRestart, faultPause, faultPauseLeader,
-		faultMinority, faultMajority, faultBridge, faultMinority, faultMajority, faultBridge, faultTransfer} {
+		faultMinority, faultMajority, faultBridge, faultMinority, faultMajority, faultBridge, faultTransfer, faultTransfer} {
 		isPartition := k == faultMinority || k == faultMajority || k == faultBridge
 		if (partitions || !isPartition) && (len(only) == 0 || only[k]) {
 			kinds = append(kinds, k)
