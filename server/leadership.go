@@ -14,16 +14,15 @@ import (
 // "transfer" fault). It acts on the node the request reaches and is never
 // forwarded: on a follower it transfers nothing. 200
 // {"transferred":[group ids]}; a group this node leads alone (no other
-// voter to take it) is not transferred and not listed. A broker without
-// Raft groups answers 501.
+// voter to take it) is not transferred and not listed, and neither is
+// anything on a broker without Raft (raft.Local: nobody to hand over to).
 func (s *Server) transferLeadership(ctx *fasthttp.RequestCtx, _ *params) {
-	b, ok := s.broker.(Replicated)
-	if !ok {
-		s.writeError(ctx, notImplemented("this broker has no Raft leadership to transfer"))
-		return
+	var replicas []*raft.Node
+	if b, ok := s.broker.(Replicated); ok {
+		replicas = b.Replicas()
 	}
 	transferred := []uint32{}
-	for _, n := range b.Replicas() {
+	for _, n := range replicas {
 		st := n.Status()
 		if st.Role != "leader" || st.Voters < 2 {
 			continue
