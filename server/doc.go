@@ -77,6 +77,12 @@
 //	GET     /api/v1/analytics/system-metrics                                           read-only  leader
 //	GET     /api/v1/analytics/postgres-stats                                           read-only  local
 //	GET     /api/v1/system/shared-state                                                admin      local
+//	GET     /api/v1/migration/status                                                   admin      local
+//	POST    /api/v1/migration/test-connection                                          admin      local
+//	POST    /api/v1/migration/start                                                    admin      local
+//	POST    /api/v1/migration/validate                                                 admin      local
+//	POST    /api/v1/migration/reset                                                    admin      local
+//	POST    /api/v1/system/leadership/transfer                                         admin      local
 //	POST    /internal/v1/cluster/analytics                                             cluster    local        a follower's sealed minutes (cluster secret, like every /internal route)
 //	POST    /internal/v1/cluster/join                                                  cluster    command      node to node: membership
 //	POST    /internal/v1/cluster/leave                                                 cluster    command

@@ -98,6 +98,7 @@ func (s *Server) routeTable() []route {
 		{"POST", "/api/v1/migration/start", "migration_start", auth.Admin, reads, local, (*Server).migrationAction},
 		{"POST", "/api/v1/migration/validate", "migration_validate", auth.Admin, reads, local, (*Server).migrationAction},
 		{"POST", "/api/v1/migration/reset", "migration_reset", auth.Admin, reads, local, (*Server).migrationAction},
+		{"POST", "/api/v1/system/leadership/transfer", "leadership_transfer", auth.Admin, writesLittle, local, (*Server).transferLeadership},
 		{"POST", "/internal/v1/cluster/analytics", "cluster_analytics", auth.Cluster, reads, local, (*Server).analyticsReport},
 
 		{"POST", "/internal/v1/cluster/join", "cluster_join", auth.Cluster, writesLittle, proposes, (*Server).join},
@@ -165,7 +166,8 @@ const (
 	// node answered that. ?consistency=stale skips the wait.
 	linearizable
 	// local: this node's own state or figures, at once (health, metrics,
-	// a node's reports, static pages).
+	// a node's reports, static pages), or an action on this node alone
+	// (a leadership transfer).
 	local
 	// leaderServes: the handler has the leader answer (it relays the
 	// request there): analytics the leader gathers, stream state.

@@ -22,7 +22,7 @@ type opResult uint8
 
 const (
 	resOK      opResult = iota // answered: the answer says what happened
-	resFail                    // refused before anything could apply (no_leader, not_leader, forward_expired, 4xx)
+	resFail                    // refused before anything could apply (no_leader, not_leader, forward_expired, leadership_transfer, 4xx)
 	resUnknown                 // no answer, or a 5xx after the command may have been proposed
 )
 
@@ -59,6 +59,16 @@ type chaosOp struct {
 	// ack
 	acks   []ackOutcome
 	single bool // POST /api/v1/ack rather than /ack/batch
+
+	// read: the message exists; group g consumed it.
+	found, consumed bool
+
+	// push with --groups: the items for the side queue (placed in another
+	// group than chaosQueue, so the push is split), in one of its
+	// partitions, and each one's answer. The model does not see them.
+	sidePart     string
+	sideTxids    []string
+	sideStatuses []string
 }
 
 // chaosWire are the JSON shapes the clients read.
@@ -103,7 +113,7 @@ func chaosOutcome(code int, body []byte, err error) (opResult, string) {
 	case code >= 500:
 		e, _ := c2(body)
 		switch e.Code {
-		case "no_leader", "not_leader", "forward_expired":
+		case "no_leader", "not_leader", "forward_expired", "leadership_transfer":
 			return resFail, e.Code
 		}
 		return resUnknown, fmt.Sprintf("%d %s", code, e.Code)
@@ -187,6 +197,11 @@ func (r *chaosRun) exchange(op *chaosOp, n *qnode, timeout time.Duration, method
 	op.ret = time.Now()
 	op.code = code
 	op.result, op.detail = chaosOutcome(code, b, err)
+	if op.kind == opRead && code == http.StatusNotFound {
+		if e, _ := c2(b); e.Code == "message_not_found" {
+			op.result, op.detail = resOK, "" // an answer: the message does not exist
+		}
+	}
 	if op.result == resFail && code >= 400 && code < 500 && code != http.StatusRequestTimeout {
 		r.t.Errorf("%s via %s: unexpected %s", op.kind, n.id, op.detail)
 	}
@@ -217,26 +232,53 @@ func (r *chaosRun) pusher(client int, stop <-chan struct{}) {
 			for i := range k {
 				id := fmt.Sprintf("c%d-%d-%d", client, seq, i)
 				items = append(items, pushItem{Queue: chaosQueue, Partition: part, TransactionID: id, Payload: map[string]any{"id": id}})
+				r.reads.pushed(part, id)
 			}
 		}
-		body, _ := json.Marshal(map[string]any{"items": items})
+		main := len(items)
+		var side []pushItem
+		if r.split && rng.IntN(3) == 0 {
+			// A split push: items for a queue of another group.
+			sidePart := fmt.Sprintf("s%d", rng.IntN(chaosSideParts))
+			for i := range 1 + rng.IntN(2) {
+				id := fmt.Sprintf("c%d-%d-s%d", client, seq, i)
+				side = append(side, pushItem{Queue: chaosSideQueue, Partition: sidePart, TransactionID: id, Payload: map[string]any{"id": id}})
+			}
+		}
+		body, _ := json.Marshal(map[string]any{"items": append(append([]pushItem(nil), items...), side...)})
 		batchID := int(r.batches.Add(1))
 		for attempt := 0; ; attempt++ {
 			op := &chaosOp{client: client, kind: opPush, part: items[0].Partition, batchID: batchID, repush: repush}
 			for _, it := range items {
 				op.txids = append(op.txids, it.TransactionID)
 			}
+			for _, it := range side {
+				op.sidePart = it.Partition
+				op.sideTxids = append(op.sideTxids, it.TransactionID)
+			}
 			n := r.randomNode(rng)
 			b := r.exchange(op, n, r.cfg.requestTimeout, "POST", "/api/v1/push", body)
+			partID := ""
 			if op.result == resOK {
 				var res []pushResult
-				if err := json.Unmarshal(b, &res); err != nil || len(res) != len(items) {
-					r.t.Errorf("push via %s: %d results for %d items (%v): %s", n.id, len(res), len(items), err, b)
+				if err := json.Unmarshal(b, &res); err != nil || len(res) != main+len(side) {
+					r.t.Errorf("push via %s: %d results for %d items (%v): %s", n.id, len(res), main+len(side), err, b)
 					op.result = resUnknown
 				} else {
 					for i, x := range res {
+						if x.Status == "failed" && x.Error == "" {
+							r.t.Errorf("push via %s: item %s answered failed with an empty error", n.id, x.TransactionID)
+						}
+						if i >= main {
+							op.sideStatuses = append(op.sideStatuses, x.Status)
+							continue
+						}
 						op.statuses = append(op.statuses, x.Status)
 						op.msgIDs = append(op.msgIDs, x.MessageID)
+						if x.PartitionID != "" {
+							partID = x.PartitionID
+							r.reads.partitionID(op.part, partID)
+						}
 						if x.Status == "queued" && !repush {
 							answered = append(answered, items[i])
 						}
@@ -245,6 +287,11 @@ func (r *chaosRun) pusher(client int, stop <-chan struct{}) {
 			}
 			r.record(op)
 			if op.result == resOK {
+				// Read your write, a time in four, through any node
+				// (a follower two times in three).
+				if j := rng.IntN(4 * main); j < main && op.statuses[j] == "queued" && partID != "" {
+					r.read(client, rng, readTarget{op.part, op.txids[j]}, partID)
+				}
 				break
 			}
 			select {
@@ -412,4 +459,115 @@ func (r *chaosRun) ack(client int, rng *rand.Rand, pop *chaosOp, from int, statu
 	}
 	r.record(op)
 	return op.result == resOK
+}
+
+// readTargets are the messages readers read: the last ids pushed to
+// chaosQueue (whatever their pushes' outcomes), in partitions whose UUID a
+// push answer has told.
+type readTargets struct {
+	mu      sync.Mutex
+	partIDs map[string]string // partition name -> UUID
+	recent  []readTarget      // a ring of the last ids pushed
+	next    int
+}
+
+type readTarget struct{ part, txid string }
+
+const readRing = 64
+
+func (t *readTargets) pushed(part, txid string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.recent) < readRing {
+		t.recent = append(t.recent, readTarget{part, txid})
+		return
+	}
+	t.recent[t.next] = readTarget{part, txid}
+	t.next = (t.next + 1) % readRing
+}
+
+func (t *readTargets) partitionID(part, id string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.partIDs == nil {
+		t.partIDs = map[string]string{}
+	}
+	t.partIDs[part] = id
+}
+
+// pick chooses a recent id whose partition's UUID is known: half the time
+// one of the last four pushed, whose push may still be on its way.
+func (t *readTargets) pick(rng *rand.Rand) (readTarget, string, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for range 8 {
+		if len(t.recent) == 0 {
+			break
+		}
+		i := rng.IntN(len(t.recent))
+		if rng.IntN(2) == 0 {
+			newest := len(t.recent) - 1
+			if len(t.recent) == readRing {
+				newest = t.next - 1 + readRing
+			}
+			i = (newest - rng.IntN(min(4, len(t.recent)))) % len(t.recent)
+		}
+		x := t.recent[i]
+		if id, ok := t.partIDs[x.part]; ok {
+			return x, id, true
+		}
+	}
+	return readTarget{}, "", false
+}
+
+// reader reads recently pushed messages by transaction id through random
+// nodes (followers two times in three), with the default, linearizable
+// consistency, and records each read for the model (chaos_model_test.go:
+// found, and consumed by group g).
+func (r *chaosRun) reader(client int, stop <-chan struct{}) {
+	rng := rand.New(rand.NewPCG(r.seed, uint64(client)))
+	for {
+		select {
+		case <-stop:
+			return
+		case <-time.After(time.Duration(20+rng.IntN(80)) * time.Millisecond):
+		}
+		if target, partID, ok := r.reads.pick(rng); ok {
+			r.read(client, rng, target, partID)
+		}
+	}
+}
+
+// read reads one message through a random node and records it.
+func (r *chaosRun) read(client int, rng *rand.Rand, target readTarget, partID string) {
+	op := &chaosOp{client: client, kind: opRead, part: target.part, partID: partID, txids: []string{target.txid}}
+	b := r.exchange(op, r.randomNode(rng), r.cfg.requestTimeout, "GET",
+		"/api/v1/messages/"+url.PathEscape(partID)+"/"+url.PathEscape(target.txid), nil)
+	if op.result == resOK && op.code == http.StatusOK {
+		var m struct {
+			ID             string          `json:"id"`
+			TransactionID  string          `json:"transactionId"`
+			Partition      string          `json:"partition"`
+			Data           json.RawMessage `json:"data"`
+			ConsumerGroups []struct {
+				Name     string `json:"name"`
+				Consumed bool   `json:"consumed"`
+			} `json:"consumerGroups"`
+		}
+		var data struct{ ID string }
+		if err := json.Unmarshal(b, &m); err != nil || m.TransactionID != target.txid || m.Partition != target.part ||
+			json.Unmarshal(m.Data, &data) != nil || data.ID != target.txid {
+			r.t.Errorf("read of %s/%s via %s: %v: %s", target.part, target.txid, op.node, err, b)
+			op.result = resUnknown
+		} else {
+			op.found, op.payloadOK = true, true
+			op.msgIDs = []string{m.ID}
+			for _, g := range m.ConsumerGroups {
+				if g.Name == chaosGroup {
+					op.consumed = g.Consumed
+				}
+			}
+		}
+	}
+	r.record(op)
 }

@@ -20,13 +20,36 @@ package main
 // can apply at that point and is a no-op otherwise, so the model stays
 // deterministic.
 //
+// Reads are operations of the model too: GET
+// /api/v1/messages/{partitionId}/{transactionId}, sent through any node,
+// followers included, with the default (linearizable) consistency. Of its
+// answer the model predicts two bits from the state it already keeps: the
+// message exists (200, not 404) exactly when its audited offset has been
+// appended, and group g has consumed it (consumerGroups[g].consumed)
+// exactly when that offset is at or below the cursor. A stale replica shows
+// up as an answer older than a push or an ack that completed before the read
+// was called. We chose this read over the consumer group's lag or the
+// queue's counts because both bits are exact functions of (n, committed) for
+// one partition, so porcupine checks it per partition like everything else,
+// and because every read is a real request on the read-index path. A read
+// changes nothing: one whose answer was lost is left out.
+//
 // What the model does not see, and so never checks: wall-clock lease expiry
 // beyond the bounds the recorded times give (an expired lease may be taken
-// over, an ack may be refused for expiry), and pops that delivered nothing
-// (they may be answered from a leader's applied state without a quorum read,
-// and a live lease or a long-poll deadline also answers 204). Loss is caught
-// by the final operation instead: after the drain every audited message must
-// be at or below the group's cursor.
+// over, an ack may be refused for expiry), and pops that delivered nothing.
+// Those are still answered from the leader's applied state without a read
+// index (raft/broker.go ready: PopCmd.Skip answers a pop the applied state
+// shows empty before anything is proposed, and a leader deposed a moment
+// ago, or elected a moment ago, may not have applied what the other
+// answered), and a live lease or a long-poll deadline also answers 204. Loss
+// is caught by the final operation instead: after the drain every audited
+// message must be at or below the group's cursor.
+//
+// A push item answered failed was not stored by that request (docs/api.md:
+// failed only when certainly not stored): the model appends nothing for it.
+// If the log holds it anyway, some other attempt of the same batch must have
+// stored it, or the final operation cannot step; the checker also counts
+// such items apart (failed-but-stored, chaos_check_test.go).
 
 import (
 	"fmt"
@@ -46,10 +69,11 @@ const (
 	opPop
 	opAck
 	opFinal
+	opRead
 )
 
 func (k opKind) String() string {
-	return [...]string{"push", "pop", "ack", "final"}[k]
+	return [...]string{"push", "pop", "ack", "final", "read"}[k]
 }
 
 // mInput is an operation's input as the model sees it.
@@ -57,7 +81,8 @@ type mInput struct {
 	kind opKind
 	part string // partition name: what porcupine partitions by
 	// push: the audited offset of each item (-1: the log does not hold it);
-	// ack: the audited offset of each acked id.
+	// ack: the audited offset of each acked id; read: the audited offset
+	// of the id read (one), -1 when the log does not hold it.
 	pos []int
 	// ack: each item's status (completed, failed or retry).
 	status []string
@@ -80,6 +105,8 @@ type mOutput struct {
 	// changed), else each item's outcome.
 	leaseRejected bool
 	acks          []ackOutcome
+	// read: the message exists, and group g has consumed it.
+	found, consumed bool
 }
 
 type ackOutcome struct {
@@ -155,6 +182,8 @@ func (p chaosModelParams) step(s partState, in *mInput, out *mOutput) (partState
 		return p.pop(s, in, out)
 	case opAck:
 		return p.ack(s, in, out)
+	case opRead:
+		return s, read(s, in, out)
 	case opFinal:
 		switch {
 		case s.n != in.logLen:
@@ -201,12 +230,28 @@ func (p chaosModelParams) push(s partState, in *mInput, out *mOutput) (partState
 			if pos < 0 || pos >= n {
 				return s, fmt.Sprintf("item %d answered duplicate (offset %d) was not pushed before (%d appended)", i, pos, n)
 			}
+		case "failed":
+			// Not stored by this request: nothing appended.
 		default:
 			return s, fmt.Sprintf("item %d answered %q", i, st)
 		}
 	}
 	s.n = n
 	return s, ""
+}
+
+// read: a message read (see the top of the file) sees every append and
+// every cursor move before it, and nothing after.
+func read(s partState, in *mInput, out *mOutput) string {
+	pos := in.pos[0]
+	found, consumed := pos >= 0 && pos < s.n, pos >= 0 && pos <= s.committed
+	switch {
+	case out.found != found:
+		return fmt.Sprintf("read offset %d: found=%v, but %d messages are appended", pos, out.found, s.n)
+	case out.consumed != consumed:
+		return fmt.Sprintf("read offset %d: consumed=%v, but the cursor is at %d", pos, out.consumed, s.committed)
+	}
+	return ""
 }
 
 // pop: a delivery is the span right after the cursor, as long as the batch
@@ -371,6 +416,8 @@ func describeOp(in *mInput, out *mOutput) string {
 				fmt.Fprintf(&b, " {ok=%v noop=%v dlq=%v}", a.success, a.noop, a.dlq)
 			}
 		}
+	case opRead:
+		fmt.Fprintf(&b, " offset %d -> found=%v consumed=%v", in.pos[0], out.found, out.consumed)
 	case opFinal:
 		fmt.Fprintf(&b, " log length %d", in.logLen)
 	}

@@ -51,6 +51,12 @@ func (h *hist) ackRefused(client int, call, ret int64, lease string, pos []int, 
 	return h.add(client, call, ret, &mInput{kind: opAck, lease: lease, pos: pos, status: statuses}, &mOutput{leaseRejected: true})
 }
 
+// read reads the message at audited offset pos (-1: one the log never
+// held) and what it was told: found, and consumed by the group.
+func (h *hist) read(client int, call, ret int64, pos int, found, consumed bool) *hist {
+	return h.add(client, call, ret, &mInput{kind: opRead, pos: []int{pos}}, &mOutput{found: found, consumed: consumed})
+}
+
 func (h *hist) final(at int64, logLen int) *hist {
 	return h.add(0, at, at, &mInput{kind: opFinal, logLen: logLen}, &mOutput{})
 }
@@ -140,6 +146,46 @@ func TestChaosModel_Accepts(t *testing.T) {
 			pop(2, 20, 30, 2, "L1", 0, 1).
 			ack(2, 40, 50, "L1", []int{0}, done, okAck).
 			ack(2, 60, 70, "L1", []int{1}, done, okAck).
+			final(200, 2)},
+		{"reads through any node see completed pushes and acks", new(hist).
+			read(3, 0, 5, 0, false, false).
+			push(1, 0, 10, []int{0, 1}, "queued", "queued").
+			read(3, 12, 18, 1, true, false).
+			pop(2, 20, 30, 5, "L1", 0, 1).
+			read(3, 32, 38, 0, true, false).
+			ack(2, 40, 50, "L1", []int{0, 1}, twoDone, okAck, okAck).
+			read(3, 55, 60, 0, true, true).
+			read(4, 55, 61, -1, false, false).
+			final(100, 2)},
+		{"a read concurrent with a push or an ack may see it or not", new(hist).
+			push(1, 0, 50, []int{0}, "queued").
+			read(3, 10, 20, 0, false, false).
+			read(4, 30, 40, 0, true, false).
+			pop(2, 60, 70, 1, "L1", 0).
+			ack(2, 80, 120, "L1", []int{0}, done, okAck).
+			read(3, 90, 100, 0, true, false).
+			read(4, 105, 110, 0, true, true).
+			final(200, 1)},
+		{"a read sees a push whose answer was lost", new(hist).
+			push(1, 0, -1, []int{0}).
+			read(3, 100, 110, 0, true, false).
+			pop(2, 120, 130, 1, "L1", 0).
+			ack(2, 140, 150, "L1", []int{0}, done, okAck).
+			final(200, 1)},
+		{"a dead letter reads consumed", new(hist).
+			push(1, 0, 10, []int{0}, "queued").
+			pop(2, 20, 30, 1, "L1", 0).
+			ack(2, 40, 50, "L1", []int{0}, nack, okAck).
+			read(3, 55, 58, 0, true, false).
+			pop(2, 60, 70, 1, "L2", 0).
+			ack(2, 80, 90, "L2", []int{0}, nack, dlqAck).
+			read(3, 95, 98, 0, true, true).
+			final(200, 1)},
+		{"an item answered failed is not stored; its retry is", new(hist).
+			push(1, 0, 10, []int{0, -1}, "queued", "failed").
+			push(1, 20, 30, []int{1}, "queued").
+			pop(2, 40, 50, 2, "L1", 0, 1).
+			ack(2, 60, 70, "L1", []int{0, 1}, twoDone, okAck, okAck).
 			final(200, 2)},
 		{"a push that never applied is left out by the caller; a repush is a duplicate", new(hist).
 			push(1, 0, 10, []int{0}, "queued").
@@ -234,6 +280,33 @@ func TestChaosModel_Rejects(t *testing.T) {
 			pop(2, 20, 30, 1, "L1", 0).
 			ackRefused(2, 3200, 3210, "L1", []int{0}, done).
 			final(5000, 1)},
+		{"stale read: a completed push not found", new(hist).
+			push(1, 0, 10, []int{0}, "queued").
+			read(3, 20, 30, 0, false, false).
+			pop(2, 40, 50, 1, "L1", 0).
+			ack(2, 60, 70, "L1", []int{0}, done, okAck).
+			final(200, 1)},
+		{"stale read: a completed ack reads unconsumed", new(hist).
+			push(1, 0, 10, []int{0}, "queued").
+			pop(2, 20, 30, 1, "L1", 0).
+			ack(2, 40, 50, "L1", []int{0}, done, okAck).
+			read(3, 60, 70, 0, true, false).
+			final(200, 1)},
+		{"a read goes back: found, then not found", new(hist).
+			push(1, 0, -1, []int{0}).
+			read(3, 100, 110, 0, true, false).
+			read(4, 120, 130, 0, false, false).
+			pop(2, 140, 150, 1, "L1", 0).
+			ack(2, 160, 170, "L1", []int{0}, done, okAck).
+			final(300, 1)},
+		{"a read finds a message never stored", new(hist).
+			read(3, 0, 10, -1, true, false).
+			final(200, 0)},
+		{"an item answered failed is in the log", new(hist).
+			push(1, 0, 10, []int{0}, "failed").
+			pop(2, 20, 30, 1, "L1", 0).
+			ack(2, 40, 50, "L1", []int{0}, done, okAck).
+			final(200, 1)},
 		{"a lost push split across the log", new(hist).
 			push(1, 0, -1, []int{0, -1}).
 			final(200, 1)},

@@ -2,9 +2,12 @@ package main
 
 // The fault-schedule test: three `queen serve` processes (in network
 // namespaces when the machine allows, else on loopback), clients that push,
-// pop, ack and nack with unique transaction ids, and a nemesis that applies a
-// seeded random schedule of kill -9, restarts, SIGSTOP pauses, leader kills
-// and (in namespaces) network partitions. Every operation is recorded with its
+// pop, ack and nack with unique transaction ids and read messages back
+// through any node, and a nemesis that applies a seeded random schedule of
+// kill -9, restarts, SIGSTOP pauses, leader kills, leadership transfers and
+// (in namespaces) network partitions. With CHAOS_GROUPS above 1 a third of
+// the pushes are split: they carry items for a second queue placed in
+// another Raft group. Every operation is recorded with its
 // call and answer times and what the client was told. After the schedule the
 // faults are healed, group g is drained, every partition's final log is read
 // with a fresh group (the audit), and the history is checked:
@@ -12,11 +15,13 @@ package main
 //   - by porcupine against the model in chaos_model_test.go, one partition at
 //     a time (FIFO from the cursor, pops see every completed push, a
 //     completed ack commits for good, the retry budget and dead-lettering,
-//     leases exclusive while surely live, dedup, and nothing left
+//     leases exclusive while surely live, dedup, reads through followers
+//     that see every push and ack completed before them, and nothing left
 //     unconsumed after the drain);
 //   - by counting (chaos_check_test.go): no queued push lost, no delivery
 //     after a committing ack, one message id per transaction id, payloads
-//     intact, dead letters filed;
+//     intact, dead letters filed, and no push item answered failed that
+//     the log holds (failed-but-stored, want 0);
 //   - by `queen check` on every stopped replica: equal digests.
 //
 // A seed fixes the schedule and every client's choices; the processes'
@@ -63,6 +68,11 @@ var (
 const (
 	chaosQueue = "chaos"
 	chaosGroup = "g"
+	// chaosSideQueue takes the second half of split pushes (CHAOS_GROUPS
+	// above 1), in chaosSideParts partitions; nobody consumes it, the
+	// audit reads it.
+	chaosSideQueue = "chaos-side"
+	chaosSideParts = 3
 	// chaosShort is the load phase in `make test`: with start-up, the drain
 	// and the checks the test stays under a minute.
 	chaosShort = 24 * time.Second
@@ -74,6 +84,7 @@ type chaosConfig struct {
 	net            string        // "netns" or "loopback"
 	pushers        int
 	consumers      int
+	readers        int
 	activeParts    int // partitions pushers add to at a time
 	partCapacity   int // messages per partition, which bounds its history
 	retryLimit     int
@@ -97,9 +108,12 @@ type chaosRun struct {
 
 	batches   atomic.Int64
 	emptyPops atomic.Int64
+	reads     readTargets
+	split     bool // pushes may carry items for chaosSideQueue, in another group
 	faults    []faultRecord
 	audit     map[string][]auditEntry // partition -> its log, in offset order
 	auditIDs  map[string]string       // partition name -> UUID
+	sideAudit map[string][]auditEntry // chaosSideQueue's partitions
 	finalAt   time.Time
 }
 
@@ -176,6 +190,11 @@ var chaosRegressions = []struct {
 		"no leader was known yet (raft/hostbroker.go lookup; TestHost_AsksTheLeadersForAPartitionItsReplicasLack)"},
 }
 
+// chaosRegressionFaults are the kinds the schedules of chaosRegressions
+// were drawn from: kinds added since (transfer) would draw other schedules
+// from the same seeds.
+const chaosRegressionFaults = "kill,kill-leader,restart,pause,pause-leader,partition-minority,partition-majority,partition-bridge"
+
 // TestChaos_Regressions replays chaosRegressions when CHAOS_REGRESSIONS is
 // set.
 func TestChaos_Regressions(t *testing.T) {
@@ -188,13 +207,16 @@ func TestChaos_Regressions(t *testing.T) {
 			if reg.groups > 0 {
 				t.Setenv("CHAOS_GROUPS", strconv.Itoa(reg.groups))
 			}
+			if *chaosFaultsFlag == "" && os.Getenv("CHAOS_FAULTS") == "" {
+				t.Setenv("CHAOS_FAULTS", chaosRegressionFaults)
+			}
 			runChaos(t, reg.seed, reg.duration, "auto")
 		})
 	}
 }
 
 func runChaos(t *testing.T, seed uint64, duration time.Duration, netMode string) {
-	cfg := chaosConfig{duration: duration, pushers: 3, consumers: 4, activeParts: 3, partCapacity: 30,
+	cfg := chaosConfig{duration: duration, pushers: 3, consumers: 4, readers: 2, activeParts: 3, partCapacity: 30,
 		retryLimit: 1, lease: 3 * time.Second, requestTimeout: 4 * time.Second, checkTimeout: 30 * time.Second}
 	if *chaosCheckFlag > 0 {
 		cfg.checkTimeout = *chaosCheckFlag
@@ -245,6 +267,9 @@ func runChaos(t *testing.T, seed uint64, duration time.Duration, netMode string)
 	}
 	for i := range cfg.consumers {
 		popWG.Go(func() { r.consumer(100+i, stopPop) })
+	}
+	for i := range cfg.readers {
+		popWG.Go(func() { r.reader(200+i, stopPop) })
 	}
 	r.runSchedule(schedule)
 	time.Sleep(time.Until(r.base.Add(duration)))
@@ -305,17 +330,24 @@ func chaosGroups() int {
 // nacks reach the dead-letter branch often. On groups it is placed in the
 // last group by configure's raftGroup (the directory would choose group
 // 1), whose leader the kill-leader and pause-leader faults, which aim at
-// the directory's, hit when it is the same node.
+// the directory's, hit when it is the same node; and chaosSideQueue is
+// placed in group 1, so that a push with items for both is split.
 func (r *chaosRun) configure() {
-	placed := ""
-	if g := chaosGroups(); g > 1 {
-		placed = fmt.Sprintf(`,"raftGroup":%d`, g)
+	configure := func(queue, placed string) {
+		body := fmt.Sprintf(`{"queue":%q%s,"options":{"retryLimit":%d}}`, queue, placed, r.cfg.retryLimit)
+		waitFor(r.t, 30*time.Second, "configure "+queue, func() (bool, string) {
+			code, b, err := r.c.do(5*time.Second, "POST", r.c.nodes[0].url("/api/v1/configure"), []byte(body))
+			return err == nil && code == http.StatusOK, fmt.Sprintf("%d %v %s", code, err, b)
+		})
 	}
-	body := fmt.Sprintf(`{"queue":%q%s,"options":{"retryLimit":%d}}`, chaosQueue, placed, r.cfg.retryLimit)
-	waitFor(r.t, 30*time.Second, "configure "+chaosQueue, func() (bool, string) {
-		code, b, err := r.c.do(5*time.Second, "POST", r.c.nodes[0].url("/api/v1/configure"), []byte(body))
-		return err == nil && code == http.StatusOK, fmt.Sprintf("%d %v %s", code, err, b)
-	})
+	g := chaosGroups()
+	if g <= 1 {
+		configure(chaosQueue, "")
+		return
+	}
+	configure(chaosQueue, fmt.Sprintf(`,"raftGroup":%d`, g))
+	configure(chaosSideQueue, `,"raftGroup":1`)
+	r.split = true
 }
 
 // Faults.
@@ -328,6 +360,10 @@ const (
 	faultRestart     faultKind = "restart"     // SIGTERM a random node and start it again at once
 	faultPause       faultKind = "pause"       // SIGSTOP a random node, SIGCONT after the hold
 	faultPauseLeader faultKind = "pause-leader"
+	// transfer: POST /api/v1/system/leadership/transfer to a node that
+	// leads a group (with --groups, any group), again every 0.3-0.8 s
+	// until the hold ends: leaders hand over under load.
+	faultTransfer faultKind = "transfer"
 	// Partitions (namespaces only). minority: a follower alone, the leader
 	// keeps its quorum; majority: the leader alone, the other two must
 	// elect; bridge: two nodes cannot reach each other but both reach the
@@ -362,7 +398,7 @@ func chaosSchedule(seed uint64, duration time.Duration, partitions bool, only ma
 	rng := rand.New(rand.NewPCG(seed, 0x6e656d65736973)) // "nemesis": a stream of its own
 	var kinds []faultKind
 	for _, k := range []faultKind{faultKill, faultKillLeader, faultRestart, faultPause, faultPauseLeader,
-		faultMinority, faultMajority, faultBridge, faultMinority, faultMajority, faultBridge} {
+		faultMinority, faultMajority, faultBridge, faultMinority, faultMajority, faultBridge, faultTransfer, faultTransfer} {
 		isPartition := k == faultMinority || k == faultMajority || k == faultBridge
 		if (partitions || !isPartition) && (len(only) == 0 || only[k]) {
 			kinds = append(kinds, k)
@@ -400,12 +436,12 @@ func chaosFaultFilter(t *testing.T) map[faultKind]bool {
 		return nil
 	}
 	known := map[faultKind]bool{faultKill: true, faultKillLeader: true, faultRestart: true, faultPause: true,
-		faultPauseLeader: true, faultMinority: true, faultMajority: true, faultBridge: true}
+		faultPauseLeader: true, faultMinority: true, faultMajority: true, faultBridge: true, faultTransfer: true}
 	only := map[faultKind]bool{}
 	for _, k := range strings.Split(v, ",") {
 		if !known[faultKind(k)] {
 			t.Fatalf("chaos fault kind %q: want some of kill, kill-leader, restart, pause, pause-leader, "+
-				"partition-minority, partition-majority, partition-bridge", k)
+				"partition-minority, partition-majority, partition-bridge, transfer", k)
 		}
 		only[faultKind(k)] = true
 	}
@@ -452,6 +488,8 @@ func (r *chaosRun) apply(rec *faultRecord) func() {
 	}
 	rec.target = target.id
 	switch rec.kind {
+	case faultTransfer:
+		return r.transfers(rec, rng)
 	case faultKill, faultKillLeader:
 		target.kill()
 		return target.start
@@ -481,6 +519,78 @@ func (r *chaosRun) apply(rec *faultRecord) func() {
 		rec.target = r.lab.cut(rec.kind, idx, rng)
 		return r.lab.heal
 	}
+}
+
+// transferPath asks the node it reaches to hand over every group it leads.
+const transferPath = "/api/v1/system/leadership/transfer"
+
+// transfers runs the transfer fault until the returned function is called:
+// a transfer on a node that leads a group, again and again.
+func (r *chaosRun) transfers(rec *faultRecord, rng *rand.Rand) func() {
+	stop, done := make(chan struct{}), make(chan struct{})
+	var posts, moved int
+	var refused []string
+	go func() {
+		defer close(done)
+		for {
+			if n := r.someLeader(rng); n != nil {
+				posts++
+				code, b, err := r.c.do(10*time.Second, "POST", n.url(transferPath), nil)
+				var res struct {
+					Transferred []uint32 `json:"transferred"`
+				}
+				switch {
+				case err == nil && code == http.StatusOK && json.Unmarshal(b, &res) == nil:
+					moved += len(res.Transferred)
+				case err == nil:
+					e, _ := c2(b)
+					refused = append(refused, fmt.Sprintf("%s %d %s", n.id, code, e.Code))
+				}
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Duration(300+rng.IntN(500)) * time.Millisecond):
+			}
+		}
+	}()
+	return func() {
+		close(stop)
+		<-done
+		rec.target = fmt.Sprintf("leaders: %d asks, %d groups moved", posts, moved)
+		if len(refused) > 0 {
+			rec.skipped = "refused: " + strings.Join(refused, ", ")
+		}
+	}
+}
+
+// someLeader is a random node among those that lead a Raft group (nil
+// when none answers so).
+func (r *chaosRun) someLeader(rng *rand.Rand) *qnode {
+	var leaders []*qnode
+	for _, n := range r.c.nodes {
+		code, b, err := r.c.do(time.Second, "GET", n.url("/health"), nil)
+		var h struct {
+			Role   string `json:"role"`
+			Groups []struct {
+				Role string `json:"role"`
+			} `json:"groups"`
+		}
+		if err != nil || code == 0 || json.Unmarshal(b, &h) != nil {
+			continue
+		}
+		leads := h.Role == "leader"
+		for _, g := range h.Groups {
+			leads = leads || g.Role == "leader"
+		}
+		if leads {
+			leaders = append(leaders, n)
+		}
+	}
+	if len(leaders) == 0 {
+		return nil
+	}
+	return leaders[rng.IntN(len(leaders))]
 }
 
 // healAll ends every fault: all nodes running and resumed, the network whole.
@@ -547,7 +657,7 @@ type auditEntry struct {
 // repeats both while the audit finds messages that landed after the last
 // drain (an unknown push applied late).
 func (r *chaosRun) drainAndAudit() {
-	r.audit, r.auditIDs = map[string][]auditEntry{}, map[string]string{}
+	r.audit, r.auditIDs, r.sideAudit = map[string][]auditEntry{}, map[string]string{}, map[string][]auditEntry{}
 	deadline := time.Now().Add(120 * time.Second)
 	for round := 1; ; round++ {
 		r.drain(deadline)
@@ -635,36 +745,48 @@ func (r *chaosRun) pending() string {
 }
 
 // readAudit pops every partition pushers used with group "audit" and
-// autoAck, appending to r.audit what it had not read yet; it returns how
-// many messages were new.
+// autoAck, appending to r.audit (r.sideAudit for chaosSideQueue) what it
+// had not read yet; it returns how many messages were new.
 func (r *chaosRun) readAudit(deadline time.Time) int {
 	fresh := 0
 	for _, part := range r.parts.names() {
-		for {
-			if time.Now().After(deadline) {
-				r.t.Fatalf("audit of partition %s did not finish", part)
-			}
-			path := fmt.Sprintf("/api/v1/pop/queue/%s/partition/%s?consumerGroup=audit&autoAck=true&batch=10000", chaosQueue, part)
-			code, b, err := r.c.do(10*time.Second, "GET", r.c.nodes[0].url(path), nil)
-			if err != nil || code >= 500 {
-				time.Sleep(200 * time.Millisecond)
-				continue
-			}
-			if code == http.StatusNoContent {
-				break
-			}
-			var pr chaosPop
-			if code != http.StatusOK || json.Unmarshal(b, &pr) != nil {
-				r.t.Fatalf("audit pop of %s: %d %s", part, code, b)
-			}
-			for _, m := range pr.Messages {
-				r.audit[part] = append(r.audit[part], auditEntry{m.TransactionID, m.ID})
-				r.auditIDs[part] = m.PartitionID
-			}
-			fresh += len(pr.Messages)
+		fresh += r.auditPartition(deadline, chaosQueue, part, r.audit)
+	}
+	if r.split {
+		for i := range chaosSideParts {
+			fresh += r.auditPartition(deadline, chaosSideQueue, fmt.Sprintf("s%d", i), r.sideAudit)
 		}
 	}
 	return fresh
+}
+
+func (r *chaosRun) auditPartition(deadline time.Time, queue, part string, into map[string][]auditEntry) int {
+	fresh := 0
+	for {
+		if time.Now().After(deadline) {
+			r.t.Fatalf("audit of partition %s/%s did not finish", queue, part)
+		}
+		path := fmt.Sprintf("/api/v1/pop/queue/%s/partition/%s?consumerGroup=audit&autoAck=true&batch=10000", queue, part)
+		code, b, err := r.c.do(10*time.Second, "GET", r.c.nodes[0].url(path), nil)
+		if err != nil || code >= 500 {
+			time.Sleep(200 * time.Millisecond)
+			continue
+		}
+		if code == http.StatusNoContent {
+			return fresh
+		}
+		var pr chaosPop
+		if code != http.StatusOK || json.Unmarshal(b, &pr) != nil {
+			r.t.Fatalf("audit pop of %s/%s: %d %s", queue, part, code, b)
+		}
+		for _, m := range pr.Messages {
+			into[part] = append(into[part], auditEntry{m.TransactionID, m.ID})
+			if queue == chaosQueue {
+				r.auditIDs[part] = m.PartitionID
+			}
+		}
+		fresh += len(pr.Messages)
+	}
 }
 
 // Report.
@@ -681,9 +803,16 @@ func (r *chaosRun) saveArtifacts() {
 	var b strings.Builder
 	r.mu.Lock()
 	for _, op := range r.ops {
-		fmt.Fprintf(&b, "#%d %s c%d via %s [%v, %v] %s %q part=%s batch=%d repush=%v lease=%s txids=%v statuses=%v msgIDs=%v acks=%+v\n",
+		fmt.Fprintf(&b, "#%d %s c%d via %s [%v, %v] %s %q part=%s batch=%d repush=%v lease=%s txids=%v statuses=%v msgIDs=%v acks=%+v",
 			op.id, op.kind, op.client, op.node, r.since(op.call), r.since(op.ret), op.result, op.detail, op.part, op.batchID,
 			op.repush, op.lease, op.txids, op.statuses, op.msgIDs, op.acks)
+		switch {
+		case op.kind == opRead:
+			fmt.Fprintf(&b, " found=%v consumed=%v", op.found, op.consumed)
+		case len(op.sideTxids) > 0:
+			fmt.Fprintf(&b, " side=%s/%s %v %v", chaosSideQueue, op.sidePart, op.sideTxids, op.sideStatuses)
+		}
+		b.WriteString("\n")
 	}
 	r.mu.Unlock()
 	for _, f := range r.faults {
@@ -718,6 +847,20 @@ func (r *chaosRun) summary() string {
 		fmt.Fprintf(&b, "%s %d", k, count[k])
 	}
 	fmt.Fprintf(&b, "; %d empty pops not recorded)", r.emptyPops.Load())
+	var found, consumed int
+	via := map[string]int{}
+	for _, op := range r.ops {
+		if op.kind == opRead && op.result == resOK {
+			via[op.node]++
+			if op.found {
+				found++
+			}
+			if op.consumed {
+				consumed++
+			}
+		}
+	}
+	fmt.Fprintf(&b, "; reads answered: %d found (%d consumed by %s), via %v", found, consumed, chaosGroup, via)
 	kinds := map[faultKind]int{}
 	for _, f := range r.faults {
 		kinds[f.kind]++

@@ -3,6 +3,7 @@
 //	queen serve [flags]   run a node (single node by default)
 //	queen check --data DIR   walk a stopped node's store and report inconsistencies
 //	queen leave --url URL --node-id ID   remove a node from its cluster
+//	queen step-down --url URL   hand over the leadership of the groups a node leads
 //	queen recover --data DIR [--peers ...]   rewrite a stopped node's membership after a lost quorum
 //	queen status | queues | dlq ...   what an operator looks at (ops.go)
 //
@@ -84,6 +85,8 @@ func main() {
 		err = check(os.Args[2:])
 	case "leave":
 		err = leave(os.Args[2:])
+	case "step-down":
+		err = stepDownCmd(os.Args[2:], os.Stdout)
 	case "recover":
 		err = recoverCmd(os.Args[2:])
 	case "bench":
@@ -119,6 +122,8 @@ commands:
   serve     run a broker node (single node by default, port 6632)
   check     verify a stopped node's store (--data DIR)
   leave     remove a node from its cluster (--url http://any-node:6632 --node-id ID [--force])
+  step-down hand over the leadership of every Raft group the node at --url leads
+            (--url http://node:6632)
   recover   rewrite a stopped node's membership after its cluster lost the quorum
             (--data DIR [--peers id@host:port,...]; default DIR/peers.json)
   bench     drive running nodes with load and report throughput and latency (queen bench -h)

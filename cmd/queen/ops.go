@@ -451,3 +451,34 @@ func dlqReplay(c *apiClient, root string, q url.Values, limit int, asJSON bool) 
 	_, err := fmt.Fprintf(c.out, "replayed %d, failed %d\n", replayed, failed)
 	return err
 }
+
+// stepDownCmd is queen step-down: the node at --url hands over the
+// leadership of every Raft group it leads (before maintenance on it). It
+// acts on that node only; a node that leads nothing says so.
+func stepDownCmd(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("step-down", flag.ContinueOnError)
+	u := fs.String("url", "http://127.0.0.1:6632", "HTTP URL of the node to step down")
+	token, ca, asJSON := clientFlags(fs)
+	if err := parseEnvFlags(fs, args, os.Getenv, clientEnv...); err != nil {
+		return err
+	}
+	c, err := newAPIClient(*token, *ca, out)
+	if err != nil {
+		return err
+	}
+	var res struct {
+		Transferred []uint32 `json:"transferred"`
+	}
+	if err := c.call("POST", strings.TrimRight(*u, "/")+"/api/v1/system/leadership/transfer", nil, &res); err != nil {
+		return err
+	}
+	switch {
+	case *asJSON:
+		return json.NewEncoder(out).Encode(res)
+	case len(res.Transferred) == 0:
+		fmt.Fprintln(out, "this node leads no group another voter could take: nothing transferred")
+	default:
+		fmt.Fprintf(out, "transferred the leadership of group(s) %v\n", res.Transferred)
+	}
+	return nil
+}

@@ -166,3 +166,34 @@ func TestCLI_QueuesAndDLQ(t *testing.T) {
 		t.Fatalf("payments after the replay: %d %s", code, b)
 	}
 }
+
+// queen step-down: the leader hands over its group and another node leads;
+// a follower transfers nothing.
+func TestCLI_StepDown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process-level CLI test; skipped with -short")
+	}
+	c := startLoopback(t, 3)
+	leader := c.waitLeader(c.nodes, 30*time.Second)
+	var follower *qnode
+	for _, n := range c.nodes {
+		if n != leader {
+			follower = n
+		}
+	}
+	if out := runCLI(t, "step-down", "--url", follower.url("")); !strings.Contains(out, "nothing transferred") {
+		t.Fatalf("step-down of a follower: %q, want nothing transferred", out)
+	}
+	if out := runCLI(t, "step-down", "--url", leader.url(""), "--json"); strings.TrimSpace(out) != `{"transferred":[1]}` {
+		t.Fatalf("step-down of the leader: %q, want {\"transferred\":[1]}", out)
+	}
+	waitFor(t, 30*time.Second, "another node to lead", func() (bool, string) {
+		hs, errs, desc := c.healths(c.nodes)
+		for i, h := range hs {
+			if errs[i] == nil && h.Role == "leader" && c.nodes[i] != leader {
+				return true, desc
+			}
+		}
+		return false, desc
+	})
+}
