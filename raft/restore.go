@@ -160,6 +160,9 @@ func seedGroup(d *disk, r *backup.Reader, g uint32, conf hraft.Configuration) er
 		return fmt.Errorf("%w: group %d at index 0", backup.ErrCorrupt, g)
 	}
 	if err := d.engine.Restore(stream); err != nil {
+		if ferr := r.Err(); ferr != nil {
+			err = ferr
+		}
 		return fmt.Errorf("raft: restore group %d: %w", g, err)
 	}
 	if got := d.engine.Applied(); got != meta.Index {

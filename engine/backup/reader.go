@@ -70,6 +70,11 @@ func NewReader(r io.Reader) (*Reader, error) {
 // Close releases the decoder.
 func (r *Reader) Close() { r.dec.Close() }
 
+// Err is the first fault found in the file, nil while it reads well: what
+// a consumer of a group's stream reports when its own decoding failed on
+// the bytes it was given (the fault is the file's, not the stream's).
+func (r *Reader) Err() error { return r.lastErr }
+
 // Manifest is the file's manifest.
 func (r *Reader) Manifest() Manifest { return r.m }
 
