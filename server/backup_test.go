@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/raft/rafttest"
 	"github.com/queenmq/queen/server"
+	"github.com/queenmq/queen/server/servertest"
 )
 
 // restoreInto restores file into dir as node id.
@@ -213,5 +215,39 @@ func TestBackup_RestoreRefuses(t *testing.T) {
 	})
 	if err := restoreInto(t, file, filepath.Join(t.TempDir(), "data"), "r1"); err != nil {
 		t.Fatalf("the intact file: %v", err)
+	}
+}
+
+// A follower streams the leader's backup through (one group); with
+// ?local=true it serves its own copy.
+func TestBackup_FollowerRelaysToLeader(t *testing.T) {
+	lb := servertest.NewLocalBroker(t)
+	leader := newClientOptions(t, lb, server.Options{Logger: quietLogger()})
+	f := newClientOptions(t, follower{LocalBroker: lb, leaderHTTP: strings.TrimPrefix(leader.base, "http://")},
+		server.Options{Logger: quietLogger()})
+	pad := strings.Repeat("x", 2000)
+	for i := range 40 {
+		items := make([]map[string]any, 50)
+		for j := range items {
+			items[j] = map[string]any{"queue": "big", "payload": map[string]any{"i": i*50 + j, "pad": pad}}
+		}
+		leader.push(items...)
+	}
+	for _, tc := range []struct {
+		query     string
+		node      string
+		forwarded float64
+	}{{"", "local", 1}, {"?local=true", "follower", 1}} {
+		r := f.do("GET", "/api/v1/system/backup"+tc.query, nil).expect(t, 200)
+		m, err := backup.Verify(bytes.NewReader(r.body))
+		if err != nil {
+			t.Fatalf("%q: verify %d bytes: %v", tc.query, len(r.body), err)
+		}
+		if m.Node != tc.node || len(m.Groups) != 1 || m.Groups[0].Queues["big"] != 2000 {
+			t.Fatalf("%q: manifest %+v, want node %s with 2000 messages in big", tc.query, m, tc.node)
+		}
+		if got := f.metric("queen_forwarded_requests_total"); got != tc.forwarded {
+			t.Fatalf("%q: follower relayed %v requests, want %v", tc.query, got, tc.forwarded)
+		}
 	}
 }
