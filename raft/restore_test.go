@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/engine/backup"
@@ -19,6 +20,11 @@ func TestRestore_EveryGroupOfAHost(t *testing.T) {
 	c := openHosts(t, 1, 2)
 	c.leaders(nil)
 	h := c.h[0]
+	for deadline := time.Now().Add(20 * time.Second); h.GroupCount() != 2; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the directory never recorded the group count: %d", h.GroupCount())
+		}
+	}
 	for g := uint32(1); g <= 2; g++ {
 		for k := range 5 {
 			push(t, h.Group(g), fmt.Sprintf("q%d", g), fmt.Sprintf("t%d", k))
