@@ -39,6 +39,7 @@ fuzz:
 	$(FUZZ) ./fuzz -fuzz '^FuzzSegmentRoundTrip$$'
 	$(FUZZ) ./raft/logstore -fuzz '^FuzzDecodeLog$$'
 	$(FUZZ) ./raft/command -fuzz '^FuzzEntryRoundTrip$$'
+	$(FUZZ) ./fuzz -fuzz '^FuzzBackupVerify$$'
 	$(FUZZ) ./server -fuzz '^FuzzDecodeCycle$$'
 
 # The Go benchmarks of bench/, printed as one table in which every rate is

@@ -61,6 +61,22 @@ func (s *Snapshot) Close() error {
 	return err
 }
 
+// QueueCounts counts the messages each queue retains in the view (Start
+// to Next of its partitions, acked or not): a cheap summary, read from the
+// partition records alone.
+func (s *Snapshot) QueueCounts() (map[string]int64, error) {
+	counts := map[string]int64{}
+	err := scanPrefix(s.snap, keyspace.FamilyPrefix(keyspace.FamilyPartition), func(_, v []byte) error {
+		p, err := keyspace.DecodePartition(v)
+		if err != nil {
+			return fmt.Errorf("%w: partition record: %v", ErrCorrupt, err)
+		}
+		counts[p.Queue] += p.Next - p.Start
+		return nil
+	})
+	return counts, err
+}
+
 // WriteTo streams the view to w.
 func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 	crc := crc32.New(crcTable)

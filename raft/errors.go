@@ -91,6 +91,9 @@ var (
 	// ErrNoState is returned by Recover for a data directory that holds no
 	// Raft state: there is nothing to recover.
 	ErrNoState = errors.New("raft: no Raft state in the data directory")
+	// ErrNotEmpty is returned by Restore for a target directory that
+	// exists and holds anything: a restore never writes over a store.
+	ErrNotEmpty = errors.New("raft: restore: the target directory is not empty")
 )
 
 // NotLeaderError is ErrNotLeader for one group of a Host: nothing was

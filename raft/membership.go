@@ -2,6 +2,7 @@ package raft
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	hraft "github.com/hashicorp/raft"
@@ -164,6 +165,23 @@ func (n *Node) configuration() (hraft.Configuration, error) {
 		return hraft.Configuration{}, n.mapError(err)
 	}
 	return f.Configuration(), nil
+}
+
+// Members lists the ids of the group's voters as this node last knew
+// them, sorted; nil when its configuration cannot be read.
+func (n *Node) Members() []string {
+	conf, err := n.configuration()
+	if err != nil {
+		return nil
+	}
+	var ids []string
+	for _, s := range conf.Servers {
+		if s.Suffrage == hraft.Voter {
+			ids = append(ids, string(s.ID))
+		}
+	}
+	slices.Sort(ids)
+	return ids
 }
 
 // count returns the voters of conf other than skip, and how many of them

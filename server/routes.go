@@ -92,6 +92,7 @@ func (s *Server) routeTable() []route {
 		{"GET", "/api/v1/analytics/worker-metrics", "analytics_worker", auth.ReadOnly, reads, leaderServes, (*Server).workerMetrics},
 		{"GET", "/api/v1/analytics/system-metrics", "analytics_system", auth.ReadOnly, reads, leaderServes, (*Server).systemMetrics},
 		{"GET", "/api/v1/analytics/postgres-stats", "analytics_postgres", auth.ReadOnly, reads, local, (*Server).postgresStats},
+		{"GET", "/api/v1/system/backup", "backup", auth.Admin, reads, leaderServes, (*Server).backup},
 		{"GET", "/api/v1/system/shared-state", "shared_state", auth.Admin, reads, local, (*Server).sharedState},
 		{"GET", "/api/v1/migration/status", "migration_status", auth.Admin, reads, local, (*Server).migrationStatus},
 		{"POST", "/api/v1/migration/test-connection", "migration_test_connection", auth.Admin, reads, local, (*Server).migrationAction},

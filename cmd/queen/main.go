@@ -89,6 +89,10 @@ func main() {
 		err = stepDownCmd(os.Args[2:], os.Stdout)
 	case "recover":
 		err = recoverCmd(os.Args[2:])
+	case "backup":
+		err = backupCmd(os.Args[2:], os.Stdout)
+	case "restore":
+		err = restoreCmd(os.Args[2:], os.Stdout)
 	case "bench":
 		err = benchCmd(os.Args[2:])
 	case "status":
@@ -126,6 +130,10 @@ commands:
             (--url http://node:6632)
   recover   rewrite a stopped node's membership after its cluster lost the quorum
             (--data DIR [--peers id@host:port,...]; default DIR/peers.json)
+  backup    save a running cluster's state to a file (--url URL --out FILE [--token T]),
+            or check one (--verify FILE)
+  restore   write a new data directory from a backup file, offline
+            (--in FILE --data DIR [--node-id ID] [--raft host:port])
   bench     drive running nodes with load and report throughput and latency (queen bench -h)
   status    every node's role, leader, term, applied index, lag, disk free and version
             (--url http://a:6632,http://b:6632 [--json])

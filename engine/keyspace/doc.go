@@ -117,5 +117,10 @@
 // store with no upgrade step, and a binary that predates them fails on the
 // record it cannot read instead of at open. Raising FormatVersion would make
 // such a binary refuse every store, those that hold no sealed payload too.
-// Golden records are kept in testdata as format fixtures.
+// Golden records are kept in testdata as format fixtures, and
+// raft/testdata/store-v1 is a whole data directory of format 1 (engine and
+// Raft log, made by `queen serve`) that the tests of every later binary open
+// (TestOpen_StoreV1Fixture); a newer format gets a fixture of its own beside
+// it. A store of a newer format is refused at open with ErrNewerFormat,
+// naming both versions.
 package keyspace

@@ -112,6 +112,9 @@ func (b *LocalBroker) now() int64 {
 // Dir is the engine's data directory.
 func (b *LocalBroker) Dir() string { return b.dir }
 
+// Engine is the broker's engine: the server backs it up as group 1.
+func (b *LocalBroker) Engine() *engine.Engine { return b.eng }
+
 // Sweep runs a retention sweep (retention, eviction, transaction-id index
 // purge) as of the broker's clock, as the Raft leader proposes one every
 // RetentionInterval. The space of deleted segments comes back when the
