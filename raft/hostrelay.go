@@ -27,32 +27,21 @@ type Relay func(ctx context.Context, addr string, g uint32, entry []byte) (engin
 func (h *Host) SetRelay(r Relay) { h.relay.Store(&r) }
 
 // RelayEntry encodes c for a Relay: a push is prepared here (PrepareEntry),
-// the other relayable commands (relayable says which) go as they are.
+// the commands whose row in the table has a result codec
+// (command.Relayed) go as they are.
 func RelayEntry(c engine.Command) ([]byte, error) {
 	if _, ok := c.(engine.PushCmd); ok {
 		return PrepareEntry(c)
 	}
-	if !relayable(c) {
+	if !command.Relayed(c) {
 		return nil, fmt.Errorf("%w: %T", ErrNotPreparable, c)
 	}
 	return command.AppendEntry(nil, []command.Stamped{{Cmd: c}}), nil
 }
 
-// relayable reports the commands a Host relays besides pushes: parts of
-// split acks, placements and their lookups, the commands sent to every
-// group, and DLQ replays (a redrive walks rows of every group).
-func relayable(c engine.Command) bool {
-	switch c.(type) {
-	case engine.AckCmd, engine.DeleteGroupCmd, engine.UpdateSubscriptionCmd, engine.ReplayCmd,
-		command.PlaceQueue, command.LookupQueue, command.LookupPartition, command.LookupLease:
-		return true
-	}
-	return false
-}
-
 // ProposeEntry proposes, on group g, a command another node relayed
 // (RelayEntry): a prepared push with the seed it was prepared with, or a
-// relayable command. It answers as Propose does; ErrNotLeader (a
+// command that relays (command.Relayed). It answers as Propose does; ErrNotLeader (a
 // NotLeaderError) when this node does not lead g.
 func (h *Host) ProposeEntry(ctx context.Context, g uint32, entry []byte) (engine.Result, error) {
 	n := h.Group(g)
@@ -74,7 +63,7 @@ func (h *Host) ProposeEntry(ctx context.Context, g uint32, entry []byte) (engine
 	case *engine.PreparedPush:
 		r, err = n.propose(ctx, c, cmds[0].Stamp.Seed)
 	default:
-		if !relayable(c) {
+		if !command.Relayed(c) {
 			return engine.Result{}, fmt.Errorf("%w: %T", ErrNotPreparable, c)
 		}
 		r, err = n.Propose(ctx, c)
@@ -234,7 +223,7 @@ type attempt struct {
 
 func newAttempt(c engine.Command) (*attempt, error) {
 	if _, ok := c.(engine.PushCmd); !ok {
-		if !relayable(c) {
+		if !command.Relayed(c) {
 			return nil, fmt.Errorf("%w: %T", ErrNotPreparable, c)
 		}
 		return &attempt{cmd: c}, nil

@@ -11,8 +11,8 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/queenmq/queen/engine"
-	"github.com/queenmq/queen/internal/wire"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/raft/command"
 )
 
 // A follower prepares the pushes it is sent (ARCHITECTURE.md, "Forwarding"):
@@ -144,65 +144,23 @@ func (s *Server) pushPrepared(ctx *fasthttp.RequestCtx, p *params) {
 	s.an.pushed(res)
 	ctx.SetContentType("application/octet-stream")
 	ctx.SetStatusCode(fasthttp.StatusOK)
-	ctx.SetBody(appendPushResults(nil, res))
-}
-
-// The results of a prepared push, as the leader answers them:
-//
-//	n uvarint | n × (status u8 | message id (16) | partition id (16) |
-//	                 transaction id str | queue str | reject str)
-//
-// Strings are uvarint-length-prefixed (internal/wire). reject is the
-// client's text for a Rejected item, "" otherwise. Node to node only, in
-// one version of the broker or the next: a change needs a new path.
-
-func appendPushResults(dst []byte, res []engine.PushResult) []byte {
-	w := wire.Writer{B: dst}
-	w.Uvarint(uint64(len(res)))
-	for i := range res {
-		r := &res[i]
-		w.U8(uint8(r.Status))
-		w.ID(wire.ID(r.MessageID))
-		w.ID(wire.ID(r.PartitionID))
-		w.Str(r.TransactionID)
-		w.Str(r.Queue)
-		msg := ""
-		if r.Status == engine.Rejected {
-			msg = itemError(r.Err)
-		}
-		w.Str(msg)
+	out, err := command.AppendResult(nil, command.TypePushPrepared, res)
+	if err != nil {
+		s.writeError(ctx, err)
+		return
 	}
-	return w.B
+	ctx.SetBody(out)
 }
 
-// errPushResults marks an answer readPushResults cannot read.
-var errPushResults = wire.Corrupt("server: push results")
-
-// readPushResults reads want results (appendPushResults), any number
-// for want < 0.
+// readPushResults reads the want results of a prepared push.
 func readPushResults(b []byte, want int) ([]engine.PushResult, error) {
-	r := wire.NewReader(b, errPushResults, "push results")
-	n := r.Count(36)
-	if r.Err() == nil && want >= 0 && n != want {
-		r.Fail("%d results for %d items", n, want)
+	v, err := command.ReadResult(command.TypePushPrepared, b)
+	if err != nil {
+		return nil, err
 	}
-	if r.Err() != nil {
-		return nil, r.Err()
+	res := v.([]engine.PushResult)
+	if len(res) != want {
+		return nil, fmt.Errorf("%w: %d results for %d items", command.ErrCorrupt, len(res), want)
 	}
-	res := make([]engine.PushResult, n)
-	for i := range res {
-		p := &res[i]
-		p.Status = engine.PushStatus(r.U8())
-		p.MessageID = engine.ID(r.ID())
-		p.PartitionID = engine.ID(r.ID())
-		p.TransactionID = r.Str()
-		p.Queue = r.Str()
-		if msg := r.Str(); p.Status == engine.Rejected {
-			p.Err = fmt.Errorf("%w: %s", engine.ErrInvalid, msg)
-		}
-		if p.Status > engine.Rejected {
-			r.Fail("status %d", p.Status)
-		}
-	}
-	return res, r.Done()
+	return res, nil
 }

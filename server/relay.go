@@ -12,8 +12,8 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/queenmq/queen/engine"
-	"github.com/queenmq/queen/internal/wire"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/raft/command"
 )
 
 // Grouped is a broker that spreads queues over several Raft groups
@@ -71,7 +71,7 @@ func (s *Server) relayCommand(ctx context.Context, addr string, g uint32, entry 
 	if resp.StatusCode() != fasthttp.StatusOK {
 		return engine.Result{}, relayedError(resp)
 	}
-	v, err := readResult(resp.Body())
+	v, err := readResult(entry, resp.Body())
 	if err != nil {
 		return engine.Result{}, fmt.Errorf("server: a relayed command's answer: %w", err)
 	}
@@ -122,7 +122,7 @@ func (s *Server) proposeRelayed(ctx *fasthttp.RequestCtx, p *params) {
 	}
 	var out []byte
 	if err == nil {
-		out, err = appendResult(nil, r.Value)
+		out, err = appendResult(ctx.PostBody(), r.Value)
 	}
 	if err != nil {
 		s.writeError(ctx, err)
@@ -135,130 +135,6 @@ func (s *Server) proposeRelayed(ctx *fasthttp.RequestCtx, p *params) {
 	ctx.SetContentType("application/octet-stream")
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	ctx.SetBody(out)
-}
-
-// The result of a relayed command, node to node (one version of the
-// broker or the next: a change needs a new path):
-//
-//	kind u8 | body
-//	  1 push results   appendPushResults
-//	  2 ack results    n uvarint | n × (transaction id str | flags u8 | error str | queue str | partition str)
-//	                   flags: 1 success, 2 noop, 4 lease released, 8 dlq, 16 dropped
-//	  3 group          uvarint (a placement)
-//	  4 count          varint
-//	  5 group deleted  cursors varint | metadata bool
-//	  6 replay         queue str | partition str | rows removed varint | the push's result (as kind 1, one item)
-//	  7 found          bool (a lookup)
-const (
-	resultPush uint8 = 1 + iota
-	resultAck
-	resultGroup
-	resultCount
-	resultGroupDeleted
-	resultReplay
-	resultFound
-)
-
-// appendResult encodes a relayed command's value.
-func appendResult(dst []byte, v any) ([]byte, error) {
-	w := wire.Writer{B: dst}
-	switch v := v.(type) {
-	case []engine.PushResult:
-		w.U8(resultPush)
-		w.B = appendPushResults(w.B, v)
-	case []engine.AckResult:
-		w.U8(resultAck)
-		w.Uvarint(uint64(len(v)))
-		for i := range v {
-			a := &v[i]
-			w.Str(a.TransactionID)
-			w.U8(bit(a.Success, 1) | bit(a.Noop, 2) | bit(a.LeaseReleased, 4) | bit(a.DLQ, 8) | bit(a.Dropped, 16))
-			w.Str(a.Error)
-			w.Str(a.Queue)
-			w.Str(a.Partition)
-		}
-	case uint32:
-		w.U8(resultGroup)
-		w.Uvarint(uint64(v))
-	case int:
-		w.U8(resultCount)
-		w.Varint(int64(v))
-	case engine.GroupDeleted:
-		w.U8(resultGroupDeleted)
-		w.Varint(int64(v.Cursors))
-		w.Bool(v.Metadata)
-	case bool:
-		w.U8(resultFound)
-		w.Bool(v)
-	case engine.ReplayResult:
-		w.U8(resultReplay)
-		w.Str(v.Queue)
-		w.Str(v.Partition)
-		w.Varint(int64(v.RowsRemoved))
-		w.B = appendPushResults(w.B, []engine.PushResult{v.Push})
-	default:
-		return nil, fmt.Errorf("%w: a relayed command answered %T", raft.ErrResultType, v)
-	}
-	return w.B, nil
-}
-
-func bit(b bool, mask uint8) uint8 {
-	if b {
-		return mask
-	}
-	return 0
-}
-
-// errResult marks an answer readResult cannot read.
-var errResult = wire.Corrupt("server: relayed result")
-
-// readResult decodes what appendResult wrote.
-func readResult(b []byte) (any, error) {
-	if len(b) == 0 {
-		return nil, fmt.Errorf("%w: empty", errResult)
-	}
-	if b[0] == resultPush {
-		return readPushResults(b[1:], -1)
-	}
-	r := wire.NewReader(b[1:], errResult, "relayed result")
-	var v any
-	switch b[0] {
-	case resultAck:
-		res := make([]engine.AckResult, r.Count(5))
-		for i := range res {
-			a := &res[i]
-			a.TransactionID = r.Str()
-			f := r.U8()
-			a.Success, a.Noop, a.LeaseReleased, a.DLQ, a.Dropped = f&1 != 0, f&2 != 0, f&4 != 0, f&8 != 0, f&16 != 0
-			a.Error, a.Queue, a.Partition = r.Str(), r.Str(), r.Str()
-		}
-		v = res
-	case resultGroup:
-		v = uint32(r.Uvarint())
-	case resultCount:
-		v = int(r.Varint())
-	case resultGroupDeleted:
-		v = engine.GroupDeleted{Cursors: int(r.Varint()), Metadata: r.Bool()}
-	case resultFound:
-		v = r.Bool()
-	case resultReplay:
-		rr := engine.ReplayResult{Queue: r.Str(), Partition: r.Str(), RowsRemoved: int(r.Varint())}
-		if r.Err() != nil {
-			break
-		}
-		push, err := readPushResults(b[len(b)-r.Len():], 1)
-		if err != nil {
-			return nil, err
-		}
-		rr.Push = push[0]
-		return rr, nil
-	default:
-		r.Fail("kind %d", b[0])
-	}
-	if err := r.Done(); err != nil {
-		return nil, err
-	}
-	return v, nil
 }
 
 // GroupMembership is a grouped broker's membership (raft.Host): each
@@ -334,4 +210,23 @@ func (s *Server) relayMembership(addr string, g uint32, join bool, id, nodeAddr 
 		return relayedError(resp)
 	}
 	return nil
+}
+
+// appendResult encodes the value a relayed entry's command answered, by
+// the result codec of its row (raft/command).
+func appendResult(entry []byte, v any) ([]byte, error) {
+	t, err := command.EntryType(entry)
+	if err != nil {
+		return nil, err
+	}
+	return command.AppendResult(nil, t, v)
+}
+
+// readResult decodes the answer to the relayed entry.
+func readResult(entry, b []byte) (any, error) {
+	t, err := command.EntryType(entry)
+	if err != nil {
+		return nil, err
+	}
+	return command.ReadResult(t, b)
 }

@@ -90,6 +90,14 @@
 // entry-v1-traces.golden, entry-v1-directory.golden and entry-v1-lookup.golden
 // hold them.
 //
+// # Results
+//
+// A command one node relays to its group's leader comes back as its
+// result, encoded by the result codec in the command's row of the table
+// (results.go, which documents those layouts). A row's codec is what lets
+// the command be relayed at all; notRelayed rows are answered only by the
+// node that proposed them. Results cross nodes and are never stored.
+//
 // # Versions
 //
 // The entry version is 1, and a layout is never changed in place:
