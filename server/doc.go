@@ -47,8 +47,7 @@
 //	POST   /streams/v1/cycle                         one command: 200 {success} | 404 query_not_found
 //	POST   /streams/v1/state/get                     read on a leader that confirmed itself
 //	POST   /internal/v1/cluster/{join,leave,storage,analytics} node to node (cluster secret)
-//	POST   /internal/v1/push                         a follower's prepared push, proposed by the leader
-//	POST   /internal/v1/propose                      a command relayed to a group's leader (--groups; relay.go)
+//	POST   /internal/v1/propose                      a command for a group's leader (package cluster; relay.go)
 //	OPTIONS /*                                       204 with CORS headers
 //
 // # Edge contract

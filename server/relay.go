@@ -11,6 +11,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/queenmq/queen/cluster"
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/raft/command"
@@ -19,11 +20,11 @@ import (
 // Grouped is a broker that spreads queues over several Raft groups
 // (raft.Host; ARCHITECTURE.md, "Scale-out"). The edge cannot tell from a
 // request which group's leader serves it, so it never relays a request
-// unread: the broker routes each command, answers a *raft.NotLeaderError
-// naming the leader to forward the request to, and relays the parts of
-// split commands itself through relayCommand, which the server gives it.
+// unread: the broker routes each command, forwards the parts of split
+// commands itself (package cluster, given to it when it was opened), and
+// answers a *raft.NotLeaderError naming the leader to forward the rest of
+// the request to.
 type Grouped interface {
-	SetRelay(raft.Relay)
 	ProposeEntry(ctx context.Context, g uint32, entry []byte) (engine.Result, error)
 	Groups() []uint32
 	GroupStatus(g uint32) raft.Status
@@ -35,12 +36,12 @@ type Grouped interface {
 }
 
 // relayPath is the route a node proposes a command on for another
-// (raft.RelayEntry): the group in groupHeader, the entry as the body; 200
-// with the result (appendResult) or an error answer.
-const relayPath = "/internal/v1/propose"
+// (package cluster).
+const relayPath = cluster.ProposePath
 
-// groupHeader names the Raft group a relayed command is for.
-const groupHeader = "X-Queen-Group"
+// groupHeader names the Raft group a relayed command or membership change
+// is for.
+const groupHeader = cluster.GroupHeader
 
 // grouped reports whether the broker spreads queues over groups.
 func (s *Server) grouped() bool {
@@ -48,87 +49,70 @@ func (s *Server) grouped() bool {
 	return ok
 }
 
-// relayCommand is the raft.Relay of a grouped broker: it POSTs entry to
-// relayPath on the node at addr with the cluster secret, and reads the
-// result.
-func (s *Server) relayCommand(ctx context.Context, addr string, g uint32, entry []byte) (engine.Result, error) {
-	timeout := forwardTimeout
-	if d, ok := ctx.Deadline(); ok {
-		timeout = min(timeout, time.Until(d))
-	}
-	req := fasthttp.AcquireRequest()
-	resp := fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
-	s.toNode(req, addr, relayPath, "application/octet-stream", entry)
-	req.Header.Set(groupHeader, strconv.FormatUint(uint64(g), 10))
-	req.Header.Set(deadlineHeader, strconv.FormatInt(time.Now().Add(timeout).UnixMicro(), 10))
-	if err := s.client.DoTimeout(req, resp, timeout); err != nil {
-		return engine.Result{}, errors.Join(raft.ErrForward, fmt.Errorf("group %d at %s: %w", g, addr, err))
-	}
-	s.m.forwarded.Inc()
-	s.awaitApplied(resp)
-	if resp.StatusCode() != fasthttp.StatusOK {
-		return engine.Result{}, relayedError(resp)
-	}
-	v, err := readResult(entry, resp.Body())
-	if err != nil {
-		return engine.Result{}, fmt.Errorf("server: a relayed command's answer: %w", err)
-	}
-	return engine.Result{Value: v}, nil
-}
-
-// relayedError is the error a node answered a relayed command with: the
-// table's sentinel for its code, with its text. An unknown code is a
-// failed relay.
-func relayedError(resp *fasthttp.Response) error {
+// Refusal is the error another node's error answer (status, body) stands
+// for: the table's sentinel for its code, with its text. An unknown code
+// is a failed relay (raft.ErrForward). It is how package cluster reads a
+// refused command (cluster.Options.Refusal).
+func Refusal(status int, body []byte) error {
 	var e struct {
 		Error string `json:"error"`
 		Code  string `json:"code"`
 	}
-	_ = json.Unmarshal(resp.Body(), &e)
+	_ = json.Unmarshal(body, &e)
 	for _, r := range errorTable {
 		if r.code == e.Code {
 			return &apiError{kind: r.err, msg: e.Error}
 		}
 	}
-	return fmt.Errorf("%w: answered %d %s", raft.ErrForward, resp.StatusCode(), e.Code)
+	return fmt.Errorf("%w: answered %d %s", raft.ErrForward, status, e.Code)
+}
+
+// relayedError is Refusal of resp.
+func relayedError(resp *fasthttp.Response) error {
+	return Refusal(resp.StatusCode(), resp.Body())
 }
 
 // proposeRelayed answers POST /internal/v1/propose: a command another node
-// relayed (Grouped), proposed on the group groupHeader names. Only a node
-// (the cluster secret) may send one.
+// forwarded (package cluster), proposed on the group groupHeader names.
+// Only a node (the cluster secret) may send one: a prepared push's frames
+// carry producer subjects and sealed bits the sending node vouches for.
+// A single group's leader in push maintenance refuses a prepared push
+// (errLeaderSpools): the follower that prepared it spools it.
 func (s *Server) proposeRelayed(ctx *fasthttp.RequestCtx, p *params) {
-	gb, ok := s.broker.(Grouped)
+	cp, ok := s.broker.(cluster.Proposer)
 	switch {
 	case !p.node:
 		s.writeError(ctx, errClusterSecret)
 		return
 	case !ok:
-		s.writeError(ctx, notImplemented("this broker runs one Raft group"))
+		s.writeError(ctx, notImplemented("this broker proposes no commands for other nodes"))
 		return
 	case expired(ctx):
 		s.writeError(ctx, errForwardExpired)
 		return
 	}
-	g, err := strconv.ParseUint(string(ctx.Request.Header.Peek(groupHeader)), 10, 32)
+	g, err := cluster.ParseGroup(ctx.Request.Header.Peek(groupHeader))
 	if err != nil {
 		s.writeError(ctx, badRequest(groupHeader+" must name a group"))
 		return
 	}
-	r, err := gb.ProposeEntry(s.ctx, uint32(g), ctx.PostBody())
-	if err == nil {
-		err = r.Err
+	t, err := command.EntryType(ctx.PostBody())
+	if err != nil {
+		s.writeError(ctx, fmt.Errorf("%w: %w", raft.ErrNotPreparable, err))
+		return
 	}
-	var out []byte
-	if err == nil {
-		out, err = appendResult(ctx.PostBody(), r.Value)
+	if m, ok := s.broker.(Maintainer); ok && t == command.TypePushPrepared && !s.grouped() && pushMaintenance(m) {
+		s.writeError(ctx, errLeaderSpools)
+		return
 	}
+	start := time.Now()
+	out, r, err := cluster.Answer(s.ctx, cp, g, ctx.PostBody())
 	if err != nil {
 		s.writeError(ctx, err)
 		return
 	}
 	if res, ok := r.Value.([]engine.PushResult); ok {
+		s.prop.hist(engine.PushCmd{}).UpdateDuration(start)
 		s.m.pushed(res)
 		s.an.pushed(res)
 	}
@@ -210,23 +194,4 @@ func (s *Server) relayMembership(addr string, g uint32, join bool, id, nodeAddr 
 		return relayedError(resp)
 	}
 	return nil
-}
-
-// appendResult encodes the value a relayed entry's command answered, by
-// the result codec of its row (raft/command).
-func appendResult(entry []byte, v any) ([]byte, error) {
-	t, err := command.EntryType(entry)
-	if err != nil {
-		return nil, err
-	}
-	return command.AppendResult(nil, t, v)
-}
-
-// readResult decodes the answer to the relayed entry.
-func readResult(entry, b []byte) (any, error) {
-	t, err := command.EntryType(entry)
-	if err != nil {
-		return nil, err
-	}
-	return command.ReadResult(t, b)
 }

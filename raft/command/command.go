@@ -58,6 +58,10 @@ const (
 type Stamped struct {
 	Stamp engine.Stamp
 	Cmd   engine.Command
+	// Raw, when set in place of Cmd, is the command as another node
+	// encoded it (type | time | seed | body, Single): AppendEntry copies
+	// it with Stamp.Time written over its time, and its own seed.
+	Raw []byte
 }
 
 // codecs is the command table: one row per command type, naming its Go
@@ -201,6 +205,12 @@ func AppendEntry(dst []byte, cmds []Stamped) []byte {
 }
 
 func appendCommand(dst []byte, s *Stamped) []byte {
+	if s.Raw != nil {
+		at := len(dst)
+		dst = append(dst, s.Raw...)
+		binary.BigEndian.PutUint64(dst[at+1:], uint64(s.Stamp.Time))
+		return dst
+	}
 	k := byGoType[reflect.TypeOf(s.Cmd)]
 	if k == nil {
 		panic(fmt.Sprintf("command: encode %T: not in the command table", s.Cmd))
@@ -253,51 +263,6 @@ func decodeCommand(b []byte, s *Stamped) error {
 	}
 	s.Cmd = k.read(r)
 	return r.Done()
-}
-
-// The replication layer's own commands: values it keeps in the replicated
-// state (engine.Batch.SetClusterValue), which every node reads locally.
-
-// Announce publishes a leader's HTTP address, so followers can forward.
-type Announce struct {
-	NodeID string
-	HTTP   string
-}
-
-// Apply stores the address. Value: struct{}.
-func (c Announce) Apply(b *engine.Batch, _ engine.Stamp) engine.Result {
-	b.SetClusterValue(HTTPKey(c.NodeID), c.HTTP)
-	return engine.Result{Value: struct{}{}}
-}
-
-// Maintenance switches push (Pop false) or pop (Pop true) maintenance for
-// the whole cluster.
-type Maintenance struct {
-	Pop     bool
-	Enabled bool
-}
-
-// Apply flips the switch. Value: struct{}. Turning one off wakes every
-// parked pop.
-func (c Maintenance) Apply(b *engine.Batch, _ engine.Stamp) engine.Result {
-	v := ""
-	if c.Enabled {
-		v = "on"
-	}
-	b.SetClusterValue(MaintenanceKey(c.Pop), v)
-	return engine.Result{Value: struct{}{}, WakeAll: !c.Enabled}
-}
-
-// HTTPKey is the cluster value holding a node's HTTP address.
-func HTTPKey(nodeID string) string { return "http/" + nodeID }
-
-// MaintenanceKey is the cluster value of a maintenance switch ("on" or
-// unset).
-func MaintenanceKey(pop bool) string {
-	if pop {
-		return "maintenance/pop"
-	}
-	return "maintenance/push"
 }
 
 // The bodies.

@@ -23,7 +23,10 @@
 //
 // The time and seed are the leader's stamp (engine.Stamp): every replica
 // applies the command with them, so no replica reads a clock or a random
-// source. Bodies use the same primitives as the engine's records: big-endian
+// source. The time sits at a fixed offset (byte 1) so that a leader stamps
+// a command another node prepared and encoded (a push, with the seed that
+// minted its ids) by writing its time over it, without decoding and
+// encoding it again (Stamped.Raw). Bodies use the same primitives as the engine's records: big-endian
 // fixed-width integers, uvarint-length-prefixed strings and byte strings, one
 // byte per boolean, 16 raw bytes per id, zigzag varints for signed counts.
 //

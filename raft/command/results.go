@@ -206,15 +206,22 @@ func readReplayResult(r *wire.Reader) engine.ReplayResult {
 	return v
 }
 
-// EntryType is the type of the one command a relayed entry holds, read
-// from its header without decoding its body: a relayed entry holds
-// exactly one command, of a type the table lists.
+// EntryType is the type of the one command a relayed entry holds
+// (Single).
 func EntryType(entry []byte) (Type, error) {
+	t, _, err := Single(entry)
+	return t, err
+}
+
+// Single reads the header of an entry that holds exactly one command, of
+// a type the table lists, without decoding its body: the command's type
+// and bytes (type | time | seed | body), which alias entry.
+func Single(entry []byte) (Type, []byte, error) {
 	if len(entry) < 2 || entry[0] != magic {
-		return 0, fmt.Errorf("%w: bad magic", ErrCorrupt)
+		return 0, nil, fmt.Errorf("%w: bad magic", ErrCorrupt)
 	}
 	if entry[1] != version {
-		return 0, fmt.Errorf("%w: %d", ErrVersion, entry[1])
+		return 0, nil, fmt.Errorf("%w: %d", ErrVersion, entry[1])
 	}
 	r := wire.NewReader(entry[2:], ErrCorrupt, "entry")
 	if n := r.Uvarint(); r.Err() == nil && n != 1 {
@@ -222,10 +229,13 @@ func EntryType(entry []byte) (Type, error) {
 	}
 	body := r.Bytes()
 	if err := r.Done(); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	if len(body) == 0 || byType[body[0]] == nil {
-		return 0, fmt.Errorf("%w: unknown command type", ErrCorrupt)
+	if len(body) < stampLen+1 || byType[body[0]] == nil {
+		return 0, nil, fmt.Errorf("%w: not a command of a known type", ErrCorrupt)
 	}
-	return Type(body[0]), nil
+	return Type(body[0]), body, nil
 }
+
+// stampLen is the stamp's bytes after a command's type: time i64 | seed.
+const stampLen = 8 + 16

@@ -132,3 +132,35 @@ func TestResult_RoundTrip(t *testing.T) {
 		t.Fatalf("reading a sweep's result: err %v, want ErrNotRelayed", err)
 	}
 }
+
+// A command another node encoded is proposed as its bytes (Stamped.Raw):
+// the entry holds it with the proposer's time written over its own, its
+// seed and body as sent, and decodes to the command that was encoded.
+func TestStamped_Raw(t *testing.T) {
+	pp, err := engine.PushCmd{Items: []engine.PushItem{{Queue: "q", TransactionID: "t", Payload: []byte(`{"a":1}`)}}}.
+		Prepare(engine.ID{7, 7, 7, 7, 7, 7, 0x70, 7, 0x80})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := engine.ID{1, 2, 3}
+	sent := command.AppendEntry(nil, []command.Stamped{{Stamp: engine.Stamp{Seed: seed}, Cmd: pp}})
+	typ, raw, err := command.Single(sent)
+	if err != nil || typ != command.TypePushPrepared {
+		t.Fatalf("Single: %d, %v; want a prepared push", typ, err)
+	}
+	const now = 1_754_000_000_000_001
+	got, err := command.DecodeEntry(command.AppendEntry(nil, []command.Stamped{{Stamp: engine.Stamp{Time: now}, Raw: raw}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := command.Stamped{Stamp: engine.Stamp{Time: now, Seed: seed}, Cmd: pp}
+	if len(got) != 1 || !reflect.DeepEqual(got[0], want) {
+		t.Fatalf("proposed raw: %+v, want %+v", got, want)
+	}
+	two := command.AppendEntry(nil, []command.Stamped{{Cmd: pp}, {Cmd: pp}})
+	for _, bad := range [][]byte{two, sent[:len(sent)-1], {0x51, 1, 1, 1, byte(command.TypeSweep)}} {
+		if _, _, err := command.Single(bad); !errors.Is(err, command.ErrCorrupt) {
+			t.Errorf("Single(% x...): err %v, want ErrCorrupt", bad[:min(len(bad), 8)], err)
+		}
+	}
+}
