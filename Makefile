@@ -71,19 +71,19 @@ run: build
 	./bin/queen serve --data ./data
 
 # A three-node cluster on loopback: HTTP on 6632, 6642, 6652; Raft on 7001-7003;
-# data and logs in ./cluster/. Stop it with make cluster-stop.
+# data and logs in ./data-cluster/ (./cluster/ is the Go package). Stop it with make cluster-stop.
 PEERS = n1@127.0.0.1:7001,n2@127.0.0.1:7002,n3@127.0.0.1:7003
 cluster: build
-	@mkdir -p cluster
+	@mkdir -p data-cluster
 	@for i in 1 2 3; do \
 	  port=$$((6622 + 10*i)); \
-	  ./bin/queen serve --data cluster/n$$i --node-id n$$i --http 127.0.0.1:$$port \
-	    --raft 127.0.0.1:700$$i --peers $(PEERS) > cluster/n$$i.log 2>&1 & echo $$! > cluster/n$$i.pid; \
-	  echo "n$$i: http://127.0.0.1:$$port (log cluster/n$$i.log)"; \
+	  ./bin/queen serve --data data-cluster/n$$i --node-id n$$i --http 127.0.0.1:$$port \
+	    --raft 127.0.0.1:700$$i --peers $(PEERS) > data-cluster/n$$i.log 2>&1 & echo $$! > data-cluster/n$$i.pid; \
+	  echo "n$$i: http://127.0.0.1:$$port (log data-cluster/n$$i.log)"; \
 	done
 
 cluster-stop:
-	@for i in 1 2 3; do [ -f cluster/n$$i.pid ] && kill $$(cat cluster/n$$i.pid) 2>/dev/null; rm -f cluster/n$$i.pid; done; true
+	@for i in 1 2 3; do [ -f data-cluster/n$$i.pid ] && kill $$(cat data-cluster/n$$i.pid) 2>/dev/null; rm -f data-cluster/n$$i.pid; done; true
 
 clean:
-	rm -rf bin data cluster
+	rm -rf bin data data-cluster

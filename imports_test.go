@@ -9,7 +9,7 @@ import (
 )
 
 // TestImports keeps the layering of ARCHITECTURE.md true: imports point inward
-// (cmd -> server -> raft -> engine -> internal), leaf packages import nothing
+// (cmd -> server -> cluster -> raft -> engine -> internal), leaf packages import nothing
 // of ours but internal/, internal/ imports nothing of ours, and
 // each third-party library stays behind the one layer that owns it.
 func TestImports(t *testing.T) {
@@ -50,8 +50,10 @@ func TestImports(t *testing.T) {
 				switch {
 				case under(from, "engine") && (under(to, "raft") || under(to, "server") || under(to, "cmd")):
 					bad("engine must not import raft, server or cmd")
-				case under(from, "raft") && (under(to, "server") || under(to, "cmd")):
-					bad("raft must not import server or cmd")
+				case under(from, "raft") && (under(to, "cluster") || under(to, "server") || under(to, "cmd")):
+					bad("raft must not import cluster, server or cmd")
+				case under(from, "cluster") && (under(to, "server") || under(to, "cmd")):
+					bad("cluster must not import server or cmd")
 				case under(from, "server") && under(to, "cmd"):
 					bad("server must not import cmd")
 				case under(to, "fuzz") || (under(to, "bench") && !under(from, "cmd")):
@@ -71,8 +73,8 @@ func TestImports(t *testing.T) {
 			}
 			switch {
 			case strings.HasPrefix(imp, "github.com/valyala/fasthttp") || strings.HasPrefix(imp, "github.com/fasthttp/"):
-				if !under(from, "server") && !under(from, "bench") && !(under(from, "cmd") && inTest) {
-					bad("only server imports fasthttp")
+				if !under(from, "server") && !under(from, "cluster") && !under(from, "bench") && !(under(from, "cmd") && inTest) {
+					bad("only server and cluster import fasthttp")
 				}
 			case strings.HasPrefix(imp, "github.com/hashicorp/raft"):
 				if !under(from, "raft") && !under(from, "bench") && !under(from, "fuzz") {

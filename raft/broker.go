@@ -92,14 +92,20 @@ func (n *Node) Propose(ctx context.Context, c engine.Command) (engine.Result, er
 // node still leads, else it is answered ErrNotLeader, which the edge
 // forwards to the new leader.
 func (n *Node) propose(ctx context.Context, c engine.Command, seed engine.ID) (engine.Result, error) {
-	r, err := n.proposeOnce(ctx, c, seed)
+	return n.submit(ctx, command.Stamped{Stamp: engine.Stamp{Seed: seed}, Cmd: c})
+}
+
+// submit proposes s, stamped with the time here, and proposes it once more
+// after a leadership transfer (propose).
+func (n *Node) submit(ctx context.Context, s command.Stamped) (engine.Result, error) {
+	r, err := n.proposeOnce(ctx, s)
 	if !errors.Is(err, ErrLeadershipTransfer) {
 		return r, err
 	}
 	if err := n.awaitTransfer(ctx); err != nil {
 		return engine.Result{}, err
 	}
-	return n.proposeOnce(ctx, c, seed)
+	return n.proposeOnce(ctx, s)
 }
 
 // awaitTransfer waits, up to an election timeout (how long raft gives a
@@ -116,10 +122,10 @@ func (n *Node) awaitTransfer(ctx context.Context) error {
 	return n.leading()
 }
 
-func (n *Node) proposeOnce(ctx context.Context, c engine.Command, seed engine.ID) (engine.Result, error) {
+func (n *Node) proposeOnce(ctx context.Context, s command.Stamped) (engine.Result, error) {
 	now := time.Now()
-	p := &proposal{cmd: command.Stamped{Stamp: engine.Stamp{Time: now.UnixMicro(), Seed: seed}, Cmd: c},
-		done: make(chan proposed, 1), at: now}
+	s.Stamp.Time = now.UnixMicro()
+	p := &proposal{cmd: s, done: make(chan proposed, 1), at: now}
 	select {
 	case n.proposals <- p:
 	case <-ctx.Done():

@@ -51,8 +51,8 @@
 // lives in which) and data groups 1..G, each a Node, with the same voters
 // and leaders spread over the nodes. As a broker (hostbroker.go) it sends
 // each command to its queue's group, splits pushes and acks over groups,
-// relays the parts a group led elsewhere must propose (through the server's
-// Relay), answers NotLeaderError for the rest, and merges reads. See
+// relays the parts a group led elsewhere must propose (through its
+// Forwarder, package cluster), answers NotLeaderError for the rest, and merges reads. See
 // ARCHITECTURE.md, "Scale-out".
 //
 // # Cluster plane

@@ -48,7 +48,7 @@ var (
 	// ErrShutdown is returned by a node that is shutting down.
 	ErrShutdown = errors.New("raft: node is shutting down")
 	// ErrNotPreparable is returned for a command that cannot be prepared
-	// on one node and proposed by another (PrepareEntry, ProposePrepared).
+	// on one node and proposed by another (PrepareEntry, ProposeEntry).
 	ErrNotPreparable = errors.New("raft: command cannot be prepared for another node")
 	// ErrForward is returned when forwarding a command to the leader failed.
 	ErrForward = errors.New("raft: forward to leader failed")

@@ -35,8 +35,7 @@ type Host struct {
 	lock   io.Closer
 	store  *logstore.Store
 	stream *streamLayer
-	nodes  []*Node // by group id, 0..G
-	relay  atomic.Pointer[Relay]
+	nodes  []*Node       // by group id, 0..G
 	turn   atomic.Uint64 // the rotating start of discovery pops
 
 	done      chan struct{}
@@ -57,6 +56,11 @@ type HostOptions struct {
 	// have been seen live first (defaults 2 s and 10 s).
 	SpreadInterval time.Duration
 	SpreadHold     time.Duration
+	// Forward reaches the other nodes (package cluster): a command for a
+	// group another node leads is proposed there through it. Nil (the
+	// nodes share no cluster secret): such a command is answered
+	// NotLeaderError, and the part of a split one fails.
+	Forward Forwarder
 	// PartWait bounds how long the part of a split push or ack is retried
 	// for (runPart) before the request is answered ErrOutcomeUnknown or
 	// the part's items failed (default 5 s).
@@ -324,7 +328,7 @@ func (h *Host) Placement(queue string) uint32 {
 // Place returns queue's group, placing it first when it has none: in group
 // when not 0, else where the directory chooses (command.PlaceQueue). On a
 // node that does not lead the directory the placement is relayed to its
-// leader (SetRelay), else answered ErrNotLeader. A queue placed already
+// leader (HostOptions.Forward), else answered ErrNotLeader. A queue placed already
 // keeps its group, whatever group asks for.
 func (h *Host) Place(ctx context.Context, queue string, group uint32) (uint32, error) {
 	if g := h.Placement(queue); g != 0 {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,6 +29,7 @@ type hosts struct {
 	peers []raft.Peer
 	dirs  []string
 	h     []*raft.Host // nil while stopped
+	fwd   []*swapForwarder
 	// adjust, when set, changes each host's node options before it opens.
 	adjust func(*raft.Options)
 }
@@ -67,8 +69,11 @@ func (c *hosts) start(i int) *raft.Host {
 	if c.adjust != nil {
 		c.adjust(&o)
 	}
+	for len(c.fwd) <= i {
+		c.fwd = append(c.fwd, &swapForwarder{})
+	}
 	h, err := raft.OpenHost(raft.HostOptions{Node: o, Groups: c.g, SpreadInterval: 50 * time.Millisecond, SpreadHold: 300 * time.Millisecond,
-		PartWait: time.Second})
+		PartWait: time.Second, Forward: c.fwd[i]})
 	if err != nil {
 		c.t.Fatalf("open host %s: %v", c.peers[i].ID, err)
 	}
@@ -426,12 +431,32 @@ func TestHost_NothingAcknowledgedIsLostWhenAGroupLeaderStops(t *testing.T) {
 	rafttest.EnsureSame(t, c.h[0].Group(raft.Directory), c.h[1].Group(raft.Directory), c.h[2].Group(raft.Directory))
 }
 
-// relayInProcess gives every host a Relay that calls the host whose HTTP
-// address is addr directly (the server's relays go over HTTP; its tests
-// cover that codec).
+// forwardFunc is a test's Forwarder.
+type forwardFunc func(ctx context.Context, addr string, g uint32, entry []byte) (engine.Result, error)
+
+// swapForwarder is each test host's Forwarder (HostOptions.Forward), which
+// a test sets and changes as it goes; unset, it answers as a node that
+// does not lead the group would.
+type swapForwarder struct{ f atomic.Pointer[forwardFunc] }
+
+func (s *swapForwarder) Forward(ctx context.Context, addr string, g uint32, entry []byte) (engine.Result, uint64, error) {
+	f := s.f.Load()
+	if f == nil {
+		return engine.Result{}, 0, raft.ErrNotLeader
+	}
+	r, err := (*f)(ctx, addr, g, entry)
+	return r, 0, err
+}
+
+// setForward sets host i's Forwarder to f.
+func (c *hosts) setForward(i int, f forwardFunc) { c.fwd[i].f.Store(&f) }
+
+// relayInProcess gives every host a Forwarder that calls the host whose
+// HTTP address is addr directly (package cluster's tests cover the HTTP
+// path).
 func (c *hosts) relayInProcess() {
-	for _, h := range c.h {
-		h.SetRelay(func(ctx context.Context, addr string, g uint32, entry []byte) (engine.Result, error) {
+	for i := range c.h {
+		c.setForward(i, func(ctx context.Context, addr string, g uint32, entry []byte) (engine.Result, error) {
 			for i, p := range c.peers {
 				if "http-"+p.ID == addr && c.h[i] != nil {
 					return c.h[i].ProposeEntry(ctx, g, entry)
@@ -857,7 +882,7 @@ func TestHost_SplitPushAnswersFailedOnlyWhenNotStored(t *testing.T) {
 		mode  string
 		calls int
 	)
-	c.h[0].SetRelay(func(ctx context.Context, addr string, g uint32, entry []byte) (engine.Result, error) {
+	c.setForward(0, func(ctx context.Context, addr string, g uint32, entry []byte) (engine.Result, error) {
 		mu.Lock()
 		m := mode
 		if g == 2 {
@@ -976,7 +1001,7 @@ func TestHost_AsksTheLeadersForAPartitionItsReplicasLack(t *testing.T) {
 	c.addressesKnown()
 	var mu sync.Mutex
 	asked := map[uint32]int{}
-	c.h[1].SetRelay(func(ctx context.Context, addr string, g uint32, entry []byte) (engine.Result, error) {
+	c.setForward(1, func(ctx context.Context, addr string, g uint32, entry []byte) (engine.Result, error) {
 		if cmds, err := command.DecodeEntry(entry); err == nil && len(cmds) == 1 {
 			if _, ok := cmds[0].Cmd.(command.LookupPartition); ok {
 				mu.Lock()
@@ -1006,7 +1031,7 @@ func TestHost_AsksTheLeadersForAPartitionItsReplicasLack(t *testing.T) {
 	// A group whose leader cannot be asked leaves the answer unknown: the
 	// ack is refused whole, nothing proposed, rather than answered
 	// "partition not found" by group 1 for a partition that may exist.
-	c.h[1].SetRelay(func(context.Context, string, uint32, []byte) (engine.Result, error) {
+	c.setForward(1, func(context.Context, string, uint32, []byte) (engine.Result, error) {
 		return engine.Result{}, raft.ErrForward
 	})
 	res, err = raft.Propose[[]engine.AckResult](ctxT(t), c.h[1], engine.AckCmd{Items: []engine.AckItem{{TransactionID: "x", PartitionID: unknown, Status: cursor.Completed}}})

@@ -31,7 +31,7 @@ import (
 //
 // A command for a group this node leads is proposed here. A push or ack
 // whose items lie in several groups is split, and the parts for groups
-// another node leads are relayed to it (SetRelay) as prepared entries; so
+// another node leads are relayed to it (HostOptions.Forward) as prepared entries; so
 // are the placements the directory's leader makes and the commands sent to
 // every group. Anything else for a group led elsewhere is answered
 // *NotLeaderError, and the edge forwards the request to that leader. The

@@ -1,7 +1,6 @@
 package raft
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,93 +13,62 @@ import (
 	"github.com/queenmq/queen/raft/command"
 )
 
-// A Relay has the leader of group g, whose HTTP address is addr, propose
-// entry (RelayEntry: one command) and returns the command's result, with
-// the typed Value the command answers. Its errors are those a proposal's
-// could be, and ErrForward when the relay itself failed: the command's
-// outcome is then unknown.
-type Relay func(ctx context.Context, addr string, g uint32, entry []byte) (engine.Result, error)
+// A Forwarder proposes a command on the leader of another node's group
+// (package cluster implements it over HTTP): entry (RelayEntry: one
+// command) on group g of the node whose HTTP address is addr. It answers
+// the command's result with the typed Value the command answers, and the
+// index that node had applied in g when it answered. Its errors are those
+// a proposal's could be, and ErrForward when the forwarding itself failed:
+// the command's outcome is then unknown.
+type Forwarder interface {
+	Forward(ctx context.Context, addr string, g uint32, entry []byte) (r engine.Result, applied uint64, err error)
+}
 
-// SetRelay sets how this host reaches the other groups' leaders; without
-// one, a command it must relay is answered NotLeaderError or, split over
-// groups, ErrSpansGroups.
-func (h *Host) SetRelay(r Relay) { h.relay.Store(&r) }
+// forward proposes entry on group g's leader at addr through the
+// Forwarder, then waits, up to appliedWait, until this node's replica of
+// g has applied as far as that leader had when it answered: a read here
+// right after sees the write, as it would had this node proposed it
+// (ARCHITECTURE.md, "Reads through any node"). The write is done whatever
+// the wait gives.
+func (h *Host) forward(ctx context.Context, addr string, g uint32, entry []byte) (engine.Result, error) {
+	r, applied, err := h.opts.Forward.Forward(ctx, addr, g, entry)
+	if err != nil || applied == 0 {
+		return r, err
+	}
+	c, cancel := context.WithTimeout(ctx, appliedWait)
+	defer cancel()
+	if werr := h.nodes[g].WaitApplied(c, applied); werr != nil {
+		h.opts.Node.Logger.Debug("forwarded command: not applied here in time", "group", g, "index", applied, "err", werr)
+	}
+	return r, nil
+}
 
-// RelayEntry encodes c for a Relay: a push is prepared here (PrepareEntry),
-// the other relayable commands (relayable says which) go as they are.
+// appliedWait bounds forward's wait for this replica to catch up.
+const appliedWait = 5 * time.Second
+
+// RelayEntry encodes c for a Forwarder: a push is prepared here (PrepareEntry),
+// the commands whose row in the table has a result codec
+// (command.Relayed) go as they are.
 func RelayEntry(c engine.Command) ([]byte, error) {
 	if _, ok := c.(engine.PushCmd); ok {
 		return PrepareEntry(c)
 	}
-	if !relayable(c) {
+	if !command.Relayed(c) {
 		return nil, fmt.Errorf("%w: %T", ErrNotPreparable, c)
 	}
 	return command.AppendEntry(nil, []command.Stamped{{Cmd: c}}), nil
 }
 
-// relayable reports the commands a Host relays besides pushes: parts of
-// split acks, placements and their lookups, the commands sent to every
-// group, and DLQ replays (a redrive walks rows of every group).
-func relayable(c engine.Command) bool {
-	switch c.(type) {
-	case engine.AckCmd, engine.DeleteGroupCmd, engine.UpdateSubscriptionCmd, engine.ReplayCmd,
-		command.PlaceQueue, command.LookupQueue, command.LookupPartition, command.LookupLease:
-		return true
-	}
-	return false
-}
-
 // ProposeEntry proposes, on group g, a command another node relayed
-// (RelayEntry): a prepared push with the seed it was prepared with, or a
-// relayable command. It answers as Propose does; ErrNotLeader (a
+// (RelayEntry), as Node.ProposeEntry does. ErrNotLeader (a
 // NotLeaderError) when this node does not lead g.
 func (h *Host) ProposeEntry(ctx context.Context, g uint32, entry []byte) (engine.Result, error) {
 	n := h.Group(g)
 	if n == nil {
 		return engine.Result{}, fmt.Errorf("%w: group %d does not exist", engine.ErrInvalid, g)
 	}
-	cmds, err := command.DecodeEntry(bytes.Clone(entry))
-	switch {
-	case err != nil:
-		return engine.Result{}, fmt.Errorf("%w: %w", ErrNotPreparable, err)
-	case len(cmds) != 1:
-		return engine.Result{}, fmt.Errorf("%w: %d commands", ErrNotPreparable, len(cmds))
-	}
-	if err := n.leading(); err != nil {
-		return engine.Result{}, h.groupError(g, err)
-	}
-	var r engine.Result
-	switch c := cmds[0].Cmd.(type) {
-	case *engine.PreparedPush:
-		r, err = n.propose(ctx, c, cmds[0].Stamp.Seed)
-	default:
-		if !relayable(c) {
-			return engine.Result{}, fmt.Errorf("%w: %T", ErrNotPreparable, c)
-		}
-		r, err = n.Propose(ctx, c)
-	}
+	r, err := n.proposeEntry(ctx, entry)
 	return r, h.groupError(g, err)
-}
-
-// ProposePrepared proposes a push another node prepared (PrepareEntry) on
-// the group of its queues, which must be one.
-func (h *Host) ProposePrepared(ctx context.Context, entry []byte) (engine.Result, error) {
-	c, _, err := preparedCommand(entry)
-	if err != nil {
-		return engine.Result{}, err
-	}
-	var g uint32
-	for _, pg := range c.(*engine.PreparedPush).Groups {
-		q := h.Placement(pg.Queue)
-		if g != 0 && q != g {
-			return engine.Result{}, fmt.Errorf("%w: a prepared push for several groups", ErrNotPreparable)
-		}
-		g = q
-	}
-	if g == 0 {
-		return engine.Result{}, fmt.Errorf("%w: a prepared push to queues not placed", ErrNotPreparable)
-	}
-	return h.ProposeEntry(ctx, g, entry)
 }
 
 // run proposes c on group g here when this node leads g, else relays it
@@ -108,11 +76,10 @@ func (h *Host) ProposePrepared(ctx context.Context, entry []byte) (engine.Result
 // was elected a moment ago) is waited for, up to addressWait.
 func (h *Host) run(ctx context.Context, g uint32, c engine.Command) (engine.Result, error) {
 	n := h.nodes[g]
-	relay := h.relay.Load()
 	deadline := time.Now().Add(addressWait)
 	for {
 		r, err := n.Propose(ctx, c)
-		if !errors.Is(err, ErrNotLeader) || relay == nil {
+		if !errors.Is(err, ErrNotLeader) || h.opts.Forward == nil {
 			return r, h.groupError(g, err)
 		}
 		st := n.Status()
@@ -121,7 +88,7 @@ func (h *Host) run(ctx context.Context, g uint32, c engine.Command) (engine.Resu
 			if err != nil {
 				return engine.Result{}, err
 			}
-			return (*relay)(ctx, addr, g, entry)
+			return h.forward(ctx, addr, g, entry)
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return r, h.groupError(g, err)
@@ -184,7 +151,7 @@ func (h *Host) runPart(ctx context.Context, g uint32, c engine.Command) (engine.
 		unknown = unknown || !NotApplied(err)
 		retry := Transient(err) && (!unknown || a.retryable(h.nodes[g].engine)) &&
 			ctx.Err() == nil && time.Now().Before(deadline) &&
-			(h.relay.Load() != nil || !errors.Is(err, ErrNotLeader))
+			(h.opts.Forward != nil || !errors.Is(err, ErrNotLeader))
 		if !retry {
 			if unknown {
 				return engine.Result{}, &UnknownError{Group: g, Err: err}
@@ -199,7 +166,7 @@ func (h *Host) runPart(ctx context.Context, g uint32, c engine.Command) (engine.
 }
 
 // attempt proposes a on group g once: here when this node leads g, else
-// through the relay to g's leader; ErrNotLeader (nothing proposed) when
+// through the Forwarder to g's leader; ErrNotLeader (nothing proposed) when
 // that leader's address is not known yet.
 func (h *Host) attempt(ctx context.Context, g uint32, a *attempt) (engine.Result, error) {
 	n := h.nodes[g]
@@ -209,16 +176,15 @@ func (h *Host) attempt(ctx context.Context, g uint32, a *attempt) (engine.Result
 		}
 		return n.propose(ctx, a.cmd, a.seed)
 	}
-	relay := h.relay.Load()
 	st := n.Status()
 	addr := h.httpOf(st)
-	if relay == nil || addr == "" || st.Leader == st.ID {
+	if h.opts.Forward == nil || addr == "" || st.Leader == st.ID {
 		return engine.Result{}, n.notLeader()
 	}
 	if a.entry == nil {
 		a.entry = command.AppendEntry(nil, []command.Stamped{{Stamp: engine.Stamp{Seed: a.seed}, Cmd: a.cmd}})
 	}
-	return (*relay)(ctx, addr, g, a.entry)
+	return h.forward(ctx, addr, g, a.entry)
 }
 
 // attempt is a part of a split command as runPart proposes it on every
@@ -234,7 +200,7 @@ type attempt struct {
 
 func newAttempt(c engine.Command) (*attempt, error) {
 	if _, ok := c.(engine.PushCmd); !ok {
-		if !relayable(c) {
+		if !command.Relayed(c) {
 			return nil, fmt.Errorf("%w: %T", ErrNotPreparable, c)
 		}
 		return &attempt{cmd: c}, nil

@@ -20,7 +20,7 @@ import (
 // PrepareEntry prepares c (a push) for another node to propose: it mints
 // the seed, prepares c with it, and returns one log entry (package command)
 // holding the prepared command with that seed and no time, which the
-// proposer stamps with its own (ProposePrepared). A command that cannot be
+// proposer stamps with its own (ProposeEntry). A command that cannot be
 // prepared this way is ErrNotPreparable.
 func PrepareEntry(c engine.Command) ([]byte, error) {
 	if _, ok := c.(engine.PushCmd); !ok {
@@ -38,49 +38,73 @@ func PrepareEntry(c engine.Command) ([]byte, error) {
 	return command.AppendEntry(nil, []command.Stamped{{Stamp: engine.Stamp{Seed: seed}, Cmd: p}}), nil
 }
 
-// preparedCommand decodes what PrepareEntry made: exactly one prepared push.
-// The entry is copied first, since the command's bytes alias it and may
-// outlive the caller's buffer (a proposal abandoned by its context is still
-// encoded by the proposer later).
-func preparedCommand(entry []byte) (engine.Command, engine.ID, error) {
-	cmds, err := command.DecodeEntry(bytes.Clone(entry))
-	if err != nil {
-		return nil, engine.ID{}, fmt.Errorf("%w: %w", ErrNotPreparable, err)
+// ProposeEntry proposes a command another node sent (RelayEntry) on
+// group g, which must be this node's, and answers as Propose does.
+func (n *Node) ProposeEntry(ctx context.Context, g uint32, entry []byte) (engine.Result, error) {
+	if g != n.group {
+		return engine.Result{}, fmt.Errorf("%w: group %d is not this node's (%d)", engine.ErrInvalid, g, n.group)
 	}
-	if len(cmds) != 1 {
-		return nil, engine.ID{}, fmt.Errorf("%w: %d commands", ErrNotPreparable, len(cmds))
-	}
-	pp, ok := cmds[0].Cmd.(*engine.PreparedPush)
-	if !ok {
-		return nil, engine.ID{}, fmt.Errorf("%w: %T", ErrNotPreparable, cmds[0].Cmd)
-	}
-	return pp, cmds[0].Stamp.Seed, nil
+	return n.proposeEntry(ctx, entry)
 }
 
-// ProposePrepared proposes a command another node prepared (PrepareEntry),
-// stamped with its seed and this node's time, and returns its result as
-// Propose does.
-func (n *Node) ProposePrepared(ctx context.Context, entry []byte) (engine.Result, error) {
+// proposeEntry proposes entry, one command another node sent. A prepared
+// push is proposed as the bytes it came as (command.Stamped.Raw), with
+// the seed it was prepared with and this node's time written over the
+// sender's: it is read once to check that it decodes (the log must never
+// hold what this node's own FSM cannot read), never encoded again. Any
+// other command is decoded and proposed as Propose does; it must be one
+// whose row relays (command.Relayed).
+func (n *Node) proposeEntry(ctx context.Context, entry []byte) (engine.Result, error) {
+	t, raw, err := command.Single(entry)
+	if err != nil {
+		return engine.Result{}, fmt.Errorf("%w: %w", ErrNotPreparable, err)
+	}
 	if err := n.leading(); err != nil {
 		return engine.Result{}, err
 	}
-	c, seed, err := preparedCommand(entry)
-	if err != nil {
-		return engine.Result{}, err
+	if t == command.TypePushPrepared {
+		if _, err := command.DecodeEntry(entry); err != nil {
+			return engine.Result{}, fmt.Errorf("%w: %w", ErrNotPreparable, err)
+		}
+		// The bytes are the caller's: they are copied into the entry
+		// only once proposed, which may be after the caller returned.
+		return n.submit(ctx, command.Stamped{Raw: bytes.Clone(raw)})
 	}
-	return n.propose(ctx, c, seed)
+	// A command's byte slices alias what it was decoded from: a copy,
+	// for the same reason.
+	cmds, err := command.DecodeEntry(bytes.Clone(entry))
+	if err != nil {
+		return engine.Result{}, fmt.Errorf("%w: %w", ErrNotPreparable, err)
+	}
+	c := cmds[0].Cmd
+	if _, ok := c.(engine.Preparer); ok || !command.Relayed(c) {
+		return engine.Result{}, fmt.Errorf("%w: %T", ErrNotPreparable, c)
+	}
+	return n.Propose(ctx, c)
 }
 
-// ProposePrepared is Node.ProposePrepared on the local engine.
-func (l *Local) ProposePrepared(ctx context.Context, entry []byte) (engine.Result, error) {
+// ProposeEntry is Node.ProposeEntry on the local engine (group 1).
+func (l *Local) ProposeEntry(ctx context.Context, g uint32, entry []byte) (engine.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return engine.Result{}, err
 	}
-	c, seed, err := preparedCommand(entry)
-	if err != nil {
-		return engine.Result{}, err
+	if g != 1 {
+		return engine.Result{}, fmt.Errorf("%w: group %d is not this node's (1)", engine.ErrInvalid, g)
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.apply(c, seed)
+	cmds, err := command.DecodeEntry(bytes.Clone(entry))
+	switch {
+	case err != nil:
+		return engine.Result{}, fmt.Errorf("%w: %w", ErrNotPreparable, err)
+	case len(cmds) != 1:
+		return engine.Result{}, fmt.Errorf("%w: %d commands", ErrNotPreparable, len(cmds))
+	}
+	if pp, ok := cmds[0].Cmd.(*engine.PreparedPush); ok {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.apply(pp, cmds[0].Stamp.Seed)
+	}
+	if _, ok := cmds[0].Cmd.(engine.Preparer); ok || !command.Relayed(cmds[0].Cmd) {
+		return engine.Result{}, fmt.Errorf("%w: %T", ErrNotPreparable, cmds[0].Cmd)
+	}
+	return l.Propose(ctx, cmds[0].Cmd)
 }

@@ -7,13 +7,14 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/queenmq/queen/cluster"
 	"github.com/queenmq/queen/server/auth"
 )
 
 // clusterSecretHeader carries the cluster secret (Options.ClusterSecret):
 // `queen serve --join` and `queen leave` send it to the membership routes,
 // and a follower sends it when it replays its spool through the leader.
-const clusterSecretHeader = "X-Queen-Cluster-Secret"
+const clusterSecretHeader = cluster.SecretHeader
 
 // admit checks a routed request against its route's level before the
 // handler runs, and records who sent it in p:

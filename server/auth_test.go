@@ -232,7 +232,7 @@ func checkAccess(t *testing.T, v *auth.Verifier, tokens []token, only map[string
 					if tk.status == 401 && resp.header.Get("WWW-Authenticate") == "" {
 						t.Errorf("%s %s with %s: 401 without WWW-Authenticate", r.Method, path, tk.name)
 					}
-				case r.Name == "push_prepared" || r.Name == "propose_relayed":
+				case r.Name == "propose_relayed":
 					// The secret alone vouches for a prepared push's frames
 					// and for a relayed command.
 					resp.expectError(t, http.StatusForbidden, "cluster_secret_invalid")

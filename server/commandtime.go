@@ -42,20 +42,6 @@ func (t *timedProposer) Propose(ctx context.Context, c engine.Command) (engine.R
 	return r, err
 }
 
-// ProposePrepared is PreparedProposer's, timed as a push.
-func (t *timedProposer) ProposePrepared(ctx context.Context, entry []byte) (engine.Result, error) {
-	pp, ok := t.p.(PreparedProposer)
-	if !ok {
-		return engine.Result{}, notImplemented("this broker proposes no commands prepared elsewhere")
-	}
-	start := time.Now()
-	r, err := pp.ProposePrepared(ctx, entry)
-	if err == nil {
-		t.hist(engine.PushCmd{}).UpdateDuration(start)
-	}
-	return r, err
-}
-
 // hist is the command type's histogram: PushCmd is command="push".
 func (t *timedProposer) hist(c engine.Command) *metrics.PrometheusHistogram {
 	typ := reflect.TypeOf(c)

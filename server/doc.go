@@ -87,7 +87,6 @@
 //	POST    /internal/v1/cluster/analytics                                             cluster    local        a follower's sealed minutes (cluster secret, like every /internal route)
 //	POST    /internal/v1/cluster/join                                                  cluster    command      node to node: membership
 //	POST    /internal/v1/cluster/leave                                                 cluster    command
-//	POST    /internal/v1/push                                                          cluster    command      a follower's prepared push, proposed by the leader
 //	POST    /internal/v1/propose                                                       cluster    command      a command relayed to a group's leader (--groups; relay.go)
 //	POST    /internal/v1/cluster/storage                                               cluster    local        a follower's disk state (storage.go)
 //	POST    /internal/v1/read-index                                                    cluster    local        the leader's read index, for a follower's linearizable read

@@ -11,18 +11,19 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/queenmq/queen/cluster"
 	"github.com/queenmq/queen/raft"
 )
 
 // forwardedHeader marks a request a follower relayed to the leader; the
 // leader never relays it again, so a request hops at most once.
-const forwardedHeader = "X-Queen-Forwarded-By"
+const forwardedHeader = cluster.ForwardedHeader
 
 // deadlineHeader carries the time (unix µs) after which the follower has
 // given up on a relayed request. The leader refuses one that arrives later,
 // so a request held up by a network cut is never applied after its client
 // was told it failed.
-const deadlineHeader = "X-Queen-Forward-Deadline"
+const deadlineHeader = cluster.DeadlineHeader
 
 // forwardTimeout bounds a relayed request that is not a long-poll.
 const forwardTimeout = 10 * time.Second

@@ -1,34 +1,22 @@
 package server
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
-	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/queenmq/queen/engine"
-	"github.com/queenmq/queen/internal/wire"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/raft/command"
 )
 
 // A follower prepares the pushes it is sent (ARCHITECTURE.md, "Forwarding"):
 // it decodes, validates, seals and compresses them as the leader would
-// (raft.PrepareEntry), and POSTs the prepared command to the leader's
-// preparedPushPath with the cluster secret. The leader stamps and proposes
-// it and answers with the results in pushResults' format; the follower
-// writes the client's answer. The leader's own answers (503 not_leader, 507,
-// a refused secret) are relayed as they are.
-const preparedPushPath = "/internal/v1/push"
-
-// PreparedProposer is a broker that proposes commands another node prepared
-// (raft.Node, raft.Local).
-type PreparedProposer interface {
-	ProposePrepared(ctx context.Context, entry []byte) (engine.Result, error)
-}
+// (raft.PrepareEntry), and sends the prepared command to the leader on the
+// one path between nodes (package cluster, relay.go's proposeRelayed). The
+// leader writes its time over the entry's and proposes the bytes it got;
+// the follower writes the client's answer from the results it gets back.
 
 // errLeaderSpools is the leader's answer to a prepared push during push
 // maintenance: the follower that prepared it buffers it in its own spool,
@@ -38,12 +26,15 @@ var errLeaderSpools = errors.New("server: push maintenance is on; buffer the pus
 // codeLeaderSpools is errLeaderSpools' code in the error table.
 const codeLeaderSpools = "push_maintenance"
 
+// singleGroup is the group of a broker that runs one (raft.Node.GroupID).
+const singleGroup uint32 = 1
+
 // preparesFor reports whether this node prepares pushes for a leader, and
 // the status that said so: it is a follower that knows its leader's HTTP
 // address and shares the cluster secret with it, and the request is a
 // client's (a request relayed to this node is never relayed again).
 func (s *Server) preparesFor(ctx *fasthttp.RequestCtx, st raft.Status) bool {
-	return s.opts.ClusterSecret != "" && !s.grouped() && st.Role != "leader" && st.LeaderHTTP != "" &&
+	return s.cluster != nil && !s.grouped() && st.Role != "leader" && st.LeaderHTTP != "" &&
 		st.Leader != st.ID && len(ctx.Request.Header.Peek(forwardedHeader)) == 0
 }
 
@@ -65,144 +56,31 @@ func (s *Server) pushViaLeader(ctx *fasthttp.RequestCtx, st raft.Status, items [
 		}
 		return
 	}
-	req := fasthttp.AcquireRequest()
-	resp := fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
-	s.toNode(req, st.LeaderHTTP, preparedPushPath, "application/octet-stream", entry)
-	req.Header.Set(deadlineHeader, strconv.FormatInt(time.Now().Add(forwardTimeout).UnixMicro(), 10))
-	if err := s.client.DoTimeout(req, resp, forwardTimeout); err != nil {
-		s.log.Warn("forward to leader", "leader", st.Leader, "addr", st.LeaderHTTP, "err", err)
-		s.writeError(ctx, errors.Join(raft.ErrForward, err))
-		return
-	}
-	s.awaitApplied(resp)
-	switch {
-	case resp.StatusCode() == fasthttp.StatusOK:
-		s.m.forwarded.Inc()
-		res, err := readPushResults(resp.Body(), len(items))
-		if err != nil {
-			s.writeError(ctx, fmt.Errorf("server: the leader's push answer: %w", err))
-			return
+	r, applied, err := s.cluster.Forward(s.ctx, st.LeaderHTTP, singleGroup, entry)
+	s.awaitIndex(singleGroup, applied)
+	var res []engine.PushResult
+	if err == nil {
+		var ok bool
+		if res, ok = r.Value.([]engine.PushResult); !ok || len(res) != len(items) {
+			err = fmt.Errorf("%w: the leader answered %d results for %d items", command.ErrCorrupt, len(res), len(items))
 		}
+	}
+	switch {
+	case err == nil:
 		s.countPushed(res) // here, not on the leader that proposed it
 		s.answerPush(ctx, items, res)
-	case errorCodeOf(resp) == "no_such_route":
-		// A leader of an older version: relay the client's request.
+	case errors.Is(err, errNoSuchRoute) || errors.Is(err, errNotImplemented):
+		// A leader of an older version, which takes prepared pushes on a
+		// route of their own: relay the client's request.
 		if !s.forwardAs(ctx, st) {
 			s.writeError(ctx, raft.ErrNotLeader)
 		}
-	case errorCodeOf(resp) == codeLeaderSpools:
+	case errors.Is(err, errLeaderSpools):
 		s.bufferPush(ctx, items)
 	default:
-		s.m.forwarded.Inc()
-		relayAnswer(resp, &ctx.Response)
-	}
-}
-
-// errorCodeOf reads the code of an error answer (docs/decisions.md C2).
-func errorCodeOf(resp *fasthttp.Response) string {
-	if resp.StatusCode() < 400 {
-		return ""
-	}
-	var e struct {
-		Code string `json:"code"`
-	}
-	_ = json.Unmarshal(resp.Body(), &e)
-	return e.Code
-}
-
-// pushPrepared answers POST /internal/v1/push on the leader: the body is a
-// raft.PrepareEntry entry; 200 with the results (appendPushResults). Only a
-// node (the cluster secret) may send one: its frames carry producer subjects
-// and sealed bits the sending node vouches for. The follower counts the
-// results (countPushed), not this leader.
-func (s *Server) pushPrepared(ctx *fasthttp.RequestCtx, p *params) {
-	if !p.node {
-		s.writeError(ctx, errClusterSecret)
-		return
-	}
-	if m, ok := s.broker.(Maintainer); ok && pushMaintenance(m) {
-		s.writeError(ctx, errLeaderSpools)
-		return
-	}
-	r, err := s.prop.ProposePrepared(s.ctx, ctx.PostBody())
-	if err != nil {
+		if errors.Is(err, raft.ErrForward) {
+			s.log.Warn("forward to leader", "leader", st.Leader, "addr", st.LeaderHTTP, "err", err)
+		}
 		s.writeError(ctx, err)
-		return
 	}
-	res, ok := r.Value.([]engine.PushResult)
-	switch {
-	case !ok:
-		err = fmt.Errorf("%w: a prepared push answered %T", raft.ErrResultType, r.Value)
-	case r.Err != nil:
-		err = r.Err
-	}
-	if err != nil {
-		s.writeError(ctx, err)
-		return
-	}
-	ctx.SetContentType("application/octet-stream")
-	ctx.SetStatusCode(fasthttp.StatusOK)
-	ctx.SetBody(appendPushResults(nil, res))
-}
-
-// The results of a prepared push, as the leader answers them:
-//
-//	n uvarint | n × (status u8 | message id (16) | partition id (16) |
-//	                 transaction id str | queue str | reject str)
-//
-// Strings are uvarint-length-prefixed (internal/wire). reject is the
-// client's text for a Rejected item, "" otherwise. Node to node only, in
-// one version of the broker or the next: a change needs a new path.
-
-func appendPushResults(dst []byte, res []engine.PushResult) []byte {
-	w := wire.Writer{B: dst}
-	w.Uvarint(uint64(len(res)))
-	for i := range res {
-		r := &res[i]
-		w.U8(uint8(r.Status))
-		w.ID(wire.ID(r.MessageID))
-		w.ID(wire.ID(r.PartitionID))
-		w.Str(r.TransactionID)
-		w.Str(r.Queue)
-		msg := ""
-		if r.Status == engine.Rejected {
-			msg = itemError(r.Err)
-		}
-		w.Str(msg)
-	}
-	return w.B
-}
-
-// errPushResults marks an answer readPushResults cannot read.
-var errPushResults = wire.Corrupt("server: push results")
-
-// readPushResults reads want results (appendPushResults), any number
-// for want < 0.
-func readPushResults(b []byte, want int) ([]engine.PushResult, error) {
-	r := wire.NewReader(b, errPushResults, "push results")
-	n := r.Count(36)
-	if r.Err() == nil && want >= 0 && n != want {
-		r.Fail("%d results for %d items", n, want)
-	}
-	if r.Err() != nil {
-		return nil, r.Err()
-	}
-	res := make([]engine.PushResult, n)
-	for i := range res {
-		p := &res[i]
-		p.Status = engine.PushStatus(r.U8())
-		p.MessageID = engine.ID(r.ID())
-		p.PartitionID = engine.ID(r.ID())
-		p.TransactionID = r.Str()
-		p.Queue = r.Str()
-		if msg := r.Str(); p.Status == engine.Rejected {
-			p.Err = fmt.Errorf("%w: %s", engine.ErrInvalid, msg)
-		}
-		if p.Status > engine.Rejected {
-			r.Fail("status %d", p.Status)
-		}
-	}
-	return res, r.Done()
 }

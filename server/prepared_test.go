@@ -12,6 +12,7 @@ import (
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/raft/command"
 	"github.com/queenmq/queen/server"
 	"github.com/queenmq/queen/server/servertest"
 )
@@ -84,9 +85,9 @@ func TestPrepared_FollowerPreparesPushesForTheLeader(t *testing.T) {
 	// The leader proposed both pushes from prepared commands, and read
 	// no client request: its push route was never called.
 	for name, want := range map[string]float64{
-		`queen_http_requests_total{route="push_prepared",status="2xx"}`: 2,
-		`queen_http_requests_total{route="push",status="2xx"}`:          0,
-		`queen_command_duration_seconds_count{command="push"}`:          2,
+		`queen_http_requests_total{route="propose_relayed",status="2xx"}`: 2,
+		`queen_http_requests_total{route="push",status="2xx"}`:            0,
+		`queen_command_duration_seconds_count{command="push"}`:            2,
 	} {
 		if got := leader.metric(name); got != want {
 			t.Errorf("leader %s = %v, want %v", name, got, want)
@@ -103,20 +104,22 @@ func TestPrepared_FollowerPreparesPushesForTheLeader(t *testing.T) {
 	}
 }
 
-// The prepared-push route takes the cluster secret and nothing else: an
+// The one path between nodes takes the cluster secret and nothing else: an
 // admin token does not vouch for producer subjects and sealed bits. A body
-// that is not one prepared push is a 400, and nothing is written.
+// that is not one command is a 400, and nothing is written.
 func TestPrepared_RouteIsTheNodesOnly(t *testing.T) {
 	_, leader, _ := preparedPair(t, direct)
-	leader.do("POST", "/internal/v1/push", "x").expectError(t, http.StatusForbidden, "cluster_secret_invalid")
 	leader.header = leader.header.Clone()
+	leader.header.Set("X-Queen-Group", "1")
+	leader.do("POST", "/internal/v1/propose", "x").expectError(t, http.StatusForbidden, "cluster_secret_invalid")
 	leader.header.Set("X-Queen-Cluster-Secret", "wrong")
-	leader.do("POST", "/internal/v1/push", "x").expectError(t, http.StatusForbidden, "cluster_secret_invalid")
+	leader.do("POST", "/internal/v1/propose", "x").expectError(t, http.StatusForbidden, "cluster_secret_invalid")
 	leader.header.Set("X-Queen-Cluster-Secret", testSecret)
-	for _, body := range []string{"", "x", "\x51\x01\x01\x00", `{"items":[{"queue":"q","payload":1}]}`} {
-		r := leader.do("POST", "/internal/v1/push", body)
+	sweep := string(command.AppendEntry(nil, []command.Stamped{{Cmd: engine.SweepCmd{}}}))
+	for _, body := range []string{"", "x", "\x51\x01\x01\x00", `{"items":[{"queue":"q","payload":1}]}`, sweep} {
+		r := leader.do("POST", "/internal/v1/propose", body)
 		if r.status/100 != 4 {
-			t.Errorf("prepared push %q: %d %s, want a 4xx", body, r.status, r.body)
+			t.Errorf("proposed %q: %d %s, want a 4xx", body, r.status, r.body)
 		}
 	}
 	leader.header.Del("X-Queen-Cluster-Secret")
@@ -154,8 +157,9 @@ func TestPrepared_LeaderInMaintenanceLeavesThePushToTheFollowersSpool(t *testing
 	leader.mustBeEmpty(popPath("m", "batch=1")) // in the spool, not written
 }
 
-// A leader of an older version has no prepared-push route: the follower
-// then relays the client's request as it is, so a rolling upgrade that
+// A leader of an older version takes prepared pushes on a route of its own
+// and answers the one path 501 on a single group: the follower then relays
+// the client's request as it is, so a rolling upgrade that
 // starts with the followers keeps every push working.
 func TestPrepared_OlderLeaderGetsTheRequestRelayed(t *testing.T) {
 	var old *httptest.Server
@@ -166,9 +170,9 @@ func TestPrepared_OlderLeaderGetsTheRequestRelayed(t *testing.T) {
 		}
 		proxy := httputil.NewSingleHostReverseProxy(target)
 		old = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == "/internal/v1/push" {
-				w.WriteHeader(http.StatusNotFound)
-				_ = json.NewEncoder(w).Encode(map[string]string{"error": "Not Found", "code": "no_such_route"})
+			if r.URL.Path == "/internal/v1/propose" {
+				w.WriteHeader(http.StatusNotImplemented)
+				_ = json.NewEncoder(w).Encode(map[string]string{"error": "this broker runs one Raft group", "code": "not_implemented"})
 				return
 			}
 			proxy.ServeHTTP(w, r)
@@ -198,7 +202,7 @@ func TestPrepared_LeaderBelowReserveRefusesIt(t *testing.T) {
 	space.SetFree(63 * mib)
 	f.do("POST", "/api/v1/push", map[string]any{"items": []any{map[string]any{"queue": "d", "payload": 2}}}).
 		expectInsufficientStorage(t, "local")
-	if got := leader.metric(`queen_http_requests_total{route="push_prepared",status="5xx"}`); got != 1 {
+	if got := leader.metric(`queen_http_requests_total{route="propose_relayed",status="5xx"}`); got != 1 {
 		t.Errorf("leader refused %v prepared pushes, want 1", got)
 	}
 	if m := leader.mustPop(popPath("d", "batch=10")).Messages; len(m) != 1 || m[0].TransactionID != "before" {
@@ -241,7 +245,7 @@ func TestPrepared_EntryPastTheBodyLimitIsRelayedAsSent(t *testing.T) {
 	if got := leader.metric(`queen_http_requests_total{route="push",status="2xx"}`); got != 1 {
 		t.Errorf("the leader's push route answered %v relayed pushes, want 1", got)
 	}
-	if got := leader.metric(`queen_http_requests_total{route="push_prepared",status="4xx"}`); got != 0 {
+	if got := leader.metric(`queen_http_requests_total{route="propose_relayed",status="4xx"}`); got != 0 {
 		t.Errorf("the leader refused %v prepared pushes", got)
 	}
 }

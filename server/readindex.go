@@ -12,6 +12,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/valyala/fasthttp"
 
+	"github.com/queenmq/queen/cluster"
 	"github.com/queenmq/queen/internal/rounds"
 	"github.com/queenmq/queen/raft"
 )
@@ -44,7 +45,7 @@ const readIndexPath = "/internal/v1/read-index"
 // "group:index" for each of its replicas, comma-separated, read after the
 // request was served. The relaying node waits until it has applied as far
 // before it answers its client.
-const appliedHeader = "X-Queen-Applied"
+const appliedHeader = cluster.AppliedHeader
 
 // consistencyHeader asks for a read's consistency, as the consistency
 // query parameter does (which wins when both are given): for a proxy that
@@ -303,3 +304,21 @@ var errReadUnavailable = errors.New("server: read not confirmed by a leader")
 var errReadIndexRefused = &apiError{kind: errReadUnavailable,
 	msg: "this node cannot confirm a read with its leader without a shared --cluster-secret, and could not relay it there; " +
 		"retry, or ask ?consistency=stale for this node's state as it is"}
+
+// awaitIndex is awaitApplied for a command forwarded to group g's leader
+// (package cluster), which answered with its applied index there.
+func (s *Server) awaitIndex(g uint32, index uint64) {
+	if index == 0 || s.reads == nil {
+		return
+	}
+	n := s.reads.replica(g)
+	if n == nil {
+		return
+	}
+	c, cancel := context.WithTimeout(s.ctx, readIndexTimeout)
+	defer cancel()
+	if err := n.WaitApplied(c, index); err != nil {
+		s.reads.slow.Inc()
+		s.log.Debug("relayed write: not applied here in time", "group", g, "index", index, "err", err)
+	}
+}

@@ -11,19 +11,20 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/queenmq/queen/cluster"
 	"github.com/queenmq/queen/engine"
-	"github.com/queenmq/queen/internal/wire"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/raft/command"
 )
 
 // Grouped is a broker that spreads queues over several Raft groups
 // (raft.Host; ARCHITECTURE.md, "Scale-out"). The edge cannot tell from a
 // request which group's leader serves it, so it never relays a request
-// unread: the broker routes each command, answers a *raft.NotLeaderError
-// naming the leader to forward the request to, and relays the parts of
-// split commands itself through relayCommand, which the server gives it.
+// unread: the broker routes each command, forwards the parts of split
+// commands itself (package cluster, given to it when it was opened), and
+// answers a *raft.NotLeaderError naming the leader to forward the rest of
+// the request to.
 type Grouped interface {
-	SetRelay(raft.Relay)
 	ProposeEntry(ctx context.Context, g uint32, entry []byte) (engine.Result, error)
 	Groups() []uint32
 	GroupStatus(g uint32) raft.Status
@@ -35,12 +36,12 @@ type Grouped interface {
 }
 
 // relayPath is the route a node proposes a command on for another
-// (raft.RelayEntry): the group in groupHeader, the entry as the body; 200
-// with the result (appendResult) or an error answer.
-const relayPath = "/internal/v1/propose"
+// (package cluster).
+const relayPath = cluster.ProposePath
 
-// groupHeader names the Raft group a relayed command is for.
-const groupHeader = "X-Queen-Group"
+// groupHeader names the Raft group a relayed command or membership change
+// is for.
+const groupHeader = cluster.GroupHeader
 
 // grouped reports whether the broker spreads queues over groups.
 func (s *Server) grouped() bool {
@@ -48,214 +49,76 @@ func (s *Server) grouped() bool {
 	return ok
 }
 
-// relayCommand is the raft.Relay of a grouped broker: it POSTs entry to
-// relayPath on the node at addr with the cluster secret, and reads the
-// result.
-func (s *Server) relayCommand(ctx context.Context, addr string, g uint32, entry []byte) (engine.Result, error) {
-	timeout := forwardTimeout
-	if d, ok := ctx.Deadline(); ok {
-		timeout = min(timeout, time.Until(d))
-	}
-	req := fasthttp.AcquireRequest()
-	resp := fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
-	s.toNode(req, addr, relayPath, "application/octet-stream", entry)
-	req.Header.Set(groupHeader, strconv.FormatUint(uint64(g), 10))
-	req.Header.Set(deadlineHeader, strconv.FormatInt(time.Now().Add(timeout).UnixMicro(), 10))
-	if err := s.client.DoTimeout(req, resp, timeout); err != nil {
-		return engine.Result{}, errors.Join(raft.ErrForward, fmt.Errorf("group %d at %s: %w", g, addr, err))
-	}
-	s.m.forwarded.Inc()
-	s.awaitApplied(resp)
-	if resp.StatusCode() != fasthttp.StatusOK {
-		return engine.Result{}, relayedError(resp)
-	}
-	v, err := readResult(resp.Body())
-	if err != nil {
-		return engine.Result{}, fmt.Errorf("server: a relayed command's answer: %w", err)
-	}
-	return engine.Result{Value: v}, nil
-}
-
-// relayedError is the error a node answered a relayed command with: the
-// table's sentinel for its code, with its text. An unknown code is a
-// failed relay.
-func relayedError(resp *fasthttp.Response) error {
+// Refusal is the error another node's error answer (status, body) stands
+// for: the table's sentinel for its code, with its text. An unknown code
+// is a failed relay (raft.ErrForward). It is how package cluster reads a
+// refused command (cluster.Options.Refusal).
+func Refusal(status int, body []byte) error {
 	var e struct {
 		Error string `json:"error"`
 		Code  string `json:"code"`
 	}
-	_ = json.Unmarshal(resp.Body(), &e)
+	_ = json.Unmarshal(body, &e)
 	for _, r := range errorTable {
 		if r.code == e.Code {
 			return &apiError{kind: r.err, msg: e.Error}
 		}
 	}
-	return fmt.Errorf("%w: answered %d %s", raft.ErrForward, resp.StatusCode(), e.Code)
+	return fmt.Errorf("%w: answered %d %s", raft.ErrForward, status, e.Code)
+}
+
+// relayedError is Refusal of resp.
+func relayedError(resp *fasthttp.Response) error {
+	return Refusal(resp.StatusCode(), resp.Body())
 }
 
 // proposeRelayed answers POST /internal/v1/propose: a command another node
-// relayed (Grouped), proposed on the group groupHeader names. Only a node
-// (the cluster secret) may send one. Its results are counted where they
-// are answered, on the relaying node (countPushed).
+// forwarded (package cluster), proposed on the group groupHeader names.
+// Only a node (the cluster secret) may send one: a prepared push's frames
+// carry producer subjects and sealed bits the sending node vouches for.
+// A single group's leader in push maintenance refuses a prepared push
+// (errLeaderSpools): the follower that prepared it spools it. Its results
+// are counted where they are answered, on the forwarding node
+// (countPushed).
 func (s *Server) proposeRelayed(ctx *fasthttp.RequestCtx, p *params) {
-	gb, ok := s.broker.(Grouped)
+	cp, ok := s.broker.(cluster.Proposer)
 	switch {
 	case !p.node:
 		s.writeError(ctx, errClusterSecret)
 		return
 	case !ok:
-		s.writeError(ctx, notImplemented("this broker runs one Raft group"))
+		s.writeError(ctx, notImplemented("this broker proposes no commands for other nodes"))
 		return
 	case expired(ctx):
 		s.writeError(ctx, errForwardExpired)
 		return
 	}
-	g, err := strconv.ParseUint(string(ctx.Request.Header.Peek(groupHeader)), 10, 32)
+	g, err := cluster.ParseGroup(ctx.Request.Header.Peek(groupHeader))
 	if err != nil {
 		s.writeError(ctx, badRequest(groupHeader+" must name a group"))
 		return
 	}
-	r, err := gb.ProposeEntry(s.ctx, uint32(g), ctx.PostBody())
-	if err == nil {
-		err = r.Err
+	t, err := command.EntryType(ctx.PostBody())
+	if err != nil {
+		s.writeError(ctx, fmt.Errorf("%w: %w", raft.ErrNotPreparable, err))
+		return
 	}
-	var out []byte
-	if err == nil {
-		out, err = appendResult(nil, r.Value)
+	if m, ok := s.broker.(Maintainer); ok && t == command.TypePushPrepared && !s.grouped() && pushMaintenance(m) {
+		s.writeError(ctx, errLeaderSpools)
+		return
 	}
+	start := time.Now()
+	out, r, err := cluster.Answer(s.ctx, cp, g, ctx.PostBody())
 	if err != nil {
 		s.writeError(ctx, err)
 		return
 	}
+	if _, ok := r.Value.([]engine.PushResult); ok {
+		s.prop.hist(engine.PushCmd{}).UpdateDuration(start)
+	}
 	ctx.SetContentType("application/octet-stream")
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	ctx.SetBody(out)
-}
-
-// The result of a relayed command, node to node (one version of the
-// broker or the next: a change needs a new path):
-//
-//	kind u8 | body
-//	  1 push results   appendPushResults
-//	  2 ack results    n uvarint | n × (transaction id str | flags u8 | error str | queue str | partition str)
-//	                   flags: 1 success, 2 noop, 4 lease released, 8 dlq, 16 dropped
-//	  3 group          uvarint (a placement)
-//	  4 count          varint
-//	  5 group deleted  cursors varint | metadata bool
-//	  6 replay         queue str | partition str | rows removed varint | the push's result (as kind 1, one item)
-//	  7 found          bool (a lookup)
-const (
-	resultPush uint8 = 1 + iota
-	resultAck
-	resultGroup
-	resultCount
-	resultGroupDeleted
-	resultReplay
-	resultFound
-)
-
-// appendResult encodes a relayed command's value.
-func appendResult(dst []byte, v any) ([]byte, error) {
-	w := wire.Writer{B: dst}
-	switch v := v.(type) {
-	case []engine.PushResult:
-		w.U8(resultPush)
-		w.B = appendPushResults(w.B, v)
-	case []engine.AckResult:
-		w.U8(resultAck)
-		w.Uvarint(uint64(len(v)))
-		for i := range v {
-			a := &v[i]
-			w.Str(a.TransactionID)
-			w.U8(bit(a.Success, 1) | bit(a.Noop, 2) | bit(a.LeaseReleased, 4) | bit(a.DLQ, 8) | bit(a.Dropped, 16))
-			w.Str(a.Error)
-			w.Str(a.Queue)
-			w.Str(a.Partition)
-		}
-	case uint32:
-		w.U8(resultGroup)
-		w.Uvarint(uint64(v))
-	case int:
-		w.U8(resultCount)
-		w.Varint(int64(v))
-	case engine.GroupDeleted:
-		w.U8(resultGroupDeleted)
-		w.Varint(int64(v.Cursors))
-		w.Bool(v.Metadata)
-	case bool:
-		w.U8(resultFound)
-		w.Bool(v)
-	case engine.ReplayResult:
-		w.U8(resultReplay)
-		w.Str(v.Queue)
-		w.Str(v.Partition)
-		w.Varint(int64(v.RowsRemoved))
-		w.B = appendPushResults(w.B, []engine.PushResult{v.Push})
-	default:
-		return nil, fmt.Errorf("%w: a relayed command answered %T", raft.ErrResultType, v)
-	}
-	return w.B, nil
-}
-
-func bit(b bool, mask uint8) uint8 {
-	if b {
-		return mask
-	}
-	return 0
-}
-
-// errResult marks an answer readResult cannot read.
-var errResult = wire.Corrupt("server: relayed result")
-
-// readResult decodes what appendResult wrote.
-func readResult(b []byte) (any, error) {
-	if len(b) == 0 {
-		return nil, fmt.Errorf("%w: empty", errResult)
-	}
-	if b[0] == resultPush {
-		return readPushResults(b[1:], -1)
-	}
-	r := wire.NewReader(b[1:], errResult, "relayed result")
-	var v any
-	switch b[0] {
-	case resultAck:
-		res := make([]engine.AckResult, r.Count(5))
-		for i := range res {
-			a := &res[i]
-			a.TransactionID = r.Str()
-			f := r.U8()
-			a.Success, a.Noop, a.LeaseReleased, a.DLQ, a.Dropped = f&1 != 0, f&2 != 0, f&4 != 0, f&8 != 0, f&16 != 0
-			a.Error, a.Queue, a.Partition = r.Str(), r.Str(), r.Str()
-		}
-		v = res
-	case resultGroup:
-		v = uint32(r.Uvarint())
-	case resultCount:
-		v = int(r.Varint())
-	case resultGroupDeleted:
-		v = engine.GroupDeleted{Cursors: int(r.Varint()), Metadata: r.Bool()}
-	case resultFound:
-		v = r.Bool()
-	case resultReplay:
-		rr := engine.ReplayResult{Queue: r.Str(), Partition: r.Str(), RowsRemoved: int(r.Varint())}
-		if r.Err() != nil {
-			break
-		}
-		push, err := readPushResults(b[len(b)-r.Len():], 1)
-		if err != nil {
-			return nil, err
-		}
-		rr.Push = push[0]
-		return rr, nil
-	default:
-		r.Fail("kind %d", b[0])
-	}
-	if err := r.Done(); err != nil {
-		return nil, err
-	}
-	return v, nil
 }
 
 // GroupMembership is a grouped broker's membership (raft.Host): each

@@ -104,7 +104,6 @@ func (s *Server) routeTable() []route {
 
 		{"POST", "/internal/v1/cluster/join", "cluster_join", auth.Cluster, writesLittle, proposes, (*Server).join},
 		{"POST", "/internal/v1/cluster/leave", "cluster_leave", auth.Cluster, writesLittle, proposes, (*Server).leave},
-		{"POST", preparedPushPath, "push_prepared", auth.Cluster, addsData, proposes, (*Server).pushPrepared},
 		{"POST", relayPath, "propose_relayed", auth.Cluster, addsData, proposes, (*Server).proposeRelayed},
 		{"POST", "/internal/v1/cluster/storage", "cluster_storage", auth.Cluster, reads, local, (*Server).storageReport},
 		{"POST", readIndexPath, "read_index", auth.Cluster, reads, local, (*Server).readIndex},

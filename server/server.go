@@ -13,6 +13,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/valyala/fasthttp"
 
+	"github.com/queenmq/queen/cluster"
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/server/auth"
 	"github.com/queenmq/queen/server/diskspace"
@@ -113,6 +114,11 @@ type Options struct {
 	// verifying its certificate with RelayTLS.RootCAs. Set it whenever the
 	// nodes serve TLS.
 	RelayTLS *tls.Config
+	// Cluster is this node's path to the other nodes for commands (package
+	// cluster), the one its raft.Host forwards through. Nil: the server
+	// makes its own from ClusterSecret and RelayTLS (none without the
+	// secret).
+	Cluster *cluster.Client
 	// Storage guards the free space of this node's data directories (its
 	// store's and SpoolDir's filesystems; `queen serve` builds it from
 	// --min-free-bytes). While a filesystem is below its reserve, the
@@ -209,7 +215,8 @@ type Server struct {
 	opts     Options
 	log      *slog.Logger
 	http     *fasthttp.Server
-	client   *fasthttp.Client // forwards to the leader
+	client   *fasthttp.Client // forwards whole requests to the leader
+	cluster  *cluster.Client  // sends commands to other nodes; nil without the cluster secret
 	spool    *spool           // pushes held during push maintenance; nil without SpoolDir
 	stop     chan struct{}    // closed by Shutdown: stops the spool's drain and the storage reports
 	drained  chan struct{}    // closed when the drain loop has stopped
@@ -298,11 +305,9 @@ func New(b Broker, opts Options) (*Server, error) {
 		MaxResponseBodySize: opts.MaxBodyBytes * 32,
 		TLSConfig:           opts.RelayTLS,
 	}
-	if gb, ok := b.(Grouped); ok && opts.ClusterSecret != "" {
-		// Relays between nodes prove the cluster secret; without it the
-		// parts of a split push or ack led elsewhere fail, and the rest
-		// is forwarded whole.
-		gb.SetRelay(s.relayCommand)
+	if s.cluster = opts.Cluster; s.cluster == nil && opts.ClusterSecret != "" {
+		s.cluster = cluster.New(cluster.Options{NodeID: b.Status().ID, Secret: opts.ClusterSecret, TLS: opts.RelayTLS,
+			MaxResponseBodySize: opts.MaxBodyBytes * 32, Refusal: Refusal, Metrics: opts.Metrics})
 	}
 	s.stop, s.drained = make(chan struct{}), make(chan struct{})
 	s.reclaim = newReclaimer(&s.budget, s.stop)

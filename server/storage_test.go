@@ -54,7 +54,7 @@ func TestServer_Routes_AddsData(t *testing.T) {
 			got = append(got, r.Name)
 		}
 	}
-	want := []string{"configure", "push", "transaction", "dlq_replay", "message_replay", "trace_add", "stream_register", "stream_cycle", "push_prepared", "propose_relayed"}
+	want := []string{"configure", "push", "transaction", "dlq_replay", "message_replay", "trace_add", "stream_register", "stream_cycle", "propose_relayed"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("routes that add data %v, want %v", got, want)
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 
+	nodes "github.com/queenmq/queen/cluster" // the test harness has a type cluster
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server"
@@ -371,7 +372,15 @@ func serve(args []string) error {
 	opts.OnSweep = an.RecordSweep
 	opts.OnEntry = server.EntryMetrics(ms)
 	sopts.Analytics = an
-	node, err := openBroker(opts, c.groups)
+	// The node-to-node path for commands (package cluster): a Host
+	// forwards through it the parts of commands other nodes' groups must
+	// propose. Without the cluster secret there is none.
+	eff := sopts
+	eff.EnsureDefaults()
+	fwd := nodes.New(nodes.Options{NodeID: c.nodeID, Secret: c.clusterSecret, TLS: c.relayTLS,
+		MaxResponseBodySize: eff.MaxBodyBytes * 32, Refusal: server.Refusal, Metrics: ms})
+	sopts.Cluster = fwd
+	node, err := openBroker(opts, c.groups, fwd)
 	if err != nil {
 		return err
 	}
@@ -390,8 +399,6 @@ func serve(args []string) error {
 		node.Close()
 		return fmt.Errorf("listen: %w", err)
 	}
-	eff := sopts
-	eff.EnsureDefaults()
 	log.Info("queen serving", "http", ln.Addr().String(), "data", c.data, "node", c.nodeID,
 		"raft", c.raftAddr, "peers", len(c.peers), "groups", c.groups, "maxInflightBodyBytes", eff.MaxInflightBodyBytes,
 		"maxConns", eff.MaxConns, "maxConnsPerIP", eff.MaxConnsPerIP, "version", version)
@@ -448,11 +455,15 @@ type broker interface {
 
 // openBroker opens the node's Raft groups: one as raft.Open does, or the
 // directory and groups data groups as a raft.Host.
-func openBroker(opts raft.Options, groups int) (broker, error) {
+func openBroker(opts raft.Options, groups int, fwd *nodes.Client) (broker, error) {
 	if groups == 1 {
 		return raft.Open(opts)
 	}
-	h, err := raft.OpenHost(raft.HostOptions{Node: opts, Groups: groups})
+	ho := raft.HostOptions{Node: opts, Groups: groups}
+	if fwd != nil {
+		ho.Forward = fwd
+	}
+	h, err := raft.OpenHost(ho)
 	if err != nil {
 		return nil, err
 	}

@@ -58,24 +58,30 @@ const (
 type Stamped struct {
 	Stamp engine.Stamp
 	Cmd   engine.Command
+	// Raw, when set in place of Cmd, is the command as another node
+	// encoded it (type | time | seed | body, Single): AppendEntry copies
+	// it with Stamp.Time written over its time, and its own seed.
+	Raw []byte
 }
 
 // codecs is the command table: one row per command type, naming its Go
-// type and how its body is written and read (the layouts are in doc.go).
-// A command's stamp is written by AppendEntry, not here.
+// type, how its body is written and read (the layouts are in doc.go), and
+// how its result crosses nodes when another node relays it to its group's
+// leader (results.go; notRelayed: only the node that proposes it answers
+// it). A command's stamp is written by AppendEntry, not here.
 var codecs = []codec{
-	row(TypeConfigure, appendConfigure, readConfigure),
+	row(TypeConfigure, appendConfigure, readConfigure, notRelayed),
 	row(TypeDeleteQueue, func(w *wire.Writer, c engine.DeleteQueueCmd) { w.Str(c.Queue) },
-		func(r *wire.Reader) engine.DeleteQueueCmd { return engine.DeleteQueueCmd{Queue: r.Str()} }),
-	row(TypePush, appendPush, readPush),
-	row(TypePop, appendPop, readPop),
-	row(TypeAck, appendAck, readAck),
+		func(r *wire.Reader) engine.DeleteQueueCmd { return engine.DeleteQueueCmd{Queue: r.Str()} }, notRelayed),
+	row(TypePush, appendPush, readPush, answersPush),
+	row(TypePop, appendPop, readPop, notRelayed),
+	row(TypeAck, appendAck, readAck, answersAck),
 	row(TypeExtendLease, func(w *wire.Writer, c engine.ExtendLeaseCmd) { w.ID(c.Lease); w.Varint(c.Seconds) },
 		func(r *wire.Reader) engine.ExtendLeaseCmd {
 			return engine.ExtendLeaseCmd{Lease: r.ID(), Seconds: r.Varint()}
-		}),
-	row(TypeTransaction, appendTransaction, readTransaction),
-	row(TypeReplay, appendReplay, readReplay),
+		}, notRelayed),
+	row(TypeTransaction, appendTransaction, readTransaction, notRelayed),
+	row(TypeReplay, appendReplay, readReplay, answersReplay),
 	row(TypeDeleteDLQ, func(w *wire.Writer, c engine.DeleteDLQCmd) {
 		w.ID(c.PartitionID)
 		w.Str(c.TransactionID)
@@ -83,7 +89,7 @@ var codecs = []codec{
 	},
 		func(r *wire.Reader) engine.DeleteDLQCmd {
 			return engine.DeleteDLQCmd{PartitionID: r.ID(), TransactionID: r.Str(), Group: r.Str()}
-		}),
+		}, notRelayed),
 	row(TypeMoveToDLQ, func(w *wire.Writer, c engine.MoveToDLQCmd) {
 		w.ID(c.PartitionID)
 		w.Str(c.TransactionID)
@@ -91,7 +97,7 @@ var codecs = []codec{
 		w.Str(c.Error)
 	}, func(r *wire.Reader) engine.MoveToDLQCmd {
 		return engine.MoveToDLQCmd{PartitionID: r.ID(), TransactionID: r.Str(), Group: r.Str(), Error: r.Str()}
-	}),
+	}, notRelayed),
 	row(TypeSeek, func(w *wire.Writer, c engine.SeekCmd) {
 		w.Str(c.Group)
 		w.Str(c.Queue)
@@ -100,7 +106,7 @@ var codecs = []codec{
 		w.I64(c.Timestamp)
 	}, func(r *wire.Reader) engine.SeekCmd {
 		return engine.SeekCmd{Group: r.Str(), Queue: r.Str(), Partition: r.Str(), ToEnd: r.Bool(), Timestamp: r.I64()}
-	}),
+	}, notRelayed),
 	row(TypeDeleteGroup, func(w *wire.Writer, c engine.DeleteGroupCmd) {
 		w.Str(c.Group)
 		w.Str(c.Queue)
@@ -108,32 +114,32 @@ var codecs = []codec{
 	},
 		func(r *wire.Reader) engine.DeleteGroupCmd {
 			return engine.DeleteGroupCmd{Group: r.Str(), Queue: r.Str(), DeleteMetadata: r.Bool()}
-		}),
+		}, answersGroupDeleted),
 	row(TypeUpdateSub, func(w *wire.Writer, c engine.UpdateSubscriptionCmd) { w.Str(c.Group); w.I64(c.Timestamp) },
 		func(r *wire.Reader) engine.UpdateSubscriptionCmd {
 			return engine.UpdateSubscriptionCmd{Group: r.Str(), Timestamp: r.I64()}
-		}),
+		}, answersCount),
 	row(TypeAnnounce, func(w *wire.Writer, c Announce) { w.Str(c.NodeID); w.Str(c.HTTP) },
-		func(r *wire.Reader) Announce { return Announce{NodeID: r.Str(), HTTP: r.Str()} }),
-	row(TypeSweep, func(*wire.Writer, engine.SweepCmd) {}, func(*wire.Reader) engine.SweepCmd { return engine.SweepCmd{} }),
-	row(TypePushPrepared, appendPrepared, readPrepared),
+		func(r *wire.Reader) Announce { return Announce{NodeID: r.Str(), HTTP: r.Str()} }, notRelayed),
+	row(TypeSweep, func(*wire.Writer, engine.SweepCmd) {}, func(*wire.Reader) engine.SweepCmd { return engine.SweepCmd{} }, notRelayed),
+	row(TypePushPrepared, appendPrepared, readPrepared, answersPush),
 	row(TypeMaintenance, func(w *wire.Writer, c Maintenance) { w.Bool(c.Pop); w.Bool(c.Enabled) },
-		func(r *wire.Reader) Maintenance { return Maintenance{Pop: r.Bool(), Enabled: r.Bool()} }),
-	row(TypeStreamRegister, appendStreamRegister, readStreamRegister),
+		func(r *wire.Reader) Maintenance { return Maintenance{Pop: r.Bool(), Enabled: r.Bool()} }, notRelayed),
+	row(TypeStreamRegister, appendStreamRegister, readStreamRegister, notRelayed),
 	row(TypeStreamDelete, func(w *wire.Writer, c engine.StreamDeleteCmd) { w.Str(c.Name) },
-		func(r *wire.Reader) engine.StreamDeleteCmd { return engine.StreamDeleteCmd{Name: r.Str()} }),
-	row(TypeStreamCycle, appendCycle, readCycle),
-	row(TypeTrace, appendTrace, readTrace),
+		func(r *wire.Reader) engine.StreamDeleteCmd { return engine.StreamDeleteCmd{Name: r.Str()} }, notRelayed),
+	row(TypeStreamCycle, appendCycle, readCycle, notRelayed),
+	row(TypeTrace, appendTrace, readTrace, notRelayed),
 	row(TypeGroups, func(w *wire.Writer, c Groups) { w.Uvarint(uint64(c.Count)) },
-		func(r *wire.Reader) Groups { return Groups{Count: uint32(r.Uvarint())} }),
+		func(r *wire.Reader) Groups { return Groups{Count: uint32(r.Uvarint())} }, notRelayed),
 	row(TypePlaceQueue, func(w *wire.Writer, c PlaceQueue) { w.Str(c.Queue); w.Uvarint(uint64(c.Group)) },
-		func(r *wire.Reader) PlaceQueue { return PlaceQueue{Queue: r.Str(), Group: uint32(r.Uvarint())} }),
+		func(r *wire.Reader) PlaceQueue { return PlaceQueue{Queue: r.Str(), Group: uint32(r.Uvarint())} }, answersGroup),
 	row(TypeLookupQueue, func(w *wire.Writer, c LookupQueue) { w.Str(c.Queue) },
-		func(r *wire.Reader) LookupQueue { return LookupQueue{Queue: r.Str()} }),
+		func(r *wire.Reader) LookupQueue { return LookupQueue{Queue: r.Str()} }, answersGroup),
 	row(TypeLookupPart, func(w *wire.Writer, c LookupPartition) { w.ID(c.ID) },
-		func(r *wire.Reader) LookupPartition { return LookupPartition{ID: r.ID()} }),
+		func(r *wire.Reader) LookupPartition { return LookupPartition{ID: r.ID()} }, answersFound),
 	row(TypeLookupLease, func(w *wire.Writer, c LookupLease) { w.ID(c.ID) },
-		func(r *wire.Reader) LookupLease { return LookupLease{ID: r.ID()} }),
+		func(r *wire.Reader) LookupLease { return LookupLease{ID: r.ID()} }, answersFound),
 }
 
 // codec is one row of the table.
@@ -142,11 +148,12 @@ type codec struct {
 	goType reflect.Type
 	append func(w *wire.Writer, c engine.Command)
 	read   func(r *wire.Reader) engine.Command
+	result answer
 }
 
 // row makes the table row of the command type C.
-func row[C engine.Command](t Type, write func(*wire.Writer, C), read func(*wire.Reader) C) codec {
-	return codec{typ: t, goType: reflect.TypeFor[C](),
+func row[C engine.Command](t Type, write func(*wire.Writer, C), read func(*wire.Reader) C, result answer) codec {
+	return codec{typ: t, goType: reflect.TypeFor[C](), result: result,
 		append: func(w *wire.Writer, c engine.Command) { write(w, c.(C)) },
 		read:   func(r *wire.Reader) engine.Command { return read(r) }}
 }
@@ -198,6 +205,12 @@ func AppendEntry(dst []byte, cmds []Stamped) []byte {
 }
 
 func appendCommand(dst []byte, s *Stamped) []byte {
+	if s.Raw != nil {
+		at := len(dst)
+		dst = append(dst, s.Raw...)
+		binary.BigEndian.PutUint64(dst[at+1:], uint64(s.Stamp.Time))
+		return dst
+	}
 	k := byGoType[reflect.TypeOf(s.Cmd)]
 	if k == nil {
 		panic(fmt.Sprintf("command: encode %T: not in the command table", s.Cmd))
@@ -250,51 +263,6 @@ func decodeCommand(b []byte, s *Stamped) error {
 	}
 	s.Cmd = k.read(r)
 	return r.Done()
-}
-
-// The replication layer's own commands: values it keeps in the replicated
-// state (engine.Batch.SetClusterValue), which every node reads locally.
-
-// Announce publishes a leader's HTTP address, so followers can forward.
-type Announce struct {
-	NodeID string
-	HTTP   string
-}
-
-// Apply stores the address. Value: struct{}.
-func (c Announce) Apply(b *engine.Batch, _ engine.Stamp) engine.Result {
-	b.SetClusterValue(HTTPKey(c.NodeID), c.HTTP)
-	return engine.Result{Value: struct{}{}}
-}
-
-// Maintenance switches push (Pop false) or pop (Pop true) maintenance for
-// the whole cluster.
-type Maintenance struct {
-	Pop     bool
-	Enabled bool
-}
-
-// Apply flips the switch. Value: struct{}. Turning one off wakes every
-// parked pop.
-func (c Maintenance) Apply(b *engine.Batch, _ engine.Stamp) engine.Result {
-	v := ""
-	if c.Enabled {
-		v = "on"
-	}
-	b.SetClusterValue(MaintenanceKey(c.Pop), v)
-	return engine.Result{Value: struct{}{}, WakeAll: !c.Enabled}
-}
-
-// HTTPKey is the cluster value holding a node's HTTP address.
-func HTTPKey(nodeID string) string { return "http/" + nodeID }
-
-// MaintenanceKey is the cluster value of a maintenance switch ("on" or
-// unset).
-func MaintenanceKey(pop bool) string {
-	if pop {
-		return "maintenance/pop"
-	}
-	return "maintenance/push"
 }
 
 // The bodies.

@@ -23,7 +23,10 @@
 //
 // The time and seed are the leader's stamp (engine.Stamp): every replica
 // applies the command with them, so no replica reads a clock or a random
-// source. Bodies use the same primitives as the engine's records: big-endian
+// source. The time sits at a fixed offset (byte 1) so that a leader stamps
+// a command another node prepared and encoded (a push, with the seed that
+// minted its ids) by writing its time over it, without decoding and
+// encoding it again (Stamped.Raw). Bodies use the same primitives as the engine's records: big-endian
 // fixed-width integers, uvarint-length-prefixed strings and byte strings, one
 // byte per boolean, 16 raw bytes per id, zigzag varints for signed counts.
 //
@@ -89,6 +92,14 @@
 // the first way of growing version 1 below: testdata/entry-v1-streams.golden,
 // entry-v1-traces.golden, entry-v1-directory.golden and entry-v1-lookup.golden
 // hold them.
+//
+// # Results
+//
+// A command one node relays to its group's leader comes back as its
+// result, encoded by the result codec in the command's row of the table
+// (results.go, which documents those layouts). A row's codec is what lets
+// the command be relayed at all; notRelayed rows are answered only by the
+// node that proposed them. Results cross nodes and are never stored.
 //
 // # Versions
 //

@@ -14,3 +14,8 @@ var (
 	// know: the node must stop rather than skip it.
 	ErrVersion = errors.New("command: unknown version")
 )
+
+// ErrNotRelayed is returned for a result asked of a command whose row has
+// no result codec (it is never relayed between nodes), or of another type
+// than its row's.
+var ErrNotRelayed = errors.New("command: result not relayed between nodes")

@@ -1,0 +1,152 @@
+package cluster
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/valyala/fasthttp"
+
+	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/raft/command"
+)
+
+// The exchange's path and headers (doc.go).
+const (
+	ProposePath     = "/internal/v1/propose"
+	SecretHeader    = "X-Queen-Cluster-Secret"
+	ForwardedHeader = "X-Queen-Forwarded-By"
+	GroupHeader     = "X-Queen-Group"
+	DeadlineHeader  = "X-Queen-Forward-Deadline"
+	AppliedHeader   = "X-Queen-Applied"
+)
+
+// Timeout bounds a forwarded command that its context does not bound
+// sooner.
+const Timeout = 10 * time.Second
+
+// Options configures a Client.
+type Options struct {
+	// NodeID is this node's id, sent as ForwardedHeader.
+	NodeID string
+	// Secret is the cluster secret every node shares. A Client without
+	// one is not made (New returns nil): the other nodes would refuse it.
+	Secret string
+	// TLS, when set, is how nodes reach each other's HTTP API.
+	TLS *tls.Config
+	// MaxResponseBodySize bounds an answer (default 64 MiB).
+	MaxResponseBodySize int
+	// Refusal turns a node's error answer (its status and body) into the
+	// error it stands for: the HTTP edge's error table, read backwards.
+	// Nil: every refusal is raft.ErrForward.
+	Refusal func(status int, body []byte) error
+	// Metrics, when set, counts forwarded commands in
+	// queen_forwarded_requests_total, as the edge counts its relays.
+	Metrics *metrics.Set
+}
+
+// Client sends commands to other nodes (raft.Forwarder).
+type Client struct {
+	opts      Options
+	http      *fasthttp.Client
+	scheme    string
+	forwarded *metrics.Counter
+}
+
+// New makes a Client; nil when opts has no cluster secret.
+func New(opts Options) *Client {
+	if opts.Secret == "" {
+		return nil
+	}
+	if opts.MaxResponseBodySize == 0 {
+		opts.MaxResponseBodySize = 64 << 20
+	}
+	c := &Client{opts: opts, scheme: "http", http: &fasthttp.Client{
+		Name:                          "queen-cluster",
+		NoDefaultUserAgentHeader:      true,
+		MaxConnsPerHost:               512,
+		MaxIdleConnDuration:           30 * time.Second,
+		DisableHeaderNamesNormalizing: true,
+		DisablePathNormalizing:        true,
+		MaxResponseBodySize:           opts.MaxResponseBodySize,
+		TLSConfig:                     opts.TLS,
+	}}
+	if opts.TLS != nil {
+		c.scheme = "https"
+	}
+	if opts.Metrics != nil {
+		c.forwarded = opts.Metrics.GetOrCreateCounter(`queen_forwarded_requests_total`)
+	}
+	return c
+}
+
+// Forward proposes entry (one command) on group g of the node at addr and
+// answers its result and that node's applied index in g
+// (raft.Forwarder). A failure to reach the node or to read its answer is
+// raft.ErrForward: the command's outcome is unknown.
+func (c *Client) Forward(ctx context.Context, addr string, g uint32, entry []byte) (engine.Result, uint64, error) {
+	t, err := command.EntryType(entry)
+	if err != nil {
+		return engine.Result{}, 0, err
+	}
+	timeout := Timeout
+	if d, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(d))
+	}
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI(c.scheme + "://" + addr + ProposePath)
+	req.Header.SetMethod(fasthttp.MethodPost)
+	req.Header.SetContentType("application/octet-stream")
+	req.Header.Set(ForwardedHeader, c.opts.NodeID)
+	req.Header.Set(SecretHeader, c.opts.Secret)
+	req.Header.Set(GroupHeader, strconv.FormatUint(uint64(g), 10))
+	req.Header.Set(DeadlineHeader, strconv.FormatInt(time.Now().Add(timeout).UnixMicro(), 10))
+	req.SetBodyRaw(entry) // lent: the entry outlives the request
+	if err := c.http.DoTimeout(req, resp, timeout); err != nil {
+		return engine.Result{}, 0, errors.Join(raft.ErrForward, fmt.Errorf("group %d at %s: %w", g, addr, err))
+	}
+	if c.forwarded != nil {
+		c.forwarded.Inc()
+	}
+	applied := AppliedIn(resp.Header.Peek(AppliedHeader), g)
+	if resp.StatusCode() != fasthttp.StatusOK {
+		return engine.Result{}, applied, c.refusal(resp)
+	}
+	v, err := command.ReadResult(t, resp.Body())
+	if err != nil {
+		return engine.Result{}, applied, errors.Join(raft.ErrForward, fmt.Errorf("group %d at %s: the answer: %w", g, addr, err))
+	}
+	return engine.Result{Value: v}, applied, nil
+}
+
+func (c *Client) refusal(resp *fasthttp.Response) error {
+	if c.opts.Refusal != nil {
+		return c.opts.Refusal(resp.StatusCode(), resp.Body())
+	}
+	return fmt.Errorf("%w: answered %d", raft.ErrForward, resp.StatusCode())
+}
+
+// AppliedIn reads group g's index from an AppliedHeader value, 0 when it
+// names none.
+func AppliedIn(v []byte, g uint32) uint64 {
+	for part := range strings.SplitSeq(string(v), ",") {
+		gs, is, ok := strings.Cut(part, ":")
+		if !ok || gs != strconv.FormatUint(uint64(g), 10) {
+			continue
+		}
+		idx, err := strconv.ParseUint(is, 10, 64)
+		if err == nil {
+			return idx
+		}
+	}
+	return 0
+}

@@ -1,0 +1,33 @@
+// Package cluster is the one path between nodes for commands: a node that
+// must have a command proposed by the leader of its Raft group sends the
+// encoded command there and gets its typed result back.
+//
+// It sits between the HTTP edge and Raft (cmd → server → cluster → raft):
+// Client implements raft.Forwarder, which a raft.Host is given when it is
+// opened, and Answer is what the receiving node's route runs. The route
+// itself is in the server's route table (auth, consistency, the error
+// table), at ProposePath.
+//
+// # The exchange
+//
+//	POST ProposePath
+//	  SecretHeader     the cluster secret (only a node may propose for another)
+//	  ForwardedHeader  the sending node's id (a node's request is never relayed again)
+//	  GroupHeader      the Raft group, decimal
+//	  DeadlineHeader   unix µs after which the sender has given up: the
+//	                   receiver refuses it rather than apply it unseen
+//	  body             one log entry holding one command (raft/command),
+//	                   as raft.RelayEntry encodes it
+//
+//	200                the command's result, by the result codec of its row
+//	                   (raft/command/results.go); AppliedHeader "g:index,..."
+//	                   for each group the answering node holds, read after
+//	                   the command was answered: the sender waits until its
+//	                   own replica of the group has applied as far, so that
+//	                   a read on it sees the write.
+//	4xx/5xx            the edge's {"error","code"} answer; Options.Refusal
+//	                   turns it back into the error it stands for.
+//
+// Node to node only, between one version of the broker and the next: a
+// change to the exchange needs a new path, not a flag.
+package cluster
