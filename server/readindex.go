@@ -274,19 +274,15 @@ func (s *Server) awaitApplied(resp *fasthttp.Response) {
 	if v == "" || s.reads == nil {
 		return
 	}
-	c, cancel := context.WithTimeout(s.ctx, readIndexTimeout)
-	defer cancel()
+	deadline := time.Now().Add(readIndexTimeout)
 	for part := range strings.SplitSeq(v, ",") {
 		gs, is, ok := strings.Cut(part, ":")
 		g, err1 := strconv.ParseUint(gs, 10, 32)
 		idx, err2 := strconv.ParseUint(is, 10, 64)
-		n := s.reads.replica(uint32(g))
-		if !ok || err1 != nil || err2 != nil || n == nil {
+		if !ok || err1 != nil || err2 != nil {
 			continue
 		}
-		if err := n.WaitApplied(c, idx); err != nil {
-			s.reads.slow.Inc()
-			s.log.Debug("relayed write: not applied here in time", "group", g, "index", idx, "err", err)
+		if !s.awaitIndexUntil(uint32(g), idx, deadline) {
 			return
 		}
 	}
@@ -308,17 +304,25 @@ var errReadIndexRefused = &apiError{kind: errReadUnavailable,
 // awaitIndex is awaitApplied for a command forwarded to group g's leader
 // (package cluster), which answered with its applied index there.
 func (s *Server) awaitIndex(g uint32, index uint64) {
+	s.awaitIndexUntil(g, index, time.Now().Add(readIndexTimeout))
+}
+
+// awaitIndexUntil waits until this node's replica of group g has applied
+// index, or deadline; false (and counted) when the deadline came first.
+func (s *Server) awaitIndexUntil(g uint32, index uint64, deadline time.Time) bool {
 	if index == 0 || s.reads == nil {
-		return
+		return true
 	}
 	n := s.reads.replica(g)
 	if n == nil {
-		return
+		return true
 	}
-	c, cancel := context.WithTimeout(s.ctx, readIndexTimeout)
+	c, cancel := context.WithDeadline(s.ctx, deadline)
 	defer cancel()
 	if err := n.WaitApplied(c, index); err != nil {
 		s.reads.slow.Inc()
 		s.log.Debug("relayed write: not applied here in time", "group", g, "index", index, "err", err)
+		return false
 	}
+	return true
 }
