@@ -6,6 +6,7 @@ import (
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/engine/cursor"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/server/wire"
 )
 
 // Ack request error texts (docs/api.md §7).
@@ -26,20 +27,20 @@ type ackFields struct {
 }
 
 // member decodes key if it is an ack field.
-func (f *ackFields) member(sc *scanner, key []byte) (handled bool, err error) {
+func (f *ackFields) member(sc *wire.Scanner, key []byte) (handled bool, err error) {
 	switch string(key) {
 	case "transactionId":
-		f.txn, f.hasTxn, err = sc.optString("transactionId")
+		f.txn, f.hasTxn, err = sc.OptString("transactionId")
 	case "partitionId":
-		f.part, f.hasPart, err = sc.optStringLike("partitionId", f.like.part)
+		f.part, f.hasPart, err = sc.OptStringLike("partitionId", f.like.part)
 	case "status":
-		f.status, _, err = sc.optStringLike("status", f.like.status) // absent/null: "" = completed (docs/decisions.md C8)
+		f.status, _, err = sc.OptStringLike("status", f.like.status) // absent/null: "" = completed (docs/decisions.md C8)
 	case "consumerGroup":
-		f.group, _, err = sc.optStringLike("consumerGroup", f.like.group)
+		f.group, _, err = sc.OptStringLike("consumerGroup", f.like.group)
 	case "leaseId":
-		f.lease, _, err = sc.optStringLike("leaseId", f.like.lease)
+		f.lease, _, err = sc.OptStringLike("leaseId", f.like.lease)
 	case "error":
-		f.text, _, err = sc.optString("error")
+		f.text, _, err = sc.OptString("error")
 	default:
 		return false, nil
 	}
@@ -75,16 +76,16 @@ func (f *ackFields) item(prev *ackFields, like *engine.AckItem) (it engine.AckIt
 
 // decodeAckFields reads one acknowledgment object; like is the previous
 // one (or empty).
-func decodeAckFields(sc *scanner, like *ackFields) (ackFields, error) {
+func decodeAckFields(sc *wire.Scanner, like *ackFields) (ackFields, error) {
 	f := ackFields{like: like}
-	if sc.peek() != '{' {
+	if sc.Peek() != '{' {
 		return f, skipThen(sc, badRequest("each acknowledgment must be an object"))
 	}
-	err := sc.object(func(sc *scanner, key []byte) error {
+	err := sc.Object(func(sc *wire.Scanner, key []byte) error {
 		if ok, err := f.member(sc, key); ok {
 			return err
 		}
-		return sc.skip()
+		return sc.Skip()
 	})
 	f.like = nil
 	return f, err
@@ -96,11 +97,11 @@ func (s *Server) ack(ctx *fasthttp.RequestCtx, _ *params) {
 		return
 	}
 	f := ackFields{like: &ackFields{}}
-	err := decodeObject(ctx.PostBody(), false, func(sc *scanner, key []byte) error {
+	err := wire.DecodeObject(ctx.PostBody(), false, func(sc *wire.Scanner, key []byte) error {
 		if ok, err := f.member(sc, key); ok {
 			return err
 		}
-		return sc.skip()
+		return sc.Skip()
 	})
 	switch {
 	case err != nil:
@@ -130,17 +131,17 @@ func (s *Server) ackBatch(ctx *fasthttp.RequestCtx, _ *params) {
 		errRequired error
 		none        ackFields
 	)
-	err := decodeObject(ctx.PostBody(), false, func(sc *scanner, key []byte) (err error) {
+	err := wire.DecodeObject(ctx.PostBody(), false, func(sc *wire.Scanner, key []byte) (err error) {
 		switch string(key) {
 		case "consumerGroup":
-			group, hasGroup, err = sc.optString("consumerGroup")
+			group, hasGroup, err = sc.OptString("consumerGroup")
 			return err
 		case "acknowledgments":
-			if sc.peek() != '[' {
+			if sc.Peek() != '[' {
 				return skipThen(sc, badRequest("acknowledgments array is required"))
 			}
 			found = true
-			return sc.array(func(sc *scanner, _ int) error {
+			return sc.Array(func(sc *wire.Scanner, _ int) error {
 				like := &none
 				if len(fields) > 0 {
 					like = &fields[len(fields)-1]
@@ -159,7 +160,7 @@ func (s *Server) ackBatch(ctx *fasthttp.RequestCtx, _ *params) {
 				return nil
 			})
 		}
-		return sc.skip()
+		return sc.Skip()
 	})
 	switch {
 	case err != nil:
@@ -210,7 +211,7 @@ func (s *Server) acknowledge(ctx *fasthttp.RequestCtx, fields []ackFields) {
 	}
 	s.an.acked(res, len(fields)-len(items))
 	w := startBody(ctx)
-	w.array("")
+	w.Array("")
 	next := 0
 	for i := range fields {
 		if itemErrs[i] != "" {
@@ -221,24 +222,24 @@ func (s *Server) acknowledge(ctx *fasthttp.RequestCtx, fields []ackFields) {
 		writeAckResult(&w, i, fields[i].txn, &res[next])
 		next++
 	}
-	w.endArray()
+	w.EndArray()
 	send(ctx, fasthttp.StatusOK, w)
 }
 
 // writeAckResult writes one ack result item (docs/api.md §7.2, docs/decisions.md C7).
-func writeAckResult(w *jsonWriter, index int, txn string, r *engine.AckResult) {
-	w.object("")
-	w.int("index", int64(index))
-	w.str("transactionId", txn)
-	w.bool("success", r.Success)
-	w.strOrNull("error", r.Error)
-	w.strOrNull("queueName", r.Queue)
-	w.strOrNull("partitionName", r.Partition)
-	w.bool("leaseReleased", r.LeaseReleased)
-	w.bool("dlq", r.DLQ)
-	w.bool("noop", r.Noop)
-	w.bool("dropped", r.Dropped)
-	w.endObject()
+func writeAckResult(w *wire.Writer, index int, txn string, r *engine.AckResult) {
+	w.Object("")
+	w.Int("index", int64(index))
+	w.Str("transactionId", txn)
+	w.Bool("success", r.Success)
+	w.StrOrNull("error", r.Error)
+	w.StrOrNull("queueName", r.Queue)
+	w.StrOrNull("partitionName", r.Partition)
+	w.Bool("leaseReleased", r.LeaseReleased)
+	w.Bool("dlq", r.DLQ)
+	w.Bool("noop", r.Noop)
+	w.Bool("dropped", r.Dropped)
+	w.EndObject()
 }
 
 // txOp is one flattened transaction operation, in request order.
@@ -286,20 +287,20 @@ func decodeTransaction(body []byte) (txRequest, error) {
 		req   txRequest
 		found bool
 	)
-	err := decodeObject(body, false, func(sc *scanner, key []byte) error {
+	err := wire.DecodeObject(body, false, func(sc *wire.Scanner, key []byte) error {
 		switch string(key) {
 		case "operations":
-			if sc.peek() != '[' {
+			if sc.Peek() != '[' {
 				return skipThen(sc, badRequest("operations array required"))
 			}
 			found = true
-			return sc.array(func(sc *scanner, _ int) error {
+			return sc.Array(func(sc *wire.Scanner, _ int) error {
 				return decodeTxOp(sc, &req.ops, &req.order)
 			})
 		case "requiredLeases":
 			return decodeRequiredLeases(sc, &req.required)
 		}
-		return sc.skip()
+		return sc.Skip()
 	})
 	switch {
 	case err != nil:
@@ -313,15 +314,15 @@ func decodeTransaction(body []byte) (txRequest, error) {
 
 // decodeRequiredLeases reads requiredLeases: null, or an array of lease
 // ids (null entries are skipped).
-func decodeRequiredLeases(sc *scanner, required *[]engine.ID) error {
-	if sc.peek() != '[' {
-		if sc.peek() == 'n' {
-			return sc.literal("null")
+func decodeRequiredLeases(sc *wire.Scanner, required *[]engine.ID) error {
+	if sc.Peek() != '[' {
+		if sc.Peek() == 'n' {
+			return sc.Literal("null")
 		}
 		return skipThen(sc, badRequest("requiredLeases must be an array of lease ids"))
 	}
-	return sc.array(func(sc *scanner, _ int) error {
-		id, ok, err := sc.optID("requiredLeases")
+	return sc.Array(func(sc *wire.Scanner, _ int) error {
+		id, ok, err := sc.OptID("requiredLeases")
 		if ok {
 			*required = append(*required, id)
 		}
@@ -350,20 +351,20 @@ func (s *Server) sealTxPushes(ops []engine.TxOp, subject string) error {
 // error and no results, on success one result per operation.
 func (s *Server) writeTransaction(ctx *fasthttp.RequestCtx, req *txRequest, res *engine.TxResult) {
 	w := startBody(ctx)
-	w.object("")
-	w.id("transactionId", res.ID)
-	w.bool("success", res.Success)
+	w.Object("")
+	w.ID("transactionId", res.ID)
+	w.Bool("success", res.Success)
 	if res.Success {
 		s.txApplied(req.ops, res)
 		s.an.transacted(res)
 		writeTxResults(&w, req.order, res)
 	} else {
 		s.m.txFailed.Inc()
-		w.str("error", res.Error)
-		w.array("results")
-		w.endArray()
+		w.Str("error", res.Error)
+		w.Array("results")
+		w.EndArray()
 	}
-	w.endObject()
+	w.EndObject()
 	send(ctx, fasthttp.StatusOK, w)
 }
 
@@ -382,12 +383,12 @@ func (s *Server) txApplied(ops []engine.TxOp, res *engine.TxResult) {
 
 // writeTxResults writes the results array, one item per operation in
 // request order: pushes and acks take their results in turn from res.
-func writeTxResults(w *jsonWriter, order []txOp, res *engine.TxResult) {
-	w.array("results")
+func writeTxResults(w *wire.Writer, order []txOp, res *engine.TxResult) {
+	w.Array("results")
 	pi, ai := 0, 0
 	for i, op := range order {
-		w.object("")
-		w.int("index", int64(i))
+		w.Object("")
+		w.Int("index", int64(i))
 		if op.push {
 			writeTxPushResult(w, &res.Pushes[pi])
 			pi++
@@ -395,45 +396,45 @@ func writeTxResults(w *jsonWriter, order []txOp, res *engine.TxResult) {
 			writeTxAckResult(w, op.txn, &res.Acks[ai])
 			ai++
 		}
-		w.endObject()
+		w.EndObject()
 	}
-	w.endArray()
+	w.EndArray()
 }
 
 // writeTxPushResult writes the members of a push operation's result.
-func writeTxPushResult(w *jsonWriter, r *engine.PushResult) {
-	w.str("type", "push")
-	w.bool("success", r.Status == engine.Queued || r.Status == engine.Duplicate)
-	w.str("transactionId", r.TransactionID)
-	w.id("messageId", r.MessageID)
-	w.id("partitionId", r.PartitionID)
-	w.str("queueName", r.Queue)
+func writeTxPushResult(w *wire.Writer, r *engine.PushResult) {
+	w.Str("type", "push")
+	w.Bool("success", r.Status == engine.Queued || r.Status == engine.Duplicate)
+	w.Str("transactionId", r.TransactionID)
+	w.ID("messageId", r.MessageID)
+	w.ID("partitionId", r.PartitionID)
+	w.Str("queueName", r.Queue)
 	if r.Status == engine.Duplicate {
-		w.str("status", "duplicate")
+		w.Str("status", "duplicate")
 	} else {
-		w.str("status", "queued")
+		w.Str("status", "queued")
 	}
 }
 
 // writeTxAckResult writes the members of an ack operation's result; txn is
 // the transactionId the request gave.
-func writeTxAckResult(w *jsonWriter, txn string, r *engine.AckResult) {
-	w.str("type", "ack")
-	w.bool("success", r.Success)
-	w.str("transactionId", txn)
-	w.strOrNull("error", r.Error)
-	w.bool("dlq", r.DLQ)
-	w.bool("dropped", r.Dropped)
-	w.bool("leaseReleased", r.LeaseReleased)
-	w.bool("noop", r.Noop)
+func writeTxAckResult(w *wire.Writer, txn string, r *engine.AckResult) {
+	w.Str("type", "ack")
+	w.Bool("success", r.Success)
+	w.Str("transactionId", txn)
+	w.StrOrNull("error", r.Error)
+	w.Bool("dlq", r.DLQ)
+	w.Bool("dropped", r.Dropped)
+	w.Bool("leaseReleased", r.LeaseReleased)
+	w.Bool("noop", r.Noop)
 }
 
 // decodeTxOp reads one operation: {type:"push", items:[...]}, a flat push
 // {type:"push", queue, payload|data, ...} or {type:"ack", transactionId,
 // partitionId, ...}. Malformed operations are a 400: nothing reaches the
 // broker.
-func decodeTxOp(sc *scanner, ops *[]engine.TxOp, order *[]txOp) error {
-	if sc.peek() != '{' {
+func decodeTxOp(sc *wire.Scanner, ops *[]engine.TxOp, order *[]txOp) error {
+	if sc.Peek() != '{' {
 		return skipThen(sc, badRequest("each operation must be an object"))
 	}
 	var (
@@ -443,23 +444,23 @@ func decodeTxOp(sc *scanner, ops *[]engine.TxOp, order *[]txOp) error {
 		push     pushFields
 		ack      = ackFields{like: &ackFields{}}
 	)
-	err := sc.object(func(sc *scanner, key []byte) (err error) {
+	err := sc.Object(func(sc *wire.Scanner, key []byte) (err error) {
 		switch string(key) {
 		case "type":
-			typ, _, err = sc.optString("type")
+			typ, _, err = sc.OptString("type")
 			return err
 		case "items":
-			if sc.peek() != '[' {
+			if sc.Peek() != '[' {
 				return skipThen(sc, badRequest("items must be an array"))
 			}
 			hasItems = true
-			return sc.array(func(sc *scanner, _ int) error {
+			return sc.Array(func(sc *wire.Scanner, _ int) error {
 				it, err := decodePushItem(sc, items)
 				items = append(items, it)
 				return err
 			})
 		case "transactionId":
-			ack.txn, ack.hasTxn, err = sc.optString("transactionId")
+			ack.txn, ack.hasTxn, err = sc.OptString("transactionId")
 			push.txn = ack.txn
 			return err
 		}
@@ -469,7 +470,7 @@ func decodeTxOp(sc *scanner, ops *[]engine.TxOp, order *[]txOp) error {
 		if ok, err := ack.member(sc, key); ok {
 			return err
 		}
-		return sc.skip()
+		return sc.Skip()
 	})
 	if err != nil {
 		return err
@@ -512,11 +513,11 @@ func decodeTxOp(sc *scanner, ops *[]engine.TxOp, order *[]txOp) error {
 func (s *Server) extendLease(ctx *fasthttp.RequestCtx, p *params) {
 	leaseText := p.get("leaseId")
 	seconds := int64(60)
-	err := decodeObject(ctx.PostBody(), true, func(sc *scanner, key []byte) error {
+	err := wire.DecodeObject(ctx.PostBody(), true, func(sc *wire.Scanner, key []byte) error {
 		if string(key) != "seconds" {
-			return sc.skip()
+			return sc.Skip()
 		}
-		v, ok, err := sc.optInt("seconds")
+		v, ok, err := sc.OptInt("seconds")
 		if ok && v > 0 {
 			seconds = v
 		}
@@ -534,18 +535,18 @@ func (s *Server) extendLease(ctx *fasthttp.RequestCtx, p *params) {
 		}
 	}
 	w := startBody(ctx)
-	w.object("")
-	w.str("leaseId", leaseText)
-	w.bool("success", res.Renewed > 0)
-	w.int("renewed", int64(res.Renewed))
-	w.timeMillis("expiresAt", res.ExpiresAt)
-	w.timeMillis("newExpiresAt", res.ExpiresAt)
-	w.timeMillis("lease_expires_at", res.ExpiresAt)
+	w.Object("")
+	w.Str("leaseId", leaseText)
+	w.Bool("success", res.Renewed > 0)
+	w.Int("renewed", int64(res.Renewed))
+	w.TimeMillis("expiresAt", res.ExpiresAt)
+	w.TimeMillis("newExpiresAt", res.ExpiresAt)
+	w.TimeMillis("lease_expires_at", res.ExpiresAt)
 	if res.Renewed == 0 {
-		w.str("error", "Lease not found or expired")
+		w.Str("error", "Lease not found or expired")
 	} else {
-		w.null("error")
+		w.Null("error")
 	}
-	w.endObject()
+	w.EndObject()
 	send(ctx, fasthttp.StatusOK, w)
 }

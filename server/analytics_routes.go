@@ -12,6 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/server/wire"
 )
 
 // The /api/v1/analytics routes (docs/api.md §11). Each reads every node's
@@ -106,7 +107,7 @@ func (s *Server) analyticsRange(ctx *fasthttp.RequestCtx) (q analyticsQuery, ok 
 		dst *int64
 	}{{"from", &q.from}, {"to", &q.to}} {
 		if v := args.Peek(p.key); len(v) > 0 {
-			t, good := parseTime(string(v))
+			t, good := wire.ParseTime(string(v))
 			if !good {
 				s.writeError(ctx, badRequest("invalid "+p.key))
 				return q, false
@@ -139,15 +140,15 @@ func (q *analyticsQuery) node(id string) bool {
 
 // head starts the reply object with its timeRange and, when bucketed, its
 // bucketMinutes.
-func (q *analyticsQuery) head(ctx *fasthttp.RequestCtx, bucketed bool) jsonWriter {
+func (q *analyticsQuery) head(ctx *fasthttp.RequestCtx, bucketed bool) wire.Writer {
 	w := startBody(ctx)
-	w.object("")
-	w.object("timeRange")
-	w.timeMillis("from", q.from)
-	w.timeMillis("to", q.to)
-	w.endObject()
+	w.Object("")
+	w.Object("timeRange")
+	w.TimeMillis("from", q.from)
+	w.TimeMillis("to", q.to)
+	w.EndObject()
 	if bucketed {
-		w.int("bucketMinutes", q.bucket)
+		w.Int("bucketMinutes", q.bucket)
 	}
 	return w
 }
@@ -235,19 +236,19 @@ func (s *Server) queueLag(ctx *fasthttp.RequestCtx, _ *params) {
 	}
 	minutes := q.mergeQueues()
 	w := startBody(ctx)
-	w.array("")
+	w.Array("")
 	for i := len(minutes) - 1; i >= 0; i-- {
 		for _, agg := range minutes[i].queues {
-			w.object("")
-			w.str("queueName", agg.Queue)
-			w.int("popCount", agg.PopMessages)
-			w.int("avgLagMs", meanLag(agg.LagSum, agg.PopMessages))
-			w.int("maxLagMs", agg.LagMax)
-			w.timeLayout("bucketTime", minutes[i].at*minuteUS, layoutSeconds)
-			w.endObject()
+			w.Object("")
+			w.Str("queueName", agg.Queue)
+			w.Int("popCount", agg.PopMessages)
+			w.Int("avgLagMs", meanLag(agg.LagSum, agg.PopMessages))
+			w.Int("maxLagMs", agg.LagMax)
+			w.TimeLayout("bucketTime", minutes[i].at*minuteUS, layoutSeconds)
+			w.EndObject()
 		}
 	}
-	w.endArray()
+	w.EndArray()
 	send(ctx, fasthttp.StatusOK, w)
 }
 
@@ -300,43 +301,43 @@ func (s *Server) queueOps(ctx *fasthttp.RequestCtx, _ *params) {
 	})
 	slices.Sort(names)
 	w := q.head(ctx, true)
-	w.array("series")
+	w.Array("series")
 	for _, k := range order {
 		a := aggs[k]
-		w.object("")
-		w.timeLayout("bucket", k.bucket*minuteUS, layoutSeconds)
-		w.str("queueName", a.Queue)
-		w.int("pushRequests", a.PushRequests)
-		w.int("pushMessages", a.PushMessages)
-		w.int("popMessages", a.PopMessages)
-		w.int("popEmpty", a.PopEmpty)
-		w.int("ackRequests", a.AckRequests)
-		w.int("ackSuccess", a.AckSuccess)
-		w.int("ackFailed", a.AckFailed)
-		w.int("transactions", a.Transactions)
-		w.int("partitionsCreated", a.created)
-		w.int("partitionsDeleted", 0) // a partition goes only with its queue, not counted (as Queen)
+		w.Object("")
+		w.TimeLayout("bucket", k.bucket*minuteUS, layoutSeconds)
+		w.Str("queueName", a.Queue)
+		w.Int("pushRequests", a.PushRequests)
+		w.Int("pushMessages", a.PushMessages)
+		w.Int("popMessages", a.PopMessages)
+		w.Int("popEmpty", a.PopEmpty)
+		w.Int("ackRequests", a.AckRequests)
+		w.Int("ackSuccess", a.AckSuccess)
+		w.Int("ackFailed", a.AckFailed)
+		w.Int("transactions", a.Transactions)
+		w.Int("partitionsCreated", a.created)
+		w.Int("partitionsDeleted", 0) // a partition goes only with its queue, not counted (as Queen)
 		if a.Partitions < 0 {
-			w.null("partitionCount")
+			w.Null("partitionCount")
 		} else {
-			w.int("partitionCount", a.Partitions)
+			w.Int("partitionCount", a.Partitions)
 		}
-		w.int("avgLagMs", meanLag(a.LagSum, a.PopMessages))
-		w.int("maxLagMs", a.LagMax)
-		w.float("pushPerSecond", q.perSecond(a.PushMessages))
-		w.float("popPerSecond", q.perSecond(a.PopMessages))
-		w.float("ackPerSecond", q.perSecond(a.AckSuccess+a.AckFailed))
-		w.float("emptyPerSecond", q.perSecond(a.PopEmpty))
-		w.float("parkedCount", round2(a.parked/float64(max(a.minutes, 1))))
-		w.endObject()
+		w.Int("avgLagMs", meanLag(a.LagSum, a.PopMessages))
+		w.Int("maxLagMs", a.LagMax)
+		w.Float("pushPerSecond", q.perSecond(a.PushMessages))
+		w.Float("popPerSecond", q.perSecond(a.PopMessages))
+		w.Float("ackPerSecond", q.perSecond(a.AckSuccess+a.AckFailed))
+		w.Float("emptyPerSecond", q.perSecond(a.PopEmpty))
+		w.Float("parkedCount", round2(a.parked/float64(max(a.minutes, 1))))
+		w.EndObject()
 	}
-	w.endArray()
-	w.array("queues")
+	w.EndArray()
+	w.Array("queues")
 	for _, n := range names {
-		w.str("", n)
+		w.Str("", n)
 	}
-	w.endArray()
-	w.endObject()
+	w.EndArray()
+	w.EndObject()
 	send(ctx, fasthttp.StatusOK, w)
 }
 
@@ -432,26 +433,26 @@ func (s *Server) queueParkedReplicas(ctx *fasthttp.RequestCtx, _ *params) {
 	})
 	slices.Sort(replicas)
 	w := q.head(ctx, true)
-	w.array("series")
+	w.Array("series")
 	for _, k := range order {
-		w.object("")
-		w.timeLayout("bucket", k.bucket*minuteUS, layoutSeconds)
-		w.str("queueName", k.queue)
-		w.str("hostname", k.node)
-		w.int("workerId", 0)
-		w.float("parkedCount", round2(means[k].sum/float64(means[k].n)))
-		w.endObject()
+		w.Object("")
+		w.TimeLayout("bucket", k.bucket*minuteUS, layoutSeconds)
+		w.Str("queueName", k.queue)
+		w.Str("hostname", k.node)
+		w.Int("workerId", 0)
+		w.Float("parkedCount", round2(means[k].sum/float64(means[k].n)))
+		w.EndObject()
 	}
-	w.endArray()
-	w.array("replicas")
+	w.EndArray()
+	w.Array("replicas")
 	for _, id := range replicas {
-		w.object("")
-		w.str("hostname", id)
-		w.int("workerId", 0)
-		w.endObject()
+		w.Object("")
+		w.Str("hostname", id)
+		w.Int("workerId", 0)
+		w.EndObject()
 	}
-	w.endArray()
-	w.endObject()
+	w.EndArray()
+	w.EndObject()
 	send(ctx, fasthttp.StatusOK, w)
 }
 
@@ -492,29 +493,29 @@ func (s *Server) retentionAnalytics(ctx *fasthttp.RequestCtx, _ *params) {
 		}
 	}
 	slices.Sort(order)
-	writeCounts := func(w *jsonWriter, r *retentionMinute) {
-		w.int("retentionMsgs", r.Retention)
-		w.int("completedRetentionMsgs", 0)
-		w.int("evictionMsgs", r.Evicted)
-		w.int("totalMsgs", r.Retention+r.Evicted)
-		w.int("eventCount", r.Events)
+	writeCounts := func(w *wire.Writer, r *retentionMinute) {
+		w.Int("retentionMsgs", r.Retention)
+		w.Int("completedRetentionMsgs", 0)
+		w.Int("evictionMsgs", r.Evicted)
+		w.Int("totalMsgs", r.Retention+r.Evicted)
+		w.Int("eventCount", r.Events)
 	}
 	w := q.head(ctx, true)
-	w.array("series")
+	w.Array("series")
 	for _, b := range order {
-		w.object("")
-		w.timeLayout("bucket", b*minuteUS, layoutSeconds)
+		w.Object("")
+		w.TimeLayout("bucket", b*minuteUS, layoutSeconds)
 		writeCounts(&w, byB[b])
-		w.endObject()
+		w.EndObject()
 	}
-	w.endArray()
-	w.object("totals")
+	w.EndArray()
+	w.Object("totals")
 	writeCounts(&w, &totals)
-	w.endObject()
+	w.EndObject()
 	if q.queue != "" {
-		w.str("note", "retention sweeps report their deletions for the whole store, not per queue: a queue filter matches nothing")
+		w.Str("note", "retention sweeps report their deletions for the whole store, not per queue: a queue filter matches nothing")
 	}
-	w.endObject()
+	w.EndObject()
 	send(ctx, fasthttp.StatusOK, w)
 }
 
@@ -569,68 +570,68 @@ func (s *Server) workerMetrics(ctx *fasthttp.RequestCtx, _ *params) {
 	}
 	slices.SortFunc(buckets, func(a, b int64) int { return cmp.Compare(b, a) })
 	w := q.head(ctx, true)
-	w.int("pointCount", int64(len(buckets)))
-	w.array("timeSeries")
+	w.Int("pointCount", int64(len(buckets)))
+	w.Array("timeSeries")
 	for _, b := range buckets {
 		a := byB[b]
-		w.object("")
-		w.timeLayout("timestamp", b*minuteUS, layoutSeconds)
-		w.int("pushMessages", a.PushMessages)
-		w.int("popMessages", a.PopMessages)
-		w.int("ackMessages", a.AckMessages)
-		w.int("pushRequests", a.PushRequests)
-		w.int("popRequests", a.PopRequests)
-		w.int("ackRequests", a.AckRequests)
-		w.int("jobsDone", a.Jobs)
-		w.float("pushPerSecond", q.perSecond(a.PushMessages))
-		w.float("popPerSecond", q.perSecond(a.PopMessages))
-		w.float("ackPerSecond", q.perSecond(a.AckMessages))
-		w.int("avgEventLoopLagMs", a.avg(a.loopLag))
-		w.int("maxEventLoopLagMs", a.LoopLagMax)
-		w.int("avgFreeSlots", 0)
-		w.int("minFreeSlots", 0)
-		w.int("dbConnections", 0)
-		w.int("avgJobQueueSize", a.avg(a.jobsAvg))
-		w.int("maxJobQueueSize", a.JobsMax)
-		w.int("backoffSize", 0)
-		w.int("avgLagMs", meanLag(a.LagSum, a.PopMessages))
-		w.int("maxLagMs", a.LagMax)
-		w.int("lagCount", a.PopMessages)
-		w.int("dbErrors", a.DBErrors)
-		w.int("ackSuccess", a.AckSuccess)
-		w.int("ackFailed", a.AckFailed)
-		w.int("dlqCount", a.DLQ)
-		w.endObject()
+		w.Object("")
+		w.TimeLayout("timestamp", b*minuteUS, layoutSeconds)
+		w.Int("pushMessages", a.PushMessages)
+		w.Int("popMessages", a.PopMessages)
+		w.Int("ackMessages", a.AckMessages)
+		w.Int("pushRequests", a.PushRequests)
+		w.Int("popRequests", a.PopRequests)
+		w.Int("ackRequests", a.AckRequests)
+		w.Int("jobsDone", a.Jobs)
+		w.Float("pushPerSecond", q.perSecond(a.PushMessages))
+		w.Float("popPerSecond", q.perSecond(a.PopMessages))
+		w.Float("ackPerSecond", q.perSecond(a.AckMessages))
+		w.Int("avgEventLoopLagMs", a.avg(a.loopLag))
+		w.Int("maxEventLoopLagMs", a.LoopLagMax)
+		w.Int("avgFreeSlots", 0)
+		w.Int("minFreeSlots", 0)
+		w.Int("dbConnections", 0)
+		w.Int("avgJobQueueSize", a.avg(a.jobsAvg))
+		w.Int("maxJobQueueSize", a.JobsMax)
+		w.Int("backoffSize", 0)
+		w.Int("avgLagMs", meanLag(a.LagSum, a.PopMessages))
+		w.Int("maxLagMs", a.LagMax)
+		w.Int("lagCount", a.PopMessages)
+		w.Int("dbErrors", a.DBErrors)
+		w.Int("ackSuccess", a.AckSuccess)
+		w.Int("ackFailed", a.AckFailed)
+		w.Int("dlqCount", a.DLQ)
+		w.EndObject()
 	}
-	w.endArray()
+	w.EndArray()
 	s.writeWorkers(&w, &q)
 	writeQueuePops(&w, q.mergeQueues())
-	w.object("summary")
+	w.Object("summary")
 	var t nodeMinute
 	for _, n := range q.nodes {
 		t.add(&n.totals)
 	}
-	w.int("totalPushMessages", t.PushMessages)
-	w.int("totalPopMessages", t.PopMessages)
-	w.int("totalAckMessages", t.AckMessages)
-	w.int("totalPushRequests", t.PushRequests)
-	w.int("totalPopRequests", t.PopRequests)
-	w.int("totalAckRequests", t.AckRequests)
-	w.int("totalDbErrors", t.DBErrors)
-	w.int("totalAckFailed", t.AckFailed)
-	w.int("totalDlq", t.DLQ)
-	w.int("pendingMessages", t.PushMessages-t.PopMessages)
-	w.endObject()
-	w.endObject()
+	w.Int("totalPushMessages", t.PushMessages)
+	w.Int("totalPopMessages", t.PopMessages)
+	w.Int("totalAckMessages", t.AckMessages)
+	w.Int("totalPushRequests", t.PushRequests)
+	w.Int("totalPopRequests", t.PopRequests)
+	w.Int("totalAckRequests", t.AckRequests)
+	w.Int("totalDbErrors", t.DBErrors)
+	w.Int("totalAckFailed", t.AckFailed)
+	w.Int("totalDlq", t.DLQ)
+	w.Int("pendingMessages", t.PushMessages-t.PopMessages)
+	w.EndObject()
+	w.EndObject()
 	send(ctx, fasthttp.StatusOK, w)
 }
 
 // writeWorkers writes worker-metrics' "workers": each node over the last
 // five minutes, whatever the range and filters.
-func (s *Server) writeWorkers(w *jsonWriter, q *analyticsQuery) {
+func (s *Server) writeWorkers(w *wire.Writer, q *analyticsQuery) {
 	now := q.now.UnixMicro()
 	recent := s.an.series(q.self, ceilDiv(now-int64(workersWindow/time.Microsecond), minuteUS), floorDiv(now, minuteUS))
-	w.array("workers")
+	w.Array("workers")
 	for _, n := range recent {
 		if len(n.minutes) == 0 {
 			continue
@@ -639,25 +640,25 @@ func (s *Server) writeWorkers(w *jsonWriter, q *analyticsQuery) {
 		for i := range n.minutes {
 			a.add(&n.minutes[i])
 		}
-		w.object("")
-		w.str("hostname", n.id)
-		w.int("workerId", 0)
-		w.int("avgEventLoopLagMs", a.avg(a.loopLag))
-		w.int("maxEventLoopLagMs", a.LoopLagMax)
-		w.int("freeSlots", 0)
-		w.int("dbConnections", 0)
-		w.int("jobQueueSize", a.JobsMax)
-		w.int("backoffSize", 0)
-		w.int("messagesProcessed", a.PushMessages+a.AckMessages)
-		w.timeLayout("lastSeen", a.newest*minuteUS, layoutSeconds)
-		w.endObject()
+		w.Object("")
+		w.Str("hostname", n.id)
+		w.Int("workerId", 0)
+		w.Int("avgEventLoopLagMs", a.avg(a.loopLag))
+		w.Int("maxEventLoopLagMs", a.LoopLagMax)
+		w.Int("freeSlots", 0)
+		w.Int("dbConnections", 0)
+		w.Int("jobQueueSize", a.JobsMax)
+		w.Int("backoffSize", 0)
+		w.Int("messagesProcessed", a.PushMessages+a.AckMessages)
+		w.TimeLayout("lastSeen", a.newest*minuteUS, layoutSeconds)
+		w.EndObject()
 	}
-	w.endArray()
+	w.EndArray()
 }
 
 // writeQueuePops writes worker-metrics' "queues": each queue's pops over
 // the range, most popped first.
-func writeQueuePops(w *jsonWriter, minutes []minuteQueues) {
+func writeQueuePops(w *wire.Writer, minutes []minuteQueues) {
 	byQ := map[string]*queueAgg{}
 	var all []*queueAgg
 	for _, mq := range minutes {
@@ -675,14 +676,14 @@ func writeQueuePops(w *jsonWriter, minutes []minuteQueues) {
 	slices.SortFunc(all, func(a, b *queueAgg) int {
 		return cmp.Or(cmp.Compare(b.PopMessages, a.PopMessages), strings.Compare(a.Queue, b.Queue))
 	})
-	w.array("queues")
+	w.Array("queues")
 	for _, a := range all {
-		w.object("")
-		w.str("queueName", a.Queue)
-		w.int("popCount", a.PopMessages)
-		w.int("avgLagMs", meanLag(a.LagSum, a.PopMessages))
-		w.int("maxLagMs", a.LagMax)
-		w.endObject()
+		w.Object("")
+		w.Str("queueName", a.Queue)
+		w.Int("popCount", a.PopMessages)
+		w.Int("avgLagMs", meanLag(a.LagSum, a.PopMessages))
+		w.Int("maxLagMs", a.LagMax)
+		w.EndObject()
 	}
-	w.endArray()
+	w.EndArray()
 }

@@ -1,6 +1,10 @@
 package server
 
-import "github.com/valyala/fasthttp"
+import (
+	"github.com/valyala/fasthttp"
+
+	"github.com/queenmq/queen/server/wire"
+)
 
 // systemMetrics answers GET /api/v1/analytics/system-metrics?from&to&hostname&workerId:
 // per node, its sampled process figures per bucket, ascending.
@@ -15,7 +19,7 @@ func (s *Server) systemMetrics(ctx *fasthttp.RequestCtx, _ *params) {
 		stats   [numSys]sysStat
 	}
 	w := q.head(ctx, false)
-	w.array("replicas")
+	w.Array("replicas")
 	replicas, points := 0, 0
 	for _, n := range q.nodes {
 		if !q.node(n.id) {
@@ -44,39 +48,39 @@ func (s *Server) systemMetrics(ctx *fasthttp.RequestCtx, _ *params) {
 		}
 		replicas++
 		points += len(series)
-		w.object("")
-		w.str("hostname", n.id)
-		w.int("port", int64(n.port))
-		w.int("workerId", 0)
-		w.array("timeSeries")
+		w.Object("")
+		w.Str("hostname", n.id)
+		w.Int("port", int64(n.port))
+		w.Int("workerId", 0)
+		w.Array("timeSeries")
 		for _, p := range series {
-			w.object("")
-			w.timeMillis("timestamp", p.at*minuteUS)
-			w.int("sampleCount", p.samples)
+			w.Object("")
+			w.TimeMillis("timestamp", p.at*minuteUS)
+			w.Int("sampleCount", p.samples)
 			writeSysMetrics(&w, &p.stats, p.samples)
-			w.endObject()
+			w.EndObject()
 		}
-		w.endArray()
-		w.endObject()
+		w.EndArray()
+		w.EndObject()
 	}
-	w.endArray()
-	w.int("replicaCount", int64(replicas))
-	w.int("bucketMinutes", q.bucket)
-	w.int("pointCount", int64(points))
-	w.endObject()
+	w.EndArray()
+	w.Int("replicaCount", int64(replicas))
+	w.Int("bucketMinutes", q.bucket)
+	w.Int("pointCount", int64(points))
+	w.EndObject()
 	send(ctx, fasthttp.StatusOK, w)
 }
 
 // writeSysMetrics writes one point's "metrics". What this broker has no
 // counterpart for (a database pool, thread pools, peer sync) is 0.
-func writeSysMetrics(w *jsonWriter, st *[numSys]sysStat, samples int64) {
+func writeSysMetrics(w *wire.Writer, st *[numSys]sysStat, samples int64) {
 	leaf := func(k string, s sysStat) {
-		w.object(k)
-		w.float("avg", round2(float64(s.Sum)/float64(max(samples, 1))))
-		w.int("min", s.Min)
-		w.int("max", s.Max)
-		w.int("last", s.Last)
-		w.endObject()
+		w.Object(k)
+		w.Float("avg", round2(float64(s.Sum)/float64(max(samples, 1))))
+		w.Int("min", s.Min)
+		w.Int("max", s.Max)
+		w.Int("last", s.Last)
+		w.EndObject()
 	}
 	zeros := func(keys ...string) {
 		for _, k := range keys {
@@ -84,60 +88,60 @@ func writeSysMetrics(w *jsonWriter, st *[numSys]sysStat, samples int64) {
 		}
 	}
 	counts := func(k string, keys ...string) {
-		w.object(k)
+		w.Object(k)
 		for _, c := range keys {
-			w.int(c, 0)
+			w.Int(c, 0)
 		}
-		w.endObject()
+		w.EndObject()
 	}
-	w.object("metrics")
-	w.object("cpu")
+	w.Object("metrics")
+	w.Object("cpu")
 	leaf("user_us", st[sysCPUUser])
 	leaf("system_us", st[sysCPUSystem])
-	w.endObject()
-	w.object("memory")
+	w.EndObject()
+	w.Object("memory")
 	leaf("rss_bytes", st[sysRSS])
 	leaf("virtual_bytes", st[sysVirtual])
-	w.endObject()
-	w.object("database")
+	w.EndObject()
+	w.Object("database")
 	zeros("pool_size", "pool_idle", "pool_active")
-	w.endObject()
-	w.object("threadpool")
-	w.object("db")
+	w.EndObject()
+	w.Object("threadpool")
+	w.Object("db")
 	zeros("pool_size", "queue_size")
-	w.endObject()
-	w.object("system")
+	w.EndObject()
+	w.Object("system")
 	zeros("pool_size", "queue_size")
-	w.endObject()
-	w.endObject()
-	w.object("registries")
+	w.EndObject()
+	w.EndObject()
+	w.Object("registries")
 	leaf("response", st[sysInflight])
-	w.endObject()
-	w.object("shared_state")
-	w.bool("enabled", false)
-	w.object("sidecar_ops")
+	w.EndObject()
+	w.Object("shared_state")
+	w.Bool("enabled", false)
+	w.Object("sidecar_ops")
 	for _, op := range []string{"push", "pop", "ack"} {
 		counts(op, "count", "latency_us", "items")
 	}
-	w.endObject()
+	w.EndObject()
 	counts("queue_backoff", "queues_with_backoff", "total_backed_off_groups", "avg_interval_ms")
-	w.array("queue_backoff_summary")
-	w.endArray()
+	w.Array("queue_backoff_summary")
+	w.EndArray()
 	counts("queue_config_cache", "size", "hits", "misses")
 	counts("consumer_presence", "queues_tracked", "servers_tracked", "total_registrations")
 	counts("server_health", "alive", "dead")
 	counts("transport", "sent", "received", "dropped")
-	w.endObject()
-	w.endObject()
+	w.EndObject()
+	w.EndObject()
 }
 
 // sharedState answers GET /api/v1/system/shared-state: Queen's UDP peer
 // sync has no counterpart here (nodes share state through Raft).
 func (s *Server) sharedState(ctx *fasthttp.RequestCtx, _ *params) {
 	w := startBody(ctx)
-	w.object("")
-	w.bool("enabled", false)
-	w.str("reason", "not_initialized")
-	w.endObject()
+	w.Object("")
+	w.Bool("enabled", false)
+	w.Str("reason", "not_initialized")
+	w.EndObject()
 	send(ctx, fasthttp.StatusOK, w)
 }

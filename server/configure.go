@@ -8,6 +8,7 @@ import (
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/server/wire"
 )
 
 // configure answers POST /api/v1/configure (docs/decisions.md C5): options merge into the
@@ -21,28 +22,28 @@ func (s *Server) configure(ctx *fasthttp.RequestCtx, _ *params) {
 		group    int64
 		hasGroup bool
 	)
-	err := decodeObject(ctx.PostBody(), false, func(sc *scanner, key []byte) (err error) {
+	err := wire.DecodeObject(ctx.PostBody(), false, func(sc *wire.Scanner, key []byte) (err error) {
 		switch string(key) {
 		case "queue":
-			cmd.Queue, hasQueue, err = sc.optString("queue")
+			cmd.Queue, hasQueue, err = sc.OptString("queue")
 		case "namespace":
-			cmd.Namespace, cmd.NamespaceSet, err = sc.optString("namespace")
+			cmd.Namespace, cmd.NamespaceSet, err = sc.OptString("namespace")
 		case "task":
-			cmd.Task, cmd.TaskSet, err = sc.optString("task")
+			cmd.Task, cmd.TaskSet, err = sc.OptString("task")
 		case "replace":
-			cmd.Replace, _, err = sc.optBool("replace")
+			cmd.Replace, _, err = sc.OptBool("replace")
 		case "raftGroup":
-			group, hasGroup, err = sc.optInt("raftGroup")
+			group, hasGroup, err = sc.OptInt("raftGroup")
 		case "options":
-			switch sc.peek() {
+			switch sc.Peek() {
 			case 'n':
-				return sc.literal("null")
+				return sc.Literal("null")
 			case '{':
-				return sc.object(func(sc *scanner, key []byte) error { return decodeOption(sc, key, &cmd) })
+				return sc.Object(func(sc *wire.Scanner, key []byte) error { return decodeOption(sc, key, &cmd) })
 			}
 			return skipThen(sc, badRequest("options must be an object"))
 		default:
-			return sc.skip()
+			return sc.Skip()
 		}
 		return err
 	})
@@ -70,22 +71,22 @@ func (s *Server) configure(ctx *fasthttp.RequestCtx, _ *params) {
 			"queue", info.Name)
 	}
 	w := startBody(ctx)
-	w.object("")
-	w.bool("configured", true)
-	w.id("queueId", info.ID)
+	w.Object("")
+	w.Bool("configured", true)
+	w.ID("queueId", info.ID)
 	for i := range info.Partitions {
 		if info.Partitions[i].Name == engine.DefaultPartition {
-			w.id("partitionId", info.Partitions[i].ID)
+			w.ID("partitionId", info.Partitions[i].ID)
 		}
 	}
-	w.str("queue", info.Name)
-	w.str("namespace", info.Namespace)
-	w.str("task", info.Task)
+	w.Str("queue", info.Name)
+	w.Str("namespace", info.Namespace)
+	w.Str("task", info.Task)
 	writeOptions(&w, "options", info.Config)
 	if placed != 0 {
-		w.int("raftGroup", int64(placed))
+		w.Int("raftGroup", int64(placed))
 	}
-	w.endObject()
+	w.EndObject()
 	send(ctx, fasthttp.StatusOK, w)
 }
 
@@ -116,18 +117,18 @@ func (s *Server) placeQueue(queue string, group int64) (uint32, error) {
 // decodeOption reads one member of configure's options. Unknown keys are
 // ignored; null resets the option (docs/decisions.md C5); ints must be non-negative integers,
 // booleans booleans.
-func decodeOption(sc *scanner, key []byte, cmd *engine.ConfigureCmd) error {
+func decodeOption(sc *wire.Scanner, key []byte, cmd *engine.ConfigureCmd) error {
 	o, ok := engine.OptionByName(string(key))
 	if !ok {
-		return sc.skip()
+		return sc.Skip()
 	}
-	if sc.peek() == 'n' {
+	if sc.Peek() == 'n' {
 		cmd.Reset = append(cmd.Reset, o)
-		return sc.literal("null")
+		return sc.Literal("null")
 	}
 	var v int64
 	if o.Kind() == engine.KindBool {
-		b, _, err := sc.optBool(o.Name())
+		b, _, err := sc.OptBool(o.Name())
 		if err != nil {
 			return err
 		}
@@ -136,7 +137,7 @@ func decodeOption(sc *scanner, key []byte, cmd *engine.ConfigureCmd) error {
 		}
 	} else {
 		var err error
-		if v, _, err = sc.optInt(o.Name()); err != nil {
+		if v, _, err = sc.OptInt(o.Name()); err != nil {
 			return err
 		}
 		if v < 0 {
@@ -149,14 +150,14 @@ func decodeOption(sc *scanner, key []byte, cmd *engine.ConfigureCmd) error {
 
 // writeOptions writes every option with its effective value; booleans as
 // JSON booleans.
-func writeOptions(w *jsonWriter, k string, c engine.Config) {
-	w.object(k)
+func writeOptions(w *wire.Writer, k string, c engine.Config) {
+	w.Object(k)
 	for _, o := range engine.AllOptions() {
 		if o.Kind() == engine.KindBool {
-			w.bool(o.Name(), c.Bool(o))
+			w.Bool(o.Name(), c.Bool(o))
 		} else {
-			w.int(o.Name(), c.Get(o))
+			w.Int(o.Name(), c.Get(o))
 		}
 	}
-	w.endObject()
+	w.EndObject()
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/server/wire"
 )
 
 // counts are message counts of a partition or a sum of them. They are
@@ -51,15 +52,15 @@ func partitionCounts(p *engine.PartitionInfo, now int64) counts {
 	return c
 }
 
-func writeCounts(w *jsonWriter, k string, c counts) {
-	w.object(k)
-	w.int("total", c.total)
-	w.int("pending", c.pending)
-	w.int("processing", c.processing)
-	w.int("completed", c.completed)
-	w.int("failed", 0)
-	w.int("deadLetter", c.deadLetter)
-	w.endObject()
+func writeCounts(w *wire.Writer, k string, c counts) {
+	w.Object(k)
+	w.Int("total", c.total)
+	w.Int("pending", c.pending)
+	w.Int("processing", c.processing)
+	w.Int("completed", c.completed)
+	w.Int("failed", 0)
+	w.Int("deadLetter", c.deadLetter)
+	w.EndObject()
 }
 
 // dlqLimit caps the rows read to break dead letters down by queue and
@@ -120,29 +121,29 @@ func filterQueues(ctx *fasthttp.RequestCtx, qs []engine.QueueInfo) []engine.Queu
 
 // writeQueueSummary writes a queue as the queue lists show it, with the
 // columns the CLI's table looks for.
-func writeQueueSummary(w *jsonWriter, q *engine.QueueInfo, c counts, group uint32) {
-	w.object("")
-	w.id("id", q.ID)
-	w.str("name", q.Name)
-	w.str("namespace", q.Namespace)
-	w.str("task", q.Task)
-	w.timeMillis("createdAt", q.CreatedAt)
-	w.int("partitions", int64(len(q.Partitions)))
-	w.int("partitionCount", int64(len(q.Partitions)))
-	w.object("messages")
-	w.int("total", c.total)
-	w.int("pending", c.pending)
-	w.int("processing", c.processing)
-	w.endObject()
-	w.int("priority", q.Config.Get(engine.OptPriority))
-	w.int("leaseTime", q.Config.Get(engine.OptLeaseTime))
-	w.int("retryLimit", q.Config.Get(engine.OptRetryLimit))
-	w.int("maxSize", q.Config.Get(engine.OptMaxSize))
-	w.bool("encryptionEnabled", q.Config.Bool(engine.OptEncryptionEnabled))
+func writeQueueSummary(w *wire.Writer, q *engine.QueueInfo, c counts, group uint32) {
+	w.Object("")
+	w.ID("id", q.ID)
+	w.Str("name", q.Name)
+	w.Str("namespace", q.Namespace)
+	w.Str("task", q.Task)
+	w.TimeMillis("createdAt", q.CreatedAt)
+	w.Int("partitions", int64(len(q.Partitions)))
+	w.Int("partitionCount", int64(len(q.Partitions)))
+	w.Object("messages")
+	w.Int("total", c.total)
+	w.Int("pending", c.pending)
+	w.Int("processing", c.processing)
+	w.EndObject()
+	w.Int("priority", q.Config.Get(engine.OptPriority))
+	w.Int("leaseTime", q.Config.Get(engine.OptLeaseTime))
+	w.Int("retryLimit", q.Config.Get(engine.OptRetryLimit))
+	w.Int("maxSize", q.Config.Get(engine.OptMaxSize))
+	w.Bool("encryptionEnabled", q.Config.Bool(engine.OptEncryptionEnabled))
 	if group != 0 {
-		w.int("raftGroup", int64(group)) // beyond Queen: the queue's Raft group (--groups)
+		w.Int("raftGroup", int64(group)) // beyond Queen: the queue's Raft group (--groups)
 	}
-	w.endObject()
+	w.EndObject()
 }
 
 // queueGroup is a queue's Raft group on a grouped broker, 0 otherwise.

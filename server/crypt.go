@@ -14,6 +14,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/server/wire"
 )
 
 // Encryption at rest (docs/semantics.md §11). The edge seals a payload into Queen's
@@ -159,12 +160,12 @@ func (c *payloadCipher) reveal(stored []byte, sealed bool) (data []byte, decrypt
 // keys and adds spaces), each a string of standard padded base64; iv and
 // authTag decode to 16 bytes. It returns the decoded bytes.
 func parseEnvelope(b []byte) (ct, iv, tag []byte, ok bool) {
-	sc := scanner{b: b}
-	if sc.peek() != '{' {
+	sc := wire.NewScanner(b)
+	if sc.Peek() != '{' {
 		return nil, nil, nil, false
 	}
 	var seen uint8
-	err := sc.object(func(sc *scanner, key []byte) error {
+	err := sc.Object(func(sc *wire.Scanner, key []byte) error {
 		var (
 			bit  uint8
 			dst  *[]byte
@@ -180,7 +181,7 @@ func parseEnvelope(b []byte) (ct, iv, tag []byte, ok bool) {
 		default:
 			return errNotEnvelope
 		}
-		if seen&bit != 0 || sc.peek() != '"' {
+		if seen&bit != 0 || sc.Peek() != '"' {
 			return errNotEnvelope
 		}
 		seen |= bit
@@ -198,7 +199,7 @@ func parseEnvelope(b []byte) (ct, iv, tag []byte, ok bool) {
 	if err != nil || seen != 7 {
 		return nil, nil, nil, false
 	}
-	if sc.ws(); sc.i != len(b) {
+	if !sc.Done() {
 		return nil, nil, nil, false
 	}
 	return ct, iv, tag, true
@@ -209,17 +210,10 @@ func parseEnvelope(b []byte) (ct, iv, tag []byte, ok bool) {
 // string with a backslash takes the scanner's path. A CR or LF in the value
 // (raw, which JSON forbids, or escaped) rules the payload out: the base64
 // decoder would skip it. Other control characters fail the decoding.
-func envelopeString(sc *scanner) ([]byte, error) {
-	var text []byte
-	rest := sc.b[sc.i+1:]
-	if n := bytes.IndexByte(rest, '"'); n >= 0 && bytes.IndexByte(rest[:n], '\\') < 0 {
-		text = rest[:n]
-		sc.i += n + 2
-	} else {
-		var err error
-		if text, err = sc.stringBytes(); err != nil {
-			return nil, err
-		}
+func envelopeString(sc *wire.Scanner) ([]byte, error) {
+	text, err := sc.StringFast()
+	if err != nil {
+		return nil, err
 	}
 	if bytes.IndexByte(text, '\n') >= 0 || bytes.IndexByte(text, '\r') >= 0 {
 		return nil, errNotEnvelope
@@ -229,14 +223,7 @@ func envelopeString(sc *scanner) ([]byte, error) {
 
 // oneJSONValue reports whether b is exactly one JSON value (whitespace
 // around it allowed): a decrypted payload is written into replies raw.
-func oneJSONValue(b []byte) bool {
-	sc := scanner{b: b}
-	if sc.skip() != nil {
-		return false
-	}
-	sc.ws()
-	return sc.i == len(b)
-}
+func oneJSONValue(b []byte) bool { return wire.OneValue(b) }
 
 // queueConfigs is the optional, cheap way to read one queue's configuration
 // (engine.Engine.QueueConfig). A Broker without it is asked for the whole

@@ -8,6 +8,7 @@ import (
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/server/wire"
 )
 
 // maxDLQPage caps a DLQ page. It is high on purpose: `queenctl dlq drain`
@@ -28,19 +29,19 @@ func (s *Server) listDLQ(ctx *fasthttp.RequestCtx, _ *params) {
 		return
 	}
 	w := startBody(ctx)
-	w.object("")
-	w.array("messages")
+	w.Object("")
+	w.Array("messages")
 	for i := range rows {
 		writeDeadLetter(&w, &rows[i], s.crypt)
 	}
-	w.endArray()
-	w.object("pagination")
-	w.int("limit", int64(f.Limit))
-	w.int("offset", int64(f.Offset))
-	w.bool("hasMore", f.Offset+len(rows) < total)
-	w.endObject()
-	w.int("total", int64(total))
-	w.endObject()
+	w.EndArray()
+	w.Object("pagination")
+	w.Int("limit", int64(f.Limit))
+	w.Int("offset", int64(f.Offset))
+	w.Bool("hasMore", f.Offset+len(rows) < total)
+	w.EndObject()
+	w.Int("total", int64(total))
+	w.EndObject()
 	send(ctx, fasthttp.StatusOK, w)
 }
 
@@ -115,13 +116,13 @@ func (s *Server) replayDLQ(ctx *fasthttp.RequestCtx, _ *params) {
 		return
 	}
 	w := startBody(ctx)
-	w.object("")
-	w.bool("success", failed == 0)
-	w.int("replayed", int64(replayed))
-	w.int("skipped", int64(skipped))
-	w.int("failed", int64(failed))
-	w.int("remaining", int64(remaining))
-	w.endObject()
+	w.Object("")
+	w.Bool("success", failed == 0)
+	w.Int("replayed", int64(replayed))
+	w.Int("skipped", int64(skipped))
+	w.Int("failed", int64(failed))
+	w.Int("remaining", int64(remaining))
+	w.EndObject()
 	send(ctx, fasthttp.StatusOK, w)
 }
 
@@ -129,32 +130,32 @@ func (s *Server) replayDLQ(ctx *fasthttp.RequestCtx, _ *params) {
 // plus what docs/decisions.md B2 keeps (enqueuedAt, producerSub, offset, deliveries). A
 // snapshot the broker sealed is written decrypted, flagged isEncrypted:true,
 // when c opens it; any other is written as stored, isEncrypted:false.
-func writeDeadLetter(w *jsonWriter, d *engine.DeadLetter, c *payloadCipher) {
-	w.object("")
-	w.id("id", d.MessageID)
-	w.str("transactionId", d.TransactionID)
-	w.id("partitionId", d.PartitionID)
-	w.str("queue", d.Queue)
-	w.str("queueName", d.Queue)
-	w.str("partition", d.Partition)
-	w.str("consumerGroup", d.Group)
-	w.str("errorMessage", d.Error)
-	w.int("retryCount", int64(d.RetryCount))
+func writeDeadLetter(w *wire.Writer, d *engine.DeadLetter, c *payloadCipher) {
+	w.Object("")
+	w.ID("id", d.MessageID)
+	w.Str("transactionId", d.TransactionID)
+	w.ID("partitionId", d.PartitionID)
+	w.Str("queue", d.Queue)
+	w.Str("queueName", d.Queue)
+	w.Str("partition", d.Partition)
+	w.Str("consumerGroup", d.Group)
+	w.Str("errorMessage", d.Error)
+	w.Int("retryCount", int64(d.RetryCount))
 	data, decrypted := c.reveal(d.Payload, d.Sealed)
-	w.raw("data", data)
-	w.bool("isEncrypted", decrypted)
+	w.Raw("data", data)
+	w.Bool("isEncrypted", decrypted)
 	if d.HasTrace {
-		w.id("traceId", d.TraceID)
+		w.ID("traceId", d.TraceID)
 	} else {
-		w.null("traceId")
+		w.Null("traceId")
 	}
-	w.strOrNull("producerSub", d.ProducerSub)
-	w.timeMillis("createdAt", d.FailedAt)
-	w.timeMillis("failedAt", d.FailedAt)
-	w.timeMicros("enqueuedAt", d.EnqueuedAt)
-	w.int("offset", d.Offset)
-	w.int("deliveries", int64(d.Deliveries))
-	w.endObject()
+	w.StrOrNull("producerSub", d.ProducerSub)
+	w.TimeMillis("createdAt", d.FailedAt)
+	w.TimeMillis("failedAt", d.FailedAt)
+	w.TimeMicros("enqueuedAt", d.EnqueuedAt)
+	w.Int("offset", d.Offset)
+	w.Int("deliveries", int64(d.Deliveries))
+	w.EndObject()
 }
 
 // address parses a {partitionId}/{transactionId} path. A partition id that
@@ -190,7 +191,7 @@ func (s *Server) listMessages(ctx *fasthttp.RequestCtx, _ *params) {
 		dst *int64
 	}{{"from", &f.From}, {"to", &f.To}} {
 		if v := queryString(args, b.key); v != "" {
-			t, ok := parseTime(v)
+			t, ok := wire.ParseTime(v)
 			if !ok {
 				s.writeError(ctx, badRequest(b.key+" must be an ISO-8601 timestamp"))
 				return
@@ -221,8 +222,8 @@ func (s *Server) listMessages(ctx *fasthttp.RequestCtx, _ *params) {
 	}
 	us := now.UnixMicro()
 	w := startBody(ctx)
-	w.object("")
-	w.array("messages")
+	w.Object("")
+	w.Array("messages")
 	var summary []engine.CursorInfo
 	matched := 0
 	for i := range msgs {
@@ -240,26 +241,26 @@ func (s *Server) listMessages(ctx *fasthttp.RequestCtx, _ *params) {
 		if summary == nil {
 			summary = m.Groups
 		}
-		w.object("")
+		w.Object("")
 		writeMessageRef(&w, &m.Message, st.status)
-		w.str("queueStatus", st.queueStatus)
-		w.object("busStatus")
-		w.int("consumedBy", int64(st.busConsumed))
-		w.int("totalGroups", int64(st.busGroups))
-		w.endObject()
+		w.Str("queueStatus", st.queueStatus)
+		w.Object("busStatus")
+		w.Int("consumedBy", int64(st.busConsumed))
+		w.Int("totalGroups", int64(st.busGroups))
+		w.EndObject()
 		if m.HasTrace {
-			w.id("traceId", m.TraceID)
+			w.ID("traceId", m.TraceID)
 		} else {
-			w.null("traceId")
+			w.Null("traceId")
 		}
-		w.strOrNull("producerSub", m.ProducerSub)
-		w.timeMicros("createdAt", m.CreatedAt)
-		w.timeMillis("leaseExpiresAt", st.leaseExpires)
-		w.endObject()
+		w.StrOrNull("producerSub", m.ProducerSub)
+		w.TimeMicros("createdAt", m.CreatedAt)
+		w.TimeMillis("leaseExpiresAt", st.leaseExpires)
+		w.EndObject()
 	}
-	w.endArray()
+	w.EndArray()
 	writeMode(&w, summary, 0)
-	w.endObject()
+	w.EndObject()
 	send(ctx, fasthttp.StatusOK, w)
 }
 
@@ -344,61 +345,61 @@ func (s *Server) getMessage(ctx *fasthttp.RequestCtx, p *params) {
 	st := statusOf(&msg, len(dead) > 0, now)
 	status, leaseExpires, consumedBy := st.status, st.leaseExpires, st.consumedBy
 	w := startBody(ctx)
-	w.object("")
-	w.id("id", msg.ID)
-	w.str("transactionId", msg.TransactionID)
-	w.id("partitionId", msg.PartitionID)
-	w.str("queuePath", msg.Queue+"/"+msg.Partition)
-	w.str("queue", msg.Queue)
-	w.str("partition", msg.Partition)
-	w.str("namespace", info.Namespace)
-	w.str("task", info.Task)
-	w.str("status", status)
+	w.Object("")
+	w.ID("id", msg.ID)
+	w.Str("transactionId", msg.TransactionID)
+	w.ID("partitionId", msg.PartitionID)
+	w.Str("queuePath", msg.Queue+"/"+msg.Partition)
+	w.Str("queue", msg.Queue)
+	w.Str("partition", msg.Partition)
+	w.Str("namespace", info.Namespace)
+	w.Str("task", info.Task)
+	w.Str("status", status)
 	data, decrypted := s.crypt.reveal(msg.Payload, msg.Sealed)
-	w.raw("payload", data)
-	w.raw("data", data)
-	w.bool("isEncrypted", decrypted)
+	w.Raw("payload", data)
+	w.Raw("data", data)
+	w.Bool("isEncrypted", decrypted)
 	if msg.HasTrace {
-		w.id("traceId", msg.TraceID)
+		w.ID("traceId", msg.TraceID)
 	} else {
-		w.null("traceId")
+		w.Null("traceId")
 	}
-	w.strOrNull("producerSub", msg.ProducerSub)
-	w.timeMicros("createdAt", msg.CreatedAt)
+	w.StrOrNull("producerSub", msg.ProducerSub)
+	w.TimeMicros("createdAt", msg.CreatedAt)
 	if len(dead) > 0 {
 		d := newest(dead)
-		w.str("errorMessage", d.Error)
-		w.int("retryCount", int64(d.RetryCount))
+		w.Str("errorMessage", d.Error)
+		w.Int("retryCount", int64(d.RetryCount))
 	} else {
-		w.null("errorMessage")
-		w.int("retryCount", 0)
+		w.Null("errorMessage")
+		w.Int("retryCount", 0)
 	}
-	w.timeMillis("leaseExpiresAt", leaseExpires)
-	w.object("queueConfig")
+	w.TimeMillis("leaseExpiresAt", leaseExpires)
+	w.Object("queueConfig")
 	for _, o := range []engine.Option{engine.OptLeaseTime, engine.OptRetryLimit, engine.OptRetryDelay, engine.OptTTL, engine.OptPriority} {
-		w.int(o.Name(), info.Config.Get(o))
+		w.Int(o.Name(), info.Config.Get(o))
 	}
-	w.endObject()
+	w.EndObject()
 	writeMode(&w, msg.Groups, consumedBy)
-	w.array("consumerGroups")
+	w.Array("consumerGroups")
 	for _, g := range msg.Groups {
-		w.object("")
-		w.str("name", g.Group)
-		w.bool("consumed", int64(msg.Offset) <= g.Committed)
+		w.Object("")
+		w.Str("name", g.Group)
+		w.Bool("consumed", int64(msg.Offset) <= g.Committed)
 		if g.Lease != (engine.ID{}) && g.LeaseExpiresAt > now {
-			w.timeMillis("leaseExpiresAt", g.LeaseExpiresAt)
+			w.TimeMillis("leaseExpiresAt", g.LeaseExpiresAt)
 		} else {
-			w.null("leaseExpiresAt")
+			w.Null("leaseExpiresAt")
 		}
-		w.endObject()
+		w.EndObject()
 	}
-	w.endArray()
-	w.endObject()
+	w.EndArray()
+	w.EndObject()
 	send(ctx, fasthttp.StatusOK, w)
 }
 
 // writeMode writes the queue/bus mode summary of a partition's groups.
-func writeMode(w *jsonWriter, groups []engine.CursorInfo, consumedBy int) {
+func writeMode(w *wire.Writer, groups []engine.CursorInfo, consumedBy int) {
 	queueMode, bus := false, 0
 	for _, g := range groups {
 		if g.Group == engine.QueueMode {
@@ -416,12 +417,12 @@ func writeMode(w *jsonWriter, groups []engine.CursorInfo, consumedBy int) {
 	case bus > 0:
 		mode = "bus"
 	}
-	w.object("mode")
-	w.bool("hasQueueMode", queueMode)
-	w.int("busGroupsCount", int64(bus))
-	w.int("consumedByGroups", int64(consumedBy))
-	w.str("type", mode)
-	w.endObject()
+	w.Object("mode")
+	w.Bool("hasQueueMode", queueMode)
+	w.Int("busGroupsCount", int64(bus))
+	w.Int("consumedByGroups", int64(consumedBy))
+	w.Str("type", mode)
+	w.EndObject()
 }
 
 func newest(rows []engine.DeadLetter) *engine.DeadLetter {
@@ -456,13 +457,13 @@ func (s *Server) deleteMessage(ctx *fasthttp.RequestCtx, p *params) {
 	}
 	s.m.dlqDeletes.Add(removed)
 	w := startBody(ctx)
-	w.object("")
-	w.bool("success", true)
-	w.str("partitionId", p.get("partitionId"))
-	w.str("transactionId", txn)
-	w.int("deleted", int64(removed))
-	w.str("message", "Message deleted successfully")
-	w.endObject()
+	w.Object("")
+	w.Bool("success", true)
+	w.Str("partitionId", p.get("partitionId"))
+	w.Str("transactionId", txn)
+	w.Int("deleted", int64(removed))
+	w.Str("message", "Message deleted successfully")
+	w.EndObject()
 	send(ctx, fasthttp.StatusOK, w)
 }
 
@@ -479,20 +480,20 @@ func (s *Server) replayMessage(ctx *fasthttp.RequestCtx, p *params) {
 		return
 	}
 	cmd := engine.ReplayCmd{PartitionID: part, TransactionID: txn, Group: queryString(ctx.QueryArgs(), "consumerGroup")}
-	err = decodeObject(ctx.PostBody(), true, func(sc *scanner, key []byte) (err error) {
+	err = wire.DecodeObject(ctx.PostBody(), true, func(sc *wire.Scanner, key []byte) (err error) {
 		switch string(key) {
 		case "data", "payload":
-			cmd.Payload, err = sc.raw()
+			cmd.Payload, err = sc.Raw()
 			return err
 		case "consumerGroup":
 			var g string
 			var ok bool
-			if g, ok, err = sc.optString("consumerGroup"); ok {
+			if g, ok, err = sc.OptString("consumerGroup"); ok {
 				cmd.Group = g
 			}
 			return err
 		}
-		return sc.skip()
+		return sc.Skip()
 	})
 	if err == nil && cmd.Payload != nil {
 		cmd.Restamp, cmd.ProducerSub = true, p.subject
@@ -510,15 +511,15 @@ func (s *Server) replayMessage(ctx *fasthttp.RequestCtx, p *params) {
 	s.m.replays.Inc()
 	s.m.pushed([]engine.PushResult{res.Push})
 	w := startBody(ctx)
-	w.object("")
-	w.bool("success", true)
-	w.str("queue", res.Queue)
-	w.str("partition", res.Partition)
+	w.Object("")
+	w.Bool("success", true)
+	w.Str("queue", res.Queue)
+	w.Str("partition", res.Partition)
 	writePushResult(&w, "replayedAs", 0, &engine.PushItem{}, &res.Push)
-	w.bool("replayed", true)
-	w.bool("dlqRowRemoved", res.RowsRemoved > 0)
-	w.int("rowsRemoved", int64(res.RowsRemoved))
-	w.endObject()
+	w.Bool("replayed", true)
+	w.Bool("dlqRowRemoved", res.RowsRemoved > 0)
+	w.Int("rowsRemoved", int64(res.RowsRemoved))
+	w.EndObject()
 	send(ctx, fasthttp.StatusOK, w)
 }
 
@@ -556,22 +557,22 @@ func (s *Server) moveToDLQ(ctx *fasthttp.RequestCtx, p *params) {
 	}
 	group := queryString(ctx.QueryArgs(), "consumerGroup")
 	text := "Moved to the dead-letter queue by an operator"
-	err = decodeObject(ctx.PostBody(), true, func(sc *scanner, key []byte) (err error) {
+	err = wire.DecodeObject(ctx.PostBody(), true, func(sc *wire.Scanner, key []byte) (err error) {
 		var v string
 		var ok bool
 		switch string(key) {
 		case "consumerGroup":
-			if v, ok, err = sc.optString("consumerGroup"); ok {
+			if v, ok, err = sc.OptString("consumerGroup"); ok {
 				group = v
 			}
 			return err
 		case "error", "errorMessage":
-			if v, ok, err = sc.optString(string(key)); ok && v != "" {
+			if v, ok, err = sc.OptString(string(key)); ok && v != "" {
 				text = v
 			}
 			return err
 		}
-		return sc.skip()
+		return sc.Skip()
 	})
 	if err != nil {
 		s.writeError(ctx, err)
@@ -589,15 +590,15 @@ func (s *Server) moveToDLQ(ctx *fasthttp.RequestCtx, p *params) {
 		group = engine.QueueMode
 	}
 	w := startBody(ctx)
-	w.object("")
-	w.bool("success", res.Success)
-	w.str("partitionId", p.get("partitionId"))
-	w.str("transactionId", txn)
-	w.str("consumerGroup", group)
-	w.strOrNull("queueName", res.Queue)
-	w.strOrNull("partitionName", res.Partition)
-	w.bool("dlq", res.DLQ)
-	w.strOrNull("error", res.Error)
-	w.endObject()
+	w.Object("")
+	w.Bool("success", res.Success)
+	w.Str("partitionId", p.get("partitionId"))
+	w.Str("transactionId", txn)
+	w.Str("consumerGroup", group)
+	w.StrOrNull("queueName", res.Queue)
+	w.StrOrNull("partitionName", res.Partition)
+	w.Bool("dlq", res.DLQ)
+	w.StrOrNull("error", res.Error)
+	w.EndObject()
 	send(ctx, fasthttp.StatusOK, w)
 }

@@ -140,11 +140,11 @@
 // whose body is optional is {}; query booleans are true for "true" or "1";
 // query integers that do not parse take their default. subscriptionFrom is
 // "now" or ISO-8601, else 400 (docs/decisions.md C6). Bodies are parsed by a small validating
-// scanner (decode.go) that never re-encodes payloads: a pushed payload is
+// scanner (package wire) that never re-encodes payloads: a pushed payload is
 // validated (its numbers within a double's range, which every consumer's
 // decoder needs) and stored as the exact bytes sent, and popped data is
 // written back as those bytes. Hot-path replies are appended byte by byte
-// (encode.go), without reflection. The body is read by the server itself
+// (package wire), without reflection. The body is read by the server itself
 // into a buffer of its request's own (see Memory), so handlers decode it in
 // place and what they hand to the broker aliases none of fasthttp's
 // recycled buffers, without a copy.

@@ -12,6 +12,7 @@ import (
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server/auth"
 	"github.com/queenmq/queen/server/diskspace"
+	"github.com/queenmq/queen/server/wire"
 )
 
 // Sentinel errors the edge detects itself. Validation failures are not
@@ -19,9 +20,9 @@ import (
 // rejections do, so one table entry answers both.
 var (
 	// errInvalidJSON is returned when a body is not valid JSON.
-	errInvalidJSON = errors.New("server: invalid JSON")
+	errInvalidJSON = wire.ErrInvalidJSON
 	// errEmptyBody is returned when a route that needs a body gets none.
-	errEmptyBody = errors.New("server: empty request body")
+	errEmptyBody = wire.ErrEmptyBody
 	// errMalformed is returned when fasthttp cannot parse the request.
 	errMalformed = errors.New("server: malformed request")
 	// errBodyTooLarge is returned when a body exceeds Options.MaxBodyBytes.
@@ -138,25 +139,20 @@ var errorTable = [...]errorCode{
 }
 
 // apiError carries the client-facing text of an error the edge detects; the
-// sentinel it wraps picks the table row.
-type apiError struct {
-	kind error
-	msg  string
-}
-
-func (e *apiError) Error() string { return e.kind.Error() + ": " + e.msg }
-func (e *apiError) Unwrap() error { return e.kind }
+// sentinel it wraps picks the table row. Bad input found by the JSON
+// scanner comes as the same type.
+type apiError = wire.Error
 
 // badRequest is a 400 invalid_argument with msg as the client's text.
-func badRequest(msg string) error { return &apiError{kind: engine.ErrInvalid, msg: msg} }
+func badRequest(msg string) error { return wire.BadRequest(msg) }
 
 // invalidJSON is a 400 invalid_json.
 func invalidJSON(msg string) error {
-	return &apiError{kind: errInvalidJSON, msg: "Invalid JSON: " + msg}
+	return &apiError{Kind: errInvalidJSON, Msg: "Invalid JSON: " + msg}
 }
 
 // notImplemented is a 501 not_implemented with msg as the client's text.
-func notImplemented(msg string) error { return &apiError{kind: errNotImplemented, msg: msg} }
+func notImplemented(msg string) error { return &apiError{Kind: errNotImplemented, Msg: msg} }
 
 // classify maps err to its table row and public message. ok is false for
 // an unknown error.
@@ -168,7 +164,7 @@ func classify(err error) (row errorCode, msg string, ok bool) {
 		var ae *apiError
 		switch {
 		case errors.As(err, &ae):
-			msg = ae.msg
+			msg = ae.Msg
 		case auth.PublicMessage(err) != "":
 			msg = auth.PublicMessage(err)
 		case r.message != "":
@@ -212,10 +208,10 @@ func (s *Server) writeError(ctx *fasthttp.RequestCtx, err error) {
 		}
 	}
 	w := startBody(ctx)
-	w.object("")
-	w.str("error", msg)
-	w.str("code", row.code)
-	w.endObject()
+	w.Object("")
+	w.Str("error", msg)
+	w.Str("code", row.code)
+	w.EndObject()
 	send(ctx, row.status, w)
 }
 

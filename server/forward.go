@@ -13,6 +13,7 @@ import (
 
 	"github.com/queenmq/queen/cluster"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/server/wire"
 )
 
 // forwardedHeader marks a request a follower relayed to the leader; the
@@ -170,16 +171,16 @@ func (s *Server) membership(ctx *fasthttp.RequestCtx, join bool) {
 	}
 	var id, addr string
 	var force bool
-	err := decodeObject(ctx.PostBody(), false, func(sc *scanner, key []byte) (err error) {
+	err := wire.DecodeObject(ctx.PostBody(), false, func(sc *wire.Scanner, key []byte) (err error) {
 		switch string(key) {
 		case "id":
-			id, _, err = sc.optString("id")
+			id, _, err = sc.OptString("id")
 		case "addr":
-			addr, _, err = sc.optString("addr")
+			addr, _, err = sc.OptString("addr")
 		case "force":
-			force, _, err = sc.optBool("force")
+			force, _, err = sc.OptBool("force")
 		default:
-			err = sc.skip()
+			err = sc.Skip()
 		}
 		return err
 	})
@@ -201,10 +202,10 @@ func (s *Server) membership(ctx *fasthttp.RequestCtx, join bool) {
 		return
 	}
 	w := startBody(ctx)
-	w.object("")
-	w.bool("success", true)
-	w.str("id", id)
-	w.endObject()
+	w.Object("")
+	w.Bool("success", true)
+	w.Str("id", id)
+	w.EndObject()
 	send(ctx, fasthttp.StatusOK, w)
 }
 

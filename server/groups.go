@@ -9,6 +9,7 @@ import (
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/server/wire"
 )
 
 // timeLag is the age in seconds of the oldest message a cursor has not
@@ -74,7 +75,7 @@ func (s *Server) listGroups(ctx *fasthttp.RequestCtx, _ *params) {
 		return cmp.Or(cmp.Compare(a.group, b.group), cmp.Compare(a.queue, b.queue))
 	})
 	w := startBody(ctx)
-	w.array("")
+	w.Array("")
 	for _, e := range entries {
 		state := "Dead"
 		switch {
@@ -83,33 +84,33 @@ func (s *Server) listGroups(ctx *fasthttp.RequestCtx, _ *params) {
 		case e.consumed:
 			state = "Stable"
 		}
-		w.object("")
-		w.str("name", e.group)
-		w.array("topics")
-		w.str("", e.queue)
-		w.endArray()
-		w.str("queueName", e.queue)
-		w.str("queue", e.queue)
-		w.int("members", e.members)
-		w.int("partitions", e.members)
-		w.int("partitionsWithLag", e.withLag)
-		w.int("totalLag", e.totalLag)
-		w.int("lagMessages", e.totalLag)
-		w.float("maxTimeLag", e.maxTimeLag)
-		w.float("lagSeconds", e.maxTimeLag)
-		w.str("state", state)
+		w.Object("")
+		w.Str("name", e.group)
+		w.Array("topics")
+		w.Str("", e.queue)
+		w.EndArray()
+		w.Str("queueName", e.queue)
+		w.Str("queue", e.queue)
+		w.Int("members", e.members)
+		w.Int("partitions", e.members)
+		w.Int("partitionsWithLag", e.withLag)
+		w.Int("totalLag", e.totalLag)
+		w.Int("lagMessages", e.totalLag)
+		w.Float("maxTimeLag", e.maxTimeLag)
+		w.Float("lagSeconds", e.maxTimeLag)
+		w.Str("state", state)
 		if e.sub != nil {
-			w.str("subscriptionMode", engine.SubModeName(e.sub.Mode))
-			w.timeMillis("subscriptionTimestamp", e.sub.Timestamp)
-			w.timeMillis("subscriptionCreatedAt", e.sub.CreatedAt)
+			w.Str("subscriptionMode", engine.SubModeName(e.sub.Mode))
+			w.TimeMillis("subscriptionTimestamp", e.sub.Timestamp)
+			w.TimeMillis("subscriptionCreatedAt", e.sub.CreatedAt)
 		} else {
-			w.null("subscriptionMode")
-			w.null("subscriptionTimestamp")
-			w.null("subscriptionCreatedAt")
+			w.Null("subscriptionMode")
+			w.Null("subscriptionTimestamp")
+			w.Null("subscriptionCreatedAt")
 		}
-		w.endObject()
+		w.EndObject()
 	}
-	w.endArray()
+	w.EndArray()
 	send(ctx, fasthttp.StatusOK, w)
 }
 
@@ -129,31 +130,31 @@ func (s *Server) laggingGroups(ctx *fasthttp.RequestCtx, _ *params) {
 		return
 	}
 	w := startBody(ctx)
-	w.array("")
+	w.Array("")
 	for i := range cursors {
 		c := &cursors[i]
 		lag := timeLag(c, now)
 		if c.OffsetLag == 0 || lag <= minLag {
 			continue
 		}
-		w.object("")
-		w.str("consumer_group", c.Group)
-		w.str("queue_name", c.Queue)
-		w.str("partition_name", c.Partition)
-		w.id("partition_id", c.PartitionID)
+		w.Object("")
+		w.Str("consumer_group", c.Group)
+		w.Str("queue_name", c.Queue)
+		w.Str("partition_name", c.Partition)
+		w.ID("partition_id", c.PartitionID)
 		if c.LeaseLive {
-			w.id("worker_id", c.Lease)
+			w.ID("worker_id", c.Lease)
 		} else {
-			w.null("worker_id")
+			w.Null("worker_id")
 		}
-		w.int("offset_lag", c.OffsetLag)
-		w.float("time_lag_seconds", lag)
-		w.float("lag_hours", lag/3600)
-		w.timeMillis("oldest_unconsumed_at", c.OldestUnconsumedAt)
-		w.timeMillis("last_consumed_at", c.LastConsumedAt)
-		w.endObject()
+		w.Int("offset_lag", c.OffsetLag)
+		w.Float("time_lag_seconds", lag)
+		w.Float("lag_hours", lag/3600)
+		w.TimeMillis("oldest_unconsumed_at", c.OldestUnconsumedAt)
+		w.TimeMillis("last_consumed_at", c.LastConsumedAt)
+		w.EndObject()
 	}
-	w.endArray()
+	w.EndArray()
 	send(ctx, fasthttp.StatusOK, w)
 }
 
@@ -167,40 +168,40 @@ func (s *Server) getGroup(ctx *fasthttp.RequestCtx, p *params) {
 		return
 	}
 	w := startBody(ctx)
-	w.object("")
+	w.Object("")
 	for i := range cursors {
 		c := &cursors[i]
 		if i == 0 || cursors[i-1].Queue != c.Queue {
 			if i > 0 {
-				w.endArray()
-				w.endObject()
+				w.EndArray()
+				w.EndObject()
 			}
-			w.object(c.Queue)
-			w.array("partitions")
+			w.Object(c.Queue)
+			w.Array("partitions")
 		}
-		w.object("")
-		w.str("partition", c.Partition)
-		w.id("partitionId", c.PartitionID)
+		w.Object("")
+		w.Str("partition", c.Partition)
+		w.ID("partitionId", c.PartitionID)
 		if c.LeaseLive {
-			w.id("workerId", c.Lease)
-			w.timeMillis("leaseExpiresAt", c.LeaseExpiresAt)
+			w.ID("workerId", c.Lease)
+			w.TimeMillis("leaseExpiresAt", c.LeaseExpiresAt)
 		} else {
-			w.null("workerId")
-			w.null("leaseExpiresAt")
+			w.Null("workerId")
+			w.Null("leaseExpiresAt")
 		}
-		w.timeMillis("lastConsumedAt", c.LastConsumedAt)
-		w.int("totalConsumed", c.TotalConsumed)
-		w.int("offsetLag", c.OffsetLag)
-		w.float("timeLagSeconds", timeLag(c, now))
-		w.bool("leaseActive", c.LeaseLive)
-		w.int("retryCount", int64(c.RetryCount))
-		w.endObject()
+		w.TimeMillis("lastConsumedAt", c.LastConsumedAt)
+		w.Int("totalConsumed", c.TotalConsumed)
+		w.Int("offsetLag", c.OffsetLag)
+		w.Float("timeLagSeconds", timeLag(c, now))
+		w.Bool("leaseActive", c.LeaseLive)
+		w.Int("retryCount", int64(c.RetryCount))
+		w.EndObject()
 	}
 	if len(cursors) > 0 {
-		w.endArray()
-		w.endObject()
+		w.EndArray()
+		w.EndObject()
 	}
-	w.endObject()
+	w.EndObject()
 	send(ctx, fasthttp.StatusOK, w)
 }
 
@@ -217,15 +218,15 @@ func (s *Server) deleteGroup(ctx *fasthttp.RequestCtx, p *params) {
 		return
 	}
 	w := startBody(ctx)
-	w.object("")
-	w.bool("success", true)
-	w.str("consumerGroup", group)
+	w.Object("")
+	w.Bool("success", true)
+	w.Str("consumerGroup", group)
 	if queue != "" {
-		w.str("queueName", queue)
+		w.Str("queueName", queue)
 	}
-	w.int("deletedPartitions", int64(deleted))
-	w.bool("metadataDeleted", metaDeleted)
-	w.endObject()
+	w.Int("deletedPartitions", int64(deleted))
+	w.Bool("metadataDeleted", metaDeleted)
+	w.EndObject()
 	send(ctx, fasthttp.StatusOK, w)
 }
 
@@ -235,14 +236,14 @@ func (s *Server) deleteGroup(ctx *fasthttp.RequestCtx, p *params) {
 func (s *Server) seek(ctx *fasthttp.RequestCtx, p *params) {
 	cmd := engine.SeekCmd{Group: p.get("group"), Queue: p.get("queue"), Partition: p.get("partition")}
 	hasTimestamp := false
-	err := decodeObject(ctx.PostBody(), true, func(sc *scanner, key []byte) (err error) {
+	err := wire.DecodeObject(ctx.PostBody(), true, func(sc *wire.Scanner, key []byte) (err error) {
 		switch string(key) {
 		case "toEnd":
-			cmd.ToEnd, _, err = sc.optBool("toEnd")
+			cmd.ToEnd, _, err = sc.OptBool("toEnd")
 		case "timestamp":
-			cmd.Timestamp, hasTimestamp, err = sc.optTime("timestamp")
+			cmd.Timestamp, hasTimestamp, err = sc.OptTime("timestamp")
 		default:
-			err = sc.skip()
+			err = sc.Skip()
 		}
 		return err
 	})
@@ -262,27 +263,27 @@ func (s *Server) seek(ctx *fasthttp.RequestCtx, p *params) {
 		return
 	}
 	w := startBody(ctx)
-	w.object("")
-	w.bool("success", updated > 0)
-	w.str("consumerGroup", cmd.Group)
-	w.str("queueName", cmd.Queue)
+	w.Object("")
+	w.Bool("success", updated > 0)
+	w.Str("consumerGroup", cmd.Group)
+	w.Str("queueName", cmd.Queue)
 	if cmd.Partition != "" {
-		w.str("partitionName", cmd.Partition)
-		w.bool("updated", updated > 0)
+		w.Str("partitionName", cmd.Partition)
+		w.Bool("updated", updated > 0)
 		if cmd.ToEnd {
-			w.str("cursorMovedTo", "end")
+			w.Str("cursorMovedTo", "end")
 		} else {
-			w.timeMillis("cursorMovedTo", cmd.Timestamp)
+			w.TimeMillis("cursorMovedTo", cmd.Timestamp)
 		}
 	}
-	w.bool("seekToEnd", cmd.ToEnd)
+	w.Bool("seekToEnd", cmd.ToEnd)
 	if cmd.ToEnd {
-		w.null("targetTimestamp")
+		w.Null("targetTimestamp")
 	} else {
-		w.timeMillis("targetTimestamp", cmd.Timestamp)
+		w.TimeMillis("targetTimestamp", cmd.Timestamp)
 	}
-	w.int("partitionsUpdated", int64(updated))
-	w.endObject()
+	w.Int("partitionsUpdated", int64(updated))
+	w.EndObject()
 	send(ctx, fasthttp.StatusOK, w)
 }
 
@@ -292,11 +293,11 @@ func (s *Server) updateSubscription(ctx *fasthttp.RequestCtx, p *params) {
 		ts  int64
 		has bool
 	)
-	err := decodeObject(ctx.PostBody(), true, func(sc *scanner, key []byte) (err error) {
+	err := wire.DecodeObject(ctx.PostBody(), true, func(sc *wire.Scanner, key []byte) (err error) {
 		if string(key) != "subscriptionTimestamp" {
-			return sc.skip()
+			return sc.Skip()
 		}
-		ts, has, err = sc.optTime("subscriptionTimestamp")
+		ts, has, err = sc.OptTime("subscriptionTimestamp")
 		return err
 	})
 	if err == nil && !has {
@@ -313,11 +314,11 @@ func (s *Server) updateSubscription(ctx *fasthttp.RequestCtx, p *params) {
 		return
 	}
 	w := startBody(ctx)
-	w.object("")
-	w.bool("success", true)
-	w.str("consumerGroup", group)
-	w.timeMillis("newTimestamp", ts)
-	w.int("rowsUpdated", int64(updated))
-	w.endObject()
+	w.Object("")
+	w.Bool("success", true)
+	w.Str("consumerGroup", group)
+	w.TimeMillis("newTimestamp", ts)
+	w.Int("rowsUpdated", int64(updated))
+	w.EndObject()
 	send(ctx, fasthttp.StatusOK, w)
 }

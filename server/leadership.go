@@ -40,12 +40,12 @@ func (s *Server) transferLeadership(ctx *fasthttp.RequestCtx, _ *params) {
 		}
 	}
 	w := startBody(ctx)
-	w.object("")
-	w.array("transferred")
+	w.Object("")
+	w.Array("transferred")
 	for _, g := range transferred {
-		w.int("", int64(g))
+		w.Int("", int64(g))
 	}
-	w.endArray()
-	w.endObject()
+	w.EndArray()
+	w.EndObject()
 	send(ctx, fasthttp.StatusOK, w)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/raft/command"
+	"github.com/queenmq/queen/server/wire"
 )
 
 // getMaintenance answers GET /api/v1/system/maintenance and .../pop.
@@ -19,11 +20,11 @@ func (s *Server) getMaintenance(ctx *fasthttp.RequestCtx, _ *params) {
 // cluster-wide: it is a replicated command.
 func (s *Server) setMaintenance(ctx *fasthttp.RequestCtx, _ *params) {
 	var enabled, has bool
-	err := decodeObject(ctx.PostBody(), true, func(sc *scanner, key []byte) (err error) {
+	err := wire.DecodeObject(ctx.PostBody(), true, func(sc *wire.Scanner, key []byte) (err error) {
 		if string(key) != "enabled" {
-			return sc.skip()
+			return sc.Skip()
 		}
-		enabled, has, err = sc.optBool("enabled")
+		enabled, has, err = sc.OptBool("enabled")
 		return err
 	})
 	_, ok := s.broker.(Maintainer)
@@ -64,19 +65,19 @@ func (s *Server) writeMaintenance(ctx *fasthttp.RequestCtx, msg string) {
 	}
 	healthy := s.broker.Status().HasLeader()
 	w := startBody(ctx)
-	w.object("")
-	w.bool("maintenanceMode", push)
-	w.bool("popMaintenanceMode", pop)
-	w.int("bufferedMessages", pending)
-	w.bool("bufferHealthy", s.spool != nil)
-	w.object("bufferStats")
-	w.int("pendingCount", pending)
-	w.int("failedCount", failed)
-	w.bool("dbHealthy", healthy)
-	w.endObject()
+	w.Object("")
+	w.Bool("maintenanceMode", push)
+	w.Bool("popMaintenanceMode", pop)
+	w.Int("bufferedMessages", pending)
+	w.Bool("bufferHealthy", s.spool != nil)
+	w.Object("bufferStats")
+	w.Int("pendingCount", pending)
+	w.Int("failedCount", failed)
+	w.Bool("dbHealthy", healthy)
+	w.EndObject()
 	if msg != "" {
-		w.str("message", msg)
+		w.Str("message", msg)
 	}
-	w.endObject()
+	w.EndObject()
 	send(ctx, fasthttp.StatusOK, w)
 }

@@ -15,11 +15,11 @@ const migrationNote = "migration to PostgreSQL does not apply: this broker store
 // migrationStatus answers GET /api/v1/migration/status.
 func (s *Server) migrationStatus(ctx *fasthttp.RequestCtx, _ *params) {
 	w := startBody(ctx)
-	w.object("")
-	w.str("status", "idle")
-	w.bool("supported", false)
-	w.str("note", migrationNote)
-	w.endObject()
+	w.Object("")
+	w.Str("status", "idle")
+	w.Bool("supported", false)
+	w.Str("note", migrationNote)
+	w.EndObject()
 	send(ctx, fasthttp.StatusOK, w)
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/engine/cursor"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/server/wire"
 )
 
 // Pop limits. A batch above maxPopBatch is clamped; partitions above the
@@ -93,7 +94,7 @@ func (s *Server) decodePop(ctx *fasthttp.RequestCtx, queue, partition string) (p
 	case "now":
 		c.SubscriptionMode = engine.SubNew
 	default:
-		t, ok := parseTime(from)
+		t, ok := wire.ParseTime(from)
 		if !ok {
 			return r, badRequest("subscriptionFrom must be 'now' or an ISO-8601 timestamp") // docs/decisions.md C6
 		}
@@ -236,50 +237,50 @@ func (s *Server) release(res *engine.PopResult) {
 // first claim's; per-message fields are authoritative for acks. A payload
 // the broker sealed is written decrypted when c opens it; any other is
 // written as stored.
-func writePop(w *jsonWriter, res *engine.PopResult, c *payloadCipher) {
+func writePop(w *wire.Writer, res *engine.PopResult, c *payloadCipher) {
 	first := &res.Claims[0]
-	w.object("")
-	w.bool("success", true)
-	w.str("queue", first.Queue)
-	w.str("partition", first.Partition)
-	w.id("partitionId", first.PartitionID)
+	w.Object("")
+	w.Bool("success", true)
+	w.Str("queue", first.Queue)
+	w.Str("partition", first.Partition)
+	w.ID("partitionId", first.PartitionID)
 	leaseField(w, "leaseId", res.LeaseID)
-	w.timeMillis("leaseExpiresAt", first.LeaseExpiresAt)
-	w.str("consumerGroup", res.Group)
-	w.int("partitionsClaimed", int64(len(res.Claims)))
-	w.array("messages")
+	w.TimeMillis("leaseExpiresAt", first.LeaseExpiresAt)
+	w.Str("consumerGroup", res.Group)
+	w.Int("partitionsClaimed", int64(len(res.Claims)))
+	w.Array("messages")
 	for i := range res.Messages {
 		m := &res.Messages[i]
-		w.object("")
-		w.id("id", m.ID)
-		w.str("transactionId", m.TransactionID)
+		w.Object("")
+		w.ID("id", m.ID)
+		w.Str("transactionId", m.TransactionID)
 		if m.HasTrace {
-			w.id("traceId", m.TraceID)
+			w.ID("traceId", m.TraceID)
 		} else {
-			w.null("traceId")
+			w.Null("traceId")
 		}
 		data, _ := c.reveal(m.Payload, m.Sealed)
-		w.raw("data", data)
-		w.strOrNull("producerSub", m.ProducerSub)
-		w.timeMicros("createdAt", m.CreatedAt)
-		w.id("partitionId", m.PartitionID)
-		w.str("partition", m.Partition)
+		w.Raw("data", data)
+		w.StrOrNull("producerSub", m.ProducerSub)
+		w.TimeMicros("createdAt", m.CreatedAt)
+		w.ID("partitionId", m.PartitionID)
+		w.Str("partition", m.Partition)
 		leaseField(w, "leaseId", res.LeaseID)
-		w.str("consumerGroup", res.Group)
-		w.str("queue", m.Queue)
-		w.int("retryCount", int64(m.RetryCount))
-		w.int("deliveryAttempt", int64(m.Attempt))
-		w.endObject()
+		w.Str("consumerGroup", res.Group)
+		w.Str("queue", m.Queue)
+		w.Int("retryCount", int64(m.RetryCount))
+		w.Int("deliveryAttempt", int64(m.Attempt))
+		w.EndObject()
 	}
-	w.endArray()
-	w.endObject()
+	w.EndArray()
+	w.EndObject()
 }
 
 // leaseField writes a lease id, or "" for none (autoAck).
-func leaseField(w *jsonWriter, k string, id engine.ID) {
+func leaseField(w *wire.Writer, k string, id engine.ID) {
 	if id == (engine.ID{}) {
-		w.str(k, "")
+		w.Str(k, "")
 		return
 	}
-	w.id(k, id)
+	w.ID(k, id)
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/server/wire"
 )
 
 // push answers POST /api/v1/push (docs/api.md §5): 201 with one result per item,
@@ -30,15 +31,15 @@ func (s *Server) push(ctx *fasthttp.RequestCtx, p *params) {
 		items []engine.PushItem
 		found bool
 	)
-	err := decodeObject(body, false, func(sc *scanner, key []byte) error {
+	err := wire.DecodeObject(body, false, func(sc *wire.Scanner, key []byte) error {
 		if string(key) != "items" {
-			return sc.skip()
+			return sc.Skip()
 		}
-		if sc.peek() != '[' {
+		if sc.Peek() != '[' {
 			return skipThen(sc, badRequest("items array is required"))
 		}
 		found = true
-		return sc.array(func(sc *scanner, _ int) error {
+		return sc.Array(func(sc *wire.Scanner, _ int) error {
 			it, err := decodePushItem(sc, items)
 			items = append(items, it)
 			return err
@@ -107,42 +108,42 @@ func (s *Server) chargeItems(bodyLen int64, items int) (int64, error) {
 // answerPush answers a push with its results: 201, one per item in order.
 func (s *Server) answerPush(ctx *fasthttp.RequestCtx, items []engine.PushItem, res []engine.PushResult) {
 	w := startBody(ctx)
-	w.array("")
+	w.Array("")
 	for i := range res {
 		writePushResult(&w, "", i, &items[i], &res[i])
 	}
-	w.endArray()
+	w.EndArray()
 	send(ctx, fasthttp.StatusCreated, w)
 }
 
 // writePushResult writes one push result item (as member k; "" in an
 // array): snake_case ids and camelCase queueName, as Queen's clients read
 // them.
-func writePushResult(w *jsonWriter, k string, index int, it *engine.PushItem, r *engine.PushResult) {
-	w.object(k)
-	w.int("index", int64(index))
-	w.str("transaction_id", r.TransactionID)
+func writePushResult(w *wire.Writer, k string, index int, it *engine.PushItem, r *engine.PushResult) {
+	w.Object(k)
+	w.Int("index", int64(index))
+	w.Str("transaction_id", r.TransactionID)
 	switch r.Status {
 	case engine.Queued, engine.Duplicate:
-		w.id("message_id", r.MessageID)
-		w.id("partition_id", r.PartitionID)
+		w.ID("message_id", r.MessageID)
+		w.ID("partition_id", r.PartitionID)
 		if it.HasTrace {
-			w.id("trace_id", it.TraceID)
+			w.ID("trace_id", it.TraceID)
 		} else {
-			w.null("trace_id")
+			w.Null("trace_id")
 		}
-		w.str("queueName", r.Queue)
+		w.Str("queueName", r.Queue)
 		if r.Status == engine.Queued {
-			w.str("status", "queued")
+			w.Str("status", "queued")
 		} else {
-			w.str("status", "duplicate")
+			w.Str("status", "duplicate")
 		}
 	default:
-		w.str("queueName", r.Queue)
-		w.str("status", "failed")
-		w.str("error", itemError(r.Err))
+		w.Str("queueName", r.Queue)
+		w.Str("status", "failed")
+		w.Str("error", itemError(r.Err))
 	}
-	w.endObject()
+	w.EndObject()
 }
 
 // itemError is the text of a failed item's error, never empty.
@@ -163,8 +164,8 @@ func stamp(items []engine.PushItem, subject string) {
 
 // skipThen skips the current value and returns err (a type error found
 // by peeking).
-func skipThen(sc *scanner, err error) error {
-	if serr := sc.skip(); serr != nil {
+func skipThen(sc *wire.Scanner, err error) error {
+	if serr := sc.Skip(); serr != nil {
 		return serr
 	}
 	return err
@@ -185,26 +186,26 @@ type pushFields struct {
 }
 
 // member decodes key if it is a push field.
-func (f *pushFields) member(sc *scanner, key []byte) (handled bool, err error) {
+func (f *pushFields) member(sc *wire.Scanner, key []byte) (handled bool, err error) {
 	switch string(key) {
 	case "queue":
-		f.queue, f.hasQueue, err = sc.optStringLike("Queue", f.likeQueue)
+		f.queue, f.hasQueue, err = sc.OptStringLike("Queue", f.likeQueue)
 	case "partition":
-		f.partition, _, err = sc.optStringLike("Partition", f.likePartition)
+		f.partition, _, err = sc.OptStringLike("Partition", f.likePartition)
 	case "payload":
-		f.payload, err = sc.raw()
+		f.payload, err = sc.Raw()
 	case "data":
-		f.data, err = sc.raw()
+		f.data, err = sc.Raw()
 	case "transactionId":
-		f.txn, _, err = sc.optString("TransactionId")
+		f.txn, _, err = sc.OptString("TransactionId")
 	case "producerSub":
 		// Read for spool replays between nodes only; the push handler
 		// overwrites it for everyone else.
-		f.producerSub, _, err = sc.optString("producerSub")
+		f.producerSub, _, err = sc.OptString("producerSub")
 	case "traceId":
 		var v string
 		var ok bool
-		if v, ok, err = sc.optString("TraceId"); err == nil && ok && v != "" {
+		if v, ok, err = sc.OptString("TraceId"); err == nil && ok && v != "" {
 			if f.trace, err = engine.ParseID(v); err != nil {
 				err = badRequest("TraceId must be a UUID")
 			}
@@ -246,19 +247,19 @@ func (f *pushFields) item() (engine.PushItem, error) {
 
 // decodePushItem reads one push item object; before are the items already
 // read, whose queue and partition names it reuses.
-func decodePushItem(sc *scanner, before []engine.PushItem) (engine.PushItem, error) {
-	if sc.peek() != '{' {
+func decodePushItem(sc *wire.Scanner, before []engine.PushItem) (engine.PushItem, error) {
+	if sc.Peek() != '{' {
 		return engine.PushItem{}, skipThen(sc, badRequest("each item must be an object"))
 	}
 	var f pushFields
 	if n := len(before); n > 0 {
 		f.likeQueue, f.likePartition = before[n-1].Queue, before[n-1].Partition
 	}
-	err := sc.object(func(sc *scanner, key []byte) error {
+	err := sc.Object(func(sc *wire.Scanner, key []byte) error {
 		if ok, err := f.member(sc, key); ok {
 			return err
 		}
-		return sc.skip()
+		return sc.Skip()
 	})
 	if err != nil {
 		return engine.PushItem{}, err

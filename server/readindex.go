@@ -177,7 +177,7 @@ func (s *Server) catchUp(ctx context.Context, n *raft.Node) error {
 		last = err
 		select {
 		case <-ctx.Done():
-			return &apiError{kind: errReadUnavailable, msg: fmt.Sprintf(
+			return &apiError{Kind: errReadUnavailable, Msg: fmt.Sprintf(
 				"Group %d: no leader confirmed this read within %s (%v); retry, or ask ?consistency=stale for this node's state as it is",
 				n.GroupID(), readIndexTimeout, last)}
 		case <-time.After(readRetry):
@@ -297,8 +297,8 @@ var errReadUnavailable = errors.New("server: read not confirmed by a leader")
 // leader refused the one it sent. The read is then relayed to the leader
 // whole, which answers it after its own confirmation; this is the answer
 // when that relay is not possible either.
-var errReadIndexRefused = &apiError{kind: errReadUnavailable,
-	msg: "this node cannot confirm a read with its leader without a shared --cluster-secret, and could not relay it there; " +
+var errReadIndexRefused = &apiError{Kind: errReadUnavailable,
+	Msg: "this node cannot confirm a read with its leader without a shared --cluster-secret, and could not relay it there; " +
 		"retry, or ask ?consistency=stale for this node's state as it is"}
 
 // awaitIndex is awaitApplied for a command forwarded to group g's leader

@@ -61,7 +61,7 @@ func Refusal(status int, body []byte) error {
 	_ = json.Unmarshal(body, &e)
 	for _, r := range errorTable {
 		if r.code == e.Code {
-			return &apiError{kind: r.err, msg: e.Error}
+			return &apiError{Kind: r.err, Msg: e.Error}
 		}
 	}
 	return fmt.Errorf("%w: answered %d %s", raft.ErrForward, status, e.Code)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/server/wire"
 )
 
 // listQueues answers GET /api/v1/resources/queues.
@@ -20,13 +21,13 @@ func (s *Server) listQueues(ctx *fasthttp.RequestCtx, _ *params) {
 	}
 	now := time.Now().UnixMicro()
 	w := startBody(ctx)
-	w.object("")
-	w.array("queues")
+	w.Object("")
+	w.Array("queues")
 	for _, q := range filterQueues(ctx, qs) {
 		writeQueueSummary(&w, &q, queueCounts(&q, now, &dlq), s.queueGroup(q.Name))
 	}
-	w.endArray()
-	w.endObject()
+	w.EndArray()
+	w.EndObject()
 	send(ctx, fasthttp.StatusOK, w)
 }
 
@@ -39,39 +40,39 @@ func (s *Server) getQueue(ctx *fasthttp.RequestCtx, p *params) {
 	}
 	now := time.Now().UnixMicro()
 	w := startBody(ctx)
-	w.object("")
-	w.id("id", q.ID)
-	w.str("name", q.Name)
-	w.str("namespace", q.Namespace)
-	w.str("task", q.Task)
-	w.timeMillis("createdAt", q.CreatedAt)
+	w.Object("")
+	w.ID("id", q.ID)
+	w.Str("name", q.Name)
+	w.Str("namespace", q.Namespace)
+	w.Str("task", q.Task)
+	w.TimeMillis("createdAt", q.CreatedAt)
 	if g := s.queueGroup(q.Name); g != 0 {
-		w.int("raftGroup", int64(g)) // beyond Queen: the queue's Raft group (--groups)
+		w.Int("raftGroup", int64(g)) // beyond Queen: the queue's Raft group (--groups)
 	}
 	writeOptions(&w, "config", q.Config)
 	var totals counts
-	w.array("partitions")
+	w.Array("partitions")
 	for i := range q.Partitions {
 		pi := &q.Partitions[i]
 		c := partitionCounts(pi, now)
 		c.deadLetter = dlq.byPartition[pi.ID]
 		totals.add(c)
-		w.object("")
-		w.id("id", pi.ID)
-		w.str("name", pi.Name)
-		w.timeMillis("createdAt", pi.CreatedAt)
+		w.Object("")
+		w.ID("id", pi.ID)
+		w.Str("name", pi.Name)
+		w.TimeMillis("createdAt", pi.CreatedAt)
 		writeCounts(&w, "stats", c)
 		if pi.Next > pi.Start {
-			w.timeMicros("newestMessage", pi.LastWriteAt)
+			w.TimeMicros("newestMessage", pi.LastWriteAt)
 		} else {
-			w.null("newestMessage")
+			w.Null("newestMessage")
 		}
-		w.endObject()
+		w.EndObject()
 	}
-	w.endArray()
+	w.EndArray()
 	totals.deadLetter = int64(dlq.total)
 	writeCounts(&w, "totals", totals)
-	w.endObject()
+	w.EndObject()
 	send(ctx, fasthttp.StatusOK, w)
 }
 
@@ -85,11 +86,11 @@ func (s *Server) deleteQueue(ctx *fasthttp.RequestCtx, p *params) {
 		return
 	}
 	w := startBody(ctx)
-	w.object("")
-	w.bool("deleted", true)
-	w.str("queue", name)
-	w.bool("existed", existed)
-	w.endObject()
+	w.Object("")
+	w.Bool("deleted", true)
+	w.Str("queue", name)
+	w.Bool("existed", existed)
+	w.EndObject()
 	send(ctx, fasthttp.StatusOK, w)
 }
 
@@ -134,29 +135,29 @@ func (s *Server) overview(ctx *fasthttp.RequestCtx, _ *params) {
 		offsetLags = append(offsetLags, float64(cursors[i].OffsetLag))
 	}
 	w := startBody(ctx)
-	w.object("")
-	w.int("queues", int64(len(qs)))
-	w.int("partitions", int64(partitions))
-	w.int("namespaces", int64(len(namespaces)))
-	w.int("tasks", int64(len(tasks)))
+	w.Object("")
+	w.Int("queues", int64(len(qs)))
+	w.Int("partitions", int64(partitions))
+	w.Int("namespaces", int64(len(namespaces)))
+	w.Int("tasks", int64(len(tasks)))
 	writeCounts(&w, "messages", total)
-	w.object("lag")
+	w.Object("lag")
 	writeSpread(&w, "time", timeLags)
 	writeSpread(&w, "offset", offsetLags)
-	w.endObject()
+	w.EndObject()
 	ingested, processed := s.currentRates()
-	w.object("throughput")
-	w.float("ingestedPerSecond", ingested)
-	w.float("processedPerSecond", processed)
-	w.endObject()
-	w.timeMillis("timestamp", now)
-	w.int("statsAge", 0)
-	w.endObject()
+	w.Object("throughput")
+	w.Float("ingestedPerSecond", ingested)
+	w.Float("processedPerSecond", processed)
+	w.EndObject()
+	w.TimeMillis("timestamp", now)
+	w.Int("statsAge", 0)
+	w.EndObject()
 	send(ctx, fasthttp.StatusOK, w)
 }
 
 // writeSpread writes {avg, median, min, max} of vs (all 0 when empty).
-func writeSpread(w *jsonWriter, k string, vs []float64) {
+func writeSpread(w *wire.Writer, k string, vs []float64) {
 	var avg, med, lo, hi float64
 	if len(vs) > 0 {
 		slices.Sort(vs)
@@ -166,12 +167,12 @@ func writeSpread(w *jsonWriter, k string, vs []float64) {
 		}
 		avg /= float64(len(vs))
 	}
-	w.object(k)
-	w.float("avg", avg)
-	w.float("median", med)
-	w.float("min", lo)
-	w.float("max", hi)
-	w.endObject()
+	w.Object(k)
+	w.Float("avg", avg)
+	w.Float("median", med)
+	w.Float("min", lo)
+	w.Float("max", hi)
+	w.EndObject()
 }
 
 // listNamespaces answers GET /api/v1/resources/namespaces.
@@ -225,23 +226,23 @@ func (s *Server) labels(ctx *fasthttp.RequestCtx, list, field, otherCount string
 	}
 	slices.SortFunc(groups, func(a, b *group) int { return cmp.Compare(a.name, b.name) })
 	w := startBody(ctx)
-	w.object("")
-	w.array(list)
+	w.Object("")
+	w.Array(list)
 	for _, g := range groups {
-		w.object("")
-		w.str(field, g.name)
-		w.str("name", g.name)
-		w.int("queues", g.queues)
-		w.int("queueCount", g.queues)
-		w.int(otherCount, int64(len(g.others)))
-		w.int("partitions", g.parts)
-		w.object("messages")
-		w.int("total", g.total)
-		w.int("pending", g.pending)
-		w.endObject()
-		w.endObject()
+		w.Object("")
+		w.Str(field, g.name)
+		w.Str("name", g.name)
+		w.Int("queues", g.queues)
+		w.Int("queueCount", g.queues)
+		w.Int(otherCount, int64(len(g.others)))
+		w.Int("partitions", g.parts)
+		w.Object("messages")
+		w.Int("total", g.total)
+		w.Int("pending", g.pending)
+		w.EndObject()
+		w.EndObject()
 	}
-	w.endArray()
-	w.endObject()
+	w.EndArray()
+	w.EndObject()
 	send(ctx, fasthttp.StatusOK, w)
 }

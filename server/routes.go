@@ -6,6 +6,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/queenmq/queen/server/auth"
+	"github.com/queenmq/queen/server/wire"
 )
 
 // routeTable is the one route table. Patterns are matched segment by
@@ -379,8 +380,8 @@ func percentDecode(seg []byte) ([]byte, bool) {
 		if i+2 >= len(seg) {
 			return nil, false
 		}
-		hi, ok1 := unhex(seg[i+1])
-		lo, ok2 := unhex(seg[i+2])
+		hi, ok1 := wire.Unhex(seg[i+1])
+		lo, ok2 := wire.Unhex(seg[i+2])
 		if !ok1 || !ok2 {
 			return nil, false
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/server/auth"
 	"github.com/queenmq/queen/server/diskspace"
+	"github.com/queenmq/queen/server/wire"
 )
 
 // Options configures a Server. Zero fields take their defaults (see
@@ -517,8 +518,8 @@ func (s *Server) readError(ctx *fasthttp.RequestCtx, err error) {
 }
 
 // startBody returns a writer over the response's own pooled buffer.
-func startBody(ctx *fasthttp.RequestCtx) jsonWriter {
-	return jsonWriter{b: ctx.Response.SwapBody(nil)[:0]}
+func startBody(ctx *fasthttp.RequestCtx) wire.Writer {
+	return wire.NewWriter(ctx.Response.SwapBody(nil))
 }
 
 // send hands the written body to the response (no copy) with status. A
@@ -526,11 +527,11 @@ func startBody(ctx *fasthttp.RequestCtx) jsonWriter {
 // for the connection's next answer; a larger one is lent for this answer
 // only, so that one large answer (a pop of large messages) does not stay
 // with the connection, and then with fasthttp's pool, for good.
-func send(ctx *fasthttp.RequestCtx, status int, w jsonWriter) {
-	if cap(w.b) > largeBody {
-		ctx.Response.SetBodyRaw(w.b)
+func send(ctx *fasthttp.RequestCtx, status int, w wire.Writer) {
+	if b := w.Bytes(); cap(b) > largeBody {
+		ctx.Response.SetBodyRaw(b)
 	} else {
-		ctx.Response.SwapBody(w.b)
+		ctx.Response.SwapBody(b)
 	}
 	ctx.SetStatusCode(status)
 	ctx.Response.Header.SetContentType("application/json")

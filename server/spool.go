@@ -396,23 +396,23 @@ func (s *Server) bufferPush(ctx *fasthttp.RequestCtx, items []engine.PushItem) {
 		return
 	}
 	w := startBody(ctx)
-	w.array("")
+	w.Array("")
 	for i := range items {
 		it := &items[i]
-		w.object("")
-		w.int("index", int64(i))
-		w.str("status", "buffered")
-		w.str("queue", it.Queue)
-		w.str("queueName", it.Queue)
+		w.Object("")
+		w.Int("index", int64(i))
+		w.Str("status", "buffered")
+		w.Str("queue", it.Queue)
+		w.Str("queueName", it.Queue)
 		partition := it.Partition
 		if partition == "" {
 			partition = engine.DefaultPartition
 		}
-		w.str("partition", partition)
-		w.str("transactionId", it.TransactionID)
-		w.str("transaction_id", it.TransactionID)
-		w.endObject()
+		w.Str("partition", partition)
+		w.Str("transactionId", it.TransactionID)
+		w.Str("transaction_id", it.TransactionID)
+		w.EndObject()
 	}
-	w.endArray()
+	w.EndArray()
 	send(ctx, fasthttp.StatusCreated, w)
 }

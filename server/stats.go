@@ -6,10 +6,10 @@ import "github.com/valyala/fasthttp"
 // on every read, there is nothing to refresh.
 func (s *Server) refreshStats(ctx *fasthttp.RequestCtx, _ *params) {
 	w := startBody(ctx)
-	w.object("")
-	w.bool("success", true)
-	w.bool("skipped", true)
-	w.str("reason", "statistics are computed on every read")
-	w.endObject()
+	w.Object("")
+	w.Bool("success", true)
+	w.Bool("skipped", true)
+	w.Str("reason", "statistics are computed on every read")
+	w.EndObject()
 	send(ctx, fasthttp.StatusOK, w)
 }

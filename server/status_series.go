@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"math"
 	"slices"
+
+	"github.com/queenmq/queen/server/wire"
 )
 
 // The time series of GET /api/v1/status (docs/api.md §11), built from the
@@ -75,8 +77,8 @@ func (q *analyticsQuery) statusBuckets(names map[string]bool) []*statusBucket {
 // writeThroughputRows writes status' "throughput": one row per bucket,
 // newest first. ingested = messages pushed, processed = messages acked
 // (successes and failures), popMessages = messages delivered.
-func (q *analyticsQuery) writeThroughputRows(w *jsonWriter, buckets []*statusBucket, filtered bool) {
-	w.array("throughput")
+func (q *analyticsQuery) writeThroughputRows(w *wire.Writer, buckets []*statusBucket, filtered bool) {
+	w.Array("throughput")
 	for _, b := range buckets {
 		a := &b.workers
 		pushed, acked, popped, ackFailed, lagSum, lagMax := a.PushMessages, a.AckMessages, a.PopMessages, a.AckFailed, a.LagSum, a.LagMax
@@ -84,38 +86,38 @@ func (q *analyticsQuery) writeThroughputRows(w *jsonWriter, buckets []*statusBuc
 			e := &b.queues
 			pushed, acked, popped, ackFailed, lagSum, lagMax = e.PushMessages, e.AckSuccess+e.AckFailed, e.PopMessages, e.AckFailed, e.LagSum, e.LagMax
 		}
-		w.object("")
-		w.timeLayout("timestamp", b.at*minuteUS, layoutSeconds)
-		w.int("ingested", pushed)
-		w.int("processed", acked)
-		w.int("popMessages", popped)
-		w.float("ingestedPerSecond", q.perSecond(pushed))
-		w.float("processedPerSecond", q.perSecond(acked))
-		w.float("popPerSecond", q.perSecond(popped))
-		w.int("avgLagMs", meanLag(lagSum, popped))
-		w.int("maxLagMs", lagMax)
-		w.int("avgEventLoopLagMs", a.avg(a.loopLag))
-		w.int("maxEventLoopLagMs", a.LoopLagMax)
-		w.int("minFreeSlots", 0)
-		w.int("dbErrors", a.DBErrors)
-		w.int("ackFailed", ackFailed)
-		w.int("dlqCount", a.DLQ)
+		w.Object("")
+		w.TimeLayout("timestamp", b.at*minuteUS, layoutSeconds)
+		w.Int("ingested", pushed)
+		w.Int("processed", acked)
+		w.Int("popMessages", popped)
+		w.Float("ingestedPerSecond", q.perSecond(pushed))
+		w.Float("processedPerSecond", q.perSecond(acked))
+		w.Float("popPerSecond", q.perSecond(popped))
+		w.Int("avgLagMs", meanLag(lagSum, popped))
+		w.Int("maxLagMs", lagMax)
+		w.Int("avgEventLoopLagMs", a.avg(a.loopLag))
+		w.Int("maxEventLoopLagMs", a.LoopLagMax)
+		w.Int("minFreeSlots", 0)
+		w.Int("dbErrors", a.DBErrors)
+		w.Int("ackFailed", ackFailed)
+		w.Int("dlqCount", a.DLQ)
 		if b.sysRows == 0 { // no node sampled itself in the bucket
 			for _, k := range []string{"queenCpuUserPct", "queenCpuSysPct", "queenRssMb"} {
-				w.null(k)
+				w.Null(k)
 			}
 		} else {
 			rows := float64(b.sysRows)
-			w.float("queenCpuUserPct", round2(b.cpuUser/rows/100))
-			w.float("queenCpuSysPct", round2(b.cpuSystem/rows/100))
-			w.float("queenRssMb", math.Round(b.rss/rows/(1<<20)*10)/10)
+			w.Float("queenCpuUserPct", round2(b.cpuUser/rows/100))
+			w.Float("queenCpuSysPct", round2(b.cpuSystem/rows/100))
+			w.Float("queenRssMb", math.Round(b.rss/rows/(1<<20)*10)/10)
 		}
-		w.int("dbPoolActive", 0)
-		w.int("dbPoolIdle", 0)
-		w.int("dbPoolSize", 0)
-		w.endObject()
+		w.Int("dbPoolActive", 0)
+		w.Int("dbPoolIdle", 0)
+		w.Int("dbPoolSize", 0)
+		w.EndObject()
 	}
-	w.endArray()
+	w.EndArray()
 }
 
 // totals sums the nodes' running totals (since each node started).
@@ -137,12 +139,12 @@ func perRequest(messages, requests int64) float64 {
 
 // writeBatchEfficiency writes messages.batchEfficiency: messages per
 // request of each kind since the nodes started.
-func writeBatchEfficiency(w *jsonWriter, t *nodeMinute) {
-	w.object("batchEfficiency")
-	w.float("push", perRequest(t.PushMessages, t.PushRequests))
-	w.float("pop", perRequest(t.PopMessages, t.PopRequests))
-	w.float("ack", perRequest(t.AckMessages, t.AckRequests))
-	w.endObject()
+func writeBatchEfficiency(w *wire.Writer, t *nodeMinute) {
+	w.Object("batchEfficiency")
+	w.Float("push", perRequest(t.PushMessages, t.PushRequests))
+	w.Float("pop", perRequest(t.PopMessages, t.PopRequests))
+	w.Float("ack", perRequest(t.AckMessages, t.AckRequests))
+	w.EndObject()
 }
 
 // currentRates are the messages pushed and acked per second in the last

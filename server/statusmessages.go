@@ -6,6 +6,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/server/wire"
 )
 
 // statusQueueMessages answers GET /api/v1/status/queues/{queue}/messages?limit=50&offset=0
@@ -30,30 +31,30 @@ func (s *Server) statusQueueMessages(ctx *fasthttp.RequestCtx, p *params) {
 	}
 	now := time.Now().UnixMicro()
 	w := startBody(ctx)
-	w.array("")
+	w.Array("")
 	for i := range msgs {
 		m := &msgs[i]
 		status := statusOf(&m.StoredMessage, false, now).queueStatus
 		if m.DeadLettered {
 			status = "dead_letter"
 		}
-		w.object("")
+		w.Object("")
 		writeMessageRef(&w, &m.Message, status)
-		w.timeMillis("createdAt", m.CreatedAt)
-		w.endObject()
+		w.TimeMillis("createdAt", m.CreatedAt)
+		w.EndObject()
 	}
-	w.endArray()
+	w.EndArray()
 	send(ctx, fasthttp.StatusOK, w)
 }
 
 // writeMessageRef writes the members that name a listed message and its
 // status: id, transactionId, partitionId, queuePath, queue, partition.
-func writeMessageRef(w *jsonWriter, m *engine.Message, status string) {
-	w.id("id", m.ID)
-	w.str("transactionId", m.TransactionID)
-	w.id("partitionId", m.PartitionID)
-	w.str("queuePath", m.Queue+"/"+m.Partition)
-	w.str("queue", m.Queue)
-	w.str("partition", m.Partition)
-	w.str("status", status)
+func writeMessageRef(w *wire.Writer, m *engine.Message, status string) {
+	w.ID("id", m.ID)
+	w.Str("transactionId", m.TransactionID)
+	w.ID("partitionId", m.PartitionID)
+	w.Str("queuePath", m.Queue+"/"+m.Partition)
+	w.Str("queue", m.Queue)
+	w.Str("partition", m.Partition)
+	w.Str("status", status)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server/diskspace"
+	"github.com/queenmq/queen/server/wire"
 )
 
 // Disk space is a managed resource. Each node's Options.Storage guards the
@@ -164,7 +165,7 @@ func (s *Server) roomFor(n int64) (release func(), err error) {
 // shortage is the 507 of a node below its reserve; the client reads
 // "node <id>: <reason>".
 func shortage(node, reason string) error {
-	return &apiError{kind: diskspace.ErrBelowReserve, msg: "node " + node + ": " + reason}
+	return &apiError{Kind: diskspace.ErrBelowReserve, Msg: "node " + node + ": " + reason}
 }
 
 // nodeID returns this node's id, read once from the broker.
@@ -184,16 +185,16 @@ func (s *Server) storageReport(ctx *fasthttp.RequestCtx, _ *params) {
 		id, reason string
 		ok, hasOK  bool
 	)
-	err := decodeObject(ctx.PostBody(), false, func(sc *scanner, key []byte) (err error) {
+	err := wire.DecodeObject(ctx.PostBody(), false, func(sc *wire.Scanner, key []byte) (err error) {
 		switch string(key) {
 		case "id":
-			id, _, err = sc.optString("id")
+			id, _, err = sc.OptString("id")
 		case "ok":
-			ok, hasOK, err = sc.optBool("ok")
+			ok, hasOK, err = sc.OptBool("ok")
 		case "reason":
-			reason, _, err = sc.optString("reason")
+			reason, _, err = sc.OptString("reason")
 		default:
-			err = sc.skip()
+			err = sc.Skip()
 		}
 		return err
 	})
@@ -268,15 +269,15 @@ func (s *Server) reportToGroupLeaders(stop <-chan struct{}, noSecret string) {
 // sendReport posts this node's guard verdict to the leader at addr.
 func (s *Server) sendReport(id, addr string) error {
 	gs := s.opts.Storage.Status()
-	w := jsonWriter{}
-	w.object("")
-	w.str("id", id)
-	w.bool("ok", gs.OK)
+	w := wire.Writer{}
+	w.Object("")
+	w.Str("id", id)
+	w.Bool("ok", gs.OK)
 	if !gs.OK {
-		w.str("reason", gs.Reason)
+		w.Str("reason", gs.Reason)
 	}
-	w.endObject()
-	_, err := s.postToLeader(addr, "/internal/v1/cluster/storage", id, w.b, storageReportInterval*2, fasthttp.StatusNoContent)
+	w.EndObject()
+	_, err := s.postToLeader(addr, "/internal/v1/cluster/storage", id, w.Bytes(), storageReportInterval*2, fasthttp.StatusNoContent)
 	return err
 }
 
@@ -310,38 +311,38 @@ func (s *Server) storageView() storageView {
 //
 // ok is false while this node refuses data; reason says why. nodes are the
 // fresh reports of the other nodes (on the leader).
-func (s *Server) writeStorage(w *jsonWriter) {
+func (s *Server) writeStorage(w *wire.Writer) {
 	v := s.storageView()
-	w.object("storage")
-	w.bool("ok", v.ok)
+	w.Object("storage")
+	w.Bool("ok", v.ok)
 	if !v.ok {
-		w.str("reason", v.reason)
+		w.Str("reason", v.reason)
 	}
-	w.int("reserveBytes", int64(v.guard.MinFreeBytes))
-	w.array("directories")
+	w.Int("reserveBytes", int64(v.guard.MinFreeBytes))
+	w.Array("directories")
 	for _, d := range v.guard.Dirs {
-		w.object("")
-		w.str("path", d.Path)
-		w.int("freeBytes", int64(d.Free))
+		w.Object("")
+		w.Str("path", d.Path)
+		w.Int("freeBytes", int64(d.Free))
 		if d.Err != nil {
-			w.str("error", d.Err.Error())
+			w.Str("error", d.Err.Error())
 		}
-		w.endObject()
+		w.EndObject()
 	}
-	w.endArray()
-	w.array("nodes")
+	w.EndArray()
+	w.Array("nodes")
 	for _, r := range v.nodes {
-		w.object("")
-		w.str("id", r.id)
-		w.bool("ok", r.ok)
+		w.Object("")
+		w.Str("id", r.id)
+		w.Bool("ok", r.ok)
 		if !r.ok {
-			w.str("reason", r.reason)
+			w.Str("reason", r.reason)
 		}
-		w.int("ageMs", r.age.Milliseconds())
-		w.endObject()
+		w.Int("ageMs", r.age.Milliseconds())
+		w.EndObject()
 	}
-	w.endArray()
-	w.endObject()
+	w.EndArray()
+	w.EndObject()
 }
 
 // writeStorageMetrics writes the storage gauges at scrape time:

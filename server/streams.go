@@ -13,6 +13,7 @@ import (
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/engine/cursor"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/server/wire"
 )
 
 // The streams routes (docs/api.md §14.2): what Queen's streaming SDKs call
@@ -27,7 +28,7 @@ func (s *Server) registerQuery(ctx *fasthttp.RequestCtx, _ *params) {
 		hasName, hasQueue bool
 		hasHash           bool
 	)
-	err := decodeObject(ctx.PostBody(), false, func(sc *scanner, key []byte) error {
+	err := wire.DecodeObject(ctx.PostBody(), false, func(sc *wire.Scanner, key []byte) error {
 		var err error
 		switch string(key) {
 		case "name":
@@ -41,7 +42,7 @@ func (s *Server) registerQuery(ctx *fasthttp.RequestCtx, _ *params) {
 		case "reset":
 			cmd.Reset, err = looseBool(sc)
 		default:
-			err = sc.skip()
+			err = sc.Skip()
 		}
 		return err
 	})
@@ -64,25 +65,25 @@ func (s *Server) registerQuery(ctx *fasthttp.RequestCtx, _ *params) {
 		return
 	}
 	w := startBody(ctx)
-	w.object("")
+	w.Object("")
 	if res.Mismatch {
-		w.bool("success", false)
-		w.id("query_id", res.ID)
-		w.str("name", cmd.Name)
-		w.str("error", fmt.Sprintf("config_hash mismatch: operator chain changed for queryId '%s'. "+
+		w.Bool("success", false)
+		w.ID("query_id", res.ID)
+		w.Str("name", cmd.Name)
+		w.Str("error", fmt.Sprintf("config_hash mismatch: operator chain changed for queryId '%s'. "+
 			"Pass reset:true to wipe its state and start over, or choose a new queryId.", cmd.Name))
-		w.str("code", "config_hash_mismatch")
-		w.endObject()
+		w.Str("code", "config_hash_mismatch")
+		w.EndObject()
 		send(ctx, fasthttp.StatusConflict, w)
 		return
 	}
-	w.bool("success", true)
-	w.id("query_id", res.ID)
-	w.str("name", cmd.Name)
-	w.str("config_hash", cmd.ConfigHash)
-	w.bool("fresh", res.Fresh)
-	w.bool("reset", res.Reset)
-	w.endObject()
+	w.Bool("success", true)
+	w.ID("query_id", res.ID)
+	w.Str("name", cmd.Name)
+	w.Str("config_hash", cmd.ConfigHash)
+	w.Bool("fresh", res.Fresh)
+	w.Bool("reset", res.Reset)
+	w.EndObject()
 	send(ctx, fasthttp.StatusOK, w)
 }
 
@@ -95,10 +96,10 @@ func (s *Server) deleteQuery(ctx *fasthttp.RequestCtx, p *params) {
 		return
 	}
 	w := startBody(ctx)
-	w.object("")
-	w.bool("success", true)
-	w.bool("deleted", existed)
-	w.endObject()
+	w.Object("")
+	w.Bool("success", true)
+	w.Bool("deleted", existed)
+	w.EndObject()
 	send(ctx, fasthttp.StatusOK, w)
 }
 
@@ -109,7 +110,7 @@ func (s *Server) deleteQuery(ctx *fasthttp.RequestCtx, p *params) {
 func (s *Server) stateGet(ctx *fasthttp.RequestCtx, _ *params) {
 	var f engine.StateFilter
 	var hasQuery, hasPart bool
-	err := decodeObject(ctx.PostBody(), false, func(sc *scanner, key []byte) error {
+	err := wire.DecodeObject(ctx.PostBody(), false, func(sc *wire.Scanner, key []byte) error {
 		var err error
 		switch string(key) {
 		case "query_id":
@@ -117,26 +118,26 @@ func (s *Server) stateGet(ctx *fasthttp.RequestCtx, _ *params) {
 		case "partition_id":
 			f.PartitionID, hasPart, err = idMember(sc, "partition_id")
 		case "keys":
-			if sc.peek() != '[' {
-				return sc.skip() // not an array: no key filter
+			if sc.Peek() != '[' {
+				return sc.Skip() // not an array: no key filter
 			}
-			err = sc.array(func(sc *scanner, _ int) error {
-				if sc.peek() != '"' {
-					return sc.skip()
+			err = sc.Array(func(sc *wire.Scanner, _ int) error {
+				if sc.Peek() != '"' {
+					return sc.Skip()
 				}
-				k, err := sc.stringValue()
+				k, err := sc.StringValue()
 				f.Keys = append(f.Keys, k)
 				return err
 			})
 		case "key_prefix":
-			if sc.peek() != '"' {
-				return sc.skip()
+			if sc.Peek() != '"' {
+				return sc.Skip()
 			}
-			f.Prefix, err = sc.stringValue()
+			f.Prefix, err = sc.StringValue()
 		case "ripe_at_or_before":
 			f.Ripe, f.HasRipe, err = numberMember(sc)
 		default:
-			err = sc.skip()
+			err = sc.Skip()
 		}
 		return err
 	})
@@ -163,18 +164,18 @@ func (s *Server) stateGet(ctx *fasthttp.RequestCtx, _ *params) {
 		return
 	}
 	w := startBody(ctx)
-	w.object("")
-	w.bool("success", true)
-	w.array("rows")
+	w.Object("")
+	w.Bool("success", true)
+	w.Array("rows")
 	for i := range rows {
-		w.object("")
-		w.str("key", rows[i].Key)
-		w.raw("value", rows[i].Value)
-		w.timeMicros("updated_at", rows[i].UpdatedAt)
-		w.endObject()
+		w.Object("")
+		w.Str("key", rows[i].Key)
+		w.Raw("value", rows[i].Value)
+		w.TimeMicros("updated_at", rows[i].UpdatedAt)
+		w.EndObject()
 	}
-	w.endArray()
-	w.endObject()
+	w.EndArray()
+	w.EndObject()
 	send(ctx, fasthttp.StatusOK, w)
 }
 
@@ -222,11 +223,11 @@ func (s *Server) writeQueryError(ctx *fasthttp.RequestCtx, err error) {
 		return
 	}
 	w := startBody(ctx)
-	w.object("")
-	w.bool("success", false)
-	w.str("error", "query not found")
-	w.str("code", "query_not_found")
-	w.endObject()
+	w.Object("")
+	w.Bool("success", false)
+	w.Str("error", "query not found")
+	w.Str("code", "query_not_found")
+	w.EndObject()
 	send(ctx, fasthttp.StatusNotFound, w)
 }
 
@@ -282,31 +283,31 @@ func (s *Server) cycle(ctx *fasthttp.RequestCtx, p *params) {
 // results of a failed cycle empty, since nothing of it was applied.
 func (s *Server) writeCycle(ctx *fasthttp.RequestCtx, req *cycleRequest, res engine.StreamCycleResult) {
 	w := startBody(ctx)
-	w.object("")
-	w.bool("success", res.Success)
-	w.str("query_id", req.queryID)
-	w.str("partition_id", req.partID)
-	w.strOrNull("queueName", res.QueueName)
-	w.int("state_ops_applied", int64(res.StateOpsApplied))
-	w.array("push_results")
+	w.Object("")
+	w.Bool("success", res.Success)
+	w.Str("query_id", req.queryID)
+	w.Str("partition_id", req.partID)
+	w.StrOrNull("queueName", res.QueueName)
+	w.Int("state_ops_applied", int64(res.StateOpsApplied))
+	w.Array("push_results")
 	for i := range res.Pushes {
 		writePushResult(&w, "", i, &req.cmd.Items[i], &res.Pushes[i])
 	}
-	w.endArray()
+	w.EndArray()
 	if a := res.Ack; a != nil && res.Success {
-		w.object("ack_result")
-		w.bool("success", true)
-		w.int("count", a.Count)
-		w.bool("lease_released", a.LeaseReleased)
-		w.bool("dlq", a.DLQ)
-		w.endObject()
+		w.Object("ack_result")
+		w.Bool("success", true)
+		w.Int("count", a.Count)
+		w.Bool("lease_released", a.LeaseReleased)
+		w.Bool("dlq", a.DLQ)
+		w.EndObject()
 	} else {
-		w.null("ack_result")
+		w.Null("ack_result")
 	}
 	if !res.Success {
-		w.str("error", res.Error)
+		w.Str("error", res.Error)
 	}
-	w.endObject()
+	w.EndObject()
 	send(ctx, fasthttp.StatusOK, w)
 }
 
@@ -326,25 +327,25 @@ func decodeCycle(body []byte) (cycleRequest, error) {
 			req.fail = fmt.Sprintf(format, args...)
 		}
 	}
-	err := decodeObject(body, false, func(sc *scanner, key []byte) error {
+	err := wire.DecodeObject(body, false, func(sc *wire.Scanner, key []byte) error {
 		var err error
 		switch string(key) {
 		case "query_id":
-			if req.queryID, hasQuery, err = sc.optString("query_id"); err == nil && hasQuery {
+			if req.queryID, hasQuery, err = sc.OptString("query_id"); err == nil && hasQuery {
 				if c.QueryID, err = engine.ParseID(req.queryID); err != nil {
 					err = badRequest("query_id must be a UUID")
 				}
 			}
 		case "partition_id":
-			if req.partID, hasPart, err = sc.optString("partition_id"); err == nil && hasPart {
+			if req.partID, hasPart, err = sc.OptString("partition_id"); err == nil && hasPart {
 				if c.PartitionID, err = engine.ParseID(req.partID); err != nil {
 					err = badRequest("partition_id must be a UUID")
 				}
 			}
 		case "consumer_group":
-			c.Group, _, err = sc.optString("consumer_group")
+			c.Group, _, err = sc.OptString("consumer_group")
 		case "state_ops":
-			err = optArray(sc, "state_ops", failf, func(sc *scanner) error {
+			err = optArray(sc, "state_ops", failf, func(sc *wire.Scanner) error {
 				op, fail, err := decodeStateOp(sc)
 				if fail != "" {
 					failf("%s", fail)
@@ -353,7 +354,7 @@ func decodeCycle(body []byte) (cycleRequest, error) {
 				return err
 			})
 		case "push_items":
-			err = optArray(sc, "push_items", failf, func(sc *scanner) error {
+			err = optArray(sc, "push_items", failf, func(sc *wire.Scanner) error {
 				it, err := decodePushItem(sc, c.Items)
 				if err != nil {
 					if !isBadRequest(err) {
@@ -365,8 +366,8 @@ func decodeCycle(body []byte) (cycleRequest, error) {
 				return nil
 			})
 		case "ack":
-			if sc.peek() != '{' {
-				return sc.skip() // null (or nothing usable): no ack
+			if sc.Peek() != '{' {
+				return sc.Skip() // null (or nothing usable): no ack
 			}
 			var fail string
 			c.Ack, fail, err = decodeCycleAck(sc)
@@ -374,12 +375,12 @@ func decodeCycle(body []byte) (cycleRequest, error) {
 				failf("%s", fail)
 			}
 		case "release_lease":
-			if sc.peek() == 'n' {
-				return sc.skip()
+			if sc.Peek() == 'n' {
+				return sc.Skip()
 			}
-			release, _, err = sc.optBool("release_lease")
+			release, _, err = sc.OptBool("release_lease")
 		default:
-			err = sc.skip()
+			err = sc.Skip()
 		}
 		return err
 	})
@@ -396,47 +397,47 @@ func decodeCycle(body []byte) (cycleRequest, error) {
 
 // optArray reads an array member whose elements elem decodes; null is an
 // empty array, and another value is a failed cycle (Queen fails on it).
-func optArray(sc *scanner, name string, failf func(string, ...any), elem func(sc *scanner) error) error {
-	switch sc.peek() {
+func optArray(sc *wire.Scanner, name string, failf func(string, ...any), elem func(sc *wire.Scanner) error) error {
+	switch sc.Peek() {
 	case '[':
-		return sc.array(func(sc *scanner, _ int) error { return elem(sc) })
+		return sc.Array(func(sc *wire.Scanner, _ int) error { return elem(sc) })
 	case 'n':
-		return sc.skip()
+		return sc.Skip()
 	}
 	failf("%s must be an array", name)
-	return sc.skip()
+	return sc.Skip()
 }
 
 // decodeStateOp reads one state op; fail says why the cycle fails on it.
-func decodeStateOp(sc *scanner) (engine.StateOp, string, error) {
+func decodeStateOp(sc *wire.Scanner) (engine.StateOp, string, error) {
 	var (
 		op              engine.StateOp
 		typ             string
 		hasType, hasKey bool
 		value           []byte
 	)
-	if sc.peek() != '{' {
-		return op, "each state op must be an object", sc.skip()
+	if sc.Peek() != '{' {
+		return op, "each state op must be an object", sc.Skip()
 	}
-	err := sc.object(func(sc *scanner, key []byte) error {
+	err := sc.Object(func(sc *wire.Scanner, key []byte) error {
 		var err error
 		switch string(key) {
 		case "type":
-			if sc.peek() != '"' {
-				return sc.skip()
+			if sc.Peek() != '"' {
+				return sc.Skip()
 			}
-			typ, err = sc.stringValue()
+			typ, err = sc.StringValue()
 			hasType = true
 		case "key":
-			if sc.peek() != '"' {
-				return sc.skip()
+			if sc.Peek() != '"' {
+				return sc.Skip()
 			}
-			op.Key, err = sc.stringValue()
+			op.Key, err = sc.StringValue()
 			hasKey = true
 		case "value":
-			value, err = sc.raw()
+			value, err = sc.Raw()
 		default:
-			err = sc.skip()
+			err = sc.Skip()
 		}
 		return err
 	})
@@ -473,9 +474,9 @@ func windowEnd(value []byte) (float64, bool) {
 	if len(value) == 0 || value[0] != '{' {
 		return 0, false
 	}
-	_ = decodeObject(value, false, func(sc *scanner, key []byte) error {
+	_ = wire.DecodeObject(value, false, func(sc *wire.Scanner, key []byte) error {
 		if string(key) != "windowEnd" {
-			return sc.skip()
+			return sc.Skip()
 		}
 		var err error
 		v, ok, err = numberMember(sc)
@@ -486,11 +487,11 @@ func windowEnd(value []byte) (float64, bool) {
 
 // numberMember reads a member that counts only as a finite JSON number;
 // anything else is skipped and reported absent.
-func numberMember(sc *scanner) (float64, bool, error) {
-	if c := sc.peek(); c != '-' && (c < '0' || c > '9') {
-		return 0, false, sc.skip()
+func numberMember(sc *wire.Scanner) (float64, bool, error) {
+	if c := sc.Peek(); c != '-' && (c < '0' || c > '9') {
+		return 0, false, sc.Skip()
 	}
-	raw, err := sc.raw()
+	raw, err := sc.Raw()
 	if err != nil {
 		return 0, false, err
 	}
@@ -502,29 +503,29 @@ func numberMember(sc *scanner) (float64, bool, error) {
 }
 
 // decodeCycleAck reads the ack object; fail says why the cycle fails on it.
-func decodeCycleAck(sc *scanner) (*engine.CycleAck, string, error) {
+func decodeCycleAck(sc *wire.Scanner) (*engine.CycleAck, string, error) {
 	a := &engine.CycleAck{Status: cursor.Completed, Count: 1}
 	var status, lease string
 	hasStatus := false
-	err := sc.object(func(sc *scanner, key []byte) error {
+	err := sc.Object(func(sc *wire.Scanner, key []byte) error {
 		var err error
 		switch string(key) {
 		case "transactionId":
-			a.TransactionID, _, err = sc.optString("transactionId")
+			a.TransactionID, _, err = sc.OptString("transactionId")
 		case "leaseId":
-			lease, _, err = sc.optString("leaseId")
+			lease, _, err = sc.OptString("leaseId")
 		case "status":
-			status, hasStatus, err = sc.optString("status")
+			status, hasStatus, err = sc.OptString("status")
 		case "count":
 			var n int64
 			var ok bool
-			if n, ok, err = sc.optInt("count"); ok && err == nil {
+			if n, ok, err = sc.OptInt("count"); ok && err == nil {
 				a.Count = n
 			}
 		case "error":
-			a.Error, _, err = sc.optString("error")
+			a.Error, _, err = sc.OptString("error")
 		default:
-			err = sc.skip()
+			err = sc.Skip()
 		}
 		return err
 	})
@@ -560,25 +561,25 @@ func decodeCycleAck(sc *scanner) (*engine.CycleAck, string, error) {
 
 // optNonEmpty reads a member that counts as present only as a non-empty
 // string.
-func optNonEmpty(sc *scanner) (string, bool, error) {
-	if sc.peek() != '"' {
-		return "", false, sc.skip()
+func optNonEmpty(sc *wire.Scanner) (string, bool, error) {
+	if sc.Peek() != '"' {
+		return "", false, sc.Skip()
 	}
-	v, err := sc.stringValue()
+	v, err := sc.StringValue()
 	return v, err == nil && v != "", err
 }
 
 // looseBool reads register's reset: a boolean, or one of the strings
 // PostgreSQL casts to one (Queen accepts those); anything else is a 400.
-func looseBool(sc *scanner) (bool, error) {
-	switch sc.peek() {
+func looseBool(sc *wire.Scanner) (bool, error) {
+	switch sc.Peek() {
 	case 't', 'f':
-		v, _, err := sc.optBool("reset")
+		v, _, err := sc.OptBool("reset")
 		return v, err
 	case 'n':
-		return false, sc.skip()
+		return false, sc.Skip()
 	case '"':
-		v, err := sc.stringValue()
+		v, err := sc.StringValue()
 		if err != nil {
 			return false, err
 		}
@@ -589,7 +590,7 @@ func looseBool(sc *scanner) (bool, error) {
 			return false, nil
 		}
 	default:
-		if err := sc.skip(); err != nil {
+		if err := sc.Skip(); err != nil {
 			return false, err
 		}
 	}
@@ -597,11 +598,11 @@ func looseBool(sc *scanner) (bool, error) {
 }
 
 // idMember reads a member that must be a string holding a UUID.
-func idMember(sc *scanner, name string) (engine.ID, bool, error) {
-	if sc.peek() != '"' {
-		return engine.ID{}, false, sc.skip()
+func idMember(sc *wire.Scanner, name string) (engine.ID, bool, error) {
+	if sc.Peek() != '"' {
+		return engine.ID{}, false, sc.Skip()
 	}
-	v, err := sc.stringValue()
+	v, err := sc.StringValue()
 	if err != nil {
 		return engine.ID{}, false, err
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/server/wire"
 )
 
 // The traces routes (docs/api.md §13): records a consumer attaches to a
@@ -25,29 +26,29 @@ func (s *Server) addTrace(ctx *fasthttp.RequestCtx, _ *params) {
 		hasTxn, hasPart  bool
 		hasData, badPart bool
 	)
-	err := decodeObject(ctx.PostBody(), false, func(sc *scanner, key []byte) error {
+	err := wire.DecodeObject(ctx.PostBody(), false, func(sc *wire.Scanner, key []byte) error {
 		var err error
 		switch string(key) {
 		case "transactionId":
-			cmd.TransactionID, hasTxn, err = sc.optString("transactionId")
+			cmd.TransactionID, hasTxn, err = sc.OptString("transactionId")
 		case "partitionId":
 			var v string
-			if v, hasPart, err = sc.optString("partitionId"); err == nil && hasPart {
+			if v, hasPart, err = sc.OptString("partitionId"); err == nil && hasPart {
 				if cmd.PartitionID, err = engine.ParseID(v); err != nil {
 					badPart, err = true, nil
 				}
 			}
 		case "data":
 			hasData = true
-			cmd.Data, err = sc.raw()
+			cmd.Data, err = sc.Raw()
 		case "consumerGroup":
-			cmd.Group, _, err = sc.optString("consumerGroup") // null and "" both mean queue mode
+			cmd.Group, _, err = sc.OptString("consumerGroup") // null and "" both mean queue mode
 		case "eventType":
-			cmd.EventType, _, err = sc.optString("eventType") // null means "info"
+			cmd.EventType, _, err = sc.OptString("eventType") // null means "info"
 		case "traceNames":
 			cmd.Names, err = traceNames(sc)
 		default:
-			err = sc.skip()
+			err = sc.Skip()
 		}
 		return err
 	})
@@ -79,33 +80,33 @@ func (s *Server) addTrace(ctx *fasthttp.RequestCtx, _ *params) {
 		return
 	}
 	w := startBody(ctx)
-	w.object("")
-	w.bool("success", true)
-	w.id("traceId", id)
-	w.endObject()
+	w.Object("")
+	w.Bool("success", true)
+	w.ID("traceId", id)
+	w.EndObject()
 	send(ctx, fasthttp.StatusCreated, w)
 }
 
 // traceNames reads traceNames: a string (one name), an array of strings, or
 // anything else (no names; Queen ignores other types).
-func traceNames(sc *scanner) ([]string, error) {
-	switch sc.peek() {
+func traceNames(sc *wire.Scanner) ([]string, error) {
+	switch sc.Peek() {
 	case '"':
-		v, err := sc.stringValue()
+		v, err := sc.StringValue()
 		return []string{v}, err
 	case '[':
 		var names []string
-		err := sc.array(func(sc *scanner, _ int) error {
-			if sc.peek() != '"' {
-				return sc.skip()
+		err := sc.Array(func(sc *wire.Scanner, _ int) error {
+			if sc.Peek() != '"' {
+				return sc.Skip()
 			}
-			v, err := sc.stringValue()
+			v, err := sc.StringValue()
 			names = append(names, v)
 			return err
 		})
 		return names, err
 	}
-	return nil, sc.skip()
+	return nil, sc.Skip()
 }
 
 // TraceReader is the read side of traces a broker offers (raft.Node and
@@ -140,17 +141,17 @@ func (s *Server) messageTraces(ctx *fasthttp.RequestCtx, p *params) {
 		return
 	}
 	w := startBody(ctx)
-	w.object("")
-	w.array("traces")
+	w.Object("")
+	w.Array("traces")
 	for i := range traces {
 		t := &traces[i]
-		w.object("")
-		w.id("id", t.ID)
+		w.Object("")
+		w.ID("id", t.ID)
 		writeTraceFields(&w, t)
-		w.endObject()
+		w.EndObject()
 	}
-	w.endArray()
-	w.endObject()
+	w.EndArray()
+	w.EndObject()
 	send(ctx, fasthttp.StatusOK, w)
 }
 
@@ -173,28 +174,28 @@ func (s *Server) tracesByName(ctx *fasthttp.RequestCtx, p *params) {
 		return
 	}
 	w := startBody(ctx)
-	w.object("")
-	w.array("traces")
+	w.Object("")
+	w.Array("traces")
 	for i := range traces {
 		t := &traces[i]
-		w.object("")
-		w.id("id", t.ID)
-		w.str("transaction_id", t.TransactionID)
-		w.id("partition_id", t.PartitionID)
+		w.Object("")
+		w.ID("id", t.ID)
+		w.Str("transaction_id", t.TransactionID)
+		w.ID("partition_id", t.PartitionID)
 		writeTraceFields(&w, &t.Trace)
-		w.strOrNull("queue_name", t.Queue)
-		w.strOrNull("partition_name", t.Partition)
+		w.StrOrNull("queue_name", t.Queue)
+		w.StrOrNull("partition_name", t.Partition)
 		if t.HasMessage {
-			w.raw("message_payload", t.Payload)
+			w.Raw("message_payload", t.Payload)
 		} else {
-			w.null("message_payload")
+			w.Null("message_payload")
 		}
-		w.endObject()
+		w.EndObject()
 	}
-	w.endArray()
-	w.int("total", int64(total))
+	w.EndArray()
+	w.Int("total", int64(total))
 	writePagination(&w, limit, offset)
-	w.endObject()
+	w.EndObject()
 	send(ctx, fasthttp.StatusOK, w)
 }
 
@@ -217,40 +218,40 @@ func (s *Server) traceNamesList(ctx *fasthttp.RequestCtx, _ *params) {
 		return
 	}
 	w := startBody(ctx)
-	w.object("")
-	w.array("trace_names")
+	w.Object("")
+	w.Array("trace_names")
 	for _, n := range names {
-		w.object("")
-		w.str("trace_name", n.Name)
-		w.int("trace_count", int64(n.TraceCount))
-		w.int("message_count", int64(n.MessageCount))
-		w.timeMillis("last_seen", n.LastSeen)
-		w.endObject()
+		w.Object("")
+		w.Str("trace_name", n.Name)
+		w.Int("trace_count", int64(n.TraceCount))
+		w.Int("message_count", int64(n.MessageCount))
+		w.TimeMillis("last_seen", n.LastSeen)
+		w.EndObject()
 	}
-	w.endArray()
-	w.int("total", int64(total))
+	w.EndArray()
+	w.Int("total", int64(total))
 	writePagination(&w, limit, offset)
-	w.endObject()
+	w.EndObject()
 	send(ctx, fasthttp.StatusOK, w)
 }
 
 // writeTraceFields writes the fields every trace reply carries.
-func writeTraceFields(w *jsonWriter, t *engine.Trace) {
-	w.str("event_type", t.EventType)
-	w.raw("data", t.Data)
-	w.str("consumer_group", t.Group)
-	w.str("worker_id", t.WorkerID)
-	w.timeMillis("created_at", t.CreatedAt)
-	w.array("trace_names")
+func writeTraceFields(w *wire.Writer, t *engine.Trace) {
+	w.Str("event_type", t.EventType)
+	w.Raw("data", t.Data)
+	w.Str("consumer_group", t.Group)
+	w.Str("worker_id", t.WorkerID)
+	w.TimeMillis("created_at", t.CreatedAt)
+	w.Array("trace_names")
 	for _, n := range t.Names {
-		w.str("", n)
+		w.Str("", n)
 	}
-	w.endArray()
+	w.EndArray()
 }
 
-func writePagination(w *jsonWriter, limit, offset int) {
-	w.object("pagination")
-	w.int("limit", int64(limit))
-	w.int("offset", int64(offset))
-	w.endObject()
+func writePagination(w *wire.Writer, limit, offset int) {
+	w.Object("pagination")
+	w.Int("limit", int64(limit))
+	w.Int("offset", int64(offset))
+	w.EndObject()
 }

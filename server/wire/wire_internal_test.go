@@ -1,4 +1,4 @@
-package server
+package wire
 
 import (
 	"bytes"
@@ -16,11 +16,11 @@ var scannerSeed = flag.Uint64("scanner.seed", 0, "seed of TestScanner_AgreesWith
 
 // validJSON runs the scanner over one whole document.
 func validJSON(b []byte) bool {
-	s := &scanner{b: b}
-	if _, err := s.raw(); err != nil {
+	s := &Scanner{b: b}
+	if _, err := s.Raw(); err != nil {
 		return false
 	}
-	s.ws()
+	s.WS()
 	return s.i == len(b)
 }
 
@@ -84,8 +84,8 @@ func TestScanner_StringsDecodeLikeEncodingJSON(t *testing.T) {
 		if err := json.Unmarshal([]byte(in), &want); err != nil {
 			t.Fatalf("%s: %v", in, err)
 		}
-		s := &scanner{b: []byte(in)}
-		got, err := s.stringValue()
+		s := &Scanner{b: []byte(in)}
+		got, err := s.StringValue()
 		if err != nil || got != want {
 			t.Fatalf("%s: got %q (%v), want %q", in, got, err, want)
 		}
@@ -94,7 +94,7 @@ func TestScanner_StringsDecodeLikeEncodingJSON(t *testing.T) {
 
 func TestAppendString_RoundTrips(t *testing.T) {
 	for _, in := range []string{"", "plain", "quote\" back\\ nl\n tab\t ctl\x01\x1f", "é😀", "bad\xffutf8", "\u2028\u2029"} {
-		out := appendString(nil, in)
+		out := AppendString(nil, in)
 		var back string
 		if err := json.Unmarshal(out, &back); err != nil {
 			t.Fatalf("%q encoded as %s: %v", in, out, err)
@@ -129,7 +129,7 @@ func FuzzScanner(f *testing.F) {
 		if err := json.Unmarshal(in, &want); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := (&scanner{b: in}).stringValue(); err != nil || got != want {
+		if got, err := (&Scanner{b: in}).StringValue(); err != nil || got != want {
 			t.Fatalf("%q: got %q (%v), want %q", in, got, err, want)
 		}
 	})

@@ -1,6 +1,7 @@
-package server
+package wire
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -9,8 +10,6 @@ import (
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
-
-	"github.com/valyala/fasthttp"
 
 	"github.com/queenmq/queen/engine"
 )
@@ -25,46 +24,46 @@ import (
 // maxDepth bounds nesting, as encoding/json does.
 const maxDepth = 10000
 
-// scanner reads one JSON document.
-type scanner struct {
+// Scanner reads one JSON document.
+type Scanner struct {
 	b     []byte
 	i     int
 	depth int
 }
 
-// decodeObject decodes a body that must be one JSON object, calling member
+// DecodeObject decodes a body that must be one JSON object, calling member
 // for each key with the scanner positioned at its value; member must consume
 // the value. An empty body is an error unless optional (docs/decisions.md C9: it means {}).
-func decodeObject(body []byte, optional bool, member func(s *scanner, key []byte) error) error {
-	s := &scanner{b: body}
-	s.ws()
+func DecodeObject(body []byte, optional bool, member func(s *Scanner, key []byte) error) error {
+	s := &Scanner{b: body}
+	s.WS()
 	if s.i == len(s.b) {
 		if optional {
 			return nil
 		}
-		return errEmptyBody
+		return ErrEmptyBody
 	}
 	if s.b[s.i] != '{' {
-		if err := s.skip(); err != nil {
+		if err := s.Skip(); err != nil {
 			return err
 		}
-		return badRequest("request body must be a JSON object")
+		return BadRequest("request body must be a JSON object")
 	}
-	if err := s.object(member); err != nil {
+	if err := s.Object(member); err != nil {
 		return err
 	}
-	s.ws()
+	s.WS()
 	if s.i != len(s.b) {
 		return s.syntax("data after the top-level value")
 	}
 	return nil
 }
 
-func (s *scanner) syntax(msg string) error {
+func (s *Scanner) syntax(msg string) error {
 	return invalidJSON(fmt.Sprintf("%s at offset %d", msg, s.i))
 }
 
-func (s *scanner) ws() {
+func (s *Scanner) WS() {
 	for s.i < len(s.b) {
 		switch s.b[s.i] {
 		case ' ', '\t', '\n', '\r':
@@ -75,48 +74,48 @@ func (s *scanner) ws() {
 	}
 }
 
-// peek returns the first byte of the next value (0 at the end).
-func (s *scanner) peek() byte {
-	s.ws()
+// Peek returns the first byte of the next value (0 at the end).
+func (s *Scanner) Peek() byte {
+	s.WS()
 	if s.i == len(s.b) {
 		return 0
 	}
 	return s.b[s.i]
 }
 
-// object reads an object, calling member for each key.
-func (s *scanner) object(member func(s *scanner, key []byte) error) error {
-	if s.peek() != '{' {
+// Object reads an Object, calling member for each key.
+func (s *Scanner) Object(member func(s *Scanner, key []byte) error) error {
+	if s.Peek() != '{' {
 		return s.syntax("expected an object")
 	}
 	if s.depth++; s.depth > maxDepth {
 		return s.syntax("too deeply nested")
 	}
 	s.i++
-	if s.peek() == '}' {
+	if s.Peek() == '}' {
 		s.i++
 		s.depth--
 		return nil
 	}
 	for {
-		if s.peek() != '"' {
+		if s.Peek() != '"' {
 			return s.syntax("expected a member name")
 		}
-		key, err := s.stringBytes()
+		key, err := s.StringBytes()
 		if err != nil {
 			return err
 		}
-		if s.peek() != ':' {
+		if s.Peek() != ':' {
 			return s.syntax("expected ':'")
 		}
 		s.i++
-		if s.peek() == 0 {
+		if s.Peek() == 0 {
 			return s.syntax("unexpected end of input")
 		}
 		if err := member(s, key); err != nil {
 			return err
 		}
-		switch s.peek() {
+		switch s.Peek() {
 		case ',':
 			s.i++
 		case '}':
@@ -129,28 +128,28 @@ func (s *scanner) object(member func(s *scanner, key []byte) error) error {
 	}
 }
 
-// array reads an array, calling elem for each element.
-func (s *scanner) array(elem func(s *scanner, i int) error) error {
-	if s.peek() != '[' {
+// Array reads an Array, calling elem for each element.
+func (s *Scanner) Array(elem func(s *Scanner, i int) error) error {
+	if s.Peek() != '[' {
 		return s.syntax("expected an array")
 	}
 	if s.depth++; s.depth > maxDepth {
 		return s.syntax("too deeply nested")
 	}
 	s.i++
-	if s.peek() == ']' {
+	if s.Peek() == ']' {
 		s.i++
 		s.depth--
 		return nil
 	}
 	for n := 0; ; n++ {
-		if s.peek() == 0 {
+		if s.Peek() == 0 {
 			return s.syntax("unexpected end of input")
 		}
 		if err := elem(s, n); err != nil {
 			return err
 		}
-		switch s.peek() {
+		switch s.Peek() {
 		case ',':
 			s.i++
 		case ']':
@@ -163,23 +162,23 @@ func (s *scanner) array(elem func(s *scanner, i int) error) error {
 	}
 }
 
-// skip validates and skips one value.
-func (s *scanner) skip() error {
-	switch c := s.peek(); {
+// Skip validates and skips one value.
+func (s *Scanner) Skip() error {
+	switch c := s.Peek(); {
 	case c == '{':
-		return s.object(func(s *scanner, _ []byte) error { return s.skip() })
+		return s.Object(func(s *Scanner, _ []byte) error { return s.Skip() })
 	case c == '[':
-		return s.array(func(s *scanner, _ int) error { return s.skip() })
+		return s.Array(func(s *Scanner, _ int) error { return s.Skip() })
 	case c == '"':
 		return s.skipString()
 	case c == '-' || ('0' <= c && c <= '9'):
 		return s.skipNumber()
 	case c == 't':
-		return s.literal("true")
+		return s.Literal("true")
 	case c == 'f':
-		return s.literal("false")
+		return s.Literal("false")
 	case c == 'n':
-		return s.literal("null")
+		return s.Literal("null")
 	case c == 0:
 		return s.syntax("unexpected end of input")
 	default:
@@ -187,17 +186,17 @@ func (s *scanner) skip() error {
 	}
 }
 
-// raw validates one value and returns its bytes.
-func (s *scanner) raw() ([]byte, error) {
-	s.ws()
+// Raw validates one value and returns its bytes.
+func (s *Scanner) Raw() ([]byte, error) {
+	s.WS()
 	start := s.i
-	if err := s.skip(); err != nil {
+	if err := s.Skip(); err != nil {
 		return nil, err
 	}
 	return s.b[start:s.i], nil
 }
 
-func (s *scanner) literal(lit string) error {
+func (s *Scanner) Literal(lit string) error {
 	if len(s.b)-s.i < len(lit) || string(s.b[s.i:s.i+len(lit)]) != lit {
 		return s.syntax("invalid literal")
 	}
@@ -211,7 +210,7 @@ func (s *scanner) literal(lit string) error {
 // (encoding/json into a float64, JavaScript) fails on or distorts it, and
 // Queen's PostgreSQL refuses it at push. Underflow (1e-999999) rounds to 0
 // in every decoder and is kept.
-func (s *scanner) skipNumber() error {
+func (s *Scanner) skipNumber() error {
 	start := s.i
 	if s.b[s.i] == '-' {
 		s.i++
@@ -273,7 +272,7 @@ func (s *scanner) skipNumber() error {
 
 // inRange refuses the number that starts at start and ends at s.i if it
 // rounds to ±Inf as a float64.
-func (s *scanner) inRange(start int) error {
+func (s *Scanner) inRange(start int) error {
 	if f, err := strconv.ParseFloat(string(s.b[start:s.i]), 64); err != nil && math.IsInf(f, 0) {
 		return invalidJSON(fmt.Sprintf("number at offset %d is beyond the range of a double (±1.8e308)", start))
 	}
@@ -281,14 +280,14 @@ func (s *scanner) inRange(start int) error {
 }
 
 // skipString validates and skips a string.
-func (s *scanner) skipString() error {
+func (s *Scanner) skipString() error {
 	_, err := s.scanString()
 	return err
 }
 
 // scanString moves past a string (the scanner is at its opening quote) and
 // reports whether it holds escapes.
-func (s *scanner) scanString() (escaped bool, err error) {
+func (s *Scanner) scanString() (escaped bool, err error) {
 	b, i := s.b, s.i+1
 	for {
 		i = plainRun(b, i)
@@ -318,7 +317,7 @@ func (s *scanner) scanString() (escaped bool, err error) {
 					return escaped, s.syntax("invalid \\u escape")
 				}
 				for _, h := range b[i+2 : i+6] {
-					if _, ok := unhex(h); !ok {
+					if _, ok := Unhex(h); !ok {
 						s.i = i
 						return escaped, s.syntax("invalid \\u escape")
 					}
@@ -355,11 +354,11 @@ func plainRun(b []byte, i int) int {
 	return i
 }
 
-// stringBytes reads a string value (the scanner is at its quote): a slice
+// StringBytes reads a string value (the scanner is at its quote): a slice
 // of the input when it holds no escapes, else a decoded copy. The caller
 // copies what it keeps.
-func (s *scanner) stringBytes() ([]byte, error) {
-	s.ws()
+func (s *Scanner) StringBytes() ([]byte, error) {
+	s.WS()
 	start := s.i
 	escaped, err := s.scanString()
 	if err != nil {
@@ -372,9 +371,9 @@ func (s *scanner) stringBytes() ([]byte, error) {
 	return inner, nil
 }
 
-// stringValue reads a string value (the scanner is at its quote).
-func (s *scanner) stringValue() (string, error) {
-	b, err := s.stringBytes()
+// StringValue reads a string value (the scanner is at its quote).
+func (s *Scanner) StringValue() (string, error) {
+	b, err := s.StringBytes()
 	return string(b), err
 }
 
@@ -427,13 +426,13 @@ func unescape(in []byte) string {
 func hex4(b []byte) rune {
 	var r rune
 	for _, c := range b {
-		v, _ := unhex(c)
+		v, _ := Unhex(c)
 		r = r<<4 | rune(v)
 	}
 	return r
 }
 
-func unhex(c byte) (byte, bool) {
+func Unhex(c byte) (byte, bool) {
 	switch {
 	case '0' <= c && c <= '9':
 		return c - '0', true
@@ -445,41 +444,41 @@ func unhex(c byte) (byte, bool) {
 	return 0, false
 }
 
-// optString reads a string member: null is absent. Any other type is a 400
+// OptString reads a string member: null is absent. Any other type is a 400
 // naming the member.
-func (s *scanner) optString(name string) (v string, present bool, err error) {
-	return s.optStringLike(name, "")
+func (s *Scanner) OptString(name string) (v string, present bool, err error) {
+	return s.OptStringLike(name, "")
 }
 
-// optStringLike is optString returning prev, without allocating, when the
+// OptStringLike is optString returning prev, without allocating, when the
 // value spells it: the items of a batch repeat their queue, partition,
 // group, lease and status.
-func (s *scanner) optStringLike(name, prev string) (v string, present bool, err error) {
-	switch s.peek() {
+func (s *Scanner) OptStringLike(name, prev string) (v string, present bool, err error) {
+	switch s.Peek() {
 	case '"':
-		b, err := s.stringBytes()
+		b, err := s.StringBytes()
 		if string(b) == prev {
 			return prev, true, err
 		}
 		return string(b), true, err
 	case 'n':
-		return "", false, s.literal("null")
+		return "", false, s.Literal("null")
 	}
-	if err := s.skip(); err != nil {
+	if err := s.Skip(); err != nil {
 		return "", false, err
 	}
-	return "", false, badRequest(name + " must be a string")
+	return "", false, BadRequest(name + " must be a string")
 }
 
-// optInt reads an integer member (null is absent). Integral floats and
+// OptInt reads an integer member (null is absent). Integral floats and
 // numeric strings are accepted; anything else is a 400 naming the member.
-func (s *scanner) optInt(name string) (v int64, present bool, err error) {
+func (s *Scanner) OptInt(name string) (v int64, present bool, err error) {
 	var text string
-	switch c := s.peek(); {
+	switch c := s.Peek(); {
 	case c == 'n':
-		return 0, false, s.literal("null")
+		return 0, false, s.Literal("null")
 	case c == '"':
-		if text, err = s.stringValue(); err != nil {
+		if text, err = s.StringValue(); err != nil {
 			return 0, false, err
 		}
 	case c == '-' || ('0' <= c && c <= '9'):
@@ -489,33 +488,33 @@ func (s *scanner) optInt(name string) (v int64, present bool, err error) {
 		}
 		text = string(s.b[start:s.i])
 	default:
-		if err := s.skip(); err != nil {
+		if err := s.Skip(); err != nil {
 			return 0, false, err
 		}
-		return 0, false, badRequest(name + " must be an integer")
+		return 0, false, BadRequest(name + " must be an integer")
 	}
 	if n, err := strconv.ParseInt(text, 10, 64); err == nil {
 		return n, true, nil
 	}
 	f, err := strconv.ParseFloat(text, 64)
 	if err != nil || f != float64(int64(f)) {
-		return 0, false, badRequest(name + " must be an integer")
+		return 0, false, BadRequest(name + " must be an integer")
 	}
 	return int64(f), true, nil
 }
 
-// optBool reads a boolean member (null is absent); 1/0 and "true"/"false"
+// OptBool reads a boolean member (null is absent); 1/0 and "true"/"false"
 // are accepted too.
-func (s *scanner) optBool(name string) (v, present bool, err error) {
-	switch s.peek() {
+func (s *Scanner) OptBool(name string) (v, present bool, err error) {
+	switch s.Peek() {
 	case 't':
-		return true, true, s.literal("true")
+		return true, true, s.Literal("true")
 	case 'f':
-		return false, true, s.literal("false")
+		return false, true, s.Literal("false")
 	case 'n':
-		return false, false, s.literal("null")
+		return false, false, s.Literal("null")
 	}
-	raw, err := s.raw()
+	raw, err := s.Raw()
 	if err != nil {
 		return false, false, err
 	}
@@ -525,39 +524,39 @@ func (s *scanner) optBool(name string) (v, present bool, err error) {
 	case "0", `"false"`, `"0"`:
 		return false, true, nil
 	}
-	return false, false, badRequest(name + " must be a boolean")
+	return false, false, BadRequest(name + " must be a boolean")
 }
 
-// optID reads a UUID string member.
-func (s *scanner) optID(name string) (id engine.ID, present bool, err error) {
-	v, present, err := s.optString(name)
+// OptID reads a UUID string member.
+func (s *Scanner) OptID(name string) (id engine.ID, present bool, err error) {
+	v, present, err := s.OptString(name)
 	if err != nil || !present || v == "" {
 		return id, false, err
 	}
 	id, err = engine.ParseID(v)
 	if err != nil {
-		return id, false, badRequest(name + " must be a UUID")
+		return id, false, BadRequest(name + " must be a UUID")
 	}
 	return id, true, nil
 }
 
-// optTime reads an ISO-8601 timestamp member as unix microseconds.
-func (s *scanner) optTime(name string) (us int64, present bool, err error) {
-	v, present, err := s.optString(name)
+// OptTime reads an ISO-8601 timestamp member as unix microseconds.
+func (s *Scanner) OptTime(name string) (us int64, present bool, err error) {
+	v, present, err := s.OptString(name)
 	if err != nil || !present {
 		return 0, false, err
 	}
-	t, ok := parseTime(v)
+	t, ok := ParseTime(v)
 	if !ok {
-		return 0, false, badRequest(name + " must be an ISO-8601 timestamp")
+		return 0, false, BadRequest(name + " must be an ISO-8601 timestamp")
 	}
 	return engine.Micros(t), true, nil
 }
 
-// parseTime accepts the ISO-8601 forms the SDKs send: RFC 3339 with any
+// ParseTime accepts the ISO-8601 forms the SDKs send: RFC 3339 with any
 // fraction and offset (JS toISOString, Go RFC3339), a space instead of T,
 // no offset (UTC, Python isoformat), or a bare date.
-func parseTime(v string) (time.Time, bool) {
+func ParseTime(v string) (time.Time, bool) {
 	for _, layout := range [...]string{
 		time.RFC3339Nano,
 		"2006-01-02T15:04:05.999999999",
@@ -573,59 +572,32 @@ func parseTime(v string) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// Query-string helpers (docs/api.md §1.2): booleans are true only for "true" or
-// "1" (what the SDKs send); an integer parameter that is present must be a
-// base-10 integer at or above its minimum, else the request is a 400 naming
-// it (a mistyped batch=1.5 or batch=-5 is refused, not read as the default).
+// NewScanner returns a scanner at the start of b.
+func NewScanner(b []byte) *Scanner { return &Scanner{b: b} }
 
-func queryString(args *fasthttp.Args, key string) string {
-	return string(args.Peek(key))
+// Done skips trailing whitespace and reports whether the scanner is at the
+// end of its input.
+func (s *Scanner) Done() bool {
+	s.WS()
+	return s.i == len(s.b)
 }
 
-func queryBool(args *fasthttp.Args, key string, def bool) bool {
-	v := args.Peek(key)
-	if v == nil {
-		return def
+// StringFast reads a string value (the scanner is at its quote) that needs
+// no unescaping, such as base64, without validating its characters: the
+// closing quote is found with IndexByte. A string holding a backslash takes
+// StringBytes' checked path.
+func (s *Scanner) StringFast() ([]byte, error) {
+	rest := s.b[s.i+1:]
+	if n := bytes.IndexByte(rest, '"'); n >= 0 && bytes.IndexByte(rest[:n], '\\') < 0 {
+		s.i += n + 2
+		return rest[:n], nil
 	}
-	return string(v) == "true" || string(v) == "1"
+	return s.StringBytes()
 }
 
-// queryInt reads an optional integer parameter: def when absent or empty,
-// a 400 when it is not an integer of at least low. Callers cap the high end
-// where a route has one (a larger value is not a mistake, only more than
-// the route serves at once).
-func queryInt(args *fasthttp.Args, key string, def, low int64) (int64, error) {
-	v := args.Peek(key)
-	if len(v) == 0 {
-		return def, nil
-	}
-	n, err := strconv.ParseInt(string(v), 10, 64)
-	if err != nil || n < low {
-		return def, badRequest(fmt.Sprintf("%s must be an integer of at least %d", key, low))
-	}
-	return n, nil
-}
-
-// pageArgs reads limit (default def, at least 1, capped at most) and offset
-// (default 0, at least 0).
-func pageArgs(args *fasthttp.Args, def, most int64) (limit, offset int, err error) {
-	l, err := queryInt(args, "limit", def, 1)
-	if err != nil {
-		return 0, 0, err
-	}
-	o, err := queryInt(args, "offset", 0, 0)
-	return int(min(l, most)), int(min(o, 1<<30)), err
-}
-
-// queryTime reads an optional ISO-8601 timestamp; an unparsable one is a 400.
-func queryTime(args *fasthttp.Args, key string) (int64, error) {
-	v := args.Peek(key)
-	if len(v) == 0 {
-		return 0, nil
-	}
-	t, ok := parseTime(string(v))
-	if !ok {
-		return 0, badRequest(key + " must be an ISO-8601 timestamp")
-	}
-	return engine.Micros(t), nil
+// OneValue reports whether b is exactly one JSON value, whitespace around it
+// allowed.
+func OneValue(b []byte) bool {
+	s := Scanner{b: b}
+	return s.Skip() == nil && s.Done()
 }

@@ -1,4 +1,4 @@
-package server
+package wire
 
 import (
 	"strconv"
@@ -7,94 +7,94 @@ import (
 	"github.com/queenmq/queen/engine"
 )
 
-// jsonWriter appends one JSON document to a byte slice without reflection.
+// Writer appends one JSON document to a byte slice without reflection.
 // It tracks only whether the current level already holds a value, which is
 // all it needs to place commas: every method takes the member's key ("" for
 // an array element or the top-level value).
-type jsonWriter struct {
+type Writer struct {
 	b     []byte
 	comma bool
 }
 
-// field writes the separator and, in an object, the key.
-func (w *jsonWriter) field(k string) {
+// Field writes the separator and, in an object, the key.
+func (w *Writer) Field(k string) {
 	if w.comma {
 		w.b = append(w.b, ',')
 	}
 	if k != "" {
-		w.b = appendString(w.b, k)
+		w.b = AppendString(w.b, k)
 		w.b = append(w.b, ':')
 	}
 	w.comma = true
 }
 
-func (w *jsonWriter) object(k string) {
-	w.field(k)
+func (w *Writer) Object(k string) {
+	w.Field(k)
 	w.b = append(w.b, '{')
 	w.comma = false
 }
 
-func (w *jsonWriter) endObject() {
+func (w *Writer) EndObject() {
 	w.b = append(w.b, '}')
 	w.comma = true
 }
 
-func (w *jsonWriter) array(k string) {
-	w.field(k)
+func (w *Writer) Array(k string) {
+	w.Field(k)
 	w.b = append(w.b, '[')
 	w.comma = false
 }
 
-func (w *jsonWriter) endArray() {
+func (w *Writer) EndArray() {
 	w.b = append(w.b, ']')
 	w.comma = true
 }
 
-func (w *jsonWriter) str(k, v string) {
-	w.field(k)
-	w.b = appendString(w.b, v)
+func (w *Writer) Str(k, v string) {
+	w.Field(k)
+	w.b = AppendString(w.b, v)
 }
 
-// strOrNull writes null for "".
-func (w *jsonWriter) strOrNull(k, v string) {
+// StrOrNull writes null for "".
+func (w *Writer) StrOrNull(k, v string) {
 	if v == "" {
-		w.null(k)
+		w.Null(k)
 		return
 	}
-	w.str(k, v)
+	w.Str(k, v)
 }
 
-func (w *jsonWriter) int(k string, v int64) {
-	w.field(k)
+func (w *Writer) Int(k string, v int64) {
+	w.Field(k)
 	w.b = strconv.AppendInt(w.b, v, 10)
 }
 
-func (w *jsonWriter) float(k string, v float64) {
-	w.field(k)
+func (w *Writer) Float(k string, v float64) {
+	w.Field(k)
 	w.b = strconv.AppendFloat(w.b, v, 'f', -1, 64)
 }
 
-func (w *jsonWriter) bool(k string, v bool) {
-	w.field(k)
+func (w *Writer) Bool(k string, v bool) {
+	w.Field(k)
 	w.b = strconv.AppendBool(w.b, v)
 }
 
-func (w *jsonWriter) null(k string) {
-	w.field(k)
+func (w *Writer) Null(k string) {
+	w.Field(k)
 	w.b = append(w.b, "null"...)
 }
 
-// raw writes an already valid JSON value (a stored payload) as is.
-func (w *jsonWriter) raw(k string, v []byte) {
-	w.field(k)
+// Raw writes an already valid JSON value (a stored payload) as is.
+func (w *Writer) Raw(k string, v []byte) {
+	w.Field(k)
 	if len(v) == 0 {
 		v = []byte("null")
 	}
 	w.b = append(w.b, v...)
 }
 
-func (w *jsonWriter) id(k string, v engine.ID) {
-	w.field(k)
+func (w *Writer) ID(k string, v engine.ID) {
+	w.Field(k)
 	w.b = append(w.b, '"')
 	w.b = engine.AppendID(w.b, v)
 	w.b = append(w.b, '"')
@@ -107,24 +107,24 @@ const (
 	layoutMillis = "2006-01-02T15:04:05.000Z"
 )
 
-// timeMicros writes unix microseconds as ISO-8601 UTC with microseconds, or
+// TimeMicros writes unix microseconds as ISO-8601 UTC with microseconds, or
 // null for 0.
-func (w *jsonWriter) timeMicros(k string, us int64) {
-	w.timeLayout(k, us, layoutMicros)
+func (w *Writer) TimeMicros(k string, us int64) {
+	w.TimeLayout(k, us, layoutMicros)
 }
 
-// timeMillis writes unix microseconds as ISO-8601 UTC with milliseconds, or
+// TimeMillis writes unix microseconds as ISO-8601 UTC with milliseconds, or
 // null for 0.
-func (w *jsonWriter) timeMillis(k string, us int64) {
-	w.timeLayout(k, us, layoutMillis)
+func (w *Writer) TimeMillis(k string, us int64) {
+	w.TimeLayout(k, us, layoutMillis)
 }
 
-func (w *jsonWriter) timeLayout(k string, us int64, layout string) {
+func (w *Writer) TimeLayout(k string, us int64, layout string) {
 	if us == 0 {
-		w.null(k)
+		w.Null(k)
 		return
 	}
-	w.field(k)
+	w.Field(k)
 	w.b = append(w.b, '"')
 	w.b = engine.Time(us).AppendFormat(w.b, layout)
 	w.b = append(w.b, '"')
@@ -132,9 +132,9 @@ func (w *jsonWriter) timeLayout(k string, us int64, layout string) {
 
 const hexDigits = "0123456789abcdef"
 
-// appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD so
+// AppendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD so
 // the output is always valid JSON.
-func appendString(dst []byte, s string) []byte {
+func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -182,3 +182,9 @@ func appendString(dst []byte, s string) []byte {
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }
+
+// Bytes returns the document written so far.
+func (w *Writer) Bytes() []byte { return w.b }
+
+// NewWriter returns a writer that appends to buf[:0], reusing its room.
+func NewWriter(buf []byte) Writer { return Writer{b: buf[:0]} }
