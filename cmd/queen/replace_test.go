@@ -238,14 +238,20 @@ func (c *cluster) waitVoters(nodes []*qnode, groups, want int) {
 // succeeds: a group whose leader was the lost node elects a new one first.
 func (c *cluster) leaveForce(via *qnode, id, secretFile string) {
 	c.t.Helper()
+	attempts, first := 0, ""
 	waitFor(c.t, 30*time.Second, "queen leave --force --node-id "+id, func() (bool, string) {
+		attempts++
 		out, err := exec.Command(queenBinary(c.t), "leave", "--url", via.url(""), "--node-id", id, "--force",
 			"--cluster-secret-file", secretFile).CombinedOutput()
 		if err == nil && !strings.Contains(string(out), "removed "+id) {
 			c.t.Fatalf("queen leave: %s", out)
 		}
+		if err != nil && first == "" {
+			first = strings.TrimSpace(string(out))
+		}
 		return err == nil, fmt.Sprintf("%v: %s", err, out)
 	})
+	c.t.Logf("queen leave --force --node-id %s via %s: removed after %d attempt(s); the first refusal: %q", id, via.id, attempts, first)
 }
 
 // groupDirOf is where group g keeps its engine and snapshots in a node's
