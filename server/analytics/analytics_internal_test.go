@@ -2,12 +2,14 @@ package analytics
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/server/wire"
 )
 
 // testClock is a clock a test moves by hand.
@@ -318,5 +320,39 @@ func TestAnalytics_ShipmentsFollowTheLeader(t *testing.T) {
 	a.shipped("n2", "n3", sh.Minutes[2].At+1, &shipReply{Instance: "i3", More: true})
 	if sh, worth := a.outbox("n2", "n3"); len(sh.Minutes) != 0 || !worth {
 		t.Fatalf("after a reply with more: %d minutes, worth %v", len(sh.Minutes), worth)
+	}
+}
+
+// Ship and Receive carry a shipment as JSON: bad input is refused as the
+// edge's 400s, and a reply that names no leader instance records nothing,
+// so the minutes are sent again.
+func TestAnalytics_ShipAndReceiveBodies(t *testing.T) {
+	clk := &testClock{t: mustTime(t, "2026-03-04T10:00:00Z")}
+	leader, follower := New(Options{Now: clk.Now}), New(Options{Now: clk.Now})
+	if _, err := leader.Receive("n1", []byte("{")); !errors.Is(err, wire.ErrInvalidJSON) {
+		t.Fatalf("a broken body: %v, want wire.ErrInvalidJSON", err)
+	}
+	if _, err := leader.Receive("n1", []byte(`{"minutes":[]}`)); !errors.Is(err, engine.ErrInvalid) {
+		t.Fatalf("a shipment without id: %v, want engine.ErrInvalid", err)
+	}
+	follower.sample(gauges{})
+	clk.advance(time.Minute)
+	follower.rotate(queueBroker{})
+	bad := func([]byte) ([]byte, error) { return []byte(`{}`), nil }
+	if err := follower.Ship("n2", "n1", bad); err == nil {
+		t.Fatal("a reply without an instance was taken")
+	}
+	posts := 0
+	post := func(body []byte) ([]byte, error) { posts++; return leader.Receive("n1", body) }
+	if err := follower.Ship("n2", "n1", post); err != nil {
+		t.Fatal(err)
+	}
+	if posts != 1 || len(leader.series("n1", 0, 1<<40)) != 2 {
+		t.Fatalf("%d posts; the leader holds %d nodes, want the follower's minute after one post", posts, len(leader.series("n1", 0, 1<<40)))
+	}
+	// The reply carried the leader's (empty) ring and nothing more: there
+	// is nothing left worth sending.
+	if err := follower.Ship("n2", "n1", post); err != nil || posts != 1 {
+		t.Fatalf("a second shipment with nothing new: err %v, %d posts", err, posts)
 	}
 }
