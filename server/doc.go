@@ -69,7 +69,7 @@
 //	POST    /streams/v1/cycle                                                          read-write command      one command: 200 {success} | 404 query_not_found
 //	POST    /streams/v1/state/get                                                      read-only  leader       read on a leader that confirmed itself
 //	GET     /api/v1/status/queues/{queue}/messages                                     read-only  linearizable
-//	GET     /api/v1/analytics/queue-lag                                                read-only  leader       per-minute series (analytics.go), merged on the leader
+//	GET     /api/v1/analytics/queue-lag                                                read-only  leader       per-minute series (package analytics), merged on the leader
 //	GET     /api/v1/analytics/queue-ops                                                read-only  leader
 //	GET     /api/v1/analytics/queue-parked-replicas                                    read-only  leader
 //	GET     /api/v1/analytics/retention                                                read-only  leader

@@ -139,7 +139,7 @@ func (s *Server) pop(ctx *fasthttp.RequestCtx, queue, partition string) {
 		return
 	}
 	s.m.popped(&res)
-	s.an.popped(req.cmd.Queue, &res)
+	s.an.Popped(req.cmd.Queue, &res)
 	if len(res.Messages) == 0 {
 		noContent(ctx)
 		return
@@ -163,8 +163,8 @@ func (s *Server) park(ctx *fasthttp.RequestCtx, cmd engine.PopCmd, wait time.Dur
 	defer cancel()
 	s.m.popParked.Add(1)
 	defer s.m.popParked.Add(-1)
-	s.an.park(cmd.Queue, 1)
-	defer s.an.park(cmd.Queue, -1)
+	s.an.Park(cmd.Queue, 1)
+	defer s.an.Park(cmd.Queue, -1)
 	timer := time.NewTimer(pollInitial)
 	defer timer.Stop()
 	conn := ctx.Conn()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/queenmq/queen/cluster"
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/server/analytics"
 	"github.com/queenmq/queen/server/auth"
 	"github.com/queenmq/queen/server/diskspace"
 	"github.com/queenmq/queen/server/wire"
@@ -129,9 +130,9 @@ type Options struct {
 	// guard off. The server does not close it.
 	Storage *diskspace.Guard
 	// Analytics records the per-minute series of /api/v1/analytics
-	// (analytics.go); nil: the server makes its own. `queen serve` passes
+	// (package analytics); nil: the server makes its own. `queen serve` passes
 	// one so that the Raft node can report its retention sweeps to it.
-	Analytics *Analytics
+	Analytics *analytics.Analytics
 }
 
 // DefaultOptions returns the options a zero Options is completed with.
@@ -247,8 +248,8 @@ type Server struct {
 	reclaim *reclaimer
 	// storage is the free-space state: the other nodes' reports (storage.go).
 	storage *storageState
-	// an is the analytics recorder (analytics.go).
-	an *Analytics
+	// an is the analytics recorder (package analytics; analytics.go).
+	an *analytics.Analytics
 	// reads makes reads linearizable (readindex.go); nil for a broker
 	// without replicas.
 	reads *readIndexes
@@ -421,8 +422,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	start := time.Now()
 	s.m.requests.Add(1)
-	s.an.inflight.Add(1)
-	defer s.an.inflight.Add(-1)
+	s.an.RequestStarted()
+	defer s.an.RequestDone()
 	allowed := s.setCORS(ctx)
 	stats := s.misses
 	defer func() {

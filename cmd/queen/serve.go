@@ -27,6 +27,7 @@ import (
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server"
+	"github.com/queenmq/queen/server/analytics"
 	"github.com/queenmq/queen/server/auth"
 	"github.com/queenmq/queen/server/diskspace"
 )
@@ -365,10 +366,10 @@ func serve(args []string) error {
 	sopts.Auth = verifier
 	warnExposed(log, c)
 	// The analytics hear the leader's retention sweeps from the node and
-	// read the engine's store figures (server/analytics.go): group 1's
+	// read the engine's store figures (package server/analytics): group 1's
 	// when queues are spread over groups.
 	var store *engine.Engine
-	an := server.NewAnalytics(server.AnalyticsOptions{Store: func() (engine.StoreStats, error) { return store.StoreStats() }})
+	an := analytics.New(analytics.Options{Store: func() (engine.StoreStats, error) { return store.StoreStats() }})
 	opts.OnSweep = an.RecordSweep
 	opts.OnEntry = server.EntryMetrics(ms)
 	sopts.Analytics = an

@@ -1,14 +1,15 @@
-package server
+package analytics
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/queenmq/queen/engine"
-	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/server/wire"
 )
 
 // testClock is a clock a test moves by hand.
@@ -32,7 +33,7 @@ func (c *testClock) advance(d time.Duration) {
 // queueBroker answers the two reads a rotation makes: every queue has
 // parts partitions, and the storage error count is errs.
 type queueBroker struct {
-	Broker
+	Host
 	parts int
 	errs  uint64
 }
@@ -41,7 +42,7 @@ func (b queueBroker) Queue(string) (engine.QueueInfo, error) {
 	return engine.QueueInfo{Partitions: make([]engine.PartitionInfo, b.parts)}, nil
 }
 
-func (b queueBroker) Status() raft.Status { return raft.Status{StorageErrors: b.errs} }
+func (b queueBroker) StorageErrors() uint64 { return b.errs }
 
 func mustTime(t *testing.T, s string) time.Time {
 	t.Helper()
@@ -137,13 +138,13 @@ func TestRing_Bounded(t *testing.T) {
 // the cap share the overflow entry, and each request counts once per queue.
 func TestAnalytics_MinuteCapsItsQueues(t *testing.T) {
 	clk := &testClock{t: mustTime(t, "2026-03-04T10:00:00Z")}
-	a := NewAnalytics(AnalyticsOptions{Now: clk.Now})
+	a := New(Options{Now: clk.Now})
 	var res []engine.PushResult
 	for q := range 300 {
 		res = append(res, engine.PushResult{Status: engine.Queued, Queue: fmt.Sprintf("q%03d", q)},
 			engine.PushResult{Status: engine.Queued, Queue: fmt.Sprintf("q%03d", q)})
 	}
-	a.pushed(res)
+	a.Pushed(res)
 	if n := len(a.cur.Queues); n != analyticsQueuesPerMinute {
 		t.Fatalf("%d queues in the minute, want the cap %d", n, analyticsQueuesPerMinute)
 	}
@@ -161,15 +162,15 @@ func TestAnalytics_MinuteCapsItsQueues(t *testing.T) {
 // clock has passed it.
 func TestAnalytics_ParkedGaugeAndRotation(t *testing.T) {
 	clk := &testClock{t: mustTime(t, "2026-03-04T10:00:00Z")}
-	a := NewAnalytics(AnalyticsOptions{Now: clk.Now})
+	a := New(Options{Now: clk.Now})
 	b := queueBroker{parts: 3, errs: 5}
 	a.rotate(b) // nothing to seal
-	a.park("p", 1)
-	a.park("p", 1)
+	a.Park("p", 1)
+	a.Park("p", 1)
 	a.sample(gauges{})
-	a.park("p", -1)
+	a.Park("p", -1)
 	a.sample(gauges{})
-	a.park("p", -1)
+	a.Park("p", -1)
 	a.sample(gauges{})
 	a.sample(gauges{})
 	a.rotate(b) // still 10:00
@@ -188,7 +189,7 @@ func TestAnalytics_ParkedGaugeAndRotation(t *testing.T) {
 	if len(a.parked) != 0 {
 		t.Fatalf("parked gauge %v after every poll ended", a.parked)
 	}
-	q := analyticsQuery{bucket: 1, nodes: a.series("n1", m.At, m.At)}
+	q := Query{bucket: 1, nodes: a.series("n1", m.At, m.At)}
 	got := q.mergeQueues()
 	if len(got) != 1 || got[0].queues[0].parked != 0.75 {
 		t.Fatalf("merged %+v, want p's gauge 3/4", got)
@@ -202,8 +203,8 @@ func TestAnalytics_ParkedGaugeAndRotation(t *testing.T) {
 func TestAnalytics_LeaderMergesTwoNodes(t *testing.T) {
 	start := mustTime(t, "2026-03-04T10:00:30Z")
 	leaderClock, followerClock := &testClock{t: start}, &testClock{t: start}
-	leader := NewAnalytics(AnalyticsOptions{Now: leaderClock.Now})
-	follower := NewAnalytics(AnalyticsOptions{Now: followerClock.Now})
+	leader := New(Options{Now: leaderClock.Now})
+	follower := New(Options{Now: followerClock.Now})
 	pop := func(lag ...time.Duration) *engine.PopResult { // messages delivered lag after their push
 		res := &engine.PopResult{}
 		for _, l := range lag {
@@ -211,12 +212,12 @@ func TestAnalytics_LeaderMergesTwoNodes(t *testing.T) {
 		}
 		return res
 	}
-	leader.pushed([]engine.PushResult{{Status: engine.Queued, Queue: "q"}, {Status: engine.Queued, Queue: "q"}})
-	leader.popped("q", pop(time.Second))
-	follower.pushed([]engine.PushResult{{Status: engine.Queued, Queue: "q"}})
-	follower.popped("q", pop(3*time.Second, 5*time.Second))
-	follower.popped("q", &engine.PopResult{})
-	follower.park("q", 1)
+	leader.Pushed([]engine.PushResult{{Status: engine.Queued, Queue: "q"}, {Status: engine.Queued, Queue: "q"}})
+	leader.Popped("q", pop(time.Second))
+	follower.Pushed([]engine.PushResult{{Status: engine.Queued, Queue: "q"}})
+	follower.Popped("q", pop(3*time.Second, 5*time.Second))
+	follower.Popped("q", &engine.PopResult{})
+	follower.Park("q", 1)
 	follower.sample(gauges{})
 	leader.sample(gauges{})
 	for _, c := range []*testClock{leaderClock, followerClock} {
@@ -257,7 +258,7 @@ func TestAnalytics_LeaderMergesTwoNodes(t *testing.T) {
 		t.Fatalf("after the reply: %+v worth %v, want nothing to send and n1's minute held", sh, worth)
 	}
 	at := sh.Minutes[0].At
-	q := analyticsQuery{bucket: 1, nodes: leader.series("n1", at, at)}
+	q := Query{bucket: 1, nodes: leader.series("n1", at, at)}
 	if len(q.nodes) != 2 || q.nodes[0].id != "n1" || q.nodes[1].id != "n2" {
 		t.Fatalf("series of %d nodes, want n1 then n2", len(q.nodes))
 	}
@@ -286,7 +287,7 @@ func TestAnalytics_LeaderMergesTwoNodes(t *testing.T) {
 // leader or to a leader that restarted (a new instance in its reply).
 func TestAnalytics_ShipmentsFollowTheLeader(t *testing.T) {
 	clk := &testClock{t: mustTime(t, "2026-03-04T10:00:00Z")}
-	a := NewAnalytics(AnalyticsOptions{Now: clk.Now})
+	a := New(Options{Now: clk.Now})
 	b := queueBroker{}
 	for range 3 {
 		a.sample(gauges{})
@@ -319,5 +320,39 @@ func TestAnalytics_ShipmentsFollowTheLeader(t *testing.T) {
 	a.shipped("n2", "n3", sh.Minutes[2].At+1, &shipReply{Instance: "i3", More: true})
 	if sh, worth := a.outbox("n2", "n3"); len(sh.Minutes) != 0 || !worth {
 		t.Fatalf("after a reply with more: %d minutes, worth %v", len(sh.Minutes), worth)
+	}
+}
+
+// Ship and Receive carry a shipment as JSON: bad input is refused as the
+// edge's 400s, and a reply that names no leader instance records nothing,
+// so the minutes are sent again.
+func TestAnalytics_ShipAndReceiveBodies(t *testing.T) {
+	clk := &testClock{t: mustTime(t, "2026-03-04T10:00:00Z")}
+	leader, follower := New(Options{Now: clk.Now}), New(Options{Now: clk.Now})
+	if _, err := leader.Receive("n1", []byte("{")); !errors.Is(err, wire.ErrInvalidJSON) {
+		t.Fatalf("a broken body: %v, want wire.ErrInvalidJSON", err)
+	}
+	if _, err := leader.Receive("n1", []byte(`{"minutes":[]}`)); !errors.Is(err, engine.ErrInvalid) {
+		t.Fatalf("a shipment without id: %v, want engine.ErrInvalid", err)
+	}
+	follower.sample(gauges{})
+	clk.advance(time.Minute)
+	follower.rotate(queueBroker{})
+	bad := func([]byte) ([]byte, error) { return []byte(`{}`), nil }
+	if err := follower.Ship("n2", "n1", bad); err == nil {
+		t.Fatal("a reply without an instance was taken")
+	}
+	posts := 0
+	post := func(body []byte) ([]byte, error) { posts++; return leader.Receive("n1", body) }
+	if err := follower.Ship("n2", "n1", post); err != nil {
+		t.Fatal(err)
+	}
+	if posts != 1 || len(leader.series("n1", 0, 1<<40)) != 2 {
+		t.Fatalf("%d posts; the leader holds %d nodes, want the follower's minute after one post", posts, len(leader.series("n1", 0, 1<<40)))
+	}
+	// The reply carried the leader's (empty) ring and nothing more: there
+	// is nothing left worth sending.
+	if err := follower.Ship("n2", "n1", post); err != nil || posts != 1 {
+		t.Fatalf("a second shipment with nothing new: err %v, %d posts", err, posts)
 	}
 }

@@ -1,4 +1,4 @@
-package server
+package analytics
 
 // The analytics minutes between nodes: a query's series over every node,
 // and the shipments by which followers send the leader their own minutes
@@ -7,10 +7,58 @@ package server
 
 import (
 	"cmp"
+	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/queenmq/queen/server/wire"
 )
+
+// Ship sends this node's (id's) next shipment to leader through post,
+// which posts a body to the leader's POST /internal/v1/cluster/analytics
+// and returns the body of its 200 answer; it records the reply. Nothing is
+// sent when there is nothing worth sending (outbox).
+func (a *Analytics) Ship(id, leader string, post func(body []byte) ([]byte, error)) error {
+	sh, worth := a.outbox(id, leader)
+	if !worth {
+		return nil
+	}
+	body, err := json.Marshal(&sh)
+	if err != nil {
+		return err
+	}
+	answer, err := post(body)
+	if err != nil {
+		return err
+	}
+	var reply shipReply
+	if err := json.Unmarshal(answer, &reply); err != nil || reply.Instance == "" {
+		return fmt.Errorf("leader answered %.200q", answer)
+	}
+	var through int64
+	if n := len(sh.Minutes); n > 0 {
+		through = sh.Minutes[n-1].At
+	}
+	a.shipped(id, leader, through, &reply)
+	return nil
+}
+
+// Receive keeps another node's shipment, the body of a POST
+// /internal/v1/cluster/analytics, on this node (self, the leader) and
+// returns the reply's body. Bad input is a *wire.Error.
+func (a *Analytics) Receive(self string, body []byte) ([]byte, error) {
+	var sh shipment
+	if err := json.Unmarshal(body, &sh); err != nil {
+		return nil, &wire.Error{Kind: wire.ErrInvalidJSON, Msg: "Invalid JSON: " + err.Error()}
+	}
+	reply, err := a.receive(self, &sh)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(&reply)
+}
 
 // nodeSeries is one node's minutes in a query's range.
 type nodeSeries struct {
@@ -106,9 +154,9 @@ func (a *Analytics) shipped(self, leader string, through int64, reply *shipReply
 func (a *Analytics) receive(self string, sh *shipment) (shipReply, error) {
 	switch {
 	case sh.ID == "":
-		return shipReply{}, badRequest("id is required")
+		return shipReply{}, wire.BadRequest("id is required")
 	case sh.ID == self:
-		return shipReply{}, badRequest("a node does not ship to itself")
+		return shipReply{}, wire.BadRequest("a node does not ship to itself")
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -1,4 +1,4 @@
-package server
+package analytics
 
 import (
 	"cmp"
@@ -30,8 +30,9 @@ const (
 	workersWindow = 5 * time.Minute
 )
 
-// analyticsQuery is a parsed analytics request.
-type analyticsQuery struct {
+// Query is a parsed analytics request and the minutes of every node in
+// its range (ParseQuery).
+type Query struct {
 	now             time.Time
 	from, to        int64 // µs
 	fromMin, toMin  int64 // the first and last unix minute in range
@@ -78,28 +79,23 @@ func floorDiv(a, b int64) int64 {
 
 func ceilDiv(a, b int64) int64 { return -floorDiv(-a, b) }
 
-// relayAnalytics relays the request to the leader from a follower; false
-// when this node answers it (it leads, or knows no leader to relay to).
-func (s *Server) relayAnalytics(ctx *fasthttp.RequestCtx) bool {
-	return s.broker.Status().Role != "leader" && s.forward(ctx)
-}
-
-// parseAnalytics has the leader answer (relayAnalytics), then reads the
-// query (analyticsRange). ok is false when the request has been answered
+// parseAnalytics has the leader answer (Host.Relay), then reads the
+// query (ParseQuery). ok is false when the request has been answered
 // (relayed, or refused).
-func (s *Server) parseAnalytics(ctx *fasthttp.RequestCtx) (q analyticsQuery, ok bool) {
-	if s.relayAnalytics(ctx) {
+func (a *Analytics) parseAnalytics(ctx *fasthttp.RequestCtx) (q Query, ok bool) {
+	if a.host.Relay(ctx) {
 		return q, false
 	}
-	return s.analyticsRange(ctx)
+	return a.ParseQuery(ctx)
 }
 
-// analyticsRange reads from, to, queue, hostname and workerId (defaults:
+// ParseQuery reads from, to, queue, hostname and workerId (defaults:
 // the last hour) and collects the minutes in range from what this node
-// holds. ok is false when the request has been refused.
-func (s *Server) analyticsRange(ctx *fasthttp.RequestCtx) (q analyticsQuery, ok bool) {
+// holds, without relaying (GET /api/v1/status relays first, itself). ok is
+// false when the request has been refused.
+func (a *Analytics) ParseQuery(ctx *fasthttp.RequestCtx) (q Query, ok bool) {
 	args := ctx.QueryArgs()
-	q.now = s.an.now()
+	q.now = a.now()
 	q.to = q.now.UnixMicro()
 	q.from = q.to - int64(time.Hour/time.Microsecond)
 	for _, p := range []struct {
@@ -109,7 +105,7 @@ func (s *Server) analyticsRange(ctx *fasthttp.RequestCtx) (q analyticsQuery, ok 
 		if v := args.Peek(p.key); len(v) > 0 {
 			t, good := wire.ParseTime(string(v))
 			if !good {
-				s.writeError(ctx, badRequest("invalid "+p.key))
+				a.host.Fail(ctx, wire.BadRequest("invalid "+p.key))
 				return q, false
 			}
 			*p.dst = engine.Micros(t)
@@ -118,29 +114,32 @@ func (s *Server) analyticsRange(ctx *fasthttp.RequestCtx) (q analyticsQuery, ok 
 	if v := args.Peek("workerId"); len(v) > 0 {
 		n, err := strconv.ParseInt(string(v), 10, 64)
 		if err != nil {
-			s.writeError(ctx, badRequest("invalid workerId"))
+			a.host.Fail(ctx, wire.BadRequest("invalid workerId"))
 			return q, false
 		}
 		q.workerID, q.workerSet = n, true
 	}
-	q.queue, q.hostname = queryString(args, "queue"), queryString(args, "hostname")
+	q.queue, q.hostname = string(args.Peek("queue")), string(args.Peek("hostname"))
 	q.bucket = bucketMinutes(max(q.to-q.from, 0) / minuteUS)
 	q.fromMin, q.toMin = ceilDiv(q.from, minuteUS), floorDiv(q.to, minuteUS)
-	q.self = s.nodeID()
-	s.an.rotate(s.broker)
-	q.nodes = s.an.series(q.self, q.fromMin, q.toMin)
+	q.self = a.host.NodeID()
+	a.rotate(a.host)
+	q.nodes = a.series(q.self, q.fromMin, q.toMin)
 	return q, true
 }
 
+// Queue is the queue filter ("" for all).
+func (q *Query) Queue() string { return q.queue }
+
 // node reports whether node id (worker 0) passes the hostname and
 // workerId filters.
-func (q *analyticsQuery) node(id string) bool {
+func (q *Query) node(id string) bool {
 	return (q.hostname == "" || q.hostname == id) && (!q.workerSet || q.workerID == 0)
 }
 
-// head starts the reply object with its timeRange and, when bucketed, its
+// Head starts the reply object with its timeRange and, when bucketed, its
 // bucketMinutes.
-func (q *analyticsQuery) head(ctx *fasthttp.RequestCtx, bucketed bool) wire.Writer {
+func (q *Query) Head(ctx *fasthttp.RequestCtx, bucketed bool) wire.Writer {
 	w := startBody(ctx)
 	w.Object("")
 	w.Object("timeRange")
@@ -157,7 +156,7 @@ func (q *analyticsQuery) head(ctx *fasthttp.RequestCtx, bucketed bool) wire.Writ
 // second.
 func round2(x float64) float64 { return math.Round(x*100) / 100 }
 
-func (q *analyticsQuery) perSecond(sum int64) float64 {
+func (q *Query) perSecond(sum int64) float64 {
 	return round2(float64(sum) / float64(q.bucket*60))
 }
 
@@ -187,7 +186,7 @@ type minuteQueues struct {
 
 // mergeQueues merges the nodes' queue records per minute (as Queen's queue
 // table sums its workers), oldest minute first; queue filters by name.
-func (q *analyticsQuery) mergeQueues() []minuteQueues {
+func (q *Query) mergeQueues() []minuteQueues {
 	byMinute := map[int64]map[string]*queueAgg{}
 	for _, n := range q.nodes {
 		for i := range n.minutes {
@@ -229,8 +228,8 @@ func (q *analyticsQuery) mergeQueues() []minuteQueues {
 
 // queueLag answers GET /api/v1/analytics/queue-lag?from&to&queue: one entry
 // per (minute, queue), newest minute first, then by queue.
-func (s *Server) queueLag(ctx *fasthttp.RequestCtx, _ *params) {
-	q, ok := s.parseAnalytics(ctx)
+func (a *Analytics) QueueLag(ctx *fasthttp.RequestCtx) {
+	q, ok := a.parseAnalytics(ctx)
 	if !ok {
 		return
 	}
@@ -249,19 +248,19 @@ func (s *Server) queueLag(ctx *fasthttp.RequestCtx, _ *params) {
 		}
 	}
 	w.EndArray()
-	send(ctx, fasthttp.StatusOK, w)
+	send(ctx, w)
 }
 
 // queueOps answers GET /api/v1/analytics/queue-ops?from&to&queue: one entry
 // per (bucket, queue), bucket ascending, then by queue.
-func (s *Server) queueOps(ctx *fasthttp.RequestCtx, _ *params) {
-	q, ok := s.parseAnalytics(ctx)
+func (a *Analytics) QueueOps(ctx *fasthttp.RequestCtx) {
+	q, ok := a.parseAnalytics(ctx)
 	if !ok {
 		return
 	}
-	created, err := s.createdPartitions(&q)
+	created, err := a.createdPartitions(&q)
 	if err != nil {
-		s.writeError(ctx, err)
+		a.host.Fail(ctx, err)
 		return
 	}
 	var (
@@ -300,35 +299,35 @@ func (s *Server) queueOps(ctx *fasthttp.RequestCtx, _ *params) {
 		return cmp.Or(cmp.Compare(a.bucket, b.bucket), strings.Compare(a.queue, b.queue))
 	})
 	slices.Sort(names)
-	w := q.head(ctx, true)
+	w := q.Head(ctx, true)
 	w.Array("series")
 	for _, k := range order {
-		a := aggs[k]
+		g := aggs[k]
 		w.Object("")
 		w.TimeLayout("bucket", k.bucket*minuteUS, layoutSeconds)
-		w.Str("queueName", a.Queue)
-		w.Int("pushRequests", a.PushRequests)
-		w.Int("pushMessages", a.PushMessages)
-		w.Int("popMessages", a.PopMessages)
-		w.Int("popEmpty", a.PopEmpty)
-		w.Int("ackRequests", a.AckRequests)
-		w.Int("ackSuccess", a.AckSuccess)
-		w.Int("ackFailed", a.AckFailed)
-		w.Int("transactions", a.Transactions)
-		w.Int("partitionsCreated", a.created)
+		w.Str("queueName", g.Queue)
+		w.Int("pushRequests", g.PushRequests)
+		w.Int("pushMessages", g.PushMessages)
+		w.Int("popMessages", g.PopMessages)
+		w.Int("popEmpty", g.PopEmpty)
+		w.Int("ackRequests", g.AckRequests)
+		w.Int("ackSuccess", g.AckSuccess)
+		w.Int("ackFailed", g.AckFailed)
+		w.Int("transactions", g.Transactions)
+		w.Int("partitionsCreated", g.created)
 		w.Int("partitionsDeleted", 0) // a partition goes only with its queue, not counted (as Queen)
-		if a.Partitions < 0 {
+		if g.Partitions < 0 {
 			w.Null("partitionCount")
 		} else {
-			w.Int("partitionCount", a.Partitions)
+			w.Int("partitionCount", g.Partitions)
 		}
-		w.Int("avgLagMs", meanLag(a.LagSum, a.PopMessages))
-		w.Int("maxLagMs", a.LagMax)
-		w.Float("pushPerSecond", q.perSecond(a.PushMessages))
-		w.Float("popPerSecond", q.perSecond(a.PopMessages))
-		w.Float("ackPerSecond", q.perSecond(a.AckSuccess+a.AckFailed))
-		w.Float("emptyPerSecond", q.perSecond(a.PopEmpty))
-		w.Float("parkedCount", round2(a.parked/float64(max(a.minutes, 1))))
+		w.Int("avgLagMs", meanLag(g.LagSum, g.PopMessages))
+		w.Int("maxLagMs", g.LagMax)
+		w.Float("pushPerSecond", q.perSecond(g.PushMessages))
+		w.Float("popPerSecond", q.perSecond(g.PopMessages))
+		w.Float("ackPerSecond", q.perSecond(g.AckSuccess+g.AckFailed))
+		w.Float("emptyPerSecond", q.perSecond(g.PopEmpty))
+		w.Float("parkedCount", round2(g.parked/float64(max(g.minutes, 1))))
 		w.EndObject()
 	}
 	w.EndArray()
@@ -338,7 +337,7 @@ func (s *Server) queueOps(ctx *fasthttp.RequestCtx, _ *params) {
 	}
 	w.EndArray()
 	w.EndObject()
-	send(ctx, fasthttp.StatusOK, w)
+	send(ctx, w)
 }
 
 // bucketQueue keys a queue's figures in a bucket.
@@ -354,10 +353,10 @@ type bucketQueue struct {
 // it: every replica holds the same time, so a partition counts once however
 // many nodes there are, and the count survives restarts. A deleted queue
 // takes its partitions, and their count, with it.
-func (s *Server) createdPartitions(q *analyticsQuery) (map[bucketQueue]int64, error) {
+func (a *Analytics) createdPartitions(q *Query) (map[bucketQueue]int64, error) {
 	var qs []engine.QueueInfo
 	if q.queue != "" {
-		info, err := s.broker.Queue(q.queue)
+		info, err := a.host.Queue(q.queue)
 		switch {
 		case errors.Is(err, engine.ErrQueueNotFound):
 			return nil, nil
@@ -367,7 +366,7 @@ func (s *Server) createdPartitions(q *analyticsQuery) (map[bucketQueue]int64, er
 		qs = append(qs, info)
 	} else {
 		var err error
-		if qs, err = s.broker.Queues(); err != nil {
+		if qs, err = a.host.Queues(); err != nil {
 			return nil, err
 		}
 	}
@@ -387,8 +386,8 @@ func (s *Server) createdPartitions(q *analyticsQuery) (map[bucketQueue]int64, er
 // queueParkedReplicas answers GET /api/v1/analytics/queue-parked-replicas:
 // per (bucket, queue, node), the mean of the node's parked gauge over the
 // minutes of the bucket in which it had a long-poll parked on the queue.
-func (s *Server) queueParkedReplicas(ctx *fasthttp.RequestCtx, _ *params) {
-	q, ok := s.parseAnalytics(ctx)
+func (a *Analytics) QueueParkedReplicas(ctx *fasthttp.RequestCtx) {
+	q, ok := a.parseAnalytics(ctx)
 	if !ok {
 		return
 	}
@@ -432,7 +431,7 @@ func (s *Server) queueParkedReplicas(ctx *fasthttp.RequestCtx, _ *params) {
 		return cmp.Or(cmp.Compare(a.bucket, b.bucket), strings.Compare(a.queue, b.queue), strings.Compare(a.node, b.node))
 	})
 	slices.Sort(replicas)
-	w := q.head(ctx, true)
+	w := q.Head(ctx, true)
 	w.Array("series")
 	for _, k := range order {
 		w.Object("")
@@ -453,15 +452,15 @@ func (s *Server) queueParkedReplicas(ctx *fasthttp.RequestCtx, _ *params) {
 	}
 	w.EndArray()
 	w.EndObject()
-	send(ctx, fasthttp.StatusOK, w)
+	send(ctx, w)
 }
 
 // retention answers GET /api/v1/analytics/retention?from&to&queue: what the
 // leaders' sweeps deleted, per bucket. A sweep reports its deletions for
 // the whole store, not per queue, so a queue filter matches nothing (and
 // the answer says so in "note").
-func (s *Server) retentionAnalytics(ctx *fasthttp.RequestCtx, _ *params) {
-	q, ok := s.parseAnalytics(ctx)
+func (a *Analytics) Retention(ctx *fasthttp.RequestCtx) {
+	q, ok := a.parseAnalytics(ctx)
 	if !ok {
 		return
 	}
@@ -500,7 +499,7 @@ func (s *Server) retentionAnalytics(ctx *fasthttp.RequestCtx, _ *params) {
 		w.Int("totalMsgs", r.Retention+r.Evicted)
 		w.Int("eventCount", r.Events)
 	}
-	w := q.head(ctx, true)
+	w := q.Head(ctx, true)
 	w.Array("series")
 	for _, b := range order {
 		w.Object("")
@@ -516,7 +515,7 @@ func (s *Server) retentionAnalytics(ctx *fasthttp.RequestCtx, _ *params) {
 		w.Str("note", "retention sweeps report their deletions for the whole store, not per queue: a queue filter matches nothing")
 	}
 	w.EndObject()
-	send(ctx, fasthttp.StatusOK, w)
+	send(ctx, w)
 }
 
 // workerAgg is node rows summed over a bucket (or a node): the sums, and
@@ -546,8 +545,8 @@ func (a *workerAgg) avg(sum float64) int64 {
 }
 
 // workerMetrics answers GET /api/v1/analytics/worker-metrics?from&to&hostname&workerId.
-func (s *Server) workerMetrics(ctx *fasthttp.RequestCtx, _ *params) {
-	q, ok := s.parseAnalytics(ctx)
+func (a *Analytics) WorkerMetrics(ctx *fasthttp.RequestCtx) {
+	q, ok := a.parseAnalytics(ctx)
 	if !ok {
 		return
 	}
@@ -569,42 +568,42 @@ func (s *Server) workerMetrics(ctx *fasthttp.RequestCtx, _ *params) {
 		}
 	}
 	slices.SortFunc(buckets, func(a, b int64) int { return cmp.Compare(b, a) })
-	w := q.head(ctx, true)
+	w := q.Head(ctx, true)
 	w.Int("pointCount", int64(len(buckets)))
 	w.Array("timeSeries")
 	for _, b := range buckets {
-		a := byB[b]
+		g := byB[b]
 		w.Object("")
 		w.TimeLayout("timestamp", b*minuteUS, layoutSeconds)
-		w.Int("pushMessages", a.PushMessages)
-		w.Int("popMessages", a.PopMessages)
-		w.Int("ackMessages", a.AckMessages)
-		w.Int("pushRequests", a.PushRequests)
-		w.Int("popRequests", a.PopRequests)
-		w.Int("ackRequests", a.AckRequests)
-		w.Int("jobsDone", a.Jobs)
-		w.Float("pushPerSecond", q.perSecond(a.PushMessages))
-		w.Float("popPerSecond", q.perSecond(a.PopMessages))
-		w.Float("ackPerSecond", q.perSecond(a.AckMessages))
-		w.Int("avgEventLoopLagMs", a.avg(a.loopLag))
-		w.Int("maxEventLoopLagMs", a.LoopLagMax)
+		w.Int("pushMessages", g.PushMessages)
+		w.Int("popMessages", g.PopMessages)
+		w.Int("ackMessages", g.AckMessages)
+		w.Int("pushRequests", g.PushRequests)
+		w.Int("popRequests", g.PopRequests)
+		w.Int("ackRequests", g.AckRequests)
+		w.Int("jobsDone", g.Jobs)
+		w.Float("pushPerSecond", q.perSecond(g.PushMessages))
+		w.Float("popPerSecond", q.perSecond(g.PopMessages))
+		w.Float("ackPerSecond", q.perSecond(g.AckMessages))
+		w.Int("avgEventLoopLagMs", g.avg(g.loopLag))
+		w.Int("maxEventLoopLagMs", g.LoopLagMax)
 		w.Int("avgFreeSlots", 0)
 		w.Int("minFreeSlots", 0)
 		w.Int("dbConnections", 0)
-		w.Int("avgJobQueueSize", a.avg(a.jobsAvg))
-		w.Int("maxJobQueueSize", a.JobsMax)
+		w.Int("avgJobQueueSize", g.avg(g.jobsAvg))
+		w.Int("maxJobQueueSize", g.JobsMax)
 		w.Int("backoffSize", 0)
-		w.Int("avgLagMs", meanLag(a.LagSum, a.PopMessages))
-		w.Int("maxLagMs", a.LagMax)
-		w.Int("lagCount", a.PopMessages)
-		w.Int("dbErrors", a.DBErrors)
-		w.Int("ackSuccess", a.AckSuccess)
-		w.Int("ackFailed", a.AckFailed)
-		w.Int("dlqCount", a.DLQ)
+		w.Int("avgLagMs", meanLag(g.LagSum, g.PopMessages))
+		w.Int("maxLagMs", g.LagMax)
+		w.Int("lagCount", g.PopMessages)
+		w.Int("dbErrors", g.DBErrors)
+		w.Int("ackSuccess", g.AckSuccess)
+		w.Int("ackFailed", g.AckFailed)
+		w.Int("dlqCount", g.DLQ)
 		w.EndObject()
 	}
 	w.EndArray()
-	s.writeWorkers(&w, &q)
+	a.WriteWorkers(&w, &q)
 	writeQueuePops(&w, q.mergeQueues())
 	w.Object("summary")
 	var t nodeMinute
@@ -623,34 +622,34 @@ func (s *Server) workerMetrics(ctx *fasthttp.RequestCtx, _ *params) {
 	w.Int("pendingMessages", t.PushMessages-t.PopMessages)
 	w.EndObject()
 	w.EndObject()
-	send(ctx, fasthttp.StatusOK, w)
+	send(ctx, w)
 }
 
-// writeWorkers writes worker-metrics' "workers": each node over the last
+// WriteWorkers writes worker-metrics' "workers": each node over the last
 // five minutes, whatever the range and filters.
-func (s *Server) writeWorkers(w *wire.Writer, q *analyticsQuery) {
+func (a *Analytics) WriteWorkers(w *wire.Writer, q *Query) {
 	now := q.now.UnixMicro()
-	recent := s.an.series(q.self, ceilDiv(now-int64(workersWindow/time.Microsecond), minuteUS), floorDiv(now, minuteUS))
+	recent := a.series(q.self, ceilDiv(now-int64(workersWindow/time.Microsecond), minuteUS), floorDiv(now, minuteUS))
 	w.Array("workers")
 	for _, n := range recent {
 		if len(n.minutes) == 0 {
 			continue
 		}
-		var a workerAgg
+		var g workerAgg
 		for i := range n.minutes {
-			a.add(&n.minutes[i])
+			g.add(&n.minutes[i])
 		}
 		w.Object("")
 		w.Str("hostname", n.id)
 		w.Int("workerId", 0)
-		w.Int("avgEventLoopLagMs", a.avg(a.loopLag))
-		w.Int("maxEventLoopLagMs", a.LoopLagMax)
+		w.Int("avgEventLoopLagMs", g.avg(g.loopLag))
+		w.Int("maxEventLoopLagMs", g.LoopLagMax)
 		w.Int("freeSlots", 0)
 		w.Int("dbConnections", 0)
-		w.Int("jobQueueSize", a.JobsMax)
+		w.Int("jobQueueSize", g.JobsMax)
 		w.Int("backoffSize", 0)
-		w.Int("messagesProcessed", a.PushMessages+a.AckMessages)
-		w.TimeLayout("lastSeen", a.newest*minuteUS, layoutSeconds)
+		w.Int("messagesProcessed", g.PushMessages+g.AckMessages)
+		w.TimeLayout("lastSeen", g.newest*minuteUS, layoutSeconds)
 		w.EndObject()
 	}
 	w.EndArray()

@@ -1,4 +1,4 @@
-package server
+package analytics
 
 import (
 	"github.com/valyala/fasthttp"
@@ -8,8 +8,8 @@ import (
 
 // systemMetrics answers GET /api/v1/analytics/system-metrics?from&to&hostname&workerId:
 // per node, its sampled process figures per bucket, ascending.
-func (s *Server) systemMetrics(ctx *fasthttp.RequestCtx, _ *params) {
-	q, ok := s.parseAnalytics(ctx)
+func (a *Analytics) SystemMetrics(ctx *fasthttp.RequestCtx) {
+	q, ok := a.parseAnalytics(ctx)
 	if !ok {
 		return
 	}
@@ -18,7 +18,7 @@ func (s *Server) systemMetrics(ctx *fasthttp.RequestCtx, _ *params) {
 		samples int64
 		stats   [numSys]sysStat
 	}
-	w := q.head(ctx, false)
+	w := q.Head(ctx, false)
 	w.Array("replicas")
 	replicas, points := 0, 0
 	for _, n := range q.nodes {
@@ -68,7 +68,7 @@ func (s *Server) systemMetrics(ctx *fasthttp.RequestCtx, _ *params) {
 	w.Int("bucketMinutes", q.bucket)
 	w.Int("pointCount", int64(points))
 	w.EndObject()
-	send(ctx, fasthttp.StatusOK, w)
+	send(ctx, w)
 }
 
 // writeSysMetrics writes one point's "metrics". What this broker has no
@@ -133,15 +133,4 @@ func writeSysMetrics(w *wire.Writer, st *[numSys]sysStat, samples int64) {
 	counts("transport", "sent", "received", "dropped")
 	w.EndObject()
 	w.EndObject()
-}
-
-// sharedState answers GET /api/v1/system/shared-state: Queen's UDP peer
-// sync has no counterpart here (nodes share state through Raft).
-func (s *Server) sharedState(ctx *fasthttp.RequestCtx, _ *params) {
-	w := startBody(ctx)
-	w.Object("")
-	w.Bool("enabled", false)
-	w.Str("reason", "not_initialized")
-	w.EndObject()
-	send(ctx, fasthttp.StatusOK, w)
 }

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package server
+package analytics
 
 // readProc reports nothing outside Linux: system-metrics' CPU and memory
 // are 0 there.

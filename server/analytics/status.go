@@ -1,4 +1,4 @@
-package server
+package analytics
 
 import (
 	"cmp"
@@ -26,12 +26,20 @@ type statusBucket struct {
 	sysRows                 int
 }
 
+// WriteThroughput writes status' "pointCount" and "throughput" over the
+// queues in names (nil: every queue and every node's rows).
+func (q *Query) WriteThroughput(w *wire.Writer, names map[string]bool) {
+	buckets := q.statusBuckets(names)
+	w.Int("pointCount", int64(len(buckets)))
+	q.writeThroughputRows(w, buckets, names != nil)
+}
+
 // statusBuckets sums the minutes in range into buckets, newest first.
 // With names nil a bucket is listed when any node has a row in it (Queen:
 // its worker rows); with names, when one of those queues has an entry in
 // it (Queen: its queue rows), and the worker and process figures are
 // still every node's.
-func (q *analyticsQuery) statusBuckets(names map[string]bool) []*statusBucket {
+func (q *Query) statusBuckets(names map[string]bool) []*statusBucket {
 	byAt := map[int64]*statusBucket{}
 	bucket := func(m int64) *statusBucket {
 		at := bucketStart(m, q.bucket)
@@ -77,7 +85,7 @@ func (q *analyticsQuery) statusBuckets(names map[string]bool) []*statusBucket {
 // writeThroughputRows writes status' "throughput": one row per bucket,
 // newest first. ingested = messages pushed, processed = messages acked
 // (successes and failures), popMessages = messages delivered.
-func (q *analyticsQuery) writeThroughputRows(w *wire.Writer, buckets []*statusBucket, filtered bool) {
+func (q *Query) writeThroughputRows(w *wire.Writer, buckets []*statusBucket, filtered bool) {
 	w.Array("throughput")
 	for _, b := range buckets {
 		a := &b.workers
@@ -121,12 +129,31 @@ func (q *analyticsQuery) writeThroughputRows(w *wire.Writer, buckets []*statusBu
 }
 
 // totals sums the nodes' running totals (since each node started).
-func (q *analyticsQuery) totals() nodeMinute {
+func (q *Query) totals() nodeMinute {
 	var t nodeMinute
 	for _, n := range q.nodes {
 		t.add(&n.totals)
 	}
 	return t
+}
+
+// WriteRequests writes status' messages.requests and
+// messages.batchEfficiency: the requests of each kind and messages per
+// request since the nodes started.
+func (q *Query) WriteRequests(w *wire.Writer) {
+	t := q.totals()
+	w.Object("requests")
+	w.Int("push", t.PushRequests)
+	w.Int("pop", t.PopRequests)
+	w.Int("ack", t.AckRequests)
+	w.EndObject()
+	writeBatchEfficiency(w, &t)
+}
+
+// Errors are the storage errors and failed acks since the nodes started.
+func (q *Query) Errors() (dbErrors, ackFailed int64) {
+	t := q.totals()
+	return t.DBErrors, t.AckFailed
 }
 
 // perRequest is messages per request, 2 dp (0 without requests).
@@ -147,15 +174,15 @@ func writeBatchEfficiency(w *wire.Writer, t *nodeMinute) {
 	w.EndObject()
 }
 
-// currentRates are the messages pushed and acked per second in the last
+// CurrentRates are the messages pushed and acked per second in the last
 // complete minute: for each node, the newer of the two minutes before the
 // current one that it has reported (a follower's minute reaches the
 // leader a second or so after it ends), summed over the nodes.
-func (s *Server) currentRates() (ingested, processed float64) {
-	s.an.rotate(s.broker)
-	now := unixMinute(s.an.now())
+func (a *Analytics) CurrentRates() (ingested, processed float64) {
+	a.rotate(a.host)
+	now := unixMinute(a.now())
 	var pushed, acked int64
-	for _, n := range s.an.series(s.nodeID(), now-2, now-1) {
+	for _, n := range a.series(a.host.NodeID(), now-2, now-1) {
 		if k := len(n.minutes); k > 0 {
 			pushed += n.minutes[k-1].Node.PushMessages
 			acked += n.minutes[k-1].Node.AckMessages

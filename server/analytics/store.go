@@ -1,4 +1,4 @@
-package server
+package analytics
 
 import (
 	"slices"
@@ -13,15 +13,15 @@ import (
 // node's Pebble figures under Queen's keys (docs/api.md §11): what has a
 // true counterpart is filled, the rest is empty; no PostgreSQL figure is
 // imitated. Each node answers for its own store.
-func (s *Server) postgresStats(ctx *fasthttp.RequestCtx, _ *params) {
+func (a *Analytics) PostgresStats(ctx *fasthttp.RequestCtx) {
 	var (
 		st  engine.StoreStats
 		has bool
 	)
-	if s.an.store != nil {
+	if a.store != nil {
 		var err error
-		if st, err = s.an.store(); err != nil {
-			s.writeError(ctx, err)
+		if st, err = a.store(); err != nil {
+			a.host.Fail(ctx, err)
 			return
 		}
 		has = true
@@ -34,10 +34,10 @@ func (s *Server) postgresStats(ctx *fasthttp.RequestCtx, _ *params) {
 	}
 	w := startBody(ctx)
 	w.Object("")
-	w.TimeMillis("timestamp", s.an.now().UnixMicro())
+	w.TimeMillis("timestamp", a.now().UnixMicro())
 	w.Str("database", "pebble")
 	w.Str("engine", "pebble")
-	w.Str("node", s.nodeID())
+	w.Str("node", a.host.NodeID())
 	w.Object("databaseCache")
 	if has {
 		w.Str("database", "pebble")
@@ -128,7 +128,7 @@ func (s *Server) postgresStats(ctx *fasthttp.RequestCtx, _ *params) {
 		w.EndObject()
 	}
 	w.EndObject()
-	send(ctx, fasthttp.StatusOK, w)
+	send(ctx, w)
 }
 
 // storeTables are postgres-stats' tableSizes: the key family groups'
