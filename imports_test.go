@@ -56,6 +56,8 @@ func TestImports(t *testing.T) {
 					bad("cluster must not import server or cmd")
 				case under(from, "server") && under(to, "cmd"):
 					bad("server must not import cmd")
+				case strings.HasPrefix(from, "server/") && to == "server" && !strings.HasSuffix(from, "test"):
+					bad("server's sub-packages are cut by concern: server imports them, never the reverse")
 				case under(to, "fuzz") || (under(to, "bench") && !under(from, "cmd")):
 					bad("nothing imports fuzz, and only cmd imports bench (queen bench)")
 				case strings.HasSuffix(to, "test") && strings.Contains(to, "/") && !inTest && !under(from, "bench") && !strings.HasSuffix(from, "test"):

@@ -17,6 +17,7 @@ import (
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/server/auth"
 	"github.com/queenmq/queen/server/diskspace"
+	"github.com/queenmq/queen/server/envelope"
 	"github.com/queenmq/queen/server/wire"
 )
 
@@ -203,7 +204,7 @@ func (o Options) Validate() error {
 	case o.ReadTimeout < 0 || o.WriteTimeout < 0 || o.IdleTimeout < 0:
 		return fmt.Errorf("%w: timeouts must not be negative", engine.ErrInvalid)
 	case o.EncryptionKey != "":
-		if _, err := parseEncryptionKey(o.EncryptionKey); err != nil {
+		if _, err := envelope.ParseKey(o.EncryptionKey); err != nil {
 			return err
 		}
 	}
@@ -234,7 +235,7 @@ type Server struct {
 	// returns, and fasthttp recycles RequestCtx values.
 	ctx context.Context
 	// crypt seals and opens payloads; nil when no usable key is configured.
-	crypt *payloadCipher
+	crypt *envelope.Cipher
 	// cors is Options.CORSOrigins, compiled.
 	cors corsPolicy
 	// auth is Options.Auth, or a disabled verifier.
@@ -367,15 +368,15 @@ func New(b Broker, opts Options) (*Server, error) {
 // nil (encryption disabled) when there is none, an error when it is
 // malformed. A malformed key never degrades to "disabled": queues that
 // asked for encryption would silently store plaintext.
-func newCipherFromOptions(opts Options) (*payloadCipher, error) {
+func newCipherFromOptions(opts Options) (*envelope.Cipher, error) {
 	if opts.EncryptionKey == "" {
 		return nil, nil
 	}
-	key, err := parseEncryptionKey(opts.EncryptionKey)
+	key, err := envelope.ParseKey(opts.EncryptionKey)
 	if err != nil {
 		return nil, err
 	}
-	c, err := newPayloadCipher(key, opts.Metrics)
+	c, err := envelope.NewCipher(key, opts.Metrics)
 	if err != nil {
 		return nil, err
 	}

@@ -364,7 +364,7 @@ func (s *Server) relayBody(items []engine.PushItem) ([]byte, error) {
 	for i := range items {
 		it := items[i]
 		if it.Sealed {
-			plain, ok := s.crypt.open(it.Payload)
+			plain, ok := s.crypt.Open(it.Payload)
 			if !ok {
 				return nil, errSpoolUnopened
 			}
