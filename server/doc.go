@@ -174,11 +174,9 @@
 //
 // # Spool
 //
-// During push maintenance a push is answered "buffered" only once its spool
-// file is durable: written under a .tmp name, fsynced, renamed and the
-// directory fsynced (spool.go, through the small spoolFS interface). Any
-// failure is 500 spool_write_failed and leaves no file to replay; a .tmp
-// file found at start was never answered and is discarded.
+// Pushes received during push maintenance wait in package spool
+// (server/spool/doc.go); the drain loop and the replay to the leader are in
+// spool.go here.
 //
 // # Long polling
 //

@@ -18,6 +18,7 @@ import (
 	"github.com/queenmq/queen/server/auth"
 	"github.com/queenmq/queen/server/diskspace"
 	"github.com/queenmq/queen/server/envelope"
+	"github.com/queenmq/queen/server/spool"
 	"github.com/queenmq/queen/server/wire"
 )
 
@@ -219,7 +220,7 @@ type Server struct {
 	http     *fasthttp.Server
 	client   *fasthttp.Client // forwards whole requests to the leader
 	cluster  *cluster.Client  // sends commands to other nodes; nil without the cluster secret
-	spool    *spool           // pushes held during push maintenance; nil without SpoolDir
+	spool    *spool.Spool     // pushes held during push maintenance; nil without SpoolDir
 	stop     chan struct{}    // closed by Shutdown: stops the spool's drain and the storage reports
 	drained  chan struct{}    // closed when the drain loop has stopped
 	loops    sync.WaitGroup   // the storage report loop
@@ -314,7 +315,7 @@ func New(b Broker, opts Options) (*Server, error) {
 	s.stop, s.drained = make(chan struct{}), make(chan struct{})
 	s.reclaim = newReclaimer(&s.budget, s.stop)
 	if opts.SpoolDir != "" {
-		sp, err := openSpool(opts.SpoolDir, osFS{})
+		sp, err := spool.Open(opts.SpoolDir)
 		if err != nil {
 			return nil, err
 		}
