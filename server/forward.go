@@ -13,6 +13,7 @@ import (
 
 	"github.com/queenmq/queen/cluster"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/server/memory"
 	"github.com/queenmq/queen/server/wire"
 )
 
@@ -128,7 +129,7 @@ func relayCopy(src, dst *fasthttp.Request) {
 // and lent to dst for this answer only (as send does), so neither the
 // relay's pool nor the client's connection keeps it.
 func relayAnswer(resp, dst *fasthttp.Response) {
-	if len(resp.Body()) <= largeBody {
+	if len(resp.Body()) <= memory.LargeBody {
 		resp.CopyTo(dst)
 		return
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/queenmq/queen/server/auth"
 	"github.com/queenmq/queen/server/diskspace"
 	"github.com/queenmq/queen/server/envelope"
+	"github.com/queenmq/queen/server/memory"
 	"github.com/queenmq/queen/server/spool"
 	"github.com/queenmq/queen/server/wire"
 )
@@ -39,7 +40,7 @@ type Options struct {
 	// refused when it outgrows the room left). Default: 1/8 of the memory
 	// the process may use (its cgroup's limit, else physical memory), at
 	// least 2 × MaxBodyBytes and at most 1 GiB unless that floor is larger
-	// (memory.go says why). It may not be below MaxBodyBytes: the largest
+	// (package memory says why). It may not be below MaxBodyBytes: the largest
 	// body accepted could then never be read.
 	MaxInflightBodyBytes int64
 	// DefaultPopTimeout is the long-poll deadline of a pop that sends
@@ -152,7 +153,7 @@ func (o *Options) EnsureDefaults() {
 		o.MaxBodyBytes = 64 << 20
 	}
 	if o.MaxInflightBodyBytes == 0 {
-		o.MaxInflightBodyBytes = defaultInflightBodyBytes(availableMemory(), o.MaxBodyBytes)
+		o.MaxInflightBodyBytes = memory.DefaultBudget(memory.Available(), o.MaxBodyBytes)
 	}
 	if o.DefaultPopTimeout == 0 {
 		o.DefaultPopTimeout = 30 * time.Second
@@ -243,10 +244,10 @@ type Server struct {
 	auth *auth.Verifier
 	// budget bounds the bytes of request bodies held at once
 	// (Options.MaxInflightBodyBytes; inflight.go).
-	budget bodyBudget
+	budget *memory.Budget
 	// reclaim returns body bytes to the budget once they are garbage, and
-	// memory to the operating system after a burst (reclaim.go).
-	reclaim *reclaimer
+	// memory to the operating system after a burst (memory.Reclaimer).
+	reclaim *memory.Reclaimer
 	// storage is the free-space state: the other nodes' reports (storage.go).
 	storage *storageState
 	// an is the analytics recorder (analytics.go).
@@ -278,7 +279,7 @@ func New(b Broker, opts Options) (*Server, error) {
 		misses:  newRouteStats(opts.Metrics, "unmatched"),
 		started: time.Now(),
 		ctx:     context.Background(),
-		budget:  bodyBudget{limit: opts.MaxInflightBodyBytes},
+		budget:  memory.NewBudget(opts.MaxInflightBodyBytes),
 		storage: newStorageState(opts.Metrics),
 		conns:   newConnLimiter(opts.MaxConns, opts.MaxConnsPerIP, opts.Logger, opts.Metrics),
 	}
@@ -286,7 +287,7 @@ func New(b Broker, opts Options) (*Server, error) {
 	if rb, ok := b.(Replicated); ok {
 		s.reads = newReadIndexes(s, rb, opts.Metrics)
 	}
-	opts.Metrics.GetOrCreateGauge(`queen_http_inflight_body_bytes`, func() float64 { return float64(s.budget.held.Load()) })
+	opts.Metrics.GetOrCreateGauge(`queen_http_inflight_body_bytes`, func() float64 { return float64(s.budget.Held()) })
 	crypt, err := newCipherFromOptions(opts)
 	if err != nil {
 		return nil, err
@@ -313,7 +314,7 @@ func New(b Broker, opts Options) (*Server, error) {
 			MaxResponseBodySize: opts.MaxBodyBytes * 32, Refusal: Refusal, Metrics: opts.Metrics})
 	}
 	s.stop, s.drained = make(chan struct{}), make(chan struct{})
-	s.reclaim = newReclaimer(&s.budget, s.stop)
+	s.reclaim = memory.NewReclaimer(s.budget, s.stop)
 	if opts.SpoolDir != "" {
 		sp, err := spool.Open(opts.SpoolDir)
 		if err != nil {
@@ -487,7 +488,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	if err != nil {
 		if errors.Is(err, errOverloaded) {
 			s.m.overloaded.Inc()
-			s.reclaim.refused()
+			s.reclaim.Refused()
 		}
 		s.writeError(ctx, err)
 		if errors.Is(err, errOverloaded) || errors.Is(err, errBodyTooLarge) {
@@ -504,10 +505,10 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 // bodyDone ends a request's hold on its body: the request lets go of the
 // buffer, which a keep-alive connection would otherwise keep until its next
 // request, and its bytes go back to the budget (a large body's once it is
-// collected: reclaim.go).
+// collected: memory.Reclaimer).
 func (s *Server) bodyDone(ctx *fasthttp.RequestCtx, held int64) {
 	ctx.Request.ResetBody()
-	s.reclaim.ended(held)
+	s.reclaim.Ended(held)
 }
 
 // readError answers a request fasthttp could not read (malformed request,
@@ -525,12 +526,12 @@ func startBody(ctx *fasthttp.RequestCtx) wire.Writer {
 }
 
 // send hands the written body to the response (no copy) with status. A
-// body buffer of up to largeBody goes back to the response's pooled buffer
+// body buffer of up to memory.LargeBody goes back to the response's pooled buffer
 // for the connection's next answer; a larger one is lent for this answer
 // only, so that one large answer (a pop of large messages) does not stay
 // with the connection, and then with fasthttp's pool, for good.
 func send(ctx *fasthttp.RequestCtx, status int, w wire.Writer) {
-	if b := w.Bytes(); cap(b) > largeBody {
+	if b := w.Bytes(); cap(b) > memory.LargeBody {
 		ctx.Response.SetBodyRaw(b)
 	} else {
 		ctx.Response.SwapBody(b)
