@@ -171,7 +171,7 @@
 // lease while parked. At its deadline (timeout ms, default 30 s, capped by
 // Options.MaxPopTimeout) it answers 204; Shutdown wakes it with a 204 too.
 // fasthttp cannot tell a handler that its client left, so before each re-pop
-// the handler peeks at the socket (conn_unix.go, MSG_PEEK); a client that
+// the handler peeks at the socket (listener.PeerClosed, MSG_PEEK); a client that
 // left ends the wait, and if it left while a pop was being applied the
 // delivered messages are given back at once with a budget-free "retry" ack.
 //

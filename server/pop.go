@@ -9,6 +9,7 @@ import (
 	"github.com/queenmq/queen/engine/cursor"
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server/envelope"
+	"github.com/queenmq/queen/server/listener"
 	"github.com/queenmq/queen/server/wire"
 )
 
@@ -171,7 +172,7 @@ func (s *Server) park(ctx *fasthttp.RequestCtx, cmd engine.PopCmd, wait time.Dur
 	conn := ctx.Conn()
 	interval, empties := pollInitial, 0
 	for {
-		if peerClosed(conn) {
+		if listener.PeerClosed(conn) {
 			s.m.popAbandoned.Inc()
 			ctx.SetConnectionClose()
 			return engine.PopResult{}, nil
@@ -181,7 +182,7 @@ func (s *Server) park(ctx *fasthttp.RequestCtx, cmd engine.PopCmd, wait time.Dur
 			return res, err
 		}
 		if len(res.Messages) > 0 {
-			if peerClosed(conn) {
+			if listener.PeerClosed(conn) {
 				s.m.popAbandoned.Inc()
 				s.release(&res)
 				ctx.SetConnectionClose()

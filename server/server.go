@@ -18,6 +18,7 @@ import (
 	"github.com/queenmq/queen/server/auth"
 	"github.com/queenmq/queen/server/diskspace"
 	"github.com/queenmq/queen/server/envelope"
+	"github.com/queenmq/queen/server/listener"
 	"github.com/queenmq/queen/server/memory"
 	"github.com/queenmq/queen/server/spool"
 	"github.com/queenmq/queen/server/wire"
@@ -60,7 +61,7 @@ type Options struct {
 	// MaxConns caps the HTTP connections open at once, all clients
 	// together (--max-conns); the excess is closed at once and counted in
 	// queen_http_conns_refused_total{reason="max_conns"}. Default: half of
-	// the process's descriptor limit (listener.go, defaultMaxConns, says
+	// the process's descriptor limit (listener.DefaultMaxConns says
 	// why), so a flood of connections meets this cap before the node runs
 	// out of descriptors.
 	MaxConns int
@@ -171,10 +172,10 @@ func (o *Options) EnsureDefaults() {
 		o.IdleTimeout = 2 * time.Minute
 	}
 	if o.MaxConns == 0 {
-		o.MaxConns = defaultMaxConns(descriptorLimit())
+		o.MaxConns = listener.DefaultMaxConns(listener.DescriptorLimit())
 	}
 	if o.MaxConnsPerIP == 0 {
-		o.MaxConnsPerIP = defaultMaxConnsPerIP(o.MaxConns)
+		o.MaxConnsPerIP = listener.DefaultMaxConnsPerIP(o.MaxConns)
 	}
 	if o.Version == "" {
 		o.Version = "dev"
@@ -256,8 +257,8 @@ type Server struct {
 	// without replicas.
 	reads *readIndexes
 	// conns caps the connections open (Options.MaxConns, MaxConnsPerIP;
-	// listener.go).
-	conns *connLimiter
+	// package listener).
+	conns *listener.Limiter
 }
 
 // New builds a server over b. It does not listen yet: see Serve and
@@ -281,7 +282,7 @@ func New(b Broker, opts Options) (*Server, error) {
 		ctx:     context.Background(),
 		budget:  memory.NewBudget(opts.MaxInflightBodyBytes),
 		storage: newStorageState(opts.Metrics),
-		conns:   newConnLimiter(opts.MaxConns, opts.MaxConnsPerIP, opts.Logger, opts.Metrics),
+		conns:   listener.NewLimiter(opts.MaxConns, opts.MaxConnsPerIP, opts.Logger, opts.Metrics),
 	}
 	s.prop = newTimedProposer(b, opts.Metrics)
 	if rb, ok := b.(Replicated); ok {
@@ -352,7 +353,7 @@ func New(b Broker, opts Options) (*Server, error) {
 		ReadTimeout:                  opts.ReadTimeout,
 		WriteTimeout:                 opts.WriteTimeout,
 		IdleTimeout:                  opts.IdleTimeout,
-		// The listener admits at most MaxConns (listener.go): fasthttp
+		// The listener admits at most MaxConns (package listener): fasthttp
 		// must serve every one of them.
 		Concurrency:     opts.MaxConns,
 		CloseOnShutdown: true,
@@ -389,12 +390,12 @@ func newCipherFromOptions(opts Options) (*envelope.Cipher, error) {
 // Serve answers requests on ln until Shutdown, over TLS when Options.TLS
 // is set. It returns nil after a Shutdown; any other return is an error
 // the server cannot outlive (errors accepting a connection that pass, such
-// as running out of descriptors, are retried: listener.go).
+// as running out of descriptors, are retried: package listener).
 func (s *Server) Serve(ln net.Listener) error {
 	s.runAnalytics()
 	// Under TLS: the caps count TCP connections, and refuse them before a
 	// handshake is spent on them.
-	ln = s.conns.listen(ln)
+	ln = s.conns.Listen(ln)
 	if s.opts.TLS != nil {
 		ln = tls.NewListener(ln, s.opts.TLS)
 	}
