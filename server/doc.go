@@ -109,19 +109,9 @@
 //
 // # Disk space
 //
-// Each route of the table also says whether it adds data (storage.go,
-// server/diskspace). While a filesystem of this node, or of a node that
-// reports to it as leader, has less free space than Options.Storage's
-// reserve, those routes (push, configure, transaction, the replays) answer
-// 507 insufficient_storage with Retry-After: 5 and a message naming the
-// node, the directories and the numbers; nothing is proposed. Pops, acks,
-// lease extensions, seeks and every delete go on inside the reserve, since
-// they are how space comes back, and so do the leader's retention sweeps.
-// A request's body counts against free space while it is written, so a
-// burst cannot pass on one reading. /health's "storage" says why, and
-// /metrics/prometheus has queen_storage_free_bytes{dir},
-// queen_storage_reserve_bytes, queen_storage_below_reserve,
-// queen_storage_nodes_below_reserve and queen_insufficient_storage_total.
+// Each route of the table also says whether it adds data; such routes are
+// refused with 507 while a disk of this node, or of a node reporting to it,
+// is below its reserve (storage.go; server/diskspace/doc.go).
 //
 // # Access
 //
