@@ -1,8 +1,9 @@
 // Package diskspace keeps a node's data directories clear of a full disk. A
 // Guard reads the free space of the filesystems that hold them (statfs(2),
 // each distinct filesystem once, however many directories it holds) and
-// tells the HTTP edge whether a write that adds data may go ahead; it knows
-// nothing of HTTP or Raft and imports no package of the project.
+// tells the HTTP edge whether a write that adds data may go ahead; Reports
+// keeps what the other nodes of a cluster last said of their own guards. It
+// knows nothing of HTTP or Raft and imports no package of the project.
 //
 // # Use
 //
