@@ -17,11 +17,11 @@ import (
 // fasthttp hands over the headers and at most 8 KiB of body, and takeBody
 // reads the rest into a buffer of the body's exact size once the budget
 // allows it. So the bytes of bodies held at once are bounded
-// (Options.MaxInflightBodyBytes, package memory), a request past the bound is refused
-// before its body is read, and the buffer belongs to the request alone:
-// fasthttp neither recycles it nor keeps it, so handlers decode it in place
-// and hand slices of it to the broker without copying, and it is garbage
-// once the request is answered.
+// (Options.MaxInflightBodyBytes, package memory), a request past the bound
+// is refused before its body is read, and the buffer belongs to the request
+// alone: fasthttp neither recycles it nor keeps it, so handlers decode it in
+// place and hand slices of it to the broker without copying, and it is
+// garbage once the request is answered.
 
 // takeBody reads the request's body under the budget and makes it the
 // request's body, as a buffer of its own (ctx.PostBody returns it). It
