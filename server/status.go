@@ -261,7 +261,7 @@ func (s *Server) buffers(ctx *fasthttp.RequestCtx, _ *params) {
 	st := s.broker.Status()
 	var pending, failed int64
 	if s.spool != nil {
-		pending, failed = s.spool.pending.Load(), s.spool.failed.Load()
+		pending, failed = s.spool.Pending(), s.spool.Failed()
 	}
 	w := startBody(ctx)
 	w.Object("")

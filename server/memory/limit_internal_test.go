@@ -1,4 +1,4 @@
-package server
+package memory
 
 import (
 	"os"
@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-func TestDefaultInflightBodyBytes(t *testing.T) {
+func TestDefaultBudget(t *testing.T) {
 	const MiB, GiB = 1 << 20, 1 << 30
 	for _, c := range []struct {
 		name    string
@@ -20,8 +20,8 @@ func TestDefaultInflightBodyBytes(t *testing.T) {
 		{"large host: the ceiling", 24 * GiB, 64 * MiB, 1 * GiB},
 		{"a floor above the ceiling wins", 64 * GiB, 1 * GiB, 2 * GiB},
 	} {
-		if got := defaultInflightBodyBytes(c.mem, c.maxBody); got != c.want {
-			t.Errorf("%s: defaultInflightBodyBytes(%d, %d) = %d, want %d", c.name, c.mem, c.maxBody, got, c.want)
+		if got := DefaultBudget(c.mem, c.maxBody); got != c.want {
+			t.Errorf("%s: DefaultBudget(%d, %d) = %d, want %d", c.name, c.mem, c.maxBody, got, c.want)
 		}
 	}
 }
@@ -81,8 +81,8 @@ func TestCgroupMemoryLimit(t *testing.T) {
 	}
 }
 
-func TestAvailableMemory_AtMostPhysical(t *testing.T) {
-	got, phys := availableMemory(), physicalMemory()
+func TestAvailable_AtMostPhysical(t *testing.T) {
+	got, phys := Available(), physicalMemory()
 	if phys > 0 && (got <= 0 || got > phys) {
 		t.Fatalf("availableMemory = %d with %d bytes of RAM", got, phys)
 	}

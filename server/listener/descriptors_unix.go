@@ -1,11 +1,11 @@
 //go:build unix
 
-package server
+package listener
 
 import "golang.org/x/sys/unix"
 
-// descriptorLimit is RLIMIT_NOFILE's soft limit, 0 when unknown.
-func descriptorLimit() uint64 {
+// DescriptorLimit is RLIMIT_NOFILE's soft limit, 0 when unknown.
+func DescriptorLimit() uint64 {
 	var r unix.Rlimit
 	if unix.Getrlimit(unix.RLIMIT_NOFILE, &r) != nil {
 		return 0

@@ -1,4 +1,4 @@
-package server
+package memory
 
 import (
 	"os"
@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// Bounds of the default MaxInflightBodyBytes (defaultInflightBodyBytes).
+// Bounds of the default budget (DefaultBudget).
 const (
 	// inflightShare: the default cap is this fraction of memory (1/4). The
 	// cap counts what requests cost once decoded (bodyCost, pushItemCost),
@@ -25,20 +25,20 @@ const (
 	inflightCeiling = 1 << 30
 )
 
-// defaultInflightBodyBytes is MaxInflightBodyBytes's default for a process
-// that may use mem bytes (0: unknown): mem/4, at least two of the largest
-// bodies accepted (Options.Validate wants one; a request that costs more
-// than the cap runs alone: bodyBudget.charge) and at most 1 GiB (or that
-// floor, if larger).
-func defaultInflightBodyBytes(mem int64, maxBody int) int64 {
+// DefaultBudget is the server's default MaxInflightBodyBytes for a process
+// that may use mem bytes (0: unknown) and accepts bodies of up to maxBody
+// bytes: mem/4, at least two of the largest bodies accepted (the server's
+// Options.Validate wants one; a request that costs more than the cap runs
+// alone: Budget.Charge) and at most 1 GiB (or that floor, if larger).
+func DefaultBudget(mem int64, maxBody int) int64 {
 	floor := 2 * int64(maxBody)
 	return max(floor, min(mem/inflightShare, inflightCeiling))
 }
 
-// availableMemory returns the bytes of memory this process may use: the
+// Available returns the bytes of memory this process may use: the
 // smallest of its cgroup's memory limit and physical memory; 0 when
 // neither is known.
-func availableMemory() int64 {
+func Available() int64 {
 	phys := physicalMemory()
 	if limit := cgroupMemoryLimit("/"); limit > 0 && (phys == 0 || limit < phys) {
 		return limit

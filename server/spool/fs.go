@@ -1,15 +1,15 @@
-package server
+package spool
 
 import (
 	"os"
 )
 
-// spoolFS is the file operations whose order and failures make the spool
-// durable or not (spool.write, openSpool). osFS is the real one; tests wrap
+// fileSystem is the file operations whose order and failures make the spool
+// durable or not (Spool.Write, open). osFS is the real one; tests wrap
 // it to record the order of the syncs and to fail them.
-type spoolFS interface {
+type fileSystem interface {
 	// Create creates name for writing; it fails if name exists.
-	Create(name string) (spoolFile, error)
+	Create(name string) (file, error)
 	// Rename renames oldname to newname.
 	Rename(oldname, newname string) error
 	// Remove removes name.
@@ -19,18 +19,18 @@ type spoolFS interface {
 	SyncDir(dir string) error
 }
 
-// spoolFile is a spool file being written.
-type spoolFile interface {
+// file is a spool file being written.
+type file interface {
 	Write(p []byte) (int, error)
 	// Sync fsyncs the file's contents.
 	Sync() error
 	Close() error
 }
 
-// osFS is spoolFS on the operating system's file system.
+// osFS is fileSystem on the operating system's file system.
 type osFS struct{}
 
-func (osFS) Create(name string) (spoolFile, error) {
+func (osFS) Create(name string) (file, error) {
 	return os.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 }
 

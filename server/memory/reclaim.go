@@ -1,4 +1,4 @@
-package server
+package memory
 
 import (
 	"runtime"
@@ -7,13 +7,13 @@ import (
 	"time"
 )
 
-// Thresholds of the reclaimer.
+// Thresholds of the Reclaimer.
 const (
-	// largeBody: bodies from this size on are large. The reclaimer keeps
+	// LargeBody: bodies from this size on are large. The Reclaimer keeps
 	// them charged to the budget until they are collected, and a response
 	// body buffer this large is not pooled (send). Smaller bodies are the
 	// hot path, left to the runtime's own pacing.
-	largeBody = 1 << 20
+	LargeBody = 1 << 20
 	// reclaimEvery: a collection runs once this many bytes of large bodies
 	// (at most half the budget) wait to be collected.
 	reclaimEvery = 64 << 20
@@ -22,7 +22,7 @@ const (
 	reclaimQuiet = time.Second
 )
 
-// reclaimer makes the memory of large request bodies come back. Left to
+// Reclaimer makes the memory of large request bodies come back. Left to
 // itself the runtime collects only when the heap has doubled since its last
 // collection, so a burst of large bodies could leave garbage worth the
 // budget again on top of the bodies in flight; and a server idle after the
@@ -32,20 +32,20 @@ const (
 // So a large body stays charged to the budget after its request ends, until
 // a collection that began after it has finished: the bytes of large bodies
 // held plus those not yet collected never pass the budget. A collection
-// runs (runtime.GC, in the reclaimer's goroutine, never a request's) once
+// runs (runtime.GC, in the Reclaimer's goroutine, never a request's) once
 // reclaimEvery bytes of them wait, at once when a request was refused for
 // want of budget while some wait, and after reclaimQuiet without a large
 // body ending; that last one also returns the free pages to the operating
 // system (debug.FreeOSMemory). The goroutine runs only from a large body's
 // end to the end of the quiet period after the last one, or to Shutdown.
-type reclaimer struct {
-	budget *bodyBudget
+type Reclaimer struct {
+	budget *Budget
 	every  int64 // min(reclaimEvery, half the budget)
 	// collect and free are runtime.GC and debug.FreeOSMemory; tests count
 	// them instead.
 	collect, free func()
 	wake          chan struct{}   // a collection is due (buffered, 1)
-	stop          <-chan struct{} // closed by Server.Shutdown: end the goroutine
+	stop          <-chan struct{} // closed by the server's Shutdown: end the goroutine
 
 	mu      sync.Mutex
 	running bool
@@ -53,16 +53,18 @@ type reclaimer struct {
 	last    time.Time // when the last large body ended
 }
 
-func newReclaimer(b *bodyBudget, stop <-chan struct{}) *reclaimer {
-	return &reclaimer{budget: b, every: min(reclaimEvery, b.limit/2),
+// NewReclaimer returns the reclaimer of b's large bodies; closing stop ends
+// its goroutine.
+func NewReclaimer(b *Budget, stop <-chan struct{}) *Reclaimer {
+	return &Reclaimer{budget: b, every: min(reclaimEvery, b.limit/2),
 		collect: runtime.GC, free: debug.FreeOSMemory, wake: make(chan struct{}, 1), stop: stop}
 }
 
-// ended returns the n bytes of a body no longer held: to the budget at once
+// Ended returns the n bytes of a body no longer held: to the budget at once
 // for a small body, after the next collection for a large one.
-func (r *reclaimer) ended(n int64) {
-	if n < largeBody {
-		r.budget.release(n)
+func (r *Reclaimer) Ended(n int64) {
+	if n < LargeBody {
+		r.budget.Release(n)
 		return
 	}
 	r.mu.Lock()
@@ -80,9 +82,9 @@ func (r *reclaimer) ended(n int64) {
 	}
 }
 
-// refused is told that a request was refused for want of budget: bytes
+// Refused is told that a request was refused for want of budget: bytes
 // waiting for a collection come back sooner if one runs now.
-func (r *reclaimer) refused() {
+func (r *Reclaimer) Refused() {
 	r.mu.Lock()
 	due := r.waiting > 0
 	r.mu.Unlock()
@@ -91,14 +93,14 @@ func (r *reclaimer) refused() {
 	}
 }
 
-func (r *reclaimer) poke() {
+func (r *Reclaimer) poke() {
 	select {
 	case r.wake <- struct{}{}:
 	default:
 	}
 }
 
-func (r *reclaimer) run() {
+func (r *Reclaimer) run() {
 	timer := time.NewTimer(reclaimQuiet)
 	defer timer.Stop()
 	for {
@@ -130,7 +132,7 @@ func (r *reclaimer) run() {
 // collectWaiting runs a collection and gives the bytes that waited for it
 // back to the budget: the bodies they count ended before it began, so it
 // freed them.
-func (r *reclaimer) collectWaiting() {
+func (r *Reclaimer) collectWaiting() {
 	r.mu.Lock()
 	n := r.waiting
 	r.waiting = 0
@@ -139,5 +141,5 @@ func (r *reclaimer) collectWaiting() {
 		return
 	}
 	r.collect()
-	r.budget.release(n)
+	r.budget.Release(n)
 }

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package server
+package memory
 
 // physicalMemory is unknown here: the default cap of bodies in flight is
 // then its floor (two of the largest bodies accepted).

@@ -1,4 +1,4 @@
-package server
+package memory
 
 import (
 	"sync/atomic"
@@ -6,11 +6,11 @@ import (
 	"time"
 )
 
-// countingReclaimer is a reclaimer whose collections and returns to the
+// countingReclaimer is a Reclaimer whose collections and returns to the
 // operating system are counted instead of run.
-func countingReclaimer(limit int64) (*reclaimer, *atomic.Int64, *atomic.Int64) {
+func countingReclaimer(limit int64) (*Reclaimer, *atomic.Int64, *atomic.Int64) {
 	var collects, frees atomic.Int64
-	r := newReclaimer(&bodyBudget{limit: limit}, nil)
+	r := NewReclaimer(NewBudget(limit), nil)
 	r.collect = func() { collects.Add(1) }
 	r.free = func() { frees.Add(1) }
 	return r, &collects, &frees
@@ -27,7 +27,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func (r *reclaimer) idle() bool {
+func (r *Reclaimer) idle() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return !r.running
@@ -37,11 +37,11 @@ func (r *reclaimer) idle() bool {
 // budget when its request ends, with no collection.
 func TestReclaimer_Ended_SmallBodyAtOnce(t *testing.T) {
 	r, collects, frees := countingReclaimer(8 << 20)
-	if !r.budget.acquire(100 << 10) {
+	if !r.budget.Acquire(100 << 10) {
 		t.Fatal("acquire")
 	}
-	r.ended(100 << 10)
-	if got := r.budget.held.Load(); got != 0 {
+	r.Ended(100 << 10)
+	if got := r.budget.Held(); got != 0 {
 		t.Fatalf("held = %d after a small body ended", got)
 	}
 	time.Sleep(50 * time.Millisecond)
@@ -55,17 +55,17 @@ func TestReclaimer_Ended_SmallBodyAtOnce(t *testing.T) {
 // the operating system once and the goroutine ends.
 func TestReclaimer_Ended_LargeBodyAfterACollection(t *testing.T) {
 	r, collects, frees := countingReclaimer(64 << 20) // collects every 32 MiB
-	r.budget.acquire(2 << 20)
+	r.budget.Acquire(2 << 20)
 	start := time.Now()
-	r.ended(2 << 20)
-	if got := r.budget.held.Load(); got != 2<<20 {
+	r.Ended(2 << 20)
+	if got := r.budget.Held(); got != 2<<20 {
 		t.Fatalf("held = %d right after a large body ended, want it still charged", got)
 	}
 	waitUntil(t, "the quiet period's collection", func() bool { return frees.Load() == 1 && r.idle() })
 	if elapsed := time.Since(start); elapsed < reclaimQuiet {
 		t.Fatalf("memory returned after %v, before the quiet period (%v)", elapsed, reclaimQuiet)
 	}
-	if got := r.budget.held.Load(); got != 0 || collects.Load() != 1 {
+	if got := r.budget.Held(); got != 0 || collects.Load() != 1 {
 		t.Fatalf("after the quiet period: held %d, %d collections; want 0 and 1", got, collects.Load())
 	}
 }
@@ -77,20 +77,20 @@ func TestReclaimer_Ended_CollectsEveryHalfBudget(t *testing.T) {
 	r, collects, frees := countingReclaimer(8 << 20) // collects every 4 MiB
 	start := time.Now()
 	for range 4 {
-		r.budget.acquire(2 << 20)
-		r.ended(2 << 20)
+		r.budget.Acquire(2 << 20)
+		r.Ended(2 << 20)
 	}
-	waitUntil(t, "collections while bodies keep ending", func() bool { return collects.Load() >= 1 && r.budget.held.Load() <= 4<<20 })
+	waitUntil(t, "collections while bodies keep ending", func() bool { return collects.Load() >= 1 && r.budget.Held() <= 4<<20 })
 	if elapsed := time.Since(start); elapsed >= reclaimQuiet || frees.Load() != 0 {
 		t.Fatalf("first collection after %v (%d frees): it waited for the quiet period", elapsed, frees.Load())
 	}
-	r.budget.acquire(2 << 20)
-	r.ended(2 << 20) // keeps the period from being quiet
+	r.budget.Acquire(2 << 20)
+	r.Ended(2 << 20) // keeps the period from being quiet
 	if r.idle() {
 		t.Fatal("the reclaimer stopped while bodies were still ending")
 	}
 	waitUntil(t, "the goroutine's end", r.idle)
-	if got := r.budget.held.Load(); got != 0 {
+	if got := r.budget.Held(); got != 0 {
 		t.Fatalf("held = %d at the end", got)
 	}
 }
@@ -100,11 +100,11 @@ func TestReclaimer_Ended_CollectsEveryHalfBudget(t *testing.T) {
 // period.
 func TestReclaimer_Refused_CollectsAtOnce(t *testing.T) {
 	r, collects, frees := countingReclaimer(64 << 20)
-	r.budget.acquire(2 << 20)
+	r.budget.Acquire(2 << 20)
 	start := time.Now()
-	r.ended(2 << 20)
-	r.refused()
-	waitUntil(t, "the collection a refusal asks for", func() bool { return r.budget.held.Load() == 0 })
+	r.Ended(2 << 20)
+	r.Refused()
+	waitUntil(t, "the collection a refusal asks for", func() bool { return r.budget.Held() == 0 })
 	if elapsed := time.Since(start); elapsed >= reclaimQuiet || collects.Load() != 1 || frees.Load() != 0 {
 		t.Fatalf("after %v: %d collections, %d frees; want 1 and 0 within the quiet period", elapsed, collects.Load(), frees.Load())
 	}

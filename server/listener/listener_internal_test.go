@@ -1,4 +1,4 @@
-package server
+package listener
 
 import (
 	"errors"
@@ -47,12 +47,12 @@ func acceptErr(errno syscall.Errno) error {
 // Serve.
 func TestLimitListener_Accept_RetriesOutOfDescriptors(t *testing.T) {
 	ms := metrics.NewSet()
-	limits := newConnLimiter(10, 10, slog.New(slog.DiscardHandler), ms)
+	limits := NewLimiter(10, 10, slog.New(slog.DiscardHandler), ms)
 	client, server := net.Pipe()
 	defer client.Close()
 	inner := &erringListener{errs: []error{acceptErr(syscall.EMFILE), acceptErr(syscall.ENFILE), acceptErr(syscall.EMFILE)},
 		conn: server, closed: make(chan struct{})}
-	ln := limits.listen(inner)
+	ln := limits.Listen(inner)
 	c, err := ln.Accept()
 	if err != nil {
 		t.Fatalf("Accept: %v, want the connection after the errors", err)
@@ -73,9 +73,9 @@ func TestLimitListener_Accept_RetriesOutOfDescriptors(t *testing.T) {
 // Any other accept error is returned: Serve stops and the node exits
 // non-zero. Close during a back-off returns at once.
 func TestLimitListener_Accept_ReturnsOtherErrors(t *testing.T) {
-	limits := newConnLimiter(10, 10, slog.New(slog.DiscardHandler), metrics.NewSet())
+	limits := NewLimiter(10, 10, slog.New(slog.DiscardHandler), metrics.NewSet())
 	bad := acceptErr(syscall.EBADF)
-	ln := limits.listen(&erringListener{errs: []error{bad}, closed: make(chan struct{})})
+	ln := limits.Listen(&erringListener{errs: []error{bad}, closed: make(chan struct{})})
 	if _, err := ln.Accept(); !errors.Is(err, syscall.EBADF) {
 		t.Errorf("Accept = %v, want EBADF", err)
 	}
@@ -84,7 +84,7 @@ func TestLimitListener_Accept_ReturnsOtherErrors(t *testing.T) {
 	for i := range many {
 		many[i] = acceptErr(syscall.EMFILE)
 	}
-	ln = limits.listen(&erringListener{errs: many, closed: make(chan struct{})})
+	ln = limits.Listen(&erringListener{errs: many, closed: make(chan struct{})})
 	done := make(chan error, 1)
 	go func() { _, err := ln.Accept(); done <- err }()
 	time.Sleep(50 * time.Millisecond) // into the back-off; no outcome depends on it
@@ -131,12 +131,12 @@ func TestDefaultMaxConns(t *testing.T) {
 		{1<<64 - 1, 1 << 23, 1 << 22}, // RLIM_INFINITY
 		{1, 1, 1},
 	} {
-		got := defaultMaxConns(c.fds)
+		got := DefaultMaxConns(c.fds)
 		if got != c.want {
-			t.Errorf("defaultMaxConns(%d) = %d, want %d", c.fds, got, c.want)
+			t.Errorf("DefaultMaxConns(%d) = %d, want %d", c.fds, got, c.want)
 		}
-		if p := defaultMaxConnsPerIP(got); p != c.perIP {
-			t.Errorf("defaultMaxConnsPerIP(%d) = %d, want %d", got, p, c.perIP)
+		if p := DefaultMaxConnsPerIP(got); p != c.perIP {
+			t.Errorf("DefaultMaxConnsPerIP(%d) = %d, want %d", got, p, c.perIP)
 		}
 	}
 }

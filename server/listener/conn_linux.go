@@ -1,4 +1,4 @@
-package server
+package listener
 
 import "golang.org/x/sys/unix"
 

@@ -1,4 +1,4 @@
-package server
+package listener
 
 import (
 	"context"
@@ -14,28 +14,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 )
 
-// Connections.
-//
-// fasthttp's Serve returns on the first accept error that is not a timeout,
-// and EMFILE (out of descriptors) is one: a flood of idle connections used
-// to end the HTTP server, and with it the node. So the server accepts
-// through connLimiter's listener, which
-//
-//   - retries the errors that pass (out of descriptors or kernel memory, a
-//     temporary error) after a back-off of 5 ms doubling to 1 s, as
-//     net/http does, and counts them (queen_http_accept_errors_total);
-//   - caps the connections open at once, all clients together
-//     (Options.MaxConns) and from one client IP (Options.MaxConnsPerIP),
-//     closing the excess at once with a reset and counting it
-//     (queen_http_conns_refused_total{reason}).
-//
-// The cap sits below the descriptor limit, so the flood meets the cap and
-// not EMFILE: the store, which opens files as it flushes and compacts,
-// keeps the descriptors it needs (defaultMaxConns says how many).
-// Connections that send nothing end at ReadTimeout, idle keep-alive ones at
-// IdleTimeout, and either way their place is given back.
-
-// defaultMaxConns is Options.MaxConns's default: half the descriptors the
+// DefaultMaxConns is the server's MaxConns default: half the descriptors the
 // process may hold (fds, RLIMIT_NOFILE's soft limit, which the Go runtime
 // raised to the hard limit at start; 8,192 when unknown). The other half is
 // the node's own: each Raft group has two Pebble stores, each holding its
@@ -45,18 +24,18 @@ import (
 // and the outgoing relays open more. A store that cannot open a file
 // fails, which stops the node: the clients' connections must run out
 // first. With 1,024 descriptors that is 512 connections.
-func defaultMaxConns(fds uint64) int {
+func DefaultMaxConns(fds uint64) int {
 	if fds == 0 {
 		fds = 16 << 10
 	}
 	return max(int(min(fds, 1<<24)/2), 1)
 }
 
-// defaultMaxConnsPerIP is Options.MaxConnsPerIP's default: half of
+// DefaultMaxConnsPerIP is the server's MaxConnsPerIP default: half of
 // maxConns, so that no one client address can take every place and lock
 // the others (and /health's probes) out. Behind a proxy every client has
 // the proxy's address: raise it to MaxConns there.
-func defaultMaxConnsPerIP(maxConns int) int { return max(maxConns/2, 1) }
+func DefaultMaxConnsPerIP(maxConns int) int { return max(maxConns/2, 1) }
 
 // Accept back-off bounds (net/http's).
 const (
@@ -66,9 +45,9 @@ const (
 	refusedWarnEvery = 10 * time.Second
 )
 
-// connLimiter counts the HTTP connections open, per client IP and in all,
+// Limiter counts the HTTP connections open, per client IP and in all,
 // across every listener the server serves.
-type connLimiter struct {
+type Limiter struct {
 	max, maxPerIP int
 	log           *slog.Logger
 
@@ -82,8 +61,12 @@ type connLimiter struct {
 	lastRefusedLog atomic.Int64 // unix nanoseconds of the last warning
 }
 
-func newConnLimiter(max, maxPerIP int, log *slog.Logger, ms *metrics.Set) *connLimiter {
-	l := &connLimiter{max: max, maxPerIP: maxPerIP, log: log, perIP: map[netip.Addr]int{},
+// NewLimiter returns a limiter of max connections in all and maxPerIP from
+// one client IP, which logs to log and counts in ms
+// (queen_http_conns_open, queen_http_accept_errors_total,
+// queen_http_conns_refused_total{reason}).
+func NewLimiter(max, maxPerIP int, log *slog.Logger, ms *metrics.Set) *Limiter {
+	l := &Limiter{max: max, maxPerIP: maxPerIP, log: log, perIP: map[netip.Addr]int{},
 		acceptErrors: ms.GetOrCreateCounter(`queen_http_accept_errors_total`),
 		refusedMax:   ms.GetOrCreateCounter(`queen_http_conns_refused_total{reason="max_conns"}`),
 		refusedPerIP: ms.GetOrCreateCounter(`queen_http_conns_refused_total{reason="max_conns_per_ip"}`),
@@ -97,20 +80,21 @@ func newConnLimiter(max, maxPerIP int, log *slog.Logger, ms *metrics.Set) *connL
 }
 
 // Open is the number of connections open.
-func (l *connLimiter) Open() int {
+func (l *Limiter) Open() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.open
 }
 
-// listen wraps ln.
-func (l *connLimiter) listen(ln net.Listener) net.Listener {
+// Listen wraps ln: its connections are admitted under the caps, and its
+// accept errors that pass are retried.
+func (l *Limiter) Listen(ln net.Listener) net.Listener {
 	return &limitListener{Listener: ln, limits: l, closed: make(chan struct{})}
 }
 
 // admit takes a place for a connection from ip (invalid: not an IP
 // connection, counted in all only), or names the cap that refuses it.
-func (l *connLimiter) admit(ip netip.Addr) (refused string) {
+func (l *Limiter) admit(ip netip.Addr) (refused string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.open >= l.max {
@@ -127,7 +111,7 @@ func (l *connLimiter) admit(ip netip.Addr) (refused string) {
 }
 
 // release gives back the place admit took.
-func (l *connLimiter) release(ip netip.Addr) {
+func (l *Limiter) release(ip netip.Addr) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.open--
@@ -140,7 +124,7 @@ func (l *connLimiter) release(ip netip.Addr) {
 
 // refused counts a refusal and logs it, at warning level at most once
 // every refusedWarnEvery.
-func (l *connLimiter) refused(reason string, remote net.Addr) {
+func (l *Limiter) refused(reason string, remote net.Addr) {
 	if reason == "max_conns" {
 		l.refusedMax.Inc()
 	} else {
@@ -156,10 +140,10 @@ func (l *connLimiter) refused(reason string, remote net.Addr) {
 		"max_conns", l.max, "max_conns_per_ip", l.maxPerIP)
 }
 
-// limitListener is one listener under a connLimiter.
+// limitListener is one listener under a Limiter.
 type limitListener struct {
 	net.Listener
-	limits    *connLimiter
+	limits    *Limiter
 	closed    chan struct{}
 	closeOnce sync.Once
 }
@@ -232,7 +216,7 @@ func remoteIP(c net.Conn) netip.Addr {
 
 // limitConn gives its place back when closed. It passes on CloseWrite and
 // SyscallConn, which the server uses on the plain TCP connection
-// (lingerUnread, peerClosed).
+// (the server's lingerUnread, and PeerClosed).
 type limitConn struct {
 	net.Conn
 	once    sync.Once

@@ -1,6 +1,6 @@
 //go:build unix
 
-package server
+package listener
 
 import (
 	"crypto/tls"
@@ -9,7 +9,7 @@ import (
 	"syscall"
 )
 
-// peerClosed reports whether the client has closed its end of c (or reset
+// PeerClosed reports whether the client has closed its end of c (or reset
 // it), without consuming any byte it may have sent.
 //
 // fasthttp runs the handler on the connection's own goroutine and reads
@@ -24,7 +24,7 @@ import (
 // alert is an opaque record like any request, so pending bytes do not prove
 // the client is there: the socket is then asked whether the peer hung up
 // (POLLRDHUP, where the platform has it).
-func peerClosed(c net.Conn) bool {
+func PeerClosed(c net.Conn) bool {
 	overTLS := false
 	if tc, ok := c.(*tls.Conn); ok {
 		c, overTLS = tc.NetConn(), true
