@@ -39,7 +39,7 @@ type Options struct {
 	// QUEEN_MAX_INFLIGHT_BODY_BYTES). A request whose body would take the
 	// total past it is answered 503 overloaded with Retry-After, before
 	// its body is read when it declares its length (a chunked body is
-	// refused when it outgrows the room left). Default: 1/8 of the memory
+	// refused when it outgrows the room left). Default: 1/4 of the memory
 	// the process may use (its cgroup's limit, else physical memory), at
 	// least 2 × MaxBodyBytes and at most 1 GiB unless that floor is larger
 	// (package memory says why). It may not be below MaxBodyBytes: the largest
