@@ -22,7 +22,7 @@ func (s *Server) push(ctx *fasthttp.RequestCtx, p *params) {
 	if !spools {
 		st = s.broker.Status()
 		prepares = s.preparesFor(ctx, st)
-		if !prepares && st.Role != "leader" && !s.grouped() && s.forwardAs(ctx, st) {
+		if !prepares && st.Role != "leader" && s.groups.leaderKnownUnread() && s.forwardAs(ctx, st) {
 			return
 		}
 	}
