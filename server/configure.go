@@ -54,12 +54,12 @@ func (s *Server) configure(ctx *fasthttp.RequestCtx, _ *params) {
 		placed, err = s.groups.place(s.ctx, cmd.Queue, group)
 	}
 	if err != nil {
-		s.writeError(ctx, err)
+		s.forwardOrFail(ctx, err) // placing proposes on the directory
 		return
 	}
-	info, err := raft.Propose[engine.QueueInfo](s.ctx, s.prop, cmd)
+	info, err := raft.Propose[engine.QueueInfo](s.ctx, s.forwarding(ctx), cmd)
 	if err != nil {
-		s.writeError(ctx, err)
+		s.forwardOrFail(ctx, err)
 		return
 	}
 	if s.crypt == nil && info.Config.Bool(engine.OptEncryptionEnabled) {

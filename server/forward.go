@@ -199,7 +199,7 @@ func (s *Server) membership(ctx *fasthttp.RequestCtx, join bool) {
 		err = m.Leave(id, force)
 	}
 	if err != nil {
-		s.writeError(ctx, err)
+		s.forwardOrFail(ctx, err) // a follower relays the change to the leader
 		return
 	}
 	w := startBody(ctx)

@@ -81,6 +81,6 @@ func (s *Server) pushViaLeader(ctx *fasthttp.RequestCtx, st raft.Status, items [
 		if errors.Is(err, raft.ErrForward) {
 			s.log.Warn("forward to leader", "leader", st.Leader, "addr", st.LeaderHTTP, "err", err)
 		}
-		s.writeError(ctx, err)
+		s.forwardOrFail(ctx, err) // a leader that no longer leads proposed nothing
 	}
 }
