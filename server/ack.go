@@ -203,8 +203,8 @@ func (s *Server) acknowledge(ctx *fasthttp.RequestCtx, fields []ackFields) {
 	var res []engine.AckResult
 	if len(items) > 0 {
 		var err error
-		if res, err = raft.Propose[[]engine.AckResult](s.ctx, s.prop, engine.AckCmd{Items: items}); err != nil {
-			s.writeError(ctx, err)
+		if res, err = raft.Propose[[]engine.AckResult](s.ctx, s.forwarding(ctx), engine.AckCmd{Items: items}); err != nil {
+			s.forwardOrFail(ctx, err)
 			return
 		}
 		s.m.acked(items, res)
@@ -271,9 +271,9 @@ func (s *Server) transaction(ctx *fasthttp.RequestCtx, p *params) {
 		s.writeError(ctx, err)
 		return
 	}
-	res, err := raft.Propose[engine.TxResult](s.ctx, s.prop, engine.TransactionCmd{Ops: req.ops, RequiredLeases: req.required})
+	res, err := raft.Propose[engine.TxResult](s.ctx, s.forwarding(ctx), engine.TransactionCmd{Ops: req.ops, RequiredLeases: req.required})
 	if err != nil {
-		s.writeError(ctx, err)
+		s.forwardOrFail(ctx, err)
 		return
 	}
 	s.writeTransaction(ctx, &req, &res)
@@ -529,8 +529,8 @@ func (s *Server) extendLease(ctx *fasthttp.RequestCtx, p *params) {
 	}
 	var res engine.ExtendResult
 	if lease, perr := engine.ParseID(leaseText); perr == nil {
-		if res, err = raft.Propose[engine.ExtendResult](s.ctx, s.prop, engine.ExtendLeaseCmd{Lease: lease, Seconds: seconds}); err != nil {
-			s.writeError(ctx, err)
+		if res, err = raft.Propose[engine.ExtendResult](s.ctx, s.forwarding(ctx), engine.ExtendLeaseCmd{Lease: lease, Seconds: seconds}); err != nil {
+			s.forwardOrFail(ctx, err)
 			return
 		}
 	}

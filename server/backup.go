@@ -47,7 +47,7 @@ type backupView struct {
 
 func (s *Server) backup(ctx *fasthttp.RequestCtx, _ *params) {
 	local := queryBool(ctx.QueryArgs(), "local", false)
-	if !local && !s.grouped() {
+	if !local && s.groups.leaderKnownUnread() {
 		if st := s.broker.Status(); st.Role != "leader" {
 			if !s.relayStream(ctx, st) {
 				s.writeError(ctx, raft.ErrNotLeader)

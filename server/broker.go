@@ -2,7 +2,10 @@ package server
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 
+	"github.com/queenmq/queen/cluster"
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
 )
@@ -45,4 +48,104 @@ type Broker interface {
 	Watch(queue string) (ch <-chan struct{}, cancel func())
 	// Status reports the node's Raft role, leader and applied index.
 	Status() raft.Status
+}
+
+// Grouped is a broker that spreads queues over several Raft groups
+// (raft.Host; ARCHITECTURE.md, "Scale-out"). It routes each command to its
+// group itself, forwards the parts of split commands (package cluster,
+// given to it when it was opened), and answers a *raft.NotLeaderError
+// naming the leader to forward the rest of a request to.
+type Grouped interface {
+	ProposeEntry(ctx context.Context, g uint32, entry []byte) (engine.Result, error)
+	Groups() []uint32
+	GroupStatus(g uint32) raft.Status
+	// Placement is a queue's group, 0 while it has none.
+	Placement(queue string) uint32
+	// Place places a queue in group (0: where the directory chooses)
+	// unless it has a group, and returns its group.
+	Place(ctx context.Context, queue string, group uint32) (uint32, error)
+}
+
+// groupView is the broker's Raft groups as the handlers see them, one
+// interface whether the node runs one group or many (New picks the
+// adapter: spreadGroups for a Grouped broker, oneGroup for any other).
+// Handlers never ask which it is: where the two truly differ, the
+// difference is a capability (leaderKnownUnread).
+type groupView interface {
+	// list is the groups queues are spread over, the directory (0)
+	// first; none when one group holds every queue (the node's own
+	// status is then that group's).
+	list() []uint32
+	// status is group g's status on this node.
+	status(g uint32) raft.Status
+	// placement is a queue's group: 0 while it has none, and always with
+	// one group.
+	placement(queue string) uint32
+	// place places a queue being configured (beyond Queen, with
+	// --groups) in group when one is asked for (1 to G; 0 or none: where
+	// the directory chooses), so that queues a transaction spans can
+	// share a group, and returns its group: 0 with one group, which takes
+	// only group 1. A queue keeps the group it has: asking for another is
+	// 409 placed_elsewhere.
+	place(ctx context.Context, queue string, group int64) (uint32, error)
+	// ProposeEntry proposes an encoded command another node sent on
+	// group g (cluster.Proposer).
+	ProposeEntry(ctx context.Context, g uint32, entry []byte) (engine.Result, error)
+	// leaderKnownUnread reports whether the leader that serves a request
+	// is known before its body is read. With one group it is the node's
+	// leader: a follower relays a request unread, prepares pushes for it
+	// and sends it its reports. With many, a command's group is in what
+	// it names: the broker routes it after it is read.
+	leaderKnownUnread() bool
+}
+
+// groupsOf is b's groupView.
+func groupsOf(b Broker) groupView {
+	if g, ok := b.(Grouped); ok {
+		return spreadGroups{g}
+	}
+	return oneGroup{b}
+}
+
+// spreadGroups is the groupView of a broker of many groups.
+type spreadGroups struct{ Grouped }
+
+func (g spreadGroups) list() []uint32                { return g.Groups() }
+func (g spreadGroups) status(n uint32) raft.Status   { return g.GroupStatus(n) }
+func (g spreadGroups) placement(queue string) uint32 { return g.Placement(queue) }
+func (g spreadGroups) leaderKnownUnread() bool       { return false }
+
+func (g spreadGroups) place(ctx context.Context, queue string, group int64) (uint32, error) {
+	if n := int64(len(g.Groups()) - 1); group < 0 || group > n {
+		return 0, badRequest("raftGroup must be between 1 and " + strconv.FormatInt(n, 10) + " (0 or absent: the directory chooses)")
+	}
+	placed, err := g.Place(ctx, queue, uint32(group))
+	if err == nil && group != 0 && placed != uint32(group) {
+		err = fmt.Errorf("%w: queue %s lives in Raft group %d, and queues do not move between groups yet", raft.ErrPlaced, queue, placed)
+	}
+	return placed, err
+}
+
+// oneGroup is the groupView of a broker of one group (raft.Node, or an
+// engine in process): group 1 holds every queue.
+type oneGroup struct{ b Broker }
+
+func (oneGroup) list() []uint32              { return nil }
+func (o oneGroup) status(uint32) raft.Status { return o.b.Status() }
+func (oneGroup) placement(string) uint32     { return 0 }
+func (oneGroup) leaderKnownUnread() bool     { return true }
+
+func (oneGroup) place(_ context.Context, _ string, group int64) (uint32, error) {
+	if group > 1 {
+		return 0, badRequest("raftGroup: this node runs one Raft group (--groups 1)")
+	}
+	return 0, nil
+}
+
+func (o oneGroup) ProposeEntry(ctx context.Context, g uint32, entry []byte) (engine.Result, error) {
+	p, ok := o.b.(cluster.Proposer)
+	if !ok {
+		return engine.Result{}, notImplemented("this broker proposes no commands for other nodes")
+	}
+	return p.ProposeEntry(ctx, g, entry)
 }

@@ -1,9 +1,6 @@
 package server
 
 import (
-	"fmt"
-	"strconv"
-
 	"github.com/valyala/fasthttp"
 
 	"github.com/queenmq/queen/engine"
@@ -20,7 +17,6 @@ func (s *Server) configure(ctx *fasthttp.RequestCtx, _ *params) {
 		cmd      engine.ConfigureCmd
 		hasQueue bool
 		group    int64
-		hasGroup bool
 	)
 	err := wire.DecodeObject(ctx.PostBody(), false, func(sc *wire.Scanner, key []byte) (err error) {
 		switch string(key) {
@@ -33,7 +29,7 @@ func (s *Server) configure(ctx *fasthttp.RequestCtx, _ *params) {
 		case "replace":
 			cmd.Replace, _, err = sc.OptBool("replace")
 		case "raftGroup":
-			group, hasGroup, err = sc.OptInt("raftGroup")
+			group, _, err = sc.OptInt("raftGroup")
 		case "options":
 			switch sc.Peek() {
 			case 'n':
@@ -54,16 +50,16 @@ func (s *Server) configure(ctx *fasthttp.RequestCtx, _ *params) {
 		err = validName("queue", cmd.Queue)
 	}
 	var placed uint32
-	if err == nil && (hasGroup || s.grouped()) {
-		placed, err = s.placeQueue(cmd.Queue, group)
+	if err == nil {
+		placed, err = s.groups.place(s.ctx, cmd.Queue, group)
 	}
 	if err != nil {
-		s.writeError(ctx, err)
+		s.forwardOrFail(ctx, err) // placing proposes on the directory
 		return
 	}
-	info, err := raft.Propose[engine.QueueInfo](s.ctx, s.prop, cmd)
+	info, err := raft.Propose[engine.QueueInfo](s.ctx, s.forwarding(ctx), cmd)
 	if err != nil {
-		s.writeError(ctx, err)
+		s.forwardOrFail(ctx, err)
 		return
 	}
 	if s.crypt == nil && info.Config.Bool(engine.OptEncryptionEnabled) {
@@ -88,30 +84,6 @@ func (s *Server) configure(ctx *fasthttp.RequestCtx, _ *params) {
 	}
 	w.EndObject()
 	send(ctx, fasthttp.StatusOK, w)
-}
-
-// placeQueue places a queue being configured (beyond Queen, with
-// --groups): in group when one is asked for (1 to G; 0 or none: where the
-// directory chooses), so that queues a transaction spans can share a
-// group. A queue keeps the group it has: asking for another is 409
-// placed_elsewhere. It returns the queue's group; 0 from a broker of one
-// group, which takes only group 1.
-func (s *Server) placeQueue(queue string, group int64) (uint32, error) {
-	gb, ok := s.broker.(Grouped)
-	if !ok {
-		if group > 1 {
-			return 0, badRequest("raftGroup: this node runs one Raft group (--groups 1)")
-		}
-		return 0, nil
-	}
-	if n := int64(len(gb.Groups()) - 1); group < 0 || group > n {
-		return 0, badRequest("raftGroup must be between 1 and " + strconv.FormatInt(n, 10) + " (0 or absent: the directory chooses)")
-	}
-	g, err := gb.Place(s.ctx, queue, uint32(group))
-	if err == nil && group != 0 && g != uint32(group) {
-		err = fmt.Errorf("%w: queue %s lives in Raft group %d, and queues do not move between groups yet", raft.ErrPlaced, queue, g)
-	}
-	return g, err
 }
 
 // decodeOption reads one member of configure's options. Unknown keys are

@@ -146,12 +146,10 @@ func writeQueueSummary(w *wire.Writer, q *engine.QueueInfo, c counts, group uint
 	w.EndObject()
 }
 
-// queueGroup is a queue's Raft group on a grouped broker, 0 otherwise.
+// queueGroup is a queue's Raft group, 0 while it has none or when one
+// group holds every queue.
 func (s *Server) queueGroup(queue string) uint32 {
-	if gb, ok := s.broker.(Grouped); ok {
-		return gb.Placement(queue)
-	}
-	return 0
+	return s.groups.placement(queue)
 }
 
 func (s *Server) queuesAndDLQ() ([]engine.QueueInfo, dlqSummary, error) {

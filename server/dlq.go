@@ -450,10 +450,10 @@ func (s *Server) deleteMessage(ctx *fasthttp.RequestCtx, p *params) {
 		s.writeError(ctx, err)
 		return
 	}
-	removed, err := raft.Propose[int](s.ctx, s.prop, engine.DeleteDLQCmd{PartitionID: part, TransactionID: txn,
+	removed, err := raft.Propose[int](s.ctx, s.forwarding(ctx), engine.DeleteDLQCmd{PartitionID: part, TransactionID: txn,
 		Group: queryString(ctx.QueryArgs(), "consumerGroup")})
 	if err != nil {
-		s.writeError(ctx, err)
+		s.forwardOrFail(ctx, err)
 		return
 	}
 	s.m.dlqDeletes.Add(removed)
@@ -504,9 +504,9 @@ func (s *Server) replayMessage(ctx *fasthttp.RequestCtx, p *params) {
 		s.writeError(ctx, err)
 		return
 	}
-	res, err := raft.Propose[engine.ReplayResult](s.ctx, s.prop, cmd)
+	res, err := raft.Propose[engine.ReplayResult](s.ctx, s.forwarding(ctx), cmd)
 	if err != nil {
-		s.writeError(ctx, err)
+		s.forwardOrFail(ctx, err)
 		return
 	}
 	s.m.replays.Inc()
@@ -579,9 +579,9 @@ func (s *Server) moveToDLQ(ctx *fasthttp.RequestCtx, p *params) {
 		s.writeError(ctx, err)
 		return
 	}
-	res, err := raft.Propose[engine.AckResult](s.ctx, s.prop, engine.MoveToDLQCmd{PartitionID: part, TransactionID: txn, Group: group, Error: text})
+	res, err := raft.Propose[engine.AckResult](s.ctx, s.forwarding(ctx), engine.MoveToDLQCmd{PartitionID: part, TransactionID: txn, Group: group, Error: text})
 	if err != nil {
-		s.writeError(ctx, err)
+		s.forwardOrFail(ctx, err)
 		return
 	}
 	if res.DLQ {

@@ -186,9 +186,6 @@ func classify(err error) (row errorCode, msg string, ok bool) {
 // {"error": "<message>", "code": "<code>"}. It is the only way handlers
 // report errors.
 func (s *Server) writeError(ctx *fasthttp.RequestCtx, err error) {
-	if errors.Is(err, raft.ErrNotLeader) && s.forwardNotLeader(ctx, err) {
-		return
-	}
 	row, msg, ok := classify(err)
 	if !ok {
 		s.log.Error("request failed", "method", string(ctx.Method()), "path", string(ctx.Path()), "err", err)

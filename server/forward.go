@@ -51,7 +51,7 @@ func (s *Server) forwardNotLeader(ctx *fasthttp.RequestCtx, err error) bool {
 	switch {
 	case errors.As(err, &nl):
 		return s.forwardAs(ctx, nl.Status)
-	case s.grouped():
+	case !s.groups.leaderKnownUnread():
 		return false
 	}
 	return s.forward(ctx)
@@ -64,7 +64,7 @@ func (s *Server) forwardNotLeader(ctx *fasthttp.RequestCtx, err error) bool {
 // the same 400 the follower would have given. It reports whether the
 // request was answered.
 func (s *Server) relayFirst(ctx *fasthttp.RequestCtx) bool {
-	if s.grouped() {
+	if !s.groups.leaderKnownUnread() {
 		return false // which group's leader serves it is in the body
 	}
 	st := s.broker.Status()
@@ -151,7 +151,8 @@ type Membership interface {
 // than one engine in process): other nodes send it reports.
 func (s *Server) clustered() bool {
 	_, ok := s.broker.(Membership)
-	return ok || s.grouped()
+	_, groups := s.broker.(GroupMembership)
+	return ok || groups
 }
 
 // join adds a voter: POST /internal/v1/cluster/join {"id","addr","force"}.
@@ -200,7 +201,7 @@ func (s *Server) membership(ctx *fasthttp.RequestCtx, join bool) {
 		err = m.Leave(id, force)
 	}
 	if err != nil {
-		s.writeError(ctx, err)
+		s.forwardOrFail(ctx, err) // a follower relays the change to the leader
 		return
 	}
 	w := startBody(ctx)

@@ -211,10 +211,10 @@ func (s *Server) getGroup(ctx *fasthttp.RequestCtx, p *params) {
 func (s *Server) deleteGroup(ctx *fasthttp.RequestCtx, p *params) {
 	group, queue := p.get("group"), p.get("queue")
 	meta := queryBool(ctx.QueryArgs(), "deleteMetadata", true)
-	gd, err := raft.Propose[engine.GroupDeleted](s.ctx, s.prop, engine.DeleteGroupCmd{Group: group, Queue: queue, DeleteMetadata: meta})
+	gd, err := raft.Propose[engine.GroupDeleted](s.ctx, s.forwarding(ctx), engine.DeleteGroupCmd{Group: group, Queue: queue, DeleteMetadata: meta})
 	deleted, metaDeleted := gd.Cursors, gd.Metadata
 	if err != nil {
-		s.writeError(ctx, err)
+		s.forwardOrFail(ctx, err)
 		return
 	}
 	w := startBody(ctx)
@@ -257,9 +257,9 @@ func (s *Server) seek(ctx *fasthttp.RequestCtx, p *params) {
 		s.writeError(ctx, err)
 		return
 	}
-	updated, err := raft.Propose[int](s.ctx, s.prop, cmd)
+	updated, err := raft.Propose[int](s.ctx, s.forwarding(ctx), cmd)
 	if err != nil {
-		s.writeError(ctx, err)
+		s.forwardOrFail(ctx, err)
 		return
 	}
 	w := startBody(ctx)
@@ -308,9 +308,9 @@ func (s *Server) updateSubscription(ctx *fasthttp.RequestCtx, p *params) {
 		return
 	}
 	group := p.get("group")
-	updated, err := raft.Propose[int](s.ctx, s.prop, engine.UpdateSubscriptionCmd{Group: group, Timestamp: ts})
+	updated, err := raft.Propose[int](s.ctx, s.forwarding(ctx), engine.UpdateSubscriptionCmd{Group: group, Timestamp: ts})
 	if err != nil {
-		s.writeError(ctx, err)
+		s.forwardOrFail(ctx, err)
 		return
 	}
 	w := startBody(ctx)

@@ -86,16 +86,12 @@ type groupStatus struct {
 	raft.Status
 }
 
-// groupStatuses are a grouped broker's groups, the directory first; nil
-// for a broker of one group.
+// groupStatuses are the groups queues are spread over, the directory
+// first; none when one group holds every queue.
 func (s *Server) groupStatuses() []groupStatus {
-	gb, ok := s.broker.(Grouped)
-	if !ok {
-		return nil
-	}
 	var out []groupStatus
-	for _, g := range gb.Groups() {
-		out = append(out, groupStatus{group: g, Status: gb.GroupStatus(g)})
+	for _, g := range s.groups.list() {
+		out = append(out, groupStatus{group: g, Status: s.groups.status(g)})
 	}
 	return out
 }
@@ -156,7 +152,8 @@ func (s *Server) metricsPrometheus(ctx *fasthttp.RequestCtx, _ *params) {
 	metrics.WriteGaugeUint64(ctx, "queen_raft_is_leader", boolGauge(st.Role == "leader"))
 	metrics.WriteCounterUint64(ctx, "queen_storage_errors_total", st.StorageErrors)
 	metrics.WriteGaugeUint64(ctx, "queen_storage_faulted", boolGauge(st.Fault != ""))
-	for _, g := range s.groupStatuses() {
+	groups := s.groupStatuses()
+	for _, g := range groups {
 		label := `{group="` + strconv.FormatUint(uint64(g.group), 10) + `"}`
 		metrics.WriteGaugeUint64(ctx, "queen_raft_group_applied_index"+label, g.Applied)
 		metrics.WriteGaugeUint64(ctx, "queen_raft_group_term"+label, g.Term)
@@ -164,11 +161,11 @@ func (s *Server) metricsPrometheus(ctx *fasthttp.RequestCtx, _ *params) {
 		metrics.WriteGaugeUint64(ctx, "queen_raft_group_is_leader"+label, boolGauge(g.Role == "leader"))
 	}
 	s.writeStorageMetrics(ctx)
-	if gb, ok := s.broker.(Grouped); ok {
+	if len(groups) > 0 {
 		// Which group holds each queue: where its writes go.
 		if qs, err := s.broker.Queues(); err == nil {
 			for _, q := range qs {
-				metrics.WriteGaugeUint64(ctx, `queen_queue_group{queue=`+strconv.Quote(q.Name)+`}`, uint64(gb.Placement(q.Name)))
+				metrics.WriteGaugeUint64(ctx, `queen_queue_group{queue=`+strconv.Quote(q.Name)+`}`, uint64(s.groups.placement(q.Name)))
 			}
 		}
 	}

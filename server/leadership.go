@@ -28,8 +28,7 @@ func (s *Server) transferLeadership(ctx *fasthttp.RequestCtx, _ *params) {
 			continue
 		}
 		// ErrNotLeader: it lost the leadership on its own since Status;
-		// nothing to hand over. Never passed to writeError, which would
-		// forward the request to the new leader.
+		// nothing to hand over.
 		switch err := n.TransferLeadership(); {
 		case err == nil:
 			transferred = append(transferred, n.GroupID())

@@ -36,10 +36,10 @@ func (s *Server) setMaintenance(ctx *fasthttp.RequestCtx, _ *params) {
 	case !ok:
 		err = notImplemented("this broker has no maintenance mode")
 	default:
-		_, err = raft.Propose[struct{}](s.ctx, s.prop, command.Maintenance{Pop: pop, Enabled: enabled})
+		_, err = raft.Propose[struct{}](s.ctx, s.forwarding(ctx), command.Maintenance{Pop: pop, Enabled: enabled})
 	}
 	if err != nil {
-		s.writeError(ctx, err)
+		s.forwardOrFail(ctx, err)
 		return
 	}
 	msg := "Push maintenance mode "

@@ -132,12 +132,12 @@ func (s *Server) pop(ctx *fasthttp.RequestCtx, queue, partition string) {
 			return
 		}
 	}
-	res, err := raft.Propose[engine.PopResult](s.ctx, s.prop, req.cmd)
+	res, err := raft.Propose[engine.PopResult](s.ctx, s.forwarding(ctx), req.cmd)
 	if err == nil && len(res.Messages) == 0 && req.wait > 0 {
 		res, err = s.park(ctx, req.cmd, req.wait)
 	}
 	if err != nil {
-		s.writeError(ctx, err)
+		s.forwardOrFail(ctx, err)
 		return
 	}
 	s.m.popped(&res)

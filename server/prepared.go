@@ -34,7 +34,7 @@ const singleGroup uint32 = 1
 // address and shares the cluster secret with it, and the request is a
 // client's (a request relayed to this node is never relayed again).
 func (s *Server) preparesFor(ctx *fasthttp.RequestCtx, st raft.Status) bool {
-	return s.cluster != nil && !s.grouped() && st.Role != "leader" && st.LeaderHTTP != "" &&
+	return s.cluster != nil && s.groups.leaderKnownUnread() && st.Role != "leader" && st.LeaderHTTP != "" &&
 		st.Leader != st.ID && len(ctx.Request.Header.Peek(forwardedHeader)) == 0
 }
 
@@ -81,6 +81,6 @@ func (s *Server) pushViaLeader(ctx *fasthttp.RequestCtx, st raft.Status, items [
 		if errors.Is(err, raft.ErrForward) {
 			s.log.Warn("forward to leader", "leader", st.Leader, "addr", st.LeaderHTTP, "err", err)
 		}
-		s.writeError(ctx, err)
+		s.forwardOrFail(ctx, err) // a leader that no longer leads proposed nothing
 	}
 }

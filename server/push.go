@@ -23,7 +23,7 @@ func (s *Server) push(ctx *fasthttp.RequestCtx, p *params) {
 	if !spools {
 		st = s.broker.Status()
 		prepares = s.preparesFor(ctx, st)
-		if !prepares && st.Role != "leader" && !s.grouped() && s.forwardAs(ctx, st) {
+		if !prepares && st.Role != "leader" && s.groups.leaderKnownUnread() && s.forwardAs(ctx, st) {
 			return
 		}
 	}
@@ -82,8 +82,8 @@ func (s *Server) push(ctx *fasthttp.RequestCtx, p *params) {
 	}
 	var res []engine.PushResult
 	if len(items) > 0 {
-		if res, err = raft.Propose[[]engine.PushResult](s.ctx, s.prop, engine.PushCmd{Items: items}); err != nil {
-			s.writeError(ctx, err)
+		if res, err = raft.Propose[[]engine.PushResult](s.ctx, s.forwarding(ctx), engine.PushCmd{Items: items}); err != nil {
+			s.forwardOrFail(ctx, err)
 			return
 		}
 		s.countPushed(res)

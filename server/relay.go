@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,24 +16,6 @@ import (
 	"github.com/queenmq/queen/raft/command"
 )
 
-// Grouped is a broker that spreads queues over several Raft groups
-// (raft.Host; ARCHITECTURE.md, "Scale-out"). The edge cannot tell from a
-// request which group's leader serves it, so it never relays a request
-// unread: the broker routes each command, forwards the parts of split
-// commands itself (package cluster, given to it when it was opened), and
-// answers a *raft.NotLeaderError naming the leader to forward the rest of
-// the request to.
-type Grouped interface {
-	ProposeEntry(ctx context.Context, g uint32, entry []byte) (engine.Result, error)
-	Groups() []uint32
-	GroupStatus(g uint32) raft.Status
-	// Placement is a queue's group, 0 while it has none.
-	Placement(queue string) uint32
-	// Place places a queue in group (0: where the directory chooses)
-	// unless it has a group, and returns its group.
-	Place(ctx context.Context, queue string, group uint32) (uint32, error)
-}
-
 // relayPath is the route a node proposes a command on for another
 // (package cluster).
 const relayPath = cluster.ProposePath
@@ -42,12 +23,6 @@ const relayPath = cluster.ProposePath
 // groupHeader names the Raft group a relayed command or membership change
 // is for.
 const groupHeader = cluster.GroupHeader
-
-// grouped reports whether the broker spreads queues over groups.
-func (s *Server) grouped() bool {
-	_, ok := s.broker.(Grouped)
-	return ok
-}
 
 // Refusal is the error another node's error answer (status, body) stands
 // for: the table's sentinel for its code, with its text. An unknown code
@@ -81,13 +56,9 @@ func relayedError(resp *fasthttp.Response) error {
 // are counted where they are answered, on the forwarding node
 // (countPushed).
 func (s *Server) proposeRelayed(ctx *fasthttp.RequestCtx, p *params) {
-	cp, ok := s.broker.(cluster.Proposer)
 	switch {
 	case !p.node:
 		s.writeError(ctx, errClusterSecret)
-		return
-	case !ok:
-		s.writeError(ctx, notImplemented("this broker proposes no commands for other nodes"))
 		return
 	case expired(ctx):
 		s.writeError(ctx, errForwardExpired)
@@ -103,12 +74,12 @@ func (s *Server) proposeRelayed(ctx *fasthttp.RequestCtx, p *params) {
 		s.writeError(ctx, fmt.Errorf("%w: %w", raft.ErrNotPreparable, err))
 		return
 	}
-	if m, ok := s.broker.(Maintainer); ok && t == command.TypePushPrepared && !s.grouped() && pushMaintenance(m) {
+	if m, ok := s.broker.(Maintainer); ok && t == command.TypePushPrepared && s.groups.leaderKnownUnread() && pushMaintenance(m) {
 		s.writeError(ctx, errLeaderSpools)
 		return
 	}
 	start := time.Now()
-	out, r, err := cluster.Answer(s.ctx, cp, g, ctx.PostBody())
+	out, r, err := cluster.Answer(s.ctx, s.groups, g, ctx.PostBody())
 	if err != nil {
 		s.writeError(ctx, err)
 		return
@@ -143,8 +114,7 @@ func (s *Server) changeGroups(ctx *fasthttp.RequestCtx, gm GroupMembership, join
 		}
 		return changeGroup(gm, uint32(g), join, id, addr, force)
 	}
-	gb := s.broker.(Grouped)
-	groups := gb.Groups() // the directory first
+	groups := s.groups.list() // the directory first
 	if !join {
 		slices.Reverse(groups)
 	}

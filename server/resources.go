@@ -80,9 +80,9 @@ func (s *Server) getQueue(ctx *fasthttp.RequestCtx, p *params) {
 // rows are snapshots and survive it.
 func (s *Server) deleteQueue(ctx *fasthttp.RequestCtx, p *params) {
 	name := p.get("queue")
-	existed, err := raft.Propose[bool](s.ctx, s.prop, engine.DeleteQueueCmd{Queue: name})
+	existed, err := raft.Propose[bool](s.ctx, s.forwarding(ctx), engine.DeleteQueueCmd{Queue: name})
 	if err != nil {
-		s.writeError(ctx, err)
+		s.forwardOrFail(ctx, err)
 		return
 	}
 	w := startBody(ctx)

@@ -218,6 +218,7 @@ func (o Options) Validate() error {
 // Server is Queen's v1 HTTP API over a Broker.
 type Server struct {
 	broker   Broker
+	groups   groupView // the broker's groups (broker.go)
 	opts     Options
 	log      *slog.Logger
 	http     *fasthttp.Server
@@ -274,6 +275,7 @@ func New(b Broker, opts Options) (*Server, error) {
 	}
 	s := &Server{
 		broker:  b,
+		groups:  groupsOf(b),
 		opts:    opts,
 		log:     opts.Logger,
 		m:       newBrokerMetrics(opts.Metrics),

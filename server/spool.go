@@ -58,7 +58,7 @@ const spoolReplayHeader = "X-Queen-Spool-Replay"
 // plaintext (relayBody).
 func (s *Server) replaySpooled(items []engine.PushItem) error {
 	st := s.broker.Status()
-	if st.Role == "leader" || s.grouped() {
+	if st.Role == "leader" || !s.groups.leaderKnownUnread() {
 		// A grouped broker sends each item to its queue's group.
 		ctx, cancel := context.WithTimeout(s.ctx, forwardTimeout)
 		defer cancel()

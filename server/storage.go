@@ -133,7 +133,7 @@ func (s *Server) storageReport(ctx *fasthttp.RequestCtx, _ *params) {
 // with queues spread over groups, to every other node that leads one.
 func (s *Server) reportLoop(stop <-chan struct{}) {
 	const noSecret = "this node's free space is not reported to the leader: reports need the cluster secret (--cluster-secret-file); the leader will accept data while this disk is below its reserve"
-	if s.grouped() {
+	if !s.groups.leaderKnownUnread() {
 		s.reportToGroupLeaders(stop, noSecret)
 		return
 	}

@@ -59,9 +59,9 @@ func (s *Server) registerQuery(ctx *fasthttp.RequestCtx, _ *params) {
 		s.writeError(ctx, err)
 		return
 	}
-	res, err := raft.Propose[engine.StreamRegistered](s.ctx, s.prop, cmd)
+	res, err := raft.Propose[engine.StreamRegistered](s.ctx, s.forwarding(ctx), cmd)
 	if err != nil {
-		s.writeError(ctx, err)
+		s.forwardOrFail(ctx, err)
 		return
 	}
 	w := startBody(ctx)
@@ -90,9 +90,9 @@ func (s *Server) registerQuery(ctx *fasthttp.RequestCtx, _ *params) {
 // deleteQuery answers DELETE /streams/v1/queries/{name} (ours: Queen has no
 // route that deletes a query): the query and all its state go.
 func (s *Server) deleteQuery(ctx *fasthttp.RequestCtx, p *params) {
-	existed, err := raft.Propose[bool](s.ctx, s.prop, engine.StreamDeleteCmd{Name: p.get("name")})
+	existed, err := raft.Propose[bool](s.ctx, s.forwarding(ctx), engine.StreamDeleteCmd{Name: p.get("name")})
 	if err != nil {
-		s.writeError(ctx, err)
+		s.forwardOrFail(ctx, err)
 		return
 	}
 	w := startBody(ctx)
@@ -151,7 +151,7 @@ func (s *Server) stateGet(ctx *fasthttp.RequestCtx, _ *params) {
 		err = s.leaderRead()
 	}
 	if err != nil {
-		s.writeError(ctx, err)
+		s.forwardOrFail(ctx, err)
 		return
 	}
 	if _, found, err := s.streams().StreamQueryByID(f.QueryID); err != nil || !found {
@@ -262,14 +262,14 @@ func (s *Server) cycle(ctx *fasthttp.RequestCtx, p *params) {
 		s.writeCycle(ctx, &req, engine.StreamCycleResult{Error: req.fail})
 		return
 	}
-	res, err := raft.Propose[engine.StreamCycleResult](s.ctx, s.prop, req.cmd)
+	res, err := raft.Propose[engine.StreamCycleResult](s.ctx, s.forwarding(ctx), req.cmd)
 	switch {
 	case err == nil:
 	case errors.Is(err, engine.ErrQueryNotFound):
 		s.writeQueryError(ctx, nil)
 		return
 	default:
-		s.writeError(ctx, err)
+		s.forwardOrFail(ctx, err)
 		return
 	}
 	if res.Success && !res.Replayed {

@@ -74,9 +74,9 @@ func (s *Server) addTrace(ctx *fasthttp.RequestCtx, _ *params) {
 		return
 	}
 	cmd.WorkerID = s.broker.Status().ID
-	id, err := raft.Propose[engine.ID](s.ctx, s.prop, cmd)
+	id, err := raft.Propose[engine.ID](s.ctx, s.forwarding(ctx), cmd)
 	if err != nil {
-		s.writeError(ctx, err)
+		s.forwardOrFail(ctx, err)
 		return
 	}
 	w := startBody(ctx)

@@ -1,0 +1,228 @@
+package server_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/queenmq/queen/server"
+	"github.com/queenmq/queen/server/servertest"
+)
+
+// The tests here run three nodes in process with queues spread over three
+// Raft groups (servertest.Groups): real Hosts over loopback TCP, real
+// Servers over real HTTP.
+
+// nodeClient is a client of one node of c.
+func nodeClient(t *testing.T, c *servertest.Groups, i int) *client {
+	tr := &http.Transport{MaxIdleConnsPerHost: 16}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &client{t: t, base: c.Nodes[i].URL, http: &http.Client{Transport: tr, Timeout: 60 * time.Second},
+		header: http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json"}}}
+}
+
+// configureIn configures queue in group g through c and returns the group
+// the answer names.
+func configureIn(t *testing.T, c *client, queue string, g int) int {
+	t.Helper()
+	body := map[string]any{"queue": queue}
+	if g != 0 {
+		body["raftGroup"] = g
+	}
+	var out struct {
+		Configured bool `json:"configured"`
+		RaftGroup  int  `json:"raftGroup"`
+	}
+	c.do("POST", "/api/v1/configure", body).expect(t, 200).decode(t, &out)
+	if !out.Configured {
+		t.Fatalf("configure %s: not configured", queue)
+	}
+	return out.RaftGroup
+}
+
+// waitPlaced polls, up to 20 s, until every node places queue in g.
+func waitPlaced(t *testing.T, c *servertest.Groups, queue string, g uint32) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var seen []string
+		for _, n := range c.Nodes {
+			if p := n.Host.Placement(queue); p != g {
+				seen = append(seen, fmt.Sprintf("%s: %d", n.ID, p))
+			}
+		}
+		if len(seen) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("queue %s is not placed in group %d everywhere: %s", queue, g, strings.Join(seen, ", "))
+		}
+	}
+}
+
+func TestGroups_ConfigurePlacesQueues(t *testing.T) {
+	c := servertest.StartGroups(t, 3, 3, nil)
+	n3 := nodeClient(t, c, 2)
+	if g := configureIn(t, n3, "placed-two", 2); g != 2 {
+		t.Fatalf("configure in group 2 answered group %d", g)
+	}
+	waitPlaced(t, c, "placed-two", 2)
+
+	n2 := nodeClient(t, c, 1)
+	g := configureIn(t, n2, "placed-anywhere", 0)
+	if g < 1 || g > 3 {
+		t.Fatalf("configure without a group answered group %d, want 1 to 3", g)
+	}
+	waitPlaced(t, c, "placed-anywhere", uint32(g))
+
+	// A queue keeps its group; a group that does not exist is bad input.
+	n2.do("POST", "/api/v1/configure", map[string]any{"queue": "placed-two", "raftGroup": 3}).
+		expectError(t, http.StatusConflict, "placed_elsewhere")
+	n2.do("POST", "/api/v1/configure", map[string]any{"queue": "placed-nowhere", "raftGroup": 4}).
+		expectError(t, http.StatusBadRequest, "invalid_argument")
+	if g := configureIn(t, n2, "placed-two", 0); g != 2 {
+		t.Fatalf("reconfigure answered group %d, want 2", g)
+	}
+}
+
+func TestGroups_FollowerForwardsToTheGroupLeader(t *testing.T) {
+	c := servertest.StartGroups(t, 3, 3, nil)
+	f := c.Follower(2)
+	fc := nodeClient(t, c, f)
+	configureIn(t, fc, "forwarded", 2)
+	waitPlaced(t, c, "forwarded", 2)
+
+	// A push goes to the group's leader on the cluster path.
+	var items []map[string]any
+	for i := range 10 {
+		items = append(items, map[string]any{"queue": "forwarded", "payload": map[string]int{"i": i}})
+	}
+	var pushed []struct {
+		Status string `json:"status"`
+	}
+	fc.do("POST", "/api/v1/push", map[string]any{"items": items}).expect(t, 201).decode(t, &pushed)
+	if len(pushed) != 10 {
+		t.Fatalf("push answered %d results, want 10", len(pushed))
+	}
+	for i, r := range pushed {
+		if r.Status != "queued" {
+			t.Fatalf("item %d: %s, want queued", i, r.Status)
+		}
+	}
+
+	// A pop (a command without a result codec) is relayed whole.
+	var popped struct {
+		Messages []struct {
+			TransactionID string `json:"transactionId"`
+			PartitionID   string `json:"partitionId"`
+			LeaseID       string `json:"leaseId"`
+		} `json:"messages"`
+	}
+	fc.do("GET", "/api/v1/pop/queue/forwarded?batch=10", nil).expect(t, 200).decode(t, &popped)
+	if len(popped.Messages) != 10 {
+		t.Fatalf("pop through a follower took %d messages, want 10", len(popped.Messages))
+	}
+	var acks []map[string]any
+	for _, m := range popped.Messages {
+		acks = append(acks, map[string]any{"transactionId": m.TransactionID, "partitionId": m.PartitionID,
+			"leaseId": m.LeaseID, "status": "completed"})
+	}
+	fc.do("POST", "/api/v1/ack/batch", map[string]any{"acknowledgments": acks}).expect(t, 200)
+	var again struct {
+		Messages []any `json:"messages"`
+	}
+	if r := fc.do("GET", "/api/v1/pop/queue/forwarded?batch=10", nil); r.status == 200 {
+		r.decode(t, &again)
+		if len(again.Messages) != 0 {
+			t.Fatalf("acked messages popped again: %d", len(again.Messages))
+		}
+	} else {
+		r.expect(t, 204)
+	}
+}
+
+func TestGroups_APushIsCountedOnce(t *testing.T) {
+	c := servertest.StartGroups(t, 3, 3, nil)
+	f := c.Follower(3)
+	fc := nodeClient(t, c, f)
+	configureIn(t, fc, "counted", 3)
+	waitPlaced(t, c, "counted", 3)
+	const pushes = 20
+	for i := range pushes {
+		fc.do("POST", "/api/v1/push", map[string]any{"items": []map[string]any{
+			{"queue": "counted", "payload": map[string]int{"i": i}}}}).expect(t, 201)
+	}
+	const series = `queen_push_messages_total{status="queued"}`
+	var sum float64
+	var each []string
+	for i := range c.Nodes {
+		v := nodeClient(t, c, i).metricOr(series, 0)
+		sum += v
+		each = append(each, fmt.Sprintf("%s: %v", c.Nodes[i].ID, v))
+	}
+	if sum != pushes {
+		t.Fatalf("%s summed over the nodes = %v, want %d (%s)", series, sum, pushes, strings.Join(each, ", "))
+	}
+}
+
+func TestGroups_StorageReportsReachEveryGroupLeader(t *testing.T) {
+	spaces := make([]*servertest.InmemSpace, 3)
+	c := servertest.StartGroups(t, 3, 3, func(i int, o *server.Options) {
+		spaces[i] = &servertest.InmemSpace{}
+		o.Storage = spaces[i].Guard(t, 64<<20, 1<<20, t.TempDir())
+	})
+	low := c.Follower(1)
+	spaces[low].SetFree(0)
+	lowID := c.Nodes[low].ID
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		leaders := c.WaitLeaders()
+		var missing []string
+		for g, l := range leaders {
+			if g == 0 || l == low {
+				continue // the directory takes no data; a node does not report to itself
+			}
+			if !reportsLow(t, nodeClient(t, c, l), lowID) {
+				missing = append(missing, fmt.Sprintf("group %d's leader %s", g, c.Nodes[l].ID))
+			}
+		}
+		if len(missing) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s's low disk did not reach %s", lowID, strings.Join(missing, ", "))
+		}
+	}
+}
+
+// reportsLow reports whether the node c serves holds a fresh report from
+// node id that it is below its reserve.
+func reportsLow(t *testing.T, c *client, id string) bool {
+	var h struct {
+		Storage struct {
+			Nodes []struct {
+				ID string `json:"id"`
+				OK bool   `json:"ok"`
+			} `json:"nodes"`
+		} `json:"storage"`
+	}
+	c.do("GET", "/health", nil).decode(t, &h)
+	for _, n := range h.Storage.Nodes {
+		if n.ID == id && !n.OK {
+			return true
+		}
+	}
+	return false
+}
+
+// metricOr reads one series of /metrics/prometheus, or, when the node has
+// not written it (nothing counted yet), absent.
+func (c *client) metricOr(name string, absent float64) float64 {
+	c.t.Helper()
+	for _, line := range strings.Split(string(c.do("GET", "/metrics/prometheus", nil).expect(c.t, 200).body), "\n") {
+		if _, ok := strings.CutPrefix(line, name+" "); ok {
+			return c.metric(name)
+		}
+	}
+	return absent
+}

@@ -1,0 +1,203 @@
+package servertest
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/queenmq/queen/cluster"
+	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/raft/rafttest"
+	"github.com/queenmq/queen/server"
+)
+
+// Groups is a cluster of nodes in one process with queues spread over
+// Raft groups, as `queen serve --groups G` runs them: each node is a
+// raft.Host (real Raft over loopback TCP, real Pebble in t.TempDir())
+// served by a server.Server on 127.0.0.1, and the nodes share a cluster
+// secret, so commands cross between them on the one path between nodes
+// (package cluster) and requests are relayed between their HTTP servers.
+// It lets a test drive the cluster over HTTP and look at each node's
+// state, which cmd/queen's process tests cannot.
+type Groups struct {
+	t     testing.TB
+	Nodes []*GroupNode
+}
+
+// GroupNode is one node of Groups.
+type GroupNode struct {
+	ID      string
+	URL     string // "http://127.0.0.1:port"
+	Host    *raft.Host
+	Metrics *metrics.Set // the node's own: /metrics/prometheus writes it
+}
+
+// GroupSecret is the cluster secret the nodes of Groups share.
+const GroupSecret = "servertest-cluster-secret-servertest"
+
+// StartGroups starts n nodes that each hold groups data groups (and the
+// directory), adjust (when set) changing node i's server options, and
+// waits (WaitLeaders) until every group has a leader all nodes know. The
+// nodes stop at test cleanup.
+func StartGroups(t testing.TB, n, groups int, adjust func(i int, o *server.Options)) *Groups {
+	t.Helper()
+	c := &Groups{t: t}
+	base := t.TempDir()
+	var peers []raft.Peer
+	for i, a := range rafttest.FreeAddrs(t, n) {
+		peers = append(peers, raft.Peer{ID: fmt.Sprintf("n%d", i+1), Addr: a})
+	}
+	for i := range n {
+		c.Nodes = append(c.Nodes, c.start(i, peers, filepath.Join(base, peers[i].ID), groups, adjust))
+	}
+	c.WaitLeaders()
+	return c
+}
+
+func (c *Groups) start(i int, peers []raft.Peer, dir string, groups int, adjust func(int, *server.Options)) *GroupNode {
+	t := c.t
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	node := &GroupNode{ID: peers[i].ID, URL: "http://" + ln.Addr().String(), Metrics: metrics.NewSet()}
+	o := rafttest.Options(node.ID, dir)
+	o.RaftAddr = peers[i].Addr
+	o.HTTPAddr = ln.Addr().String()
+	o.Peers = peers
+	o.ClusterSecret = GroupSecret
+	// Three nodes of several groups each share two busy cores under the
+	// race detector: rafttest's 100 ms would call elections mid-test.
+	o.HeartbeatTimeout, o.ElectionTimeout, o.LeaderLeaseTimeout = time.Second, time.Second, 500*time.Millisecond
+	if !testing.Verbose() {
+		// Elections and dials refused while the nodes start and stop.
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	fwd := cluster.New(cluster.Options{NodeID: node.ID, Secret: GroupSecret, Refusal: server.Refusal, Metrics: node.Metrics})
+	h, err := raft.OpenHost(raft.HostOptions{Node: o, Groups: groups, SpreadInterval: 50 * time.Millisecond,
+		SpreadHold: 300 * time.Millisecond, Forward: fwd})
+	if err != nil {
+		ln.Close()
+		t.Fatalf("open host %s: %v", node.ID, err)
+	}
+	node.Host = h
+	opts := server.Options{
+		Logger:        slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		SpoolDir:      filepath.Join(dir, "spool"),
+		Metrics:       node.Metrics,
+		ClusterSecret: GroupSecret,
+		Cluster:       fwd,
+	}
+	if adjust != nil {
+		adjust(i, &opts)
+	}
+	s, err := server.New(h, opts)
+	if err != nil {
+		ln.Close()
+		h.Close()
+		t.Fatalf("server.New %s: %v", node.ID, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := s.Shutdown(ctx); err != nil {
+			t.Errorf("server %s shutdown: %v", node.ID, err)
+		}
+		if err := <-done; err != nil {
+			t.Errorf("server %s serve: %v", node.ID, err)
+		}
+		if err := h.Close(); err != nil {
+			t.Errorf("close host %s: %v", node.ID, err)
+		}
+	})
+	return node
+}
+
+// WaitLeaders polls, up to 30 s, until every group has a leader that
+// every node names and knows the HTTP address of, the one the Hosts
+// spread leadership towards (group g on the node at g mod n, the ids in
+// order), which has applied all it committed; it returns each group's
+// leader's index in Nodes, by group.
+func (c *Groups) WaitLeaders() map[uint32]int {
+	c.t.Helper()
+	var last string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		leaders, why := c.agreed()
+		if why == "" {
+			return leaders
+		}
+		last = why
+	}
+	c.t.Fatalf("groups did not settle in 30 s: %s", last)
+	return nil
+}
+
+// agreed is each group's leader's index when the groups are settled
+// (WaitLeaders), else why not.
+func (c *Groups) agreed() (map[uint32]int, string) {
+	leaders := map[uint32]int{}
+	for _, g := range c.Nodes[0].Host.Groups() {
+		var named []string
+		for _, n := range c.Nodes {
+			st := n.Host.GroupStatus(g)
+			if st.Leader == "" || (st.Leader != st.ID && st.LeaderHTTP == "") {
+				return nil, fmt.Sprintf("group %d: %s sees leader %q at %q", g, n.ID, st.Leader, st.LeaderHTTP)
+			}
+			named = append(named, st.Leader)
+		}
+		for _, l := range named[1:] {
+			if l != named[0] {
+				return nil, fmt.Sprintf("group %d: the nodes name %s", g, strings.Join(named, ", "))
+			}
+		}
+		i := c.index(named[0])
+		if i < 0 {
+			return nil, fmt.Sprintf("group %d: leader %s is no node", g, named[0])
+		}
+		if want := int(g) % len(c.Nodes); i != want {
+			return nil, fmt.Sprintf("group %d: led by %s, spreading to %s", g, named[0], c.Nodes[want].ID)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := c.Nodes[i].Host.Group(g).Barrier(ctx)
+		cancel()
+		if err != nil {
+			return nil, fmt.Sprintf("group %d: barrier on %s: %v", g, named[0], err)
+		}
+		leaders[g] = i
+	}
+	return leaders, ""
+}
+
+func (c *Groups) index(id string) int {
+	for i, n := range c.Nodes {
+		if n.ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// Follower is the index of a node that does not lead group g, as the
+// nodes see it now.
+func (c *Groups) Follower(g uint32) int {
+	c.t.Helper()
+	leader := c.index(c.Nodes[0].Host.GroupStatus(g).Leader)
+	for i := range c.Nodes {
+		if i != leader {
+			return i
+		}
+	}
+	c.t.Fatalf("group %d: no node follows its leader", g)
+	return -1
+}
