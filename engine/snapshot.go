@@ -205,6 +205,9 @@ func (e *Engine) wipe(keep []byte) error {
 	return nil
 }
 
+// restoreBatch is the bytes a restore writes per batch.
+const restoreBatch = 8 << 20
+
 func (e *Engine) readSnapshot(r io.Reader) error {
 	br := &crcReader{r: bufio.NewReaderSize(r, 256<<10), crc: crc32.New(crcTable)}
 	corrupt := func(what string, err error) error {
@@ -220,7 +223,9 @@ func (e *Engine) readSnapshot(r io.Reader) error {
 	if string(head[:4]) != snapshotMagic || head[4] != snapshotVersion {
 		return corrupt("header", nil)
 	}
-	b := e.db.NewBatch()
+	// Batches are sized up front: a batch that grows by doubling copies
+	// itself at each step, which was half of a restore's CPU.
+	b := e.db.NewBatchWithSize(restoreBatch + restoreBatch/2)
 	defer func() { b.Close() }()
 	for {
 		klen, err := binary.ReadUvarint(br)
@@ -245,12 +250,12 @@ func (e *Engine) readSnapshot(r io.Reader) error {
 		if err := b.Set(k, v, nil); err != nil {
 			return err
 		}
-		if b.Len() > 8<<20 {
+		if b.Len() > restoreBatch {
 			if err := e.commit(func() error { return b.Commit(pebble.NoSync) }); err != nil {
 				return e.restoreFailed(fmt.Errorf("engine: restore: %w", err))
 			}
 			b.Close()
-			b = e.db.NewBatch()
+			b = e.db.NewBatchWithSize(restoreBatch + restoreBatch/2)
 		}
 	}
 	want := br.crc.Sum32()
