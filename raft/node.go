@@ -666,7 +666,7 @@ func (n *Node) Sweep(ctx context.Context) (engine.SweepResult, error) {
 // storage faults.
 func (n *Node) Status() Status {
 	s := Status{ID: n.opts.ID, Applied: n.engine.Applied(), Fault: n.fault(),
-		StorageErrors: n.engine.StorageErrors() + n.store.StorageErrors(),
+		StorageErrors:  n.engine.StorageErrors() + n.store.StorageErrors(),
 		CommandVersion: n.advertised(), ClusterVersion: n.ClusterVersion()}
 	switch n.raft.State() {
 	case hraft.Leader:

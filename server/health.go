@@ -50,6 +50,7 @@ func (s *Server) health(ctx *fasthttp.RequestCtx, _ *params) {
 	w.int("term", int64(st.Term))
 	w.int("voters", int64(st.Voters))
 	w.int("uptime", int64(time.Since(s.started).Seconds()))
+	s.writeVersions(&w, st)
 	w.object("shared_state")
 	w.bool("enabled", false)
 	w.endObject()
@@ -78,6 +79,28 @@ func (s *Server) health(ctx *fasthttp.RequestCtx, _ *params) {
 	}
 	w.endObject()
 	send(ctx, code, w)
+}
+
+// writeVersions writes the command version this node advertises (read by
+// the other nodes, raft/version.go: a /health without it is version 1),
+// the cluster's as this node last read it, and every server's.
+func (s *Server) writeVersions(w *jsonWriter, st raft.Status) {
+	w.int("commandVersion", int64(st.CommandVersion))
+	w.int("clusterVersion", int64(st.ClusterVersion))
+	vb, ok := s.broker.(interface{ Versions() []raft.NodeVersion })
+	if !ok {
+		return
+	}
+	w.array("nodes")
+	for _, v := range vb.Versions() {
+		w.object("")
+		w.str("id", v.ID)
+		w.str("version", v.Binary)
+		w.int("commandVersion", int64(v.Command))
+		w.bool("known", v.Known)
+		w.endObject()
+	}
+	w.endArray()
 }
 
 // groupStatus is one Raft group's status on this node.

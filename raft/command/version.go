@@ -2,7 +2,6 @@ package command
 
 import "reflect"
 
-
 // Command versions: the cluster's feature version.
 //
 // The entry version (doc.go, "Versions") says how an entry is laid out;
