@@ -31,7 +31,8 @@ W=${W:-$(mktemp -d /tmp/queen-upgrade.XXXXXX)}
 mkdir -p "$W"
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
-LOAD_MAX=${LOAD_MAX:-200000} # messages: the load's bound
+LOAD_MAX=${LOAD_MAX:-1000000} # messages: the load's bound
+LOAD_RATE=${LOAD_RATE:-1000} # pushed messages a second, at most
 SETTLE=${SETTLE:-5}          # seconds of load between replacements
 t0=$(date +%s)
 
@@ -68,7 +69,7 @@ echo "leader $leader"
 
 echo "== load"
 rm -f "$W/stop"
-python3 "$HERE/upgrade_load.py" "$URLS3" "$W/load.json" "$W/stop" "$LOAD_MAX" >"$W/load.out" 2>&1 &
+python3 "$HERE/upgrade_load.py" "$URLS3" "$W/load.json" "$W/stop" "$LOAD_MAX" "$LOAD_RATE" >"$W/load.out" 2>&1 &
 loadpid=$!
 sleep "$SETTLE"
 

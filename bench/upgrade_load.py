@@ -1,10 +1,11 @@
 """upgrade_load.py: the bounded push and pop load of upgrade.sh.
 
-    python3 upgrade_load.py URLS OUT STOP MAX
+    python3 upgrade_load.py URLS OUT STOP MAX RATE
 
 URLS is a comma-separated list of node base URLs. A pusher pushes batches
-of 10 messages with unique transaction ids to queue "up" until the file
-STOP exists or MAX messages were acknowledged; a push that fails (a node
+of 10 messages with unique transaction ids to queue "up", at most RATE
+messages a second, until the file STOP exists or MAX messages were
+acknowledged; a push that fails (a node
 down, a leader change) is retried with the same ids on the next node, so
 transaction-id dedup makes the retry safe. A consumer pops and acks
 meanwhile. After STOP it drains until the queue has stayed empty for
@@ -47,8 +48,8 @@ def call(url, method="GET", body=None, timeout=10):
 
 
 class Load:
-    def __init__(self, urls, stop, most):
-        self.urls, self.stop, self.most = urls, stop, most
+    def __init__(self, urls, stop, most, rate):
+        self.urls, self.stop, self.most, self.rate = urls, stop, most, rate
         self.pushed, self.delivered, self.duplicates, self.uncertain = set(), set(), set(), set()
         self.pushing = True
         self.errors = {"push": 0, "pop": 0, "ack": 0}
@@ -67,8 +68,11 @@ class Load:
         sys.exit("configure: no node answered")
 
     def push(self):
-        n, turn = 0, 0
+        n, turn, start = 0, 0, time.time()
         while not self.stopped():
+            ahead = n / self.rate - (time.time() - start)
+            if ahead > 0:
+                time.sleep(ahead)
             ids = ["m-%07d" % (n + i) for i in range(BATCH)]
             items = [{"queue": QUEUE, "transactionId": t, "payload": {"t": t}} for t in ids]
             while True:
@@ -131,8 +135,8 @@ class Load:
 
 
 def main():
-    urls, out, stop, most = sys.argv[1].split(","), sys.argv[2], sys.argv[3], int(sys.argv[4])
-    load = Load(urls, stop, most)
+    urls, out, stop, most, rate = sys.argv[1].split(","), sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+    load = Load(urls, stop, most, rate)
     load.configure()
     threads = [threading.Thread(target=load.push), threading.Thread(target=load.pop)]
     for t in threads:
