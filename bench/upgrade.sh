@@ -16,8 +16,10 @@
 #     finds each store consistent with the same digest;
 #   - queen status shows three NEW nodes and the cluster version.
 #
-# It exits non-zero on any mismatch. Needs go, git, curl and python3; ports
-# as lib.sh (16632-16652, 17632-17652): do not run it beside compare.sh.
+# It exits non-zero on any mismatch. Needs go, git, curl and python3. Ports
+# 15632-15652 (HTTP) and 15732-15752 (Raft) on 127.0.0.1, apart from the
+# other scripts' (a bench meeting this cluster would load it, and break
+# both runs).
 # `make upgrade-test` runs it (minutes: not part of make test). W=DIR keeps
 # the work directory (logs, load.json); by default it is a temporary one,
 # removed on success.
@@ -29,6 +31,7 @@ ROOT=$(cd "$HERE/.." && pwd)
 KEEP=${W:+1}
 W=${W:-$(mktemp -d /tmp/queen-upgrade.XXXXXX)}
 mkdir -p "$W"
+HTTP_BASE=15622 RAFT_BASE=15722
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
 LOAD_MAX=${LOAD_MAX:-1000000} # messages: the load's bound
@@ -55,11 +58,14 @@ SECRET=$W/secret
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$SECRET"
 ARGS=(--retention-interval 0) # no sweeps: the nodes' applied indexes settle
 
-health() { curl -s --max-time 2 "http://127.0.0.1:$((16622 + 10 * $1))/health" || true; }
+health() { curl -s --max-time 2 "http://127.0.0.1:$((HTTP_BASE + 10 * $1))/health" || true; }
 field() { python3 -c "import json,sys
 try: print(json.load(sys.stdin).get('$1',''))
 except Exception: print('')"; }
 
+for u in ${URLS3//,/ }; do
+	! curl -s --max-time 1 "$u/health" >/dev/null || fail "something answers at $u already"
+done
 echo "== start three nodes at $oldrev"
 Q=$W/queen-old
 rm -rf "$W/n1" "$W/n2" "$W/n3"
@@ -75,7 +81,7 @@ sleep "$SETTLE"
 
 Q=$W/queen-new
 for i in 1 2 3; do
-	url=http://127.0.0.1:$((16622 + 10 * i))
+	url=http://127.0.0.1:$((HTTP_BASE + 10 * i))
 	if [ "$(health "$i" | field role)" = leader ]; then
 		echo "== n$i leads: step down"
 		if ! "$W/queen-new" step-down --url "$url" 2>"$W/stepdown.err"; then
