@@ -77,6 +77,8 @@ chaos-regressions:
 #   OLDEST the upgrade works from as tested: the first commit with
 #   --cluster-secret-file, which the script needs. Commits older than the
 #   leadership route (2ec6788) have their leader stopped without step-down.
+# Time: 80 s from 7b7a088 with both builds cached (36 430 messages), 154 s
+# with a cold build of OLD; 2.5-5 min from the older commits.
 UPGRADE_OLD ?= 7b7a088
 upgrade-test:
 	bench/upgrade.sh $(UPGRADE_OLD)
