@@ -123,6 +123,9 @@ func (n *Node) awaitTransfer(ctx context.Context) error {
 }
 
 func (n *Node) proposeOnce(ctx context.Context, s command.Stamped) (engine.Result, error) {
+	if err := n.checkVersion(s); err != nil {
+		return engine.Result{}, err
+	}
 	now := time.Now()
 	s.Stamp.Time = now.UnixMicro()
 	p := &proposal{cmd: s, done: make(chan proposed, 1), at: now}

@@ -60,5 +60,7 @@
 // Membership (membership.go) refuses a change that would leave too few
 // reachable voters for a quorum unless forced; the transport (transport.go)
 // runs over mutual TLS and/or a cluster-secret handshake; Recover rewrites
-// a stopped node's configuration after a quorum is lost for good.
+// a stopped node's configuration after a quorum is lost for good. Every
+// node reads the others' command versions, and none proposes a command
+// above the lowest (version.go, the cluster version).
 package raft

@@ -85,6 +85,9 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 		o.PartWait = 5 * time.Second
 	}
 	opts := o.Node
+	if opts.Forward == nil {
+		opts.Forward = o.Forward
+	}
 	switch err := opts.Validate(); {
 	case err != nil:
 		return nil, err

@@ -557,12 +557,17 @@ func (h *Host) Status() Status {
 	for _, n := range h.nodes[1:] {
 		gs := n.Status()
 		st.StorageErrors = max(st.StorageErrors, gs.StorageErrors)
+		st.ClusterVersion = min(st.ClusterVersion, gs.ClusterVersion)
 		if st.Fault == "" {
 			st.Fault = gs.Fault
 		}
 	}
 	return st
 }
+
+// Versions is every server's version as the directory last read them
+// (every group has the same servers).
+func (h *Host) Versions() []NodeVersion { return h.nodes[Directory].Versions() }
 
 // GroupStatus is group g's status on this node.
 func (h *Host) GroupStatus(g uint32) Status { return h.nodes[g].Status() }

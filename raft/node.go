@@ -51,6 +51,7 @@ type Node struct {
 	proposals chan *proposal
 	readTerm  readTerm // LeaderRead's barrier (read.go)
 	readIndex *rounds.Rounds[uint64]
+	versions  versions // the cluster's command versions (version.go)
 	inflight  chan struct{}
 	done      chan struct{}
 	stopped   chan struct{} // closed once raft has shut down (Close)
@@ -104,6 +105,7 @@ func open(opts Options, h *hostPart) (*Node, error) {
 		proposals: make(chan *proposal, 4096), inflight: make(chan struct{}, opts.MaxInFlight),
 		done: make(chan struct{}), stopped: make(chan struct{}), live: newLiveness(), group: 1}
 	n.readIndex = rounds.New(opts.ApplyTimeout, n.confirmRead)
+	n.versions.cluster.Store(1)
 	if h != nil {
 		n.group, n.hosted = h.group, true
 		n.log = n.log.With("group", h.group)
@@ -172,11 +174,12 @@ func open(opts Options, h *hostPart) (*Node, error) {
 			return nil, fmt.Errorf("raft: bootstrap: %w", err)
 		}
 	}
-	n.wg.Add(4)
+	n.wg.Add(5)
 	go n.proposeLoop()
 	go n.leaderLoop()
 	go n.sweepLoop()
 	go n.healLoop()
+	go n.versionLoop()
 	ok = true
 	return n, nil
 }
@@ -663,7 +666,8 @@ func (n *Node) Sweep(ctx context.Context) (engine.SweepResult, error) {
 // storage faults.
 func (n *Node) Status() Status {
 	s := Status{ID: n.opts.ID, Applied: n.engine.Applied(), Fault: n.fault(),
-		StorageErrors: n.engine.StorageErrors() + n.store.StorageErrors()}
+		StorageErrors:  n.engine.StorageErrors() + n.store.StorageErrors(),
+		CommandVersion: n.advertised(), ClusterVersion: n.ClusterVersion()}
 	switch n.raft.State() {
 	case hraft.Leader:
 		s.Role = "leader"

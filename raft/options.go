@@ -111,6 +111,20 @@ type Options struct {
 	// quorum, the FSM). It runs on the entry's await goroutine: it must not
 	// block.
 	OnEntry func(EntryTimes)
+	// Version is this node's binary version, which it advertises with its
+	// command version (version.go).
+	Version string
+	// CommandVersion is the command version this node advertises; 0 is
+	// command.MaxVersion, what it applies. Only tests set another.
+	CommandVersion uint8
+	// Versions reads the other nodes' versions (package cluster); nil:
+	// every other node counts as version 1.
+	Versions VersionReader
+	// VersionInterval is how often the versions are read (default 5 s).
+	VersionInterval time.Duration
+	// Forward, when set, is how a follower relays its own HTTP address to
+	// the leader (version.go); a Host's groups get HostOptions.Forward.
+	Forward Forwarder
 	// RaftLogSync is UNSAFE when false: Raft log appends are not fsynced and
 	// a crash can lose acknowledged commands. Only benchmarks turn it off.
 	RaftLogSync bool
@@ -135,6 +149,7 @@ func DefaultOptions() Options {
 		TrailingLogs:      10240,
 		SnapshotInterval:  2 * time.Second,
 		RetentionInterval: 5 * time.Second,
+		VersionInterval:   5 * time.Second,
 		RaftLogSync:       true,
 	}
 }
@@ -154,8 +169,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("raft: options: TLS needs this node's certificate and RootCAs (the cluster CA); see LoadTLS")
 	case o.Logger == nil:
 		return fmt.Errorf("raft: options: Logger is required")
-	case o.ApplyTimeout <= 0 || o.MaxInFlight < 1 || o.MaxBatchCommands < 1 || o.LogCacheBytes < 1:
-		return fmt.Errorf("raft: options: ApplyTimeout, MaxInFlight, MaxBatchCommands and LogCacheBytes must be positive")
+	case o.ApplyTimeout <= 0 || o.MaxInFlight < 1 || o.MaxBatchCommands < 1 || o.LogCacheBytes < 1 || o.VersionInterval <= 0:
+		return fmt.Errorf("raft: options: ApplyTimeout, MaxInFlight, MaxBatchCommands, LogCacheBytes and VersionInterval must be positive")
 	}
 	for _, p := range o.Peers {
 		if p.ID == "" || p.Addr == "" {

@@ -23,6 +23,11 @@ type Status struct {
 	// StorageErrors counts the failed file operations of both stores since
 	// the node opened (queen_storage_errors_total).
 	StorageErrors uint64
+	// CommandVersion is the command version this node advertises, and
+	// ClusterVersion the one the cluster runs at as this node last read
+	// it (version.go); Versions lists every server's.
+	CommandVersion uint8
+	ClusterVersion uint8
 }
 
 // HasLeader reports whether the node knows a leader.

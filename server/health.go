@@ -12,6 +12,7 @@ import (
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/server/wire"
 )
 
 // health answers GET /health: 200 "healthy" while the node knows a leader
@@ -50,6 +51,7 @@ func (s *Server) health(ctx *fasthttp.RequestCtx, _ *params) {
 	w.Int("term", int64(st.Term))
 	w.Int("voters", int64(st.Voters))
 	w.Int("uptime", int64(time.Since(s.started).Seconds()))
+	s.writeVersions(&w, st)
 	w.Object("shared_state")
 	w.Bool("enabled", false)
 	w.EndObject()
@@ -78,6 +80,28 @@ func (s *Server) health(ctx *fasthttp.RequestCtx, _ *params) {
 	}
 	w.EndObject()
 	send(ctx, code, w)
+}
+
+// writeVersions writes the command version this node advertises (read by
+// the other nodes, raft/version.go: a /health without it is version 1),
+// the cluster's as this node last read it, and every server's.
+func (s *Server) writeVersions(w *wire.Writer, st raft.Status) {
+	w.Int("commandVersion", int64(st.CommandVersion))
+	w.Int("clusterVersion", int64(st.ClusterVersion))
+	vb, ok := s.broker.(interface{ Versions() []raft.NodeVersion })
+	if !ok {
+		return
+	}
+	w.Array("nodes")
+	for _, v := range vb.Versions() {
+		w.Object("")
+		w.Str("id", v.ID)
+		w.Str("version", v.Binary)
+		w.Int("commandVersion", int64(v.Command))
+		w.Bool("known", v.Known)
+		w.EndObject()
+	}
+	w.EndArray()
 }
 
 // groupStatus is one Raft group's status on this node.

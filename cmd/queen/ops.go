@@ -116,20 +116,25 @@ func (u *urlList) Set(v string) error {
 
 // nodeStatus is what queen status shows of a node.
 type nodeStatus struct {
-	URL      string `json:"url"`
-	ID       string `json:"id,omitempty"`
-	Role     string `json:"role,omitempty"`
-	Leader   string `json:"leader,omitempty"`
-	Term     uint64 `json:"term"`
-	Applied  uint64 `json:"applied"`
-	Lag      uint64 `json:"lag"` // entries behind the most advanced node reached
-	Free     uint64 `json:"freeBytes"`
-	Version  string `json:"version,omitempty"`
-	Storage  string `json:"storage,omitempty"` // "" when ok, else why not
-	Fault    string `json:"fault,omitempty"`
-	Error    string `json:"error,omitempty"` // the node did not answer
-	Healthy  bool   `json:"healthy"`
-	Reserved uint64 `json:"reserveBytes"`
+	URL     string `json:"url"`
+	ID      string `json:"id,omitempty"`
+	Role    string `json:"role,omitempty"`
+	Leader  string `json:"leader,omitempty"`
+	Term    uint64 `json:"term"`
+	Applied uint64 `json:"applied"`
+	Lag     uint64 `json:"lag"` // entries behind the most advanced node reached
+	Free    uint64 `json:"freeBytes"`
+	Version string `json:"version,omitempty"`
+	// CommandVersion is the highest command version the node applies,
+	// ClusterVersion the one it reads the cluster at (raft/version.go);
+	// 1 for a node too old to say.
+	CommandVersion uint8  `json:"commandVersion,omitempty"`
+	ClusterVersion uint8  `json:"clusterVersion,omitempty"`
+	Storage        string `json:"storage,omitempty"` // "" when ok, else why not
+	Fault          string `json:"fault,omitempty"`
+	Error          string `json:"error,omitempty"` // the node did not answer
+	Healthy        bool   `json:"healthy"`
+	Reserved       uint64 `json:"reserveBytes"`
 	// Groups are the node's Raft groups when it spreads queues over
 	// several (--groups): the directory (0) and the data groups.
 	Groups []groupStatus `json:"groups,omitempty"`
@@ -170,6 +175,7 @@ func statusCmd(args []string, out io.Writer) error {
 		var h struct {
 			Status, Version, ID, Role, Leader, Fault string
 			Applied, Term                            uint64
+			CommandVersion, ClusterVersion           uint8
 			Storage                                  struct {
 				OK          bool   `json:"ok"`
 				Reason      string `json:"reason"`
@@ -195,6 +201,7 @@ func statusCmd(args []string, out io.Writer) error {
 		}
 		n.ID, n.Role, n.Leader, n.Term, n.Applied, n.Version, n.Fault = h.ID, h.Role, h.Leader, h.Term, h.Applied, h.Version, h.Fault
 		n.Groups = h.Groups
+		n.CommandVersion, n.ClusterVersion = max(h.CommandVersion, 1), max(h.ClusterVersion, 1)
 		n.Healthy = h.Status == "healthy"
 		n.Reserved = h.Storage.Reserve
 		if !h.Storage.OK {
@@ -228,10 +235,10 @@ func statusCmd(args []string, out io.Writer) error {
 		return enc.Encode(nodes)
 	}
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NODE\tURL\tROLE\tLEADER\tTERM\tAPPLIED\tLAG\tDISK FREE\tVERSION\tSTATE")
+	fmt.Fprintln(w, "NODE\tURL\tROLE\tLEADER\tTERM\tAPPLIED\tLAG\tDISK FREE\tVERSION\tCMD VERSION\tSTATE")
 	for _, n := range nodes {
 		if n.Error != "" {
-			fmt.Fprintf(w, "?\t%s\t-\t-\t-\t-\t-\t-\t-\tunreachable: %s\n", n.URL, n.Error)
+			fmt.Fprintf(w, "?\t%s\t-\t-\t-\t-\t-\t-\t-\t-\tunreachable: %s\n", n.URL, n.Error)
 			continue
 		}
 		state := "ok"
@@ -243,8 +250,11 @@ func statusCmd(args []string, out io.Writer) error {
 		case !n.Healthy:
 			state = "unhealthy (no leader)"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", n.ID, n.URL, n.Role, n.Leader, n.Term, n.Applied, n.Lag,
-			diskspace.FormatBytes(n.Free), n.Version, state)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%d\t%s\n", n.ID, n.URL, n.Role, n.Leader, n.Term, n.Applied, n.Lag,
+			diskspace.FormatBytes(n.Free), n.Version, n.CommandVersion, state)
+	}
+	if v, from := clusterVersion(nodes); v != 0 {
+		fmt.Fprintf(w, "\ncluster version %d (%s)\n", v, from)
 	}
 	if len(groupTop) > 0 {
 		// With --groups the rows above are the directory's; each group
@@ -261,6 +271,23 @@ func statusCmd(args []string, out io.Writer) error {
 		}
 	}
 	return w.Flush()
+}
+
+// clusterVersion is the command version the cluster runs at as the
+// leader reads it, or, with no leader reached, the lowest any node reads;
+// 0 when no node answered.
+func clusterVersion(nodes []nodeStatus) (uint8, string) {
+	var lowest uint8
+	for _, n := range nodes {
+		switch {
+		case n.Error != "":
+		case n.Role == "leader":
+			return n.ClusterVersion, "as the leader, " + n.ID + ", reads it"
+		case lowest == 0 || n.ClusterVersion < lowest:
+			lowest = n.ClusterVersion
+		}
+	}
+	return lowest, "no leader reached: the lowest a node reads"
 }
 
 // queueRow is one queue of GET /api/v1/resources/queues as queen queues

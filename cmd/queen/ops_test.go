@@ -26,13 +26,16 @@ func runCLI(t *testing.T, args ...string) string {
 }
 
 // queen status over a three-node cluster: every node, one leader that all
-// name, applied indexes and lags, free disk, version; a table and JSON; an
-// unreachable URL is a row of its own, not a failure.
+// name, applied indexes and lags, free disk, version and command version,
+// and the cluster's version; a table and JSON; an unreachable URL is a row
+// of its own, not a failure. With the cluster secret every node comes to
+// know every other's version (the followers relay their addresses, and
+// each reads the others' /health).
 func TestCLI_StatusOfAThreeNodeCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("process-level CLI test; skipped with -short")
 	}
-	c := startLoopback(t, 3)
+	c := startLoopback(t, 3, "--cluster-secret-file", writeSecret(t, "status secret"))
 	leader := c.waitLeader(c.nodes, 30*time.Second)
 	c.mustPush(c.nodes, 30*time.Second, []pushItem{{Queue: "q", TransactionID: "a", Payload: 1}})
 	var urls []string
@@ -56,7 +59,8 @@ func TestCLI_StatusOfAThreeNodeCluster(t *testing.T) {
 	})
 	leaders := 0
 	for _, n := range nodes {
-		if n.Error != "" || n.Leader != leader.id || n.Term == 0 || n.Applied == 0 || n.Free == 0 || n.Version == "" || !n.Healthy {
+		if n.Error != "" || n.Leader != leader.id || n.Term == 0 || n.Applied == 0 || n.Free == 0 || n.Version == "" || !n.Healthy ||
+			n.CommandVersion != 1 || n.ClusterVersion != 1 {
 			t.Errorf("node %+v", n)
 		}
 		if n.Role == "leader" {
@@ -68,9 +72,31 @@ func TestCLI_StatusOfAThreeNodeCluster(t *testing.T) {
 	}
 	table := runCLI(t, "status", "--url", strings.Join(append(urls, dead), ","))
 	lines := strings.Split(strings.TrimSpace(table), "\n")
-	if len(lines) != 5 || !strings.HasPrefix(lines[0], "NODE") || !strings.Contains(table, "leader") ||
-		!strings.Contains(lines[4], "unreachable") {
+	if len(lines) != 7 || !strings.HasPrefix(lines[0], "NODE") || !strings.Contains(lines[0], "CMD VERSION") ||
+		!strings.Contains(table, "leader") || !strings.Contains(lines[4], "unreachable") ||
+		lines[6] != "cluster version 1 (as the leader, "+leader.id+", reads it)" {
 		t.Fatalf("table:\n%s", table)
+	}
+	for _, n := range c.nodes {
+		waitFor(t, 30*time.Second, n.id+" to know every node's version", func() (bool, string) {
+			_, b, err := c.do(5*time.Second, "GET", n.url("/health"), nil)
+			var h struct {
+				Nodes []struct {
+					ID, Version    string
+					CommandVersion int
+					Known          bool
+				}
+			}
+			if err != nil || json.Unmarshal(b, &h) != nil || len(h.Nodes) != 3 {
+				return false, string(b)
+			}
+			for _, v := range h.Nodes {
+				if !v.Known || v.CommandVersion != 1 || v.Version == "" {
+					return false, string(b)
+				}
+			}
+			return true, string(b)
+		})
 	}
 }
 

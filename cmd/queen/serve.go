@@ -335,6 +335,7 @@ func serve(args []string) error {
 	opts.ID = c.nodeID
 	opts.Dir = c.data
 	opts.HTTPAddr = c.advertise
+	opts.Version = version
 	opts.Logger = log
 	opts.Peers = c.peers
 	opts.SnapshotThreshold = c.snapshotThreshold
@@ -381,6 +382,11 @@ func serve(args []string) error {
 	fwd := nodes.New(nodes.Options{NodeID: c.nodeID, Secret: c.clusterSecret, TLS: c.relayTLS,
 		MaxResponseBodySize: eff.MaxBodyBytes * 32, Refusal: server.Refusal, Metrics: ms})
 	sopts.Cluster = fwd
+	if fwd != nil {
+		// The cluster version (raft/version.go): the other nodes' are
+		// read from their /health, and a follower relays its own address.
+		opts.Versions, opts.Forward = fwd, fwd
+	}
 	node, err := openBroker(opts, c.groups, fwd)
 	if err != nil {
 		return err

@@ -120,7 +120,7 @@ var codecs = []codec{
 			return engine.UpdateSubscriptionCmd{Group: r.Str(), Timestamp: r.I64()}
 		}, answersCount),
 	row(TypeAnnounce, func(w *wire.Writer, c Announce) { w.Str(c.NodeID); w.Str(c.HTTP) },
-		func(r *wire.Reader) Announce { return Announce{NodeID: r.Str(), HTTP: r.Str()} }, notRelayed),
+		func(r *wire.Reader) Announce { return Announce{NodeID: r.Str(), HTTP: r.Str()} }, answersNothing),
 	row(TypeSweep, func(*wire.Writer, engine.SweepCmd) {}, func(*wire.Reader) engine.SweepCmd { return engine.SweepCmd{} }, notRelayed),
 	row(TypePushPrepared, appendPrepared, readPrepared, answersPush),
 	row(TypeMaintenance, func(w *wire.Writer, c Maintenance) { w.Bool(c.Pop); w.Bool(c.Enabled) },
@@ -149,11 +149,12 @@ type codec struct {
 	append func(w *wire.Writer, c engine.Command)
 	read   func(r *wire.Reader) engine.Command
 	result answer
+	since  uint8 // the command version that brought the type (version.go)
 }
 
 // row makes the table row of the command type C.
 func row[C engine.Command](t Type, write func(*wire.Writer, C), read func(*wire.Reader) C, result answer) codec {
-	return codec{typ: t, goType: reflect.TypeFor[C](), result: result,
+	return codec{typ: t, goType: reflect.TypeFor[C](), result: result, since: 1,
 		append: func(w *wire.Writer, c engine.Command) { write(w, c.(C)) },
 		read:   func(r *wire.Reader) engine.Command { return read(r) }}
 }

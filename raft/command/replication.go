@@ -5,7 +5,10 @@ import "github.com/queenmq/queen/engine"
 // The replication layer's own commands: values it keeps in the replicated
 // state (engine.Batch.SetClusterValue), which every node reads locally.
 
-// Announce publishes a leader's HTTP address, so followers can forward.
+// Announce publishes a node's HTTP address: a leader's, so followers can
+// forward to it, and every node's, so the others can read its version
+// (raft/version.go). A leader proposes its own; a follower relays its own
+// to the leader (its row relays, answering nothing).
 type Announce struct {
 	NodeID string
 	HTTP   string

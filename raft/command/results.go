@@ -26,6 +26,7 @@ import (
 //	int             varint (a count)
 //	uint32          uvarint (a group)
 //	bool            u8 (a lookup's "found")
+//	struct{}        nothing (an announce: done)
 
 // answer is how a row's result crosses nodes; the zero answer
 // (notRelayed) says the command is only ever answered by the node that
@@ -55,7 +56,8 @@ var (
 	answersCount = answers(func(w *wire.Writer, v int) { w.Varint(int64(v)) }, func(r *wire.Reader) int { return int(r.Varint()) })
 	answersGroup = answers(func(w *wire.Writer, v uint32) { w.Uvarint(uint64(v)) },
 		func(r *wire.Reader) uint32 { return uint32(r.Uvarint()) })
-	answersFound = answers(func(w *wire.Writer, v bool) { w.Bool(v) }, func(r *wire.Reader) bool { return r.Bool() })
+	answersFound   = answers(func(w *wire.Writer, v bool) { w.Bool(v) }, func(r *wire.Reader) bool { return r.Bool() })
+	answersNothing = answers(func(*wire.Writer, struct{}) {}, func(*wire.Reader) struct{} { return struct{}{} })
 )
 
 // Row describes one row of the command table.

@@ -31,6 +31,7 @@ func sampleResults() []any {
 		-3,
 		engine.GroupDeleted{Cursors: 4, Metadata: true},
 		true,
+		struct{}{},
 		engine.ReplayResult{Queue: "q", Partition: "p", RowsRemoved: 2,
 			Push: engine.PushResult{Status: engine.Queued, MessageID: id, PartitionID: engine.ID{7}, TransactionID: "r1", Queue: "q"}},
 	}

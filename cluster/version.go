@@ -1,0 +1,51 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/queenmq/queen/raft"
+)
+
+// HealthPath is the route every node has answered since the first
+// version, without credentials: what NodeVersion reads.
+const HealthPath = "/health"
+
+// NodeVersion reads what the node at addr advertises (raft.VersionReader):
+// its id, binary version ("version") and command version
+// ("commandVersion") from its /health, which answers 503 with the same body
+// when the node is unhealthy. A node too old to send commandVersion
+// answers 0, which the reader counts as version 1. An answer that is not
+// such a body is an error: the node counts as version 1 too.
+func (c *Client) NodeVersion(ctx context.Context, addr string) (raft.NodeVersion, error) {
+	timeout := Timeout
+	if d, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(d))
+	}
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI(c.scheme + "://" + addr + HealthPath)
+	if err := c.http.DoTimeout(req, resp, timeout); err != nil {
+		return raft.NodeVersion{}, fmt.Errorf("version of %s: %w", addr, err)
+	}
+	var h struct {
+		ID             string `json:"id"`
+		Server         string `json:"server"`
+		Version        string `json:"version"`
+		CommandVersion uint8  `json:"commandVersion"`
+	}
+	if err := json.Unmarshal(resp.Body(), &h); err != nil {
+		return raft.NodeVersion{}, fmt.Errorf("version of %s: %d: %w", addr, resp.StatusCode(), err)
+	}
+	if h.Server != "queen" || h.ID == "" {
+		return raft.NodeVersion{}, fmt.Errorf("version of %s: %w", addr, errors.New("not a queen node's /health"))
+	}
+	return raft.NodeVersion{ID: h.ID, Binary: h.Version, Command: h.CommandVersion}, nil
+}

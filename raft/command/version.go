@@ -1,0 +1,66 @@
+package command
+
+import "reflect"
+
+// Command versions: the cluster's feature version.
+//
+// The entry version (doc.go, "Versions") says how an entry is laid out;
+// the command version says which commands a binary can apply. Each row of
+// the command table names the command version that brought its type
+// (version 1: every type up to TypeLookupLease), and a command that grows
+// version 1 the second way (a new value in a flags or enum byte) says so
+// itself by implementing Versioned. MaxVersion is the highest command
+// version this binary applies: a new type or a new value raises it by one
+// and marks itself with the new number.
+//
+// A node advertises MaxVersion (and its binary version); the cluster runs
+// at the lowest version its servers advertise, and no node proposes a
+// command above it (package raft, version.go). So while one node still
+// runs an older binary, a newer one does not write what the older one
+// would stop at: the cluster-version idea of etcd and CockroachDB. A node
+// that advertises nothing (a binary from before command versions) is at
+// version 1.
+//
+// Part of the cluster's contract — a version number, once given to a
+// command, is never changed or reused.
+const MaxVersion uint8 = 1
+
+// Versioned is a command whose version depends on its value: one that
+// grew version 1 by a new value of a flags or enum byte returns the
+// version of that value when it carries it, and the row's version
+// otherwise.
+type Versioned interface {
+	CommandVersion() uint8
+}
+
+// Version is the command version s needs: its row's, or what s says of
+// itself (Versioned). A raw command (Stamped.Raw, a prepared push) is not
+// decoded: its row's. 0 for a type the table does not list.
+func Version(s Stamped) uint8 {
+	var k *codec
+	if s.Raw != nil {
+		if len(s.Raw) == 0 {
+			return 0
+		}
+		k = byType[s.Raw[0]]
+	} else {
+		k = byGoType[reflect.TypeOf(s.Cmd)]
+	}
+	if k == nil {
+		return 0
+	}
+	v := k.since
+	if c, ok := s.Cmd.(Versioned); ok {
+		v = max(v, c.CommandVersion())
+	}
+	return v
+}
+
+// TypeVersion is the command version that brought type t; 0 for a type
+// the table does not list.
+func TypeVersion(t Type) uint8 {
+	if k := byType[t]; k != nil {
+		return k.since
+	}
+	return 0
+}

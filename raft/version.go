@@ -1,0 +1,220 @@
+package raft
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	hraft "github.com/hashicorp/raft"
+
+	"github.com/queenmq/queen/raft/command"
+)
+
+// The cluster version (package command, version.go).
+//
+// Each node advertises the highest command version it applies
+// (Options.CommandVersion, command.MaxVersion by default) and its binary
+// version on GET /health, which every binary has served. A node learns the
+// others' by reading their /health (a VersionReader, package cluster) at
+// the HTTP address each node records in the replicated state (command.
+// Announce, key http/<id>): a leader records its own when elected, as it
+// always has, and a follower relays its own to the leader (the relay path
+// of package cluster). Every VersionInterval each node reads every server
+// of its configuration, voters and non-voters (a non-voter applies every
+// entry too), and the cluster version is the lowest it read. A server it
+// cannot read (no address recorded yet, no cluster secret to relay one,
+// unreachable, or an older binary whose /health has no commandVersion)
+// counts as version 1: what is not known to be newer is taken as the
+// oldest. Until its first read a node takes the cluster as version 1.
+//
+// A node never proposes a command above the cluster version
+// (ErrClusterVersion): every proposal passes proposeOnce, whether this
+// node built the command or another node relayed it.
+//
+// Why /health and the replicated address, and not the Raft transport or a
+// new record in the log: the transport's hello refuses any byte it does
+// not expect (transport.go), so an older node would drop a newer one's
+// connections; a version record written through the log would need a
+// command the older nodes cannot apply, to learn whether they can apply
+// it. /health is there on every version, answers without credentials, and
+// a missing field reads as version 1. Polling costs one small GET per
+// server per interval; it also sees a node restarted on an older binary
+// within an interval, which a record written once would not.
+
+// NodeVersion is what one server of the configuration advertises.
+type NodeVersion struct {
+	ID string
+	// Binary is the server's binary version ("" when unknown).
+	Binary string
+	// Command is the highest command version it applies: 1 when unknown.
+	Command uint8
+	// Known says the server answered; an unknown one counts as version 1.
+	Known bool
+}
+
+// A VersionReader reads what the node at an HTTP address advertises
+// (package cluster reads its /health). A Command of 0, a field the node
+// did not send, is version 1.
+type VersionReader interface {
+	NodeVersion(ctx context.Context, httpAddr string) (NodeVersion, error)
+}
+
+// ErrClusterVersion is returned for a command this node will not propose
+// because the cluster runs at an older command version: some server has
+// not been upgraded to a binary that applies it. Nothing was proposed.
+var ErrClusterVersion = errors.New("raft: command needs a newer cluster version")
+
+// versions is a node's view of the cluster's versions.
+type versions struct {
+	cluster atomic.Uint32 // the cluster version; 1 until the first read
+	mu      sync.Mutex
+	nodes   []NodeVersion // by the configuration's order
+}
+
+// commandVersion is the version a stamped command needs (a variable so
+// that a test can give a command of today a version above MaxVersion).
+var commandVersion = command.Version
+
+// advertised is the command version this node advertises.
+func (n *Node) advertised() uint8 {
+	if n.opts.CommandVersion != 0 {
+		return n.opts.CommandVersion
+	}
+	return command.MaxVersion
+}
+
+// ClusterVersion is the command version the cluster runs at, as this node
+// last read it.
+func (n *Node) ClusterVersion() uint8 { return uint8(n.versions.cluster.Load()) }
+
+// checkVersion refuses a command above the cluster version.
+func (n *Node) checkVersion(s command.Stamped) error {
+	v, at := commandVersion(s), n.ClusterVersion()
+	if v > at {
+		return fmt.Errorf("%w: the command needs version %d and the cluster runs at %d until every node applies it: "+
+			"upgrade the others first (queen status shows each node's version)", ErrClusterVersion, v, at)
+	}
+	return nil
+}
+
+// versionLoop reads the servers' versions every VersionInterval, and
+// relays this node's HTTP address to the leader while the replicated
+// state does not hold it.
+func (n *Node) versionLoop() {
+	defer n.wg.Done()
+	t := time.NewTicker(n.opts.VersionInterval)
+	defer t.Stop()
+	for {
+		n.announceSelf()
+		n.readVersions()
+		select {
+		case <-t.C:
+		case <-n.done:
+			return
+		}
+	}
+}
+
+// readVersions reads every server's version and sets the cluster's.
+func (n *Node) readVersions() {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil || len(f.Configuration().Servers) == 0 {
+		return
+	}
+	servers := f.Configuration().Servers
+	out := make([]NodeVersion, len(servers))
+	var wg sync.WaitGroup
+	for i, s := range servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i] = n.readVersion(s)
+		}()
+	}
+	wg.Wait()
+	lowest := n.advertised() // this node is among them
+	for _, v := range out {
+		lowest = min(lowest, v.Command)
+	}
+	n.versions.mu.Lock()
+	n.versions.nodes = out
+	n.versions.mu.Unlock()
+	if old := uint8(n.versions.cluster.Swap(uint32(lowest))); old != lowest {
+		n.log.Info("cluster version", "from", old, "to", lowest)
+	}
+}
+
+// readVersion reads one server's version; version 1 when it cannot.
+func (n *Node) readVersion(s hraft.Server) NodeVersion {
+	id := string(s.ID)
+	if id == n.opts.ID {
+		return NodeVersion{ID: id, Binary: n.opts.Version, Command: n.advertised(), Known: true}
+	}
+	unknown := NodeVersion{ID: id, Command: 1}
+	addr := n.engine.ClusterValue(command.HTTPKey(id))
+	if addr == "" || n.opts.Versions == nil {
+		return unknown
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), versionTimeout)
+	defer cancel()
+	v, err := n.opts.Versions.NodeVersion(ctx, addr)
+	if err != nil || (v.ID != "" && v.ID != id) {
+		// An address another node now answers at tells nothing of id.
+		n.log.Debug("cluster version: read a node", "node", id, "addr", addr, "err", err, "answered", v.ID)
+		return unknown
+	}
+	v.ID, v.Known = id, true
+	if v.Command == 0 {
+		v.Command = 1
+	}
+	return v
+}
+
+// versionTimeout bounds one read of a server's version.
+const versionTimeout = 2 * time.Second
+
+// announceSelf relays this node's HTTP address to the leader when the
+// replicated state does not hold it (a leader records its own, in
+// leaderLoop). An older leader refuses the relay; the next round asks
+// again.
+func (n *Node) announceSelf() {
+	if n.opts.HTTPAddr == "" || n.opts.Forward == nil ||
+		n.engine.ClusterValue(command.HTTPKey(n.opts.ID)) == n.opts.HTTPAddr {
+		return
+	}
+	st := n.Status()
+	if st.Role != "follower" || st.LeaderHTTP == "" {
+		return
+	}
+	entry, err := RelayEntry(command.Announce{NodeID: n.opts.ID, HTTP: n.opts.HTTPAddr})
+	if err != nil {
+		n.log.Warn("raft: announce this node's address", "err", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), n.opts.ApplyTimeout)
+	defer cancel()
+	if _, _, err := n.opts.Forward.Forward(ctx, st.LeaderHTTP, n.group, entry); err != nil {
+		n.log.Debug("raft: announce this node's address to the leader", "leader", st.Leader, "err", err)
+	}
+}
+
+// Versions is every server's version as this node last read them, by id.
+func (n *Node) Versions() []NodeVersion {
+	n.versions.mu.Lock()
+	defer n.versions.mu.Unlock()
+	out := slices.Clone(n.versions.nodes)
+	slices.SortFunc(out, func(a, b NodeVersion) int {
+		switch {
+		case a.ID < b.ID:
+			return -1
+		case a.ID > b.ID:
+			return 1
+		}
+		return 0
+	})
+	return out
+}

@@ -1,0 +1,178 @@
+package raft_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/raft/command"
+	"github.com/queenmq/queen/raft/rafttest"
+)
+
+// inProcess stands for the network between in-memory nodes at their
+// HTTP addresses (rafttest names them http-<id>): it reads a node's
+// version from its Status, as package cluster reads /health, and
+// proposes a relayed entry on it, as package cluster's route does. The
+// HTTP exchange itself is tested in package cluster.
+type inProcess struct {
+	mu    sync.Mutex
+	nodes map[string]*raft.Node // by HTTP address
+}
+
+func (p *inProcess) set(n *raft.Node) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.nodes["http-"+n.Status().ID] = n
+}
+
+func (p *inProcess) drop(addr string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.nodes, addr)
+}
+
+func (p *inProcess) node(addr string) (*raft.Node, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n := p.nodes[addr]; n != nil {
+		return n, nil
+	}
+	return nil, fmt.Errorf("%w: nobody at %s", raft.ErrForward, addr)
+}
+
+func (p *inProcess) NodeVersion(_ context.Context, addr string) (raft.NodeVersion, error) {
+	n, err := p.node(addr)
+	if err != nil {
+		return raft.NodeVersion{}, err
+	}
+	st := n.Status()
+	return raft.NodeVersion{ID: st.ID, Binary: "test", Command: st.CommandVersion}, nil
+}
+
+func (p *inProcess) Forward(ctx context.Context, addr string, g uint32, entry []byte) (engine.Result, uint64, error) {
+	n, err := p.node(addr)
+	if err != nil {
+		return engine.Result{}, 0, err
+	}
+	r, err := n.ProposeEntry(ctx, g, entry)
+	return r, n.Status().Applied, err
+}
+
+// TestClusterVersion_GatesProposals runs three nodes of which two
+// advertise command version 2 and one version 1, with maintenance
+// commands made to need version 2: the cluster runs at 1 and the leader
+// refuses them (ErrClusterVersion, nothing proposed) while it goes on
+// proposing version-1 commands. Once the third node is restarted
+// advertising 2, every node reads version 2 and the command is applied
+// everywhere. The followers' addresses, which the version reads need,
+// reach the replicated state through the relay (announceSelf).
+func TestClusterVersion_GatesProposals(t *testing.T) {
+	defer raft.SetCommandVersion(func(s command.Stamped) uint8 {
+		switch s.Cmd.(type) {
+		case command.Maintenance, engine.DeleteGroupCmd:
+			return 2
+		}
+		return command.Version(s)
+	})()
+	net := &inProcess{nodes: map[string]*raft.Node{}}
+	adjust := func(advertise uint8) func(*raft.Options) {
+		return func(o *raft.Options) {
+			o.Versions, o.Forward, o.VersionInterval = net, net, 50*time.Millisecond
+			o.Version = "v-" + o.ID
+			o.CommandVersion = advertise
+			if o.ID == "n3" {
+				o.CommandVersion = 0 // command.MaxVersion: 1
+			}
+		}
+	}
+	c := rafttest.MakeClusterWith(t, 3, adjust(2))
+	for _, n := range c.Nodes {
+		net.set(n)
+	}
+	want := func(version uint8) func() bool {
+		return func() bool {
+			for _, n := range c.Nodes {
+				vs := n.Versions()
+				if n.Status().ClusterVersion != version || len(vs) != 3 {
+					return false
+				}
+				for _, v := range vs {
+					if !v.Known {
+						return false
+					}
+				}
+			}
+			return true
+		}
+	}
+	waitFor(t, "every node to read all three versions, cluster version 1", want(1))
+	leader := c.Leader()
+	for _, v := range leader.Versions() {
+		wantCmd, binary := uint8(2), "test"
+		if v.ID == "n3" {
+			wantCmd = 1
+		}
+		if v.ID == leader.Status().ID {
+			binary = "v-" + v.ID // its own
+		}
+		if v.Command != wantCmd || v.Binary != binary {
+			t.Fatalf("the leader reads %+v, want command version %d, binary %q", v, wantCmd, binary)
+		}
+	}
+	if err := setMaintenance(t, c.Leader(), true, true); !errors.Is(err, raft.ErrClusterVersion) {
+		t.Fatalf("a version-2 command at cluster version 1: %v, want ErrClusterVersion", err)
+	} else if !strings.Contains(err.Error(), "version 2") {
+		t.Fatalf("the refusal does not name the version: %v", err)
+	}
+	// A command another node relayed passes the same gate.
+	entry, err := raft.RelayEntry(engine.DeleteGroupCmd{Group: "g", Queue: "q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leader.ProposeEntry(ctxT(t), 1, entry); !errors.Is(err, raft.ErrClusterVersion) {
+		t.Fatalf("a relayed version-2 command at cluster version 1: %v, want ErrClusterVersion", err)
+	}
+	push(t, c.Leader(), "q", "t1") // version 1 goes on
+	c.EnsureSame()
+	for _, n := range c.Nodes {
+		if _, pop := n.Maintenance(); pop {
+			t.Fatalf("%s: a refused command was applied", n.Status().ID)
+		}
+	}
+
+	net.drop("http-n3")
+	c.Stop(2)
+	net.set(c.RestartWith(2, func(o *raft.Options) { adjust(2)(o); o.CommandVersion = 2 }))
+	if !eventually(want(2)) {
+		for _, n := range c.Nodes {
+			t.Logf("%s: %+v %+v", n.Status().ID, n.Status(), n.Versions())
+		}
+		t.Fatal("timed out waiting for every node to read cluster version 2")
+	}
+	if err := setMaintenance(t, c.Leader(), true, true); err != nil {
+		t.Fatalf("a version-2 command at cluster version 2: %v", err)
+	}
+	c.EnsureSame()
+	for _, n := range c.Nodes {
+		if _, pop := n.Maintenance(); !pop {
+			t.Fatalf("%s: the command was not applied", n.Status().ID)
+		}
+	}
+}
+
+func eventually(cond func() bool) bool {
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
+}
