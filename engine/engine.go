@@ -116,6 +116,7 @@ func (e *Engine) pebbleOptions(readOnly bool) *pebble.Options {
 		Cache:              cache,
 		MemTableSize:       e.opts.MemTableBytes,
 		ReadOnly:           readOnly,
+		DisableWAL:         e.opts.BulkLoad,
 	}
 	log := e.opts.Logger
 	e.mon.Configure(po, func(format string, args ...any) { log.Error("pebble: " + fmt.Sprintf(format, args...)) }, e.opts.OnFatal)
@@ -181,7 +182,7 @@ func (e *Engine) Close() error {
 		why = errors.New("writes are failing")
 	default:
 		if why = e.mon.Probe(e.dir, e.opts.MemTableBytes); why == nil {
-			why = e.commit(func() error { return e.db.LogData(nil, pebble.Sync) })
+			why = e.commit(func() error { return e.db.LogData(nil, e.durable()) })
 		}
 	}
 	if why != nil {
@@ -206,10 +207,24 @@ func (e *Engine) Sync() error {
 	if err := e.writable(); err != nil {
 		return err
 	}
-	if err := e.commit(func() error { return e.db.LogData(nil, pebble.Sync) }); err != nil {
+	sync := func() error { return e.db.LogData(nil, pebble.Sync) }
+	if e.opts.BulkLoad {
+		sync = e.db.Flush // no log: the memtables are what is not on disk
+	}
+	if err := e.commit(sync); err != nil {
 		return fmt.Errorf("engine: sync: %w", err)
 	}
 	return nil
+}
+
+// durable is the write option of a write that must be on disk before it
+// returns: an fsync of the log, which a bulk load does not keep (Sync
+// flushes its memtables instead).
+func (e *Engine) durable() *pebble.WriteOptions {
+	if e.opts.BulkLoad {
+		return pebble.NoSync
+	}
+	return pebble.Sync
 }
 
 // Applied returns the Raft index recorded by the last committed batch.
@@ -233,7 +248,7 @@ func (e *Engine) load() error {
 			break // a new store is never opened read-only; an empty one reads as empty
 		}
 		err := e.commit(func() error {
-			return e.db.Set(keyspace.Meta(keyspace.MetaVersion), binary.BigEndian.AppendUint64(nil, keyspace.FormatVersion), pebble.Sync)
+			return e.db.Set(keyspace.Meta(keyspace.MetaVersion), binary.BigEndian.AppendUint64(nil, keyspace.FormatVersion), e.durable())
 		})
 		if err != nil {
 			return fmt.Errorf("engine: write format version: %w", err)
@@ -470,7 +485,7 @@ func (b *Batch) Commit(applied uint64) error {
 	if err == nil {
 		opt := pebble.NoSync
 		if e.opts.Sync {
-			opt = pebble.Sync
+			opt = e.durable()
 		}
 		err = e.commit(func() error { return b.pb.Commit(opt) })
 	}

@@ -46,6 +46,12 @@ type Options struct {
 	// when the directory holds no store, and creates no file or directory;
 	// Begin fails with ErrReadOnly.
 	ReadOnly bool
+	// BulkLoad turns Pebble's write-ahead log off, for an offline load
+	// into a new directory (queen restore): writes reach the disk only
+	// when a memtable is flushed, and Sync flushes. A crash loses what
+	// was not flushed, so the loader must start over in a fresh
+	// directory; never set it on a serving node.
+	BulkLoad bool
 }
 
 // defaultFS is the file system of Options.FS == nil.

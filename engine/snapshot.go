@@ -149,7 +149,7 @@ func (e *Engine) Restore(r io.Reader) error {
 		return fmt.Errorf("engine: restore: %w", e.faultOr(e.mon.WALFailure()))
 	}
 	mark := keyspace.Meta(restoringKey)
-	if err := e.commit(func() error { return e.db.Set(mark, []byte{1}, pebble.Sync) }); err != nil {
+	if err := e.commit(func() error { return e.db.Set(mark, []byte{1}, e.durable()) }); err != nil {
 		e.setFault(fmt.Errorf("engine: mark restore: %w", err), false)
 		return e.fault
 	}
@@ -161,7 +161,7 @@ func (e *Engine) Restore(r io.Reader) error {
 	if err := e.readSnapshot(r); err != nil {
 		return err
 	}
-	if err := e.commit(func() error { return e.db.Delete(mark, pebble.Sync) }); err != nil {
+	if err := e.commit(func() error { return e.db.Delete(mark, e.durable()) }); err != nil {
 		return e.restoreFailed(fmt.Errorf("engine: clear restore mark: %w", err))
 	}
 	if err := e.load(); err != nil {
@@ -199,7 +199,7 @@ func (e *Engine) wipe(keep []byte) error {
 		b.DeleteRange([]byte{0}, keep, nil)
 		b.DeleteRange(append(append([]byte{}, keep...), 0), []byte{0xff, 0xff}, nil)
 	}
-	if err := e.commit(func() error { return b.Commit(pebble.Sync) }); err != nil {
+	if err := e.commit(func() error { return b.Commit(e.durable()) }); err != nil {
 		return e.restoreFailed(fmt.Errorf("engine: wipe: %w", err))
 	}
 	return nil
@@ -266,7 +266,7 @@ func (e *Engine) readSnapshot(r io.Reader) error {
 	if binary.BigEndian.Uint32(got[:]) != want {
 		return corrupt("checksum mismatch", nil)
 	}
-	if err := e.commit(func() error { return b.Commit(pebble.Sync) }); err != nil {
+	if err := e.commit(func() error { return b.Commit(e.durable()) }); err != nil {
 		return e.restoreFailed(fmt.Errorf("engine: restore: %w", err))
 	}
 	return nil

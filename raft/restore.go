@@ -51,6 +51,10 @@ func Restore(opts Options, r *backup.Reader) (err error) {
 		}
 	}()
 	opts.Dir = tmp
+	// The directory is new and renamed into place only once complete: a
+	// crash leaves a partial directory to delete, so the engines load
+	// without their write-ahead logs (seedGroup's Sync flushes them).
+	opts.Engine.BulkLoad = true
 	addr := opts.RaftAddr
 	if addr == "" {
 		addr = opts.ID // NewLocalTransport's address
