@@ -39,7 +39,7 @@ func TestImports(t *testing.T) {
 	rel := func(path string) string { return strings.TrimPrefix(strings.TrimPrefix(path, module), "/") }
 	under := func(path, dir string) bool { return path == dir || strings.HasPrefix(path, dir+"/") }
 	ours := func(path string) bool { return path == module || strings.HasPrefix(path, module+"/") }
-	leaves := []string{"engine/keyspace", "engine/segment", "engine/cursor", "engine/backup", "server/auth", "server/diskspace"}
+	leaves := []string{"engine/keyspace", "engine/segment", "engine/cursor", "engine/backup", "server/auth", "server/diskspace", "server/listener", "server/memory"}
 
 	for _, p := range pkgs {
 		from := rel(p.ImportPath)
@@ -56,6 +56,8 @@ func TestImports(t *testing.T) {
 					bad("cluster must not import server or cmd")
 				case under(from, "server") && under(to, "cmd"):
 					bad("server must not import cmd")
+				case strings.HasPrefix(from, "server/") && to == "server" && !strings.HasSuffix(from, "test"):
+					bad("server's sub-packages are cut by concern: server imports them, never the reverse")
 				case under(to, "fuzz") || (under(to, "bench") && !under(from, "cmd")):
 					bad("nothing imports fuzz, and only cmd imports bench (queen bench)")
 				case strings.HasSuffix(to, "test") && strings.Contains(to, "/") && !inTest && !under(from, "bench") && !strings.HasSuffix(from, "test"):

@@ -45,6 +45,10 @@ var (
 	// of the type asked for: a bug in the caller or the command, reported
 	// rather than read as a zero value.
 	ErrResultType = errors.New("raft: command answered a value of another type")
+	// ErrNoRoute is returned by Host.Propose for a command type it has no
+	// group route for: a command added to the table without its line in
+	// Host.Propose (TestHost_EveryCommandHasARoute finds it first).
+	ErrNoRoute = errors.New("raft: host: command has no group route")
 	// ErrShutdown is returned by a node that is shutting down.
 	ErrShutdown = errors.New("raft: node is shutting down")
 	// ErrNotPreparable is returned for a command that cannot be prepared

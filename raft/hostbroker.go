@@ -99,7 +99,7 @@ func (h *Host) Propose(ctx context.Context, c engine.Command) (engine.Result, er
 		// Maintenance is cluster-wide: the directory holds it.
 		return h.on(ctx, Directory, c)
 	}
-	return engine.Result{}, fmt.Errorf("raft: host: %T has no route", c)
+	return engine.Result{}, fmt.Errorf("%w: %T", ErrNoRoute, c)
 }
 
 // streamGroup holds the streaming queries and their queues: a cycle acks

@@ -209,7 +209,7 @@ func (s *Server) acknowledge(ctx *fasthttp.RequestCtx, fields []ackFields) {
 		}
 		s.m.acked(items, res)
 	}
-	s.an.acked(res, len(fields)-len(items))
+	s.an.Acked(res, len(fields)-len(items))
 	w := startBody(ctx)
 	w.Array("")
 	next := 0
@@ -356,7 +356,7 @@ func (s *Server) writeTransaction(ctx *fasthttp.RequestCtx, req *txRequest, res 
 	w.Bool("success", res.Success)
 	if res.Success {
 		s.txApplied(req.ops, res)
-		s.an.transacted(res)
+		s.an.Transacted(res)
 		writeTxResults(&w, req.order, res)
 	} else {
 		s.m.txFailed.Inc()

@@ -1,661 +1,113 @@
 package server
 
 import (
-	"cmp"
-	"crypto/rand"
-	"encoding/hex"
-	"slices"
-	"strings"
-	"sync"
-	"sync/atomic"
-	"time"
+	"net"
+	"strconv"
+
+	"github.com/valyala/fasthttp"
 
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/server/analytics"
 )
 
-// Analytics are the per-minute series the /api/v1/analytics routes serve
-// (docs/api.md §11), measured by each node of itself as Queen's workers
-// measure themselves:
-//
-//   - per queue and minute: push, pop and ack requests and messages, empty
-//     pops, transactions, the lag of every delivered message (now −
-//     createdAt), the parked long-poll gauge (sampled every second,
-//     averaged over the minute) and the queue's partition count at the end
-//     of the minute;
-//   - per node and minute (Queen's worker row): the same totals, requests
-//     handled and in flight, how late the sampler's ticks fire (the Go
-//     scheduler's "event loop lag"), storage errors and dead letters;
-//   - per node and minute (Queen's system row): process CPU and memory and
-//     the requests in flight, sampled every second as {avg, min, max,
-//     last};
-//   - per minute, on the leader: what its retention sweeps deleted.
-//
-// Counting costs a request one mutex acquisition and no allocation but the
-// first entry of a queue in a minute. The minute being counted is sealed
-// into the node's ring by the sampler when the clock passes it (or by a
-// query), so a minute appears once it is over, as Queen's rows appear at
-// each worker's flush.
-//
-// The ring is bounded: analyticsMinutes minutes (24 h), at most
-// analyticsQueuesPerMinute queues in a minute (the rest are counted under
-// analyticsOtherQueue) and analyticsQueueEntries queue entries across all
-// its minutes (the oldest minutes go first). An entry is ~130 bytes plus the
-// queue name and a minute's node record ~350 bytes, so a ring holds at most
-// ~9 MB with names of 10 bytes, whatever the traffic; a node holds at most
-// analyticsNodes rings.
-//
-// A cluster's series are merged by the leader, as Queen's replicas write
-// rows keyed by hostname into one database: every follower sends its
-// sealed minutes to the leader (analyticsReport, a cluster route), which
-// keeps one ring per node (at most analyticsNodes) and answers every
-// analytics query over all of them; a follower relays the queries to the
-// leader like any request, and answers from what it holds itself only when
-// it cannot (no leader known). The leader's reply to a shipment carries
-// back the other nodes' minutes the follower lacks (the leader's own
-// included), so every node holds the cluster's window and a new leader
-// starts with it, even when the old one crashed. Minutes are replaced,
-// never added, so a shipment sent twice changes nothing; a follower sends
-// its whole ring again to a new leader, or to a leader that restarted (its
-// reply names its process instance).
-type Analytics struct {
-	now         func() time.Time
-	sampleEvery time.Duration
-	shipEvery   time.Duration
-	store       func() (engine.StoreStats, error)
-	instance    string // this process, for the nodes that ship to it
+// The server's side of the analytics (package analytics): it binds the
+// recorder, runs its loops, and routes the /api/v1/analytics requests and
+// the followers' shipments to it. The counting calls sit in the handlers
+// that count (countPushed, pop, ack).
 
-	// inflight counts the requests being handled (registries.response).
-	inflight atomic.Int64
-	// started runs the server's loops once (runAnalytics).
-	started sync.Once
-
-	// rotating serialises rotations, which read the broker between
-	// holding mu.
-	rotating sync.Mutex
-
-	// mu guards everything below; nothing is taken while holding it.
-	mu     sync.Mutex
-	cur    minuteRecord   // the minute being counted (At 0: none yet)
-	idx    map[string]int // cur.Queues by name
-	call   uint64         // counting calls, to count a request once per queue
-	parked map[string]int // long-polls parked now, by queue
-	self   ring
-	peers  map[string]*ring // other nodes' minutes, by node id (on the leader)
-	port   int              // this node's HTTP port, for system-metrics
-	// Sampler state.
-	proc          procStats
-	procAt        time.Time
-	requestsSeen  uint64
-	storageErrors uint64
-	// Shipping state (on a follower).
-	shipLeader, shipInstance string
-	shipThrough              int64 // the newest minute the leader has
-	pullMore                 bool  // the leader has more of the other nodes' minutes
-}
-
-// AnalyticsOptions configures NewAnalytics; zero fields take defaults.
-type AnalyticsOptions struct {
-	// Now is the clock minutes are counted by (default time.Now).
-	Now func() time.Time
-	// SampleInterval is how often the gauges are sampled (default 1 s).
-	SampleInterval time.Duration
-	// ShipInterval is how often a follower sends its sealed minutes to
-	// the leader (default 1 s).
-	ShipInterval time.Duration
-	// Store reports the engine's store statistics for
-	// /api/v1/analytics/postgres-stats (`queen serve` passes the engine's
-	// StoreStats); nil leaves those figures empty.
-	Store func() (engine.StoreStats, error)
-}
-
-// Bounds of the ring (see Analytics).
-const (
-	analyticsMinutes         = 24 * 60
-	analyticsQueuesPerMinute = 256
-	analyticsQueueEntries    = 1 << 16
-	analyticsNodes           = 16
-	// analyticsOtherQueue counts the queues of a minute past its cap.
-	analyticsOtherQueue = "__other__"
-	// analyticsShipMinutes is the most minutes one shipment carries.
-	analyticsShipMinutes = 60
-	// analyticsSkewMinutes is how far ahead of the leader's clock a
-	// shipped minute may be and still be kept.
-	analyticsSkewMinutes = 60
-)
-
-// NewAnalytics returns an empty recorder. A server builds its own unless
-// Options.Analytics gives one; one recorder serves one server.
-func NewAnalytics(o AnalyticsOptions) *Analytics {
-	a := &Analytics{now: o.Now, sampleEvery: o.SampleInterval, shipEvery: o.ShipInterval, store: o.Store,
-		idx: map[string]int{}, parked: map[string]int{}, peers: map[string]*ring{}}
-	if a.now == nil {
-		a.now = time.Now
+// startAnalytics takes Options.Analytics (or a new recorder) and binds it
+// to this server; Serve starts its loops (runAnalytics).
+func (s *Server) startAnalytics() {
+	if s.an = s.opts.Analytics; s.an == nil {
+		s.an = analytics.New(analytics.Options{})
 	}
-	if a.sampleEvery <= 0 {
-		a.sampleEvery = time.Second
+	port := 0
+	if _, p, err := net.SplitHostPort(s.opts.Addr); err == nil {
+		port, _ = strconv.Atoi(p)
 	}
-	if a.shipEvery <= 0 {
-		a.shipEvery = time.Second
-	}
-	var b [8]byte
-	rand.Read(b[:])
-	a.instance = hex.EncodeToString(b[:])
-	return a
+	s.an.Bind(analyticsHost{s}, port)
 }
 
-// queueMinute is one queue's counters in one minute on one node. The lag
-// is in ms, over every delivered message (PopMessages of them).
-type queueMinute struct {
-	Queue        string `json:"q"`
-	PushRequests int64  `json:"pushReq,omitempty"`
-	PushMessages int64  `json:"pushMsg,omitempty"`
-	PopMessages  int64  `json:"popMsg,omitempty"`
-	PopEmpty     int64  `json:"popEmpty,omitempty"`
-	AckRequests  int64  `json:"ackReq,omitempty"`
-	AckSuccess   int64  `json:"ackOk,omitempty"`
-	AckFailed    int64  `json:"ackFailed,omitempty"`
-	Transactions int64  `json:"tx,omitempty"`
-	LagSum       int64  `json:"lagSum,omitempty"`
-	LagMax       int64  `json:"lagMax,omitempty"`
-	// ParkedSum adds up the parked long-polls of every sample of the
-	// minute: ParkedSum / nodeMinute.Samples is the minute's gauge.
-	ParkedSum int64 `json:"parked,omitempty"`
-	// Partitions is the queue's partition count when the minute ended,
-	// -1 when it was not read.
-	Partitions int64 `json:"parts"`
-	call       uint64
+// runAnalytics starts the recorder's two loops, once: the sampler, and the
+// follower's shipments to the leader. Shutdown stops them.
+func (s *Server) runAnalytics() {
+	s.an.Once(func() {
+		select {
+		case <-s.stop:
+			return // shut down before serving
+		default:
+		}
+		s.loops.Add(2)
+		go func() {
+			defer s.loops.Done()
+			s.an.SampleLoop(s.stop, s.m.requests.Load)
+		}()
+		go s.shipLoop(s.stop)
+	})
 }
 
-// add adds o's counters to q (the partition count is the larger).
-func (q *queueMinute) add(o *queueMinute) {
-	q.PushRequests += o.PushRequests
-	q.PushMessages += o.PushMessages
-	q.PopMessages += o.PopMessages
-	q.PopEmpty += o.PopEmpty
-	q.AckRequests += o.AckRequests
-	q.AckSuccess += o.AckSuccess
-	q.AckFailed += o.AckFailed
-	q.Transactions += o.Transactions
-	q.LagSum += o.LagSum
-	q.LagMax = max(q.LagMax, o.LagMax)
-	q.ParkedSum += o.ParkedSum
-	q.Partitions = max(q.Partitions, o.Partitions)
+// shipLoop sends this node's sealed minutes to the leader while it follows
+// (POST /internal/v1/cluster/analytics, with the cluster secret).
+func (s *Server) shipLoop(stop <-chan struct{}) {
+	var outcome changeLog
+	s.followLoop(stop, s.an.ShipInterval(),
+		"this node's analytics are not sent to the leader: they need the cluster secret (--cluster-secret-file); the leader's analytics will show only its own minutes",
+		func(st raft.Status) {
+			err := s.an.Ship(st.ID, st.Leader, func(body []byte) ([]byte, error) {
+				return s.postToLeader(st.LeaderHTTP, "/internal/v1/cluster/analytics", st.ID, body, forwardTimeout, fasthttp.StatusOK)
+			})
+			outcome.note(s.log, err, "analytics shipment to the leader failed", "analytics shipments reach the leader again", "leader", st.Leader)
+		})
 }
 
-// nodeMinute is a node's counters in one minute (Queen's worker row).
-// Samples is how many times the sampler ran in the minute; the *Sum
-// fields add up one value per sample. Lag is in ms over PopMessages.
-type nodeMinute struct {
-	PushRequests int64 `json:"pushReq,omitempty"`
-	PushMessages int64 `json:"pushMsg,omitempty"`
-	PopRequests  int64 `json:"popReq,omitempty"`
-	PopMessages  int64 `json:"popMsg,omitempty"`
-	AckRequests  int64 `json:"ackReq,omitempty"`
-	AckMessages  int64 `json:"ackMsg,omitempty"`
-	AckSuccess   int64 `json:"ackOk,omitempty"`
-	AckFailed    int64 `json:"ackFailed,omitempty"`
-	Transactions int64 `json:"tx,omitempty"`
-	DLQ          int64 `json:"dlq,omitempty"`
-	Jobs         int64 `json:"jobs,omitempty"`     // requests received
-	DBErrors     int64 `json:"dbErrors,omitempty"` // failed storage file operations
-	LagSum       int64 `json:"lagSum,omitempty"`
-	LagMax       int64 `json:"lagMax,omitempty"`
-	Samples      int64 `json:"samples,omitempty"`
-	LoopLagSum   int64 `json:"loopLagSum,omitempty"` // ms, how late the sampler's tick fired
-	LoopLagMax   int64 `json:"loopLagMax,omitempty"`
-	JobsSum      int64 `json:"jobsSum,omitempty"` // requests in flight, parked long-polls not counted
-	JobsMax      int64 `json:"jobsMax,omitempty"`
-}
-
-func (n *nodeMinute) add(o *nodeMinute) {
-	n.PushRequests += o.PushRequests
-	n.PushMessages += o.PushMessages
-	n.PopRequests += o.PopRequests
-	n.PopMessages += o.PopMessages
-	n.AckRequests += o.AckRequests
-	n.AckMessages += o.AckMessages
-	n.AckSuccess += o.AckSuccess
-	n.AckFailed += o.AckFailed
-	n.Transactions += o.Transactions
-	n.DLQ += o.DLQ
-	n.Jobs += o.Jobs
-	n.DBErrors += o.DBErrors
-	n.LagSum += o.LagSum
-	n.LagMax = max(n.LagMax, o.LagMax)
-	n.Samples += o.Samples
-	n.LoopLagSum += o.LoopLagSum
-	n.LoopLagMax = max(n.LoopLagMax, o.LoopLagMax)
-	n.JobsSum += o.JobsSum
-	n.JobsMax = max(n.JobsMax, o.JobsMax)
-}
-
-// System metrics sampled every second (system-metrics' metrics).
-const (
-	sysCPUUser = iota // process CPU % × 100 in user mode over the interval
-	sysCPUSystem
-	sysRSS
-	sysVirtual
-	sysInflight // requests in flight (registries.response)
-	numSys
-)
-
-// sysStat is one system metric over a minute: the sum of its samples
-// (the mean is Sum / Samples), their min and max and the last one.
-type sysStat struct {
-	Sum  int64 `json:"sum"`
-	Min  int64 `json:"min"`
-	Max  int64 `json:"max"`
-	Last int64 `json:"last"`
-}
-
-func (s *sysStat) sample(v int64, first bool) {
-	if first {
-		*s = sysStat{Sum: v, Min: v, Max: v, Last: v}
+// analyticsReport keeps another node's minutes:
+// POST /internal/v1/cluster/analytics {"id", "port", "minutes", "totals",
+// "have"} → 200 {"instance", "nodes", "more"}: the leader's process (a
+// follower whose leader restarted sends everything again) and the other
+// nodes' minutes the sender lacks, so that every node holds the cluster's
+// history and a new leader starts with it.
+func (s *Server) analyticsReport(ctx *fasthttp.RequestCtx, _ *params) {
+	if !s.clustered() {
+		s.writeError(ctx, notImplemented("this broker is not a cluster"))
 		return
 	}
-	s.Sum += v
-	s.Min, s.Max, s.Last = min(s.Min, v), max(s.Max, v), v
-}
-
-// retentionMinute is what the leader's retention sweeps deleted in a
-// minute: messages by retention (retentionSeconds or
-// completedRetentionSeconds: the sweep does not tell them apart), messages
-// evicted by maxWaitTimeSeconds, and the partitions each sweep cut
-// (Queen's history records).
-type retentionMinute struct {
-	Retention int64 `json:"retention,omitempty"`
-	Evicted   int64 `json:"evicted,omitempty"`
-	Events    int64 `json:"events,omitempty"`
-}
-
-// minuteRecord is one node's minute.
-type minuteRecord struct {
-	At        int64           `json:"at"`               // unix minute
-	Queues    []queueMinute   `json:"queues,omitempty"` // by name once sealed
-	Node      nodeMinute      `json:"node"`
-	Sys       [numSys]sysStat `json:"sys"`
-	Retention retentionMinute `json:"retention"`
-}
-
-// ring is one node's sealed minutes, oldest first, within the bounds.
-type ring struct {
-	minutes []minuteRecord
-	entries int        // queue entries across minutes
-	totals  nodeMinute // running totals since the node started
-	port    int
-	seen    time.Time // when the node last shipped (peers)
-}
-
-// put adds or replaces the minute m.At.
-func (r *ring) put(m minuteRecord) {
-	m.Queues = capQueues(m.Queues)
-	i, found := slices.BinarySearchFunc(r.minutes, m.At, func(x minuteRecord, at int64) int { return cmp.Compare(x.At, at) })
-	if found {
-		r.entries -= len(r.minutes[i].Queues)
-		r.minutes[i] = m
-	} else {
-		r.minutes = slices.Insert(r.minutes, i, m)
-	}
-	r.entries += len(m.Queues)
-}
-
-// trim drops the minutes older than the window ending at now (a unix
-// minute), then the oldest ones while the queue entries exceed their cap.
-func (r *ring) trim(now int64) {
-	drop := 0
-	for drop < len(r.minutes) && (r.minutes[drop].At <= now-analyticsMinutes || r.entries > analyticsQueueEntries) {
-		r.entries -= len(r.minutes[drop].Queues)
-		drop++
-	}
-	if drop > 0 {
-		r.minutes = slices.Delete(r.minutes, 0, drop)
-	}
-}
-
-// span returns the minutes from..to (unix minutes, inclusive), shared:
-// sealed records are never modified, only replaced.
-func (r *ring) span(from, to int64) []minuteRecord {
-	cmpAt := func(x minuteRecord, at int64) int { return cmp.Compare(x.At, at) }
-	i, _ := slices.BinarySearchFunc(r.minutes, from, cmpAt)
-	j, found := slices.BinarySearchFunc(r.minutes, to, cmpAt)
-	if found {
-		j++
-	}
-	return slices.Clone(r.minutes[i:max(i, j)])
-}
-
-// capQueues folds the queues of a minute past analyticsQueuesPerMinute
-// (by name) into analyticsOtherQueue.
-func capQueues(qs []queueMinute) []queueMinute {
-	if len(qs) <= analyticsQueuesPerMinute {
-		return qs
-	}
-	slices.SortFunc(qs, func(a, b queueMinute) int { return strings.Compare(a.Queue, b.Queue) })
-	other := queueMinute{Queue: analyticsOtherQueue, Partitions: -1}
-	kept := make([]queueMinute, 0, analyticsQueuesPerMinute)
-	for i := range qs {
-		if qs[i].Queue != analyticsOtherQueue && len(kept) < analyticsQueuesPerMinute-1 {
-			kept = append(kept, qs[i])
-			continue
-		}
-		other.add(&qs[i])
-	}
-	other.Partitions = -1 // a count of several queues' partitions means nothing
-	return append(kept, other)
-}
-
-// unixMinute is t's minute since the epoch.
-func unixMinute(t time.Time) int64 {
-	s := t.Unix()
-	if s < 0 {
-		return (s - 59) / 60
-	}
-	return s / 60
-}
-
-// minute returns the record being counted, starting it at now's minute if
-// there is none; mu is held. A minute the clock has passed keeps counting
-// until the sampler seals it (at most a sample interval late).
-func (a *Analytics) minute() *minuteRecord {
-	if a.cur.At == 0 {
-		a.cur.At = unixMinute(a.now())
-	}
-	return &a.cur
-}
-
-// queue returns the current minute's entry for name, creating it (or the
-// overflow entry once the minute has analyticsQueuesPerMinute-1 queues);
-// mu is held.
-func (a *Analytics) queue(name string) *queueMinute {
-	m := a.minute()
-	if i, ok := a.idx[name]; ok {
-		return &m.Queues[i]
-	}
-	if len(m.Queues) >= analyticsQueuesPerMinute-1 {
-		name = analyticsOtherQueue
-		if i, ok := a.idx[name]; ok {
-			return &m.Queues[i]
-		}
-	}
-	name = strings.Clone(name)
-	a.idx[name] = len(m.Queues)
-	m.Queues = append(m.Queues, queueMinute{Queue: name, Partitions: -1})
-	return &m.Queues[len(m.Queues)-1]
-}
-
-// firstInCall reports whether q is touched for the first time by the
-// current counting call (a request counts once per queue).
-func (a *Analytics) firstInCall(q *queueMinute) bool {
-	if q.call == a.call {
-		return false
-	}
-	q.call = a.call
-	return true
-}
-
-// lagMillis is a delivery's lag: now − createdAt, in whole ms (rounded),
-// never negative.
-func lagMillis(nowUS, createdAt int64) int64 {
-	return (max(nowUS-createdAt, 0) + 500) / 1000
-}
-
-// pushed counts a push request's results.
-func (a *Analytics) pushed(res []engine.PushResult) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.call++
-	n := &a.minute().Node
-	n.PushRequests++
-	var q *queueMinute
-	for i := range res {
-		r := &res[i]
-		if q == nil || q.Queue != r.Queue {
-			q = a.queue(r.Queue)
-		}
-		if a.firstInCall(q) {
-			q.PushRequests++
-		}
-		if r.Status == engine.Queued || r.Status == engine.Duplicate {
-			q.PushMessages++
-			n.PushMessages++
-		}
-	}
-}
-
-// popped counts a pop request: its delivered messages and their lag, or an
-// empty pop of queue ("" for a discovery pop, counted on the node only).
-func (a *Analytics) popped(queue string, res *engine.PopResult) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	now := a.now().UnixMicro()
-	n := &a.minute().Node
-	n.PopRequests++
-	n.DLQ += int64(res.DeadLettered)
-	if len(res.Messages) == 0 {
-		if queue != "" {
-			a.queue(queue).PopEmpty++
-		}
+	body, err := s.an.Receive(s.nodeID(), ctx.PostBody())
+	if err != nil {
+		s.writeError(ctx, err)
 		return
 	}
-	var q *queueMinute
-	for i := range res.Messages {
-		m := &res.Messages[i]
-		if q == nil || q.Queue != m.Queue {
-			q = a.queue(m.Queue)
-		}
-		lag := lagMillis(now, m.CreatedAt)
-		q.PopMessages++
-		q.LagSum += lag
-		q.LagMax = max(q.LagMax, lag)
-		n.PopMessages++
-		n.LagSum += lag
-		n.LagMax = max(n.LagMax, lag)
-	}
+	ctx.Response.SetBodyRaw(body)
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.Response.Header.SetContentType("application/json")
 }
 
-// acked counts an ack request: the broker's results and the items refused
-// before reaching it (a malformed id: failed, with no queue).
-func (a *Analytics) acked(res []engine.AckResult, refused int) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.call++
-	n := &a.minute().Node
-	n.AckRequests++
-	n.AckMessages += int64(len(res) + refused)
-	n.AckFailed += int64(refused)
-	a.countAcks(n, res, true)
+// relayAnalytics relays the request to the leader from a follower; false
+// when this node answers it (it leads, or knows no leader to relay to).
+// The analytics routes, /api/v1/status and the overview's rates answer
+// from the leader, which holds every node's minutes.
+func (s *Server) relayAnalytics(ctx *fasthttp.RequestCtx) bool {
+	return s.broker.Status().Role != "leader" && s.forward(ctx)
 }
 
-// countAcks counts ack results into n and their queues, and with requests
-// one ack request for each queue they name; mu is held.
-func (a *Analytics) countAcks(n *nodeMinute, res []engine.AckResult, requests bool) {
-	for i := range res {
-		r := &res[i]
-		if r.DLQ {
-			n.DLQ++
-		}
-		if !r.Success {
-			n.AckFailed++
-		} else {
-			n.AckSuccess++
-		}
-		if r.Queue == "" {
-			continue
-		}
-		q := a.queue(r.Queue)
-		if a.firstInCall(q) && requests {
-			q.AckRequests++
-		}
-		if r.Success {
-			q.AckSuccess++
-		} else {
-			q.AckFailed++
-		}
-	}
-}
+// analyticsHost is the server as package analytics sees it (analytics.Host).
+type analyticsHost struct{ s *Server }
 
-// transacted counts a transaction that applied: one transaction for the
-// node and for each queue it touched, its pushes and its acks.
-func (a *Analytics) transacted(res *engine.TxResult) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.call++
-	n := &a.minute().Node
-	n.Transactions++
-	n.AckMessages += int64(len(res.Acks))
-	for i := range res.Pushes {
-		r := &res.Pushes[i]
-		q := a.queue(r.Queue)
-		if a.firstInCall(q) {
-			q.Transactions++
-		}
-		if r.Status == engine.Queued || r.Status == engine.Duplicate {
-			q.PushMessages++
-			n.PushMessages++
-		}
-	}
-	for i := range res.Acks {
-		if q := res.Acks[i].Queue; q != "" {
-			if e := a.queue(q); a.firstInCall(e) {
-				e.Transactions++
-			}
-		}
-	}
-	a.countAcks(n, res.Acks, false)
-}
+func (h analyticsHost) Queue(name string) (engine.QueueInfo, error) { return h.s.broker.Queue(name) }
+func (h analyticsHost) Queues() ([]engine.QueueInfo, error)         { return h.s.broker.Queues() }
+func (h analyticsHost) StorageErrors() uint64                       { return h.s.broker.Status().StorageErrors }
+func (h analyticsHost) NodeID() string                              { return h.s.nodeID() }
+func (h analyticsHost) Relay(ctx *fasthttp.RequestCtx) bool         { return h.s.relayAnalytics(ctx) }
+func (h analyticsHost) Fail(ctx *fasthttp.RequestCtx, err error)    { h.s.writeError(ctx, err) }
 
-// park moves the parked gauge of queue by delta ("" is not counted).
-func (a *Analytics) park(queue string, delta int) {
-	if queue == "" {
-		return
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.parked[queue] += delta; a.parked[queue] <= 0 {
-		delete(a.parked, queue)
-	}
-}
+// The /api/v1/analytics routes (docs/api.md §11), answered by the recorder.
 
-// RecordSweep counts what a retention sweep deleted in the current minute.
-// `queen serve` passes it to the Raft node (raft.Options.OnSweep), which
-// calls it on the leader after each sweep.
-func (a *Analytics) RecordSweep(res engine.SweepResult) {
-	if res.Messages == 0 {
-		return
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	r := &a.minute().Retention
-	r.Retention += res.Messages - res.Evicted
-	r.Evicted += res.Evicted
-	r.Events += int64(res.Partitions)
+func (s *Server) queueLag(ctx *fasthttp.RequestCtx, _ *params)      { s.an.QueueLag(ctx) }
+func (s *Server) queueOps(ctx *fasthttp.RequestCtx, _ *params)      { s.an.QueueOps(ctx) }
+func (s *Server) workerMetrics(ctx *fasthttp.RequestCtx, _ *params) { s.an.WorkerMetrics(ctx) }
+func (s *Server) systemMetrics(ctx *fasthttp.RequestCtx, _ *params) { s.an.SystemMetrics(ctx) }
+func (s *Server) postgresStats(ctx *fasthttp.RequestCtx, _ *params) { s.an.PostgresStats(ctx) }
+func (s *Server) queueParkedReplicas(ctx *fasthttp.RequestCtx, _ *params) {
+	s.an.QueueParkedReplicas(ctx)
 }
-
-// procStats is the process as the operating system reports it.
-type procStats struct {
-	user, system time.Duration // CPU time since the process started
-	rss, virtual int64         // bytes
-}
-
-// gauges is one sample's instantaneous values.
-type gauges struct {
-	loopLag  time.Duration // how late the sampler's tick fired
-	proc     procStats
-	wall     time.Time // when proc was read
-	requests uint64    // requests received since the server started
-}
-
-// sample records one sample of the gauges into the current minute.
-func (a *Analytics) sample(g gauges) {
-	inflight := a.inflight.Load()
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	m := a.minute()
-	n := &m.Node
-	first := n.Samples == 0
-	n.Samples++
-	var parked int64
-	for q, c := range a.parked {
-		a.queue(q).ParkedSum += int64(c)
-		parked += int64(c)
-	}
-	lag := g.loopLag.Milliseconds()
-	n.LoopLagSum += lag
-	n.LoopLagMax = max(n.LoopLagMax, lag)
-	jobs := max(inflight-parked, 0)
-	n.JobsSum += jobs
-	n.JobsMax = max(n.JobsMax, jobs)
-	n.Jobs += int64(g.requests - a.requestsSeen)
-	a.requestsSeen = g.requests
-	var user, system int64
-	if wall := g.wall.Sub(a.procAt); !a.procAt.IsZero() && wall > 0 {
-		user = int64((g.proc.user - a.proc.user) * 10000 / wall)
-		system = int64((g.proc.system - a.proc.system) * 10000 / wall)
-	}
-	a.proc, a.procAt = g.proc, g.wall
-	m.Sys[sysCPUUser].sample(max(user, 0), first)
-	m.Sys[sysCPUSystem].sample(max(system, 0), first)
-	m.Sys[sysRSS].sample(g.proc.rss, first)
-	m.Sys[sysVirtual].sample(g.proc.virtual, first)
-	m.Sys[sysInflight].sample(inflight, first)
-}
-
-// rotate seals the current minute once the clock has passed it: it reads
-// the partition counts of its queues and the storage error count from b
-// (without holding mu), then files the minute in the node's ring and ages
-// every ring out. Queries call it too, so a minute that is over is served
-// without waiting for the sampler.
-func (a *Analytics) rotate(b Broker) {
-	a.rotating.Lock()
-	defer a.rotating.Unlock()
-	now := unixMinute(a.now())
-	a.mu.Lock()
-	at := a.cur.At
-	if at == 0 || at >= now {
-		a.mu.Unlock()
-		return
-	}
-	names := make([]string, len(a.cur.Queues))
-	for i := range a.cur.Queues {
-		names[i] = a.cur.Queues[i].Queue
-	}
-	a.mu.Unlock()
-	parts := make([]int64, len(names))
-	for i, name := range names {
-		parts[i] = -1
-		if name == analyticsOtherQueue {
-			continue
-		}
-		if q, err := b.Queue(name); err == nil {
-			parts[i] = int64(len(q.Partitions))
-		}
-	}
-	errs := b.Status().StorageErrors
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	m := a.cur
-	for i := range names {
-		m.Queues[i].Partitions = parts[i]
-	}
-	if errs >= a.storageErrors {
-		m.Node.DBErrors += int64(errs - a.storageErrors)
-	}
-	a.storageErrors = errs
-	slices.SortFunc(m.Queues, func(x, y queueMinute) int { return strings.Compare(x.Queue, y.Queue) })
-	a.self.put(m)
-	a.self.totals.add(&m.Node)
-	a.cur = minuteRecord{}
-	clear(a.idx)
-	a.age(now)
-}
-
-// age trims every ring to the window ending at now and forgets the nodes
-// with nothing left; mu is held.
-func (a *Analytics) age(now int64) {
-	a.self.trim(now)
-	for id, r := range a.peers {
-		if r.trim(now); len(r.minutes) == 0 {
-			delete(a.peers, id)
-		}
-	}
-}
+func (s *Server) retentionAnalytics(ctx *fasthttp.RequestCtx, _ *params) { s.an.Retention(ctx) }

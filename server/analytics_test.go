@@ -19,6 +19,7 @@ import (
 	"github.com/queenmq/queen/engine/enginetest"
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server"
+	"github.com/queenmq/queen/server/analytics"
 )
 
 // fakeClock is the one clock of an analytics test: the broker stamps
@@ -88,12 +89,12 @@ var t0 = time.Date(2026, 3, 4, 10, 0, 10, 0, time.UTC)
 
 // analyticsServer serves b with a recorder on b's clock that samples and
 // ships every 5 ms.
-func analyticsServer(t *testing.T, b server.Broker, clock *fakeClock, opts server.Options) (*client, *server.Analytics) {
-	ao := server.AnalyticsOptions{Now: clock.Now, SampleInterval: 5 * time.Millisecond, ShipInterval: 5 * time.Millisecond}
+func analyticsServer(t *testing.T, b server.Broker, clock *fakeClock, opts server.Options) (*client, *analytics.Analytics) {
+	ao := analytics.Options{Now: clock.Now, SampleInterval: 5 * time.Millisecond, ShipInterval: 5 * time.Millisecond}
 	if eb, ok := b.(engineBroker); ok {
 		ao.Store = eb.StoreStats
 	}
-	opts.Analytics = server.NewAnalytics(ao)
+	opts.Analytics = analytics.New(ao)
 	return newClientOptions(t, b, opts), opts.Analytics
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/server/envelope"
 	"github.com/queenmq/queen/server/wire"
 )
 
@@ -130,7 +131,7 @@ func (s *Server) replayDLQ(ctx *fasthttp.RequestCtx, _ *params) {
 // plus what docs/decisions.md B2 keeps (enqueuedAt, producerSub, offset, deliveries). A
 // snapshot the broker sealed is written decrypted, flagged isEncrypted:true,
 // when c opens it; any other is written as stored, isEncrypted:false.
-func writeDeadLetter(w *wire.Writer, d *engine.DeadLetter, c *payloadCipher) {
+func writeDeadLetter(w *wire.Writer, d *engine.DeadLetter, c *envelope.Cipher) {
 	w.Object("")
 	w.ID("id", d.MessageID)
 	w.Str("transactionId", d.TransactionID)
@@ -141,7 +142,7 @@ func writeDeadLetter(w *wire.Writer, d *engine.DeadLetter, c *payloadCipher) {
 	w.Str("consumerGroup", d.Group)
 	w.Str("errorMessage", d.Error)
 	w.Int("retryCount", int64(d.RetryCount))
-	data, decrypted := c.reveal(d.Payload, d.Sealed)
+	data, decrypted := c.Reveal(d.Payload, d.Sealed)
 	w.Raw("data", data)
 	w.Bool("isEncrypted", decrypted)
 	if d.HasTrace {
@@ -355,7 +356,7 @@ func (s *Server) getMessage(ctx *fasthttp.RequestCtx, p *params) {
 	w.Str("namespace", info.Namespace)
 	w.Str("task", info.Task)
 	w.Str("status", status)
-	data, decrypted := s.crypt.reveal(msg.Payload, msg.Sealed)
+	data, decrypted := s.crypt.Reveal(msg.Payload, msg.Sealed)
 	w.Raw("payload", data)
 	w.Raw("data", data)
 	w.Bool("isEncrypted", decrypted)

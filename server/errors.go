@@ -12,6 +12,7 @@ import (
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server/auth"
 	"github.com/queenmq/queen/server/diskspace"
+	"github.com/queenmq/queen/server/spool"
 	"github.com/queenmq/queen/server/wire"
 )
 
@@ -51,10 +52,10 @@ var (
 	// errClusterSecret is returned for a node-to-node route whose
 	// X-Queen-Cluster-Secret header is missing or wrong.
 	errClusterSecret = errors.New("server: missing or wrong cluster secret")
-	// errSpoolWrite is wrapped when a push during push maintenance could not
+	// errSpoolWrite (spool.ErrWrite) is wrapped when a push during push maintenance could not
 	// be made durable in the spool (a write, fsync or rename failed); the
 	// push was not buffered.
-	errSpoolWrite = errors.New("server: spool write failed")
+	errSpoolWrite = spool.ErrWrite
 	// errSpoolUnopened stops a follower's spool replay at a sealed item its
 	// key does not open (QUEEN_ENCRYPTION_KEY changed or unset since the
 	// item was spooled); the file stays for a later attempt. Only logged.

@@ -13,6 +13,8 @@ import (
 
 	"github.com/queenmq/queen/cluster"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/server/listener"
+	"github.com/queenmq/queen/server/memory"
 	"github.com/queenmq/queen/server/wire"
 )
 
@@ -128,7 +130,7 @@ func relayCopy(src, dst *fasthttp.Request) {
 // and lent to dst for this answer only (as send does), so neither the
 // relay's pool nor the client's connection keeps it.
 func relayAnswer(resp, dst *fasthttp.Response) {
-	if len(resp.Body()) <= largeBody {
+	if len(resp.Body()) <= memory.LargeBody {
 		resp.CopyTo(dst)
 		return
 	}
@@ -292,12 +294,12 @@ func (s *Server) relayLongPoll(ctx *fasthttp.RequestCtx, req *fasthttp.Request, 
 	for {
 		select {
 		case err := <-done:
-			if err != nil || !peerClosed(ctx.Conn()) {
+			if err != nil || !listener.PeerClosed(ctx.Conn()) {
 				return err
 			}
 			return s.clientGone(ctx, req, resp, addr, nil)
 		case <-tick.C:
-			if peerClosed(ctx.Conn()) {
+			if listener.PeerClosed(ctx.Conn()) {
 				conn.Close() // the leader sees its peer gone and ends the park
 				return s.clientGone(ctx, req, resp, addr, <-done)
 			}

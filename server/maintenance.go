@@ -61,7 +61,7 @@ func (s *Server) writeMaintenance(ctx *fasthttp.RequestCtx, msg string) {
 	}
 	var pending, failed int64
 	if s.spool != nil {
-		pending, failed = s.spool.pending.Load(), s.spool.failed.Load()
+		pending, failed = s.spool.Pending(), s.spool.Failed()
 	}
 	healthy := s.broker.Status().HasLeader()
 	w := startBody(ctx)

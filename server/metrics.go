@@ -92,7 +92,7 @@ func newBrokerMetrics(set *metrics.Set) *brokerMetrics {
 // (ARCHITECTURE.md, "Counting once").
 func (s *Server) countPushed(res []engine.PushResult) {
 	s.m.pushed(res)
-	s.an.pushed(res)
+	s.an.Pushed(res)
 }
 
 // pushed counts push results.

@@ -8,6 +8,8 @@ import (
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/engine/cursor"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/server/envelope"
+	"github.com/queenmq/queen/server/listener"
 	"github.com/queenmq/queen/server/wire"
 )
 
@@ -139,7 +141,7 @@ func (s *Server) pop(ctx *fasthttp.RequestCtx, queue, partition string) {
 		return
 	}
 	s.m.popped(&res)
-	s.an.popped(req.cmd.Queue, &res)
+	s.an.Popped(req.cmd.Queue, &res)
 	if len(res.Messages) == 0 {
 		noContent(ctx)
 		return
@@ -163,14 +165,14 @@ func (s *Server) park(ctx *fasthttp.RequestCtx, cmd engine.PopCmd, wait time.Dur
 	defer cancel()
 	s.m.popParked.Add(1)
 	defer s.m.popParked.Add(-1)
-	s.an.park(cmd.Queue, 1)
-	defer s.an.park(cmd.Queue, -1)
+	s.an.Park(cmd.Queue, 1)
+	defer s.an.Park(cmd.Queue, -1)
 	timer := time.NewTimer(pollInitial)
 	defer timer.Stop()
 	conn := ctx.Conn()
 	interval, empties := pollInitial, 0
 	for {
-		if peerClosed(conn) {
+		if listener.PeerClosed(conn) {
 			s.m.popAbandoned.Inc()
 			ctx.SetConnectionClose()
 			return engine.PopResult{}, nil
@@ -180,7 +182,7 @@ func (s *Server) park(ctx *fasthttp.RequestCtx, cmd engine.PopCmd, wait time.Dur
 			return res, err
 		}
 		if len(res.Messages) > 0 {
-			if peerClosed(conn) {
+			if listener.PeerClosed(conn) {
 				s.m.popAbandoned.Inc()
 				s.release(&res)
 				ctx.SetConnectionClose()
@@ -237,7 +239,7 @@ func (s *Server) release(res *engine.PopResult) {
 // first claim's; per-message fields are authoritative for acks. A payload
 // the broker sealed is written decrypted when c opens it; any other is
 // written as stored.
-func writePop(w *wire.Writer, res *engine.PopResult, c *payloadCipher) {
+func writePop(w *wire.Writer, res *engine.PopResult, c *envelope.Cipher) {
 	first := &res.Claims[0]
 	w.Object("")
 	w.Bool("success", true)
@@ -259,7 +261,7 @@ func writePop(w *wire.Writer, res *engine.PopResult, c *payloadCipher) {
 		} else {
 			w.Null("traceId")
 		}
-		data, _ := c.reveal(m.Payload, m.Sealed)
+		data, _ := c.Reveal(m.Payload, m.Sealed)
 		w.Raw("data", data)
 		w.StrOrNull("producerSub", m.ProducerSub)
 		w.TimeMicros("createdAt", m.CreatedAt)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/server/memory"
 	"github.com/queenmq/queen/server/wire"
 )
 
@@ -64,7 +65,7 @@ func (s *Server) push(ctx *fasthttp.RequestCtx, p *params) {
 	if err == nil {
 		var extra int64
 		extra, err = s.chargeItems(int64(len(body)), len(items))
-		defer s.reclaim.ended(extra)
+		defer s.reclaim.Ended(extra)
 	}
 	if err != nil {
 		s.writeError(ctx, err)
@@ -95,11 +96,11 @@ func (s *Server) push(ctx *fasthttp.RequestCtx, p *params) {
 // (reclaim.ended) once the request is answered. The budget not holding
 // them is errOverloaded: the body was read, but nothing has been proposed.
 func (s *Server) chargeItems(bodyLen int64, items int) (int64, error) {
-	body := s.budget.charge(bodyCost * bodyLen)
-	held, ok := s.budget.grow(body, bodyCost*bodyLen+pushItemCost*int64(items))
+	body := s.budget.Charge(memory.BodyCost * bodyLen)
+	held, ok := s.budget.Grow(body, memory.BodyCost*bodyLen+memory.PushItemCost*int64(items))
 	if !ok {
 		s.m.overloaded.Inc()
-		s.reclaim.refused()
+		s.reclaim.Refused()
 		return 0, errOverloaded
 	}
 	return held - body, nil

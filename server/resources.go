@@ -95,7 +95,7 @@ func (s *Server) deleteQueue(ctx *fasthttp.RequestCtx, p *params) {
 }
 
 // overview answers GET /api/v1/resources/overview. Its rates are the
-// analytics minutes' (currentRates), so a follower has the leader answer,
+// analytics minutes' (analytics.CurrentRates), so a follower has the leader answer,
 // as for /api/v1/status.
 func (s *Server) overview(ctx *fasthttp.RequestCtx, _ *params) {
 	if s.relayAnalytics(ctx) {
@@ -145,7 +145,7 @@ func (s *Server) overview(ctx *fasthttp.RequestCtx, _ *params) {
 	writeSpread(&w, "time", timeLags)
 	writeSpread(&w, "offset", offsetLags)
 	w.EndObject()
-	ingested, processed := s.currentRates()
+	ingested, processed := s.an.CurrentRates()
 	w.Object("throughput")
 	w.Float("ingestedPerSecond", ingested)
 	w.Float("processedPerSecond", processed)

@@ -15,8 +15,13 @@ import (
 
 	"github.com/queenmq/queen/cluster"
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/server/analytics"
 	"github.com/queenmq/queen/server/auth"
 	"github.com/queenmq/queen/server/diskspace"
+	"github.com/queenmq/queen/server/envelope"
+	"github.com/queenmq/queen/server/listener"
+	"github.com/queenmq/queen/server/memory"
+	"github.com/queenmq/queen/server/spool"
 	"github.com/queenmq/queen/server/wire"
 )
 
@@ -34,10 +39,10 @@ type Options struct {
 	// QUEEN_MAX_INFLIGHT_BODY_BYTES). A request whose body would take the
 	// total past it is answered 503 overloaded with Retry-After, before
 	// its body is read when it declares its length (a chunked body is
-	// refused when it outgrows the room left). Default: 1/8 of the memory
+	// refused when it outgrows the room left). Default: 1/4 of the memory
 	// the process may use (its cgroup's limit, else physical memory), at
 	// least 2 × MaxBodyBytes and at most 1 GiB unless that floor is larger
-	// (memory.go says why). It may not be below MaxBodyBytes: the largest
+	// (package memory says why). It may not be below MaxBodyBytes: the largest
 	// body accepted could then never be read.
 	MaxInflightBodyBytes int64
 	// DefaultPopTimeout is the long-poll deadline of a pop that sends
@@ -57,7 +62,7 @@ type Options struct {
 	// MaxConns caps the HTTP connections open at once, all clients
 	// together (--max-conns); the excess is closed at once and counted in
 	// queen_http_conns_refused_total{reason="max_conns"}. Default: half of
-	// the process's descriptor limit (listener.go, defaultMaxConns, says
+	// the process's descriptor limit (listener.DefaultMaxConns says
 	// why), so a flood of connections meets this cap before the node runs
 	// out of descriptors.
 	MaxConns int
@@ -129,9 +134,9 @@ type Options struct {
 	// guard off. The server does not close it.
 	Storage *diskspace.Guard
 	// Analytics records the per-minute series of /api/v1/analytics
-	// (analytics.go); nil: the server makes its own. `queen serve` passes
+	// (package analytics); nil: the server makes its own. `queen serve` passes
 	// one so that the Raft node can report its retention sweeps to it.
-	Analytics *Analytics
+	Analytics *analytics.Analytics
 }
 
 // DefaultOptions returns the options a zero Options is completed with.
@@ -150,7 +155,7 @@ func (o *Options) EnsureDefaults() {
 		o.MaxBodyBytes = 64 << 20
 	}
 	if o.MaxInflightBodyBytes == 0 {
-		o.MaxInflightBodyBytes = defaultInflightBodyBytes(availableMemory(), o.MaxBodyBytes)
+		o.MaxInflightBodyBytes = memory.DefaultBudget(memory.Available(), o.MaxBodyBytes)
 	}
 	if o.DefaultPopTimeout == 0 {
 		o.DefaultPopTimeout = 30 * time.Second
@@ -168,10 +173,10 @@ func (o *Options) EnsureDefaults() {
 		o.IdleTimeout = 2 * time.Minute
 	}
 	if o.MaxConns == 0 {
-		o.MaxConns = defaultMaxConns(descriptorLimit())
+		o.MaxConns = listener.DefaultMaxConns(listener.DescriptorLimit())
 	}
 	if o.MaxConnsPerIP == 0 {
-		o.MaxConnsPerIP = defaultMaxConnsPerIP(o.MaxConns)
+		o.MaxConnsPerIP = listener.DefaultMaxConnsPerIP(o.MaxConns)
 	}
 	if o.Version == "" {
 		o.Version = "dev"
@@ -203,7 +208,7 @@ func (o Options) Validate() error {
 	case o.ReadTimeout < 0 || o.WriteTimeout < 0 || o.IdleTimeout < 0:
 		return fmt.Errorf("%w: timeouts must not be negative", engine.ErrInvalid)
 	case o.EncryptionKey != "":
-		if _, err := parseEncryptionKey(o.EncryptionKey); err != nil {
+		if _, err := envelope.ParseKey(o.EncryptionKey); err != nil {
 			return err
 		}
 	}
@@ -219,7 +224,7 @@ type Server struct {
 	http     *fasthttp.Server
 	client   *fasthttp.Client // forwards whole requests to the leader
 	cluster  *cluster.Client  // sends commands to other nodes; nil without the cluster secret
-	spool    *spool           // pushes held during push maintenance; nil without SpoolDir
+	spool    *spool.Spool     // pushes held during push maintenance; nil without SpoolDir
 	stop     chan struct{}    // closed by Shutdown: stops the spool's drain and the storage reports
 	drained  chan struct{}    // closed when the drain loop has stopped
 	loops    sync.WaitGroup   // the storage report loop
@@ -235,27 +240,27 @@ type Server struct {
 	// returns, and fasthttp recycles RequestCtx values.
 	ctx context.Context
 	// crypt seals and opens payloads; nil when no usable key is configured.
-	crypt *payloadCipher
+	crypt *envelope.Cipher
 	// cors is Options.CORSOrigins, compiled.
 	cors corsPolicy
 	// auth is Options.Auth, or a disabled verifier.
 	auth *auth.Verifier
 	// budget bounds the bytes of request bodies held at once
 	// (Options.MaxInflightBodyBytes; inflight.go).
-	budget bodyBudget
+	budget *memory.Budget
 	// reclaim returns body bytes to the budget once they are garbage, and
-	// memory to the operating system after a burst (reclaim.go).
-	reclaim *reclaimer
+	// memory to the operating system after a burst (memory.Reclaimer).
+	reclaim *memory.Reclaimer
 	// storage is the free-space state: the other nodes' reports (storage.go).
 	storage *storageState
-	// an is the analytics recorder (analytics.go).
-	an *Analytics
+	// an is the analytics recorder (package analytics; analytics.go).
+	an *analytics.Analytics
 	// reads makes reads linearizable (readindex.go); nil for a broker
 	// without replicas.
 	reads *readIndexes
 	// conns caps the connections open (Options.MaxConns, MaxConnsPerIP;
-	// listener.go).
-	conns *connLimiter
+	// package listener).
+	conns *listener.Limiter
 }
 
 // New builds a server over b. It does not listen yet: see Serve and
@@ -278,15 +283,15 @@ func New(b Broker, opts Options) (*Server, error) {
 		misses:  newRouteStats(opts.Metrics, "unmatched"),
 		started: time.Now(),
 		ctx:     context.Background(),
-		budget:  bodyBudget{limit: opts.MaxInflightBodyBytes},
+		budget:  memory.NewBudget(opts.MaxInflightBodyBytes),
 		storage: newStorageState(opts.Metrics),
-		conns:   newConnLimiter(opts.MaxConns, opts.MaxConnsPerIP, opts.Logger, opts.Metrics),
+		conns:   listener.NewLimiter(opts.MaxConns, opts.MaxConnsPerIP, opts.Logger, opts.Metrics),
 	}
 	s.prop = newTimedProposer(b, opts.Metrics)
 	if rb, ok := b.(Replicated); ok {
 		s.reads = newReadIndexes(s, rb, opts.Metrics)
 	}
-	opts.Metrics.GetOrCreateGauge(`queen_http_inflight_body_bytes`, func() float64 { return float64(s.budget.held.Load()) })
+	opts.Metrics.GetOrCreateGauge(`queen_http_inflight_body_bytes`, func() float64 { return float64(s.budget.Held()) })
 	crypt, err := newCipherFromOptions(opts)
 	if err != nil {
 		return nil, err
@@ -313,9 +318,9 @@ func New(b Broker, opts Options) (*Server, error) {
 			MaxResponseBodySize: opts.MaxBodyBytes * 32, Refusal: Refusal, Metrics: opts.Metrics})
 	}
 	s.stop, s.drained = make(chan struct{}), make(chan struct{})
-	s.reclaim = newReclaimer(&s.budget, s.stop)
+	s.reclaim = memory.NewReclaimer(s.budget, s.stop)
 	if opts.SpoolDir != "" {
-		sp, err := openSpool(opts.SpoolDir, osFS{})
+		sp, err := spool.Open(opts.SpoolDir)
 		if err != nil {
 			return nil, err
 		}
@@ -351,7 +356,7 @@ func New(b Broker, opts Options) (*Server, error) {
 		ReadTimeout:                  opts.ReadTimeout,
 		WriteTimeout:                 opts.WriteTimeout,
 		IdleTimeout:                  opts.IdleTimeout,
-		// The listener admits at most MaxConns (listener.go): fasthttp
+		// The listener admits at most MaxConns (package listener): fasthttp
 		// must serve every one of them.
 		Concurrency:     opts.MaxConns,
 		CloseOnShutdown: true,
@@ -369,15 +374,15 @@ func New(b Broker, opts Options) (*Server, error) {
 // nil (encryption disabled) when there is none, an error when it is
 // malformed. A malformed key never degrades to "disabled": queues that
 // asked for encryption would silently store plaintext.
-func newCipherFromOptions(opts Options) (*payloadCipher, error) {
+func newCipherFromOptions(opts Options) (*envelope.Cipher, error) {
 	if opts.EncryptionKey == "" {
 		return nil, nil
 	}
-	key, err := parseEncryptionKey(opts.EncryptionKey)
+	key, err := envelope.ParseKey(opts.EncryptionKey)
 	if err != nil {
 		return nil, err
 	}
-	c, err := newPayloadCipher(key, opts.Metrics)
+	c, err := envelope.NewCipher(key, opts.Metrics)
 	if err != nil {
 		return nil, err
 	}
@@ -388,12 +393,12 @@ func newCipherFromOptions(opts Options) (*payloadCipher, error) {
 // Serve answers requests on ln until Shutdown, over TLS when Options.TLS
 // is set. It returns nil after a Shutdown; any other return is an error
 // the server cannot outlive (errors accepting a connection that pass, such
-// as running out of descriptors, are retried: listener.go).
+// as running out of descriptors, are retried: package listener).
 func (s *Server) Serve(ln net.Listener) error {
 	s.runAnalytics()
 	// Under TLS: the caps count TCP connections, and refuse them before a
 	// handshake is spent on them.
-	ln = s.conns.listen(ln)
+	ln = s.conns.Listen(ln)
 	if s.opts.TLS != nil {
 		ln = tls.NewListener(ln, s.opts.TLS)
 	}
@@ -423,8 +428,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	start := time.Now()
 	s.m.requests.Add(1)
-	s.an.inflight.Add(1)
-	defer s.an.inflight.Add(-1)
+	s.an.RequestStarted()
+	defer s.an.RequestDone()
 	allowed := s.setCORS(ctx)
 	stats := s.misses
 	defer func() {
@@ -487,7 +492,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	if err != nil {
 		if errors.Is(err, errOverloaded) {
 			s.m.overloaded.Inc()
-			s.reclaim.refused()
+			s.reclaim.Refused()
 		}
 		s.writeError(ctx, err)
 		if errors.Is(err, errOverloaded) || errors.Is(err, errBodyTooLarge) {
@@ -504,10 +509,10 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 // bodyDone ends a request's hold on its body: the request lets go of the
 // buffer, which a keep-alive connection would otherwise keep until its next
 // request, and its bytes go back to the budget (a large body's once it is
-// collected: reclaim.go).
+// collected: memory.Reclaimer).
 func (s *Server) bodyDone(ctx *fasthttp.RequestCtx, held int64) {
 	ctx.Request.ResetBody()
-	s.reclaim.ended(held)
+	s.reclaim.Ended(held)
 }
 
 // readError answers a request fasthttp could not read (malformed request,
@@ -525,12 +530,12 @@ func startBody(ctx *fasthttp.RequestCtx) wire.Writer {
 }
 
 // send hands the written body to the response (no copy) with status. A
-// body buffer of up to largeBody goes back to the response's pooled buffer
+// body buffer of up to memory.LargeBody goes back to the response's pooled buffer
 // for the connection's next answer; a larger one is lent for this answer
 // only, so that one large answer (a pop of large messages) does not stay
 // with the connection, and then with fasthttp's pool, for good.
 func send(ctx *fasthttp.RequestCtx, status int, w wire.Writer) {
-	if b := w.Bytes(); cap(b) > largeBody {
+	if b := w.Bytes(); cap(b) > memory.LargeBody {
 		ctx.Response.SetBodyRaw(b)
 	} else {
 		ctx.Response.SwapBody(b)

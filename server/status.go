@@ -13,13 +13,13 @@ import (
 // status answers GET /api/v1/status?from&to&queue&namespace&task: the
 // dashboard summary. The store's figures are read as on any read route;
 // the time series, the workers and the request totals are the analytics
-// minutes (status_series.go), so a follower has the leader answer, as for
-// the analytics routes.
+// minutes (package analytics), so a follower has the leader answer, as
+// for the analytics routes.
 func (s *Server) status(ctx *fasthttp.RequestCtx, _ *params) {
 	if s.relayAnalytics(ctx) {
 		return
 	}
-	q, ok := s.analyticsRange(ctx)
+	q, ok := s.an.ParseQuery(ctx)
 	if !ok {
 		return
 	}
@@ -36,17 +36,15 @@ func (s *Server) status(ctx *fasthttp.RequestCtx, _ *params) {
 	args := ctx.QueryArgs()
 	qs = filterQueues(ctx, qs)
 	var names map[string]bool // the queues the series count, nil for all
-	if q.queue != "" || len(args.Peek("namespace")) > 0 || len(args.Peek("task")) > 0 {
+	if q.Queue() != "" || len(args.Peek("namespace")) > 0 || len(args.Peek("task")) > 0 {
 		names = map[string]bool{}
-		qs = slices.DeleteFunc(qs, func(e engine.QueueInfo) bool { return q.queue != "" && e.Name != q.queue })
+		qs = slices.DeleteFunc(qs, func(e engine.QueueInfo) bool { return q.Queue() != "" && e.Name != q.Queue() })
 		for i := range qs {
 			names[qs[i].Name] = true
 		}
 	}
-	buckets := q.statusBuckets(names)
-	w := q.head(ctx, true)
-	w.Int("pointCount", int64(len(buckets)))
-	q.writeThroughputRows(&w, buckets, names != nil)
+	w := q.Head(ctx, true)
+	q.WriteThroughput(&w, names)
 	w.Array("queues")
 	for i := range qs {
 		qi := &qs[i]
@@ -77,7 +75,6 @@ func (s *Server) status(ctx *fasthttp.RequestCtx, _ *params) {
 	}
 	w.EndArray()
 	total.deadLetter = int64(dlq.total)
-	sums := q.totals()
 	w.Object("messages")
 	w.Int("total", total.total)
 	w.Int("pending", total.pending)
@@ -85,12 +82,7 @@ func (s *Server) status(ctx *fasthttp.RequestCtx, _ *params) {
 	w.Int("completed", total.completed)
 	w.Int("failed", 0)
 	w.Int("deadLetter", total.deadLetter)
-	w.Object("requests")
-	w.Int("push", sums.PushRequests)
-	w.Int("pop", sums.PopRequests)
-	w.Int("ack", sums.AckRequests)
-	w.EndObject()
-	writeBatchEfficiency(&w, &sums)
+	q.WriteRequests(&w)
 	w.EndObject()
 	w.Object("leases")
 	w.Int("active", leases)
@@ -119,10 +111,11 @@ func (s *Server) status(ctx *fasthttp.RequestCtx, _ *params) {
 	}
 	w.EndArray()
 	w.EndObject()
-	s.writeWorkers(&w, &q)
+	s.an.WriteWorkers(&w, &q)
+	dbErrors, ackFailed := q.Errors()
 	w.Object("errors")
-	w.Int("dbErrors", sums.DBErrors)
-	w.Int("ackFailed", sums.AckFailed)
+	w.Int("dbErrors", dbErrors)
+	w.Int("ackFailed", ackFailed)
 	w.Int("dlqMessages", int64(dlq.total))
 	w.EndObject()
 	w.Int("statsAge", 0)
@@ -268,7 +261,7 @@ func (s *Server) buffers(ctx *fasthttp.RequestCtx, _ *params) {
 	st := s.broker.Status()
 	var pending, failed int64
 	if s.spool != nil {
-		pending, failed = s.spool.pending.Load(), s.spool.failed.Load()
+		pending, failed = s.spool.Pending(), s.spool.Failed()
 	}
 	w := startBody(ctx)
 	w.Object("")
@@ -277,6 +270,17 @@ func (s *Server) buffers(ctx *fasthttp.RequestCtx, _ *params) {
 	w.Bool("dbHealthy", st.HasLeader())
 	w.Str("worker", st.ID)
 	w.Str("note", "the spool holds pushes made during push maintenance; without a leader pushes answer 503")
+	w.EndObject()
+	send(ctx, fasthttp.StatusOK, w)
+}
+
+// sharedState answers GET /api/v1/system/shared-state: Queen's UDP peer
+// sync has no counterpart here (nodes share state through Raft).
+func (s *Server) sharedState(ctx *fasthttp.RequestCtx, _ *params) {
+	w := startBody(ctx)
+	w.Object("")
+	w.Bool("enabled", false)
+	w.Str("reason", "not_initialized")
 	w.EndObject()
 	send(ctx, fasthttp.StatusOK, w)
 }

@@ -3,7 +3,6 @@ package server
 import (
 	"errors"
 	"io"
-	"slices"
 	"sync"
 	"time"
 
@@ -15,38 +14,12 @@ import (
 	"github.com/queenmq/queen/server/wire"
 )
 
-// Disk space is a managed resource. Each node's Options.Storage guards the
-// filesystems of its data directories; the routes whose table row says
-// addsData are refused with 507 insufficient_storage (Retry-After) before
-// they run while one of them is below its reserve. Everything else (pops,
-// acks, deletes, retention, which the leader proposes itself) goes on
-// inside the reserve, because that is how space comes back.
-//
-// The leader proposes, so its edge decides for the cluster; but every
-// follower appends the same log, and a follower whose disk fills would stop
-// appending and, with another one down, stall every commit. So each
-// follower reports its guard's verdict to the leader every
-// storageReportInterval (POST /internal/v1/cluster/storage, to the leader
-// address it already relays to), and the leader refuses data while any
-// report younger than storageReportTTL says a node is below its reserve. A
-// node that stops reporting (down, cut off, removed) stops counting when
-// its last report expires: a node that cannot append anything holds up no
-// commit once it is gone, and Raft's quorum covers it as it covers any
-// crash. A follower's own edge checks its own guard too, which also covers
-// its spool.
-//
-// Reports go over HTTP, node to node, like relays, because the leader knows
-// its followers only by their Raft addresses. They carry the cluster
-// secret, the node credential: the route is a cluster route like join and
-// leave, so a cluster without a secret does not hear its followers' disks
-// (each follower says so in its log), and a forged report cannot turn a
-// cluster's writes off.
+// Disk space is a managed resource (package diskspace, "# Reports from
+// other nodes" in its doc): this file holds the HTTP side, the 507 and the
+// reports a follower sends to its leader.
 
 // storageReportInterval is how often a follower reports to the leader.
 const storageReportInterval = 500 * time.Millisecond
-
-// storageReportTTL is how long the leader believes a report.
-const storageReportTTL = 3 * time.Second
 
 // storageRetryAfter is the Retry-After of a 507, in seconds: space comes
 // back through retention sweeps (every 5 s by default) and compactions, so
@@ -60,75 +33,16 @@ const dataCharge = 2
 
 // storageState holds the other nodes' reports and the 507 counter.
 type storageState struct {
-	// mu guards peers; nothing is taken while holding it.
-	mu    sync.Mutex
-	peers map[string]peerStorage // by node id
+	reports *diskspace.Reports
 	// refused counts 507 answers (queen_insufficient_storage_total).
 	refused *metrics.Counter
 	idOnce  sync.Once
 	id      string // this node's id (nodeID)
 }
 
-// peerStorage is one node's last report.
-type peerStorage struct {
-	ok     bool
-	reason string
-	at     time.Time
-}
-
 func newStorageState(set *metrics.Set) *storageState {
-	return &storageState{peers: map[string]peerStorage{},
+	return &storageState{reports: diskspace.NewReports(),
 		refused: set.GetOrCreateCounter(`queen_insufficient_storage_total`)}
-}
-
-// record keeps a node's report.
-func (st *storageState) record(id string, ok bool, reason string, at time.Time) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	st.peers[id] = peerStorage{ok: ok, reason: reason, at: at}
-}
-
-// low returns a node whose fresh report says it is below its reserve (the
-// first by id), without allocating: it runs on every request that adds data.
-func (st *storageState) low(now time.Time) (id, reason string, found bool) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	for pid, p := range st.peers {
-		if !p.ok && now.Sub(p.at) < storageReportTTL && (!found || pid < id) {
-			id, reason, found = pid, p.reason, true
-		}
-	}
-	return id, reason, found
-}
-
-// nodeReport is one node's storage as this node last heard it.
-type nodeReport struct {
-	id     string
-	ok     bool
-	reason string
-	age    time.Duration
-}
-
-// fresh returns the reports younger than storageReportTTL, by node id.
-func (st *storageState) fresh(now time.Time) []nodeReport {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	var out []nodeReport
-	for id, p := range st.peers {
-		if age := now.Sub(p.at); age < storageReportTTL {
-			out = append(out, nodeReport{id: id, ok: p.ok, reason: p.reason, age: age})
-		}
-	}
-	slices.SortFunc(out, func(a, b nodeReport) int {
-		if a.id < b.id {
-			return -1
-		}
-		if a.id > b.id {
-			return 1
-		}
-		return 0
-	})
-	return out
 }
 
 // admitData decides whether a request adding n body bytes may run: this
@@ -155,7 +69,7 @@ func (s *Server) roomFor(n int64) (release func(), err error) {
 			return release, err
 		}
 	}
-	if id, reason, low := s.storage.low(time.Now()); low {
+	if id, reason, low := s.storage.reports.Low(time.Now()); low {
 		release()
 		return func() {}, shortage(id, reason)
 	}
@@ -211,7 +125,7 @@ func (s *Server) storageReport(ctx *fasthttp.RequestCtx, _ *params) {
 		s.writeError(ctx, err)
 		return
 	}
-	s.storage.record(id, ok, reason, time.Now())
+	s.storage.reports.Record(id, ok, reason, time.Now())
 	noContent(ctx)
 }
 
@@ -287,18 +201,18 @@ type storageView struct {
 	ok     bool
 	reason string
 	guard  diskspace.Status
-	nodes  []nodeReport
+	nodes  []diskspace.Report
 }
 
 func (s *Server) storageView() storageView {
-	v := storageView{ok: true, nodes: s.storage.fresh(time.Now())}
+	v := storageView{ok: true, nodes: s.storage.reports.Fresh(time.Now())}
 	if g := s.opts.Storage; g != nil {
 		v.guard = g.Status()
 		v.ok, v.reason = v.guard.OK, v.guard.Reason
 	}
 	for _, r := range v.nodes {
-		if v.ok && !r.ok {
-			v.ok, v.reason = false, "node "+r.id+": "+r.reason
+		if v.ok && !r.OK {
+			v.ok, v.reason = false, "node "+r.ID+": "+r.Reason
 		}
 	}
 	return v
@@ -333,12 +247,12 @@ func (s *Server) writeStorage(w *wire.Writer) {
 	w.Array("nodes")
 	for _, r := range v.nodes {
 		w.Object("")
-		w.Str("id", r.id)
-		w.Bool("ok", r.ok)
-		if !r.ok {
-			w.Str("reason", r.reason)
+		w.Str("id", r.ID)
+		w.Bool("ok", r.OK)
+		if !r.OK {
+			w.Str("reason", r.Reason)
 		}
-		w.Int("ageMs", r.age.Milliseconds())
+		w.Int("ageMs", r.Age.Milliseconds())
 		w.EndObject()
 	}
 	w.EndArray()
@@ -360,7 +274,7 @@ func (s *Server) writeStorageMetrics(w io.Writer) {
 	metrics.WriteGaugeUint64(w, "queen_storage_below_reserve", boolGauge(s.opts.Storage != nil && !v.guard.OK))
 	var low uint64
 	for _, r := range v.nodes {
-		if !r.ok {
+		if !r.OK {
 			low++
 		}
 	}

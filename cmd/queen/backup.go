@@ -204,7 +204,12 @@ func restoreCmd(args []string, out io.Writer) error {
 	data := fs.String("data", "./data", "the data directory to create (absent or empty)")
 	nodeID := fs.String("node-id", "node1", "the id the restored node will run with (serve's --node-id)")
 	raftAddr := fs.String("raft", "", "the Raft address the restored node will run with (serve's --raft; empty: a single node without it)")
-	if err := parseEnvFlags(fs, args, os.Getenv, "data", "node-id", "raft"); err != nil {
+	queue := fs.String("queue", "", "restore only this queue, into the running cluster at --url, as --as")
+	as := fs.String("as", "", "with --queue: the new queue's name")
+	base := fs.String("url", "http://127.0.0.1:6632", "with --queue: HTTP URL of any node of the running cluster")
+	resume := fs.Bool("resume", false, "with --queue: finish an interrupted restore into --as")
+	token, ca, _ := clientFlags(fs)
+	if err := parseEnvFlags(fs, args, os.Getenv, "data", "node-id", "raft", "url", "token", "tls-ca"); err != nil {
 		return err
 	}
 	switch {
@@ -212,6 +217,16 @@ func restoreCmd(args []string, out io.Writer) error {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	case *in == "":
 		return errors.New("--in FILE is required")
+	case *queue != "" && (*as == "" || *as == *queue):
+		return errors.New("--queue Q needs --as NAME, a name other than Q")
+	case *queue != "":
+		c, err := newAPIClient(*token, *ca, out)
+		if err != nil {
+			return err
+		}
+		c.hc.Timeout = 2 * time.Minute
+		r := restoreQueue{in: *in, queue: *queue, as: *as, base: strings.TrimRight(*base, "/"), resume: *resume, c: c, out: out}
+		return r.run()
 	}
 	f, err := os.Open(*in)
 	if err != nil {

@@ -72,16 +72,33 @@ func (c *apiClient) call(method, u string, body io.Reader, v any) error {
 		return err
 	}
 	if resp.StatusCode/100 != 2 {
-		var e struct{ Error, Code string }
-		if json.Unmarshal(b, &e) == nil && e.Error != "" {
-			return fmt.Errorf("%s %s: %d %s (%s)", method, u, resp.StatusCode, e.Error, e.Code)
+		e := &statusError{Method: method, URL: u, Status: resp.StatusCode, Text: resp.Status}
+		var body struct{ Error, Code string }
+		if json.Unmarshal(b, &body) == nil && body.Error != "" {
+			e.Msg, e.Code = body.Error, body.Code
 		}
-		return fmt.Errorf("%s %s: %s", method, u, resp.Status)
+		return e
 	}
 	if v == nil || resp.StatusCode == http.StatusNoContent {
 		return nil
 	}
 	return json.Unmarshal(b, v)
+}
+
+// statusError is a non-2xx answer: the broker's {"error","code"} when it
+// sent one.
+type statusError struct {
+	Method, URL string
+	Status      int
+	Text        string // the status line's text
+	Msg, Code   string
+}
+
+func (e *statusError) Error() string {
+	if e.Msg == "" {
+		return fmt.Sprintf("%s %s: %s", e.Method, e.URL, e.Text)
+	}
+	return fmt.Sprintf("%s %s: %d %s (%s)", e.Method, e.URL, e.Status, e.Msg, e.Code)
 }
 
 // splitURLs reads --url: repeatable or comma-separated.

@@ -27,6 +27,7 @@ import (
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server"
+	"github.com/queenmq/queen/server/analytics"
 	"github.com/queenmq/queen/server/auth"
 	"github.com/queenmq/queen/server/diskspace"
 )
@@ -120,7 +121,7 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 	fs.StringVar(&c.logFormat, "log-format", "text", "text (key=value lines) or json (one object a line)")
 	fs.IntVar(&c.maxBody, "max-body-bytes", 64<<20, "largest request body accepted")
 	fs.StringVar(&minFree, "min-free-bytes", diskspace.FormatBytes(diskspace.DefaultMinFreeBytes), "free space kept on each filesystem of --data: below it, writes that add data answer 507 while pops, acks and deletes go on; bytes or KiB/MiB/GiB/TiB, 0 disables")
-	fs.Int64Var(&c.maxInflight, "max-inflight-body-bytes", 0, "bytes of request bodies held at once, all requests together; past it a request is answered 503 overloaded before its body is read. 0: 1/8 of the memory available (cgroup limit, else RAM), between 2 × --max-body-bytes and 1 GiB")
+	fs.Int64Var(&c.maxInflight, "max-inflight-body-bytes", 0, "bytes of request bodies held at once, all requests together; past it a request is answered 503 overloaded before its body is read. 0: 1/4 of the memory available (cgroup limit, else RAM), between 2 × --max-body-bytes and 1 GiB")
 	fs.IntVar(&c.maxConns, "max-conns", 0, "HTTP connections open at once, all clients together; past it a connection is closed at once. 0: half of the descriptor limit (ulimit -n), leaving the rest to the store and Raft")
 	fs.IntVar(&c.maxConnsPerIP, "max-conns-per-ip", 0, "HTTP connections open at once from one client IP; past it a connection is closed at once. 0: half of --max-conns (behind a proxy, set it to --max-conns)")
 	// The payload key has no flag: it stays out of the process list.
@@ -365,10 +366,10 @@ func serve(args []string) error {
 	sopts.Auth = verifier
 	warnExposed(log, c)
 	// The analytics hear the leader's retention sweeps from the node and
-	// read the engine's store figures (server/analytics.go): group 1's
+	// read the engine's store figures (package server/analytics): group 1's
 	// when queues are spread over groups.
 	var store *engine.Engine
-	an := server.NewAnalytics(server.AnalyticsOptions{Store: func() (engine.StoreStats, error) { return store.StoreStats() }})
+	an := analytics.New(analytics.Options{Store: func() (engine.StoreStats, error) { return store.StoreStats() }})
 	opts.OnSweep = an.RecordSweep
 	opts.OnEntry = server.EntryMetrics(ms)
 	sopts.Analytics = an

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"runtime"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -67,6 +68,12 @@ type Group struct {
 }
 
 // Writer writes a backup file.
+//
+// Chunks are compressed while the caller goes on producing the stream:
+// flushChunk hands a full chunk to a goroutine and the frames are written,
+// in order, by the caller's goroutine as they finish, with at most depth
+// chunks in flight. Reading the store and compressing then share the cores
+// instead of taking turns (one core's zstd was the backup's ceiling).
 type Writer struct {
 	w       *bufio.Writer
 	m       Manifest
@@ -75,8 +82,16 @@ type Writer struct {
 	frames  uint64 // frames written
 	raw     uint64 // stream bytes of every group
 	chunk   []byte // raw bytes waiting to be compressed
-	payload []byte // scratch for a compressed chunk
+	pending []*job // chunks being compressed, in stream order
+	free    []*job // finished jobs whose buffers are reused
+	depth   int    // most chunks in flight
 	err     error  // sticky: the first write error
+}
+
+// job is one chunk in flight: raw in, its zstd frame out once done closes.
+type job struct {
+	raw, out []byte
+	done     chan struct{}
 }
 
 // NewWriter writes the header and m (Format set to Version) to w; the
@@ -91,12 +106,17 @@ func NewWriter(w io.Writer, m Manifest) (*Writer, error) {
 	if len(js) > MaxFrame {
 		return nil, fmt.Errorf("backup: manifest of %d bytes exceeds %d", len(js), MaxFrame)
 	}
+	// Up to one compressing goroutine per core (EncodeAll is safe to call
+	// concurrently up to the encoder's concurrency), plus one chunk being
+	// filled: a bounded ~(depth+1) MiB of memory.
+	depth := min(max(runtime.GOMAXPROCS(0), 1), 4)
 	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderCRC(false),
-		zstd.WithEncoderConcurrency(1))
+		zstd.WithEncoderConcurrency(depth))
 	if err != nil {
 		return nil, err
 	}
-	bw := &Writer{w: bufio.NewWriterSize(w, 256<<10), m: m, enc: enc, chunk: make([]byte, 0, ChunkSize)}
+	bw := &Writer{w: bufio.NewWriterSize(w, 256<<10), m: m, enc: enc, depth: depth,
+		chunk: make([]byte, 0, ChunkSize)}
 	bw.w.WriteString(magic)
 	bw.w.WriteByte(Version)
 	bw.frame(kindManifest, js)
@@ -137,6 +157,9 @@ func (w *Writer) WriteGroup(src io.WriterTo) error {
 	n, err := src.WriteTo(chunker{w})
 	if err == nil {
 		w.flushChunk()
+	}
+	w.drain(0)
+	if err == nil {
 		err = w.err
 	}
 	if err != nil {
@@ -168,13 +191,39 @@ func (c chunker) Write(p []byte) (int, error) {
 	return n, nil
 }
 
+// flushChunk starts compressing the chunk filled so far, first writing
+// the oldest chunks' frames while depth of them are in flight.
 func (w *Writer) flushChunk() {
 	if len(w.chunk) == 0 {
 		return
 	}
-	w.payload = w.enc.EncodeAll(w.chunk, w.payload[:0])
-	w.frame(kindData, w.payload)
-	w.chunk = w.chunk[:0]
+	w.drain(w.depth - 1)
+	var j *job
+	if n := len(w.free); n > 0 {
+		j, w.free = w.free[n-1], w.free[:n-1]
+	} else {
+		j = &job{raw: make([]byte, 0, ChunkSize)}
+	}
+	j.raw, w.chunk = w.chunk, j.raw[:0]
+	j.done = make(chan struct{})
+	w.pending = append(w.pending, j)
+	go func() {
+		j.out = w.enc.EncodeAll(j.raw, j.out[:0])
+		close(j.done)
+	}()
+}
+
+// drain writes the frames of the oldest pending chunks, waiting for each,
+// until at most keep are in flight. It waits even after a write error, so
+// that no goroutine outlives the Writer's use of its buffers.
+func (w *Writer) drain(keep int) {
+	for len(w.pending) > keep {
+		j := w.pending[0]
+		<-j.done
+		w.frame(kindData, j.out)
+		w.pending = w.pending[1:]
+		w.free = append(w.free, j)
+	}
 }
 
 // Close writes the trailer, once every group of the manifest is written,

@@ -1,8 +1,9 @@
 // Package diskspace keeps a node's data directories clear of a full disk. A
 // Guard reads the free space of the filesystems that hold them (statfs(2),
 // each distinct filesystem once, however many directories it holds) and
-// tells the HTTP edge whether a write that adds data may go ahead; it knows
-// nothing of HTTP or Raft and imports no package of the project.
+// tells the HTTP edge whether a write that adds data may go ahead; Reports
+// keeps what the other nodes of a cluster last said of their own guards. It
+// knows nothing of HTTP or Raft and imports no package of the project.
 //
 // # Use
 //
@@ -37,4 +38,42 @@
 // admitted since a reading are counted against it (Admit's n, until
 // release), so a burst of large requests cannot all pass on one reading
 // taken before any of them was written.
+//
+// # At the edge
+//
+// Each route of the server's table also says whether it adds data (its
+// storage.go). While a filesystem of this node, or of a node that reports to
+// it as leader, has less free space than Options.Storage's
+// reserve, those routes (push, configure, transaction, the replays) answer
+// 507 insufficient_storage with Retry-After: 5 and a message naming the
+// node, the directories and the numbers; nothing is proposed. Pops, acks,
+// lease extensions, seeks and every delete go on inside the reserve, since
+// they are how space comes back, and so do the leader's retention sweeps.
+// A request's body counts against free space while it is written, so a
+// burst cannot pass on one reading. /health's "storage" says why, and
+// /metrics/prometheus has queen_storage_free_bytes{dir},
+// queen_storage_reserve_bytes, queen_storage_below_reserve,
+// queen_storage_nodes_below_reserve and queen_insufficient_storage_total.
+//
+// # Reports from other nodes
+//
+// A Guard knows only this node's disks. The leader proposes, so its edge
+// decides for the cluster; but every follower appends the same log, and a
+// follower whose disk fills would stop appending and, with another one down,
+// stall every commit. So each follower reports its guard's verdict to the
+// leader every half second (package server's storageReportInterval; POST
+// /internal/v1/cluster/storage, to the leader address it already relays to),
+// and the leader refuses data while any report younger than ReportTTL says a
+// node is below its reserve. A node that stops reporting (down, cut off,
+// removed) stops counting when its last report expires: a node that cannot
+// append anything holds up no commit once it is gone, and Raft's quorum
+// covers it as it covers any crash. A follower's own edge checks its own
+// guard too, which also covers its spool.
+//
+// Reports go over HTTP, node to node, like relays, because the leader knows
+// its followers only by their Raft addresses. They carry the cluster secret,
+// the node credential: the route is a cluster route like join and leave, so a
+// cluster without a secret does not hear its followers' disks (each follower
+// says so in its log), and a forged report cannot turn a cluster's writes
+// off.
 package diskspace

@@ -1,0 +1,68 @@
+package raft_test
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/raft/command"
+)
+
+// hostInternal are the command types a Host proposes itself and never
+// takes through Propose: node announcements and retention sweeps, the
+// directory's placements and lookups, the group list, and prepared pushes
+// (which arrive already bound to a group on the cluster path).
+var hostInternal = map[command.Type]bool{
+	command.TypeAnnounce:     true,
+	command.TypeSweep:        true,
+	command.TypePushPrepared: true,
+	command.TypeGroups:       true,
+	command.TypePlaceQueue:   true,
+	command.TypeLookupQueue:  true,
+	command.TypeLookupPart:   true,
+	command.TypeLookupLease:  true,
+}
+
+// proposedAs names, for a row whose log form is a prepared command, the
+// command a caller proposes (Propose prepares it).
+var proposedAs = map[command.Type]engine.Command{
+	command.TypeStreamCycle: engine.StreamCycleCmd{},
+}
+
+// TestHost_EveryCommandHasARoute walks the command table: every command a
+// client's request can build has a line in Host.Propose that names its
+// groups, and the ones a Host proposes itself have none. A command added to
+// the table without its route fails here, not at run time on a --groups
+// cluster. (Checked by deleting the TraceCmd case from Host.Propose: this
+// test then fails naming engine.TraceCmd.)
+func TestHost_EveryCommandHasARoute(t *testing.T) {
+	c := openHosts(t, 1, 2)
+	c.settled()
+	h := c.h[0]
+	for _, row := range command.Rows() {
+		cmd, ok := proposedAs[row.Type]
+		if !ok {
+			cmd, ok = reflect.New(row.Command).Elem().Interface().(engine.Command)
+		}
+		if !ok {
+			t.Errorf("type %d: %v is not an engine.Command", row.Type, row.Command)
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		// A zero command is mostly refused by its own validation; what
+		// matters is whether Propose found groups for it.
+		_, err := h.Propose(ctx, cmd)
+		cancel()
+		noRoute := errors.Is(err, raft.ErrNoRoute)
+		switch {
+		case hostInternal[row.Type] && !noRoute:
+			t.Errorf("type %d (%v) is proposed by the Host itself, yet Propose routed it (err %v)", row.Type, row.Command, err)
+		case !hostInternal[row.Type] && noRoute:
+			t.Errorf("type %d (%v) has no route in Host.Propose: add its line there", row.Type, row.Command)
+		}
+	}
+}

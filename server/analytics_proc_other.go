@@ -1,7 +1,0 @@
-//go:build !linux
-
-package server
-
-// readProc reports nothing outside Linux: system-metrics' CPU and memory
-// are 0 there.
-func readProc() procStats { return procStats{} }

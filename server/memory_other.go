@@ -1,7 +1,0 @@
-//go:build !linux
-
-package server
-
-// physicalMemory is unknown here: the default cap of bodies in flight is
-// then its floor (two of the largest bodies accepted).
-func physicalMemory() int64 { return 0 }
