@@ -18,6 +18,7 @@ import (
 	"github.com/queenmq/queen/server/analytics"
 	"github.com/queenmq/queen/server/auth"
 	"github.com/queenmq/queen/server/diskspace"
+	"github.com/queenmq/queen/server/dlq"
 	"github.com/queenmq/queen/server/envelope"
 	"github.com/queenmq/queen/server/listener"
 	"github.com/queenmq/queen/server/memory"
@@ -255,6 +256,8 @@ type Server struct {
 	storage *storageState
 	// an is the analytics recorder (package analytics; analytics.go).
 	an *analytics.Analytics
+	// dlq answers the dead-letter and message routes (package dlq; dlq.go).
+	dlq *dlq.Routes
 	// reads makes reads linearizable (readindex.go); nil for a broker
 	// without replicas.
 	reads *readIndexes
@@ -297,6 +300,7 @@ func New(b Broker, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.crypt = crypt
+	s.dlq = s.newDLQ()
 	if s.cors, err = newCORSPolicy(opts.CORSOrigins); err != nil {
 		return nil, err
 	}
