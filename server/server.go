@@ -23,6 +23,7 @@ import (
 	"github.com/queenmq/queen/server/listener"
 	"github.com/queenmq/queen/server/memory"
 	"github.com/queenmq/queen/server/spool"
+	"github.com/queenmq/queen/server/traces"
 	"github.com/queenmq/queen/server/wire"
 )
 
@@ -258,6 +259,8 @@ type Server struct {
 	an *analytics.Analytics
 	// dlq answers the dead-letter and message routes (package dlq; dlq.go).
 	dlq *dlq.Routes
+	// traces answers the trace routes (package traces; traces.go).
+	traces *traces.Routes
 	// reads makes reads linearizable (readindex.go); nil for a broker
 	// without replicas.
 	reads *readIndexes
@@ -301,6 +304,7 @@ func New(b Broker, opts Options) (*Server, error) {
 	}
 	s.crypt = crypt
 	s.dlq = s.newDLQ()
+	s.traces = traces.New(s.ctx, tracesHost{s})
 	if s.cors, err = newCORSPolicy(opts.CORSOrigins); err != nil {
 		return nil, err
 	}
