@@ -23,6 +23,7 @@ import (
 	"github.com/queenmq/queen/server/listener"
 	"github.com/queenmq/queen/server/memory"
 	"github.com/queenmq/queen/server/spool"
+	"github.com/queenmq/queen/server/streams"
 	"github.com/queenmq/queen/server/traces"
 	"github.com/queenmq/queen/server/wire"
 )
@@ -261,6 +262,8 @@ type Server struct {
 	dlq *dlq.Routes
 	// traces answers the trace routes (package traces; traces.go).
 	traces *traces.Routes
+	// streams answers the streams routes (package streams; streams.go).
+	streams *streams.Routes
 	// reads makes reads linearizable (readindex.go); nil for a broker
 	// without replicas.
 	reads *readIndexes
@@ -305,6 +308,7 @@ func New(b Broker, opts Options) (*Server, error) {
 	s.crypt = crypt
 	s.dlq = s.newDLQ()
 	s.traces = traces.New(s.ctx, tracesHost{s})
+	s.streams = s.newStreams()
 	if s.cors, err = newCORSPolicy(opts.CORSOrigins); err != nil {
 		return nil, err
 	}
