@@ -40,7 +40,7 @@ fuzz:
 	$(FUZZ) ./raft/logstore -fuzz '^FuzzDecodeLog$$'
 	$(FUZZ) ./raft/command -fuzz '^FuzzEntryRoundTrip$$'
 	$(FUZZ) ./fuzz -fuzz '^FuzzBackupVerify$$'
-	$(FUZZ) ./server -fuzz '^FuzzDecodeCycle$$'
+	$(FUZZ) ./server/streams -fuzz '^FuzzDecodeCycle$$'
 
 # The Go benchmarks of bench/, printed as one table in which every rate is
 # also a ratio to the limit (raw synced Pebble writes) measured in the same

@@ -182,6 +182,16 @@ func classify(err error) (row errorCode, msg string, ok bool) {
 	return errorCode{}, "", false
 }
 
+// publicText is the client-facing text of an error, never empty: an error
+// the table does not know reads "internal error" (it is logged where it
+// arose, as writeError logs a 500's).
+func publicText(err error) string {
+	if _, msg, ok := classify(err); ok && msg != "" {
+		return msg
+	}
+	return "internal error"
+}
+
 // writeError answers a request with the error's status and the docs/decisions.md C2 body
 // {"error": "<message>", "code": "<code>"}. It is the only way handlers
 // report errors.

@@ -1,68 +1,25 @@
 package server
 
 import (
-	"fmt"
-	"strconv"
-
 	"github.com/valyala/fasthttp"
 
-	"github.com/queenmq/queen/engine"
-	"github.com/queenmq/queen/server/wire"
+	"github.com/queenmq/queen/server/urlquery"
 )
 
-// Query-string helpers (docs/api.md §1.2): booleans are true only for "true" or
-// "1" (what the SDKs send); an integer parameter that is present must be a
-// base-10 integer at or above its minimum, else the request is a 400 naming
-// it (a mistyped batch=1.5 or batch=-5 is refused, not read as the default).
+// Query-string helpers (docs/api.md §1.2), as package urlquery reads them.
 
-func queryString(args *fasthttp.Args, key string) string {
-	return string(args.Peek(key))
-}
+func queryString(args *fasthttp.Args, key string) string { return urlquery.String(args, key) }
 
 func queryBool(args *fasthttp.Args, key string, def bool) bool {
-	v := args.Peek(key)
-	if v == nil {
-		return def
-	}
-	return string(v) == "true" || string(v) == "1"
+	return urlquery.Bool(args, key, def)
 }
 
-// queryInt reads an optional integer parameter: def when absent or empty,
-// a 400 when it is not an integer of at least low. Callers cap the high end
-// where a route has one (a larger value is not a mistake, only more than
-// the route serves at once).
 func queryInt(args *fasthttp.Args, key string, def, low int64) (int64, error) {
-	v := args.Peek(key)
-	if len(v) == 0 {
-		return def, nil
-	}
-	n, err := strconv.ParseInt(string(v), 10, 64)
-	if err != nil || n < low {
-		return def, badRequest(fmt.Sprintf("%s must be an integer of at least %d", key, low))
-	}
-	return n, nil
+	return urlquery.Int(args, key, def, low)
 }
 
-// pageArgs reads limit (default def, at least 1, capped at most) and offset
-// (default 0, at least 0).
 func pageArgs(args *fasthttp.Args, def, most int64) (limit, offset int, err error) {
-	l, err := queryInt(args, "limit", def, 1)
-	if err != nil {
-		return 0, 0, err
-	}
-	o, err := queryInt(args, "offset", 0, 0)
-	return int(min(l, most)), int(min(o, 1<<30)), err
+	return urlquery.Page(args, def, most)
 }
 
-// queryTime reads an optional ISO-8601 timestamp; an unparsable one is a 400.
-func queryTime(args *fasthttp.Args, key string) (int64, error) {
-	v := args.Peek(key)
-	if len(v) == 0 {
-		return 0, nil
-	}
-	t, ok := wire.ParseTime(string(v))
-	if !ok {
-		return 0, badRequest(key + " must be an ISO-8601 timestamp")
-	}
-	return engine.Micros(t), nil
-}
+func queryTime(args *fasthttp.Args, key string) (int64, error) { return urlquery.Time(args, key) }

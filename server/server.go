@@ -18,10 +18,13 @@ import (
 	"github.com/queenmq/queen/server/analytics"
 	"github.com/queenmq/queen/server/auth"
 	"github.com/queenmq/queen/server/diskspace"
+	"github.com/queenmq/queen/server/dlq"
 	"github.com/queenmq/queen/server/envelope"
 	"github.com/queenmq/queen/server/listener"
 	"github.com/queenmq/queen/server/memory"
 	"github.com/queenmq/queen/server/spool"
+	"github.com/queenmq/queen/server/streams"
+	"github.com/queenmq/queen/server/traces"
 	"github.com/queenmq/queen/server/wire"
 )
 
@@ -255,6 +258,12 @@ type Server struct {
 	storage *storageState
 	// an is the analytics recorder (package analytics; analytics.go).
 	an *analytics.Analytics
+	// dlq answers the dead-letter and message routes (package dlq; dlq.go).
+	dlq *dlq.Routes
+	// traces answers the trace routes (package traces; traces.go).
+	traces *traces.Routes
+	// streams answers the streams routes (package streams; streams.go).
+	streams *streams.Routes
 	// reads makes reads linearizable (readindex.go); nil for a broker
 	// without replicas.
 	reads *readIndexes
@@ -297,6 +306,9 @@ func New(b Broker, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.crypt = crypt
+	s.dlq = s.newDLQ()
+	s.traces = traces.New(s.ctx, tracesHost{s})
+	s.streams = s.newStreams()
 	if s.cors, err = newCORSPolicy(opts.CORSOrigins); err != nil {
 		return nil, err
 	}
