@@ -6,6 +6,7 @@ import (
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/engine/cursor"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/server/reply"
 	"github.com/queenmq/queen/server/wire"
 )
 
@@ -210,7 +211,7 @@ func (s *Server) acknowledge(ctx *fasthttp.RequestCtx, fields []ackFields) {
 		s.m.acked(items, res)
 	}
 	s.an.Acked(res, len(fields)-len(items))
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Array("")
 	next := 0
 	for i := range fields {
@@ -223,7 +224,7 @@ func (s *Server) acknowledge(ctx *fasthttp.RequestCtx, fields []ackFields) {
 		next++
 	}
 	w.EndArray()
-	send(ctx, fasthttp.StatusOK, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
 // writeAckResult writes one ack result item (docs/api.md §7.2, docs/decisions.md C7).
@@ -350,7 +351,7 @@ func (s *Server) sealTxPushes(ops []engine.TxOp, subject string) error {
 // writeTransaction counts the outcome and answers it: on failure the
 // error and no results, on success one result per operation.
 func (s *Server) writeTransaction(ctx *fasthttp.RequestCtx, req *txRequest, res *engine.TxResult) {
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Object("")
 	w.ID("transactionId", res.ID)
 	w.Bool("success", res.Success)
@@ -365,7 +366,7 @@ func (s *Server) writeTransaction(ctx *fasthttp.RequestCtx, req *txRequest, res 
 		w.EndArray()
 	}
 	w.EndObject()
-	send(ctx, fasthttp.StatusOK, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
 // txApplied counts a transaction that succeeded, with its pushes and acks.
@@ -534,7 +535,7 @@ func (s *Server) extendLease(ctx *fasthttp.RequestCtx, p *params) {
 			return
 		}
 	}
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Object("")
 	w.Str("leaseId", leaseText)
 	w.Bool("success", res.Renewed > 0)
@@ -548,5 +549,5 @@ func (s *Server) extendLease(ctx *fasthttp.RequestCtx, p *params) {
 		w.Null("error")
 	}
 	w.EndObject()
-	send(ctx, fasthttp.StatusOK, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/server/reply"
 	"github.com/queenmq/queen/server/wire"
 )
 
@@ -66,7 +67,7 @@ func (s *Server) configure(ctx *fasthttp.RequestCtx, _ *params) {
 		s.log.Warn("queue has encryptionEnabled but QUEEN_ENCRYPTION_KEY is not set: its payloads are stored in plaintext",
 			"queue", info.Name)
 	}
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Object("")
 	w.Bool("configured", true)
 	w.ID("queueId", info.ID)
@@ -83,7 +84,7 @@ func (s *Server) configure(ctx *fasthttp.RequestCtx, _ *params) {
 		w.Int("raftGroup", int64(placed))
 	}
 	w.EndObject()
-	send(ctx, fasthttp.StatusOK, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
 // decodeOption reads one member of configure's options. Unknown keys are

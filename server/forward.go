@@ -15,6 +15,7 @@ import (
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server/listener"
 	"github.com/queenmq/queen/server/memory"
+	"github.com/queenmq/queen/server/reply"
 	"github.com/queenmq/queen/server/wire"
 )
 
@@ -204,12 +205,12 @@ func (s *Server) membership(ctx *fasthttp.RequestCtx, join bool) {
 		s.forwardOrFail(ctx, err) // a follower relays the change to the leader
 		return
 	}
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Object("")
 	w.Bool("success", true)
 	w.Str("id", id)
 	w.EndObject()
-	send(ctx, fasthttp.StatusOK, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
 // toNode makes req a node-to-node POST of body to path on the node at

@@ -9,6 +9,7 @@ import (
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/server/reply"
 	"github.com/queenmq/queen/server/wire"
 )
 
@@ -74,7 +75,7 @@ func (s *Server) listGroups(ctx *fasthttp.RequestCtx, _ *params) {
 	slices.SortFunc(entries, func(a, b *groupQueue) int {
 		return cmp.Or(cmp.Compare(a.group, b.group), cmp.Compare(a.queue, b.queue))
 	})
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Array("")
 	for _, e := range entries {
 		state := "Dead"
@@ -111,7 +112,7 @@ func (s *Server) listGroups(ctx *fasthttp.RequestCtx, _ *params) {
 		w.EndObject()
 	}
 	w.EndArray()
-	send(ctx, fasthttp.StatusOK, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
 // laggingGroups answers GET /api/v1/consumer-groups/lagging?minLagSeconds=
@@ -129,7 +130,7 @@ func (s *Server) laggingGroups(ctx *fasthttp.RequestCtx, _ *params) {
 		s.writeError(ctx, err)
 		return
 	}
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Array("")
 	for i := range cursors {
 		c := &cursors[i]
@@ -155,7 +156,7 @@ func (s *Server) laggingGroups(ctx *fasthttp.RequestCtx, _ *params) {
 		w.EndObject()
 	}
 	w.EndArray()
-	send(ctx, fasthttp.StatusOK, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
 // getGroup answers GET /api/v1/consumer-groups/{group}: an object keyed by
@@ -167,7 +168,7 @@ func (s *Server) getGroup(ctx *fasthttp.RequestCtx, p *params) {
 		s.writeError(ctx, err)
 		return
 	}
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Object("")
 	for i := range cursors {
 		c := &cursors[i]
@@ -202,7 +203,7 @@ func (s *Server) getGroup(ctx *fasthttp.RequestCtx, p *params) {
 		w.EndObject()
 	}
 	w.EndObject()
-	send(ctx, fasthttp.StatusOK, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
 // deleteGroup answers DELETE /api/v1/consumer-groups/{group} and
@@ -217,7 +218,7 @@ func (s *Server) deleteGroup(ctx *fasthttp.RequestCtx, p *params) {
 		s.forwardOrFail(ctx, err)
 		return
 	}
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Object("")
 	w.Bool("success", true)
 	w.Str("consumerGroup", group)
@@ -227,7 +228,7 @@ func (s *Server) deleteGroup(ctx *fasthttp.RequestCtx, p *params) {
 	w.Int("deletedPartitions", int64(deleted))
 	w.Bool("metadataDeleted", metaDeleted)
 	w.EndObject()
-	send(ctx, fasthttp.StatusOK, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
 // seek answers POST .../{group}/queues/{queue}/seek and
@@ -262,7 +263,7 @@ func (s *Server) seek(ctx *fasthttp.RequestCtx, p *params) {
 		s.forwardOrFail(ctx, err)
 		return
 	}
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Object("")
 	w.Bool("success", updated > 0)
 	w.Str("consumerGroup", cmd.Group)
@@ -284,7 +285,7 @@ func (s *Server) seek(ctx *fasthttp.RequestCtx, p *params) {
 	}
 	w.Int("partitionsUpdated", int64(updated))
 	w.EndObject()
-	send(ctx, fasthttp.StatusOK, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
 // updateSubscription answers POST /api/v1/consumer-groups/{group}/subscription.
@@ -313,12 +314,12 @@ func (s *Server) updateSubscription(ctx *fasthttp.RequestCtx, p *params) {
 		s.forwardOrFail(ctx, err)
 		return
 	}
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Object("")
 	w.Bool("success", true)
 	w.Str("consumerGroup", group)
 	w.TimeMillis("newTimestamp", ts)
 	w.Int("rowsUpdated", int64(updated))
 	w.EndObject()
-	send(ctx, fasthttp.StatusOK, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }

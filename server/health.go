@@ -12,6 +12,7 @@ import (
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/server/reply"
 	"github.com/queenmq/queen/server/wire"
 )
 
@@ -35,7 +36,7 @@ func (s *Server) health(ctx *fasthttp.RequestCtx, _ *params) {
 	case leaderless:
 		status, database, code = "unhealthy", "disconnected", fasthttp.StatusServiceUnavailable
 	}
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Object("")
 	w.Str("status", status)
 	w.Str("database", database)
@@ -79,7 +80,7 @@ func (s *Server) health(ctx *fasthttp.RequestCtx, _ *params) {
 		w.EndArray()
 	}
 	w.EndObject()
-	send(ctx, code, w)
+	reply.Send(ctx, code, w)
 }
 
 // writeVersions writes the command version this node advertises (read by
@@ -125,7 +126,7 @@ func (s *Server) metricsJSON(ctx *fasthttp.RequestCtx, _ *params) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	st := s.broker.Status()
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Object("")
 	w.Int("uptime", int64(time.Since(s.started).Seconds()))
 	w.Object("requests")
@@ -157,7 +158,7 @@ func (s *Server) metricsJSON(ctx *fasthttp.RequestCtx, _ *params) {
 	w.Int("applied", int64(st.Applied))
 	w.EndObject()
 	w.EndObject()
-	send(ctx, fasthttp.StatusOK, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
 // metricsPrometheus answers GET /metrics/prometheus: the metric set, the

@@ -6,6 +6,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/server/reply"
 )
 
 // transferLeadership answers POST /api/v1/system/leadership/transfer: this
@@ -38,7 +39,7 @@ func (s *Server) transferLeadership(ctx *fasthttp.RequestCtx, _ *params) {
 			return
 		}
 	}
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Object("")
 	w.Array("transferred")
 	for _, g := range transferred {
@@ -46,5 +47,5 @@ func (s *Server) transferLeadership(ctx *fasthttp.RequestCtx, _ *params) {
 	}
 	w.EndArray()
 	w.EndObject()
-	send(ctx, fasthttp.StatusOK, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/raft/command"
+	"github.com/queenmq/queen/server/reply"
 	"github.com/queenmq/queen/server/wire"
 )
 
@@ -64,7 +65,7 @@ func (s *Server) writeMaintenance(ctx *fasthttp.RequestCtx, msg string) {
 		pending, failed = s.spool.Pending(), s.spool.Failed()
 	}
 	healthy := s.broker.Status().HasLeader()
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Object("")
 	w.Bool("maintenanceMode", push)
 	w.Bool("popMaintenanceMode", pop)
@@ -79,5 +80,5 @@ func (s *Server) writeMaintenance(ctx *fasthttp.RequestCtx, msg string) {
 		w.Str("message", msg)
 	}
 	w.EndObject()
-	send(ctx, fasthttp.StatusOK, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }

@@ -1,6 +1,10 @@
 package server
 
-import "github.com/valyala/fasthttp"
+import (
+	"github.com/valyala/fasthttp"
+
+	"github.com/queenmq/queen/server/reply"
+)
 
 // Queen's dashboard has a Migration page that copies its PostgreSQL
 // database to another with pg_dump and pg_restore. This broker keeps its
@@ -14,13 +18,13 @@ const migrationNote = "migration to PostgreSQL does not apply: this broker store
 
 // migrationStatus answers GET /api/v1/migration/status.
 func (s *Server) migrationStatus(ctx *fasthttp.RequestCtx, _ *params) {
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Object("")
 	w.Str("status", "idle")
 	w.Bool("supported", false)
 	w.Str("note", migrationNote)
 	w.EndObject()
-	send(ctx, fasthttp.StatusOK, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
 // migrationAction answers POST /api/v1/migration/{test-connection, start,

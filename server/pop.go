@@ -10,6 +10,7 @@ import (
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server/envelope"
 	"github.com/queenmq/queen/server/listener"
+	"github.com/queenmq/queen/server/reply"
 	"github.com/queenmq/queen/server/wire"
 )
 
@@ -146,9 +147,9 @@ func (s *Server) pop(ctx *fasthttp.RequestCtx, queue, partition string) {
 		noContent(ctx)
 		return
 	}
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	writePop(&w, &res, s.crypt)
-	send(ctx, fasthttp.StatusOK, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
 // park long-polls: it waits for a Watch notification or the next re-check

@@ -6,6 +6,7 @@ import (
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server/memory"
+	"github.com/queenmq/queen/server/reply"
 	"github.com/queenmq/queen/server/wire"
 )
 
@@ -108,13 +109,13 @@ func (s *Server) chargeItems(bodyLen int64, items int) (int64, error) {
 
 // answerPush answers a push with its results: 201, one per item in order.
 func (s *Server) answerPush(ctx *fasthttp.RequestCtx, items []engine.PushItem, res []engine.PushResult) {
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Array("")
 	for i := range res {
 		writePushResult(&w, "", i, &items[i], &res[i])
 	}
 	w.EndArray()
-	send(ctx, fasthttp.StatusCreated, w)
+	reply.Send(ctx, fasthttp.StatusCreated, w)
 }
 
 // writePushResult writes one push result item (as member k; "" in an

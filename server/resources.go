@@ -9,6 +9,7 @@ import (
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/server/reply"
 	"github.com/queenmq/queen/server/wire"
 )
 
@@ -20,7 +21,7 @@ func (s *Server) listQueues(ctx *fasthttp.RequestCtx, _ *params) {
 		return
 	}
 	now := time.Now().UnixMicro()
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Object("")
 	w.Array("queues")
 	for _, q := range filterQueues(ctx, qs) {
@@ -28,7 +29,7 @@ func (s *Server) listQueues(ctx *fasthttp.RequestCtx, _ *params) {
 	}
 	w.EndArray()
 	w.EndObject()
-	send(ctx, fasthttp.StatusOK, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
 // getQueue answers GET /api/v1/resources/queues/{queue}.
@@ -39,7 +40,7 @@ func (s *Server) getQueue(ctx *fasthttp.RequestCtx, p *params) {
 		return
 	}
 	now := time.Now().UnixMicro()
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Object("")
 	w.ID("id", q.ID)
 	w.Str("name", q.Name)
@@ -73,7 +74,7 @@ func (s *Server) getQueue(ctx *fasthttp.RequestCtx, p *params) {
 	totals.deadLetter = int64(dlq.total)
 	writeCounts(&w, "totals", totals)
 	w.EndObject()
-	send(ctx, fasthttp.StatusOK, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
 // deleteQueue answers DELETE /api/v1/resources/queues/{queue}. Dead-letter
@@ -85,13 +86,13 @@ func (s *Server) deleteQueue(ctx *fasthttp.RequestCtx, p *params) {
 		s.forwardOrFail(ctx, err)
 		return
 	}
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Object("")
 	w.Bool("deleted", true)
 	w.Str("queue", name)
 	w.Bool("existed", existed)
 	w.EndObject()
-	send(ctx, fasthttp.StatusOK, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
 // overview answers GET /api/v1/resources/overview. Its rates are the
@@ -134,7 +135,7 @@ func (s *Server) overview(ctx *fasthttp.RequestCtx, _ *params) {
 		timeLags = append(timeLags, timeLag(&cursors[i], now))
 		offsetLags = append(offsetLags, float64(cursors[i].OffsetLag))
 	}
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Object("")
 	w.Int("queues", int64(len(qs)))
 	w.Int("partitions", int64(partitions))
@@ -153,7 +154,7 @@ func (s *Server) overview(ctx *fasthttp.RequestCtx, _ *params) {
 	w.TimeMillis("timestamp", now)
 	w.Int("statsAge", 0)
 	w.EndObject()
-	send(ctx, fasthttp.StatusOK, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
 // writeSpread writes {avg, median, min, max} of vs (all 0 when empty).
@@ -225,7 +226,7 @@ func (s *Server) labels(ctx *fasthttp.RequestCtx, list, field, otherCount string
 		}
 	}
 	slices.SortFunc(groups, func(a, b *group) int { return cmp.Compare(a.name, b.name) })
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Object("")
 	w.Array(list)
 	for _, g := range groups {
@@ -244,5 +245,5 @@ func (s *Server) labels(ctx *fasthttp.RequestCtx, list, field, otherCount string
 	}
 	w.EndArray()
 	w.EndObject()
-	send(ctx, fasthttp.StatusOK, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }

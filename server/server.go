@@ -25,7 +25,6 @@ import (
 	"github.com/queenmq/queen/server/spool"
 	"github.com/queenmq/queen/server/streams"
 	"github.com/queenmq/queen/server/traces"
-	"github.com/queenmq/queen/server/wire"
 )
 
 // Options configures a Server. Zero fields take their defaults (see
@@ -534,26 +533,6 @@ func (s *Server) readError(ctx *fasthttp.RequestCtx, err error) {
 	s.setCORS(ctx)
 	s.writeError(ctx, fasthttpError(err))
 	s.misses.observe(ctx.Response.StatusCode(), time.Now())
-}
-
-// startBody returns a writer over the response's own pooled buffer.
-func startBody(ctx *fasthttp.RequestCtx) wire.Writer {
-	return wire.NewWriter(ctx.Response.SwapBody(nil))
-}
-
-// send hands the written body to the response (no copy) with status. A
-// body buffer of up to memory.LargeBody goes back to the response's pooled buffer
-// for the connection's next answer; a larger one is lent for this answer
-// only, so that one large answer (a pop of large messages) does not stay
-// with the connection, and then with fasthttp's pool, for good.
-func send(ctx *fasthttp.RequestCtx, status int, w wire.Writer) {
-	if b := w.Bytes(); cap(b) > memory.LargeBody {
-		ctx.Response.SetBodyRaw(b)
-	} else {
-		ctx.Response.SwapBody(b)
-	}
-	ctx.SetStatusCode(status)
-	ctx.Response.Header.SetContentType("application/json")
 }
 
 // noContent answers 204 with no body.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/server/reply"
 	"github.com/queenmq/queen/server/spool"
 )
 
@@ -143,7 +144,7 @@ func (s *Server) bufferPush(ctx *fasthttp.RequestCtx, items []engine.PushItem) {
 		s.writeError(ctx, err)
 		return
 	}
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Array("")
 	for i := range items {
 		it := &items[i]
@@ -162,5 +163,5 @@ func (s *Server) bufferPush(ctx *fasthttp.RequestCtx, items []engine.PushItem) {
 		w.EndObject()
 	}
 	w.EndArray()
-	send(ctx, fasthttp.StatusCreated, w)
+	reply.Send(ctx, fasthttp.StatusCreated, w)
 }

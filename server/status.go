@@ -8,6 +8,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/server/reply"
 )
 
 // status answers GET /api/v1/status?from&to&queue&namespace&task: the
@@ -120,7 +121,7 @@ func (s *Server) status(ctx *fasthttp.RequestCtx, _ *params) {
 	w.EndObject()
 	w.Int("statsAge", 0)
 	w.EndObject()
-	send(ctx, fasthttp.StatusOK, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
 // statusQueues answers GET /api/v1/status/queues?namespace&task&limit&offset.
@@ -140,7 +141,7 @@ func (s *Server) statusQueues(ctx *fasthttp.RequestCtx, _ *params) {
 	qs = qs[min(offset, len(qs)):]
 	qs = qs[:min(limit, len(qs))]
 	now := time.Now().UnixMicro()
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Object("")
 	w.Array("queues")
 	for i := range qs {
@@ -152,7 +153,7 @@ func (s *Server) statusQueues(ctx *fasthttp.RequestCtx, _ *params) {
 	w.Int("offset", int64(offset))
 	w.EndObject()
 	w.EndObject()
-	send(ctx, fasthttp.StatusOK, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
 // statusQueue answers GET /api/v1/status/queues/{queue}.
@@ -163,7 +164,7 @@ func (s *Server) statusQueue(ctx *fasthttp.RequestCtx, p *params) {
 		return
 	}
 	now := time.Now().UnixMicro()
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Object("")
 	w.Object("queue")
 	w.ID("id", q.ID)
@@ -230,7 +231,7 @@ func (s *Server) statusQueue(ctx *fasthttp.RequestCtx, p *params) {
 	w.Int("deadLetter", totals.deadLetter)
 	w.EndObject()
 	w.EndObject()
-	send(ctx, fasthttp.StatusOK, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
 // analytics answers GET /api/v1/status/analytics: no time series are
@@ -241,7 +242,7 @@ func (s *Server) analytics(ctx *fasthttp.RequestCtx, _ *params) {
 	if interval == "" {
 		interval = "hour"
 	}
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Object("")
 	w.Array("dataPoints")
 	w.EndArray()
@@ -253,7 +254,7 @@ func (s *Server) analytics(ctx *fasthttp.RequestCtx, _ *params) {
 	w.TimeMillis("from", from)
 	w.TimeMillis("to", now)
 	w.EndObject()
-	send(ctx, fasthttp.StatusOK, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
 // buffers answers GET /api/v1/status/buffers: there is no failover spool.
@@ -263,7 +264,7 @@ func (s *Server) buffers(ctx *fasthttp.RequestCtx, _ *params) {
 	if s.spool != nil {
 		pending, failed = s.spool.Pending(), s.spool.Failed()
 	}
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Object("")
 	w.Int("pending", pending)
 	w.Int("failed", failed)
@@ -271,16 +272,16 @@ func (s *Server) buffers(ctx *fasthttp.RequestCtx, _ *params) {
 	w.Str("worker", st.ID)
 	w.Str("note", "the spool holds pushes made during push maintenance; without a leader pushes answer 503")
 	w.EndObject()
-	send(ctx, fasthttp.StatusOK, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
 // sharedState answers GET /api/v1/system/shared-state: Queen's UDP peer
 // sync has no counterpart here (nodes share state through Raft).
 func (s *Server) sharedState(ctx *fasthttp.RequestCtx, _ *params) {
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Object("")
 	w.Bool("enabled", false)
 	w.Str("reason", "not_initialized")
 	w.EndObject()
-	send(ctx, fasthttp.StatusOK, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }

@@ -6,7 +6,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/queenmq/queen/engine"
-	"github.com/queenmq/queen/server/wire"
 )
 
 // Host is what the recorder needs from the HTTP server it serves: package
@@ -73,24 +72,3 @@ func (a *Analytics) SampleLoop(stop <-chan struct{}, requests func() uint64) {
 		a.sample(gauges{loopLag: lag, proc: readProc(), wall: time.Now(), requests: requests()})
 	}
 }
-
-// send hands the written body to the response with 200, as package
-// server's send does: a body of up to largeBody goes back to the
-// response's pooled buffer, a larger one is lent for this answer only.
-func send(ctx *fasthttp.RequestCtx, w wire.Writer) {
-	if b := w.Bytes(); cap(b) > largeBody {
-		ctx.Response.SetBodyRaw(b)
-	} else {
-		ctx.Response.SwapBody(b)
-	}
-	ctx.SetStatusCode(fasthttp.StatusOK)
-	ctx.Response.Header.SetContentType("application/json")
-}
-
-// startBody returns a writer over the response's own pooled buffer.
-func startBody(ctx *fasthttp.RequestCtx) wire.Writer {
-	return wire.NewWriter(ctx.Response.SwapBody(nil))
-}
-
-// largeBody is package server's bound on a body kept with a connection.
-const largeBody = 1 << 20

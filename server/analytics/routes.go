@@ -12,6 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/server/reply"
 	"github.com/queenmq/queen/server/wire"
 )
 
@@ -140,7 +141,7 @@ func (q *Query) node(id string) bool {
 // Head starts the reply object with its timeRange and, when bucketed, its
 // bucketMinutes.
 func (q *Query) Head(ctx *fasthttp.RequestCtx, bucketed bool) wire.Writer {
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Object("")
 	w.Object("timeRange")
 	w.TimeMillis("from", q.from)
@@ -234,7 +235,7 @@ func (a *Analytics) QueueLag(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	minutes := q.mergeQueues()
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Array("")
 	for i := len(minutes) - 1; i >= 0; i-- {
 		for _, agg := range minutes[i].queues {
@@ -248,7 +249,7 @@ func (a *Analytics) QueueLag(ctx *fasthttp.RequestCtx) {
 		}
 	}
 	w.EndArray()
-	send(ctx, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
 // queueOps answers GET /api/v1/analytics/queue-ops?from&to&queue: one entry
@@ -337,7 +338,7 @@ func (a *Analytics) QueueOps(ctx *fasthttp.RequestCtx) {
 	}
 	w.EndArray()
 	w.EndObject()
-	send(ctx, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
 // bucketQueue keys a queue's figures in a bucket.
@@ -452,7 +453,7 @@ func (a *Analytics) QueueParkedReplicas(ctx *fasthttp.RequestCtx) {
 	}
 	w.EndArray()
 	w.EndObject()
-	send(ctx, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
 // retention answers GET /api/v1/analytics/retention?from&to&queue: what the
@@ -515,7 +516,7 @@ func (a *Analytics) Retention(ctx *fasthttp.RequestCtx) {
 		w.Str("note", "retention sweeps report their deletions for the whole store, not per queue: a queue filter matches nothing")
 	}
 	w.EndObject()
-	send(ctx, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
 // workerAgg is node rows summed over a bucket (or a node): the sums, and
@@ -622,7 +623,7 @@ func (a *Analytics) WorkerMetrics(ctx *fasthttp.RequestCtx) {
 	w.Int("pendingMessages", t.PushMessages-t.PopMessages)
 	w.EndObject()
 	w.EndObject()
-	send(ctx, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
 // WriteWorkers writes worker-metrics' "workers": each node over the last

@@ -7,6 +7,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/server/reply"
 )
 
 // postgresStats answers GET /api/v1/analytics/postgres-stats with this
@@ -32,7 +33,7 @@ func (a *Analytics) PostgresStats(ctx *fasthttp.RequestCtx) {
 		}
 		return round2(float64(hits) * 100 / float64(hits+misses))
 	}
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Object("")
 	w.TimeMillis("timestamp", a.now().UnixMicro())
 	w.Str("database", "pebble")
@@ -128,7 +129,7 @@ func (a *Analytics) PostgresStats(ctx *fasthttp.RequestCtx) {
 		w.EndObject()
 	}
 	w.EndObject()
-	send(ctx, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
 // storeTables are postgres-stats' tableSizes: the key family groups'

@@ -3,6 +3,7 @@ package analytics
 import (
 	"github.com/valyala/fasthttp"
 
+	"github.com/queenmq/queen/server/reply"
 	"github.com/queenmq/queen/server/wire"
 )
 
@@ -68,7 +69,7 @@ func (a *Analytics) SystemMetrics(ctx *fasthttp.RequestCtx) {
 	w.Int("bucketMinutes", q.bucket)
 	w.Int("pointCount", int64(points))
 	w.EndObject()
-	send(ctx, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
 // writeSysMetrics writes one point's "metrics". What this broker has no

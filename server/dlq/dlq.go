@@ -8,6 +8,7 @@ import (
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server/envelope"
+	"github.com/queenmq/queen/server/reply"
 	"github.com/queenmq/queen/server/urlquery"
 	"github.com/queenmq/queen/server/wire"
 )
@@ -29,7 +30,7 @@ func (r *Routes) ListDLQ(ctx *fasthttp.RequestCtx) {
 		r.host.Fail(ctx, err)
 		return
 	}
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Object("")
 	w.Array("messages")
 	for i := range rows {
@@ -43,7 +44,7 @@ func (r *Routes) ListDLQ(ctx *fasthttp.RequestCtx) {
 	w.EndObject()
 	w.Int("total", int64(total))
 	w.EndObject()
-	send(ctx, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
 // dlqFilter reads the docs/decisions.md B1 filters and paging of a DLQ request.
@@ -116,7 +117,7 @@ func (r *Routes) ReplayDLQ(ctx *fasthttp.RequestCtx) {
 		r.host.Fail(ctx, err)
 		return
 	}
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Object("")
 	w.Bool("success", failed == 0)
 	w.Int("replayed", int64(replayed))
@@ -124,7 +125,7 @@ func (r *Routes) ReplayDLQ(ctx *fasthttp.RequestCtx) {
 	w.Int("failed", int64(failed))
 	w.Int("remaining", int64(remaining))
 	w.EndObject()
-	send(ctx, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
 // writeDeadLetter writes one DLQ row: Queen's fields (createdAt = failedAt)

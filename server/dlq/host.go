@@ -10,7 +10,6 @@ import (
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server/envelope"
-	"github.com/queenmq/queen/server/memory"
 	"github.com/queenmq/queen/server/wire"
 )
 
@@ -90,21 +89,3 @@ type Routes struct {
 
 // New returns the routes over h and opts.
 func New(h Host, opts Options) *Routes { return &Routes{host: h, opts: opts} }
-
-// startBody returns a writer over the response's own pooled buffer.
-func startBody(ctx *fasthttp.RequestCtx) wire.Writer {
-	return wire.NewWriter(ctx.Response.SwapBody(nil))
-}
-
-// send hands the written body to the response with 200, as package
-// server's send does: a body of up to memory.LargeBody goes back to the
-// response's pooled buffer, a larger one is lent for this answer only.
-func send(ctx *fasthttp.RequestCtx, w wire.Writer) {
-	if b := w.Bytes(); cap(b) > memory.LargeBody {
-		ctx.Response.SetBodyRaw(b)
-	} else {
-		ctx.Response.SwapBody(b)
-	}
-	ctx.SetStatusCode(fasthttp.StatusOK)
-	ctx.Response.Header.SetContentType("application/json")
-}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/server/reply"
 	"github.com/queenmq/queen/server/urlquery"
 	"github.com/queenmq/queen/server/wire"
 )
@@ -74,7 +75,7 @@ func (r *Routes) ListMessages(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	us := now.UnixMicro()
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Object("")
 	w.Array("messages")
 	var summary []engine.CursorInfo
@@ -114,7 +115,7 @@ func (r *Routes) ListMessages(ctx *fasthttp.RequestCtx) {
 	w.EndArray()
 	writeMode(&w, summary, 0)
 	w.EndObject()
-	send(ctx, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
 // maxStatusScan bounds the candidates a status-filtered listing examines.
@@ -197,7 +198,7 @@ func (r *Routes) GetMessage(ctx *fasthttp.RequestCtx, partitionID, transactionID
 	now := time.Now().UnixMicro()
 	st := statusOf(&msg, len(dead) > 0, now)
 	status, leaseExpires, consumedBy := st.status, st.leaseExpires, st.consumedBy
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Object("")
 	w.ID("id", msg.ID)
 	w.Str("transactionId", msg.TransactionID)
@@ -248,7 +249,7 @@ func (r *Routes) GetMessage(ctx *fasthttp.RequestCtx, partitionID, transactionID
 	}
 	w.EndArray()
 	w.EndObject()
-	send(ctx, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
 // writeMode writes the queue/bus mode summary of a partition's groups.
@@ -304,7 +305,7 @@ func (r *Routes) DeleteMessage(ctx *fasthttp.RequestCtx, partitionID, transactio
 		return
 	}
 	r.opts.Metrics.Deletes.Add(removed)
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Object("")
 	w.Bool("success", true)
 	w.Str("partitionId", partitionID)
@@ -312,7 +313,7 @@ func (r *Routes) DeleteMessage(ctx *fasthttp.RequestCtx, partitionID, transactio
 	w.Int("deleted", int64(removed))
 	w.Str("message", "Message deleted successfully")
 	w.EndObject()
-	send(ctx, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
 // ReplayMessage answers POST .../{partitionId}/{transactionId}/retry (docs/decisions.md C4):
@@ -359,7 +360,7 @@ func (r *Routes) ReplayMessage(ctx *fasthttp.RequestCtx, partitionID, transactio
 	}
 	r.opts.Metrics.Replays.Inc()
 	r.opts.Metrics.Pushed([]engine.PushResult{res.Push})
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Object("")
 	w.Bool("success", true)
 	w.Str("queue", res.Queue)
@@ -369,7 +370,7 @@ func (r *Routes) ReplayMessage(ctx *fasthttp.RequestCtx, partitionID, transactio
 	w.Bool("dlqRowRemoved", res.RowsRemoved > 0)
 	w.Int("rowsRemoved", int64(res.RowsRemoved))
 	w.EndObject()
-	send(ctx, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
 // sealReplay seals a replay's corrected payload (docs/decisions.md B4), and marks it sealed,
@@ -437,7 +438,7 @@ func (r *Routes) MoveToDLQ(ctx *fasthttp.RequestCtx, partitionID, transactionID 
 	if group == "" {
 		group = engine.QueueMode
 	}
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Object("")
 	w.Bool("success", res.Success)
 	w.Str("partitionId", partitionID)
@@ -448,7 +449,7 @@ func (r *Routes) MoveToDLQ(ctx *fasthttp.RequestCtx, partitionID, transactionID 
 	w.Bool("dlq", res.DLQ)
 	w.StrOrNull("error", res.Error)
 	w.EndObject()
-	send(ctx, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
 // QueueMessages answers GET /api/v1/status/queues/{queue}/messages?limit=50&offset=0
@@ -472,7 +473,7 @@ func (r *Routes) QueueMessages(ctx *fasthttp.RequestCtx, queue string) {
 		return
 	}
 	now := time.Now().UnixMicro()
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Array("")
 	for i := range msgs {
 		m := &msgs[i]
@@ -486,7 +487,7 @@ func (r *Routes) QueueMessages(ctx *fasthttp.RequestCtx, queue string) {
 		w.EndObject()
 	}
 	w.EndArray()
-	send(ctx, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
 // writeMessageRef writes the members that name a listed message and its

@@ -7,7 +7,6 @@ import (
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
-	"github.com/queenmq/queen/server/memory"
 	"github.com/queenmq/queen/server/wire"
 )
 
@@ -72,22 +71,4 @@ func New(ctx context.Context, h Host, r Reader) *Routes {
 		r = noStreams{}
 	}
 	return &Routes{host: h, reader: r, ctx: ctx}
-}
-
-// startBody returns a writer over the response's own pooled buffer.
-func startBody(ctx *fasthttp.RequestCtx) wire.Writer {
-	return wire.NewWriter(ctx.Response.SwapBody(nil))
-}
-
-// send hands the written body to the response with status, as package
-// server's send does: a body of up to memory.LargeBody goes back to the
-// response's pooled buffer, a larger one is lent for this answer only.
-func send(ctx *fasthttp.RequestCtx, status int, w wire.Writer) {
-	if b := w.Bytes(); cap(b) > memory.LargeBody {
-		ctx.Response.SetBodyRaw(b)
-	} else {
-		ctx.Response.SwapBody(b)
-	}
-	ctx.SetStatusCode(status)
-	ctx.Response.Header.SetContentType("application/json")
 }

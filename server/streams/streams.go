@@ -9,6 +9,7 @@ import (
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/server/reply"
 	"github.com/queenmq/queen/server/wire"
 )
 
@@ -55,7 +56,7 @@ func (r *Routes) Register(ctx *fasthttp.RequestCtx) {
 		r.host.ForwardOrFail(ctx, err)
 		return
 	}
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Object("")
 	if res.Mismatch {
 		w.Bool("success", false)
@@ -65,7 +66,7 @@ func (r *Routes) Register(ctx *fasthttp.RequestCtx) {
 			"Pass reset:true to wipe its state and start over, or choose a new queryId.", cmd.Name))
 		w.Str("code", "config_hash_mismatch")
 		w.EndObject()
-		send(ctx, fasthttp.StatusConflict, w)
+		reply.Send(ctx, fasthttp.StatusConflict, w)
 		return
 	}
 	w.Bool("success", true)
@@ -75,7 +76,7 @@ func (r *Routes) Register(ctx *fasthttp.RequestCtx) {
 	w.Bool("fresh", res.Fresh)
 	w.Bool("reset", res.Reset)
 	w.EndObject()
-	send(ctx, fasthttp.StatusOK, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
 // Delete answers DELETE /streams/v1/queries/{name} (ours: Queen has no
@@ -86,12 +87,12 @@ func (r *Routes) Delete(ctx *fasthttp.RequestCtx, name string) {
 		r.host.ForwardOrFail(ctx, err)
 		return
 	}
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Object("")
 	w.Bool("success", true)
 	w.Bool("deleted", existed)
 	w.EndObject()
-	send(ctx, fasthttp.StatusOK, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
 // StateGet answers POST /streams/v1/state/get. The rows are read on the
@@ -154,7 +155,7 @@ func (r *Routes) StateGet(ctx *fasthttp.RequestCtx) {
 		r.host.Fail(ctx, err)
 		return
 	}
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Object("")
 	w.Bool("success", true)
 	w.Array("rows")
@@ -167,7 +168,7 @@ func (r *Routes) StateGet(ctx *fasthttp.RequestCtx) {
 	}
 	w.EndArray()
 	w.EndObject()
-	send(ctx, fasthttp.StatusOK, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
 // noStreams is the reader of a broker without streams: no query exists.
@@ -185,13 +186,13 @@ func (r *Routes) writeQueryError(ctx *fasthttp.RequestCtx, err error) {
 		r.host.Fail(ctx, err)
 		return
 	}
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Object("")
 	w.Bool("success", false)
 	w.Str("error", "query not found")
 	w.Str("code", "query_not_found")
 	w.EndObject()
-	send(ctx, fasthttp.StatusNotFound, w)
+	reply.Send(ctx, fasthttp.StatusNotFound, w)
 }
 
 // cycleRequest is a decoded cycle body.
@@ -249,7 +250,7 @@ func (r *Routes) Cycle(ctx *fasthttp.RequestCtx, subject string) {
 // (success says which; the SDKs read that shape), with the counts and
 // results of a failed cycle empty, since nothing of it was applied.
 func (r *Routes) writeCycle(ctx *fasthttp.RequestCtx, req *cycleRequest, res engine.StreamCycleResult) {
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Object("")
 	w.Bool("success", res.Success)
 	w.Str("query_id", req.queryID)
@@ -275,5 +276,5 @@ func (r *Routes) writeCycle(ctx *fasthttp.RequestCtx, req *cycleRequest, res eng
 		w.Str("error", res.Error)
 	}
 	w.EndObject()
-	send(ctx, fasthttp.StatusOK, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/server/reply"
 	"github.com/queenmq/queen/server/urlquery"
 	"github.com/queenmq/queen/server/wire"
 )
@@ -76,12 +77,12 @@ func (r *Routes) Add(ctx *fasthttp.RequestCtx) {
 		r.host.ForwardOrFail(ctx, err)
 		return
 	}
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Object("")
 	w.Bool("success", true)
 	w.ID("traceId", id)
 	w.EndObject()
-	send(ctx, fasthttp.StatusCreated, w)
+	reply.Send(ctx, fasthttp.StatusCreated, w)
 }
 
 // traceNames reads traceNames: a string (one name), an array of strings, or
@@ -122,7 +123,7 @@ func (r *Routes) OfMessage(ctx *fasthttp.RequestCtx, partitionID, transactionID 
 		r.host.Fail(ctx, err)
 		return
 	}
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Object("")
 	w.Array("traces")
 	for i := range traces {
@@ -134,7 +135,7 @@ func (r *Routes) OfMessage(ctx *fasthttp.RequestCtx, partitionID, transactionID 
 	}
 	w.EndArray()
 	w.EndObject()
-	send(ctx, fasthttp.StatusOK, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
 // ByName answers GET /api/v1/traces/by-name/{traceName}.
@@ -155,7 +156,7 @@ func (r *Routes) ByName(ctx *fasthttp.RequestCtx, name string) {
 		r.host.Fail(ctx, err)
 		return
 	}
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Object("")
 	w.Array("traces")
 	for i := range traces {
@@ -178,7 +179,7 @@ func (r *Routes) ByName(ctx *fasthttp.RequestCtx, name string) {
 	w.Int("total", int64(total))
 	writePagination(&w, limit, offset)
 	w.EndObject()
-	send(ctx, fasthttp.StatusOK, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
 // Names answers GET /api/v1/traces/names.
@@ -199,7 +200,7 @@ func (r *Routes) Names(ctx *fasthttp.RequestCtx) {
 		r.host.Fail(ctx, err)
 		return
 	}
-	w := startBody(ctx)
+	w := reply.Start(ctx)
 	w.Object("")
 	w.Array("trace_names")
 	for _, n := range names {
@@ -214,7 +215,7 @@ func (r *Routes) Names(ctx *fasthttp.RequestCtx) {
 	w.Int("total", int64(total))
 	writePagination(&w, limit, offset)
 	w.EndObject()
-	send(ctx, fasthttp.StatusOK, w)
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
 // writeTraceFields writes the fields every trace reply carries.
