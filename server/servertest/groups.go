@@ -50,24 +50,55 @@ const GroupSecret = "servertest-cluster-secret-servertest"
 func StartGroups(t testing.TB, n, groups int, adjust func(i int, o *server.Options)) *Groups {
 	t.Helper()
 	c := &Groups{t: t}
-	base := t.TempDir()
-	var peers []raft.Peer
-	for i, a := range rafttest.FreeAddrs(t, n) {
-		peers = append(peers, raft.Peer{ID: fmt.Sprintf("n%d", i+1), Addr: a})
-	}
-	for i := range n {
-		c.Nodes = append(c.Nodes, c.start(i, peers, filepath.Join(base, peers[i].ID), groups, adjust))
+	// The Raft ports are picked free and released before the hosts bind
+	// them, so another process's outgoing connection may take one in
+	// between (the kernel hands out the same range): the whole cluster then
+	// starts over on new ports, at most three times.
+	for attempt := 1; ; attempt++ {
+		base := t.TempDir()
+		var peers []raft.Peer
+		for i, a := range rafttest.FreeAddrs(t, n) {
+			peers = append(peers, raft.Peer{ID: fmt.Sprintf("n%d", i+1), Addr: a})
+		}
+		var (
+			stops []func()
+			err   error
+		)
+		c.Nodes = nil
+		for i := range n {
+			node, stop, serr := c.start(i, peers, filepath.Join(base, peers[i].ID), groups, adjust)
+			if serr != nil {
+				err = serr
+				break
+			}
+			c.Nodes = append(c.Nodes, node)
+			stops = append(stops, stop)
+		}
+		stopAll := func() {
+			for i := len(stops) - 1; i >= 0; i-- {
+				stops[i]()
+			}
+		}
+		if err == nil {
+			t.Cleanup(stopAll)
+			break
+		}
+		stopAll()
+		if attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatal(err)
+		}
 	}
 	c.WaitLeaders()
 	return c
 }
 
-func (c *Groups) start(i int, peers []raft.Peer, dir string, groups int, adjust func(int, *server.Options)) *GroupNode {
+// start starts node i; stop stops it.
+func (c *Groups) start(i int, peers []raft.Peer, dir string, groups int, adjust func(int, *server.Options)) (_ *GroupNode, stop func(), _ error) {
 	t := c.t
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("listen: %v", err)
+		return nil, nil, fmt.Errorf("listen: %w", err)
 	}
 	node := &GroupNode{ID: peers[i].ID, URL: "http://" + ln.Addr().String(), Metrics: metrics.NewSet()}
 	o := rafttest.Options(node.ID, dir)
@@ -87,7 +118,7 @@ func (c *Groups) start(i int, peers []raft.Peer, dir string, groups int, adjust 
 		SpreadHold: 300 * time.Millisecond, Forward: fwd})
 	if err != nil {
 		ln.Close()
-		t.Fatalf("open host %s: %v", node.ID, err)
+		return nil, nil, fmt.Errorf("open host %s: %w", node.ID, err)
 	}
 	node.Host = h
 	opts := server.Options{
@@ -108,7 +139,7 @@ func (c *Groups) start(i int, peers []raft.Peer, dir string, groups int, adjust 
 	}
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ln) }()
-	t.Cleanup(func() {
+	return node, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := s.Shutdown(ctx); err != nil {
@@ -120,8 +151,7 @@ func (c *Groups) start(i int, peers []raft.Peer, dir string, groups int, adjust 
 		if err := h.Close(); err != nil {
 			t.Errorf("close host %s: %v", node.ID, err)
 		}
-	})
-	return node
+	}, nil
 }
 
 // WaitLeaders polls, up to 30 s, until every group has a leader that
