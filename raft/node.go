@@ -149,6 +149,12 @@ func open(opts Options, h *hostPart) (*Node, error) {
 	}
 	cfg := raftConfig(opts, n.disk)
 	logs := newLogCache(n.disk.log, opts.LogCacheBytes)
+	bootstraps := len(opts.Peers) > 0 || opts.Bootstrap
+	if bootstraps {
+		if err := undoHalfBootstrap(n.disk.log, n.disk.snaps, n.log); err != nil {
+			return nil, err
+		}
+	}
 	exists, err := hraft.HasExistingState(logs, n.disk.log, n.disk.snaps)
 	if err != nil {
 		return nil, fmt.Errorf("raft: read state: %w", err)
@@ -164,7 +170,7 @@ func open(opts Options, h *hostPart) (*Node, error) {
 	// grows (see ARCHITECTURE.md, durability and restart).
 	n.log.Info("node opened", "engine", n.disk.engineTime.Round(time.Millisecond), "log", n.disk.logTime.Round(time.Millisecond),
 		"raft", time.Since(t2).Round(time.Millisecond), "applied", n.engine.Applied(), "snapshot", latestSnapshotIndex(n.disk.snaps))
-	if !exists && (len(opts.Peers) > 0 || opts.Bootstrap) {
+	if !exists && bootstraps {
 		servers := configuration(opts.Peers).Servers
 		if len(servers) == 0 {
 			servers = []hraft.Server{{ID: cfg.LocalID, Address: n.transport.LocalAddr()}}
@@ -182,6 +188,35 @@ func open(opts Options, h *hostPart) (*Node, error) {
 	go n.versionLoop()
 	ok = true
 	return n, nil
+}
+
+// undoHalfBootstrap clears a bootstrap that a stop cut in two. hashicorp/raft
+// bootstraps in two writes, the term (1) and then the first entry (the
+// configuration); a node stopped between them has state, so it never
+// bootstraps again, and no configuration, so it never elects: it stays
+// down for good. Term 1 with no entry, no snapshot and no vote is that
+// state and nothing else (a node that learned term 1 from a leader got
+// entries from it, or never bootstraps), so the term is set back to 0 and
+// the bootstrap runs again, with the configuration it would have written.
+func undoHalfBootstrap(log *logstore.Log, snaps hraft.SnapshotStore, l *slog.Logger) error {
+	term, err := log.GetUint64([]byte("CurrentTerm"))
+	if err != nil || term != 1 {
+		return nil
+	}
+	if last, err := log.LastIndex(); err != nil || last != 0 {
+		return err
+	}
+	if list, err := snaps.List(); err != nil || len(list) > 0 {
+		return err
+	}
+	if vote, err := log.GetUint64([]byte("LastVoteTerm")); err == nil && vote != 0 {
+		return nil
+	}
+	l.Warn("raft: a bootstrap was cut short by a stop; bootstrapping again")
+	if err := log.SetUint64([]byte("CurrentTerm"), 0); err != nil {
+		return fmt.Errorf("raft: undo a half bootstrap: %w", err)
+	}
+	return nil
 }
 
 // disk is a node's state on disk, opened on its data directory under its

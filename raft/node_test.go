@@ -16,6 +16,7 @@ import (
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/raft/command"
+	"github.com/queenmq/queen/raft/logstore"
 	"github.com/queenmq/queen/raft/rafttest"
 )
 
@@ -548,4 +549,32 @@ func TestNode_ProposeDuringLeadershipTransfers(t *testing.T) {
 		t.Fatalf("queue q holds %d messages, fewer than the %d pushes answered queued", got, len(queued))
 	}
 	t.Logf("%d transfers, %d pushes queued, %d answered an error", transfers, len(queued), len(errs))
+}
+
+// A first start stopped between the two writes of its bootstrap (the term,
+// then the configuration entry) left a store with state and no
+// configuration, which never elected again. The next start bootstraps
+// again. (Without undoHalfBootstrap this test finds no leader.)
+func TestNode_StartAfterAHalfBootstrap(t *testing.T) {
+	dir := t.TempDir()
+	store, err := logstore.Open(filepath.Join(dir, "raft"), logstore.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, err := store.Group(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := log.SetUint64([]byte("CurrentTerm"), 1); err != nil { // what the cut bootstrap wrote
+		t.Fatal(err)
+	}
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	addr := rafttest.FreeAddrs(t, 1)[0]
+	n := rafttest.OpenTCP(t, "n1", dir, addr, func(o *raft.Options) { o.Bootstrap = true })
+	rafttest.WaitLeader(t, n)
+	if r := push(t, n, "q", "t1"); r.Status != engine.Queued {
+		t.Fatalf("push after the second bootstrap: %d", r.Status)
+	}
 }
