@@ -21,6 +21,7 @@ import (
 	"github.com/queenmq/queen/server/envelope"
 	"github.com/queenmq/queen/server/listener"
 	"github.com/queenmq/queen/server/memory"
+	"github.com/queenmq/queen/server/relay"
 	"github.com/queenmq/queen/server/spool"
 	"github.com/queenmq/queen/server/wire"
 )
@@ -231,9 +232,9 @@ type Server struct {
 	stopOnce sync.Once
 	router   router
 	m        *brokerMetrics
-	prop     *timedProposer // the broker's Propose, timed (commandtime.go)
-	options  *routeStats    // OPTIONS preflights
-	misses   *routeStats    // requests no route matched
+	prop     *relay.TimedProposer // the broker's Propose, timed (package relay)
+	options  *routeStats          // OPTIONS preflights
+	misses   *routeStats          // requests no route matched
 	started  time.Time
 	// ctx is the context of every broker call. Handlers never pass the
 	// RequestCtx itself: a broker may keep a context after the call
@@ -287,7 +288,7 @@ func New(b Broker, opts Options) (*Server, error) {
 		storage: newStorageState(opts.Metrics),
 		conns:   listener.NewLimiter(opts.MaxConns, opts.MaxConnsPerIP, opts.Logger, opts.Metrics),
 	}
-	s.prop = newTimedProposer(b, opts.Metrics)
+	s.prop = relay.NewTimedProposer(b, opts.Metrics)
 	if rb, ok := b.(Replicated); ok {
 		s.reads = newReadIndexes(s, rb, opts.Metrics)
 	}
