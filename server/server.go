@@ -256,9 +256,9 @@ type Server struct {
 	storage *storageState
 	// an is the analytics recorder (package analytics; analytics.go).
 	an *analytics.Analytics
-	// reads makes reads linearizable (readindex.go); nil for a broker
+	// reads makes reads linearizable (package relay); nil for a broker
 	// without replicas.
-	reads *readIndexes
+	reads *relay.Reads
 	// conns caps the connections open (Options.MaxConns, MaxConnsPerIP;
 	// package listener).
 	conns *listener.Limiter
@@ -290,7 +290,7 @@ func New(b Broker, opts Options) (*Server, error) {
 	}
 	s.prop = relay.NewTimedProposer(b, opts.Metrics)
 	if rb, ok := b.(Replicated); ok {
-		s.reads = newReadIndexes(s, rb, opts.Metrics)
+		s.reads = newReads(s, rb)
 	}
 	opts.Metrics.GetOrCreateGauge(`queen_http_inflight_body_bytes`, func() float64 { return float64(s.budget.Held()) })
 	crypt, err := newCipherFromOptions(opts)
@@ -477,7 +477,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	if ep.read == proposes && (p.node || len(ctx.Request.Header.Peek(forwardedHeader)) > 0) {
 		// Another node relayed it: it answers its client once it has
 		// applied as far as this node has when the command is answered.
-		defer s.stampApplied(ctx)
+		defer s.reads.Stamp(&ctx.Response.Header)
 	}
 	if ep.disk == addsData {
 		// Before the body is read: a refused body is never held.
