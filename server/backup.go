@@ -126,7 +126,7 @@ func (s *Server) backupViews(ctx context.Context) (views []backupView, m backup.
 	}
 	for _, n := range replicas {
 		if s.reads != nil {
-			if err := s.catchUp(ctx, n); err != nil {
+			if err := s.reads.CatchUp(ctx, n); err != nil {
 				return views, m, err
 			}
 		}

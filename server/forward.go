@@ -108,7 +108,7 @@ func (s *Server) forwardAs(ctx *fasthttp.RequestCtx, st raft.Status) bool {
 		s.writeError(ctx, errors.Join(raft.ErrForward, err))
 		return true
 	}
-	s.awaitApplied(resp)
+	s.reads.AwaitApplied(resp)
 	relayAnswer(resp, &ctx.Response)
 	s.m.forwarded.Inc()
 	return true

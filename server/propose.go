@@ -80,7 +80,7 @@ func (s *Server) sendToLeader(ctx context.Context, req *fasthttp.RequestCtx, c e
 		return r, false, nil // the leader takes the client's request whole
 	}
 	r, applied, err := s.cluster.Forward(ctx, st.LeaderHTTP, singleGroup, entry)
-	s.awaitIndex(singleGroup, applied)
+	s.reads.AwaitIndex(singleGroup, applied)
 	switch {
 	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, errNoSuchRoute), errors.Is(err, errNotImplemented):
 		return r, false, nil

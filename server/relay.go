@@ -85,7 +85,7 @@ func (s *Server) proposeRelayed(ctx *fasthttp.RequestCtx, p *params) {
 		return
 	}
 	if _, ok := r.Value.([]engine.PushResult); ok {
-		s.prop.hist(engine.PushCmd{}).UpdateDuration(start)
+		s.prop.Hist(engine.PushCmd{}).UpdateDuration(start)
 	}
 	ctx.SetContentType("application/octet-stream")
 	ctx.SetStatusCode(fasthttp.StatusOK)

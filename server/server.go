@@ -22,6 +22,7 @@ import (
 	"github.com/queenmq/queen/server/envelope"
 	"github.com/queenmq/queen/server/listener"
 	"github.com/queenmq/queen/server/memory"
+	"github.com/queenmq/queen/server/relay"
 	"github.com/queenmq/queen/server/spool"
 	"github.com/queenmq/queen/server/streams"
 	"github.com/queenmq/queen/server/traces"
@@ -233,9 +234,9 @@ type Server struct {
 	stopOnce sync.Once
 	router   router
 	m        *brokerMetrics
-	prop     *timedProposer // the broker's Propose, timed (commandtime.go)
-	options  *routeStats    // OPTIONS preflights
-	misses   *routeStats    // requests no route matched
+	prop     *relay.TimedProposer // the broker's Propose, timed (package relay)
+	options  *routeStats          // OPTIONS preflights
+	misses   *routeStats          // requests no route matched
 	started  time.Time
 	// ctx is the context of every broker call. Handlers never pass the
 	// RequestCtx itself: a broker may keep a context after the call
@@ -263,9 +264,9 @@ type Server struct {
 	traces *traces.Routes
 	// streams answers the streams routes (package streams; streams.go).
 	streams *streams.Routes
-	// reads makes reads linearizable (readindex.go); nil for a broker
+	// reads makes reads linearizable (package relay); nil for a broker
 	// without replicas.
-	reads *readIndexes
+	reads *relay.Reads
 	// conns caps the connections open (Options.MaxConns, MaxConnsPerIP;
 	// package listener).
 	conns *listener.Limiter
@@ -295,9 +296,9 @@ func New(b Broker, opts Options) (*Server, error) {
 		storage: newStorageState(opts.Metrics),
 		conns:   listener.NewLimiter(opts.MaxConns, opts.MaxConnsPerIP, opts.Logger, opts.Metrics),
 	}
-	s.prop = newTimedProposer(b, opts.Metrics)
+	s.prop = relay.NewTimedProposer(b, opts.Metrics)
 	if rb, ok := b.(Replicated); ok {
-		s.reads = newReadIndexes(s, rb, opts.Metrics)
+		s.reads = newReads(s, rb)
 	}
 	opts.Metrics.GetOrCreateGauge(`queen_http_inflight_body_bytes`, func() float64 { return float64(s.budget.Held()) })
 	crypt, err := newCipherFromOptions(opts)
@@ -487,7 +488,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	if ep.read == proposes && (p.node || len(ctx.Request.Header.Peek(forwardedHeader)) > 0) {
 		// Another node relayed it: it answers its client once it has
 		// applied as far as this node has when the command is answered.
-		defer s.stampApplied(ctx)
+		defer s.reads.Stamp(&ctx.Response.Header)
 	}
 	if ep.disk == addsData {
 		// Before the body is read: a refused body is never held.

@@ -30,6 +30,7 @@ import (
 	"github.com/queenmq/queen/server/analytics"
 	"github.com/queenmq/queen/server/auth"
 	"github.com/queenmq/queen/server/diskspace"
+	"github.com/queenmq/queen/server/relay"
 )
 
 // serveConfig is everything `queen serve` reads from flags and the
@@ -372,7 +373,7 @@ func serve(args []string) error {
 	var store *engine.Engine
 	an := analytics.New(analytics.Options{Store: func() (engine.StoreStats, error) { return store.StoreStats() }})
 	opts.OnSweep = an.RecordSweep
-	opts.OnEntry = server.EntryMetrics(ms)
+	opts.OnEntry = relay.EntryMetrics(ms)
 	sopts.Analytics = an
 	// The node-to-node path for commands (package cluster): a Host
 	// forwards through it the parts of commands other nodes' groups must

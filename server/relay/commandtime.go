@@ -1,4 +1,4 @@
-package server
+package relay
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"github.com/queenmq/queen/raft"
 )
 
-// timedProposer is the broker's Proposer with the time each command takes,
+// TimedProposer is the broker's Proposer with the time each command takes,
 // from the handler's call to its answer (prepare, the proposal queue, the
 // Raft commit, the apply and the reads after it), in
 // queen_command_duration_seconds{command}. Set beside
@@ -23,27 +23,31 @@ import (
 // ErrNotLeader (the request is relayed) and refusals are not. A pop
 // answered empty from applied state (no proposal) is timed too, as the
 // command it is.
-type timedProposer struct {
+type TimedProposer struct {
 	p     raft.Proposer
 	set   *metrics.Set
 	hists sync.Map // reflect.Type -> *metrics.PrometheusHistogram
 }
 
-func newTimedProposer(p raft.Proposer, set *metrics.Set) *timedProposer {
-	return &timedProposer{p: p, set: set}
+// NewTimedProposer times p's commands in set.
+func NewTimedProposer(p raft.Proposer, set *metrics.Set) *TimedProposer {
+	return &TimedProposer{p: p, set: set}
 }
 
-func (t *timedProposer) Propose(ctx context.Context, c engine.Command) (engine.Result, error) {
+// Propose proposes c, and times it when it is answered.
+func (t *TimedProposer) Propose(ctx context.Context, c engine.Command) (engine.Result, error) {
 	start := time.Now()
 	r, err := t.p.Propose(ctx, c)
 	if err == nil {
-		t.hist(c).UpdateDuration(start)
+		t.Hist(c).UpdateDuration(start)
 	}
 	return r, err
 }
 
-// hist is the command type's histogram: PushCmd is command="push".
-func (t *timedProposer) hist(c engine.Command) *metrics.PrometheusHistogram {
+// Hist is the command type's histogram: PushCmd is command="push". A
+// command answered elsewhere (a prepared push the leader proposed for
+// another node) is timed in it by its caller.
+func (t *TimedProposer) Hist(c engine.Command) *metrics.PrometheusHistogram {
 	typ := reflect.TypeOf(c)
 	if h, ok := t.hists.Load(typ); ok {
 		return h.(*metrics.PrometheusHistogram)

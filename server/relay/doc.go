@@ -1,0 +1,50 @@
+// Package relay is the glue between nodes at the HTTP edge: what a node
+// does for a request that another node must answer, and what it measures
+// of the commands it has answered wherever they were proposed.
+//
+// It is named for its one job, relaying: a follower relays a client's
+// request (or the command decoded from it) to its leader and copies the
+// answer back, waits until its own replica has applied what the leader had
+// applied when it answered (so the client's next read here sees its
+// write), and asks the leader for a read index before a linearizable read.
+// A name after the nodes ("nodes", "peers") would say who is talked to;
+// this says what is done for them, and package cluster already owns the
+// node-to-node command path (cluster.ProposePath) this package relays over.
+//
+// It is apart from package server because none of it is a route's logic:
+// it is the same few steps (the leader's status, the cluster client, the
+// applied wait) whichever route needs them, and it is where the
+// at-most-once rules live, so they are read in one place. The package never
+// imports package server: the server hands it what it needs (its broker's
+// status, its HTTP client, its options) and keeps the route handlers.
+//
+// # Read consistency
+//
+// Reads through any node see every write answered before them
+// (docs/api.md §1, "Read consistency"). Two mechanisms, both in Reads:
+//
+//   - A linearizable read (the default on every read route) first learns
+//     the read index of each Raft group this node holds a replica of: the
+//     leader confirms it still leads and answers the index it has applied
+//     (raft.Node.ReadIndex); a follower asks it (the server's read-index
+//     route, /internal/v1/read-index). The node then waits until its own
+//     replica has applied that far, and answers from its own state.
+//     Concurrent reads share one ask per group, and the leader shares one
+//     confirmation among concurrent asks (internal/rounds), so a burst of
+//     reads costs a round trip, not one each. ?consistency=stale skips all
+//     of it.
+//   - A write this node relayed to a leader is answered only once this node
+//     has applied what the leader had applied when it answered
+//     (cluster.AppliedHeader, "group:index" for each of the answering
+//     node's replicas, comma-separated; a command sent on the cluster path
+//     carries the index in its answer), so the client's next read here
+//     sees its write whatever it asks for. A stale read thus never goes
+//     backwards on one node, and sees the writes made through that node.
+//
+// # Command time
+//
+// TimedProposer times each command answered, in
+// queen_command_duration_seconds{command}; EntryMetrics is
+// raft.Options.OnEntry recording where each log entry's time went on the
+// leader (queued, then committed), per Raft group.
+package relay

@@ -1,0 +1,226 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/valyala/fasthttp"
+
+	"github.com/queenmq/queen/cluster"
+	"github.com/queenmq/queen/internal/rounds"
+	"github.com/queenmq/queen/raft"
+)
+
+// ReadIndexTimeout bounds a linearizable read's wait for a read index and
+// for its replica to catch up: past it the read answers 503
+// read_unavailable rather than stale state. It covers an election (a
+// second or two) with room to spare. It bounds a relayed write's wait for
+// its applied index here too.
+const ReadIndexTimeout = 5 * time.Second
+
+// readRetry is how long a read waits before asking again when no leader
+// could be asked (none known yet, or the one asked had just lost office).
+const readRetry = 20 * time.Millisecond
+
+// ReadOptions is what Reads needs from the server.
+type ReadOptions struct {
+	// Ctx is the context of every wait (the server's).
+	Ctx context.Context
+	// Ask asks the leader of n's group for its read index; it is shared by
+	// concurrent reads, one ask per group at a time.
+	Ask func(ctx context.Context, n *raft.Node) (uint64, error)
+	// Closed says the cluster plane is closed (no cluster secret): a
+	// follower cannot ask its leader, and answers Refused at once.
+	Closed bool
+	// Refused is the error of a read this node cannot confirm with its
+	// leader (Ask returns it when the leader refused): the server then
+	// relays the read whole. It is returned as it is.
+	Refused error
+	// Unavailable is the error of a read no leader confirmed in time, with
+	// the client's text.
+	Unavailable func(msg string) error
+	Metrics     *metrics.Set
+	Logger      *slog.Logger
+}
+
+// Reads is the server's half of linearizable reads and of
+// read-your-writes through a relay: this node's replicas, and one round of
+// asks per group of them. A nil *Reads is a broker without replicas, whose
+// reads are linearizable as they are: every method returns at once.
+type Reads struct {
+	o        ReadOptions
+	replicas []*raft.Node
+	asks     map[uint32]*rounds.Rounds[uint64] // by group
+	wait     *metrics.PrometheusHistogram
+	stale    *metrics.Counter
+	slow     *metrics.Counter
+}
+
+// NewReads makes linearizable the reads of a node holding replicas.
+func NewReads(replicas []*raft.Node, o ReadOptions) *Reads {
+	set := o.Metrics
+	r := &Reads{o: o, replicas: replicas, asks: map[uint32]*rounds.Rounds[uint64]{},
+		wait:  set.GetOrCreatePrometheusHistogram(`queen_read_index_wait_seconds`),
+		stale: set.GetOrCreateCounter(`queen_reads_total{consistency="stale"}`),
+		slow:  set.GetOrCreateCounter(`queen_applied_wait_timeouts_total`)}
+	for _, n := range r.replicas {
+		r.asks[n.GroupID()] = rounds.New(ReadIndexTimeout, func(ctx context.Context) (uint64, error) {
+			return o.Ask(ctx, n)
+		})
+	}
+	return r
+}
+
+// Replica is this node's replica of group g, nil when it holds none.
+func (r *Reads) Replica(g uint32) *raft.Node {
+	if r == nil {
+		return nil
+	}
+	for _, n := range r.replicas {
+		if n.GroupID() == g {
+			return n
+		}
+	}
+	return nil
+}
+
+// Barrier readies a read: for a linearizable one (stale false) it returns
+// once every replica of this node has applied what its group's leader had
+// applied when it was called. It returns at once for a stale read (which
+// it counts). An error is the read's answer: Refused, or Unavailable when
+// no leader confirmed in time.
+func (r *Reads) Barrier(stale bool) error {
+	switch {
+	case r == nil:
+		return nil
+	case stale:
+		r.stale.Inc()
+		return nil
+	}
+	start := time.Now()
+	c, cancel := context.WithTimeout(r.o.Ctx, ReadIndexTimeout)
+	defer cancel()
+	var err error
+	reps := r.replicas
+	if len(reps) == 1 {
+		err = r.CatchUp(c, reps[0])
+	} else {
+		errs := make([]error, len(reps))
+		var wg sync.WaitGroup
+		for i, n := range reps {
+			wg.Go(func() { errs[i] = r.CatchUp(c, n) })
+		}
+		wg.Wait()
+		err = errors.Join(errs...)
+	}
+	r.wait.UpdateDuration(start)
+	return err
+}
+
+// CatchUp waits until n has applied its group's read index.
+func (r *Reads) CatchUp(ctx context.Context, n *raft.Node) error {
+	var last error
+	for {
+		idx, err := n.ReadIndex(ctx) // the leader's own, confirmed
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrNoLeader) {
+			if r.o.Closed {
+				return r.o.Refused // the cluster plane is closed
+			}
+			idx, err = r.asks[n.GroupID()].Do(ctx)
+		}
+		if err == nil {
+			if err = n.WaitApplied(ctx, idx); err == nil {
+				return nil
+			}
+		}
+		if errors.Is(err, r.o.Refused) {
+			return err
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return r.o.Unavailable(fmt.Sprintf(
+				"Group %d: no leader confirmed this read within %s (%v); retry, or ask ?consistency=stale for this node's state as it is",
+				n.GroupID(), ReadIndexTimeout, last))
+		case <-time.After(readRetry):
+		}
+	}
+}
+
+// Stamp sets cluster.AppliedHeader on the answer to a request another
+// node relayed here: "group:index" for each of this node's replicas,
+// comma-separated, read as the request was served. The relaying node
+// waits until it has applied as far before it answers its client.
+func (r *Reads) Stamp(h *fasthttp.ResponseHeader) {
+	if r == nil {
+		return
+	}
+	var b []byte
+	for i, n := range r.replicas {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendUint(b, uint64(n.GroupID()), 10)
+		b = append(b, ':')
+		b = strconv.AppendUint(b, n.Applied(), 10)
+	}
+	h.SetBytesV(cluster.AppliedHeader, b)
+}
+
+// AwaitApplied waits until this node has applied what the node that
+// answered resp had (cluster.AppliedHeader), so that a read here sees the
+// write relayed there. The write is done whatever happens here: past
+// ReadIndexTimeout the answer goes out anyway, and the wait is counted.
+// The header is removed: it is for this node, not its client.
+func (r *Reads) AwaitApplied(resp *fasthttp.Response) {
+	v := string(resp.Header.Peek(cluster.AppliedHeader))
+	resp.Header.Del(cluster.AppliedHeader)
+	if v == "" || r == nil {
+		return
+	}
+	deadline := time.Now().Add(ReadIndexTimeout)
+	for part := range strings.SplitSeq(v, ",") {
+		gs, is, ok := strings.Cut(part, ":")
+		g, err1 := strconv.ParseUint(gs, 10, 32)
+		idx, err2 := strconv.ParseUint(is, 10, 64)
+		if !ok || err1 != nil || err2 != nil {
+			continue
+		}
+		if !r.awaitIndexUntil(uint32(g), idx, deadline) {
+			return
+		}
+	}
+}
+
+// AwaitIndex is AwaitApplied for a command forwarded to group g's leader
+// (package cluster), which answered with its applied index there.
+func (r *Reads) AwaitIndex(g uint32, index uint64) {
+	r.awaitIndexUntil(g, index, time.Now().Add(ReadIndexTimeout))
+}
+
+// awaitIndexUntil waits until this node's replica of group g has applied
+// index, or deadline; false (and counted) when the deadline came first.
+func (r *Reads) awaitIndexUntil(g uint32, index uint64, deadline time.Time) bool {
+	if index == 0 || r == nil {
+		return true
+	}
+	n := r.Replica(g)
+	if n == nil {
+		return true
+	}
+	c, cancel := context.WithDeadline(r.o.Ctx, deadline)
+	defer cancel()
+	if err := n.WaitApplied(c, index); err != nil {
+		r.slow.Inc()
+		r.o.Logger.Debug("relayed write: not applied here in time", "group", g, "index", index, "err", err)
+		return false
+	}
+	return true
+}
