@@ -118,6 +118,7 @@ var errorTable = [...]errorCode{
 	{raft.ErrQuorumRisk, fasthttp.StatusConflict, "quorum_at_risk", ""},
 	{raft.ErrSpansGroups, fasthttp.StatusConflict, "spans_groups", ""},
 	{raft.ErrPlaced, fasthttp.StatusConflict, "placed_elsewhere", ""},
+	{raft.ErrClusterVersion, fasthttp.StatusConflict, "cluster_version", ""},
 	{errNotImplemented, fasthttp.StatusNotImplemented, "not_implemented", ""},
 	{errNoSpool, fasthttp.StatusInternalServerError, "spool_unavailable", "Push maintenance is on and this node cannot buffer pushes"},
 	{raft.ErrFaulted, fasthttp.StatusServiceUnavailable, "storage_fault", "This node's storage failed and is recovering; the command's outcome is unknown, retry it"},
