@@ -95,10 +95,7 @@ func (c *Client) Forward(ctx context.Context, addr string, g uint32, entry []byt
 	if err != nil {
 		return engine.Result{}, 0, err
 	}
-	timeout := Timeout
-	if d, ok := ctx.Deadline(); ok {
-		timeout = min(timeout, time.Until(d))
-	}
+	timeout := timeoutFor(ctx)
 	req := fasthttp.AcquireRequest()
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
@@ -149,4 +146,12 @@ func AppliedIn(v []byte, g uint32) uint64 {
 		}
 	}
 	return 0
+}
+
+// timeoutFor is a call's timeout: Timeout, or less when ctx ends sooner.
+func timeoutFor(ctx context.Context) time.Duration {
+	if d, ok := ctx.Deadline(); ok {
+		return min(Timeout, time.Until(d))
+	}
+	return Timeout
 }

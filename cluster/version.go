@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -23,10 +22,7 @@ const HealthPath = "/health"
 // answers 0, which the reader counts as version 1. An answer that is not
 // such a body is an error: the node counts as version 1 too.
 func (c *Client) NodeVersion(ctx context.Context, addr string) (raft.NodeVersion, error) {
-	timeout := Timeout
-	if d, ok := ctx.Deadline(); ok {
-		timeout = min(timeout, time.Until(d))
-	}
+	timeout := timeoutFor(ctx)
 	req := fasthttp.AcquireRequest()
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
