@@ -3,11 +3,9 @@ package server
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
-	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -49,8 +47,12 @@ func (s *Server) backup(ctx *fasthttp.RequestCtx, _ *params) {
 	local := queryBool(ctx.QueryArgs(), "local", false)
 	if !local && s.groups.leaderKnownUnread() {
 		if st := s.broker.Status(); st.Role != "leader" {
-			if !s.relayStream(ctx, st) {
+			relayed, err := s.relay.Stream(ctx, st)
+			switch {
+			case !relayed:
 				s.writeError(ctx, raft.ErrNotLeader)
+			case err != nil:
+				s.writeError(ctx, err)
 			}
 			return
 		}
@@ -165,84 +167,4 @@ func (d *deadlineWriter) Write(p []byte) (int, error) {
 		d.conn.SetWriteDeadline(now.Add(d.timeout))
 	}
 	return d.w.Write(p)
-}
-
-// relayStream relays a backup request to the leader and streams its answer
-// back as it comes, without holding it: forwardAs reads a whole answer
-// first. It reports false when there is nowhere to relay to.
-func (s *Server) relayStream(ctx *fasthttp.RequestCtx, st raft.Status) bool {
-	if len(ctx.Request.Header.Peek(forwardedHeader)) > 0 || st.LeaderHTTP == "" || st.Leader == st.ID {
-		return false
-	}
-	req := fasthttp.AcquireRequest()
-	defer fasthttp.ReleaseRequest(req)
-	relayCopy(&ctx.Request, req)
-	req.URI().SetScheme(s.relayScheme())
-	req.SetHost(st.LeaderHTTP)
-	req.Header.Set(forwardedHeader, st.ID)
-	req.Header.Set(deadlineHeader, strconv.FormatInt(time.Now().Add(forwardTimeout).UnixMicro(), 10))
-	conn, err := s.dialLeader(st.LeaderHTTP)
-	if err == nil {
-		err = sendRequest(conn, req)
-	}
-	resp := fasthttp.AcquireResponse()
-	resp.StreamBody = true
-	if err == nil {
-		err = resp.Read(bufio.NewReaderSize(&deadlineReader{conn: conn, timeout: forwardTimeout}, 64<<10))
-	}
-	if err != nil {
-		if conn != nil {
-			conn.Close()
-		}
-		fasthttp.ReleaseResponse(resp)
-		s.log.Warn("backup: relay to leader", "leader", st.Leader, "addr", st.LeaderHTTP, "err", err)
-		s.writeError(ctx, errors.Join(raft.ErrForward, err))
-		return true
-	}
-	ctx.SetStatusCode(resp.StatusCode())
-	for _, h := range []string{fasthttp.HeaderContentType, "Content-Disposition", "Retry-After"} {
-		if v := resp.Header.Peek(h); len(v) > 0 {
-			ctx.Response.Header.SetBytesV(h, v)
-		}
-	}
-	ctx.SetBodyStream(&relayedBody{resp: resp, conn: conn}, -1)
-	s.m.forwarded.Inc()
-	return true
-}
-
-func sendRequest(conn net.Conn, req *fasthttp.Request) error {
-	conn.SetWriteDeadline(time.Now().Add(forwardTimeout))
-	bw := bufio.NewWriter(conn)
-	if err := req.Write(bw); err != nil {
-		return err
-	}
-	return bw.Flush()
-}
-
-// deadlineReader pushes the connection's read deadline on at every read:
-// only a leader that stops sending times out.
-type deadlineReader struct {
-	conn    net.Conn
-	timeout time.Duration
-}
-
-func (d *deadlineReader) Read(p []byte) (int, error) {
-	d.conn.SetReadDeadline(time.Now().Add(d.timeout))
-	return d.conn.Read(p)
-}
-
-// relayedBody is the leader's answer being streamed; fasthttp closes it
-// once sent (or the client left), which drops the connection to the leader.
-type relayedBody struct {
-	resp *fasthttp.Response
-	conn net.Conn
-}
-
-func (b *relayedBody) Read(p []byte) (int, error) { return b.resp.BodyStream().Read(p) }
-
-func (b *relayedBody) Close() error {
-	b.conn.Close()
-	b.resp.CloseBodyStream()
-	fasthttp.ReleaseResponse(b.resp)
-	return nil
 }

@@ -5,8 +5,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/valyala/fasthttp"
-
 	"github.com/queenmq/queen/raft"
 )
 
@@ -55,21 +53,13 @@ func (c *changeLog) note(log *slog.Logger, err error, failed, recovered string, 
 	c.last = msg
 }
 
-// postToLeader posts a JSON body to path on the leader at addr as node id,
-// with the cluster secret, and returns the answer's body when its status is
+// postToLeader posts a JSON body to path on the leader at addr
+// (relay.Requests.Post) and returns the answer's body when its status is
 // want.
-func (s *Server) postToLeader(addr, path, id string, body []byte, timeout time.Duration, want int) ([]byte, error) {
-	req := fasthttp.AcquireRequest()
-	resp := fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
-	s.toNode(req, addr, path, "application/json", body)
-	req.Header.Set(forwardedHeader, id)
-	if err := s.client.DoTimeout(req, resp, timeout); err != nil {
-		return nil, err
+func (s *Server) postToLeader(addr, path string, body []byte, timeout time.Duration, want int) ([]byte, error) {
+	status, answer, err := s.relay.Post(addr, path, 0, body, timeout)
+	if err == nil && status != want {
+		err = fmt.Errorf("leader answered %d: %s", status, answer)
 	}
-	if resp.StatusCode() != want {
-		return nil, fmt.Errorf("leader answered %d: %s", resp.StatusCode(), resp.Body())
-	}
-	return append([]byte(nil), resp.Body()...), nil
+	return answer, err
 }

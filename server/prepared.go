@@ -9,6 +9,7 @@ import (
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/raft/command"
+	"github.com/queenmq/queen/server/relay"
 )
 
 // A follower prepares the pushes it is sent (ARCHITECTURE.md, "Forwarding"):
@@ -35,7 +36,7 @@ const singleGroup uint32 = 1
 // client's (a request relayed to this node is never relayed again).
 func (s *Server) preparesFor(ctx *fasthttp.RequestCtx, st raft.Status) bool {
 	return s.cluster != nil && s.groups.leaderKnownUnread() && st.Role != "leader" && st.LeaderHTTP != "" &&
-		st.Leader != st.ID && len(ctx.Request.Header.Peek(forwardedHeader)) == 0
+		st.Leader != st.ID && !relay.Relayed(ctx)
 }
 
 // pushViaLeader answers a push this follower decoded and sealed: it

@@ -9,6 +9,7 @@ import (
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/raft/command"
+	"github.com/queenmq/queen/server/relay"
 )
 
 // Forwarding is a step of proposing, not of writing errors. A broker that
@@ -23,9 +24,9 @@ import (
 //  2. else the whole request is relayed to the leader (forwardNotLeader),
 //     whose answer is the client's.
 //
-// A request another node sent is never relayed again (forwardedHeader),
+// A request another node sent is never relayed again (relay.Relayed),
 // and one that arrives after its sender gave up is refused
-// (deadlineHeader): a request hops at most once.
+// (relay.Expired): a request hops at most once.
 
 // forwardOrFail answers a request whose proposal (or membership change,
 // or leader read) failed with err: relayed whole to the leader on
@@ -68,7 +69,7 @@ func (f forwarder) Propose(ctx context.Context, c engine.Command) (engine.Result
 // right after sees the write).
 func (s *Server) sendToLeader(ctx context.Context, req *fasthttp.RequestCtx, c engine.Command) (r engine.Result, sent bool, err error) {
 	if s.cluster == nil || !s.groups.leaderKnownUnread() || !command.Relayed(c) ||
-		len(req.Request.Header.Peek(forwardedHeader)) > 0 {
+		relay.Relayed(req) {
 		return r, false, nil
 	}
 	st := s.broker.Status()

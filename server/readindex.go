@@ -89,26 +89,21 @@ func (s *Server) askReadIndex(ctx context.Context, n *raft.Node) (uint64, error)
 	if d, ok := ctx.Deadline(); ok {
 		timeout = time.Until(d)
 	}
-	req := fasthttp.AcquireRequest()
-	resp := fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
-	s.toNode(req, st.LeaderHTTP, readIndexPath, "text/plain", nil)
-	req.Header.Set(groupHeader, strconv.FormatUint(uint64(n.GroupID()), 10))
-	if err := s.client.DoTimeout(req, resp, timeout); err != nil {
+	status, body, err := s.relay.Post(st.LeaderHTTP, readIndexPath, n.GroupID(), nil, timeout)
+	if err != nil {
 		return 0, errors.Join(raft.ErrForward, fmt.Errorf("read index of group %d at %s: %w", n.GroupID(), st.LeaderHTTP, err))
 	}
-	switch resp.StatusCode() {
+	switch status {
 	case fasthttp.StatusOK:
-		idx, err := strconv.ParseUint(string(resp.Body()), 10, 64)
+		idx, err := strconv.ParseUint(string(body), 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("%w: read index of group %d: %q", raft.ErrForward, n.GroupID(), resp.Body())
+			return 0, fmt.Errorf("%w: read index of group %d: %q", raft.ErrForward, n.GroupID(), body)
 		}
 		return idx, nil
 	case fasthttp.StatusUnauthorized, fasthttp.StatusForbidden:
 		return 0, errReadIndexRefused
 	}
-	return 0, relayedError(resp)
+	return 0, Refusal(status, body)
 }
 
 // readIndex answers POST /internal/v1/read-index: this node's read index

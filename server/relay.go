@@ -14,6 +14,7 @@ import (
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/raft/command"
+	"github.com/queenmq/queen/server/relay"
 )
 
 // relayPath is the route a node proposes a command on for another
@@ -42,11 +43,6 @@ func Refusal(status int, body []byte) error {
 	return fmt.Errorf("%w: answered %d %s", raft.ErrForward, status, e.Code)
 }
 
-// relayedError is Refusal of resp.
-func relayedError(resp *fasthttp.Response) error {
-	return Refusal(resp.StatusCode(), resp.Body())
-}
-
 // proposeRelayed answers POST /internal/v1/propose: a command another node
 // forwarded (package cluster), proposed on the group groupHeader names.
 // Only a node (the cluster secret) may send one: a prepared push's frames
@@ -60,7 +56,7 @@ func (s *Server) proposeRelayed(ctx *fasthttp.RequestCtx, p *params) {
 	case !p.node:
 		s.writeError(ctx, errClusterSecret)
 		return
-	case expired(ctx):
+	case relay.Expired(ctx):
 		s.writeError(ctx, errForwardExpired)
 		return
 	}
@@ -149,19 +145,14 @@ func (s *Server) relayMembership(addr string, g uint32, join bool, id, nodeAddr 
 	if err != nil {
 		return err
 	}
-	req := fasthttp.AcquireRequest()
-	resp := fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
-	s.toNode(req, addr, path, "application/json", body)
-	req.Header.Set(groupHeader, strconv.FormatUint(uint64(g), 10))
 	// A membership change commits a configuration entry: the apply
 	// timeout bounds it on the leader.
-	if err := s.client.DoTimeout(req, resp, 2*forwardTimeout); err != nil {
+	status, answer, err := s.relay.Post(addr, path, g, body, 2*forwardTimeout)
+	if err != nil {
 		return errors.Join(raft.ErrForward, fmt.Errorf("group %d at %s: %w", g, addr, err))
 	}
-	if resp.StatusCode() != fasthttp.StatusOK {
-		return relayedError(resp)
+	if status != fasthttp.StatusOK {
+		return Refusal(status, answer)
 	}
 	return nil
 }

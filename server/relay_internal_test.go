@@ -12,18 +12,13 @@ import (
 // A relayed command's error answer becomes the table's sentinel with the
 // answer's text, so the node the client reached answers it the same; an
 // unknown code is a failed relay.
-func TestRelayedError_MapsCodesBack(t *testing.T) {
-	resp := &fasthttp.Response{}
-	resp.SetStatusCode(fasthttp.StatusInsufficientStorage)
-	resp.SetBodyString(`{"error":"node n2: below reserve","code":"insufficient_storage"}`)
-	err := relayedError(resp)
+func TestRefusal_MapsCodesBack(t *testing.T) {
+	err := Refusal(fasthttp.StatusInsufficientStorage, []byte(`{"error":"node n2: below reserve","code":"insufficient_storage"}`))
 	row, msg, ok := classify(err)
 	if !ok || row.code != "insufficient_storage" || row.status != fasthttp.StatusInsufficientStorage || msg != "node n2: below reserve" {
 		t.Fatalf("relayed 507: row %+v msg %q ok %v", row, msg, ok)
 	}
-	resp.SetStatusCode(fasthttp.StatusTeapot)
-	resp.SetBodyString(`{"error":"?","code":"no_such_code"}`)
-	if err := relayedError(resp); !errors.Is(err, raft.ErrForward) {
+	if err := Refusal(fasthttp.StatusTeapot, []byte(`{"error":"?","code":"no_such_code"}`)); !errors.Is(err, raft.ErrForward) {
 		t.Fatalf("unknown code: err %v, want ErrForward", err)
 	}
 }

@@ -225,12 +225,12 @@ type Server struct {
 	opts     Options
 	log      *slog.Logger
 	http     *fasthttp.Server
-	client   *fasthttp.Client // forwards whole requests to the leader
-	cluster  *cluster.Client  // sends commands to other nodes; nil without the cluster secret
-	spool    *spool.Spool     // pushes held during push maintenance; nil without SpoolDir
-	stop     chan struct{}    // closed by Shutdown: stops the spool's drain and the storage reports
-	drained  chan struct{}    // closed when the drain loop has stopped
-	loops    sync.WaitGroup   // the storage report loop
+	relay    *relay.Requests // relays whole requests to the leader; node-to-node posts
+	cluster  *cluster.Client // sends commands to other nodes; nil without the cluster secret
+	spool    *spool.Spool    // pushes held during push maintenance; nil without SpoolDir
+	stop     chan struct{}   // closed by Shutdown: stops the spool's drain and the storage reports
+	drained  chan struct{}   // closed when the drain loop has stopped
+	loops    sync.WaitGroup  // the storage report loop
 	stopOnce sync.Once
 	router   router
 	m        *brokerMetrics
@@ -312,19 +312,8 @@ func New(b Broker, opts Options) (*Server, error) {
 	if s.cors, err = newCORSPolicy(opts.CORSOrigins); err != nil {
 		return nil, err
 	}
-	s.client = &fasthttp.Client{
-		Name:                          "queen-forward",
-		NoDefaultUserAgentHeader:      true,
-		MaxConnsPerHost:               512,
-		MaxIdleConnDuration:           30 * time.Second,
-		DisableHeaderNamesNormalizing: true,
-		DisablePathNormalizing:        true,
-		// A push answers about 230 bytes per item, and an item can be
-		// 13 bytes of JSON (`{"queue":"q"}`): a relayed answer may be
-		// some 18 times its request's body.
-		MaxResponseBodySize: opts.MaxBodyBytes * 32,
-		TLSConfig:           opts.RelayTLS,
-	}
+	s.relay = relay.NewRequests(relay.Options{NodeID: s.nodeID, Secret: opts.ClusterSecret, TLS: opts.RelayTLS,
+		MaxBodyBytes: opts.MaxBodyBytes, Reads: s.reads, Metrics: opts.Metrics, Logger: opts.Logger})
 	if s.cluster = opts.Cluster; s.cluster == nil && opts.ClusterSecret != "" {
 		s.cluster = cluster.New(cluster.Options{NodeID: b.Status().ID, Secret: opts.ClusterSecret, TLS: opts.RelayTLS,
 			MaxResponseBodySize: opts.MaxBodyBytes * 32, Refusal: Refusal, Metrics: opts.Metrics})
@@ -473,7 +462,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		s.writeError(ctx, err)
 		return
 	}
-	if expired(ctx) {
+	if relay.Expired(ctx) {
 		s.writeError(ctx, errForwardExpired)
 		return
 	}
@@ -485,7 +474,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 			return
 		}
 	}
-	if ep.read == proposes && (p.node || len(ctx.Request.Header.Peek(forwardedHeader)) > 0) {
+	if ep.read == proposes && (p.node || relay.Relayed(ctx)) {
 		// Another node relayed it: it answers its client once it has
 		// applied as far as this node has when the command is answered.
 		defer s.reads.Stamp(&ctx.Response.Header)

@@ -3,13 +3,13 @@ package server
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/server/relay"
 	"github.com/queenmq/queen/server/reply"
 	"github.com/queenmq/queen/server/spool"
 )
@@ -80,20 +80,17 @@ func (s *Server) replaySpooled(items []engine.PushItem) error {
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
-	req.SetRequestURI(s.relayScheme() + "://" + st.LeaderHTTP + "/api/v1/push")
-	req.Header.SetMethod("POST")
+	// As a node of the cluster (relay.Requests.To): the leader keeps the
+	// producerSub each item was spooled with. Without the secret the
+	// replay is an anonymous push (refused when JWT is on: configure it).
+	s.relay.To(req, st.LeaderHTTP, "/api/v1/push")
 	req.Header.SetContentType("application/json")
-	req.Header.Set(forwardedHeader, st.ID)
 	if s.opts.ClusterSecret != "" {
-		// As a node of the cluster: the leader keeps the producerSub each
-		// item was spooled with. Without the secret the replay is an
-		// anonymous push (refused when JWT is on: configure the secret).
-		req.Header.Set(clusterSecretHeader, s.opts.ClusterSecret)
 		req.Header.Set(spoolReplayHeader, "1")
 	}
-	req.Header.Set(deadlineHeader, strconv.FormatInt(time.Now().Add(forwardTimeout).UnixMicro(), 10))
+	relay.SetDeadline(req, forwardTimeout)
 	req.SetBodyRaw(body) // not copied into, nor left in, fasthttp's pool
-	if err := s.client.DoTimeout(req, resp, forwardTimeout); err != nil {
+	if err := s.relay.Do(req, resp, forwardTimeout); err != nil {
 		return fmt.Errorf("server: spool replay: %w", err)
 	}
 	if resp.StatusCode() != fasthttp.StatusCreated {

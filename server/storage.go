@@ -191,7 +191,7 @@ func (s *Server) sendReport(id, addr string) error {
 		w.Str("reason", gs.Reason)
 	}
 	w.EndObject()
-	_, err := s.postToLeader(addr, "/internal/v1/cluster/storage", id, w.Bytes(), storageReportInterval*2, fasthttp.StatusNoContent)
+	_, err := s.postToLeader(addr, "/internal/v1/cluster/storage", w.Bytes(), storageReportInterval*2, fasthttp.StatusNoContent)
 	return err
 }
 

@@ -176,8 +176,10 @@ func (ln *limitListener) Accept() (net.Conn, error) {
 				// stays behind on this side.
 				tc.SetLinger(0)
 			}
-			c.Close()
+			// Counted before the close: a client that sees its
+			// connection closed finds the refusal counted.
 			ln.limits.refused(reason, c.RemoteAddr())
+			c.Close()
 			continue
 		}
 		return &limitConn{Conn: c, release: func() { ln.limits.release(ip) }}, nil
