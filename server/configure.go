@@ -5,6 +5,7 @@ import (
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/server/bodies"
 	"github.com/queenmq/queen/server/reply"
 	"github.com/queenmq/queen/server/wire"
 )
@@ -38,7 +39,7 @@ func (s *Server) configure(ctx *fasthttp.RequestCtx, _ *params) {
 			case '{':
 				return sc.Object(func(sc *wire.Scanner, key []byte) error { return decodeOption(sc, key, &cmd) })
 			}
-			return skipThen(sc, badRequest("options must be an object"))
+			return bodies.SkipThen(sc, badRequest("options must be an object"))
 		default:
 			return sc.Skip()
 		}
@@ -48,7 +49,7 @@ func (s *Server) configure(ctx *fasthttp.RequestCtx, _ *params) {
 		err = badRequest("queue is required")
 	}
 	if err == nil {
-		err = validName("queue", cmd.Queue)
+		err = bodies.Name("queue", cmd.Queue)
 	}
 	var placed uint32
 	if err == nil {

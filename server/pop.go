@@ -8,6 +8,7 @@ import (
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/engine/cursor"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/server/bodies"
 	"github.com/queenmq/queen/server/envelope"
 	"github.com/queenmq/queen/server/listener"
 	"github.com/queenmq/queen/server/reply"
@@ -63,12 +64,12 @@ func (s *Server) decodePop(ctx *fasthttp.RequestCtx, queue, partition string) (p
 		if c.Namespace == "" && c.Task == "" {
 			return r, badRequest("namespace or task is required")
 		}
-	} else if err := validName("queue", queue); err != nil {
+	} else if err := bodies.Name("queue", queue); err != nil {
 		return r, err
 	}
 	c.Group = queryString(args, "consumerGroup")
 	if c.Group != "" {
-		if err := validName("consumer group", c.Group); err != nil {
+		if err := bodies.Name("consumer group", c.Group); err != nil {
 			return r, err
 		}
 	}

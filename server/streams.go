@@ -7,6 +7,7 @@ import (
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/server/bodies"
 	"github.com/queenmq/queen/server/streams"
 	"github.com/queenmq/queen/server/wire"
 )
@@ -35,7 +36,7 @@ func (h streamsHost) Pushed(res []engine.PushResult)           { h.s.m.pushed(re
 func (h streamsHost) PublicText(err error) string              { return publicText(err) }
 
 func (h streamsHost) DecodePushItem(sc *wire.Scanner, before []engine.PushItem) (engine.PushItem, error) {
-	return decodePushItem(sc, before)
+	return bodies.PushItem(sc, before)
 }
 
 func (h streamsHost) WritePushResult(w *wire.Writer, index int, it *engine.PushItem, r *engine.PushResult) {

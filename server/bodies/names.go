@@ -1,4 +1,4 @@
-package server
+package bodies
 
 import (
 	"fmt"
@@ -7,14 +7,14 @@ import (
 	"github.com/queenmq/queen/engine"
 )
 
-// validName checks a queue, partition or consumer group name a request
-// brings: engine.ValidateName, and no invisible format character (Unicode
-// category Cf: zero-width spaces and joiners, bidirectional overrides, the
+// Name checks a queue, partition or consumer group name a request brings:
+// engine.ValidateName, and no invisible format character (Unicode category
+// Cf: zero-width spaces and joiners, bidirectional overrides, the
 // byte-order mark), which makes two names that print the same differ, or a
 // name print backwards. This narrows docs/decisions.md C9 for names only.
 // It is checked here, at the edge, and not in the engine: a name already
 // stored, or a command already in the log, stays valid.
-func validName(kind, name string) error {
+func Name(kind, name string) error {
 	if err := engine.ValidateName(kind, name); err != nil {
 		return err
 	}
