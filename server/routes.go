@@ -93,7 +93,8 @@ func (s *Server) routeTable() []route {
 		{"GET", "/api/v1/analytics/worker-metrics", "analytics_worker", auth.ReadOnly, reads, leaderServes, (*Server).workerMetrics},
 		{"GET", "/api/v1/analytics/system-metrics", "analytics_system", auth.ReadOnly, reads, leaderServes, (*Server).systemMetrics},
 		{"GET", "/api/v1/analytics/postgres-stats", "analytics_postgres", auth.ReadOnly, reads, local, (*Server).postgresStats},
-		// Placement is linearizable so that a queue configured through any
+		// Placement is read-only, as the status routes queen status reads
+		// are, and linearizable so that a queue configured through any
 		// node is listed, in its group, whichever node is asked: the queues
 		// and their groups are replicated state (the groups' engines, the
 		// directory). Members, leaders and liveness are this node's own view
