@@ -64,6 +64,14 @@ type Grouped interface {
 	// Place places a queue in group (0: where the directory chooses)
 	// unless it has a group, and returns its group.
 	Place(ctx context.Context, queue string, group uint32) (uint32, error)
+	// Layout is the nodes and every group's members and leader.
+	Layout() raft.Layout
+}
+
+// LaidOut is a broker that knows its nodes and its group's members
+// (raft.Node); one without it (an engine in process) is a node alone.
+type LaidOut interface {
+	Layout() raft.Layout
 }
 
 // groupView is the broker's Raft groups as the handlers see them, one
@@ -81,6 +89,13 @@ type groupView interface {
 	// placement is a queue's group: 0 while it has none, and always with
 	// one group.
 	placement(queue string) uint32
+	// holder is the group holding a queue's messages: its placement with
+	// many groups (0 while this node's directory replica has not applied
+	// it), group 1 with one.
+	holder(queue string) uint32
+	// layout is the nodes and the groups with their members and leaders
+	// (GET /api/v1/system/placement).
+	layout() raft.Layout
 	// place places a queue being configured (beyond Queen, with
 	// --groups) in group when one is asked for (1 to G; 0 or none: where
 	// the directory chooses), so that queues a transaction spans can
@@ -113,6 +128,8 @@ type spreadGroups struct{ Grouped }
 func (g spreadGroups) list() []uint32                { return g.Groups() }
 func (g spreadGroups) status(n uint32) raft.Status   { return g.GroupStatus(n) }
 func (g spreadGroups) placement(queue string) uint32 { return g.Placement(queue) }
+func (g spreadGroups) holder(queue string) uint32    { return g.Placement(queue) }
+func (g spreadGroups) layout() raft.Layout           { return g.Layout() }
 func (g spreadGroups) leaderKnownUnread() bool       { return false }
 
 func (g spreadGroups) place(ctx context.Context, queue string, group int64) (uint32, error) {
@@ -133,6 +150,7 @@ type oneGroup struct{ b Broker }
 func (oneGroup) list() []uint32              { return nil }
 func (o oneGroup) status(uint32) raft.Status { return o.b.Status() }
 func (oneGroup) placement(string) uint32     { return 0 }
+func (oneGroup) holder(string) uint32        { return 1 }
 func (oneGroup) leaderKnownUnread() bool     { return true }
 
 func (oneGroup) place(_ context.Context, _ string, group int64) (uint32, error) {
@@ -140,6 +158,15 @@ func (oneGroup) place(_ context.Context, _ string, group int64) (uint32, error) 
 		return 0, badRequest("raftGroup: this node runs one Raft group (--groups 1)")
 	}
 	return 0, nil
+}
+
+func (o oneGroup) layout() raft.Layout {
+	if l, ok := o.b.(LaidOut); ok {
+		return l.Layout()
+	}
+	st := o.b.Status()
+	return raft.Layout{Nodes: []raft.LayoutNode{{ID: st.ID, Live: true}},
+		Groups: []raft.LayoutGroup{{ID: 1, Members: []string{st.ID}, Leader: st.Leader}}}
 }
 
 func (o oneGroup) ProposeEntry(ctx context.Context, g uint32, entry []byte) (engine.Result, error) {

@@ -93,6 +93,13 @@ func (s *Server) routeTable() []route {
 		{"GET", "/api/v1/analytics/worker-metrics", "analytics_worker", auth.ReadOnly, reads, leaderServes, (*Server).workerMetrics},
 		{"GET", "/api/v1/analytics/system-metrics", "analytics_system", auth.ReadOnly, reads, leaderServes, (*Server).systemMetrics},
 		{"GET", "/api/v1/analytics/postgres-stats", "analytics_postgres", auth.ReadOnly, reads, local, (*Server).postgresStats},
+		// Placement is read-only, as the status routes queen status reads
+		// are, and linearizable so that a queue configured through any
+		// node is listed, in its group, whichever node is asked: the queues
+		// and their groups are replicated state (the groups' engines, the
+		// directory). Members, leaders and liveness are this node's own view
+		// (raft.Layout), which no read index makes fresher.
+		{"GET", "/api/v1/system/placement", "placement", auth.ReadOnly, reads, linearizable, (*Server).placement},
 		{"GET", "/api/v1/system/backup", "backup", auth.Admin, reads, leaderServes, (*Server).backup},
 		{"GET", "/api/v1/system/shared-state", "shared_state", auth.Admin, reads, local, (*Server).sharedState},
 		{"GET", "/api/v1/migration/status", "migration_status", auth.Admin, reads, local, (*Server).migrationStatus},

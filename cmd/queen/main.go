@@ -135,7 +135,8 @@ commands:
   restore   write a new data directory from a backup file, offline
             (--in FILE --data DIR [--node-id ID] [--raft host:port])
   bench     drive running nodes with load and report throughput and latency (queen bench -h)
-  status    every node's role, leader, term, applied index, lag, disk free and version
+  status    every node's role, leader, term, applied index, lag, disk free and version; each Raft
+            group's leader, members and queues
             (--url http://a:6632,http://b:6632 [--json])
   queues    the queues with their partitions and message counts (--url, --json)
   dlq       list | replay | delete dead letters, with the API's filters (queen dlq list -h)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -151,7 +152,9 @@ type groupStatus struct {
 }
 
 // statusCmd is queen status: every node's role, leader, term, applied
-// index, lag, free disk and version.
+// index, lag, free disk and version, then the placement (the table only:
+// --json keeps its list of nodes, and the placement's JSON is
+// GET /api/v1/system/placement's).
 func statusCmd(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	var urls urlList
@@ -270,7 +273,63 @@ func statusCmd(args []string, out io.Writer) error {
 			}
 		}
 	}
+	placementTable(w, c, nodes)
 	return w.Flush()
+}
+
+// placement is GET /api/v1/system/placement's answer, as queen status
+// shows it.
+type placement struct {
+	Nodes []struct {
+		ID   string `json:"id"`
+		Live bool   `json:"live"`
+	} `json:"nodes"`
+	Groups []struct {
+		ID      uint32   `json:"id"`
+		Members []string `json:"members"`
+		Leader  string   `json:"leader"`
+	} `json:"groups"`
+	Queues []struct {
+		Group uint32 `json:"group"`
+	} `json:"queues"`
+}
+
+// placementTable writes the Raft groups, each with its leader, members and
+// count of queues, as the leader reached (else the first node reached)
+// knows them, and the nodes it does not hear from. A node that cannot say
+// (an older binary, a token without read access) gets a line saying why.
+func placementTable(w io.Writer, c *apiClient, nodes []nodeStatus) {
+	from := slices.IndexFunc(nodes, func(n nodeStatus) bool { return n.Error == "" && n.Role == "leader" })
+	if from < 0 {
+		from = slices.IndexFunc(nodes, func(n nodeStatus) bool { return n.Error == "" })
+	}
+	if from < 0 {
+		return
+	}
+	n := nodes[from]
+	var p placement
+	if err := c.call("GET", n.URL+"/api/v1/system/placement", nil, &p); err != nil {
+		fmt.Fprintf(w, "\nplacement: %v\n", err)
+		return
+	}
+	queues := map[uint32]int{}
+	for _, q := range p.Queues {
+		queues[q.Group]++
+	}
+	fmt.Fprintf(w, "\nplacement (as %s knows it)\n", n.ID)
+	fmt.Fprintln(w, "GROUP\tLEADER\tMEMBERS\tQUEUES")
+	for _, g := range p.Groups {
+		fmt.Fprintf(w, "%d\t%s\t%s\t%d\n", g.ID, cmp.Or(g.Leader, "-"), strings.Join(g.Members, ","), queues[g.ID])
+	}
+	var down []string
+	for _, d := range p.Nodes {
+		if !d.Live {
+			down = append(down, d.ID)
+		}
+	}
+	if len(down) > 0 {
+		fmt.Fprintf(w, "not live (%s does not hear from them): %s\n", n.ID, strings.Join(down, ", "))
+	}
 }
 
 // clusterVersion is the command version the cluster runs at as the

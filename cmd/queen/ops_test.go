@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -70,13 +71,6 @@ func TestCLI_StatusOfAThreeNodeCluster(t *testing.T) {
 	if leaders != 1 {
 		t.Fatalf("%d leaders in %+v", leaders, nodes)
 	}
-	table := runCLI(t, "status", "--url", strings.Join(append(urls, dead), ","))
-	lines := strings.Split(strings.TrimSpace(table), "\n")
-	if len(lines) != 7 || !strings.HasPrefix(lines[0], "NODE") || !strings.Contains(lines[0], "CMD VERSION") ||
-		!strings.Contains(table, "leader") || !strings.Contains(lines[4], "unreachable") ||
-		lines[6] != "cluster version 1 (as the leader, "+leader.id+", reads it)" {
-		t.Fatalf("table:\n%s", table)
-	}
 	for _, n := range c.nodes {
 		waitFor(t, 30*time.Second, n.id+" to know every node's version", func() (bool, string) {
 			_, b, err := c.do(5*time.Second, "GET", n.url("/health"), nil)
@@ -97,6 +91,22 @@ func TestCLI_StatusOfAThreeNodeCluster(t *testing.T) {
 			}
 			return true, string(b)
 		})
+	}
+	// Once every node is live, the placement: one group, led by the
+	// leader, of every node, holding the one queue.
+	table := runCLI(t, "status", "--url", strings.Join(append(urls, dead), ","))
+	lines := strings.Split(strings.TrimSpace(table), "\n")
+	var ids []string
+	for _, n := range c.nodes {
+		ids = append(ids, n.id)
+	}
+	slices.Sort(ids)
+	if len(lines) != 11 || !strings.HasPrefix(lines[0], "NODE") || !strings.Contains(lines[0], "CMD VERSION") ||
+		!strings.Contains(table, "leader") || !strings.Contains(lines[4], "unreachable") ||
+		lines[6] != "cluster version 1 (as the leader, "+leader.id+", reads it)" ||
+		lines[8] != "placement (as "+leader.id+" knows it)" ||
+		strings.Join(strings.Fields(lines[10]), " ") != "1 "+leader.id+" "+strings.Join(ids, ",")+" 1" {
+		t.Fatalf("table:\n%s", table)
 	}
 }
 

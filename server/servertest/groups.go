@@ -114,6 +114,9 @@ func (c *Groups) start(i int, peers []raft.Peer, dir string, groups int, adjust 
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	fwd := cluster.New(cluster.Options{NodeID: node.ID, Secret: GroupSecret, Refusal: server.Refusal, Metrics: node.Metrics})
+	// As queen serve wires it: the nodes read each other's /health (the
+	// cluster version, and which nodes are live).
+	o.Versions = fwd
 	h, err := raft.OpenHost(raft.HostOptions{Node: o, Groups: groups, SpreadInterval: 50 * time.Millisecond,
 		SpreadHold: 300 * time.Millisecond, Forward: fwd})
 	if err != nil {
