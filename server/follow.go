@@ -57,7 +57,7 @@ func (c *changeLog) note(log *slog.Logger, err error, failed, recovered string, 
 // (relay.Requests.Post) and returns the answer's body when its status is
 // want.
 func (s *Server) postToLeader(addr, path string, body []byte, timeout time.Duration, want int) ([]byte, error) {
-	status, answer, err := s.relay.Post(addr, path, 0, body, timeout)
+	status, answer, err := s.relay.Post(addr, path, body, timeout)
 	if err == nil && status != want {
 		err = fmt.Errorf("leader answered %d: %s", status, answer)
 	}

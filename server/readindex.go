@@ -89,7 +89,7 @@ func (s *Server) askReadIndex(ctx context.Context, n *raft.Node) (uint64, error)
 	if d, ok := ctx.Deadline(); ok {
 		timeout = time.Until(d)
 	}
-	status, body, err := s.relay.Post(st.LeaderHTTP, readIndexPath, n.GroupID(), nil, timeout)
+	status, body, err := s.relay.PostGroup(st.LeaderHTTP, readIndexPath, n.GroupID(), nil, timeout)
 	if err != nil {
 		return 0, errors.Join(raft.ErrForward, fmt.Errorf("read index of group %d at %s: %w", n.GroupID(), st.LeaderHTTP, err))
 	}

@@ -147,7 +147,7 @@ func (s *Server) relayMembership(addr string, g uint32, join bool, id, nodeAddr 
 	}
 	// A membership change commits a configuration entry: the apply
 	// timeout bounds it on the leader.
-	status, answer, err := s.relay.Post(addr, path, g, body, 2*forwardTimeout)
+	status, answer, err := s.relay.PostGroup(addr, path, g, body, 2*forwardTimeout)
 	if err != nil {
 		return errors.Join(raft.ErrForward, fmt.Errorf("group %d at %s: %w", g, addr, err))
 	}

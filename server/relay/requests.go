@@ -198,17 +198,25 @@ func (r *Requests) Do(req *fasthttp.Request, resp *fasthttp.Response, timeout ti
 }
 
 // Post posts a JSON body (lent, not copied) to path on the node at addr
-// (To), with group in cluster.GroupHeader when it is not 0, and returns
-// the answer's status and a copy of its body.
-func (r *Requests) Post(addr, path string, group uint32, body []byte, timeout time.Duration) (int, []byte, error) {
+// (To), and returns the answer's status and a copy of its body.
+func (r *Requests) Post(addr, path string, body []byte, timeout time.Duration) (int, []byte, error) {
+	return r.post(addr, path, "", body, timeout)
+}
+
+// PostGroup is Post of a request about Raft group g (cluster.GroupHeader).
+func (r *Requests) PostGroup(addr, path string, g uint32, body []byte, timeout time.Duration) (int, []byte, error) {
+	return r.post(addr, path, strconv.FormatUint(uint64(g), 10), body, timeout)
+}
+
+func (r *Requests) post(addr, path, group string, body []byte, timeout time.Duration) (int, []byte, error) {
 	req := fasthttp.AcquireRequest()
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
 	r.To(req, addr, path)
 	req.Header.SetContentType("application/json")
-	if group != 0 {
-		req.Header.Set(cluster.GroupHeader, strconv.FormatUint(uint64(group), 10))
+	if group != "" {
+		req.Header.Set(cluster.GroupHeader, group)
 	}
 	req.SetBodyRaw(body)
 	if err := r.client.DoTimeout(req, resp, timeout); err != nil {
