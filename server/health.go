@@ -60,7 +60,7 @@ func (s *Server) health(ctx *fasthttp.RequestCtx, _ *params) {
 	w.Str("worker_id", st.ID)
 	w.Str("status", "active")
 	w.EndObject()
-	s.writeStorage(&w)
+	s.storageView().WriteJSON(&w, "storage")
 	if groups != nil {
 		// A grouped broker: the fields above are the directory's, and
 		// each data group has its row (ARCHITECTURE.md, "Scale-out").
