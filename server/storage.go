@@ -2,7 +2,6 @@ package server
 
 import (
 	"errors"
-	"io"
 	"sync"
 	"time"
 
@@ -199,20 +198,4 @@ func (s *Server) sendReport(id, addr string) error {
 // the reports it holds (/health's "storage", the storage gauges).
 func (s *Server) storageView() diskspace.View {
 	return diskspace.NewView(s.opts.Storage, s.storage.reports, time.Now())
-}
-
-// writeStorageMetrics writes the storage gauges at scrape time:
-// queen_storage_free_bytes{dir}, queen_storage_reserve_bytes,
-// queen_storage_below_reserve (this node) and
-// queen_storage_nodes_below_reserve (the nodes reporting to this one).
-func (s *Server) writeStorageMetrics(w io.Writer) {
-	v := s.storageView()
-	for _, d := range v.Guard.Dirs {
-		if d.Err == nil {
-			metrics.WriteGaugeUint64(w, `queen_storage_free_bytes{dir="`+labelValue(d.Path)+`"}`, d.Free)
-		}
-	}
-	metrics.WriteGaugeUint64(w, "queen_storage_reserve_bytes", v.Guard.MinFreeBytes)
-	metrics.WriteGaugeUint64(w, "queen_storage_below_reserve", boolGauge(v.Guarded && !v.Guard.OK))
-	metrics.WriteGaugeUint64(w, "queen_storage_nodes_below_reserve", v.LowNodes())
 }
