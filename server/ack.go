@@ -208,7 +208,7 @@ func (s *Server) acknowledge(ctx *fasthttp.RequestCtx, fields []ackFields) {
 			s.forwardOrFail(ctx, err)
 			return
 		}
-		s.m.acked(items, res)
+		s.m.Acked(items, res)
 	}
 	s.an.Acked(res, len(fields)-len(items))
 	w := reply.Start(ctx)
@@ -216,7 +216,7 @@ func (s *Server) acknowledge(ctx *fasthttp.RequestCtx, fields []ackFields) {
 	next := 0
 	for i := range fields {
 		if itemErrs[i] != "" {
-			s.m.ackFailed.Inc()
+			s.m.AckFailed.Inc()
 			writeAckResult(&w, i, fields[i].txn, &engine.AckResult{TransactionID: fields[i].txn, Error: itemErrs[i]})
 			continue
 		}
@@ -360,7 +360,7 @@ func (s *Server) writeTransaction(ctx *fasthttp.RequestCtx, req *txRequest, res 
 		s.an.Transacted(res)
 		writeTxResults(&w, req.order, res)
 	} else {
-		s.m.txFailed.Inc()
+		s.m.TxFailed.Inc()
 		w.Str("error", res.Error)
 		w.Array("results")
 		w.EndArray()
@@ -371,15 +371,15 @@ func (s *Server) writeTransaction(ctx *fasthttp.RequestCtx, req *txRequest, res 
 
 // txApplied counts a transaction that succeeded, with its pushes and acks.
 func (s *Server) txApplied(ops []engine.TxOp, res *engine.TxResult) {
-	s.m.txSuccess.Inc()
-	s.m.pushed(res.Pushes)
+	s.m.TxSuccess.Inc()
+	s.m.Pushed(res.Pushes)
 	var acks []engine.AckItem
 	for _, op := range ops {
 		if op.Ack != nil {
 			acks = append(acks, *op.Ack)
 		}
 	}
-	s.m.acked(acks, res.Acks)
+	s.m.Acked(acks, res.Acks)
 }
 
 // writeTxResults writes the results array, one item per operation in

@@ -131,7 +131,7 @@ func (s *Server) metricsJSON(ctx *fasthttp.RequestCtx, _ *params) {
 	w.Int("rate", 0)
 	w.EndObject()
 	w.Object("messages")
-	w.Int("total", int64(s.m.pushQueued.Get()))
+	w.Int("total", int64(s.m.PushQueued.Get()))
 	w.Int("rate", 0)
 	w.EndObject()
 	w.Object("database")

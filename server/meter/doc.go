@@ -1,8 +1,9 @@
 // Package meter is what a node measures at the HTTP edge and how it shows
-// it in the Prometheus text format: the gauges read at scrape time (the
-// node's Raft view and each group's, free space, which group holds each
-// queue, dead-letter depth per queue and per consumer group) and the
-// escaping of label values.
+// it in the Prometheus text format: the message counters derived from the
+// broker's answers (Messages: pushes, pops, acks, nacks, dead letters,
+// transactions), the gauges read at scrape time (the node's Raft view and
+// each group's, free space, which group holds each queue, dead-letter depth
+// per queue and per consumer group) and the escaping of label values.
 //
 // It is apart from package server because none of it is a route's logic:
 // /metrics/prometheus is one handler that writes the metric set and then
@@ -23,4 +24,12 @@
 //	queen_dlq_depth{queue}, queen_dlq_depth_by_group{queue,group}
 //
 // A gauge that says yes or no is 1 or 0 (Bool).
+//
+// # Counted once
+//
+// Messages only adds up the answers it is given; which node counts an
+// answer is the caller's rule (ARCHITECTURE.md, "Counting once": the node
+// that answers the client). The counters of what the edge itself did
+// (requests, overload refusals, relays, parked and abandoned pops, sealed
+// payloads) stay with package server, beside the code that does it.
 package meter
