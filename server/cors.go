@@ -1,76 +1,16 @@
 package server
 
 import (
-	"bytes"
-	"fmt"
-	"net/url"
-	"strings"
-
 	"github.com/valyala/fasthttp"
 
-	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/server/cors"
 )
 
-// corsPolicy says which browser origins may call the API (Options.CORSOrigins).
-// Queen answers "*" to everyone; that stays the default. A list narrows it:
-// listed origins (and the broker's own, for the DLQ page) get their origin
-// reflected, every other Origin is refused before any handler runs.
-type corsPolicy struct {
-	any     bool
-	origins map[string]bool // "scheme://host[:port]", lower case
-}
+// corsPolicy is Options.CORSOrigins, compiled (package cors).
+type corsPolicy = cors.Policy
 
-// newCORSPolicy checks and compiles Options.CORSOrigins.
-func newCORSPolicy(list []string) (corsPolicy, error) {
-	p := corsPolicy{origins: map[string]bool{}}
-	for _, o := range list {
-		o = strings.TrimSpace(o)
-		switch {
-		case o == "":
-			continue
-		case o == "*":
-			p.any = true
-			continue
-		}
-		u, err := url.Parse(o)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
-			return p, fmt.Errorf("%w: CORS origin %q is not scheme://host[:port]", engine.ErrInvalid, o)
-		}
-		p.origins[strings.ToLower(u.Scheme+"://"+u.Host)] = true
-	}
-	if len(p.origins) == 0 {
-		p.any = true
-	}
-	return p, nil
-}
+func newCORSPolicy(list []string) (corsPolicy, error) { return cors.Compile(list) }
 
-// setCORS adds the CORS headers of docs/api.md §1.3 to a reply and reports
-// whether the request's origin may be served. A request without an Origin
-// header (SDKs, curl, servers) is never refused here.
-func (s *Server) setCORS(ctx *fasthttp.RequestCtx) bool {
-	h := &ctx.Response.Header
-	origin := ctx.Request.Header.Peek("Origin")
-	allowed := true
-	switch {
-	case s.cors.any:
-		h.Set("Access-Control-Allow-Origin", "*")
-	case len(origin) == 0:
-	case s.cors.origins[strings.ToLower(string(origin))] || sameOrigin(origin, ctx.Host()):
-		h.SetBytesV("Access-Control-Allow-Origin", origin)
-		h.Set("Vary", "Origin")
-	default:
-		h.Set("Vary", "Origin")
-		allowed = false
-	}
-	h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE, OPTIONS")
-	h.Set("Access-Control-Allow-Headers", "Content-Type, Authorization")
-	h.Set("Access-Control-Max-Age", "86400")
-	return allowed
-}
-
-// sameOrigin reports whether origin names the host the request was sent to
-// (a page the broker served itself, such as /dlq).
-func sameOrigin(origin, host []byte) bool {
-	_, rest, ok := bytes.Cut(origin, []byte("://"))
-	return ok && len(host) > 0 && bytes.EqualFold(rest, host)
-}
+// setCORS adds the CORS headers to a reply and reports whether the
+// request's origin may be served (package cors).
+func (s *Server) setCORS(ctx *fasthttp.RequestCtx) bool { return s.cors.Apply(ctx) }
