@@ -143,7 +143,7 @@
 //
 // What requests cost in memory at once is bounded by a budget
 // (Options.MaxInflightBodyBytes) that package memory keeps
-// (server/memory/doc.go); takeBody and lingerUnread (inflight.go) are its
+// (server/memory/doc.go); package body (server/body) is its
 // HTTP side.
 //
 // # Spool
