@@ -48,7 +48,7 @@ func (s *Server) acknowledge(ctx *fasthttp.RequestCtx, fields []bodies.AckFields
 			s.forwardOrFail(ctx, err)
 			return
 		}
-		s.m.acked(items, res)
+		s.m.Acked(items, res)
 	}
 	s.an.Acked(res, len(fields)-len(items))
 	w := reply.Start(ctx)
@@ -56,7 +56,7 @@ func (s *Server) acknowledge(ctx *fasthttp.RequestCtx, fields []bodies.AckFields
 	next := 0
 	for i := range fields {
 		if itemErrs[i] != "" {
-			s.m.ackFailed.Inc()
+			s.m.AckFailed.Inc()
 			txn := fields[i].TransactionID()
 			bodies.WriteAckResult(&w, i, txn, &engine.AckResult{TransactionID: txn, Error: itemErrs[i]})
 			continue
@@ -119,7 +119,7 @@ func (s *Server) writeTransaction(ctx *fasthttp.RequestCtx, req *bodies.Tx, res 
 		s.an.Transacted(res)
 		bodies.WriteTxResults(&w, req.Order, res)
 	} else {
-		s.m.txFailed.Inc()
+		s.m.TxFailed.Inc()
 		w.Str("error", res.Error)
 		w.Array("results")
 		w.EndArray()
@@ -130,15 +130,15 @@ func (s *Server) writeTransaction(ctx *fasthttp.RequestCtx, req *bodies.Tx, res 
 
 // txApplied counts a transaction that succeeded, with its pushes and acks.
 func (s *Server) txApplied(ops []engine.TxOp, res *engine.TxResult) {
-	s.m.txSuccess.Inc()
-	s.m.pushed(res.Pushes)
+	s.m.TxSuccess.Inc()
+	s.m.Pushed(res.Pushes)
 	var acks []engine.AckItem
 	for _, op := range ops {
 		if op.Ack != nil {
 			acks = append(acks, *op.Ack)
 		}
 	}
-	s.m.acked(acks, res.Acks)
+	s.m.Acked(acks, res.Acks)
 }
 
 // extendLease answers POST /api/v1/lease/{leaseId}/extend (docs/semantics.md §5):

@@ -19,8 +19,8 @@ func (s *Server) newDLQ() *dlq.Routes {
 	return dlq.New(dlqHost{s}, dlq.Options{
 		Reader: s.broker,
 		Cipher: s.crypt,
-		Metrics: dlq.Metrics{Replays: s.m.replays, Deletes: s.m.dlqDeletes,
-			DeadLettered: s.m.deadLettersAdmin, Pushed: s.m.pushed},
+		Metrics: dlq.Metrics{Replays: s.m.Replays, Deletes: s.m.DLQDeletes,
+			DeadLettered: s.m.DeadLettersAdmin, Pushed: s.m.Pushed},
 		Logger:  s.log,
 		Context: s.ctx,
 	})

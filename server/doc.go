@@ -144,7 +144,7 @@
 //
 // What requests cost in memory at once is bounded by a budget
 // (Options.MaxInflightBodyBytes) that package memory keeps
-// (server/memory/doc.go); takeBody and lingerUnread (inflight.go) are its
+// (server/memory/doc.go); package intake (server/intake) is its
 // HTTP side.
 //
 // # Spool

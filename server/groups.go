@@ -9,18 +9,10 @@ import (
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/server/counts"
 	"github.com/queenmq/queen/server/reply"
 	"github.com/queenmq/queen/server/wire"
 )
-
-// timeLag is the age in seconds of the oldest message a cursor has not
-// consumed (0 when it is at the head).
-func timeLag(c *engine.CursorInfo, now int64) float64 {
-	if c.OffsetLag == 0 || c.OldestUnconsumedAt == 0 {
-		return 0
-	}
-	return float64(max(now-c.OldestUnconsumedAt, 0)) / 1e6
-}
 
 // groupQueue is one (group, queue) of the consumer-group list.
 type groupQueue struct {
@@ -66,7 +58,7 @@ func (s *Server) listGroups(ctx *fasthttp.RequestCtx, _ *params) {
 		if c.OffsetLag > 0 {
 			e.withLag++
 		}
-		e.maxTimeLag = max(e.maxTimeLag, timeLag(c, now))
+		e.maxTimeLag = max(e.maxTimeLag, counts.TimeLag(c, now))
 		e.consumed = e.consumed || c.TotalConsumed > 0 || c.Committed >= 0
 	}
 	for i := range subs {
@@ -134,7 +126,7 @@ func (s *Server) laggingGroups(ctx *fasthttp.RequestCtx, _ *params) {
 	w.Array("")
 	for i := range cursors {
 		c := &cursors[i]
-		lag := timeLag(c, now)
+		lag := counts.TimeLag(c, now)
 		if c.OffsetLag == 0 || lag <= minLag {
 			continue
 		}
@@ -193,7 +185,7 @@ func (s *Server) getGroup(ctx *fasthttp.RequestCtx, p *params) {
 		w.TimeMillis("lastConsumedAt", c.LastConsumedAt)
 		w.Int("totalConsumed", c.TotalConsumed)
 		w.Int("offsetLag", c.OffsetLag)
-		w.Float("timeLagSeconds", timeLag(c, now))
+		w.Float("timeLagSeconds", counts.TimeLag(c, now))
 		w.Bool("leaseActive", c.LeaseLive)
 		w.Int("retryCount", int64(c.RetryCount))
 		w.EndObject()

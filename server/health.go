@@ -1,17 +1,14 @@
 package server
 
 import (
-	"io"
 	"runtime"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/valyala/fasthttp"
 
-	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/server/meter"
 	"github.com/queenmq/queen/server/reply"
 	"github.com/queenmq/queen/server/wire"
 )
@@ -60,7 +57,7 @@ func (s *Server) health(ctx *fasthttp.RequestCtx, _ *params) {
 	w.Str("worker_id", st.ID)
 	w.Str("status", "active")
 	w.EndObject()
-	s.writeStorage(&w)
+	s.storageView().WriteJSON(&w, "storage")
 	if groups != nil {
 		// A grouped broker: the fields above are the directory's, and
 		// each data group has its row (ARCHITECTURE.md, "Scale-out").
@@ -134,7 +131,7 @@ func (s *Server) metricsJSON(ctx *fasthttp.RequestCtx, _ *params) {
 	w.Int("rate", 0)
 	w.EndObject()
 	w.Object("messages")
-	w.Int("total", int64(s.m.pushQueued.Get()))
+	w.Int("total", int64(s.m.PushQueued.Get()))
 	w.Int("rate", 0)
 	w.EndObject()
 	w.Object("database")
@@ -162,95 +159,27 @@ func (s *Server) metricsJSON(ctx *fasthttp.RequestCtx, _ *params) {
 }
 
 // metricsPrometheus answers GET /metrics/prometheus: the metric set, the
-// process and Go runtime series, and gauges read from the broker at scrape
-// time (DLQ depth per queue and per (queue, group), docs/decisions.md B8; the node's Raft view).
+// process and Go runtime series, and the gauges read at scrape time
+// (package meter: the node's Raft view, free space, DLQ depth per queue and
+// per (queue, group), docs/decisions.md B8).
 func (s *Server) metricsPrometheus(ctx *fasthttp.RequestCtx, _ *params) {
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	ctx.Response.Header.SetContentType("text/plain; version=0.0.4; charset=utf-8")
 	ctx.Response.Header.Set("Cache-Control", "no-cache")
 	s.opts.Metrics.WritePrometheus(ctx)
 	metrics.WriteProcessMetrics(ctx)
-	st := s.broker.Status()
-	metrics.WriteGaugeUint64(ctx, "queen_raft_applied_index", st.Applied)
-	metrics.WriteGaugeUint64(ctx, "queen_raft_term", st.Term)
-	metrics.WriteGaugeUint64(ctx, "queen_raft_has_leader", boolGauge(st.HasLeader()))
-	metrics.WriteGaugeUint64(ctx, "queen_raft_is_leader", boolGauge(st.Role == "leader"))
-	metrics.WriteCounterUint64(ctx, "queen_storage_errors_total", st.StorageErrors)
-	metrics.WriteGaugeUint64(ctx, "queen_storage_faulted", boolGauge(st.Fault != ""))
+	meter.WriteRaft(ctx, s.broker.Status())
 	groups := s.groupStatuses()
 	for _, g := range groups {
-		label := `{group="` + strconv.FormatUint(uint64(g.group), 10) + `"}`
-		metrics.WriteGaugeUint64(ctx, "queen_raft_group_applied_index"+label, g.Applied)
-		metrics.WriteGaugeUint64(ctx, "queen_raft_group_term"+label, g.Term)
-		metrics.WriteGaugeUint64(ctx, "queen_raft_group_has_leader"+label, boolGauge(g.HasLeader()))
-		metrics.WriteGaugeUint64(ctx, "queen_raft_group_is_leader"+label, boolGauge(g.Role == "leader"))
+		meter.WriteGroup(ctx, g.group, g.Status)
 	}
-	s.writeStorageMetrics(ctx)
+	meter.WriteStorage(ctx, s.storageView())
 	if len(groups) > 0 {
-		// Which group holds each queue: where its writes go.
 		if qs, err := s.broker.Queues(); err == nil {
-			for _, q := range qs {
-				metrics.WriteGaugeUint64(ctx, `queen_queue_group{queue=`+strconv.Quote(q.Name)+`}`, uint64(s.groups.placement(q.Name)))
-			}
+			meter.WriteQueueGroups(ctx, qs, s.groups.placement)
 		}
 	}
-	if err := s.writeDLQDepth(ctx); err != nil {
+	if err := meter.WriteDLQDepth(ctx, s.broker); err != nil {
 		s.log.Warn("metrics: dlq depth", "err", err)
 	}
-}
-
-func boolGauge(b bool) uint64 {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// writeDLQDepth writes queen_dlq_depth{queue} and
-// queen_dlq_depth_by_group{queue,group} for the groups with a cursor on the
-// queue. The counts come from the DLQ indexes, not from reading rows.
-func (s *Server) writeDLQDepth(w io.Writer) error {
-	qs, err := s.broker.Queues()
-	if err != nil {
-		return err
-	}
-	cursors, err := s.broker.Cursors(time.Now().UnixMicro(), "")
-	if err != nil {
-		return err
-	}
-	groups := map[string][]string{} // by queue, in group order
-	seen := map[[2]string]bool{}
-	for i := range cursors {
-		k := [2]string{cursors[i].Queue, cursors[i].Group}
-		if !seen[k] {
-			seen[k] = true
-			groups[k[0]] = append(groups[k[0]], k[1])
-		}
-	}
-	for i := range qs {
-		q := qs[i].Name
-		_, total, err := s.broker.ListDLQ(dlqCount(q, ""))
-		if err != nil {
-			return err
-		}
-		metrics.WriteGaugeUint64(w, `queen_dlq_depth{queue="`+labelValue(q)+`"}`, uint64(total))
-		for _, g := range groups[q] {
-			_, n, err := s.broker.ListDLQ(dlqCount(q, g))
-			if err != nil {
-				return err
-			}
-			metrics.WriteGaugeUint64(w, `queen_dlq_depth_by_group{queue="`+labelValue(q)+`",group="`+labelValue(g)+`"}`, uint64(n))
-		}
-	}
-	return nil
-}
-
-// dlqCount is a filter whose only use is its total.
-func dlqCount(queue, group string) engine.DLQFilter {
-	return engine.DLQFilter{Queue: queue, Group: group, Limit: 1}
-}
-
-// labelValue escapes a Prometheus label value.
-func labelValue(v string) string {
-	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(v)
 }

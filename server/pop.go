@@ -142,7 +142,7 @@ func (s *Server) pop(ctx *fasthttp.RequestCtx, queue, partition string) {
 		s.forwardOrFail(ctx, err)
 		return
 	}
-	s.m.popped(&res)
+	s.m.Popped(&res)
 	s.an.Popped(req.cmd.Queue, &res)
 	if len(res.Messages) == 0 {
 		noContent(ctx)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/server/counts"
 	"github.com/queenmq/queen/server/reply"
 	"github.com/queenmq/queen/server/wire"
 )
@@ -24,8 +25,8 @@ func (s *Server) listQueues(ctx *fasthttp.RequestCtx, _ *params) {
 	w := reply.Start(ctx)
 	w.Object("")
 	w.Array("queues")
-	for _, q := range filterQueues(ctx, qs) {
-		writeQueueSummary(&w, &q, queueCounts(&q, now, &dlq), s.queueGroup(q.Name))
+	for _, q := range filterQueues(ctx.QueryArgs(), qs) {
+		counts.WriteQueueSummary(&w, &q, counts.Queue(&q, now, &dlq), s.queueGroup(q.Name))
 	}
 	w.EndArray()
 	w.EndObject()
@@ -51,18 +52,18 @@ func (s *Server) getQueue(ctx *fasthttp.RequestCtx, p *params) {
 		w.Int("raftGroup", int64(g)) // beyond Queen: the queue's Raft group (--groups)
 	}
 	writeOptions(&w, "config", q.Config)
-	var totals counts
+	var totals counts.Counts
 	w.Array("partitions")
 	for i := range q.Partitions {
 		pi := &q.Partitions[i]
-		c := partitionCounts(pi, now)
-		c.deadLetter = dlq.byPartition[pi.ID]
-		totals.add(c)
+		c := counts.Partition(pi, now)
+		c.DeadLetter = dlq.ByPartition[pi.ID]
+		totals.Add(c)
 		w.Object("")
 		w.ID("id", pi.ID)
 		w.Str("name", pi.Name)
 		w.TimeMillis("createdAt", pi.CreatedAt)
-		writeCounts(&w, "stats", c)
+		counts.Write(&w, "stats", c)
 		if pi.Next > pi.Start {
 			w.TimeMicros("newestMessage", pi.LastWriteAt)
 		} else {
@@ -71,8 +72,8 @@ func (s *Server) getQueue(ctx *fasthttp.RequestCtx, p *params) {
 		w.EndObject()
 	}
 	w.EndArray()
-	totals.deadLetter = int64(dlq.total)
-	writeCounts(&w, "totals", totals)
+	totals.DeadLetter = int64(dlq.Total)
+	counts.Write(&w, "totals", totals)
 	w.EndObject()
 	reply.Send(ctx, fasthttp.StatusOK, w)
 }
@@ -114,13 +115,13 @@ func (s *Server) overview(ctx *fasthttp.RequestCtx, _ *params) {
 		return
 	}
 	var (
-		total      counts
+		total      counts.Counts
 		partitions int
 		namespaces = map[string]bool{}
 		tasks      = map[string]bool{}
 	)
 	for i := range qs {
-		total.add(queueCounts(&qs[i], now, &dlq))
+		total.Add(counts.Queue(&qs[i], now, &dlq))
 		partitions += len(qs[i].Partitions)
 		if qs[i].Namespace != "" {
 			namespaces[qs[i].Namespace] = true
@@ -129,10 +130,10 @@ func (s *Server) overview(ctx *fasthttp.RequestCtx, _ *params) {
 			tasks[qs[i].Task] = true
 		}
 	}
-	total.deadLetter = int64(dlq.total)
+	total.DeadLetter = int64(dlq.Total)
 	var timeLags, offsetLags []float64
 	for i := range cursors {
-		timeLags = append(timeLags, timeLag(&cursors[i], now))
+		timeLags = append(timeLags, counts.TimeLag(&cursors[i], now))
 		offsetLags = append(offsetLags, float64(cursors[i].OffsetLag))
 	}
 	w := reply.Start(ctx)
@@ -141,7 +142,7 @@ func (s *Server) overview(ctx *fasthttp.RequestCtx, _ *params) {
 	w.Int("partitions", int64(partitions))
 	w.Int("namespaces", int64(len(namespaces)))
 	w.Int("tasks", int64(len(tasks)))
-	writeCounts(&w, "messages", total)
+	counts.Write(&w, "messages", total)
 	w.Object("lag")
 	writeSpread(&w, "time", timeLags)
 	writeSpread(&w, "offset", offsetLags)
@@ -216,11 +217,11 @@ func (s *Server) labels(ctx *fasthttp.RequestCtx, list, field, otherCount string
 			byName[name] = g
 			groups = append(groups, g)
 		}
-		c := queueCounts(&qs[i], now, &dlqSummary{})
+		c := counts.Queue(&qs[i], now, &counts.DLQ{})
 		g.queues++
 		g.parts += int64(len(qs[i].Partitions))
-		g.total += c.total
-		g.pending += c.pending
+		g.total += c.Total
+		g.pending += c.Pending
 		if other != "" {
 			g.others[other] = true
 		}

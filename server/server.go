@@ -17,6 +17,7 @@ import (
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/server/analytics"
 	"github.com/queenmq/queen/server/auth"
+	"github.com/queenmq/queen/server/cors"
 	"github.com/queenmq/queen/server/diskspace"
 	"github.com/queenmq/queen/server/dlq"
 	"github.com/queenmq/queen/server/envelope"
@@ -245,7 +246,7 @@ type Server struct {
 	// crypt seals and opens payloads; nil when no usable key is configured.
 	crypt *envelope.Cipher
 	// cors is Options.CORSOrigins, compiled.
-	cors corsPolicy
+	cors cors.Policy
 	// auth is Options.Auth, or a disabled verifier.
 	auth *auth.Verifier
 	// budget bounds the bytes of request bodies held at once
@@ -309,7 +310,7 @@ func New(b Broker, opts Options) (*Server, error) {
 	s.dlq = s.newDLQ()
 	s.traces = traces.New(s.ctx, tracesHost{s})
 	s.streams = s.newStreams()
-	if s.cors, err = newCORSPolicy(opts.CORSOrigins); err != nil {
+	if s.cors, err = cors.Compile(opts.CORSOrigins); err != nil {
 		return nil, err
 	}
 	s.relay = relay.NewRequests(relay.Options{NodeID: s.nodeID, Secret: opts.ClusterSecret, TLS: opts.RelayTLS,
@@ -431,7 +432,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	s.m.requests.Add(1)
 	s.an.RequestStarted()
 	defer s.an.RequestDone()
-	allowed := s.setCORS(ctx)
+	allowed := s.cors.Apply(ctx)
 	stats := s.misses
 	defer func() {
 		if v := recover(); v != nil {
@@ -520,7 +521,7 @@ func (s *Server) bodyDone(ctx *fasthttp.RequestCtx, held int64) {
 // headers too large, read timeout) with the docs/decisions.md C2 body. Bodies are read, and
 // refused when too large, by takeBody.
 func (s *Server) readError(ctx *fasthttp.RequestCtx, err error) {
-	s.setCORS(ctx)
+	s.cors.Apply(ctx)
 	s.writeError(ctx, fasthttpError(err))
 	s.misses.observe(ctx.Response.StatusCode(), time.Now())
 }

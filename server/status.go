@@ -8,6 +8,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/server/counts"
 	"github.com/queenmq/queen/server/reply"
 )
 
@@ -31,11 +32,11 @@ func (s *Server) status(ctx *fasthttp.RequestCtx, _ *params) {
 	}
 	now := time.Now().UnixMicro()
 	var (
-		total                      counts
+		total                      counts.Counts
 		leases, leasedParts, batch int64
 	)
 	args := ctx.QueryArgs()
-	qs = filterQueues(ctx, qs)
+	qs = filterQueues(args, qs)
 	var names map[string]bool // the queues the series count, nil for all
 	if q.Queue() != "" || len(args.Peek("namespace")) > 0 || len(args.Peek("task")) > 0 {
 		names = map[string]bool{}
@@ -49,7 +50,7 @@ func (s *Server) status(ctx *fasthttp.RequestCtx, _ *params) {
 	w.Array("queues")
 	for i := range qs {
 		qi := &qs[i]
-		total.add(queueCounts(qi, now, &dlq))
+		total.Add(counts.Queue(qi, now, &dlq))
 		var consumed int64
 		for j := range qi.Partitions {
 			leased := false
@@ -75,14 +76,14 @@ func (s *Server) status(ctx *fasthttp.RequestCtx, _ *params) {
 		w.EndObject()
 	}
 	w.EndArray()
-	total.deadLetter = int64(dlq.total)
+	total.DeadLetter = int64(dlq.Total)
 	w.Object("messages")
-	w.Int("total", total.total)
-	w.Int("pending", total.pending)
-	w.Int("processing", total.processing)
-	w.Int("completed", total.completed)
+	w.Int("total", total.Total)
+	w.Int("pending", total.Pending)
+	w.Int("processing", total.Processing)
+	w.Int("completed", total.Completed)
 	w.Int("failed", 0)
-	w.Int("deadLetter", total.deadLetter)
+	w.Int("deadLetter", total.DeadLetter)
 	q.WriteRequests(&w)
 	w.EndObject()
 	w.Object("leases")
@@ -92,15 +93,15 @@ func (s *Server) status(ctx *fasthttp.RequestCtx, _ *params) {
 	w.Int("totalAcked", 0)
 	w.EndObject()
 	w.Object("deadLetterQueue")
-	w.Int("totalMessages", int64(dlq.total))
-	w.Int("affectedPartitions", int64(len(dlq.byPartition)))
+	w.Int("totalMessages", int64(dlq.Total))
+	w.Int("affectedPartitions", int64(len(dlq.ByPartition)))
 	w.Array("topErrors")
 	type errCount struct {
 		text string
 		n    int64
 	}
 	var errs []errCount
-	for text, n := range dlq.byError {
+	for text, n := range dlq.ByError {
 		errs = append(errs, errCount{text, n})
 	}
 	slices.SortFunc(errs, func(a, b errCount) int { return cmp.Or(cmp.Compare(b.n, a.n), cmp.Compare(a.text, b.text)) })
@@ -117,7 +118,7 @@ func (s *Server) status(ctx *fasthttp.RequestCtx, _ *params) {
 	w.Object("errors")
 	w.Int("dbErrors", dbErrors)
 	w.Int("ackFailed", ackFailed)
-	w.Int("dlqMessages", int64(dlq.total))
+	w.Int("dlqMessages", int64(dlq.Total))
 	w.EndObject()
 	w.Int("statsAge", 0)
 	w.EndObject()
@@ -137,7 +138,7 @@ func (s *Server) statusQueues(ctx *fasthttp.RequestCtx, _ *params) {
 		s.writeError(ctx, err)
 		return
 	}
-	qs = filterQueues(ctx, qs)
+	qs = filterQueues(args, qs)
 	qs = qs[min(offset, len(qs)):]
 	qs = qs[:min(limit, len(qs))]
 	now := time.Now().UnixMicro()
@@ -145,7 +146,7 @@ func (s *Server) statusQueues(ctx *fasthttp.RequestCtx, _ *params) {
 	w.Object("")
 	w.Array("queues")
 	for i := range qs {
-		writeQueueSummary(&w, &qs[i], queueCounts(&qs[i], now, &dlq), s.queueGroup(qs[i].Name))
+		counts.WriteQueueSummary(&w, &qs[i], counts.Queue(&qs[i], now, &dlq), s.queueGroup(qs[i].Name))
 	}
 	w.EndArray()
 	w.Object("pagination")
@@ -182,13 +183,13 @@ func (s *Server) statusQueue(ctx *fasthttp.RequestCtx, p *params) {
 	w.Bool("deadLetterQueue", q.Config.DeadLetterEnabled())
 	w.EndObject()
 	w.EndObject()
-	var totals counts
+	var totals counts.Counts
 	w.Array("partitions")
 	for i := range q.Partitions {
 		pi := &q.Partitions[i]
-		c := partitionCounts(pi, now)
-		c.deadLetter = dlq.byPartition[pi.ID]
-		totals.add(c)
+		c := counts.Partition(pi, now)
+		c.DeadLetter = dlq.ByPartition[pi.ID]
+		totals.Add(c)
 		var consumed, lastActivity int64
 		for _, cur := range pi.Cursors {
 			consumed += cur.TotalConsumed
@@ -199,14 +200,14 @@ func (s *Server) statusQueue(ctx *fasthttp.RequestCtx, p *params) {
 		w.ID("id", pi.ID)
 		w.Str("name", pi.Name)
 		w.TimeMillis("createdAt", pi.CreatedAt)
-		writeCounts(&w, "messages", c)
-		writeCounts(&w, "stats", c)
-		w.Int("total", c.total)
-		w.Int("pending", c.pending)
-		w.Int("processing", c.processing)
-		w.Int("completed", c.completed)
+		counts.Write(&w, "messages", c)
+		counts.Write(&w, "stats", c)
+		w.Int("total", c.Total)
+		w.Int("pending", c.Pending)
+		w.Int("processing", c.Processing)
+		w.Int("completed", c.Completed)
 		w.Int("failed", 0)
-		w.Int("dlq", c.deadLetter)
+		w.Int("dlq", c.DeadLetter)
 		w.Object("cursor")
 		w.Int("totalConsumed", consumed)
 		w.Int("batchesConsumed", 0)
@@ -220,15 +221,15 @@ func (s *Server) statusQueue(ctx *fasthttp.RequestCtx, p *params) {
 		w.EndObject()
 	}
 	w.EndArray()
-	totals.deadLetter = int64(dlq.total)
+	totals.DeadLetter = int64(dlq.Total)
 	w.Object("totals")
-	writeCounts(&w, "messages", totals)
-	w.Int("total", totals.total)
-	w.Int("pending", totals.pending)
-	w.Int("processing", totals.processing)
-	w.Int("completed", totals.completed)
+	counts.Write(&w, "messages", totals)
+	w.Int("total", totals.Total)
+	w.Int("pending", totals.Pending)
+	w.Int("processing", totals.Processing)
+	w.Int("completed", totals.Completed)
 	w.Int("failed", 0)
-	w.Int("deadLetter", totals.deadLetter)
+	w.Int("deadLetter", totals.DeadLetter)
 	w.EndObject()
 	w.EndObject()
 	reply.Send(ctx, fasthttp.StatusOK, w)

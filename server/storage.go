@@ -2,7 +2,6 @@ package server
 
 import (
 	"errors"
-	"io"
 	"sync"
 	"time"
 
@@ -195,88 +194,8 @@ func (s *Server) sendReport(id, addr string) error {
 	return err
 }
 
-// storageView is /health's "storage": this node's guard and the reports it
-// holds.
-type storageView struct {
-	ok     bool
-	reason string
-	guard  diskspace.Status
-	nodes  []diskspace.Report
-}
-
-func (s *Server) storageView() storageView {
-	v := storageView{ok: true, nodes: s.storage.reports.Fresh(time.Now())}
-	if g := s.opts.Storage; g != nil {
-		v.guard = g.Status()
-		v.ok, v.reason = v.guard.OK, v.guard.Reason
-	}
-	for _, r := range v.nodes {
-		if v.ok && !r.OK {
-			v.ok, v.reason = false, "node "+r.ID+": "+r.Reason
-		}
-	}
-	return v
-}
-
-// writeStorage writes /health's "storage" member:
-//
-//	{"ok", "reason"?, "reserveBytes", "directories": [{"path", "freeBytes", "error"?}],
-//	 "nodes": [{"id", "ok", "reason"?, "ageMs"}]}
-//
-// ok is false while this node refuses data; reason says why. nodes are the
-// fresh reports of the other nodes (on the leader).
-func (s *Server) writeStorage(w *wire.Writer) {
-	v := s.storageView()
-	w.Object("storage")
-	w.Bool("ok", v.ok)
-	if !v.ok {
-		w.Str("reason", v.reason)
-	}
-	w.Int("reserveBytes", int64(v.guard.MinFreeBytes))
-	w.Array("directories")
-	for _, d := range v.guard.Dirs {
-		w.Object("")
-		w.Str("path", d.Path)
-		w.Int("freeBytes", int64(d.Free))
-		if d.Err != nil {
-			w.Str("error", d.Err.Error())
-		}
-		w.EndObject()
-	}
-	w.EndArray()
-	w.Array("nodes")
-	for _, r := range v.nodes {
-		w.Object("")
-		w.Str("id", r.ID)
-		w.Bool("ok", r.OK)
-		if !r.OK {
-			w.Str("reason", r.Reason)
-		}
-		w.Int("ageMs", r.Age.Milliseconds())
-		w.EndObject()
-	}
-	w.EndArray()
-	w.EndObject()
-}
-
-// writeStorageMetrics writes the storage gauges at scrape time:
-// queen_storage_free_bytes{dir}, queen_storage_reserve_bytes,
-// queen_storage_below_reserve (this node) and
-// queen_storage_nodes_below_reserve (the nodes reporting to this one).
-func (s *Server) writeStorageMetrics(w io.Writer) {
-	v := s.storageView()
-	for _, d := range v.guard.Dirs {
-		if d.Err == nil {
-			metrics.WriteGaugeUint64(w, `queen_storage_free_bytes{dir="`+labelValue(d.Path)+`"}`, d.Free)
-		}
-	}
-	metrics.WriteGaugeUint64(w, "queen_storage_reserve_bytes", v.guard.MinFreeBytes)
-	metrics.WriteGaugeUint64(w, "queen_storage_below_reserve", boolGauge(s.opts.Storage != nil && !v.guard.OK))
-	var low uint64
-	for _, r := range v.nodes {
-		if !r.OK {
-			low++
-		}
-	}
-	metrics.WriteGaugeUint64(w, "queen_storage_nodes_below_reserve", low)
+// storageView is what this node says of its free space: its guard and
+// the reports it holds (/health's "storage", the storage gauges).
+func (s *Server) storageView() diskspace.View {
+	return diskspace.NewView(s.opts.Storage, s.storage.reports, time.Now())
 }

@@ -32,7 +32,7 @@ func (h streamsHost) ForwardOrFail(req *fasthttp.RequestCtx, err error) {
 }
 func (h streamsHost) Fail(req *fasthttp.RequestCtx, err error) { h.s.writeError(req, err) }
 func (h streamsHost) Sealer() func(it *engine.PushItem) error  { return (&sealer{s: h.s}).item }
-func (h streamsHost) Pushed(res []engine.PushResult)           { h.s.m.pushed(res) }
+func (h streamsHost) Pushed(res []engine.PushResult)           { h.s.m.Pushed(res) }
 func (h streamsHost) PublicText(err error) string              { return publicText(err) }
 
 func (h streamsHost) DecodePushItem(sc *wire.Scanner, before []engine.PushItem) (engine.PushItem, error) {

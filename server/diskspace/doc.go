@@ -54,6 +54,10 @@
 // /metrics/prometheus has queen_storage_free_bytes{dir},
 // queen_storage_reserve_bytes, queen_storage_below_reserve,
 // queen_storage_nodes_below_reserve and queen_insufficient_storage_total.
+// A View is what those say: NewView reads the guard and the reports once,
+// and WriteJSON writes /health's "storage" through a small JSONWriter
+// interface (server/wire's Writer), so this package renders its own state
+// without importing the edge.
 //
 // # Reports from other nodes
 //

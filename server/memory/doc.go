@@ -12,7 +12,7 @@
 // Options.MaxInflightBodyBytes (a Budget): a body is charged BodyCost times
 // its length, and a push PushItemCost per item once decoded. fasthttp streams
 // bodies (StreamRequestBody): it reads the headers and at most 8 KiB of body,
-// and after routing and admission the server's takeBody (server/inflight.go)
+// and after routing and admission the server's takeBody (server/intake's Take)
 // reserves the declared length from the budget and reads the body into a
 // buffer of exactly that size; a chunked body reserves each larger buffer
 // before making it. A request the budget cannot hold is answered 503

@@ -18,7 +18,7 @@ import (
 // handler: it walks the body once, the handler picks the members it knows
 // and skips the rest, and raw values (payloads) come back as sub-slices of
 // the body, never re-encoded. The body a handler decodes is a buffer of its
-// request's own (takeBody, inflight.go), never one fasthttp recycles, so
+// request's own (server/intake's Take), never one fasthttp recycles, so
 // slices of it may be kept and handed to the broker without a copy.
 
 // maxDepth bounds nesting, as encoding/json does.

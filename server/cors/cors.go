@@ -1,4 +1,4 @@
-package server
+package cors
 
 import (
 	"bytes"
@@ -11,18 +11,18 @@ import (
 	"github.com/queenmq/queen/engine"
 )
 
-// corsPolicy says which browser origins may call the API (Options.CORSOrigins).
-// Queen answers "*" to everyone; that stays the default. A list narrows it:
-// listed origins (and the broker's own, for the DLQ page) get their origin
-// reflected, every other Origin is refused before any handler runs.
-type corsPolicy struct {
+// Policy is a compiled list of allowed origins; the zero Policy refuses
+// every request with an Origin header (use Compile).
+type Policy struct {
 	any     bool
 	origins map[string]bool // "scheme://host[:port]", lower case
 }
 
-// newCORSPolicy checks and compiles Options.CORSOrigins.
-func newCORSPolicy(list []string) (corsPolicy, error) {
-	p := corsPolicy{origins: map[string]bool{}}
+// Compile checks and compiles a list of origins ("scheme://host[:port]",
+// or "*"); an empty list, or one holding "*", allows any origin. A
+// malformed origin is engine.ErrInvalid.
+func Compile(list []string) (Policy, error) {
+	p := Policy{origins: map[string]bool{}}
 	for _, o := range list {
 		o = strings.TrimSpace(o)
 		switch {
@@ -44,18 +44,18 @@ func newCORSPolicy(list []string) (corsPolicy, error) {
 	return p, nil
 }
 
-// setCORS adds the CORS headers of docs/api.md §1.3 to a reply and reports
+// Apply adds the CORS headers of docs/api.md §1.3 to a reply and reports
 // whether the request's origin may be served. A request without an Origin
-// header (SDKs, curl, servers) is never refused here.
-func (s *Server) setCORS(ctx *fasthttp.RequestCtx) bool {
+// header is never refused.
+func (p Policy) Apply(ctx *fasthttp.RequestCtx) bool {
 	h := &ctx.Response.Header
 	origin := ctx.Request.Header.Peek("Origin")
 	allowed := true
 	switch {
-	case s.cors.any:
+	case p.any:
 		h.Set("Access-Control-Allow-Origin", "*")
 	case len(origin) == 0:
-	case s.cors.origins[strings.ToLower(string(origin))] || sameOrigin(origin, ctx.Host()):
+	case p.origins[strings.ToLower(string(origin))] || sameOrigin(origin, ctx.Host()):
 		h.SetBytesV("Access-Control-Allow-Origin", origin)
 		h.Set("Vary", "Origin")
 	default:
