@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 
 	"github.com/queenmq/queen/engine"
@@ -22,11 +23,28 @@ type queueConfigs interface {
 // encrypted reports whether pushes to queue are sealed now: a key is
 // configured and the queue exists with encryptionEnabled. The flag is read
 // from this node's applied state at push time; a queue a push will create is
-// not encrypted.
+// not encrypted. A node whose state may trail (mayLag) confirms a queue it
+// sees as plain with the queue's leader first: a configure answered on
+// another node a moment ago may not have reached it, and a payload left
+// unsealed then would be stored in plaintext in a queue its client was told
+// is encrypted. A queue it sees as encrypted needs no confirming: sealing a
+// payload the queue no longer asks to seal loses nothing (reads open it).
 func (s *Server) encrypted(queue string) (bool, error) {
 	if s.crypt == nil {
 		return false, nil
 	}
+	on, err := s.encryptedHere(queue)
+	if err != nil || on || !s.mayLag(queue) {
+		return on, err
+	}
+	if err := s.confirmConfig(queue); err != nil {
+		return false, err
+	}
+	return s.encryptedHere(queue)
+}
+
+// encryptedHere is encrypted as this node's applied state has it.
+func (s *Server) encryptedHere(queue string) (bool, error) {
 	if qc, ok := s.broker.(queueConfigs); ok {
 		cfg, found := qc.QueueConfig(queue)
 		return found && cfg.Bool(engine.OptEncryptionEnabled), nil
@@ -39,6 +57,32 @@ func (s *Server) encrypted(queue string) (bool, error) {
 		return false, nil
 	}
 	return false, err
+}
+
+// mayLag reports whether this node's state of queue's configuration may
+// trail a configure answered elsewhere: it holds replicas and does not lead
+// the queue's group (a leader has applied every configure that was
+// answered), or it does not know the queue's group yet.
+func (s *Server) mayLag(queue string) bool {
+	if s.reads == nil {
+		return false
+	}
+	g := s.groups.holder(queue)
+	return g == 0 || s.groups.status(g).Role != "leader"
+}
+
+// confirmConfig catches this node's replica of queue's group up with the
+// group's leader (a read index, shared by concurrent pushes), or every
+// replica when the queue's group is not known here yet (the directory's
+// replica may trail too).
+func (s *Server) confirmConfig(queue string) error {
+	n := s.reads.Replica(s.groups.holder(queue))
+	if n == nil {
+		return s.reads.Barrier(false)
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, readIndexTimeout)
+	defer cancel()
+	return s.reads.CatchUp(ctx, n)
 }
 
 // sealer seals the payloads of one request's push items, looking a queue's

@@ -226,3 +226,32 @@ func (c *client) metricOr(name string, absent float64) float64 {
 	}
 	return absent
 }
+
+// A queue made encrypted through one node is sealed by a push through
+// another right after, even when that node's replica has not applied the
+// configure yet: a node that does not lead the queue's group confirms a
+// queue it sees as plain with the leader before it leaves a payload
+// unsealed. (Without that check most of these pushes were stored in
+// plaintext: the follower applies the configure a heartbeat later.)
+func TestGroups_PushRightAfterEncryptionIsOnIsSealedOnEveryNode(t *testing.T) {
+	c := servertest.StartGroups(t, 3, 2, func(_ int, o *server.Options) { o.EncryptionKey = testKey })
+	leaders := c.WaitLeaders()
+	leader := nodeClient(t, c, leaders[1])
+	follower := nodeClient(t, c, c.Follower(1))
+	for i := range 20 {
+		q := fmt.Sprintf("sealed-%d", i)
+		leader.do("POST", "/api/v1/configure", map[string]any{"queue": q, "raftGroup": 1,
+			"options": map[string]any{"encryptionEnabled": true}}).expect(t, 200)
+		var res []pushResult
+		follower.do("POST", "/api/v1/push", map[string]any{"items": []any{
+			map[string]any{"queue": q, "transactionId": "t", "payload": map[string]any{"card": "PLAIN-MARKER"}}}}).
+			expect(t, http.StatusCreated).decode(t, &res)
+		if len(res) != 1 || res[0].Status != "queued" {
+			t.Fatalf("push %d: %+v", i, res)
+		}
+		raw := stored(t, c.Nodes[leaders[1]].Host, res[0].PartitionID, "t")
+		if !isEnvelope(raw) || strings.Contains(string(raw), "MARKER") {
+			t.Fatalf("push %d through a follower right after encryption was turned on is stored as %s", i, raw)
+		}
+	}
+}
