@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/queenmq/queen/raft/command"
 )
 
 // runCLI runs the queen binary with args and returns its stdout.
@@ -60,7 +62,7 @@ func TestCLI_StatusOfAThreeNodeCluster(t *testing.T) {
 	leaders := 0
 	for _, n := range nodes {
 		if n.Error != "" || n.Leader != leader.id || n.Term == 0 || n.Applied == 0 || n.Free == 0 || n.Version == "" || !n.Healthy ||
-			n.CommandVersion != 1 || n.ClusterVersion != 1 {
+			n.CommandVersion != command.MaxVersion || n.ClusterVersion != command.MaxVersion {
 			t.Errorf("node %+v", n)
 		}
 		if n.Role == "leader" {
@@ -74,7 +76,7 @@ func TestCLI_StatusOfAThreeNodeCluster(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(table), "\n")
 	if len(lines) != 7 || !strings.HasPrefix(lines[0], "NODE") || !strings.Contains(lines[0], "CMD VERSION") ||
 		!strings.Contains(table, "leader") || !strings.Contains(lines[4], "unreachable") ||
-		lines[6] != "cluster version 1 (as the leader, "+leader.id+", reads it)" {
+		lines[6] != fmt.Sprintf("cluster version %d (as the leader, %s, reads it)", command.MaxVersion, leader.id) {
 		t.Fatalf("table:\n%s", table)
 	}
 	for _, n := range c.nodes {
@@ -91,7 +93,7 @@ func TestCLI_StatusOfAThreeNodeCluster(t *testing.T) {
 				return false, string(b)
 			}
 			for _, v := range h.Nodes {
-				if !v.Known || v.CommandVersion != 1 || v.Version == "" {
+				if !v.Known || v.CommandVersion != int(command.MaxVersion) || v.Version == "" {
 					return false, string(b)
 				}
 			}
