@@ -24,7 +24,9 @@ import (
 //     group whose replica holds it;
 //   - every queue (a discovery pop, a consumer group's deletion or
 //     subscription): each group;
-//   - streams: group 1, with their source and sink queues.
+//   - streams: group 1, with their source and sink queues;
+//   - a transaction: the group of its acks and leases, its pushes to other
+//     groups through that group's outbox (hostoutbox.go).
 //
 // A command for a group this node leads is proposed here. A push or ack
 // whose items lie in several groups is split, and the parts for groups

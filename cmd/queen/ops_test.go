@@ -46,14 +46,16 @@ func TestCLI_StatusOfAThreeNodeCluster(t *testing.T) {
 	}
 	dead := fmt.Sprintf("http://127.0.0.1:%d", freePorts(t, 1)[0])
 	var nodes []nodeStatus
-	waitFor(t, 30*time.Second, "every node to have applied the push", func() (bool, string) {
+	// The cluster version is read from the others every 5 s: until the
+	// first read that reaches them, a node runs at 1.
+	waitFor(t, 30*time.Second, "every node to have applied the push and read the cluster version", func() (bool, string) {
 		out := runCLI(t, "status", "--url", strings.Join(urls, ","), "--json")
 		nodes = nil
 		if err := json.Unmarshal([]byte(out), &nodes); err != nil {
 			t.Fatalf("status --json: %v\n%s", err, out)
 		}
 		for _, n := range nodes {
-			if n.Lag != 0 {
+			if n.Lag != 0 || n.ClusterVersion != command.MaxVersion {
 				return false, out
 			}
 		}
