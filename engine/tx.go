@@ -20,6 +20,9 @@ type TxResult struct {
 	Error   string
 	Pushes  []PushResult // aligned with the push operations, in order
 	Acks    []AckResult  // aligned with the ack operations, in order
+	// Outbox is the rows an OutboxTxCmd wrote for its pushes to other
+	// groups, aligned with its Away items.
+	Outbox []OutboxRow
 }
 
 // transaction applies pushes and acks atomically (docs/semantics.md §13): every

@@ -1,6 +1,9 @@
 package raft
 
-import "github.com/queenmq/queen/raft/command"
+import (
+	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/raft/command"
+)
 
 // SetCommandVersion makes version the command version every command
 // needs, for a test of the cluster-version gate (today every command is
@@ -10,3 +13,11 @@ func SetCommandVersion(version func(command.Stamped) uint8) (restore func()) {
 	commandVersion = version
 	return func() { commandVersion = old }
 }
+
+// HoldOutbox stops (true) or resumes h's outbox deliveries: a transaction
+// across groups then commits and leaves its rows undelivered, as a crash
+// between the commit and the delivery would.
+func HoldOutbox(h *Host, hold bool) { h.holdOutbox.Store(hold) }
+
+// OutboxRows are the outbox rows of n's engine, oldest first.
+func OutboxRows(n *Node) ([]engine.OutboxRow, error) { return n.engine.Outbox(1000) }

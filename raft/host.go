@@ -37,6 +37,9 @@ type Host struct {
 	stream *streamLayer
 	nodes  []*Node       // by group id, 0..G
 	turn   atomic.Uint64 // the rotating start of discovery pops
+	// holdOutbox, set by a test, stops outbox deliveries: a transaction
+	// then commits and leaves its rows, as a crash would.
+	holdOutbox atomic.Bool
 
 	done      chan struct{}
 	wg        sync.WaitGroup
@@ -65,6 +68,12 @@ type HostOptions struct {
 	// for (runPart) before the request is answered ErrOutcomeUnknown or
 	// the part's items failed (default 5 s).
 	PartWait time.Duration
+	// OutboxInterval is how often the leader of a group looks for outbox
+	// rows left undelivered (hostoutbox.go), and OutboxAge how old a row
+	// must be to be redelivered: the node that committed it delivers it
+	// first (defaults 1 s and 3 × PartWait).
+	OutboxInterval time.Duration
+	OutboxAge      time.Duration
 }
 
 // Directory is the id of the directory group.
@@ -83,6 +92,12 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 	}
 	if o.PartWait == 0 {
 		o.PartWait = 5 * time.Second
+	}
+	if o.OutboxInterval == 0 {
+		o.OutboxInterval = time.Second
+	}
+	if o.OutboxAge == 0 {
+		o.OutboxAge = 3 * o.PartWait
 	}
 	opts := o.Node
 	if opts.Forward == nil {
@@ -146,8 +161,9 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 			}
 		}
 	}
-	h.wg.Add(1)
+	h.wg.Add(2)
 	go h.spreadLoop()
+	go h.outboxLoop()
 	return h, nil
 }
 

@@ -6,11 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft/command"
@@ -27,7 +24,9 @@ import (
 //     group whose replica holds it;
 //   - every queue (a discovery pop, a consumer group's deletion or
 //     subscription): each group;
-//   - streams: group 1, with their source and sink queues.
+//   - streams: group 1, with their source and sink queues;
+//   - a transaction: the group of its acks and leases, its pushes to other
+//     groups through that group's outbox (hostoutbox.go).
 //
 // A command for a group this node leads is proposed here. A push or ack
 // whose items lie in several groups is split, and the parts for groups
@@ -374,74 +373,6 @@ func (h *Host) ack(ctx context.Context, c engine.AckCmd) (engine.Result, error) 
 		return engine.Result{}, err
 	}
 	return engine.Result{Value: out}, nil
-}
-
-// transaction runs a transaction in the one group all its operations lie
-// in; one spanning groups is refused (ErrSpansGroups), naming what lies
-// where. Queues it pushes to that no group holds yet are placed in that
-// group.
-func (h *Host) transaction(ctx context.Context, c engine.TransactionCmd) (engine.Result, error) {
-	var (
-		groups []uint32
-		where  []string
-	)
-	add := func(g uint32, what string) {
-		if !slices.Contains(groups, g) {
-			groups = append(groups, g)
-		}
-		where = append(where, fmt.Sprintf("%s in group %d", what, g))
-	}
-	// Acks and leases first: they name the group the transaction runs in,
-	// and a queue the transaction is the first to push to is placed there
-	// (a pipeline step's output lands with its input).
-	var unplaced []string
-	for _, op := range c.Ops {
-		switch {
-		case op.Push != nil:
-			if g := h.Placement(op.Push.Queue); g != 0 {
-				add(g, "queue "+op.Push.Queue)
-			} else if !slices.Contains(unplaced, op.Push.Queue) {
-				unplaced = append(unplaced, op.Push.Queue)
-			}
-		case op.Ack != nil:
-			g, err := h.partitionGroup(ctx, op.Ack.PartitionID)
-			if err != nil {
-				return engine.Result{}, err
-			}
-			what := "partition " + uuid.UUID(op.Ack.PartitionID).String()
-			if name, _, ok := h.nodes[g].engine.PartitionByID(op.Ack.PartitionID); ok {
-				what = "queue " + name
-			}
-			add(g, what)
-		}
-	}
-	for _, l := range c.RequiredLeases {
-		g, err := h.leaseGroup(ctx, l)
-		if err != nil {
-			return engine.Result{}, err
-		}
-		add(g, "lease "+uuid.UUID(l).String())
-	}
-	var home uint32
-	if len(groups) == 1 {
-		home = groups[0]
-	}
-	for _, q := range unplaced {
-		g, err := h.Place(ctx, q, home)
-		if err != nil {
-			return engine.Result{}, err
-		}
-		add(g, "queue "+q)
-	}
-	switch len(groups) {
-	case 0:
-		return h.on(ctx, 1, c)
-	case 1:
-		return h.on(ctx, groups[0], c)
-	}
-	slices.Sort(where)
-	return engine.Result{}, fmt.Errorf("%w: a transaction's pushes, acks and leases must lie in one Raft group; it has %s",
-		ErrSpansGroups, strings.Join(slices.Compact(where), ", "))
 }
 
 // discover runs a discovery pop (no queue) on the groups in turn, from a

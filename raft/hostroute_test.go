@@ -14,7 +14,8 @@ import (
 
 // hostInternal are the command types a Host proposes itself and never
 // takes through Propose: node announcements and retention sweeps, the
-// directory's placements and lookups, the group list, and prepared pushes
+// directory's placements and lookups, the group list, the outbox's
+// commands (hostoutbox.go), and prepared pushes
 // (which arrive already bound to a group on the cluster path).
 var hostInternal = map[command.Type]bool{
 	command.TypeAnnounce:     true,
@@ -25,6 +26,8 @@ var hostInternal = map[command.Type]bool{
 	command.TypeLookupQueue:  true,
 	command.TypeLookupPart:   true,
 	command.TypeLookupLease:  true,
+	command.TypeOutboxTx:     true, // a TransactionCmd over groups becomes one
+	command.TypeOutboxDelete: true,
 }
 
 // proposedAs names, for a row whose log form is a prepared command, the

@@ -87,7 +87,7 @@ func TestClusterVersion_GatesProposals(t *testing.T) {
 			o.Version = "v-" + o.ID
 			o.CommandVersion = advertise
 			if o.ID == "n3" {
-				o.CommandVersion = 0 // command.MaxVersion: 1
+				o.CommandVersion = 1 // a binary from before the outbox
 			}
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/queenmq/queen/raft/command"
 )
 
 // runCLI runs the queen binary with args and returns its stdout.
@@ -45,14 +47,16 @@ func TestCLI_StatusOfAThreeNodeCluster(t *testing.T) {
 	}
 	dead := fmt.Sprintf("http://127.0.0.1:%d", freePorts(t, 1)[0])
 	var nodes []nodeStatus
-	waitFor(t, 30*time.Second, "every node to have applied the push", func() (bool, string) {
+	// The cluster version is read from the others every 5 s: until the
+	// first read that reaches them, a node runs at 1.
+	waitFor(t, 30*time.Second, "every node to have applied the push and read the cluster version", func() (bool, string) {
 		out := runCLI(t, "status", "--url", strings.Join(urls, ","), "--json")
 		nodes = nil
 		if err := json.Unmarshal([]byte(out), &nodes); err != nil {
 			t.Fatalf("status --json: %v\n%s", err, out)
 		}
 		for _, n := range nodes {
-			if n.Lag != 0 {
+			if n.Lag != 0 || n.ClusterVersion != command.MaxVersion {
 				return false, out
 			}
 		}
@@ -61,7 +65,7 @@ func TestCLI_StatusOfAThreeNodeCluster(t *testing.T) {
 	leaders := 0
 	for _, n := range nodes {
 		if n.Error != "" || n.Leader != leader.id || n.Term == 0 || n.Applied == 0 || n.Free == 0 || n.Version == "" || !n.Healthy ||
-			n.CommandVersion != 1 || n.ClusterVersion != 1 {
+			n.CommandVersion != command.MaxVersion || n.ClusterVersion != command.MaxVersion {
 			t.Errorf("node %+v", n)
 		}
 		if n.Role == "leader" {
@@ -85,7 +89,7 @@ func TestCLI_StatusOfAThreeNodeCluster(t *testing.T) {
 				return false, string(b)
 			}
 			for _, v := range h.Nodes {
-				if !v.Known || v.CommandVersion != 1 || v.Version == "" {
+				if !v.Known || v.CommandVersion != int(command.MaxVersion) || v.Version == "" {
 					return false, string(b)
 				}
 			}
@@ -103,7 +107,7 @@ func TestCLI_StatusOfAThreeNodeCluster(t *testing.T) {
 	slices.Sort(ids)
 	if len(lines) != 11 || !strings.HasPrefix(lines[0], "NODE") || !strings.Contains(lines[0], "CMD VERSION") ||
 		!strings.Contains(table, "leader") || !strings.Contains(lines[4], "unreachable") ||
-		lines[6] != "cluster version 1 (as the leader, "+leader.id+", reads it)" ||
+		lines[6] != fmt.Sprintf("cluster version %d (as the leader, %s, reads it)", command.MaxVersion, leader.id) ||
 		lines[8] != "placement (as "+leader.id+" knows it)" ||
 		strings.Join(strings.Fields(lines[10]), " ") != "1 "+leader.id+" "+strings.Join(ids, ",")+" 1" {
 		t.Fatalf("table:\n%s", table)

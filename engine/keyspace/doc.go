@@ -30,6 +30,7 @@
 //	0x10 sshard   0x10 | query id (16) | partition id (16)                StreamShard record (recent cycles)
 //	0x11 trace    0x11 | partition id (16) | offset u64 | trace id (16)   Trace record
 //	0x12 tracenm  0x12 | u16 len | name | createdAt µs u64 | trace id (16) partition id (16) | offset u64
+//	0x13 outbox   0x13 | row id (16)                                      Outbox record
 //
 // A DLQ "row key" is the 24 bytes after the family byte of its 0x08 key
 // (failedAt then row id), so the indexes sort by failure time like the rows
@@ -52,6 +53,12 @@
 // so the traces of the messages retention deletes are the same range as
 // their segments; the name index (0x12) sorts each name's records oldest
 // first, and its entries go with their records.
+//
+// Outbox rows (0x13) are the pushes a transaction committed for queues of
+// other Raft groups (ARCHITECTURE.md, "Scale-out"), kept until the row is
+// delivered to its group and deleted by a second command. The row id is a
+// UUIDv7 minted from the committing command's seed, so the rows left by a
+// crash are found oldest first by a scan of the family.
 //
 // Per-partition families (0x04, 0x05, 0x06, 0x09, 0x0B) put the partition id right
 // after the family byte, so all of a partition's segments, transaction ids or
@@ -84,6 +91,8 @@
 //	StreamShard  ver | n uvarint | n × (digest (32) | at i64 | result bytes), oldest first
 //	Trace        ver | createdAt i64 | txn str | group str | eventType str | workerId str | data bytes |
 //	             n uvarint | n × name str
+//	Outbox       ver | createdAt i64 | tx id | queue str | partition str | txn str | flags u8 (bit 0 trace,
+//	             bit 1 sealed) | trace id | producerSub str | payload bytes
 //	DeadLetter   ver | partition id | queue str | partition str | group str | offset i64 | message id |
 //	             txn str | hasTrace u8 | trace id | producerSub str | payload bytes | error str |
 //	             retryCount u32 | enqueuedAt i64 | deliveries u32 | [ver 2: flags u8]

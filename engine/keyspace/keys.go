@@ -34,6 +34,9 @@ const (
 	// Traces (docs/api.md §13): records per message, and an index by name.
 	FamilyTrace     Family = 0x11
 	FamilyTraceName Family = 0x12
+	// The outbox (ARCHITECTURE.md, "Scale-out"): a transaction's pushes to
+	// queues of other Raft groups, until they are delivered there.
+	FamilyOutbox Family = 0x13
 )
 
 // FormatVersion is the store format this code writes (meta key "version").
@@ -369,6 +372,20 @@ func ParseTraceName(k []byte) (string, int64, ID, error) {
 	}
 	copy(id[:], k[3+n+8:])
 	return string(k[3 : 3+n]), int64(binary.BigEndian.Uint64(k[3+n : 3+n+8])), id, nil
+}
+
+// Outbox is the key of an outbox row: its id, a UUIDv7 minted from the
+// committing command's seed, so rows sort by commit time.
+func Outbox(id ID) []byte { return append([]byte{byte(FamilyOutbox)}, id[:]...) }
+
+// ParseOutbox returns the row id of an Outbox key.
+func ParseOutbox(k []byte) (ID, error) {
+	var id ID
+	if len(k) != 1+16 || Family(k[0]) != FamilyOutbox {
+		return id, fmt.Errorf("%w: outbox key %x", ErrCorrupt, k)
+	}
+	copy(id[:], k[1:])
+	return id, nil
 }
 
 // FamilyPrefix returns the one-byte prefix of a family.

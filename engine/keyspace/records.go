@@ -461,3 +461,62 @@ func DecodeTrace(b []byte) (TraceRecord, error) {
 	}
 	return t, r.Done()
 }
+
+// OutboxRecord is the value of an outbox row: one push a transaction
+// committed for a queue of another Raft group, its transaction id fixed so
+// that a redelivery is a duplicate in the target queue.
+type OutboxRecord struct {
+	CreatedAt     int64 // the committing command's time
+	Tx            ID    // the transaction's id (its TxResult.ID)
+	Queue         string
+	Partition     string
+	TransactionID string
+	HasTrace      bool
+	TraceID       ID
+	ProducerSub   string
+	Payload       []byte
+	Sealed        bool
+}
+
+// Outbox record flags. Part of the on-disk format — never change or reuse.
+const (
+	outboxTrace  = 1 << 0
+	outboxSealed = 1 << 1
+	outboxKnown  = outboxTrace | outboxSealed
+)
+
+// Encode appends the record to dst.
+func (o *OutboxRecord) Encode(dst []byte) []byte {
+	w := wire.Writer{B: dst}
+	w.U8(recordVersion)
+	w.I64(o.CreatedAt)
+	w.ID(o.Tx)
+	w.Str(o.Queue)
+	w.Str(o.Partition)
+	w.Str(o.TransactionID)
+	var flags uint8
+	if o.HasTrace {
+		flags |= outboxTrace
+	}
+	if o.Sealed {
+		flags |= outboxSealed
+	}
+	w.U8(flags)
+	w.ID(o.TraceID)
+	w.Str(o.ProducerSub)
+	w.Bytes(o.Payload)
+	return w.B
+}
+
+// DecodeOutbox decodes an outbox record. Payload aliases b.
+func DecodeOutbox(b []byte) (OutboxRecord, error) {
+	r := newRecordReader(b, "outbox")
+	o := OutboxRecord{CreatedAt: r.I64(), Tx: r.ID(), Queue: r.Str(), Partition: r.Str(), TransactionID: r.Str()}
+	flags := r.U8()
+	if flags&^outboxKnown != 0 {
+		r.Fail("flags %#x", flags)
+	}
+	o.HasTrace, o.Sealed = flags&outboxTrace != 0, flags&outboxSealed != 0
+	o.TraceID, o.ProducerSub, o.Payload = r.ID(), r.Str(), r.Bytes()
+	return o, r.Done()
+}

@@ -44,9 +44,11 @@ const (
 	TypeLookupQueue    Type = 24
 	TypeLookupPart     Type = 25
 	TypeLookupLease    Type = 26
+	TypeOutboxTx       Type = 27
+	TypeOutboxDelete   Type = 28
 
 	// TypeLast is the highest type number in use: a new type raises it.
-	TypeLast = TypeLookupLease
+	TypeLast = TypeOutboxDelete
 )
 
 const (
@@ -140,6 +142,10 @@ var codecs = []codec{
 		func(r *wire.Reader) LookupPartition { return LookupPartition{ID: r.ID()} }, answersFound),
 	row(TypeLookupLease, func(w *wire.Writer, c LookupLease) { w.ID(c.ID) },
 		func(r *wire.Reader) LookupLease { return LookupLease{ID: r.ID()} }, answersFound),
+	// Command version 2: the outbox of transactions across groups.
+	row(TypeOutboxTx, appendOutboxTx, readOutboxTx, notRelayed).from(2),
+	row(TypeOutboxDelete, func(w *wire.Writer, c engine.OutboxDeleteCmd) { appendIDs(w, c.Rows) },
+		func(r *wire.Reader) engine.OutboxDeleteCmd { return engine.OutboxDeleteCmd{Rows: readIDs(r)} }, answersCount).from(2),
 }
 
 // codec is one row of the table.
@@ -157,6 +163,12 @@ func row[C engine.Command](t Type, write func(*wire.Writer, C), read func(*wire.
 	return codec{typ: t, goType: reflect.TypeFor[C](), result: result, since: 1,
 		append: func(w *wire.Writer, c engine.Command) { write(w, c.(C)) },
 		read:   func(r *wire.Reader) engine.Command { return read(r) }}
+}
+
+// from marks a row with the command version that brought its type.
+func (c codec) from(version uint8) codec {
+	c.since = version
+	return c
 }
 
 // byType and byGoType index the table.
@@ -392,6 +404,44 @@ func appendTransaction(w *wire.Writer, c engine.TransactionCmd) {
 	for _, l := range c.RequiredLeases {
 		w.ID(l)
 	}
+}
+
+func appendIDs(w *wire.Writer, ids []engine.ID) {
+	w.Uvarint(uint64(len(ids)))
+	for _, id := range ids {
+		w.ID(id)
+	}
+}
+
+func readIDs(r *wire.Reader) []engine.ID {
+	n := r.Count(16)
+	if n == 0 {
+		return nil
+	}
+	ids := make([]engine.ID, n)
+	for i := range ids {
+		ids[i] = r.ID()
+	}
+	return ids
+}
+
+func appendOutboxTx(w *wire.Writer, c engine.OutboxTxCmd) {
+	appendTransaction(w, c.TransactionCmd)
+	w.Uvarint(uint64(len(c.Away)))
+	for i := range c.Away {
+		appendPushItem(w, &c.Away[i])
+	}
+}
+
+func readOutboxTx(r *wire.Reader) engine.OutboxTxCmd {
+	c := engine.OutboxTxCmd{TransactionCmd: readTransaction(r)}
+	if n := r.Count(7); n > 0 {
+		c.Away = make([]engine.PushItem, n)
+		for i := range c.Away {
+			readPushItem(r, &c.Away[i])
+		}
+	}
+	return c
 }
 
 func readTransaction(r *wire.Reader) engine.TransactionCmd {

@@ -72,6 +72,8 @@
 //	LookupQueue     queue str (answered from the leader's state, never in a log: encoded only to be relayed)
 //	LookupPartition partition id (16) (as LookupQueue)
 //	LookupLease     lease id (16) (as LookupQueue)
+//	OutboxTx        the Transaction body | nAway uvarint | nAway × PushItem
+//	OutboxDelete    n uvarint | n × row id (16)
 //
 // Groups, PlaceQueue and LookupQueue are the directory's (group 0 of a raft.Host):
 // directory.go.
@@ -91,7 +93,10 @@
 // traces (21), the directory's (22-24) and the lookups (25-26) came later as new type numbers,
 // the first way of growing version 1 below: testdata/entry-v1-streams.golden,
 // entry-v1-traces.golden, entry-v1-directory.golden and entry-v1-lookup.golden
-// hold them.
+// hold them. The outbox's (27-28, engine.OutboxTxCmd and OutboxDeleteCmd:
+// a transaction across Raft groups) are command version 2 (version.go), so
+// that no node proposes them while an older binary could meet them;
+// testdata/entry-v1-outbox.golden holds them.
 //
 // # Results
 //

@@ -147,6 +147,7 @@ var goldenEntries = []struct {
 	{"entry-v1-directory.golden", directoryCommands},
 	{"entry-v1-lookup.golden", lookupCommands},
 	{"entry-v1-producer.golden", producerCommands},
+	{"entry-v1-outbox.golden", outboxCommands},
 }
 
 // producerCommands are the replays whose corrected payload is stamped with
@@ -159,6 +160,27 @@ func producerCommands() []command.Stamped {
 			Payload: []byte(`{"fixed":true}`), Restamp: true, ProducerSub: "auth0|mallory"}},
 		{Stamp: st, Cmd: engine.ReplayCmd{PartitionID: engine.ID{0xcc}, TransactionID: "t-s",
 			Payload: []byte(`{"encrypted":""}`), Sealed: true, Restamp: true}},
+	}
+}
+
+// outboxCommands are the outbox's commands (types 27-28, command version
+// 2) as first written: a transaction with an ack, a home push and two away
+// pushes (one sealed and traced, one without a transaction id), one with
+// nothing but an away push, and a deletion of two rows.
+func outboxCommands() []command.Stamped {
+	st := goldenStamp
+	home := engine.PushItem{Queue: "orders", TransactionID: "t-1", Payload: []byte(`{"orderId":1}`)}
+	ack := engine.AckItem{TransactionID: "t-0", PartitionID: engine.ID{0xcc}, Group: "billing", Status: cursor.Completed, Lease: engine.ID{0xdd}}
+	away := []engine.PushItem{
+		{Queue: "emails", Partition: "eu", TransactionID: "t-2", HasTrace: true, TraceID: engine.ID{0xaa}, ProducerSub: "auth0|u1",
+			Payload: []byte(`{"encrypted":""}`), Sealed: true},
+		{Queue: "audit", Payload: []byte(`[1]`)},
+	}
+	return []command.Stamped{
+		{Stamp: st, Cmd: engine.OutboxTxCmd{TransactionCmd: engine.TransactionCmd{Ops: []engine.TxOp{{Ack: &ack}, {Push: &home}},
+			RequiredLeases: []engine.ID{{0xdd}}}, Away: away}},
+		{Stamp: st, Cmd: engine.OutboxTxCmd{Away: away[1:]}},
+		{Stamp: st, Cmd: engine.OutboxDeleteCmd{Rows: []engine.ID{{0x01, 0x98, 7}, {0x01, 0x98, 8}}}},
 	}
 }
 

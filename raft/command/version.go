@@ -7,7 +7,8 @@ import "reflect"
 // The entry version (doc.go, "Versions") says how an entry is laid out;
 // the command version says which commands a binary can apply. Each row of
 // the command table names the command version that brought its type
-// (version 1: every type up to TypeLookupLease), and a command that grows
+// (version 1: every type up to TypeLookupLease; version 2: the outbox's,
+// TypeOutboxTx and TypeOutboxDelete), and a command that grows
 // version 1 the second way (a new value in a flags or enum byte) says so
 // itself by implementing Versioned. MaxVersion is the highest command
 // version this binary applies: a new type or a new value raises it by one
@@ -23,7 +24,7 @@ import "reflect"
 //
 // Part of the cluster's contract — a version number, once given to a
 // command, is never changed or reused.
-const MaxVersion uint8 = 1
+const MaxVersion uint8 = 2
 
 // Versioned is a command whose version depends on its value: one that
 // grew version 1 by a new value of a flags or enum byte returns the

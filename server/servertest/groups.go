@@ -114,9 +114,10 @@ func (c *Groups) start(i int, peers []raft.Peer, dir string, groups int, adjust 
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	fwd := cluster.New(cluster.Options{NodeID: node.ID, Secret: GroupSecret, Refusal: server.Refusal, Metrics: node.Metrics})
-	// As queen serve wires it: the nodes read each other's /health (the
-	// cluster version, and which nodes are live).
-	o.Versions = fwd
+	// The nodes read each other's versions as queen serve's do, often, so
+	// that the cluster reaches this binary's command version (the outbox's
+	// commands need 2) a moment after start.
+	o.Versions, o.VersionInterval = fwd, 200*time.Millisecond
 	h, err := raft.OpenHost(raft.HostOptions{Node: o, Groups: groups, SpreadInterval: 50 * time.Millisecond,
 		SpreadHold: 300 * time.Millisecond, Forward: fwd})
 	if err != nil {
