@@ -34,6 +34,11 @@ const (
 	Queued    PushStatus = iota // written
 	Duplicate                   // a message with this transaction id exists; nothing written
 	Rejected                    // invalid item; nothing written
+	// Pending: a transaction committed the item in its home group's
+	// outbox and it is on its way to its queue's group, which stores it
+	// once (its transaction id dedups a redelivery); its ids are not known
+	// yet. Only a transaction across Raft groups answers it (raft.Host).
+	Pending
 )
 
 // PushResult reports one pushed item, aligned with the input.

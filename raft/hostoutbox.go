@@ -77,10 +77,7 @@ func (h *Host) transaction(ctx context.Context, c engine.TransactionCmd) (engine
 	if len(v.Outbox) != len(cmd.Away) {
 		return engine.Result{}, &UnknownError{Group: home, Err: fmt.Errorf("%w: %d outbox rows for %d pushes", ErrResultType, len(v.Outbox), len(cmd.Away))}
 	}
-	delivered, err := h.deliverOutbox(ctx, home, v.Outbox)
-	if err != nil {
-		return engine.Result{}, err
-	}
+	delivered := h.deliverOutbox(ctx, home, v.Outbox)
 	// The pushes in request order: the home group's, then the others'.
 	homePushes := v.Pushes
 	v.Pushes = nil
@@ -156,16 +153,22 @@ func (h *Host) txPlace(ctx context.Context, queue string, home uint32) (uint32, 
 	return h.Place(ctx, queue, home)
 }
 
-// deliverOutbox pushes outbox rows of group home to their queues' groups,
-// one part a group (runSplit: each retried for PartWait), then deletes the
-// rows whose push was applied, and returns each row's push result. A row
-// whose push may not have been applied stays for outboxLoop, and the
-// answer is then ErrOutcomeUnknown: the transaction committed, and its
-// push will be delivered, but its result is not known here. A push the
-// target refuses as invalid can never succeed; its row is dropped, logged.
-func (h *Host) deliverOutbox(ctx context.Context, home uint32, rows []engine.OutboxRow) ([]engine.PushResult, error) {
+// deliverOutbox pushes the committed rows of a transaction to their
+// groups, one part a group (runSplit: each retried for PartWait), deletes
+// the rows whose push was applied, and returns each row's push result. The
+// transaction has committed, so nothing here fails it: a row whose push may
+// not have been applied stays for outboxLoop, which delivers it later, and
+// its result is engine.Pending (committed, on its way, ids not known yet).
+// A push the target refuses as invalid can never succeed; its row is
+// dropped, logged.
+func (h *Host) deliverOutbox(ctx context.Context, home uint32, rows []engine.OutboxRow) []engine.PushResult {
+	out := make([]engine.PushResult, len(rows))
+	for i := range rows {
+		it := &rows[i].Item
+		out[i] = engine.PushResult{Status: engine.Pending, TransactionID: it.TransactionID, Queue: it.Queue, Partition: it.Partition}
+	}
 	if h.holdOutbox.Load() {
-		return nil, &UnknownError{Group: home, Err: errors.New("outbox delivery held (a test's crash)")}
+		return out // a test's crash: the rows stay
 	}
 	items := make([]engine.PushItem, len(rows))
 	for i := range rows {
@@ -174,30 +177,28 @@ func (h *Host) deliverOutbox(ctx context.Context, home uint32, rows []engine.Out
 	parts, err := split(len(items), memo(func(i int) string { return items[i].Queue },
 		func(q string) (uint32, error) { return h.groupOf(ctx, q) }))
 	if err != nil {
-		return nil, &UnknownError{Group: home, Err: fmt.Errorf("outbox: find the pushes' groups: %w", err)}
+		h.nodes[home].log.Warn("raft: outbox: find the pushes' groups; the loop delivers them", "err", err)
+		return out
 	}
-	out, err := runSplit(ctx, h, parts, items, func(items []engine.PushItem) engine.Command { return engine.PushCmd{Items: items} },
+	res, err := runSplit(ctx, h, parts, items, func(items []engine.PushItem) engine.Command { return engine.PushCmd{Items: items} },
 		func(it *engine.PushItem, err error) engine.PushResult {
 			return engine.PushResult{Status: engine.Rejected, TransactionID: it.TransactionID, Queue: it.Queue, Partition: it.Partition, Err: err}
 		})
 	if err != nil {
-		return nil, err
+		h.nodes[home].log.Warn("raft: outbox: deliver; the loop delivers what is left", "err", err)
+		return out
 	}
-	var (
-		done    []engine.ID
-		pending error
-	)
-	for i, r := range out {
+	var done []engine.ID
+	for i, r := range res {
 		switch {
 		case r.Status != engine.Rejected:
 			done = append(done, rows[i].ID)
+			out[i] = r
 		case errors.Is(r.Err, engine.ErrInvalid):
 			h.nodes[home].log.Error("raft: outbox: the target refuses a push a transaction committed; dropping it",
 				"queue", r.Queue, "transaction_id", r.TransactionID, "err", r.Err)
 			done = append(done, rows[i].ID)
-		default:
-			pending = &UnknownError{Group: home, Err: fmt.Errorf("the transaction committed; its push %s to queue %s waits in the outbox "+
-				"and is delivered later: %w", r.TransactionID, r.Queue, r.Err)}
+			out[i] = r
 		}
 	}
 	if len(done) > 0 {
@@ -207,7 +208,7 @@ func (h *Host) deliverOutbox(ctx context.Context, home uint32, rows []engine.Out
 			h.nodes[home].log.Warn("raft: outbox: delete delivered rows", "rows", len(done), "err", err)
 		}
 	}
-	return out, pending
+	return out
 }
 
 // outboxBatch bounds the rows one round of outboxLoop redelivers from a
@@ -265,8 +266,14 @@ func (h *Host) redeliver(ctx context.Context) bool {
 		if len(rows) == 0 {
 			continue
 		}
-		if _, err := h.deliverOutbox(ctx, uint32(g), rows); err != nil {
-			n.log.Warn("raft: outbox: redeliver", "rows", len(rows), "err", err)
+		left := 0
+		for _, r := range h.deliverOutbox(ctx, uint32(g), rows) {
+			if r.Status == engine.Pending {
+				left++
+			}
+		}
+		if left > 0 {
+			n.log.Warn("raft: outbox: redeliver", "rows", len(rows), "left", left)
 			ok = false
 			continue
 		}

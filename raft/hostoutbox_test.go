@@ -159,7 +159,8 @@ func TestHost_TransactionAcrossGroupsCommits(t *testing.T) {
 }
 
 // A crash between the home commit and the delivery (simulated by holding
-// the deliveries) leaves the outbox rows; once released, the home group's
+// the deliveries) leaves the outbox rows, and the transaction is answered
+// committed with its pushes pending; once released, the home group's
 // leader redelivers them. A row whose push had reached its queue before
 // the crash is a duplicate there, not a second message: the queue ends
 // with each push exactly once, and the rows are deleted everywhere.
@@ -180,9 +181,14 @@ func TestHost_OutboxRedeliversWhatACrashLeft(t *testing.T) {
 		{Push: &engine.PushItem{Queue: "out", TransactionID: "out-1", Payload: []byte(`{}`)}},
 		{Push: &engine.PushItem{Queue: "out", TransactionID: "out-2", Payload: []byte(`{}`)}},
 	}
-	_, err := c.forwarded(c.h[0], engine.TransactionCmd{Ops: ops})
-	if !errors.Is(err, raft.ErrOutcomeUnknown) {
-		t.Fatalf("transaction with deliveries held: %v, want ErrOutcomeUnknown", err)
+	// The transaction committed: it succeeds, its pushes pending (on
+	// their way from the outbox, ids not known yet).
+	r, err := c.forwarded(c.h[0], engine.TransactionCmd{Ops: ops})
+	res, ok := r.Value.(engine.TxResult)
+	if err != nil || !ok || !res.Success || len(res.Pushes) != 2 ||
+		res.Pushes[0].Status != engine.Pending || res.Pushes[0].TransactionID != "out-1" ||
+		res.Pushes[1].Status != engine.Pending || res.Pushes[1].TransactionID != "out-2" {
+		t.Fatalf("transaction with deliveries held: %+v, %v; want success with both pushes pending", r.Value, err)
 	}
 	rows, err := raft.OutboxRows(c.h[1].Group(1))
 	if err != nil || len(rows) != 2 || rows[0].Item.TransactionID != "out-1" || rows[1].Item.TransactionID != "out-2" {

@@ -378,7 +378,7 @@ func (a *Analytics) Pushed(res []engine.PushResult) {
 		if a.firstInCall(q) {
 			q.PushRequests++
 		}
-		if r.Status == engine.Queued || r.Status == engine.Duplicate {
+		if r.Status == engine.Queued || r.Status == engine.Duplicate || r.Status == engine.Pending {
 			q.PushMessages++
 			n.PushMessages++
 		}
@@ -472,7 +472,7 @@ func (a *Analytics) Transacted(res *engine.TxResult) {
 		if a.firstInCall(q) {
 			q.Transactions++
 		}
-		if r.Status == engine.Queued || r.Status == engine.Duplicate {
+		if r.Status == engine.Queued || r.Status == engine.Duplicate || r.Status == engine.Pending {
 			q.PushMessages++
 			n.PushMessages++
 		}

@@ -68,3 +68,20 @@ func isBadRequest(err error) bool {
 	var we *wire.Error
 	return errors.As(err, &we) || errors.Is(err, engine.ErrInvalid)
 }
+
+// A push still on its way from a transaction's outbox succeeded: it is
+// written pending, with no ids yet.
+func TestWriteTxResults_Pending(t *testing.T) {
+	tx, err := bodies.Transaction([]byte(`{"operations":[{"type":"push","queue":"a","transactionId":"p"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w wire.Writer
+	w.Object("")
+	bodies.WriteTxResults(&w, tx.Order, &engine.TxResult{Pushes: []engine.PushResult{{Status: engine.Pending, TransactionID: "p", Queue: "a"}}})
+	w.EndObject()
+	want := `{"results":[{"index":0,"type":"push","success":true,"transactionId":"p","messageId":null,"partitionId":null,"queueName":"a","status":"pending"}]}`
+	if got := string(w.Bytes()); got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+}

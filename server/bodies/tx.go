@@ -91,17 +91,27 @@ func WriteTxResults(w *wire.Writer, order []TxOp, res *engine.TxResult) {
 	w.EndArray()
 }
 
-// writeTxPushResult writes the members of a push operation's result.
+// writeTxPushResult writes the members of a push operation's result. A
+// push to another Raft group still on its way from the outbox (pending:
+// committed, stored once, ids not known yet) succeeded; its ids are null.
 func writeTxPushResult(w *wire.Writer, r *engine.PushResult) {
 	w.Str("type", "push")
-	w.Bool("success", r.Status == engine.Queued || r.Status == engine.Duplicate)
+	w.Bool("success", r.Status == engine.Queued || r.Status == engine.Duplicate || r.Status == engine.Pending)
 	w.Str("transactionId", r.TransactionID)
-	w.ID("messageId", r.MessageID)
-	w.ID("partitionId", r.PartitionID)
-	w.Str("queueName", r.Queue)
-	if r.Status == engine.Duplicate {
-		w.Str("status", "duplicate")
+	if r.Status == engine.Pending {
+		w.Null("messageId")
+		w.Null("partitionId")
 	} else {
+		w.ID("messageId", r.MessageID)
+		w.ID("partitionId", r.PartitionID)
+	}
+	w.Str("queueName", r.Queue)
+	switch r.Status {
+	case engine.Duplicate:
+		w.Str("status", "duplicate")
+	case engine.Pending:
+		w.Str("status", "pending")
+	default:
 		w.Str("status", "queued")
 	}
 }

@@ -54,7 +54,7 @@ func NewMessages(set *metrics.Set) *Messages {
 func (m *Messages) Pushed(res []engine.PushResult) {
 	for i := range res {
 		switch res[i].Status {
-		case engine.Queued:
+		case engine.Queued, engine.Pending: // pending: committed, stored by the outbox
 			m.PushQueued.Inc()
 		case engine.Duplicate:
 			m.PushDuplicate.Inc()
