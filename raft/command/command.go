@@ -44,9 +44,11 @@ const (
 	TypeLookupQueue    Type = 24
 	TypeLookupPart     Type = 25
 	TypeLookupLease    Type = 26
+	TypeImportQueue    Type = 27
+	TypeDropQueue      Type = 28
 
 	// TypeLast is the highest type number in use: a new type raises it.
-	TypeLast = TypeLookupLease
+	TypeLast = TypeDropQueue
 )
 
 const (
@@ -140,6 +142,8 @@ var codecs = []codec{
 		func(r *wire.Reader) LookupPartition { return LookupPartition{ID: r.ID()} }, answersFound),
 	row(TypeLookupLease, func(w *wire.Writer, c LookupLease) { w.ID(c.ID) },
 		func(r *wire.Reader) LookupLease { return LookupLease{ID: r.ID()} }, answersFound),
+	row(TypeImportQueue, appendImportQueue, readImportQueue, answersImport),
+	row(TypeDropQueue, appendDropQueue, readDropQueue, answersFound),
 }
 
 // codec is one row of the table.
