@@ -39,8 +39,10 @@ type QueueChunk struct {
 	ID ID
 	// KVs are the chunk's keys, in export order.
 	KVs []KV
-	// Next is the position to export the following chunk from; it is
-	// opaque, and valid against any view of the same store.
+	// Next is the position to export the following chunk from: opaque
+	// (the last key the chunk holds). Export every chunk of a move from
+	// one Snapshot; a later view of the same store continues it exactly
+	// only if the queue did not change in between (a frozen queue).
 	Next []byte
 	// Last says the export is complete: this is the import's Last chunk.
 	Last bool
@@ -69,6 +71,38 @@ const ExportChunkBytes = 256 << 10
 // entries and the traces (with their name index entries). Stream state is
 // not exported: a queue a stream reads or writes is refused (ErrInvalid).
 func (s *Snapshot) ExportQueue(queue string, from []byte, maxBytes int) (QueueChunk, error) {
+	m, err := s.exportOf(queue)
+	if err != nil {
+		return QueueChunk{}, err
+	}
+	x := exporter{r: s.snap, from: from, max: maxBytes, chunk: QueueChunk{ID: m.id, Next: from}}
+	for _, sp := range m.spans {
+		full, err := x.span(sp)
+		if err != nil || full {
+			return x.chunk, err
+		}
+	}
+	x.chunk.Last = true
+	return x.chunk, nil
+}
+
+// queueExport is what every chunk of one queue's export from a Snapshot
+// shares: the queue's id and its key ranges, found once (the partitions
+// are a scan of every partition record).
+type queueExport struct {
+	queue string
+	id    ID
+	spans []exportSpan
+}
+
+// exportOf returns the export of queue from the view, made at its first
+// chunk.
+func (s *Snapshot) exportOf(queue string) (*queueExport, error) {
+	s.exportMu.Lock()
+	defer s.exportMu.Unlock()
+	if m := s.export; m != nil && m.queue == queue {
+		return m, nil
+	}
 	r := s.snap
 	var qrec keyspace.QueueRecord
 	found, err := get(r, keyspace.Queue(queue), func(v []byte) (err error) {
@@ -77,26 +111,19 @@ func (s *Snapshot) ExportQueue(queue string, from []byte, maxBytes int) (QueueCh
 	})
 	switch {
 	case err != nil:
-		return QueueChunk{}, err
+		return nil, err
 	case !found:
-		return QueueChunk{}, ErrQueueNotFound
+		return nil, ErrQueueNotFound
 	}
 	if err := refuseStreams(r, queue); err != nil {
-		return QueueChunk{}, err
+		return nil, err
 	}
 	parts, err := partitionsOf(r, queue)
 	if err != nil {
-		return QueueChunk{}, err
+		return nil, err
 	}
-	x := exporter{r: r, from: from, max: maxBytes, chunk: QueueChunk{ID: qrec.ID, Next: from}}
-	for _, sp := range exportSpans(queue, parts) {
-		full, err := x.span(sp)
-		if err != nil || full {
-			return x.chunk, err
-		}
-	}
-	x.chunk.Last = true
-	return x.chunk, nil
+	s.export = &queueExport{queue: queue, id: qrec.ID, spans: exportSpans(queue, parts)}
+	return s.export, nil
 }
 
 // refuseStreams refuses to export a queue a streaming query reads or
@@ -288,7 +315,8 @@ type ImportQueueCmd struct {
 
 // ImportResult is the answer of an ImportQueueCmd.
 type ImportResult struct {
-	// Next is the sequence number the import takes next.
+	// Next is the sequence number the import takes next (0 when Done
+	// answers a chunk of an import that ended earlier).
 	Next uint32
 	// Done says the queue is imported: live here.
 	Done bool
@@ -403,13 +431,14 @@ func (e *Engine) checkChunk(c *ImportQueueCmd, im *importing) ([]declaredPart, e
 		return fmt.Errorf("%w: import of %q: key %x: %s", ErrInvalid, c.Queue, k, fmt.Sprintf(why, args...))
 	}
 	var declared []declaredPart
+	inChunk := map[ID]bool{}
 	names := map[string]bool{}
 	for _, n := range im.parts {
 		names[n] = true
 	}
 	isPart := func(id ID) bool {
 		_, ok := im.parts[id]
-		return ok || slices.ContainsFunc(declared, func(d declaredPart) bool { return d.id == id })
+		return ok || inChunk[id]
 	}
 	// Units: the rows and trace records of this chunk, which their index
 	// entries must follow.
@@ -454,6 +483,7 @@ func (e *Engine) checkChunk(c *ImportQueueCmd, im *importing) ([]declaredPart, e
 				return nil, bad(k, "partition name %q", rec.Name)
 			}
 			names[rec.Name] = true
+			inChunk[id] = true
 			declared = append(declared, declaredPart{id, rec.Name})
 		case keyspace.FamilySegment, keyspace.FamilyTxn, keyspace.FamilyCursor, keyspace.FamilyTxnExpiry, keyspace.FamilyTrace:
 			id, err := keyspace.ParsePartitionKey(k)
