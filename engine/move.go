@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/queenmq/queen/engine/keyspace"
+	"github.com/queenmq/queen/engine/segment"
 )
 
 // Moving a queue from one store to another (ARCHITECTURE.md "Step 2,
@@ -569,7 +570,15 @@ func checkPartitionKey(f keyspace.Family, k, v []byte) error {
 	var err error
 	switch f {
 	case keyspace.FamilySegment:
-		_, _, err = keyspace.ParseSegment(k)
+		// The header and the CRC over the whole segment, not the body's
+		// frames: a chunk is applied without decompressing anything.
+		var base int64
+		if _, base, err = keyspace.ParseSegment(k); err == nil {
+			var h segment.Header
+			if h, err = segment.ReadHeader(v); err == nil && h.Base != base {
+				err = fmt.Errorf("segment of base %d under key base %d", h.Base, base)
+			}
+		}
 	case keyspace.FamilyTxn:
 		_, err = keyspace.DecodeTxn(v)
 	case keyspace.FamilyCursor:

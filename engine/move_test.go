@@ -367,8 +367,22 @@ func TestMove_ImportRefusals(t *testing.T) {
 	}
 	bad := importCmd("orders", 1, 2, orders[2])
 	bad.KVs = append(append([]engine.KV(nil), orders[2].KVs...), foreign)
+	corrupt := importCmd("orders", 1, 2, orders[2])
+	corrupt.KVs = append([]engine.KV(nil), orders[2].KVs...)
+	for i, kv := range corrupt.KVs {
+		if keyspace.Family(kv.Key[0]) == keyspace.FamilySegment {
+			v := bytes.Clone(kv.Value)
+			v[len(v)/2] ^= 1
+			corrupt.KVs[i].Value = v
+			break
+		}
+		if i == len(corrupt.KVs)-1 {
+			t.Fatal("chunk 2 holds no segment to corrupt")
+		}
+	}
 	for name, cmd := range map[string]engine.ImportQueueCmd{
 		"a key of another queue": bad,
+		"a corrupt segment":      corrupt,
 		"another move":           importCmd("orders", 2, 2, orders[2]),
 		"a meta key":             {Queue: "orders", ID: orders[0].ID, Epoch: 1, Seq: 2, KVs: []engine.KV{{Key: keyspace.Meta("applied"), Value: make([]byte, 8)}}},
 	} {
