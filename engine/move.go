@@ -683,6 +683,20 @@ func (b *Batch) deleteDeadLettersOf(queue string) error {
 // refused by writes.
 func (e *Engine) arriving(queue string) bool { return e.imports[queue] != nil }
 
+// ImportProgress reports the import of queue under way here: the queue id
+// and epoch it carries and the chunk it takes next. A mover that lost
+// track (a new leader) continues from next, or abandons the import
+// (DropQueueCmd with the id) when the source may have changed since.
+func (e *Engine) ImportProgress(queue string) (id ID, epoch uint64, next uint32, ok bool) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	im := e.imports[queue]
+	if im == nil {
+		return ID{}, 0, 0, false
+	}
+	return im.rec.ID, im.rec.Epoch, im.rec.Next, true
+}
+
 // ImportsUnderWay lists the queues being imported, in name order.
 func (e *Engine) ImportsUnderWay() []string {
 	e.mu.RLock()

@@ -275,6 +275,9 @@ func TestMove_ExportImportExact(t *testing.T) {
 	if got := b.ImportsUnderWay(); !reflect.DeepEqual(got, []string{"orders"}) {
 		t.Fatalf("imports under way after a restart: %v", got)
 	}
+	if id, epoch, next, ok := b.ImportProgress("orders"); !ok || id != chunks[0].ID || epoch != 1 || next != uint32(half) {
+		t.Fatalf("import progress after a restart: %x %d %d %v", id, epoch, next, ok)
+	}
 	// A repeated chunk changes nothing.
 	before := b.Dump()
 	for i := range half {
