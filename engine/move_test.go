@@ -567,3 +567,36 @@ func BenchmarkMove_ImportChunk(b *testing.B) {
 		})
 	}
 }
+
+// TestMove_PartitionRecordsSpanChunks: a queue whose partition records
+// alone fill several chunks arrives whole, its keys and its answers equal.
+func TestMove_PartitionRecordsSpanChunks(t *testing.T) {
+	a := enginetest.MustOpen(t)
+	for i := range 200 {
+		a.PushOne("wide", fmt.Sprintf("part-%03d", i), fmt.Sprintf("t-%d", i), `{"i":1}`)
+	}
+	popQueue(a, "wide", "g1", 50)
+	chunks := exportAll(t, a, "wide", 512)
+	partChunks := 0
+	for _, c := range chunks {
+		for _, kv := range c.KVs {
+			if keyspace.Family(kv.Key[0]) == keyspace.FamilyPartition {
+				partChunks++
+				break
+			}
+		}
+	}
+	if partChunks < 3 {
+		t.Fatalf("partition records in %d chunks, want several", partChunks)
+	}
+	b := enginetest.MustOpen(t)
+	importAll(t, b, "wide", chunks)
+	qa, _ := a.Queue("wide")
+	qb, err := b.Queue("wide")
+	if err != nil || !reflect.DeepEqual(qa, qb) || len(qb.Partitions) != 200 {
+		t.Fatalf("queue after the import: %d partitions, %v", len(qb.Partitions), err)
+	}
+	if d := enginetest.DiffDumps(withoutMeta(a.Dump()), withoutMeta(b.Dump())); d != "" {
+		t.Fatalf("the stores differ: %s", d)
+	}
+}
