@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -71,13 +72,18 @@ func (e *Engine) ListDLQ(f DLQFilter) ([]DeadLetter, int, error) {
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
+	if e.arriving(f.Queue) {
+		return nil, 0, nil
+	}
 	rows, err := e.dlqCandidates(f)
 	if err != nil {
 		return nil, 0, err
 	}
 	// Rows must be read to filter on what their keys do not hold: the
-	// partition always, the group when the scan was not by group.
-	needRecord := f.Partition != "" || (f.Group != "" && f.Queue == "")
+	// partition always, the group when the scan was not by group, the
+	// queue while one is arriving (move.go) and the scan was not by queue.
+	hide := f.Queue == "" && len(e.imports) > 0
+	needRecord := f.Partition != "" || (f.Group != "" && f.Queue == "") || hide
 	var (
 		page  []DeadLetter
 		total int
@@ -98,7 +104,7 @@ func (e *Engine) ListDLQ(f DLQFilter) ([]DeadLetter, int, error) {
 		if !found {
 			return nil, 0, fmt.Errorf("%w: dead-letter index names missing row %x", ErrCorrupt, row)
 		}
-		if (f.Partition != "" && d.Partition != f.Partition) || (f.Group != "" && d.Group != f.Group) {
+		if (f.Partition != "" && d.Partition != f.Partition) || (f.Group != "" && d.Group != f.Group) || e.arriving(d.Queue) {
 			continue
 		}
 		if inPage {
@@ -162,7 +168,16 @@ func (e *Engine) DeadLettersAt(part ID, txn string) ([]DeadLetter, error) {
 	if err := e.usable(); err != nil {
 		return nil, err
 	}
-	return deadLettersAt(e.db, part, txn, "")
+	rows, err := deadLettersAt(e.db, part, txn, "")
+	return e.hideArriving(rows), err
+}
+
+// hideArriving drops the rows of queues being imported (move.go).
+func (e *Engine) hideArriving(rows []DeadLetter) []DeadLetter {
+	if len(e.imports) == 0 {
+		return rows
+	}
+	return slices.DeleteFunc(rows, func(d DeadLetter) bool { return e.arriving(d.Queue) })
 }
 
 // deleteDLQ removes the dead-letter rows of an address (of one group when
@@ -173,7 +188,7 @@ func (b *Batch) deleteDLQ(part ID, txn, group string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if len(rows) == 0 {
+	if rows = b.e.hideArriving(rows); len(rows) == 0 {
 		return 0, ErrNoDeadLetter
 	}
 	for i := range rows {
@@ -225,7 +240,7 @@ func (b *Batch) replay(st Stamp, cmd ReplayCmd) (ReplayResult, error) {
 	if err != nil {
 		return ReplayResult{}, err
 	}
-	if len(rows) == 0 {
+	if rows = b.e.hideArriving(rows); len(rows) == 0 {
 		return ReplayResult{}, ErrNoDeadLetter
 	}
 	newest := rows[0]

@@ -48,6 +48,13 @@
 // store against the model; with the invariants build tag every commit
 // checks what it touched (invariants.go).
 //
+// # Moving a queue
+//
+// A queue leaves one store and arrives in another as its keys, verbatim
+// (move.go): Snapshot.ExportQueue reads them in chunks, ImportQueueCmd
+// writes them through the log of the group that receives the queue, and
+// DropQueueCmd removes every key of it from the group it left.
+//
 // # Snapshots
 //
 // Snapshot streams the whole keyspace for a follower that is too far

@@ -44,7 +44,11 @@ type Engine struct {
 	parts   map[ID]*partition
 	leases  map[ID][]leaseRef
 	cluster map[string]string
-	applied uint64
+	// imports are the queues arriving from another store (move.go), by
+	// name, and importParts their partitions: neither is in the model yet.
+	imports     map[string]*importing
+	importParts map[ID]string
+	applied     uint64
 	// fault is set while the engine refuses writes: a commit failed, or the
 	// store was opened read-only (recover.go). faultMirror holds the same
 	// error for Fault, which must not wait for a running batch.
@@ -239,6 +243,8 @@ func (e *Engine) load() error {
 	e.queues = map[string]*queue{}
 	e.parts = map[ID]*partition{}
 	e.leases = map[ID][]leaseRef{}
+	e.imports = map[string]*importing{}
+	e.importParts = map[ID]string{}
 	e.applied = 0
 
 	version, err := e.metaU64(keyspace.MetaVersion)
@@ -265,75 +271,134 @@ func (e *Engine) load() error {
 	if err := e.loadCluster(); err != nil {
 		return err
 	}
+	if err := e.loadImports(); err != nil {
+		return err
+	}
 	err = e.scan(keyspace.FamilyQueue, func(k, v []byte) error {
-		rec, err := keyspace.DecodeQueue(v)
-		if err != nil {
-			return err
+		if name := string(k[1:]); e.imports[name] == nil {
+			return e.addQueue(name, v)
 		}
-		name := string(k[1:])
-		e.queues[name] = newQueue(name, rec, configFromRecords(rec.Options))
-		return nil
+		return nil // arriving (move.go): loaded when its import ends
 	})
 	if err != nil {
 		return err
 	}
-	err = e.scan(keyspace.FamilyPartition, func(k, v []byte) error {
-		rec, err := keyspace.DecodePartition(v)
-		if err != nil {
-			return err
-		}
-		q := e.queues[rec.Queue]
-		if q == nil {
-			return fmt.Errorf("%w: partition %x of missing queue %q", ErrCorrupt, k[1:], rec.Queue)
-		}
-		p := &partition{q: q, rec: rec, cursors: map[string]*row{}}
-		copy(p.id[:], k[1:])
-		q.addPartition(p)
-		e.parts[p.id] = p
-		return nil
-	})
+	if err := e.scan(keyspace.FamilyPartition, e.addPartition); err != nil {
+		return err
+	}
+	if err := e.scan(keyspace.FamilyCursor, e.addCursor); err != nil {
+		return err
+	}
+	return e.scan(keyspace.FamilySub, e.addSub)
+}
+
+// loadQueue loads one queue's model from r with the same steps as load:
+// its record, the partitions ids (which must be all of its partitions),
+// their cursors and its subscriptions. The import of a queue ends with it
+// (move.go).
+func (e *Engine) loadQueue(r pebble.Reader, name string, ids []ID) error {
+	found, err := get(r, keyspace.Queue(name), func(v []byte) error { return e.addQueue(name, v) })
+	if err == nil && !found {
+		err = fmt.Errorf("%w: queue %q has no record", ErrCorrupt, name)
+	}
 	if err != nil {
 		return err
 	}
-	err = e.scan(keyspace.FamilyCursor, func(k, v []byte) error {
-		id, group, err := keyspace.ParseCursor(k)
+	for _, id := range ids {
+		k := keyspace.Partition(id)
+		found, err := get(r, k, func(v []byte) error { return e.addPartition(k, v) })
+		if err == nil && !found {
+			err = fmt.Errorf("%w: partition %x has no record", ErrCorrupt, id)
+		}
 		if err != nil {
 			return err
 		}
-		rec, err := keyspace.DecodeCursor(v)
-		if err != nil {
+	}
+	for _, id := range ids {
+		if err := scanPrefix(r, keyspace.PartitionPrefix(keyspace.FamilyCursor, id), e.addCursor); err != nil {
 			return err
 		}
-		p := e.parts[id]
-		if p == nil {
-			return fmt.Errorf("%w: cursor of missing partition %x", ErrCorrupt, id)
-		}
-		r := &row{p: p, group: group, rec: rec}
-		p.cursors[group] = r
-		if rec.Lease != (ID{}) {
-			e.leases[rec.Lease] = append(e.leases[rec.Lease], leaseRef{p, group})
-		}
-		return nil
-	})
+	}
+	return scanPrefix(r, keyspace.Sub(name, ""), e.addSub)
+}
+
+// addQueue adds the queue record v of name to the model.
+func (e *Engine) addQueue(name string, v []byte) error {
+	rec, err := keyspace.DecodeQueue(v)
 	if err != nil {
 		return err
 	}
-	return e.scan(keyspace.FamilySub, func(k, v []byte) error {
-		qname, group, err := keyspace.ParseSub(k)
-		if err != nil {
-			return err
-		}
-		rec, err := keyspace.DecodeSub(v)
-		if err != nil {
-			return err
-		}
-		q := e.queues[qname]
-		if q == nil {
-			return fmt.Errorf("%w: subscription of missing queue %q", ErrCorrupt, qname)
-		}
-		q.subs[group] = &sub{rec: rec}
+	e.queues[name] = newQueue(name, rec, configFromRecords(rec.Options))
+	return nil
+}
+
+// addPartition adds a partition record to the model, or to its import
+// when its queue is still arriving.
+func (e *Engine) addPartition(k, v []byte) error {
+	rec, err := keyspace.DecodePartition(v)
+	if err != nil {
+		return err
+	}
+	var id ID
+	copy(id[:], k[1:])
+	if im := e.imports[rec.Queue]; im != nil {
+		im.declare(e, rec.Queue, id, rec.Name)
 		return nil
-	})
+	}
+	q := e.queues[rec.Queue]
+	if q == nil {
+		return fmt.Errorf("%w: partition %x of missing queue %q", ErrCorrupt, k[1:], rec.Queue)
+	}
+	p := &partition{id: id, q: q, rec: rec, cursors: map[string]*row{}}
+	q.addPartition(p)
+	e.parts[p.id] = p
+	return nil
+}
+
+// addCursor adds a cursor row (and its lease) to the model.
+func (e *Engine) addCursor(k, v []byte) error {
+	id, group, err := keyspace.ParseCursor(k)
+	if err != nil {
+		return err
+	}
+	if _, arriving := e.importParts[id]; arriving {
+		return nil
+	}
+	rec, err := keyspace.DecodeCursor(v)
+	if err != nil {
+		return err
+	}
+	p := e.parts[id]
+	if p == nil {
+		return fmt.Errorf("%w: cursor of missing partition %x", ErrCorrupt, id)
+	}
+	r := &row{p: p, group: group, rec: rec}
+	p.cursors[group] = r
+	if rec.Lease != (ID{}) {
+		e.leases[rec.Lease] = append(e.leases[rec.Lease], leaseRef{p, group})
+	}
+	return nil
+}
+
+// addSub adds a subscription to the model.
+func (e *Engine) addSub(k, v []byte) error {
+	qname, group, err := keyspace.ParseSub(k)
+	if err != nil {
+		return err
+	}
+	if e.imports[qname] != nil {
+		return nil
+	}
+	rec, err := keyspace.DecodeSub(v)
+	if err != nil {
+		return err
+	}
+	q := e.queues[qname]
+	if q == nil {
+		return fmt.Errorf("%w: subscription of missing queue %q", ErrCorrupt, qname)
+	}
+	q.subs[group] = &sub{rec: rec}
+	return nil
 }
 
 func (e *Engine) metaU64(name string) (uint64, error) {

@@ -108,6 +108,9 @@ func (b *Batch) pop(st Stamp, cmd PopCmd) (PopResult, error) {
 		if err := ValidateQueueName(cmd.Queue); err != nil {
 			return res, err
 		}
+		if b.e.arriving(cmd.Queue) {
+			return res, ErrQueueNotFound
+		}
 		sc.queues = []*queue{b.queueFor(cmd.Queue, now, m)}
 	}
 	queues := sc.queues

@@ -193,6 +193,12 @@ func (b *Batch) pushPrepared(now int64, m *minter, pp *PreparedPush) []PushResul
 }
 
 func (b *Batch) pushGroup(now int64, m *minter, pp *PreparedPush, g *PreparedGroup, results []PushResult) {
+	if b.e.arriving(g.Queue) {
+		for _, i := range g.Items {
+			results[i].Status, results[i].Queue, results[i].Err = Rejected, g.Queue, ErrQueueNotFound
+		}
+		return
+	}
 	q := b.queueFor(g.Queue, now, m)
 	p := b.partitionFor(q, g.Partition, now, m)
 	window := q.config.Get(OptDedupWindowSeconds) * secondUS

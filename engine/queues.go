@@ -48,6 +48,9 @@ func (b *Batch) configure(st Stamp, cmd ConfigureCmd) (QueueInfo, error) {
 			return QueueInfo{}, err
 		}
 	}
+	if b.e.arriving(cmd.Queue) {
+		return QueueInfo{}, ErrQueueNotFound
+	}
 	m := &minter{seed: st.Seed}
 	q := b.e.queues[cmd.Queue]
 	if q == nil {

@@ -8,6 +8,7 @@ import (
 	"hash"
 	"hash/crc32"
 	"io"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -40,6 +41,9 @@ type Snapshot struct {
 	e       *Engine
 	snap    *pebble.Snapshot
 	Applied uint64
+	// export is the queue export in progress from this view (move.go).
+	exportMu sync.Mutex
+	export   *queueExport
 }
 
 // Snapshot grabs a consistent view; it does no I/O. Close it when done: a

@@ -163,6 +163,9 @@ func (e *Engine) TracesByName(name string, limit, offset int) ([]TraceAt, int, e
 	var out []TraceAt
 	total := 0
 	err := scanPrefix(e.db, keyspace.TraceNamePrefix(name), func(k, v []byte) error {
+		if e.arrivingPart(v) {
+			return nil
+		}
 		total++
 		if total <= offset || len(out) >= limit {
 			return nil
@@ -226,6 +229,9 @@ func (e *Engine) TraceNames(limit, offset int) ([]TraceName, int, error) {
 		name, at, id, err := keyspace.ParseTraceName(k)
 		if err != nil {
 			return err
+		}
+		if e.arrivingPart(v) {
+			return nil
 		}
 		if len(names) == 0 || names[len(names)-1].Name != name {
 			names = append(names, TraceName{Name: name})

@@ -118,6 +118,9 @@ func (b *Batch) checkTxPushes(now int64, pushes []PushItem) error {
 		if err := validatePushItem(it.Queue, part, it.TransactionID); err != nil {
 			return err
 		}
+		if b.e.arriving(it.Queue) {
+			return fmt.Errorf("%w: %s", ErrQueueNotFound, it.Queue)
+		}
 		if it.TransactionID == "" {
 			continue
 		}

@@ -97,8 +97,23 @@ func (h *Host) Propose(ctx context.Context, c engine.Command) (engine.Result, er
 	case command.Maintenance:
 		// Maintenance is cluster-wide: the directory holds it.
 		return h.on(ctx, Directory, c)
+	case engine.ImportQueueCmd:
+		return h.onNamed(ctx, c.Group, c)
+	case engine.DropQueueCmd:
+		return h.onNamed(ctx, c.Group, c)
 	}
 	return engine.Result{}, fmt.Errorf("%w: %T", ErrNoRoute, c)
+}
+
+// onNamed runs c on the group it names, here or relayed to that group's
+// leader: the commands of a queue's move (engine/move.go) are for one
+// group whatever the placement says while the move runs. The directory
+// holds no queue, and a group this Host does not run is refused.
+func (h *Host) onNamed(ctx context.Context, g uint32, c engine.Command) (engine.Result, error) {
+	if g == Directory || h.Group(g) == nil {
+		return engine.Result{}, fmt.Errorf("%w: %T names group %d, which holds no queues here", engine.ErrInvalid, c, g)
+	}
+	return h.run(ctx, g, c)
 }
 
 // streamGroup holds the streaming queries and their queues: a cycle acks

@@ -3,6 +3,7 @@ package raft_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -26,13 +27,28 @@ func (allCurrent) NodeVersion(context.Context, string) (raft.NodeVersion, error)
 // other's versions, relay to each other, and run at command version 2,
 // each group led by its preferred member (group g by host g mod 3).
 func openOutboxHosts(t *testing.T) *hosts {
-	c := openHostsWith(t, 3, 3, func(o *raft.Options) {
-		o.Versions, o.VersionInterval = allCurrent{}, 50*time.Millisecond
-	})
+	c := openCurrentHosts(t, 3, 3)
 	c.leaders(preferredLeaders)
 	c.relayInProcess()
 	c.addressesKnown()
-	waitFor(t, "every group to run at command version 2", func() bool {
+	c.atMaxVersion()
+	return c
+}
+
+// openCurrentHosts opens n hosts of g data groups whose nodes read each
+// other's versions, all of this binary's: the cluster reaches
+// command.MaxVersion (atMaxVersion) a moment after.
+func openCurrentHosts(t *testing.T, n, g int) *hosts {
+	return openHostsWith(t, n, g, func(o *raft.Options) {
+		o.Versions, o.VersionInterval = allCurrent{}, 50*time.Millisecond
+	})
+}
+
+// atMaxVersion waits until every group of every host runs at
+// command.MaxVersion.
+func (c *hosts) atMaxVersion() {
+	t := c.t
+	waitFor(t, fmt.Sprintf("every group to run at command version %d", command.MaxVersion), func() bool {
 		for _, h := range c.h {
 			for _, g := range h.Groups() {
 				if h.Group(g).ClusterVersion() != command.MaxVersion {
@@ -42,7 +58,6 @@ func openOutboxHosts(t *testing.T) *hosts {
 		}
 		return true
 	})
-	return c
 }
 
 // popOne pops one message of queue through host h (forwarded to its

@@ -11,7 +11,8 @@
 // one name is never a prefix of another inside a range scan.
 //
 //	family        key layout                                              value
-//	0x01 meta     0x01 | name                                             u64 BE (applied index, format version)
+//	0x01 meta     0x01 | name                                             u64 BE (applied index, format version);
+//	                                                                      "import/" | queue: Import record
 //	0x02 queue    0x02 | queue name                                       Queue record
 //	0x03 part     0x03 | partition id (16)                                Partition record
 //	0x04 segment  0x04 | partition id (16) | base offset u64              segment bytes (package segment)
@@ -67,6 +68,33 @@
 // nothing assumes one global order across partitions (DESIGN "Later: more than
 // one Raft group").
 //
+// # Moving a queue
+//
+// A queue moves between stores (the engine's move.go) as its keys, copied
+// verbatim; no family is added for it. The export walks a queue's keys in
+// ascending order of their primary key, one family after the other, so the
+// last primary key of a chunk is the position the next chunk starts after:
+//
+//	0x02          the queue record (Queue(name))
+//	0x03          its partition records: every 0x03 record whose queue is
+//	              the name (partition records are keyed by id, so this scans
+//	              the family), in id order
+//	0x04 0x05 0x06 the segments, transaction ids and cursors (leases are in
+//	              the cursors) of each partition, by partition-id prefix
+//	0x07          the subscriptions (Sub(name, "") prefix)
+//	0x0A          the dead-letter rows of the name by their (queue, group)
+//	              index; each index entry travels with its 0x08 row and its
+//	              0x09 address entry (a unit)
+//	0x0B 0x11     the txn-expiry entries and traces of each partition; each
+//	              trace travels with its 0x12 name entries (a unit)
+//
+// Stream families (0x0C-0x10) are not walked: a queue a stream reads or
+// writes is not moved. Dead-letter rows go by queue name, like ListDLQ:
+// the rows of an earlier queue of the same name go with it. While the keys
+// arrive, the meta key "import/" | queue holds an Import record (the queue
+// id, the move's epoch, the next chunk's number): a store opened with it
+// keeps the queue out of its model, and its last chunk deletes it.
+//
 // # Values
 //
 // Records start with a version byte (1; dead-letter records 1 or 2) and then
@@ -96,6 +124,7 @@
 //	DeadLetter   ver | partition id | queue str | partition str | group str | offset i64 | message id |
 //	             txn str | hasTrace u8 | trace id | producerSub str | payload bytes | error str |
 //	             retryCount u32 | enqueuedAt i64 | deliveries u32 | [ver 2: flags u8]
+//	Import       ver | queue id | epoch u64 | next chunk u32
 //
 // Queue options are stored as (option number, value) pairs so an option can be
 // added without a format change; option numbers are part of the format and

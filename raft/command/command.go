@@ -46,9 +46,11 @@ const (
 	TypeLookupLease    Type = 26
 	TypeOutboxTx       Type = 27
 	TypeOutboxDelete   Type = 28
+	TypeImportQueue    Type = 29
+	TypeDropQueue      Type = 30
 
 	// TypeLast is the highest type number in use: a new type raises it.
-	TypeLast = TypeOutboxDelete
+	TypeLast = TypeDropQueue
 )
 
 const (
@@ -146,6 +148,9 @@ var codecs = []codec{
 	row(TypeOutboxTx, appendOutboxTx, readOutboxTx, notRelayed).from(2),
 	row(TypeOutboxDelete, func(w *wire.Writer, c engine.OutboxDeleteCmd) { appendIDs(w, c.Rows) },
 		func(r *wire.Reader) engine.OutboxDeleteCmd { return engine.OutboxDeleteCmd{Rows: readIDs(r)} }, answersCount).from(2),
+	// Command version 2 too: moving a queue between groups.
+	row(TypeImportQueue, appendImportQueue, readImportQueue, answersImport).from(2),
+	row(TypeDropQueue, appendDropQueue, readDropQueue, answersFound).from(2),
 }
 
 // codec is one row of the table.

@@ -74,9 +74,17 @@
 //	LookupLease     lease id (16) (as LookupQueue)
 //	OutboxTx        the Transaction body | nAway uvarint | nAway × PushItem
 //	OutboxDelete    n uvarint | n × row id (16)
+//	ImportQueue     group uvarint | queue str | queue id | epoch uvarint | seq uvarint | last u8 |
+//	                n uvarint | n × (key bytes | value bytes)
+//	DropQueue       group uvarint | queue str | queue id
 //
 // Groups, PlaceQueue and LookupQueue are the directory's (group 0 of a raft.Host):
 // directory.go.
+//
+// ImportQueue and DropQueue move a queue between groups (engine/move.go,
+// move.go): an import chunk carries keys and values of the source group's
+// store verbatim (their layouts are engine/keyspace's), and both name the
+// group they are for, which routes them; the engine does not read it.
 //
 // PushPrepared carries a push the leader prepared before proposing
 // (engine.PushCmd.Prepare): message ids minted, repeats within the request

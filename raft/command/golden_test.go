@@ -148,6 +148,20 @@ var goldenEntries = []struct {
 	{"entry-v1-lookup.golden", lookupCommands},
 	{"entry-v1-producer.golden", producerCommands},
 	{"entry-v1-outbox.golden", outboxCommands},
+	{"entry-v1-move.golden", moveCommands},
+}
+
+// moveCommands are the commands that move a queue (types 29-30) as first
+// written: an import chunk with keys (one with an empty value), a last
+// chunk with none, and a drop.
+func moveCommands() []command.Stamped {
+	st := goldenStamp
+	return []command.Stamped{
+		{Stamp: st, Cmd: engine.ImportQueueCmd{Group: 3, Queue: "orders", ID: engine.ID{0x01, 0x98, 7}, Epoch: 4, Seq: 0,
+			KVs: []engine.KV{{Key: []byte("\x02orders"), Value: []byte{1, 2, 3}}, {Key: []byte{0x0a, 0, 1, 'o'}, Value: []byte{}}}}},
+		{Stamp: st, Cmd: engine.ImportQueueCmd{Group: 3, Queue: "orders", ID: engine.ID{0x01, 0x98, 7}, Epoch: 4, Seq: 9, Last: true}},
+		{Stamp: st, Cmd: engine.DropQueueCmd{Group: 1, Queue: "orders", ID: engine.ID{0x01, 0x98, 7}}},
+	}
 }
 
 // producerCommands are the replays whose corrected payload is stamped with

@@ -27,6 +27,7 @@ import (
 //	uint32          uvarint (a group)
 //	bool            u8 (a lookup's "found")
 //	struct{}        nothing (an announce: done)
+//	ImportResult    next uvarint | done u8
 
 // answer is how a row's result crosses nodes; the zero answer
 // (notRelayed) says the command is only ever answered by the node that

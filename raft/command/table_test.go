@@ -32,6 +32,7 @@ func sampleResults() []any {
 		engine.GroupDeleted{Cursors: 4, Metadata: true},
 		true,
 		struct{}{},
+		engine.ImportResult{Next: 12, Done: true},
 		engine.ReplayResult{Queue: "q", Partition: "p", RowsRemoved: 2,
 			Push: engine.PushResult{Status: engine.Queued, MessageID: id, PartitionID: engine.ID{7}, TransactionID: "r1", Queue: "q"}},
 	}
