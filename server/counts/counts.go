@@ -67,13 +67,19 @@ func Queue(q *engine.QueueInfo, now int64, dlq *DLQ) Counts {
 //	{"total", "pending", "processing", "completed", "failed": 0, "deadLetter"}
 func Write(w *wire.Writer, k string, c Counts) {
 	w.Object(k)
+	Members(w, c)
+	w.EndObject()
+}
+
+// Members writes c's members into the object being written (the status
+// overview's totals carry them flat as well as under "messages").
+func Members(w *wire.Writer, c Counts) {
 	w.Int("total", c.Total)
 	w.Int("pending", c.Pending)
 	w.Int("processing", c.Processing)
 	w.Int("completed", c.Completed)
 	w.Int("failed", 0)
 	w.Int("deadLetter", c.DeadLetter)
-	w.EndObject()
 }
 
 // Filter returns the queues in the namespace and with the task given (""
