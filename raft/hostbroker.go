@@ -101,6 +101,8 @@ func (h *Host) Propose(ctx context.Context, c engine.Command) (engine.Result, er
 		return h.onNamed(ctx, c.Group, c)
 	case engine.DropQueueCmd:
 		return h.onNamed(ctx, c.Group, c)
+	case engine.FreezeQueueCmd:
+		return h.onNamed(ctx, c.Group, c)
 	}
 	return engine.Result{}, fmt.Errorf("%w: %T", ErrNoRoute, c)
 }
