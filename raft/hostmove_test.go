@@ -3,11 +3,15 @@ package raft_test
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/engine/cursor"
+	"github.com/queenmq/queen/raft"
 )
 
 // TestHost_MoveCommandsRunOnTheGroupTheyName copies a queue from its
@@ -88,5 +92,206 @@ func TestHost_MoveCommandsRunOnTheGroupTheyName(t *testing.T) {
 		if _, err := c.h[0].Propose(ctxT(t), engine.DropQueueCmd{Group: g, Queue: "orders", ID: want.ID}); !errors.Is(err, engine.ErrInvalid) {
 			t.Fatalf("a drop on group %d: %v", g, err)
 		}
+	}
+}
+
+// moveFixture fills queue "orders" in group 1 of c: n messages of size
+// bytes, consumer group billing with 5 acked, 1 dead-lettered and 3 held
+// under a live lease (returned as ack items).
+func moveFixture(t *testing.T, c *hosts, n, size int) (held []engine.AckItem) {
+	t.Helper()
+	if g, err := c.h[0].Place(ctxT(t), "orders", 1); err != nil || g != 1 {
+		t.Fatalf("place: %d %v", g, err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2)) // bodies that do not compress: sizes are what they say
+	for i := 0; i < n; i += 10 {
+		var items []engine.PushItem
+		for k := i; k < min(n, i+10); k++ {
+			body := make([]byte, size)
+			for j := range body {
+				body[j] = "0123456789abcdef"[rng.IntN(16)]
+			}
+			items = append(items, engine.PushItem{Queue: "orders", TransactionID: fmt.Sprintf("t-%03d", k), Payload: []byte(`"` + string(body) + `"`)})
+		}
+		res, err := raft.Propose[[]engine.PushResult](ctxT(t), c.h[i%3], engine.PushCmd{Items: items})
+		if err != nil || res[0].Status != engine.Queued {
+			t.Fatalf("push: %v %+v", err, res)
+		}
+	}
+	pop := func(batch int) engine.PopResult {
+		r, err := c.forwarded(c.h[0], engine.PopCmd{Queue: "orders", Group: "billing", Batch: batch, Partitions: 1, LeaseSeconds: 600})
+		if err != nil || r.Err != nil {
+			t.Fatalf("pop: %v %v", err, r.Err)
+		}
+		return r.Value.(engine.PopResult)
+	}
+	acks := func(p engine.PopResult) []engine.AckItem {
+		var items []engine.AckItem
+		for _, m := range p.Messages {
+			items = append(items, engine.AckItem{TransactionID: m.TransactionID, PartitionID: m.PartitionID, Group: "billing", Lease: p.LeaseID, Status: cursor.Completed})
+		}
+		return items
+	}
+	first := pop(5)
+	if _, err := raft.Propose[[]engine.AckResult](ctxT(t), c.h[1], engine.AckCmd{Items: acks(first)}); err != nil {
+		t.Fatal(err)
+	}
+	poison := pop(1).Messages[0]
+	if r, err := c.forwarded(c.h[2], engine.MoveToDLQCmd{PartitionID: poison.PartitionID,
+		TransactionID: poison.TransactionID, Group: "billing", Error: "poison"}); err != nil || r.Err != nil {
+		t.Fatal(err, r.Err)
+	}
+	held = acks(pop(3))
+	if len(held) != 3 {
+		t.Fatalf("held %d", len(held))
+	}
+	return held
+}
+
+// TestHost_MoveQueue_CarriesItsState moves a queue with messages, a
+// consumer group's cursor, a live lease and a dead letter from group 1 to
+// group 2 through a host that leads neither: every host then places it in
+// 2 at epoch 2, the held lease acks, pops continue where the cursor was
+// (no message delivered twice, none skipped), the dead letter is listed,
+// and no replica of group 1 keeps the queue.
+func TestHost_MoveQueue_CarriesItsState(t *testing.T) {
+	c := openOutboxHosts(t)
+	held := moveFixture(t, c, 40, 100)
+	var phases []string
+	err := c.h[0].MoveQueue(ctxT(t), "orders", 2, func(p raft.MoveProgress) {
+		if len(phases) == 0 || phases[len(phases)-1] != p.Phase {
+			phases = append(phases, p.Phase)
+		}
+	})
+	if err != nil {
+		t.Fatalf("move: %v", err)
+	}
+	if want := []string{"begin", "freeze", "copy", "flip", "drop", "done"}; !reflect.DeepEqual(phases, want) {
+		t.Fatalf("phases %v, want %v", phases, want)
+	}
+	waitFor(t, "every host to place orders in group 2 at epoch 2 and drop group 1's copy", func() bool {
+		for _, h := range c.h {
+			_, gone := h.Group(1).Engine().Queue("orders")
+			if h.Placement("orders") != 2 || h.PlacementEpoch("orders") != 2 || len(h.Moves()) != 0 || !errors.Is(gone, engine.ErrQueueNotFound) {
+				return false
+			}
+		}
+		return true
+	})
+	for i, h := range c.h {
+		if _, ok := h.Group(2).Engine().Frozen("orders"); ok {
+			t.Fatalf("host %d: the target is still frozen", i)
+		}
+		if rows, n, err := h.Group(1).Engine().ListDLQ(engine.DLQFilter{Queue: "orders"}); err != nil || n != 0 {
+			t.Fatalf("host %d: group 1 keeps %d dead letters (%v)", i, n, rows)
+		}
+		if _, n, err := h.ListDLQ(engine.DLQFilter{Queue: "orders"}); err != nil || n != 1 {
+			t.Fatalf("host %d: %d dead letters of orders (%v)", i, n, err)
+		}
+	}
+	res, err := raft.Propose[[]engine.AckResult](ctxT(t), c.h[1], engine.AckCmd{Items: held})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if !r.Success {
+			t.Fatalf("the lease held across the move: ack %+v", r)
+		}
+	}
+	r, err := c.forwarded(c.h[1], engine.PopCmd{Queue: "orders", Group: "billing", Batch: 100, Partitions: 1})
+	if err != nil || r.Err != nil {
+		t.Fatalf("pop after the move: %v %v", err, r.Err)
+	}
+	var got []string
+	for _, m := range r.Value.(engine.PopResult).Messages {
+		got = append(got, m.TransactionID)
+	}
+	var want []string
+	for k := 9; k < 40; k++ {
+		want = append(want, fmt.Sprintf("t-%03d", k))
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("after the move billing got %v, want %v", got, want)
+	}
+	// A push lands in group 2.
+	pr, err := raft.Propose[[]engine.PushResult](ctxT(t), c.h[0], engine.PushCmd{Items: []engine.PushItem{{Queue: "orders", TransactionID: "after", Payload: []byte(`1`)}}})
+	if err != nil || pr[0].Status != engine.Queued {
+		t.Fatalf("push after the move: %v %+v", err, pr)
+	}
+	if _, _, ok := c.h[0].Group(2).Engine().PartitionByID(pr[0].PartitionID); !ok {
+		waitFor(t, "the push to be in group 2", func() bool {
+			_, _, ok := c.h[0].Group(2).Engine().PartitionByID(pr[0].PartitionID)
+			return ok
+		})
+	}
+}
+
+// TestHost_MoveQueue_FailureUndoes fails a move after its first chunk was
+// imported (the queue spans several): the queue stays in group 1 at epoch
+// 1, thawed and serving, group 2 holds no copy nor import, and a second
+// move while one runs is refused.
+func TestHost_MoveQueue_FailureUndoes(t *testing.T) {
+	c := openOutboxHosts(t)
+	moveFixture(t, c, 40, 20_000) // ~800 KB: four chunks
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	raft.SetMoveHook(c.h[0], func(_ string, seq uint32) error {
+		if seq == 1 {
+			close(entered)
+			<-release
+			return errors.New("test: the copy fails")
+		}
+		return nil
+	})
+	done := make(chan error, 1)
+	go func() { done <- c.h[0].MoveQueue(ctxT(t), "orders", 2, nil) }()
+	select {
+	case <-entered:
+	case err := <-done:
+		t.Fatalf("the move ended before its second chunk: %v", err)
+	}
+	if err := c.h[1].MoveQueue(ctxT(t), "orders", 3, nil); !errors.Is(err, engine.ErrInvalid) {
+		t.Fatalf("a second move while one runs: %v", err)
+	}
+	if ms := c.h[0].Moves(); len(ms) != 1 || ms[0].From != 1 || ms[0].To != 2 || ms[0].Epoch != 1 {
+		t.Fatalf("moves under way: %+v", ms)
+	}
+	// Meanwhile the queue refuses and the Host waits: a push answers
+	// once the move is undone.
+	pushed := make(chan error, 1)
+	go func() {
+		res, err := raft.Propose[[]engine.PushResult](ctxT(t), c.h[2], engine.PushCmd{Items: []engine.PushItem{{Queue: "orders", TransactionID: "during", Payload: []byte(`1`)}}})
+		if err == nil && res[0].Status != engine.Queued {
+			err = fmt.Errorf("%+v", res[0])
+		}
+		pushed <- err
+	}()
+	close(release)
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "the copy fails") {
+		t.Fatalf("move: %v", err)
+	}
+	if err := <-pushed; err != nil {
+		t.Fatalf("a push during the failed move: %v", err)
+	}
+	waitFor(t, "every host to keep orders in group 1, thawed, and group 2 without it", func() bool {
+		for _, h := range c.h {
+			_, frozen1 := h.Group(1).Engine().Frozen("orders")
+			_, frozen2 := h.Group(2).Engine().Frozen("orders")
+			_, err := h.Group(2).Engine().Queue("orders")
+			if h.Placement("orders") != 1 || h.PlacementEpoch("orders") != 1 || len(h.Moves()) != 0 || frozen1 || frozen2 ||
+				!errors.Is(err, engine.ErrQueueNotFound) || len(h.Group(2).Engine().ImportsUnderWay()) != 0 {
+				return false
+			}
+		}
+		return true
+	})
+	r, err := c.forwarded(c.h[0], engine.PopCmd{Queue: "orders", Group: "fresh", Batch: 100, Partitions: 1, AutoAck: true})
+	if err != nil || r.Err != nil || len(r.Value.(engine.PopResult).Messages) != 41 {
+		t.Fatalf("pop after the failed move: %v %v", err, r.Err)
+	}
+	// And it moves once nothing fails.
+	raft.SetMoveHook(c.h[0], nil)
+	if err := c.h[0].MoveQueue(ctxT(t), "orders", 2, nil); err != nil {
+		t.Fatalf("the move again: %v", err)
 	}
 }

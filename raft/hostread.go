@@ -107,14 +107,15 @@ func (h *Host) MessageAt(part engine.ID, txn string) (engine.StoredMessage, erro
 	return h.nodes[h.heldBy(part)].MessageAt(part, txn)
 }
 
-// heldBy is the group whose replica holds the partition now, 1 if none.
+// heldBy is the group whose replica holds the partition now, 1 if none;
+// of two (a moved queue's source copy not dropped yet), the one the
+// directory places its queue in.
 func (h *Host) heldBy(part engine.ID) uint32 {
-	for g := 1; g < len(h.nodes); g++ {
-		if _, _, ok := h.nodes[g].engine.PartitionByID(part); ok {
-			return uint32(g)
-		}
-	}
-	return 1
+	g := h.holder(func(n *Node) (string, bool) {
+		q, _, ok := n.engine.PartitionByID(part)
+		return q, ok
+	})
+	return cmp.Or(g, 1)
 }
 
 // ListMessages pages retained messages, newest first, over every group
