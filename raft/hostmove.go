@@ -251,9 +251,9 @@ func (h *Host) moveStep(ctx context.Context, g uint32, c engine.Command) (engine
 
 // Moves lists the moves under way, as this node's directory replica has
 // them, in queue order.
-func (h *Host) Moves() []command.Move {
+func (h *Host) Moves() []Move {
 	d := h.nodes[Directory].engine
-	var out []command.Move
+	var out []Move
 	for _, name := range d.ClusterNames(command.MovePrefix) {
 		if m, ok := command.MoveOf(d.ClusterValue, name[len(command.MovePrefix):]); ok {
 			out = append(out, m)
@@ -355,3 +355,6 @@ func (h *Host) recoverMoves() {
 		}
 	}
 }
+
+// Move is a move under way, as the directory records it.
+type Move = command.Move
