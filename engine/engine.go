@@ -49,8 +49,12 @@ type Engine struct {
 	imports     map[string]*importing
 	importParts map[ID]string
 	// frozen are the queues a move froze here, with its epoch (freeze.go).
-	frozen  map[string]uint64
-	applied uint64
+	frozen map[string]uint64
+	// movedParts are the partitions of frozen queues dropped here, by id,
+	// to their queue's name: a command naming one is refused as its queue
+	// is (freeze.go).
+	movedParts map[ID]string
+	applied    uint64
 	// fault is set while the engine refuses writes: a commit failed, or the
 	// store was opened read-only (recover.go). faultMirror holds the same
 	// error for Fault, which must not wait for a running batch.

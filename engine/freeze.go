@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"bytes"
 	"errors"
+	"slices"
 	"strconv"
 
 	"github.com/queenmq/queen/engine/keyspace"
@@ -58,6 +60,7 @@ func (c FreezeQueueCmd) Apply(b *Batch, _ Stamp) Result {
 	case c.Thaw:
 		delete(e.frozen, c.Queue)
 		b.del(k)
+		b.clearMovedParts(c.Queue)
 		return Result{Value: true, Wake: []string{c.Queue}}
 	case frozen && cur == c.Epoch:
 		return Result{Value: false}
@@ -77,16 +80,64 @@ func (e *Engine) Frozen(queue string) (uint64, bool) {
 
 const movingPrefix = "moving/"
 
-// loadFrozen reads the freeze marks (load).
+// movedPrefix keys the partitions of a frozen queue dropped here: meta
+// "moved/" + the partition id (16 bytes) = the queue's name. They outlive
+// the drop with the mark, so that an ack or a DLQ command routed by a
+// stale lookup to the group the queue left is refused (ErrQueueMoving) and
+// routed again, not answered "partition not found".
+const movedPrefix = "moved/"
+
+// tombstoneParts records the partitions of q, frozen, before a drop.
+func (b *Batch) tombstoneParts(q *queue) {
+	if !b.e.isFrozen(q.name) {
+		return
+	}
+	for _, p := range q.parts {
+		b.e.movedParts[p.id] = q.name
+		b.set(keyspace.Meta(movedPrefix+string(p.id[:])), []byte(q.name))
+	}
+}
+
+// clearMovedParts removes queue's dropped partitions (a thaw: the queue
+// lives here again, or never left).
+func (b *Batch) clearMovedParts(queue string) {
+	var ids []ID
+	for id, q := range b.e.movedParts {
+		if q == queue {
+			ids = append(ids, id)
+		}
+	}
+	slices.SortFunc(ids, func(a, b ID) int { return bytes.Compare(a[:], b[:]) })
+	for _, id := range ids {
+		delete(b.e.movedParts, id)
+		b.del(keyspace.Meta(movedPrefix + string(id[:])))
+	}
+}
+
+// loadFrozen reads the freeze marks and the dropped partitions (load).
 func (e *Engine) loadFrozen() error {
 	e.frozen = map[string]uint64{}
+	e.movedParts = map[ID]string{}
 	prefix := keyspace.Meta(movingPrefix)
-	return scanPrefix(e.db, prefix, func(k, v []byte) error {
+	err := scanPrefix(e.db, prefix, func(k, v []byte) error {
 		ep, err := strconv.ParseUint(string(v), 10, 64)
 		if err != nil {
 			return keyspace.ErrCorrupt
 		}
 		e.frozen[string(k[len(prefix):])] = ep
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	prefix = keyspace.Meta(movedPrefix)
+	return scanPrefix(e.db, prefix, func(k, v []byte) error {
+		if len(k) != len(prefix)+16 {
+			return keyspace.ErrCorrupt
+		}
+		var id ID
+		copy(id[:], k[len(prefix):])
+		e.movedParts[id] = string(v)
 		return nil
 	})
 }
@@ -108,8 +159,11 @@ func (b *Batch) movingRefusal(c Command) (r Result, refused bool) {
 	}
 	queue := func(q string) bool { return e.isFrozen(q) }
 	part := func(id ID) bool {
-		p := e.parts[id]
-		return p != nil && e.isFrozen(p.q.name)
+		if p := e.parts[id]; p != nil {
+			return e.isFrozen(p.q.name)
+		}
+		q, moved := e.movedParts[id]
+		return moved && e.isFrozen(q)
 	}
 	lease := func(id ID) bool {
 		for _, ref := range e.leases[id] {

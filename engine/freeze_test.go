@@ -113,6 +113,9 @@ func TestFreeze_RefusesEveryWrite(t *testing.T) {
 		t.Fatal("the drop of a frozen queue found nothing")
 	}
 	refused[[]engine.PushResult](t, h, "push after the drop", engine.PushCmd{Items: []engine.PushItem{orderPush}})
+	h.Reopen()
+	refused[[]engine.AckResult](t, h, "ack of a dropped partition", engine.AckCmd{Items: []engine.AckItem{ack}})
+	refused[int](t, h, "DLQ delete of a dropped partition", engine.DeleteDLQCmd{PartitionID: p1, TransactionID: "t-61"})
 	if enginetest.Must[bool](h, engine.FreezeQueueCmd{Queue: "orders", Epoch: 1, Thaw: true}) {
 		t.Fatal("a thaw of another epoch lifted the mark")
 	}
@@ -121,6 +124,9 @@ func TestFreeze_RefusesEveryWrite(t *testing.T) {
 	}
 	if r := h.Push(orderPush); r[0].Status != engine.Queued {
 		t.Fatalf("a push after the thaw: %+v", r[0])
+	}
+	if r := h.Ack(ack); r[0].Success {
+		t.Fatalf("an ack of a partition dropped before the thaw: %+v", r[0])
 	}
 	if _, ok := h.Frozen("orders"); ok {
 		t.Fatal("still frozen")

@@ -226,7 +226,16 @@ func (h *Host) leaseGroup(ctx context.Context, id engine.ID) (uint32, error) {
 // each group's leader, here or relayed (command.Lookup: its applied state
 // holds everything any node answered).
 func (h *Host) lookup(ctx context.Context, holds func(*Node) (string, bool), ask command.Lookup) (uint32, error) {
-	if g := h.holder(holds); g != 0 {
+	if g, q := h.holder(holds); g != 0 {
+		if _, frozen := h.nodes[g].engine.Frozen(q); !frozen {
+			return g, nil
+		}
+		// A move froze it there: the directory's leader knows where it
+		// lives now, which this node's directory replica may not yet.
+		r, err := h.run(ctx, Directory, command.LookupQueue{Queue: q})
+		if placed, _ := r.Value.(uint32); err == nil && placed != 0 {
+			return placed, nil
+		}
 		return g, nil
 	}
 	var first error
@@ -243,24 +252,24 @@ func (h *Host) lookup(ctx context.Context, holds func(*Node) (string, bool), ask
 }
 
 // holder is the group whose replica here holds something (holds), 0 when
-// none. While a moved queue's source copy is being dropped two groups hold
+// none, and the queue it belongs to. While a moved queue's source copy is being dropped two groups hold
 // its partitions and leases: the one the directory places the queue in is
 // the queue's.
-func (h *Host) holder(holds func(*Node) (string, bool)) uint32 {
-	found := uint32(0)
+func (h *Host) holder(holds func(*Node) (string, bool)) (uint32, string) {
+	found, queue := uint32(0), ""
 	for g := 1; g < len(h.nodes); g++ {
 		q, ok := holds(h.nodes[g])
 		if !ok {
 			continue
 		}
 		if h.Placement(q) == uint32(g) {
-			return uint32(g)
+			return uint32(g), q
 		}
 		if found == 0 {
-			found = uint32(g)
+			found, queue = uint32(g), q
 		}
 	}
-	return found
+	return found, queue
 }
 
 // part is the items of a split command bound for one group: their indexes

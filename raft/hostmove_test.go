@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -311,6 +312,7 @@ func TestHost_MoveQueue_UnderLoad(t *testing.T) {
 	var (
 		mu        sync.Mutex
 		acked     = map[string]bool{}
+		popErrs   = map[string]int{} // what consumers were answered, for a failure's message
 		delivered = map[string]int{}
 		pushed    atomic.Int32
 		wg        sync.WaitGroup
@@ -366,6 +368,9 @@ func TestHost_MoveQueue_UnderLoad(t *testing.T) {
 					err = r.Err
 				}
 				if err != nil {
+					mu.Lock()
+					popErrs[err.Error()]++
+					mu.Unlock()
 					time.Sleep(20 * time.Millisecond)
 					continue
 				}
@@ -378,10 +383,20 @@ func TestHost_MoveQueue_UnderLoad(t *testing.T) {
 				}
 				mu.Unlock()
 				for len(items) > 0 && time.Now().Before(deadline) {
-					_, err := raft.Propose[[]engine.AckResult](ctxT(t), c.h[k], engine.AckCmd{Items: items})
+					res, err := raft.Propose[[]engine.AckResult](ctxT(t), c.h[k], engine.AckCmd{Items: items})
 					if err == nil {
+						for _, a := range res {
+							if !a.Success {
+								mu.Lock()
+								popErrs["ack: "+a.Error]++
+								mu.Unlock()
+							}
+						}
 						break
 					}
+					mu.Lock()
+					popErrs["ack: "+err.Error()]++
+					mu.Unlock()
 					time.Sleep(20 * time.Millisecond)
 				}
 				if len(pop.Messages) == 0 {
@@ -402,11 +417,27 @@ func TestHost_MoveQueue_UnderLoad(t *testing.T) {
 		t.Logf("moved orders to group %d in %v after %d pushes", m.to, time.Since(start), m.after)
 	}
 	wg.Wait()
-	waitFor(t, "every acknowledged push to be delivered", func() bool {
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		mu.Lock()
-		defer mu.Unlock()
-		return len(delivered) >= len(acked)
-	})
+		n, want := len(delivered), len(acked)
+		var missing []string
+		if n < want && time.Now().After(end) {
+			for txn := range acked {
+				if delivered[txn] == 0 {
+					missing = append(missing, txn)
+				}
+			}
+			t.Errorf("consumers were answered %v", popErrs)
+		}
+		mu.Unlock()
+		if n >= want {
+			break
+		}
+		if missing != nil {
+			slices.Sort(missing)
+			t.Fatalf("%d of %d acknowledged pushes never delivered: %v", len(missing), want, missing)
+		}
+	}
 	time.Sleep(200 * time.Millisecond) // a late duplicate would show here
 	halt()
 	consumers.Wait()

@@ -111,7 +111,7 @@ func (h *Host) MessageAt(part engine.ID, txn string) (engine.StoredMessage, erro
 // of two (a moved queue's source copy not dropped yet), the one the
 // directory places its queue in.
 func (h *Host) heldBy(part engine.ID) uint32 {
-	g := h.holder(func(n *Node) (string, bool) {
+	g, _ := h.holder(func(n *Node) (string, bool) {
 		q, _, ok := n.engine.PartitionByID(part)
 		return q, ok
 	})
