@@ -462,3 +462,56 @@ func TestHost_MoveQueue_UnderLoad(t *testing.T) {
 		}
 	}
 }
+
+// TestHost_MoveQueue_StalledMoveIsUndone holds a move part way (its copy
+// stopped at the second chunk, as a node that stopped would leave it) on a
+// host that does not lead the directory: the directory's leader undoes the
+// move once it is older than MoveTimeout, and the queue serves from its
+// group again, thawed, with no copy left in the target. The mover, when it
+// wakes, finds its move undone.
+func TestHost_MoveQueue_StalledMoveIsUndone(t *testing.T) {
+	c := openOutboxHosts(t)
+	moveFixture(t, c, 40, 20_000)
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	mover := c.h[1] // the directory's leader is c.h[0] (preferredLeaders)
+	raft.SetMoveHook(mover, func(_ string, seq uint32) error {
+		if seq == 1 {
+			close(entered)
+			<-release
+		}
+		return nil
+	})
+	done := make(chan error, 1)
+	go func() { done <- mover.MoveQueue(ctxT(t), "orders", 2, nil) }()
+	select {
+	case <-entered:
+	case err := <-done:
+		t.Fatalf("the move ended before its second chunk: %v", err)
+	}
+	waitFor(t, "the directory's leader to undo the move", func() bool {
+		for _, h := range c.h {
+			_, frozen1 := h.Group(1).Engine().Frozen("orders")
+			_, frozen2 := h.Group(2).Engine().Frozen("orders")
+			_, err := h.Group(2).Engine().Queue("orders")
+			if h.Placement("orders") != 1 || len(h.Moves()) != 0 || frozen1 || frozen2 ||
+				!errors.Is(err, engine.ErrQueueNotFound) || len(h.Group(2).Engine().ImportsUnderWay()) != 0 {
+				return false
+			}
+		}
+		return true
+	})
+	res, err := raft.Propose[[]engine.PushResult](ctxT(t), c.h[2], engine.PushCmd{Items: []engine.PushItem{{Queue: "orders", TransactionID: "after", Payload: []byte(`1`)}}})
+	if err != nil || res[0].Status != engine.Queued {
+		t.Fatalf("push after the undo: %v %+v", err, res)
+	}
+	close(release)
+	if err := <-done; err == nil {
+		t.Fatal("the stalled move succeeded after it was undone")
+	}
+	for i, h := range c.h {
+		if h.Placement("orders") != 1 || h.PlacementEpoch("orders") != 1 {
+			t.Fatalf("host %d places orders in %d at epoch %d", i, h.Placement("orders"), h.PlacementEpoch("orders"))
+		}
+	}
+}
