@@ -294,9 +294,12 @@ func TestHost_MoveQueue_FailureUndoes(t *testing.T) {
 	}
 	// And it moves once nothing fails.
 	raft.SetMoveHook(c.h[0], nil)
-	if err := c.h[0].MoveQueue(ctxT(t), "orders", 2, nil); err != nil {
+	start := time.Now()
+	var last raft.MoveProgress
+	if err := c.h[0].MoveQueue(ctxT(t), "orders", 2, func(p raft.MoveProgress) { last = p }); err != nil {
 		t.Fatalf("the move again: %v", err)
 	}
+	t.Logf("moved %d bytes in %d chunks in %v", last.Bytes, last.Chunks, time.Since(start))
 }
 
 // TestHost_MoveQueue_UnderLoad moves a queue twice (group 1 to 2, then 2
