@@ -13,15 +13,21 @@ import (
 // The reads: each from the group that holds what is read, or from every
 // group, merged in the order one engine gives.
 
-// Queues describes every queue, by name.
+// Queues describes every queue, by name. A queue moved a moment ago may
+// still be in the group it left (its copy not dropped yet): it is listed
+// from the group the directory places it in.
 func (h *Host) Queues() ([]engine.QueueInfo, error) {
 	var all []engine.QueueInfo
-	for _, n := range h.nodes[1:] {
+	for g, n := range h.nodes[1:] {
 		qs, err := n.Queues()
 		if err != nil {
 			return nil, err
 		}
-		all = append(all, qs...)
+		for _, q := range qs {
+			if p := h.Placement(q.Name); p == 0 || p == uint32(g+1) {
+				all = append(all, q)
+			}
+		}
 	}
 	slices.SortFunc(all, func(a, b engine.QueueInfo) int { return strings.Compare(a.Name, b.Name) })
 	return all, nil
