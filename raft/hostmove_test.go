@@ -31,6 +31,9 @@ func TestHost_MoveCommandsRunOnTheGroupTheyName(t *testing.T) {
 	c.addressesKnown()
 	c.atMaxVersion()
 	const src, dst = uint32(1), uint32(2)
+	if g, err := c.h[0].Place(ctxT(t), "orders", src); err != nil || g != src {
+		t.Fatalf("place: %d %v", g, err)
+	}
 	for i := range 20 {
 		c.push(src, "orders", fmt.Sprintf("t-%d", i))
 	}
@@ -73,6 +76,16 @@ func TestHost_MoveCommandsRunOnTheGroupTheyName(t *testing.T) {
 	}
 	snap.Close()
 	snap = nil
+	// Both groups hold it now; the listings name it once, from the group
+	// the directory places it in.
+	waitFor(t, "host 0's replica of the target to hold the queue", func() bool {
+		_, err := c.h[0].Group(dst).Engine().Queue("orders")
+		return err == nil
+	})
+	qs, err := c.h[0].Queues()
+	if err != nil || len(qs) != 1 || qs[0].Name != "orders" || qs[0].ID != want.ID {
+		t.Fatalf("queues while both groups hold it: %+v %v", qs, err)
+	}
 	r, err := c.h[1].Propose(ctxT(t), engine.DropQueueCmd{Group: src, Queue: "orders", ID: want.ID})
 	if err != nil || r.Err != nil || r.Value != true {
 		t.Fatalf("drop: %v %v %v", r.Value, err, r.Err)
@@ -172,19 +185,18 @@ func TestHost_MoveQueue_CarriesItsState(t *testing.T) {
 	if want := []string{"begin", "freeze", "copy", "flip", "drop", "done"}; !reflect.DeepEqual(phases, want) {
 		t.Fatalf("phases %v, want %v", phases, want)
 	}
-	waitFor(t, "every host to place orders in group 2 at epoch 2 and drop group 1's copy", func() bool {
+	waitFor(t, "every host to place orders in group 2 at epoch 2, thawed, and drop group 1's copy", func() bool {
 		for _, h := range c.h {
 			_, gone := h.Group(1).Engine().Queue("orders")
-			if h.Placement("orders") != 2 || h.PlacementEpoch("orders") != 2 || len(h.Moves()) != 0 || !errors.Is(gone, engine.ErrQueueNotFound) {
+			_, frozen := h.Group(2).Engine().Frozen("orders")
+			if h.Placement("orders") != 2 || h.PlacementEpoch("orders") != 2 || len(h.Moves()) != 0 || frozen ||
+				!errors.Is(gone, engine.ErrQueueNotFound) {
 				return false
 			}
 		}
 		return true
 	})
 	for i, h := range c.h {
-		if _, ok := h.Group(2).Engine().Frozen("orders"); ok {
-			t.Fatalf("host %d: the target is still frozen", i)
-		}
 		if rows, n, err := h.Group(1).Engine().ListDLQ(engine.DLQFilter{Queue: "orders"}); err != nil || n != 0 {
 			t.Fatalf("host %d: group 1 keeps %d dead letters (%v)", i, n, rows)
 		}
@@ -459,11 +471,14 @@ func TestHost_MoveQueue_UnderLoad(t *testing.T) {
 			t.Errorf("%s acknowledged, never delivered", txn)
 		}
 	}
-	for i, h := range c.h {
-		if h.Placement("orders") != 3 || h.PlacementEpoch("orders") != 3 {
-			t.Errorf("host %d places orders in %d at epoch %d", i, h.Placement("orders"), h.PlacementEpoch("orders"))
+	waitFor(t, "every host to place orders in group 3 at epoch 3", func() bool {
+		for _, h := range c.h {
+			if h.Placement("orders") != 3 || h.PlacementEpoch("orders") != 3 {
+				return false
+			}
 		}
-	}
+		return true
+	})
 }
 
 // TestHost_MoveQueue_StalledMoveIsUndone holds a move part way (its copy
