@@ -43,6 +43,10 @@ type Host struct {
 	// moveHook, set by a test, runs before each chunk of a move is
 	// proposed; its error fails the move there.
 	moveHook func(queue string, seq uint32) error
+	// strays are the freeze marks moveLoop saw past their placement's
+	// epoch with no move recorded, and since when (only moveLoop's
+	// goroutine touches it).
+	strays map[strayMark]time.Time
 
 	done      chan struct{}
 	wg        sync.WaitGroup

@@ -335,25 +335,72 @@ func (h *Host) recoverMoves() {
 		}
 	}
 	// A flipped move not finished: its marks carry the placement's epoch.
+	// A mark past it with no move recorded is a stray (a mover that froze
+	// again after its move was undone, then stopped): undone once it has
+	// stayed so for MoveTimeout.
 	ctx, cancel := context.WithTimeout(context.Background(), 4*h.opts.PartWait)
 	defer cancel()
+	seen := map[strayMark]time.Time{}
 	for g := 1; g < len(h.nodes); g++ {
-		for q, ep := range h.nodes[g].engine.FrozenQueues() {
+		e := h.nodes[g].engine
+		for q, ep := range e.FrozenQueues() {
 			place := h.Placement(q)
-			if moving[q] || ep != h.PlacementEpoch(q) || place == 0 {
-				continue
+			if moving[q] || place == 0 || ep < h.PlacementEpoch(q) {
+				continue // under way, unknown here, or a tombstone
 			}
 			var err error
-			if place == uint32(g) {
+			switch {
+			case ep > h.PlacementEpoch(q):
+				k := strayMark{uint32(g), q, ep}
+				first, ok := h.strays[k]
+				if !ok {
+					first = time.Now()
+				}
+				seen[k] = first
+				if time.Since(first) < h.opts.MoveTimeout {
+					continue
+				}
+				d.log.Warn("raft: move: undoing a stray freeze", "queue", q, "group", g, "epoch", ep)
+				if place != uint32(g) {
+					err = h.dropCopy(ctx, uint32(g), q)
+				}
+				if err == nil {
+					_, err = h.moveStep(ctx, uint32(g), engine.FreezeQueueCmd{Group: uint32(g), Queue: q, Epoch: ep, Thaw: true})
+				}
+			case place == uint32(g):
 				_, err = h.moveStep(ctx, uint32(g), engine.FreezeQueueCmd{Group: uint32(g), Queue: q, Epoch: ep, Thaw: true})
-			} else if info, qerr := h.nodes[g].engine.Queue(q); qerr == nil {
-				_, err = h.moveStep(ctx, uint32(g), engine.DropQueueCmd{Group: uint32(g), Queue: q, ID: info.ID})
+			default:
+				err = h.dropCopy(ctx, uint32(g), q)
 			}
 			if err != nil {
-				d.log.Warn("raft: move: finish a flipped move", "queue", q, "group", g, "err", err)
+				d.log.Warn("raft: move: finish or undo a move left part way", "queue", q, "group", g, "err", err)
 			}
 		}
 	}
+	h.strays = seen
+}
+
+// strayMark is a freeze mark moveLoop watches.
+type strayMark struct {
+	group uint32
+	queue string
+	epoch uint64
+}
+
+// dropCopy drops what group g holds of queue, placed elsewhere: an
+// import under way or a whole copy.
+func (h *Host) dropCopy(ctx context.Context, g uint32, queue string) error {
+	e := h.nodes[g].engine
+	id, _, _, ok := e.ImportProgress(queue)
+	if !ok {
+		info, err := e.Queue(queue)
+		if err != nil {
+			return nil // nothing here
+		}
+		id = info.ID
+	}
+	_, err := h.moveStep(ctx, g, engine.DropQueueCmd{Group: g, Queue: queue, ID: id})
+	return err
 }
 
 // Move is a move under way, as the directory records it.

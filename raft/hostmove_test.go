@@ -533,3 +533,34 @@ func TestHost_MoveQueue_StalledMoveIsUndone(t *testing.T) {
 		}
 	}
 }
+
+// TestHost_MoveQueue_StrayFreezeIsUndone freezes a queue with no move
+// recorded (what a mover that froze again after its move was undone, then
+// stopped, would leave): the directory's leader thaws it once it has
+// stayed so for MoveTimeout, and a push that waited meanwhile lands.
+func TestHost_MoveQueue_StrayFreezeIsUndone(t *testing.T) {
+	c := openOutboxHosts(t)
+	if g, err := c.h[0].Place(ctxT(t), "orders", 1); err != nil || g != 1 {
+		t.Fatalf("place: %d %v", g, err)
+	}
+	r, err := c.h[2].Propose(ctxT(t), engine.FreezeQueueCmd{Group: 1, Queue: "orders", Epoch: 5})
+	if err != nil || r.Err != nil || r.Value != true {
+		t.Fatalf("freeze: %v %v %v", r.Value, err, r.Err)
+	}
+	start := time.Now()
+	res, err := raft.Propose[[]engine.PushResult](ctxT(t), c.h[1], engine.PushCmd{Items: []engine.PushItem{{Queue: "orders", TransactionID: "waited", Payload: []byte(`1`)}}})
+	if err != nil || res[0].Status != engine.Queued {
+		t.Fatalf("push: %v %+v", err, res)
+	}
+	if waited := time.Since(start); waited < 2*time.Second {
+		t.Fatalf("the push landed after %v, before the freeze could have been undone", waited)
+	}
+	waitFor(t, "every replica to thaw", func() bool {
+		for _, h := range c.h {
+			if _, frozen := h.Group(1).Engine().Frozen("orders"); frozen {
+				return false
+			}
+		}
+		return true
+	})
+}
