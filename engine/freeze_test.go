@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"bytes"
 	"errors"
 	"reflect"
 	"testing"
@@ -149,4 +150,38 @@ func TestFreeze_ImportRunsIntoAFrozenName(t *testing.T) {
 	if r := enginetest.Must[engine.ExtendResult](b, engine.ExtendLeaseCmd{Lease: f.lease.LeaseID, Seconds: 60}); r.Renewed == 0 {
 		t.Fatalf("extend the carried lease after the thaw: %+v", r)
 	}
+}
+
+// A replica restored from a snapshot (a follower catching up) holds the
+// marks: the frozen queue, and the partitions of a dropped one.
+func TestFreeze_TravelsInSnapshots(t *testing.T) {
+	f := newMoveFixture(t)
+	h := f.h
+	enginetest.Must[bool](h, engine.FreezeQueueCmd{Queue: "orders", Epoch: 3})
+	enginetest.Must[bool](h, engine.FreezeQueueCmd{Queue: "other", Epoch: 4})
+	info, err := h.Queue("other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	enginetest.Must[bool](h, engine.DropQueueCmd{Queue: "other", ID: info.ID})
+	snap, err := h.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	_, err = snap.WriteTo(&buf)
+	snap.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := enginetest.MustOpen(t)
+	if err := dst.Restore(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if ep, ok := dst.Frozen("orders"); !ok || ep != 3 {
+		t.Fatalf("orders after the restore: frozen %v at %d", ok, ep)
+	}
+	refused[[]engine.PushResult](t, dst, "push to the frozen queue", engine.PushCmd{Items: []engine.PushItem{{Queue: "orders", Payload: []byte(`1`)}}})
+	ack := engine.AckItem{TransactionID: "o-0", PartitionID: info.Partitions[0].ID, Group: "g", Status: cursor.Completed}
+	refused[[]engine.AckResult](t, dst, "ack of the dropped queue's partition", engine.AckCmd{Items: []engine.AckItem{ack}})
 }
