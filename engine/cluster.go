@@ -1,6 +1,11 @@
 package engine
 
-import "github.com/queenmq/queen/engine/keyspace"
+import (
+	"slices"
+	"strings"
+
+	"github.com/queenmq/queen/engine/keyspace"
+)
 
 // The replication layer keeps a few values of its own in the replicated
 // state (the leader's HTTP address, for forwarding). The engine stores them
@@ -28,4 +33,19 @@ func (e *Engine) loadCluster() error {
 		e.cluster[string(k[len(prefix):])] = string(v)
 		return nil
 	})
+}
+
+// ClusterNames lists the names of the replication-layer values that begin
+// with prefix and are set, in name order (the directory's moves under way).
+func (e *Engine) ClusterNames(prefix string) []string {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	var names []string
+	for k, v := range e.cluster {
+		if v != "" && strings.HasPrefix(k, prefix) {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	return names
 }

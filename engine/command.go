@@ -36,7 +36,14 @@ type Result struct {
 }
 
 // Apply applies c with its stamp.
-func (b *Batch) Apply(st Stamp, c Command) Result { return c.Apply(b, st) }
+// A command that would change a queue frozen by a move is refused here,
+// before it writes anything (freeze.go).
+func (b *Batch) Apply(st Stamp, c Command) Result {
+	if r, refused := b.movingRefusal(c); refused {
+		return r
+	}
+	return c.Apply(b, st)
+}
 
 // Finish completes r after the batch that applied it committed: it reads
 // what the command deferred (a pop's messages). Only the caller that wants

@@ -48,7 +48,13 @@ type Engine struct {
 	// name, and importParts their partitions: neither is in the model yet.
 	imports     map[string]*importing
 	importParts map[ID]string
-	applied     uint64
+	// frozen are the queues a move froze here, with its epoch (freeze.go).
+	frozen map[string]uint64
+	// movedParts are the partitions of frozen queues dropped here, by id,
+	// to their queue's name: a command naming one is refused as its queue
+	// is (freeze.go).
+	movedParts map[ID]string
+	applied    uint64
 	// fault is set while the engine refuses writes: a commit failed, or the
 	// store was opened read-only (recover.go). faultMirror holds the same
 	// error for Fault, which must not wait for a running batch.
@@ -272,6 +278,9 @@ func (e *Engine) load() error {
 		return err
 	}
 	if err := e.loadImports(); err != nil {
+		return err
+	}
+	if err := e.loadFrozen(); err != nil {
 		return err
 	}
 	err = e.scan(keyspace.FamilyQueue, func(k, v []byte) error {

@@ -620,6 +620,7 @@ func (b *Batch) dropQueue(name string, id ID) (bool, error) {
 	e := b.e
 	switch q, im := e.queues[name], e.imports[name]; {
 	case q != nil && q.rec.ID == id:
+		b.tombstoneParts(q)
 		b.deleteQueue(name)
 	case im != nil && im.rec.ID == id:
 		b.dropImport(name, im)

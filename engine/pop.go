@@ -354,6 +354,9 @@ func (e *Engine) popScope(cmd *PopCmd, group string) popScope {
 	}
 	var sc popScope
 	for _, q := range e.sortedQueues() {
+		if e.isFrozen(q.name) {
+			continue // a move froze it (freeze.go)
+		}
 		if (cmd.Namespace == "" || q.rec.Namespace == cmd.Namespace) && (cmd.Task == "" || q.rec.Task == cmd.Task) {
 			sc.queues = append(sc.queues, q)
 		}

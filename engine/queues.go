@@ -188,3 +188,15 @@ func (e *Engine) HasLease(id ID) bool {
 	defer e.mu.RUnlock()
 	return len(e.leases[id]) > 0
 }
+
+// LeaseQueue returns the queue whose rows a lease holds (a Host prefers,
+// of two groups holding a lease while a moved queue's source copy is
+// dropped, the one the directory places the queue in).
+func (e *Engine) LeaseQueue(id ID) (string, bool) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if refs := e.leases[id]; len(refs) > 0 {
+		return refs[0].p.q.name, true
+	}
+	return "", false
+}

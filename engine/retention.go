@@ -41,6 +41,9 @@ func (b *Batch) sweep(st Stamp) (SweepResult, error) {
 	now := st.Time
 	var res SweepResult
 	for _, q := range b.e.sortedQueues() {
+		if b.e.isFrozen(q.name) {
+			continue // a move froze it (freeze.go): swept where it lands
+		}
 		cfg := q.config
 		keep := max(cfg.Get(OptDedupWindowSeconds), cfg.Get(OptCompletedRetentionSeconds), minTxnKeepSeconds) * secondUS
 		for _, p := range q.parts {

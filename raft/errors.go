@@ -133,12 +133,14 @@ func (e *UnknownError) Unwrap() error { return ErrOutcomeUnknown }
 // NotApplied reports whether err says for certain that the command it
 // answers was not applied and never will be: refused before it was
 // proposed (not the leader, no leader, a transfer, a leader's refusal of
-// the request), or invalid. Any other error leaves the outcome unknown
+// the request), invalid, or refused by a queue frozen for a move
+// (engine.ErrQueueMoving: the freeze refuses before anything is written).
+// Any other error leaves the outcome unknown
 // (timeouts, lost leadership, faults, a failed relay, a cancelled
 // context, errors nobody classified).
 func NotApplied(err error) bool {
 	for _, e := range []error{ErrNotLeader, ErrNoLeader, ErrLeadershipTransfer, engine.ErrInvalid,
-		ErrNotPreparable, ErrSpansGroups, ErrPlaced} {
+		ErrNotPreparable, ErrSpansGroups, ErrPlaced, engine.ErrQueueMoving} {
 		if errors.Is(err, e) {
 			return true
 		}
@@ -147,11 +149,11 @@ func NotApplied(err error) bool {
 }
 
 // Transient reports whether a retry of what err answered may succeed: the
-// errors of a cluster changing leaders, failing over or healing, which the
-// edge answers 503 with Retry-After.
+// errors of a cluster changing leaders, failing over or healing, and of a
+// queue moving between groups, which the edge answers 503 with Retry-After.
 func Transient(err error) bool {
 	for _, e := range []error{ErrNotLeader, ErrNoLeader, ErrLeadershipTransfer, ErrLeadershipLost, ErrTimeout,
-		ErrRestored, ErrShutdown, ErrForward, ErrFaulted, ErrOutcomeUnknown} {
+		ErrRestored, ErrShutdown, ErrForward, ErrFaulted, ErrOutcomeUnknown, engine.ErrQueueMoving} {
 		if errors.Is(err, e) {
 			return true
 		}

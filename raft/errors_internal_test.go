@@ -2,9 +2,12 @@ package raft
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	hraft "github.com/hashicorp/raft"
+
+	"github.com/queenmq/queen/engine"
 )
 
 // Every error hashicorp/raft answers a proposal with while leaders change
@@ -25,5 +28,14 @@ func TestNode_MapErrorMakesRaftsTransientErrorsOurs(t *testing.T) {
 	}
 	if NotApplied(n.mapError(hraft.ErrLeadershipLost)) {
 		t.Error("leadership lost in flight: want an unknown outcome")
+	}
+}
+
+// A queue frozen for a move refuses before writing: certain, and worth a
+// retry once the move has placed it.
+func TestErrors_QueueMovingIsNotAppliedAndTransient(t *testing.T) {
+	err := fmt.Errorf("group 2: %w", engine.ErrQueueMoving)
+	if !NotApplied(err) || !Transient(err) {
+		t.Fatalf("NotApplied %v, Transient %v", NotApplied(err), Transient(err))
 	}
 }

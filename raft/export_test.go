@@ -21,3 +21,7 @@ func HoldOutbox(h *Host, hold bool) { h.holdOutbox.Store(hold) }
 
 // OutboxRows are the outbox rows of n's engine, oldest first.
 func OutboxRows(n *Node) ([]engine.OutboxRow, error) { return n.engine.Outbox(1000) }
+
+// SetMoveHook makes f run before each chunk of a move h runs is proposed;
+// its error fails the move there (nil: none).
+func SetMoveHook(h *Host, f func(queue string, seq uint32) error) { h.moveHook = f }

@@ -40,6 +40,13 @@ type Host struct {
 	// holdOutbox, set by a test, stops outbox deliveries: a transaction
 	// then commits and leaves its rows, as a crash would.
 	holdOutbox atomic.Bool
+	// moveHook, set by a test, runs before each chunk of a move is
+	// proposed; its error fails the move there.
+	moveHook func(queue string, seq uint32) error
+	// strays are the freeze marks moveLoop saw past their placement's
+	// epoch with no move recorded, and since when (only moveLoop's
+	// goroutine touches it).
+	strays map[strayMark]time.Time
 
 	done      chan struct{}
 	wg        sync.WaitGroup
@@ -74,6 +81,17 @@ type HostOptions struct {
 	// first (defaults 1 s and 3 × PartWait).
 	OutboxInterval time.Duration
 	OutboxAge      time.Duration
+	// MoveWait bounds how long a command refused by a queue frozen for a
+	// move is routed and proposed again, waiting for the move to place the
+	// queue, before its refusal (engine.ErrQueueMoving, a 503) is the
+	// answer (default 30 s: a move copies at ~100 MB/s, so a queue of a
+	// few GB moves within it).
+	MoveWait time.Duration
+	// MoveInterval is how often the directory's leader looks for moves a
+	// stopped node left part way (moveLoop), and MoveTimeout how old a
+	// move must be to be undone (defaults 5 s and 5 min).
+	MoveInterval time.Duration
+	MoveTimeout  time.Duration
 }
 
 // Directory is the id of the directory group.
@@ -98,6 +116,15 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 	}
 	if o.OutboxAge == 0 {
 		o.OutboxAge = 3 * o.PartWait
+	}
+	if o.MoveWait == 0 {
+		o.MoveWait = 30 * time.Second
+	}
+	if o.MoveInterval == 0 {
+		o.MoveInterval = 5 * time.Second
+	}
+	if o.MoveTimeout == 0 {
+		o.MoveTimeout = 5 * time.Minute
 	}
 	opts := o.Node
 	if opts.Forward == nil {
@@ -161,9 +188,10 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 			}
 		}
 	}
-	h.wg.Add(2)
+	h.wg.Add(3)
 	go h.spreadLoop()
 	go h.outboxLoop()
+	go h.moveLoop()
 	return h, nil
 }
 

@@ -73,7 +73,8 @@ func (c *hosts) start(i int) *raft.Host {
 		c.fwd = append(c.fwd, &swapForwarder{})
 	}
 	h, err := raft.OpenHost(raft.HostOptions{Node: o, Groups: c.g, SpreadInterval: 50 * time.Millisecond, SpreadHold: 300 * time.Millisecond,
-		PartWait: time.Second, Forward: c.fwd[i], OutboxInterval: 50 * time.Millisecond, OutboxAge: 200 * time.Millisecond})
+		PartWait: time.Second, Forward: c.fwd[i], OutboxInterval: 50 * time.Millisecond, OutboxAge: 200 * time.Millisecond,
+		MoveInterval: 100 * time.Millisecond, MoveTimeout: 3 * time.Second})
 	if err != nil {
 		c.t.Fatalf("open host %s: %v", c.peers[i].ID, err)
 	}

@@ -49,8 +49,16 @@ func (h *Host) groupError(g uint32, err error) error {
 	return err
 }
 
-// Propose runs c on the groups it concerns (see the top of this file).
+// Propose runs c on the groups it concerns (see the top of this file). A
+// command refused by a queue frozen for a move (engine.ErrQueueMoving) is
+// routed and proposed again until the move has placed the queue, up to
+// HostOptions.MoveWait (retryMoving, hostmove.go).
 func (h *Host) Propose(ctx context.Context, c engine.Command) (engine.Result, error) {
+	return h.retryMoving(ctx, func() (engine.Result, error) { return h.route(ctx, c) })
+}
+
+// route runs c once on the groups it concerns.
+func (h *Host) route(ctx context.Context, c engine.Command) (engine.Result, error) {
 	switch c := c.(type) {
 	case engine.PushCmd:
 		return h.push(ctx, c)
@@ -100,6 +108,8 @@ func (h *Host) Propose(ctx context.Context, c engine.Command) (engine.Result, er
 	case engine.ImportQueueCmd:
 		return h.onNamed(ctx, c.Group, c)
 	case engine.DropQueueCmd:
+		return h.onNamed(ctx, c.Group, c)
+	case engine.FreezeQueueCmd:
 		return h.onNamed(ctx, c.Group, c)
 	}
 	return engine.Result{}, fmt.Errorf("%w: %T", ErrNoRoute, c)
@@ -200,25 +210,33 @@ func (h *Host) onPartition(ctx context.Context, propose func(context.Context, ui
 // answer from group 1 would then be a guess (a lagging node's ack would be
 // refused for a partition that exists).
 func (h *Host) partitionGroup(ctx context.Context, id engine.ID) (uint32, error) {
-	return h.lookup(ctx, func(n *Node) bool {
-		_, _, ok := n.engine.PartitionByID(id)
-		return ok
+	return h.lookup(ctx, func(n *Node) (string, bool) {
+		q, _, ok := n.engine.PartitionByID(id)
+		return q, ok
 	}, command.LookupPartition{ID: id})
 }
 
 // leaseGroup is partitionGroup for a lease.
 func (h *Host) leaseGroup(ctx context.Context, id engine.ID) (uint32, error) {
-	return h.lookup(ctx, func(n *Node) bool { return n.engine.HasLease(id) }, command.LookupLease{ID: id})
+	return h.lookup(ctx, func(n *Node) (string, bool) { return n.engine.LeaseQueue(id) }, command.LookupLease{ID: id})
 }
 
 // lookup finds the group holding something: in this node's replicas
-// (holds), else by asking, with ask, each group's leader, here or relayed
-// (command.Lookup: its applied state holds everything any node answered).
-func (h *Host) lookup(ctx context.Context, holds func(*Node) bool, ask command.Lookup) (uint32, error) {
-	for g := 1; g < len(h.nodes); g++ {
-		if holds(h.nodes[g]) {
-			return uint32(g), nil
+// (holds, which names the queue it belongs to), else by asking, with ask,
+// each group's leader, here or relayed (command.Lookup: its applied state
+// holds everything any node answered).
+func (h *Host) lookup(ctx context.Context, holds func(*Node) (string, bool), ask command.Lookup) (uint32, error) {
+	if g, q := h.holder(holds); g != 0 {
+		if _, frozen := h.nodes[g].engine.Frozen(q); !frozen {
+			return g, nil
 		}
+		// A move froze it there: the directory's leader knows where it
+		// lives now, which this node's directory replica may not yet.
+		r, err := h.run(ctx, Directory, command.LookupQueue{Queue: q})
+		if placed, _ := r.Value.(uint32); err == nil && placed != 0 {
+			return placed, nil
+		}
+		return g, nil
 	}
 	var first error
 	for g := 1; g < len(h.nodes); g++ {
@@ -231,6 +249,27 @@ func (h *Host) lookup(ctx context.Context, holds func(*Node) bool, ask command.L
 		}
 	}
 	return 1, first
+}
+
+// holder is the group whose replica here holds something (holds), 0 when
+// none, and the queue it belongs to. While a moved queue's source copy is being dropped two groups hold
+// its partitions and leases: the one the directory places the queue in is
+// the queue's.
+func (h *Host) holder(holds func(*Node) (string, bool)) (uint32, string) {
+	found, queue := uint32(0), ""
+	for g := 1; g < len(h.nodes); g++ {
+		q, ok := holds(h.nodes[g])
+		if !ok {
+			continue
+		}
+		if h.Placement(q) == uint32(g) {
+			return uint32(g), q
+		}
+		if found == 0 {
+			found, queue = uint32(g), q
+		}
+	}
+	return found, queue
 }
 
 // part is the items of a split command bound for one group: their indexes
@@ -341,6 +380,29 @@ func (h *Host) runParts(ctx context.Context, parts []part, build func(k int) eng
 // stays unknown is the push's error (runSplit). A push to one group
 // answers its error as the push's.
 func (h *Host) push(ctx context.Context, c engine.PushCmd) (engine.Result, error) {
+	r, err := h.pushOnce(ctx, c)
+	if err != nil || r.Err != nil || len(c.Items) < 2 {
+		return r, err
+	}
+	out, _ := r.Value.([]engine.PushResult)
+	out, err = retryMovingItems(ctx, h, c.Items, out,
+		func(r *engine.PushResult) bool {
+			return r.Status == engine.Rejected && errors.Is(r.Err, engine.ErrQueueMoving)
+		},
+		func(items []engine.PushItem) (engine.Result, error) {
+			return h.pushOnce(ctx, engine.PushCmd{Items: items})
+		},
+		func(it *engine.PushItem, err error) engine.PushResult {
+			return engine.PushResult{Status: engine.Rejected, TransactionID: it.TransactionID, Queue: it.Queue, Partition: it.Partition, Err: err}
+		})
+	if err != nil {
+		return engine.Result{}, err
+	}
+	return engine.Result{Value: out}, nil
+}
+
+// pushOnce routes a push once.
+func (h *Host) pushOnce(ctx context.Context, c engine.PushCmd) (engine.Result, error) {
 	// One lookup a queue: a queue placed a moment ago through the
 	// directory's leader is not in this node's replica yet.
 	parts, err := split(len(c.Items), memo(func(i int) string { return c.Items[i].Queue },
@@ -366,6 +428,77 @@ func (h *Host) push(ctx context.Context, c engine.PushCmd) (engine.Result, error
 
 // ack splits an ack by its partitions' groups, as push does.
 func (h *Host) ack(ctx context.Context, c engine.AckCmd) (engine.Result, error) {
+	r, err := h.ackOnce(ctx, c)
+	if err != nil || r.Err != nil || len(c.Items) < 2 {
+		return r, err
+	}
+	out, _ := r.Value.([]engine.AckResult)
+	refused := engine.ErrQueueMoving.Error()
+	out, err = retryMovingItems(ctx, h, c.Items, out,
+		func(r *engine.AckResult) bool { return r.Error == refused },
+		func(items []engine.AckItem) (engine.Result, error) {
+			return h.ackOnce(ctx, engine.AckCmd{Items: items})
+		},
+		func(it *engine.AckItem, err error) engine.AckResult {
+			return engine.AckResult{TransactionID: it.TransactionID, Error: err.Error()}
+		})
+	if err != nil {
+		return engine.Result{}, err
+	}
+	return engine.Result{Value: out}, nil
+}
+
+// retryMovingItems proposes again, routed afresh, the items of a split
+// command whose part a queue frozen for a move refused (refused), until
+// none is or HostOptions.MoveWait has passed: the other parts were
+// applied, so the command is not proposed again whole. A retry answered
+// with an error certain not to have applied fails its items (failed); one
+// of unknown outcome is the command's error, as runSplit answers.
+func retryMovingItems[I, R any](ctx context.Context, h *Host, items []I, out []R, refused func(*R) bool,
+	again func([]I) (engine.Result, error), failed func(*I, error) R) ([]R, error) {
+	deadline := time.Now().Add(h.opts.MoveWait)
+	for wait := 10 * time.Millisecond; len(out) == len(items); wait = min(2*wait, 200*time.Millisecond) {
+		var idx []int
+		for i := range out {
+			if refused(&out[i]) {
+				idx = append(idx, i)
+			}
+		}
+		if len(idx) == 0 || ctx.Err() != nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(wait)
+		sub := make([]I, len(idx))
+		for j, i := range idx {
+			sub[j] = items[i]
+		}
+		r, err := again(sub)
+		switch got, _ := r.Value.([]R); {
+		case moving(r, err):
+			continue // still frozen: wait on
+		case err == nil && r.Err != nil:
+			err = r.Err
+			fallthrough
+		case err != nil:
+			if !NotApplied(err) {
+				return nil, err
+			}
+			for _, i := range idx {
+				out[i] = failed(&items[i], err)
+			}
+		case len(got) == len(idx):
+			for j, i := range idx {
+				out[i] = got[j]
+			}
+		default:
+			return nil, &UnknownError{Err: fmt.Errorf("%w: %d results for %d items", ErrResultType, len(got), len(idx))}
+		}
+	}
+	return out, nil
+}
+
+// ackOnce routes an ack once.
+func (h *Host) ackOnce(ctx context.Context, c engine.AckCmd) (engine.Result, error) {
 	// One lookup a partition: one this node's replicas do not know is
 	// asked of the groups' leaders.
 	parts, err := split(len(c.Items), memo(func(i int) engine.ID { return c.Items[i].PartitionID },

@@ -3,11 +3,18 @@ package raft_test
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/engine/cursor"
+	"github.com/queenmq/queen/raft"
 )
 
 // TestHost_MoveCommandsRunOnTheGroupTheyName copies a queue from its
@@ -24,6 +31,9 @@ func TestHost_MoveCommandsRunOnTheGroupTheyName(t *testing.T) {
 	c.addressesKnown()
 	c.atMaxVersion()
 	const src, dst = uint32(1), uint32(2)
+	if g, err := c.h[0].Place(ctxT(t), "orders", src); err != nil || g != src {
+		t.Fatalf("place: %d %v", g, err)
+	}
 	for i := range 20 {
 		c.push(src, "orders", fmt.Sprintf("t-%d", i))
 	}
@@ -66,6 +76,16 @@ func TestHost_MoveCommandsRunOnTheGroupTheyName(t *testing.T) {
 	}
 	snap.Close()
 	snap = nil
+	// Both groups hold it now; the listings name it once, from the group
+	// the directory places it in.
+	waitFor(t, "host 0's replica of the target to hold the queue", func() bool {
+		_, err := c.h[0].Group(dst).Engine().Queue("orders")
+		return err == nil
+	})
+	qs, err := c.h[0].Queues()
+	if err != nil || len(qs) != 1 || qs[0].Name != "orders" || qs[0].ID != want.ID {
+		t.Fatalf("queues while both groups hold it: %+v %v", qs, err)
+	}
 	r, err := c.h[1].Propose(ctxT(t), engine.DropQueueCmd{Group: src, Queue: "orders", ID: want.ID})
 	if err != nil || r.Err != nil || r.Value != true {
 		t.Fatalf("drop: %v %v %v", r.Value, err, r.Err)
@@ -89,4 +109,458 @@ func TestHost_MoveCommandsRunOnTheGroupTheyName(t *testing.T) {
 			t.Fatalf("a drop on group %d: %v", g, err)
 		}
 	}
+}
+
+// moveFixture fills queue "orders" in group 1 of c: n messages of size
+// bytes, consumer group billing with 5 acked, 1 dead-lettered and 3 held
+// under a live lease (returned as ack items).
+func moveFixture(t *testing.T, c *hosts, n, size int) (held []engine.AckItem) {
+	t.Helper()
+	if g, err := c.h[0].Place(ctxT(t), "orders", 1); err != nil || g != 1 {
+		t.Fatalf("place: %d %v", g, err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2)) // bodies that do not compress: sizes are what they say
+	for i := 0; i < n; i += 10 {
+		var items []engine.PushItem
+		for k := i; k < min(n, i+10); k++ {
+			body := make([]byte, size)
+			for j := range body {
+				body[j] = "0123456789abcdef"[rng.IntN(16)]
+			}
+			items = append(items, engine.PushItem{Queue: "orders", TransactionID: fmt.Sprintf("t-%03d", k), Payload: []byte(`"` + string(body) + `"`)})
+		}
+		res, err := raft.Propose[[]engine.PushResult](ctxT(t), c.h[i%3], engine.PushCmd{Items: items})
+		if err != nil || res[0].Status != engine.Queued {
+			t.Fatalf("push: %v %+v", err, res)
+		}
+	}
+	pop := func(batch int) engine.PopResult {
+		r, err := c.forwarded(c.h[0], engine.PopCmd{Queue: "orders", Group: "billing", Batch: batch, Partitions: 1, LeaseSeconds: 600})
+		if err != nil || r.Err != nil {
+			t.Fatalf("pop: %v %v", err, r.Err)
+		}
+		return r.Value.(engine.PopResult)
+	}
+	acks := func(p engine.PopResult) []engine.AckItem {
+		var items []engine.AckItem
+		for _, m := range p.Messages {
+			items = append(items, engine.AckItem{TransactionID: m.TransactionID, PartitionID: m.PartitionID, Group: "billing", Lease: p.LeaseID, Status: cursor.Completed})
+		}
+		return items
+	}
+	first := pop(5)
+	if _, err := raft.Propose[[]engine.AckResult](ctxT(t), c.h[1], engine.AckCmd{Items: acks(first)}); err != nil {
+		t.Fatal(err)
+	}
+	poison := pop(1).Messages[0]
+	if r, err := c.forwarded(c.h[2], engine.MoveToDLQCmd{PartitionID: poison.PartitionID,
+		TransactionID: poison.TransactionID, Group: "billing", Error: "poison"}); err != nil || r.Err != nil {
+		t.Fatal(err, r.Err)
+	}
+	held = acks(pop(3))
+	if len(held) != 3 {
+		t.Fatalf("held %d", len(held))
+	}
+	return held
+}
+
+// TestHost_MoveQueue_CarriesItsState moves a queue with messages, a
+// consumer group's cursor, a live lease and a dead letter from group 1 to
+// group 2 through a host that leads neither: every host then places it in
+// 2 at epoch 2, the held lease acks, pops continue where the cursor was
+// (no message delivered twice, none skipped), the dead letter is listed,
+// and no replica of group 1 keeps the queue.
+func TestHost_MoveQueue_CarriesItsState(t *testing.T) {
+	c := openOutboxHosts(t)
+	held := moveFixture(t, c, 40, 100)
+	var phases []string
+	err := c.h[0].MoveQueue(ctxT(t), "orders", 2, func(p raft.MoveProgress) {
+		if len(phases) == 0 || phases[len(phases)-1] != p.Phase {
+			phases = append(phases, p.Phase)
+		}
+	})
+	if err != nil {
+		t.Fatalf("move: %v", err)
+	}
+	if want := []string{"begin", "freeze", "copy", "flip", "drop", "done"}; !reflect.DeepEqual(phases, want) {
+		t.Fatalf("phases %v, want %v", phases, want)
+	}
+	waitFor(t, "every host to place orders in group 2 at epoch 2, thawed, and drop group 1's copy", func() bool {
+		for _, h := range c.h {
+			_, gone := h.Group(1).Engine().Queue("orders")
+			_, frozen := h.Group(2).Engine().Frozen("orders")
+			if h.Placement("orders") != 2 || h.PlacementEpoch("orders") != 2 || len(h.Moves()) != 0 || frozen ||
+				!errors.Is(gone, engine.ErrQueueNotFound) {
+				return false
+			}
+		}
+		return true
+	})
+	for i, h := range c.h {
+		if rows, n, err := h.Group(1).Engine().ListDLQ(engine.DLQFilter{Queue: "orders"}); err != nil || n != 0 {
+			t.Fatalf("host %d: group 1 keeps %d dead letters (%v)", i, n, rows)
+		}
+		if _, n, err := h.ListDLQ(engine.DLQFilter{Queue: "orders"}); err != nil || n != 1 {
+			t.Fatalf("host %d: %d dead letters of orders (%v)", i, n, err)
+		}
+	}
+	res, err := raft.Propose[[]engine.AckResult](ctxT(t), c.h[1], engine.AckCmd{Items: held})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if !r.Success {
+			t.Fatalf("the lease held across the move: ack %+v", r)
+		}
+	}
+	r, err := c.forwarded(c.h[1], engine.PopCmd{Queue: "orders", Group: "billing", Batch: 100, Partitions: 1})
+	if err != nil || r.Err != nil {
+		t.Fatalf("pop after the move: %v %v", err, r.Err)
+	}
+	var got []string
+	for _, m := range r.Value.(engine.PopResult).Messages {
+		got = append(got, m.TransactionID)
+	}
+	var want []string
+	for k := 9; k < 40; k++ {
+		want = append(want, fmt.Sprintf("t-%03d", k))
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("after the move billing got %v, want %v", got, want)
+	}
+	// A push lands in group 2.
+	pr, err := raft.Propose[[]engine.PushResult](ctxT(t), c.h[0], engine.PushCmd{Items: []engine.PushItem{{Queue: "orders", TransactionID: "after", Payload: []byte(`1`)}}})
+	if err != nil || pr[0].Status != engine.Queued {
+		t.Fatalf("push after the move: %v %+v", err, pr)
+	}
+	if _, _, ok := c.h[0].Group(2).Engine().PartitionByID(pr[0].PartitionID); !ok {
+		waitFor(t, "the push to be in group 2", func() bool {
+			_, _, ok := c.h[0].Group(2).Engine().PartitionByID(pr[0].PartitionID)
+			return ok
+		})
+	}
+}
+
+// TestHost_MoveQueue_FailureUndoes fails a move after its first chunk was
+// imported (the queue spans several): the queue stays in group 1 at epoch
+// 1, thawed and serving, group 2 holds no copy nor import, and a second
+// move while one runs is refused.
+func TestHost_MoveQueue_FailureUndoes(t *testing.T) {
+	c := openOutboxHosts(t)
+	moveFixture(t, c, 40, 20_000) // ~800 KB: four chunks
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	raft.SetMoveHook(c.h[0], func(_ string, seq uint32) error {
+		if seq == 1 {
+			close(entered)
+			<-release
+			return errors.New("test: the copy fails")
+		}
+		return nil
+	})
+	done := make(chan error, 1)
+	go func() { done <- c.h[0].MoveQueue(ctxT(t), "orders", 2, nil) }()
+	select {
+	case <-entered:
+	case err := <-done:
+		t.Fatalf("the move ended before its second chunk: %v", err)
+	}
+	if err := c.h[1].MoveQueue(ctxT(t), "orders", 3, nil); !errors.Is(err, engine.ErrInvalid) {
+		t.Fatalf("a second move while one runs: %v", err)
+	}
+	if ms := c.h[0].Moves(); len(ms) != 1 || ms[0].From != 1 || ms[0].To != 2 || ms[0].Epoch != 1 {
+		t.Fatalf("moves under way: %+v", ms)
+	}
+	// Meanwhile the queue refuses and the Host waits: a push answers
+	// once the move is undone.
+	pushed := make(chan error, 1)
+	go func() {
+		res, err := raft.Propose[[]engine.PushResult](ctxT(t), c.h[2], engine.PushCmd{Items: []engine.PushItem{{Queue: "orders", TransactionID: "during", Payload: []byte(`1`)}}})
+		if err == nil && res[0].Status != engine.Queued {
+			err = fmt.Errorf("%+v", res[0])
+		}
+		pushed <- err
+	}()
+	close(release)
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "the copy fails") {
+		t.Fatalf("move: %v", err)
+	}
+	if err := <-pushed; err != nil {
+		t.Fatalf("a push during the failed move: %v", err)
+	}
+	waitFor(t, "every host to keep orders in group 1, thawed, and group 2 without it", func() bool {
+		for _, h := range c.h {
+			_, frozen1 := h.Group(1).Engine().Frozen("orders")
+			_, frozen2 := h.Group(2).Engine().Frozen("orders")
+			_, err := h.Group(2).Engine().Queue("orders")
+			if h.Placement("orders") != 1 || h.PlacementEpoch("orders") != 1 || len(h.Moves()) != 0 || frozen1 || frozen2 ||
+				!errors.Is(err, engine.ErrQueueNotFound) || len(h.Group(2).Engine().ImportsUnderWay()) != 0 {
+				return false
+			}
+		}
+		return true
+	})
+	r, err := c.forwarded(c.h[0], engine.PopCmd{Queue: "orders", Group: "fresh", Batch: 100, Partitions: 1, AutoAck: true})
+	if err != nil || r.Err != nil || len(r.Value.(engine.PopResult).Messages) != 41 {
+		t.Fatalf("pop after the failed move: %v %v", err, r.Err)
+	}
+	// And it moves once nothing fails.
+	raft.SetMoveHook(c.h[0], nil)
+	start := time.Now()
+	var last raft.MoveProgress
+	if err := c.h[0].MoveQueue(ctxT(t), "orders", 2, func(p raft.MoveProgress) { last = p }); err != nil {
+		t.Fatalf("the move again: %v", err)
+	}
+	t.Logf("moved %d bytes in %d chunks in %v", last.Bytes, last.Chunks, time.Since(start))
+}
+
+// TestHost_MoveQueue_UnderLoad moves a queue twice (group 1 to 2, then 2
+// to 3) while two pushers and two consumers run through every host: every
+// acknowledged push is delivered exactly once (no message lost in a copy,
+// none delivered again because a cursor or a lease was not carried).
+func TestHost_MoveQueue_UnderLoad(t *testing.T) {
+	c := openOutboxHosts(t)
+	if g, err := c.h[0].Place(ctxT(t), "orders", 1); err != nil || g != 1 {
+		t.Fatalf("place: %d %v", g, err)
+	}
+	const pushers, each = 2, 300
+	var (
+		mu        sync.Mutex
+		acked     = map[string]bool{}
+		popErrs   = map[string]int{} // what consumers were answered, for a failure's message
+		delivered = map[string]int{}
+		pushed    atomic.Int32
+		wg        sync.WaitGroup
+		stop      = make(chan struct{})
+	)
+	deadline := time.Now().Add(90 * time.Second)
+	var consumers sync.WaitGroup
+	var once sync.Once
+	halt := func() { once.Do(func() { close(stop) }) }
+	t.Cleanup(func() { // before the hosts close, should the test fail first
+		halt()
+		wg.Wait()
+		consumers.Wait()
+	})
+	for k := range pushers {
+		wg.Go(func() {
+			for i := range each {
+				txn := fmt.Sprintf("p%d-%03d", k, i)
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					h := c.h[(k+i)%3]
+					res, err := raft.Propose[[]engine.PushResult](ctxT(t), h, engine.PushCmd{Items: []engine.PushItem{{Queue: "orders", TransactionID: txn, Payload: []byte(`{}`)}}})
+					if err == nil && res[0].Status != engine.Rejected {
+						mu.Lock()
+						acked[txn] = true
+						mu.Unlock()
+						pushed.Add(1)
+						break
+					}
+					if (err != nil && !raft.Transient(err)) || time.Now().After(deadline) {
+						t.Errorf("push %s: %v %+v", txn, err, res)
+						return
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+		})
+	}
+	for k := range 2 {
+		consumers.Go(func() {
+			for time.Now().Before(deadline) {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				r, err := c.forwarded(c.h[k+1], engine.PopCmd{Queue: "orders", Batch: 10, Partitions: 1, LeaseSeconds: 300})
+				if err == nil {
+					err = r.Err
+				}
+				if err != nil {
+					mu.Lock()
+					popErrs[err.Error()]++
+					mu.Unlock()
+					time.Sleep(20 * time.Millisecond)
+					continue
+				}
+				pop := r.Value.(engine.PopResult)
+				var items []engine.AckItem
+				mu.Lock()
+				for _, m := range pop.Messages {
+					delivered[m.TransactionID]++
+					items = append(items, engine.AckItem{TransactionID: m.TransactionID, PartitionID: m.PartitionID, Lease: pop.LeaseID, Status: cursor.Completed})
+				}
+				mu.Unlock()
+				for len(items) > 0 && time.Now().Before(deadline) {
+					res, err := raft.Propose[[]engine.AckResult](ctxT(t), c.h[k], engine.AckCmd{Items: items})
+					if err == nil {
+						for _, a := range res {
+							if !a.Success {
+								mu.Lock()
+								popErrs["ack: "+a.Error]++
+								mu.Unlock()
+							}
+						}
+						break
+					}
+					mu.Lock()
+					popErrs["ack: "+err.Error()]++
+					mu.Unlock()
+					time.Sleep(20 * time.Millisecond)
+				}
+				if len(pop.Messages) == 0 {
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+		})
+	}
+	for _, m := range []struct {
+		after int32
+		to    uint32
+	}{{150, 2}, {400, 3}} {
+		waitFor(t, fmt.Sprintf("%d pushes", m.after), func() bool { return pushed.Load() >= m.after })
+		start := time.Now()
+		if err := c.h[0].MoveQueue(ctxT(t), "orders", m.to, nil); err != nil {
+			t.Fatalf("move to %d: %v", m.to, err)
+		}
+		t.Logf("moved orders to group %d in %v after %d pushes", m.to, time.Since(start), m.after)
+	}
+	wg.Wait()
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		mu.Lock()
+		n, want := len(delivered), len(acked)
+		var missing []string
+		if n < want && time.Now().After(end) {
+			for txn := range acked {
+				if delivered[txn] == 0 {
+					missing = append(missing, txn)
+				}
+			}
+			t.Errorf("consumers were answered %v", popErrs)
+		}
+		mu.Unlock()
+		if n >= want {
+			break
+		}
+		if missing != nil {
+			slices.Sort(missing)
+			t.Fatalf("%d of %d acknowledged pushes never delivered: %v", len(missing), want, missing)
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // a late duplicate would show here
+	halt()
+	consumers.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(acked) != pushers*each {
+		t.Fatalf("%d pushes acknowledged, want %d", len(acked), pushers*each)
+	}
+	for txn, n := range delivered {
+		if !acked[txn] || n != 1 {
+			t.Errorf("%s delivered %d times (acknowledged %v)", txn, n, acked[txn])
+		}
+	}
+	for txn := range acked {
+		if delivered[txn] == 0 {
+			t.Errorf("%s acknowledged, never delivered", txn)
+		}
+	}
+	waitFor(t, "every host to place orders in group 3 at epoch 3", func() bool {
+		for _, h := range c.h {
+			if h.Placement("orders") != 3 || h.PlacementEpoch("orders") != 3 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// TestHost_MoveQueue_StalledMoveIsUndone holds a move part way (its copy
+// stopped at the second chunk, as a node that stopped would leave it) on a
+// host that does not lead the directory: the directory's leader undoes the
+// move once it is older than MoveTimeout, and the queue serves from its
+// group again, thawed, with no copy left in the target. The mover, when it
+// wakes, finds its move undone.
+func TestHost_MoveQueue_StalledMoveIsUndone(t *testing.T) {
+	c := openOutboxHosts(t)
+	moveFixture(t, c, 40, 20_000)
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	mover := c.h[1] // the directory's leader is c.h[0] (preferredLeaders)
+	raft.SetMoveHook(mover, func(_ string, seq uint32) error {
+		if seq == 1 {
+			close(entered)
+			<-release
+		}
+		return nil
+	})
+	done := make(chan error, 1)
+	go func() { done <- mover.MoveQueue(ctxT(t), "orders", 2, nil) }()
+	select {
+	case <-entered:
+	case err := <-done:
+		t.Fatalf("the move ended before its second chunk: %v", err)
+	}
+	waitFor(t, "the directory's leader to undo the move", func() bool {
+		for _, h := range c.h {
+			_, frozen1 := h.Group(1).Engine().Frozen("orders")
+			_, frozen2 := h.Group(2).Engine().Frozen("orders")
+			_, err := h.Group(2).Engine().Queue("orders")
+			if h.Placement("orders") != 1 || len(h.Moves()) != 0 || frozen1 || frozen2 ||
+				!errors.Is(err, engine.ErrQueueNotFound) || len(h.Group(2).Engine().ImportsUnderWay()) != 0 {
+				return false
+			}
+		}
+		return true
+	})
+	res, err := raft.Propose[[]engine.PushResult](ctxT(t), c.h[2], engine.PushCmd{Items: []engine.PushItem{{Queue: "orders", TransactionID: "after", Payload: []byte(`1`)}}})
+	if err != nil || res[0].Status != engine.Queued {
+		t.Fatalf("push after the undo: %v %+v", err, res)
+	}
+	close(release)
+	if err := <-done; err == nil {
+		t.Fatal("the stalled move succeeded after it was undone")
+	}
+	for i, h := range c.h {
+		if h.Placement("orders") != 1 || h.PlacementEpoch("orders") != 1 {
+			t.Fatalf("host %d places orders in %d at epoch %d", i, h.Placement("orders"), h.PlacementEpoch("orders"))
+		}
+	}
+}
+
+// TestHost_MoveQueue_StrayFreezeIsUndone freezes a queue with no move
+// recorded (what a mover that froze again after its move was undone, then
+// stopped, would leave): the directory's leader thaws it once it has
+// stayed so for MoveTimeout, and a push that waited meanwhile lands.
+func TestHost_MoveQueue_StrayFreezeIsUndone(t *testing.T) {
+	c := openOutboxHosts(t)
+	if g, err := c.h[0].Place(ctxT(t), "orders", 1); err != nil || g != 1 {
+		t.Fatalf("place: %d %v", g, err)
+	}
+	r, err := c.h[2].Propose(ctxT(t), engine.FreezeQueueCmd{Group: 1, Queue: "orders", Epoch: 5})
+	if err != nil || r.Err != nil || r.Value != true {
+		t.Fatalf("freeze: %v %v %v", r.Value, err, r.Err)
+	}
+	start := time.Now()
+	res, err := raft.Propose[[]engine.PushResult](ctxT(t), c.h[1], engine.PushCmd{Items: []engine.PushItem{{Queue: "orders", TransactionID: "waited", Payload: []byte(`1`)}}})
+	if err != nil || res[0].Status != engine.Queued {
+		t.Fatalf("push: %v %+v", err, res)
+	}
+	if waited := time.Since(start); waited < 2*time.Second {
+		t.Fatalf("the push landed after %v, before the freeze could have been undone", waited)
+	}
+	waitFor(t, "every replica to thaw", func() bool {
+		for _, h := range c.h {
+			if _, frozen := h.Group(1).Engine().Frozen("orders"); frozen {
+				return false
+			}
+		}
+		return true
+	})
 }

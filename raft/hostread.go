@@ -13,15 +13,21 @@ import (
 // The reads: each from the group that holds what is read, or from every
 // group, merged in the order one engine gives.
 
-// Queues describes every queue, by name.
+// Queues describes every queue, by name. A queue moved a moment ago may
+// still be in the group it left (its copy not dropped yet): it is listed
+// from the group the directory places it in.
 func (h *Host) Queues() ([]engine.QueueInfo, error) {
 	var all []engine.QueueInfo
-	for _, n := range h.nodes[1:] {
+	for g, n := range h.nodes[1:] {
 		qs, err := n.Queues()
 		if err != nil {
 			return nil, err
 		}
-		all = append(all, qs...)
+		for _, q := range qs {
+			if h.placedIn(q.Name, uint32(g+1)) {
+				all = append(all, q)
+			}
+		}
 	}
 	slices.SortFunc(all, func(a, b engine.QueueInfo) int { return strings.Compare(a.Name, b.Name) })
 	return all, nil
@@ -43,24 +49,39 @@ func (h *Host) readGroup(queue string) uint32 { return cmp.Or(h.Placement(queue)
 
 // Cursors lists every group's cursor rows.
 func (h *Host) Cursors(now int64, group string) ([]engine.CursorInfo, error) {
-	return gather(h, func(n *Node) ([]engine.CursorInfo, error) { return n.Cursors(now, group) })
+	return gather(h, func(n *Node) ([]engine.CursorInfo, error) { return n.Cursors(now, group) },
+		func(c *engine.CursorInfo) string { return c.Queue })
 }
 
 // Subscriptions lists every group's stored subscriptions.
 func (h *Host) Subscriptions() ([]engine.Subscription, error) {
-	return gather(h, (*Node).Subscriptions)
+	return gather(h, (*Node).Subscriptions, func(s *engine.Subscription) string { return s.Queue })
 }
 
-func gather[T any](h *Host, read func(*Node) ([]T, error)) ([]T, error) {
+// gather reads every group's rows, in group order. Rows of a queue
+// (queueOf) the directory places in another group are left out: a moved
+// queue's source copy, until it is dropped.
+func gather[T any](h *Host, read func(*Node) ([]T, error), queueOf func(*T) string) ([]T, error) {
 	var all []T
-	for _, n := range h.nodes[1:] {
+	for g, n := range h.nodes[1:] {
 		got, err := read(n)
 		if err != nil {
 			return nil, err
 		}
-		all = append(all, got...)
+		for i := range got {
+			if h.placedIn(queueOf(&got[i]), uint32(g+1)) {
+				all = append(all, got[i])
+			}
+		}
 	}
 	return all, nil
+}
+
+// placedIn reports whether this node's directory replica places queue in
+// group g, or nowhere (a queue it does not know yet is listed where it is).
+func (h *Host) placedIn(queue string, g uint32) bool {
+	p := h.Placement(queue)
+	return p == 0 || p == g
 }
 
 // ListDLQ pages dead-letter rows, newest failure first, over every group
@@ -107,14 +128,15 @@ func (h *Host) MessageAt(part engine.ID, txn string) (engine.StoredMessage, erro
 	return h.nodes[h.heldBy(part)].MessageAt(part, txn)
 }
 
-// heldBy is the group whose replica holds the partition now, 1 if none.
+// heldBy is the group whose replica holds the partition now, 1 if none;
+// of two (a moved queue's source copy not dropped yet), the one the
+// directory places its queue in.
 func (h *Host) heldBy(part engine.ID) uint32 {
-	for g := 1; g < len(h.nodes); g++ {
-		if _, _, ok := h.nodes[g].engine.PartitionByID(part); ok {
-			return uint32(g)
-		}
-	}
-	return 1
+	g, _ := h.holder(func(n *Node) (string, bool) {
+		q, _, ok := n.engine.PartitionByID(part)
+		return q, ok
+	})
+	return cmp.Or(g, 1)
 }
 
 // ListMessages pages retained messages, newest first, over every group
@@ -128,7 +150,8 @@ func (h *Host) ListMessages(f engine.MessageFilter) ([]engine.ListedMessage, err
 	}
 	each := f
 	each.Offset, each.Limit = 0, f.Offset+f.Limit
-	all, err := gather(h, func(n *Node) ([]engine.ListedMessage, error) { return n.ListMessages(each) })
+	all, err := gather(h, func(n *Node) ([]engine.ListedMessage, error) { return n.ListMessages(each) },
+		func(m *engine.ListedMessage) string { return m.Queue })
 	if err != nil {
 		return nil, err
 	}

@@ -149,7 +149,9 @@ func (h *Host) runPart(ctx context.Context, g uint32, c engine.Command) (engine.
 			return r, nil
 		}
 		unknown = unknown || !NotApplied(err)
-		retry := Transient(err) && (!unknown || a.retryable(h.nodes[g].engine)) &&
+		// A move's refusal is not retried on the same group: the caller
+		// routes the items afresh (retryMovingItems).
+		retry := Transient(err) && !errors.Is(err, engine.ErrQueueMoving) && (!unknown || a.retryable(h.nodes[g].engine)) &&
 			ctx.Err() == nil && time.Now().Before(deadline) &&
 			(h.opts.Forward != nil || !errors.Is(err, ErrNotLeader))
 		if !retry {

@@ -15,7 +15,7 @@ import (
 // hostInternal are the command types a Host proposes itself and never
 // takes through Propose: node announcements and retention sweeps, the
 // directory's placements and lookups, the group list, the outbox's
-// commands (hostoutbox.go), and prepared pushes
+// commands (hostoutbox.go), a move's record in the directory, and prepared pushes
 // (which arrive already bound to a group on the cluster path).
 var hostInternal = map[command.Type]bool{
 	command.TypeAnnounce:     true,
@@ -28,6 +28,9 @@ var hostInternal = map[command.Type]bool{
 	command.TypeLookupLease:  true,
 	command.TypeOutboxTx:     true, // a TransactionCmd over groups becomes one
 	command.TypeOutboxDelete: true,
+	command.TypeBeginMove:    true, // the directory's record of a move (hostmove.go)
+	command.TypeEndMove:      true,
+	command.TypeAbortMove:    true,
 }
 
 // proposedAs names, for a row whose log form is a prepared command, the

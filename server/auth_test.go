@@ -160,6 +160,8 @@ func request(r server.Route, f fixture) (path string, body any) {
 		body = map[string]any{"subscriptionTimestamp": "2026-01-01T00:00:00Z"}
 	case "maintenance_set", "maintenance_pop_set":
 		body = map[string]any{"enabled": false}
+	case "queue_move":
+		body = map[string]any{"group": 2}
 	case "trace_add":
 		body = map[string]any{"transactionId": f.live, "partitionId": f.partitionID, "data": map[string]any{"step": 1}, "traceNames": "t"}
 	case "stream_register":
@@ -236,7 +238,7 @@ func checkAccess(t *testing.T, v *auth.Verifier, tokens []token, only map[string
 					// The secret alone vouches for a prepared push's frames
 					// and for a relayed command.
 					resp.expectError(t, http.StatusForbidden, "cluster_secret_invalid")
-				case r.Level == auth.Cluster, migrationAction(r):
+				case r.Level == auth.Cluster, migrationAction(r), groupsOnly(r):
 					if resp.status != http.StatusNotImplemented {
 						t.Errorf("%s %s with %s: %d %s, want the handler's 501", r.Method, path, tk.name, resp.status, resp.body)
 					}

@@ -240,6 +240,10 @@ func migrationAction(r server.Route) bool {
 	return r.Method == "POST" && strings.HasPrefix(r.Pattern, "/api/v1/migration/")
 }
 
+// groupsOnly reports whether r serves only a node run with --groups (a
+// queue's move): other brokers answer it 501.
+func groupsOnly(r server.Route) bool { return r.Name == "queue_move" }
+
 // The Migration page's status answers idle, with why; its actions are a
 // clear 501.
 func TestMigration_IdleAndNotImplemented(t *testing.T) {

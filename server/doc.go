@@ -77,6 +77,7 @@
 //	GET     /api/v1/analytics/system-metrics                                           read-only  leader
 //	GET     /api/v1/analytics/postgres-stats                                           read-only  local
 //	GET     /api/v1/system/placement                                                   read-only  linearizable nodes, groups (members, leader), each queue's group
+//	POST    /api/v1/system/queues/{queue}/move                                         admin      local
 //	GET     /api/v1/system/backup                                                      admin      leader
 //	GET     /api/v1/system/shared-state                                                admin      local
 //	GET     /api/v1/migration/status                                                   admin      local

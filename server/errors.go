@@ -131,6 +131,7 @@ var errorTable = [...]errorCode{
 	{raft.ErrTimeout, fasthttp.StatusServiceUnavailable, "timeout", "The command was not committed in time; its outcome is unknown"},
 	{raft.ErrLeadershipTransfer, fasthttp.StatusServiceUnavailable, "leadership_transfer", "The leader is handing its leadership over; the command was not applied, retry it"},
 	{raft.ErrRestored, fasthttp.StatusServiceUnavailable, "snapshot_restored", "A snapshot was restored while the command was in flight; its outcome is unknown"},
+	{engine.ErrQueueMoving, fasthttp.StatusServiceUnavailable, "queue_moving", "The queue is moving to another Raft group; retry the request"},
 	{raft.ErrOutcomeUnknown, fasthttp.StatusServiceUnavailable, "outcome_unknown", "Part of the request went to another Raft group and its outcome is unknown; retry the whole request with the same transaction ids"},
 	{raft.ErrShutdown, fasthttp.StatusServiceUnavailable, "shutting_down", "The node is shutting down"},
 	{raft.ErrForward, fasthttp.StatusServiceUnavailable, "forward_failed", "Forwarding to the leader failed"},

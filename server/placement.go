@@ -1,21 +1,36 @@
 package server
 
 import (
+	"context"
+
 	"github.com/valyala/fasthttp"
 
+	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server/reply"
+	"github.com/queenmq/queen/server/wire"
 )
 
-// placementEpoch is every queue's placement epoch. Queues do not move
-// between groups yet: a move (issue 30, "Queues move live") will bump its
-// queue's epoch, so that a node holding an older placement knows it is
-// stale.
-const placementEpoch = 1
+// A Mover moves queues between Raft groups (raft.Host): the placement's
+// epoch, the moves under way, and the move itself.
+type Mover interface {
+	MoveQueue(ctx context.Context, queue string, to uint32, progress func(raft.MoveProgress)) error
+	Moves() []raft.Move
+	PlacementEpoch(queue string) uint64
+}
+
+// epochOf is a queue's placement epoch: 1 on a broker whose queues do not
+// move.
+func (s *Server) epochOf(queue string) uint64 {
+	if m, ok := s.broker.(Mover); ok {
+		return m.PlacementEpoch(queue)
+	}
+	return 1
+}
 
 // placement answers GET /api/v1/system/placement: the nodes, each Raft
 // group's members and leader, and each queue's group, as this node knows
-// them (docs/api.md, "Placement"). The moves under way: none, until
-// queues move.
+// them (docs/api.md, "Placement"), and the moves under way as the
+// directory records them.
 func (s *Server) placement(ctx *fasthttp.RequestCtx, _ *params) {
 	qs, err := s.broker.Queues()
 	if err != nil {
@@ -52,12 +67,72 @@ func (s *Server) placement(ctx *fasthttp.RequestCtx, _ *params) {
 		w.Object("")
 		w.Str("queue", q.Name)
 		w.Int("group", int64(s.groups.holder(q.Name)))
-		w.Int("epoch", placementEpoch)
+		w.Int("epoch", int64(s.epochOf(q.Name)))
 		w.EndObject()
 	}
 	w.EndArray()
 	w.Array("moves")
+	if m, ok := s.broker.(Mover); ok {
+		for _, mv := range m.Moves() {
+			w.Object("")
+			w.Str("queue", mv.Queue)
+			w.Int("from", int64(mv.From))
+			w.Int("to", int64(mv.To))
+			w.Int("epoch", int64(mv.Epoch+1))
+			w.Int("startedAt", mv.StartedAt/1000)
+			w.EndObject()
+		}
+	}
 	w.EndArray()
+	w.EndObject()
+	reply.Send(ctx, fasthttp.StatusOK, w)
+}
+
+// moveQueue answers POST /api/v1/system/queues/{queue}/move {"group": g}:
+// it moves the queue to group g (raft.Host.MoveQueue) and answers once the
+// queue lives there, with what was copied. The move runs on this node,
+// whichever it is (its commands are relayed to the groups' leaders); while
+// it runs, GET /api/v1/system/placement lists it under "moves" on every
+// node. The request's own deadline does not bound it: a move undone half
+// way because a client gave up would be work thrown away.
+func (s *Server) moveQueue(ctx *fasthttp.RequestCtx, p *params) {
+	var (
+		group int64
+		has   bool
+	)
+	err := wire.DecodeObject(ctx.PostBody(), false, func(sc *wire.Scanner, key []byte) (err error) {
+		if string(key) != "group" {
+			return sc.Skip()
+		}
+		group, has, err = sc.OptInt("group")
+		return err
+	})
+	m, ok := s.broker.(Mover)
+	switch {
+	case err != nil:
+	case !has || group < 1 || group > 1<<31:
+		err = badRequest("group (a data group id, 1 or more) is required")
+	case !ok:
+		err = notImplemented("queues move between Raft groups only on a node started with --groups")
+	}
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	queue := p.get("queue")
+	var last raft.MoveProgress
+	if err := m.MoveQueue(s.ctx, queue, uint32(group), func(mp raft.MoveProgress) { last = mp }); err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	w := reply.Start(ctx)
+	w.Object("")
+	w.Str("queue", queue)
+	w.Int("from", int64(last.From))
+	w.Int("group", int64(last.To))
+	w.Int("epoch", int64(last.Epoch))
+	w.Int("chunks", int64(last.Chunks))
+	w.Int("bytes", last.Bytes)
 	w.EndObject()
 	reply.Send(ctx, fasthttp.StatusOK, w)
 }

@@ -122,3 +122,60 @@ func TestGroups_PlacementListsEveryGroupAndQueueAlikeOnEveryNode(t *testing.T) {
 		}
 	}
 }
+
+// A queue moved over HTTP: POST .../move answers once it lives in the
+// group asked for, at the next epoch, which every node's placement then
+// shows; its messages pop from there. Bad requests are 400.
+func TestGroups_MoveQueueOverHTTP(t *testing.T) {
+	c := servertest.StartGroups(t, 3, 2, nil)
+	c.WaitLeaders()
+	cl := nodeClient(t, c, 0)
+	configureIn(t, cl, "orders", 2)
+	for i := range 5 {
+		cl.pushOne("orders", "", fmt.Sprintf("t-%d", i), map[string]int{"n": i})
+	}
+	cl.do("POST", "/api/v1/system/queues/orders/move", map[string]any{}).expectError(t, 400, "invalid_argument")
+	var out struct {
+		Queue  string `json:"queue"`
+		From   int    `json:"from"`
+		Group  int    `json:"group"`
+		Epoch  int    `json:"epoch"`
+		Chunks int    `json:"chunks"`
+	}
+	// The cluster runs the move's commands once every node runs this
+	// binary's command version: a moment after it starts.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		r := cl.do("POST", "/api/v1/system/queues/orders/move", map[string]any{"group": 1})
+		if r.status == 409 && time.Now().Before(deadline) {
+			continue
+		}
+		r.expect(t, 200).decode(t, &out)
+		break
+	}
+	if out.Queue != "orders" || out.From != 2 || out.Group != 1 || out.Epoch != 2 || out.Chunks < 1 {
+		t.Fatalf("move answered %+v", out)
+	}
+	cl.do("POST", "/api/v1/system/queues/orders/move", map[string]any{"group": 1}).expectError(t, 400, "invalid_argument")
+	cl.do("POST", "/api/v1/system/queues/orders/move", map[string]any{"group": 7}).expectError(t, 400, "invalid_argument")
+	for i := range c.Nodes {
+		waitPlacement(t, nodeClient(t, c, i), placedQueue{"orders", 1, 2})
+	}
+	p := nodeClient(t, c, 1).mustPop("/api/v1/pop/queue/orders?batch=10")
+	if len(p.Messages) != 5 {
+		t.Fatalf("popped %d messages after the move, want 5", len(p.Messages))
+	}
+}
+
+// waitPlacement polls c's placement until it lists want.
+func waitPlacement(t *testing.T, c *client, want placedQueue) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		p := getPlacement(t, c)
+		if slices.Contains(p.Queues, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("placement %+v, want %+v listed", p.Queues, want)
+		}
+	}
+}

@@ -100,6 +100,9 @@ func (s *Server) routeTable() []route {
 		// directory). Members, leaders and liveness are this node's own view
 		// (raft.Layout), which no read index makes fresher.
 		{"GET", "/api/v1/system/placement", "placement", auth.ReadOnly, reads, linearizable, (*Server).placement},
+		// A move proposes its own commands on every group it touches,
+		// relayed where another node leads: it runs where it is asked.
+		{"POST", "/api/v1/system/queues/{queue}/move", "queue_move", auth.Admin, writesLittle, local, (*Server).moveQueue},
 		{"GET", "/api/v1/system/backup", "backup", auth.Admin, reads, leaderServes, (*Server).backup},
 		{"GET", "/api/v1/system/shared-state", "shared_state", auth.Admin, reads, local, (*Server).sharedState},
 		{"GET", "/api/v1/migration/status", "migration_status", auth.Admin, reads, local, (*Server).migrationStatus},

@@ -82,7 +82,7 @@ func TestServer_Storage_BelowReserve(t *testing.T) {
 				resp.expectError(t, http.StatusForbidden, "cluster_closed")
 			case r.AddsData:
 				resp.expectInsufficientStorage(t, "local")
-			case migrationAction(r):
+			case migrationAction(r), groupsOnly(r):
 				resp.expectError(t, http.StatusNotImplemented, "not_implemented")
 			case resp.status < 200 || resp.status > 299:
 				t.Errorf("%s %s below the reserve: %d %s, want 2xx", r.Method, path, resp.status, resp.body)

@@ -101,6 +101,8 @@ func main() {
 		err = queuesCmd(os.Args[2:], os.Stdout)
 	case "dlq":
 		err = dlqCmd(os.Args[2:], os.Stdout)
+	case "move":
+		err = moveCmd(os.Args[2:], os.Stdout)
 	case "version", "--version", "-version", "-v":
 		fmt.Println("queen", version)
 	case "-h", "--help", "help":
@@ -140,6 +142,8 @@ commands:
             (--url http://a:6632,http://b:6632 [--json])
   queues    the queues with their partitions and message counts (--url, --json)
   dlq       list | replay | delete dead letters, with the API's filters (queen dlq list -h)
+  move      move a queue to another Raft group of a --groups cluster, live
+            (QUEUE --group G [--url URL])
   version   print the version and the VCS revision it was built from (also --version, -v)
 `)
 }

@@ -47,9 +47,13 @@ const (
 	TypeOutboxDelete   Type = 28
 	TypeImportQueue    Type = 29
 	TypeDropQueue      Type = 30
+	TypeFreezeQueue    Type = 31
+	TypeBeginMove      Type = 32
+	TypeEndMove        Type = 33
+	TypeAbortMove      Type = 34
 
 	// TypeLast is the highest type number in use: a new type raises it.
-	TypeLast = TypeDropQueue
+	TypeLast = TypeAbortMove
 )
 
 const (
@@ -150,6 +154,15 @@ var codecs = []codec{
 	// Command version 2 too: moving a queue between groups.
 	row(TypeImportQueue, appendImportQueue, readImportQueue, answersImport).from(2),
 	row(TypeDropQueue, appendDropQueue, readDropQueue, answersFound).from(2),
+	row(TypeFreezeQueue, appendFreezeQueue, readFreezeQueue, answersFound).from(2),
+	row(TypeBeginMove, func(w *wire.Writer, c BeginMove) { w.Str(c.Queue); w.Uvarint(uint64(c.To)) },
+		func(r *wire.Reader) BeginMove { return BeginMove{Queue: r.Str(), To: uint32(r.Uvarint())} }, answersEpoch).from(2),
+	row(TypeEndMove, func(w *wire.Writer, c EndMove) { w.Str(c.Queue); w.Uvarint(uint64(c.To)); w.Uvarint(c.Epoch) },
+		func(r *wire.Reader) EndMove {
+			return EndMove{Queue: r.Str(), To: uint32(r.Uvarint()), Epoch: r.Uvarint()}
+		}, answersEpoch).from(2),
+	row(TypeAbortMove, func(w *wire.Writer, c AbortMove) { w.Str(c.Queue); w.Uvarint(c.Epoch) },
+		func(r *wire.Reader) AbortMove { return AbortMove{Queue: r.Str(), Epoch: r.Uvarint()} }, answersFound).from(2),
 }
 
 // codec is one row of the table.

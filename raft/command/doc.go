@@ -77,6 +77,10 @@
 //	ImportQueue     group uvarint | queue str | queue id | epoch uvarint | seq uvarint | last u8 |
 //	                n uvarint | n × (key bytes | value bytes)
 //	DropQueue       group uvarint | queue str | queue id
+//	FreezeQueue     group uvarint | queue str | epoch uvarint | thaw u8
+//	BeginMove       queue str | to uvarint
+//	EndMove         queue str | to uvarint | epoch uvarint
+//	AbortMove       queue str | epoch uvarint
 //
 // Groups, PlaceQueue and LookupQueue are the directory's (group 0 of a raft.Host):
 // directory.go.
@@ -85,6 +89,8 @@
 // move.go): an import chunk carries keys and values of the source group's
 // store verbatim (their layouts are engine/keyspace's), and both name the
 // group they are for, which routes them; the engine does not read it.
+// FreezeQueue (engine/freeze.go) is routed the same way. BeginMove, EndMove
+// and AbortMove are the directory's record of a move (dirmove.go).
 //
 // PushPrepared carries a push the leader prepared before proposing
 // (engine.PushCmd.Prepare): message ids minted, repeats within the request

@@ -149,6 +149,20 @@ var goldenEntries = []struct {
 	{"entry-v1-producer.golden", producerCommands},
 	{"entry-v1-outbox.golden", outboxCommands},
 	{"entry-v1-move.golden", moveCommands},
+	{"entry-v1-freeze.golden", freezeCommands},
+}
+
+// freezeCommands are a move's freeze and the directory's record of it
+// (types 31-34, command version 2) as first written.
+func freezeCommands() []command.Stamped {
+	st := goldenStamp
+	return []command.Stamped{
+		{Stamp: st, Cmd: engine.FreezeQueueCmd{Group: 1, Queue: "orders", Epoch: 4}},
+		{Stamp: st, Cmd: engine.FreezeQueueCmd{Group: 3, Queue: "orders", Epoch: 4, Thaw: true}},
+		{Stamp: st, Cmd: command.BeginMove{Queue: "orders", To: 3}},
+		{Stamp: st, Cmd: command.EndMove{Queue: "orders", To: 3, Epoch: 3}},
+		{Stamp: st, Cmd: command.AbortMove{Queue: "orders", Epoch: 3}},
+	}
 }
 
 // moveCommands are the commands that move a queue (types 29-30) as first

@@ -6,8 +6,10 @@ import (
 )
 
 // The commands that move a queue between groups (engine/move.go): the
-// chunks of its import into the target group, and the drop of the copy
-// left in the source. Layouts in doc.go.
+// chunks of its import into the target group, the drop of the copy left
+// in the source, and the freeze that holds it still meanwhile
+// (engine/freeze.go); the directory's record of the move is dirmove.go's.
+// Layouts in doc.go.
 
 func appendImportQueue(w *wire.Writer, c engine.ImportQueueCmd) {
 	w.Uvarint(uint64(c.Group))
@@ -44,6 +46,20 @@ func appendDropQueue(w *wire.Writer, c engine.DropQueueCmd) {
 func readDropQueue(r *wire.Reader) engine.DropQueueCmd {
 	return engine.DropQueueCmd{Group: uint32(r.Uvarint()), Queue: r.Str(), ID: r.ID()}
 }
+
+func appendFreezeQueue(w *wire.Writer, c engine.FreezeQueueCmd) {
+	w.Uvarint(uint64(c.Group))
+	w.Str(c.Queue)
+	w.Uvarint(c.Epoch)
+	w.Bool(c.Thaw)
+}
+
+func readFreezeQueue(r *wire.Reader) engine.FreezeQueueCmd {
+	return engine.FreezeQueueCmd{Group: uint32(r.Uvarint()), Queue: r.Str(), Epoch: r.Uvarint(), Thaw: r.Bool()}
+}
+
+// answersEpoch carries a placement epoch (BeginMove, EndMove): uvarint.
+var answersEpoch = answers(func(w *wire.Writer, v uint64) { w.Uvarint(v) }, func(r *wire.Reader) uint64 { return r.Uvarint() })
 
 // answersImport carries an import's ImportResult: next uvarint | done u8.
 var answersImport = answers(func(w *wire.Writer, v engine.ImportResult) { w.Uvarint(uint64(v.Next)); w.Bool(v.Done) },

@@ -33,6 +33,7 @@ func sampleResults() []any {
 		true,
 		struct{}{},
 		engine.ImportResult{Next: 12, Done: true},
+		uint64(1) << 40,
 		engine.ReplayResult{Queue: "q", Partition: "p", RowsRemoved: 2,
 			Push: engine.PushResult{Status: engine.Queued, MessageID: id, PartitionID: engine.ID{7}, TransactionID: "r1", Queue: "q"}},
 	}

@@ -8,8 +8,9 @@ import "reflect"
 // the command version says which commands a binary can apply. Each row of
 // the command table names the command version that brought its type
 // (version 1: every type up to TypeLookupLease; version 2: the outbox's,
-// TypeOutboxTx and TypeOutboxDelete, and a queue move's, TypeImportQueue
-// and TypeDropQueue), and a command that grows
+// TypeOutboxTx and TypeOutboxDelete, and a queue move's, TypeImportQueue,
+// TypeDropQueue, TypeFreezeQueue, TypeBeginMove, TypeEndMove and
+// TypeAbortMove), and a command that grows
 // version 1 the second way (a new value in a flags or enum byte) says so
 // itself by implementing Versioned. MaxVersion is the highest command
 // version this binary applies: a new type or a new value raises it by one

@@ -1,0 +1,407 @@
+package raft
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/raft/command"
+)
+
+// Moving a queue between groups, live (ARCHITECTURE.md "Step 2, moving a
+// queue"). The protocol, each step a replicated command that is a no-op
+// when it lands twice:
+//
+//  1. BeginMove records the move in the directory (from, to, the epoch E
+//     of the placement); a second move of the queue is refused.
+//  2. FreezeQueue with epoch E+1 in the target, then in the source: from
+//     the source's freeze on, every command that would change the queue
+//     there is refused ErrQueueMoving before it writes anything, and the
+//     Host retries it (Propose, below), routed afresh each time.
+//  3. Once this node's replica of the source has applied the freeze, a
+//     snapshot of it holds the queue's final state in the source; its
+//     export is proposed chunk by chunk (ImportQueueCmd) to the target.
+//  4. EndMove flips the placement to the target with epoch E+1.
+//  5. The target is thawed and the source copy dropped; the source's mark
+//     stays, a tombstone that refuses what a stale placement still routes
+//     there.
+//
+// Nothing acknowledged is lost: a write the source accepted was applied
+// before its freeze, so it is in the snapshot, hence in the target; a
+// write refused was not applied anywhere and is retried in the target once
+// the placement flips. Nothing is delivered twice: leases, cursors and
+// dedup ids are copied verbatim, so a lease held during the move acks in
+// the target, and a pop that ran in the source before the freeze moved the
+// cursor the target now starts from.
+//
+// A failure before EndMove undoes the move: the target's partial copy is
+// dropped, both groups thawed, the record cleared (AbortMove). A failure
+// whose outcome is unknown at EndMove leaves things for moveLoop, which
+// the directory's leader runs.
+
+// MoveProgress reports a move's progress to MoveQueue's caller.
+type MoveProgress struct {
+	Queue    string
+	From, To uint32
+	// Epoch is the placement epoch the move flips to.
+	Epoch uint64
+	// Phase is "begin", "freeze", "copy", "flip", "drop", "done" or
+	// "abort".
+	Phase string
+	// Chunks and Bytes count what was copied so far.
+	Chunks int
+	Bytes  int64
+}
+
+// MoveQueue moves queue to group to (see the top of this file), calling
+// progress (when not nil) as it goes. It returns once the queue lives in
+// to and the source copy is dropped, or with the error that undid the
+// move. ErrInvalid for a queue not placed, a group it lives in or that
+// does not exist, a queue moving already, or a queue of a stream.
+func (h *Host) MoveQueue(ctx context.Context, queue string, to uint32, progress func(MoveProgress)) error {
+	if progress == nil {
+		progress = func(MoveProgress) {}
+	}
+	if _, err := h.find(ctx, queue); err != nil {
+		return err
+	}
+	r, err := h.moveStep(ctx, Directory, command.BeginMove{Queue: queue, To: to})
+	if err != nil {
+		return err
+	}
+	ep, _ := r.Value.(uint64)
+	m, err := h.moveRecord(ctx, queue, ep)
+	if err != nil {
+		return err
+	}
+	p := MoveProgress{Queue: queue, From: m.From, To: m.To, Epoch: ep + 1, Phase: "begin"}
+	progress(p)
+	id, err := h.copyQueue(ctx, m, &p, progress)
+	if err != nil {
+		p.Phase = "abort"
+		progress(p)
+		return errors.Join(err, h.abortMove(m, id))
+	}
+	p.Phase = "flip"
+	progress(p)
+	if _, err := h.moveStep(ctx, Directory, command.EndMove{Queue: queue, To: to, Epoch: ep}); err != nil {
+		if NotApplied(err) {
+			// Not under way any more: moveLoop aborted it meanwhile.
+			return errors.Join(err, h.abortMove(m, id))
+		}
+		return fmt.Errorf("raft: move of %s: the placement flip's outcome is unknown; the directory's leader finishes or undoes it: %w", queue, err)
+	}
+	p.Phase = "drop"
+	progress(p)
+	if err := h.finishMove(ctx, queue, m.From, m.To, ep+1, id); err != nil {
+		return fmt.Errorf("raft: move of %s: placed in group %d; the source copy is left for the directory's leader to drop: %w", queue, to, err)
+	}
+	p.Phase = "done"
+	progress(p)
+	return nil
+}
+
+// moveRecord waits until this node's directory replica shows the move
+// BeginMove recorded at epoch ep (forward waits for it as a rule; a
+// lagging replica catches up within moments).
+func (h *Host) moveRecord(ctx context.Context, queue string, ep uint64) (command.Move, error) {
+	deadline := time.Now().Add(h.opts.PartWait)
+	for {
+		if m, ok := command.MoveOf(h.nodes[Directory].engine.ClusterValue, queue); ok && m.Epoch == ep {
+			return m, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return command.Move{}, fmt.Errorf("%w: the move of %s at epoch %d is not in this node's directory replica", ErrTimeout, queue, ep)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// copyQueue freezes the queue in both groups and copies it from this
+// node's replica of the source into the target, chunk by chunk. It
+// returns the queue's id (zero when the source holds no queue of that
+// name: a placement without a queue moves without a copy).
+func (h *Host) copyQueue(ctx context.Context, m command.Move, p *MoveProgress, progress func(MoveProgress)) (engine.ID, error) {
+	ep := m.Epoch + 1
+	p.Phase = "freeze"
+	progress(*p)
+	for _, g := range []uint32{m.To, m.From} {
+		if _, err := h.moveStep(ctx, g, engine.FreezeQueueCmd{Group: g, Queue: m.Queue, Epoch: ep}); err != nil {
+			return engine.ID{}, err
+		}
+	}
+	src := h.nodes[m.From]
+	deadline := time.Now().Add(h.opts.PartWait)
+	for {
+		if got, ok := src.engine.Frozen(m.Queue); ok && got == ep {
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return engine.ID{}, fmt.Errorf("%w: this node's replica of group %d has not applied the freeze of %s", ErrTimeout, m.From, m.Queue)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	snap, err := src.engine.Snapshot()
+	if err != nil {
+		return engine.ID{}, err
+	}
+	defer snap.Close()
+	p.Phase = "copy"
+	var (
+		pos []byte
+		id  engine.ID
+	)
+	for seq := uint32(0); ; seq++ {
+		chunk, err := snap.ExportQueue(m.Queue, pos, engine.ExportChunkBytes)
+		if seq == 0 && errors.Is(err, engine.ErrQueueNotFound) {
+			return engine.ID{}, nil
+		}
+		if err != nil {
+			return id, err
+		}
+		id = chunk.ID
+		if h.moveHook != nil {
+			if err := h.moveHook(m.Queue, seq); err != nil {
+				return id, err
+			}
+		}
+		cmd := engine.ImportQueueCmd{Group: m.To, Queue: m.Queue, ID: chunk.ID, Epoch: ep, Seq: seq, Last: chunk.Last, KVs: chunk.KVs}
+		if _, err := h.moveStep(ctx, m.To, cmd); err != nil {
+			return id, err
+		}
+		p.Chunks++
+		for _, kv := range chunk.KVs {
+			p.Bytes += int64(len(kv.Key) + len(kv.Value))
+		}
+		progress(*p)
+		if chunk.Last {
+			return id, nil
+		}
+		pos = chunk.Next
+	}
+}
+
+// finishMove ends a move whose placement flipped: the target thawed, the
+// source copy dropped (its mark stays, a tombstone).
+func (h *Host) finishMove(ctx context.Context, queue string, from, to uint32, ep uint64, id engine.ID) error {
+	if _, err := h.moveStep(ctx, to, engine.FreezeQueueCmd{Group: to, Queue: queue, Epoch: ep, Thaw: true}); err != nil {
+		return err
+	}
+	if id == (engine.ID{}) {
+		return nil
+	}
+	_, err := h.moveStep(ctx, from, engine.DropQueueCmd{Group: from, Queue: queue, ID: id})
+	return err
+}
+
+// abortMove undoes a move that did not flip: the target's copy (id) is
+// dropped, both groups thawed, the record cleared, in that order, so that
+// a record left by a failure here still names a move moveLoop undoes. It
+// runs on its own deadline: the caller's context may be what failed.
+func (h *Host) abortMove(m command.Move, id engine.ID) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*h.opts.PartWait)
+	defer cancel()
+	ep := m.Epoch + 1
+	steps := []engine.Command{
+		engine.FreezeQueueCmd{Group: m.To, Queue: m.Queue, Epoch: ep, Thaw: true},
+		engine.FreezeQueueCmd{Group: m.From, Queue: m.Queue, Epoch: ep, Thaw: true},
+		command.AbortMove{Queue: m.Queue, Epoch: m.Epoch},
+	}
+	if id != (engine.ID{}) {
+		steps = append([]engine.Command{engine.DropQueueCmd{Group: m.To, Queue: m.Queue, ID: id}}, steps...)
+	}
+	for _, c := range steps {
+		g := Directory
+		switch c := c.(type) {
+		case engine.FreezeQueueCmd:
+			g = c.Group
+		case engine.DropQueueCmd:
+			g = c.Group
+		}
+		if _, err := h.moveStep(ctx, g, c); err != nil {
+			return fmt.Errorf("raft: undo the move of %s: %T: %w", m.Queue, c, err)
+		}
+	}
+	h.nodes[Directory].log.Info("raft: move undone", "queue", m.Queue, "from", m.From, "to", m.To)
+	return nil
+}
+
+// moveStep proposes one of a move's commands on group g, here or relayed,
+// and retries what a retry may cure for up to 2 × PartWait: every one of
+// them is a no-op when it lands twice, so an unknown outcome is retried
+// too. The command's own refusal is the error.
+func (h *Host) moveStep(ctx context.Context, g uint32, c engine.Command) (engine.Result, error) {
+	deadline := time.Now().Add(2 * h.opts.PartWait)
+	for wait := 20 * time.Millisecond; ; wait = min(2*wait, 400*time.Millisecond) {
+		r, err := h.run(ctx, g, c)
+		if err == nil {
+			err = r.Err
+		}
+		if err == nil {
+			return r, nil
+		}
+		if !Transient(err) || errors.Is(err, engine.ErrQueueMoving) || ctx.Err() != nil || time.Now().After(deadline) {
+			return r, err
+		}
+		time.Sleep(wait)
+	}
+}
+
+// Moves lists the moves under way, as this node's directory replica has
+// them, in queue order.
+func (h *Host) Moves() []Move {
+	d := h.nodes[Directory].engine
+	var out []Move
+	for _, name := range d.ClusterNames(command.MovePrefix) {
+		if m, ok := command.MoveOf(d.ClusterValue, name[len(command.MovePrefix):]); ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// PlacementEpoch is the epoch of queue's placement in this node's
+// directory replica (1 until it first moves).
+func (h *Host) PlacementEpoch(queue string) uint64 {
+	return command.Epoch(h.nodes[Directory].engine.ClusterValue, queue)
+}
+
+// moving reports whether a command's answer is a refusal by a queue frozen
+// for a move.
+func moving(r engine.Result, err error) bool {
+	return errors.Is(err, engine.ErrQueueMoving) || errors.Is(r.Err, engine.ErrQueueMoving)
+}
+
+// retryMoving runs route until its answer is not a move's refusal, up to
+// HostOptions.MoveWait: a command for a queue being moved waits for the
+// placement to flip, then route finds the queue in its new group.
+func (h *Host) retryMoving(ctx context.Context, route func() (engine.Result, error)) (engine.Result, error) {
+	deadline := time.Now().Add(h.opts.MoveWait)
+	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
+		r, err := route()
+		if !moving(r, err) || ctx.Err() != nil || time.Now().After(deadline) {
+			return r, err
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return r, err
+		}
+	}
+}
+
+// moveLoop undoes, every MoveInterval on the directory's leader, the moves
+// whose node stopped part way: a move recorded longer ago than MoveTimeout
+// is aborted (its source was frozen, so undoing it loses nothing, where
+// resuming would need the exact chunk boundaries of a copy made by another
+// node), and a move that flipped but was not finished (its target still
+// frozen, its source copy still there) is finished.
+func (h *Host) moveLoop() {
+	defer h.wg.Done()
+	for {
+		select {
+		case <-time.After(h.opts.MoveInterval):
+		case <-h.done:
+			return
+		}
+		if h.nodes[Directory].leading() != nil {
+			continue
+		}
+		h.recoverMoves()
+	}
+}
+
+// recoverMoves runs one round of moveLoop.
+func (h *Host) recoverMoves() {
+	d := h.nodes[Directory]
+	oldest := time.Now().Add(-h.opts.MoveTimeout).UnixMicro()
+	moving := map[string]bool{}
+	for _, m := range h.Moves() {
+		moving[m.Queue] = true
+		if m.StartedAt > oldest {
+			continue
+		}
+		d.log.Warn("raft: move: undoing a move left part way", "queue", m.Queue, "from", m.From, "to", m.To, "epoch", m.Epoch)
+		id := engine.ID{}
+		if imp, _, _, ok := h.nodes[m.To].engine.ImportProgress(m.Queue); ok {
+			id = imp
+		} else if info, err := h.nodes[m.To].engine.Queue(m.Queue); err == nil {
+			id = info.ID
+		}
+		if err := h.abortMove(m, id); err != nil {
+			d.log.Warn("raft: move: undo", "queue", m.Queue, "err", err)
+		}
+	}
+	// A flipped move not finished: its marks carry the placement's epoch.
+	// A mark past it with no move recorded is a stray (a mover that froze
+	// again after its move was undone, then stopped): undone once it has
+	// stayed so for MoveTimeout.
+	ctx, cancel := context.WithTimeout(context.Background(), 4*h.opts.PartWait)
+	defer cancel()
+	seen := map[strayMark]time.Time{}
+	for g := 1; g < len(h.nodes); g++ {
+		e := h.nodes[g].engine
+		for q, ep := range e.FrozenQueues() {
+			place := h.Placement(q)
+			if moving[q] || place == 0 || ep < h.PlacementEpoch(q) {
+				continue // under way, unknown here, or a tombstone
+			}
+			var err error
+			switch {
+			case ep > h.PlacementEpoch(q):
+				k := strayMark{uint32(g), q, ep}
+				first, ok := h.strays[k]
+				if !ok {
+					first = time.Now()
+				}
+				seen[k] = first
+				if time.Since(first) < h.opts.MoveTimeout {
+					continue
+				}
+				d.log.Warn("raft: move: undoing a stray freeze", "queue", q, "group", g, "epoch", ep)
+				if place != uint32(g) {
+					err = h.dropCopy(ctx, uint32(g), q)
+				}
+				if err == nil {
+					_, err = h.moveStep(ctx, uint32(g), engine.FreezeQueueCmd{Group: uint32(g), Queue: q, Epoch: ep, Thaw: true})
+				}
+			case place == uint32(g):
+				_, err = h.moveStep(ctx, uint32(g), engine.FreezeQueueCmd{Group: uint32(g), Queue: q, Epoch: ep, Thaw: true})
+			default:
+				err = h.dropCopy(ctx, uint32(g), q)
+			}
+			if err != nil {
+				d.log.Warn("raft: move: finish or undo a move left part way", "queue", q, "group", g, "err", err)
+			}
+		}
+	}
+	h.strays = seen
+}
+
+// strayMark is a freeze mark moveLoop watches.
+type strayMark struct {
+	group uint32
+	queue string
+	epoch uint64
+}
+
+// dropCopy drops what group g holds of queue, placed elsewhere: an
+// import under way or a whole copy.
+func (h *Host) dropCopy(ctx context.Context, g uint32, queue string) error {
+	e := h.nodes[g].engine
+	id, _, _, ok := e.ImportProgress(queue)
+	if !ok {
+		info, err := e.Queue(queue)
+		if err != nil {
+			return nil // nothing here
+		}
+		id = info.ID
+	}
+	_, err := h.moveStep(ctx, g, engine.DropQueueCmd{Group: g, Queue: queue, ID: id})
+	return err
+}
+
+// Move is a move under way, as the directory records it.
+type Move = command.Move
