@@ -86,7 +86,8 @@ var (
 	// says what lies where.
 	ErrSpansGroups = errors.New("raft: the command spans Raft groups")
 	// ErrPlaced is returned by a Host asked to place a queue in one group
-	// when the queue lives in another: queues do not move (yet).
+	// when the queue lives in another: placing never moves a queue
+	// (Host.MoveQueue does).
 	ErrPlaced = errors.New("raft: the queue lives in another Raft group")
 	// ErrLayout is returned by Open and OpenHost for a data directory the
 	// other kind of node made: a node of several Raft groups (--groups)

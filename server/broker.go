@@ -138,7 +138,7 @@ func (g spreadGroups) place(ctx context.Context, queue string, group int64) (uin
 	}
 	placed, err := g.Place(ctx, queue, uint32(group))
 	if err == nil && group != 0 && placed != uint32(group) {
-		err = fmt.Errorf("%w: queue %s lives in Raft group %d, and queues do not move between groups yet", raft.ErrPlaced, queue, placed)
+		err = fmt.Errorf("%w: queue %s lives in Raft group %d, configure does not move it (POST /api/v1/system/queues/%s/move does)", raft.ErrPlaced, queue, placed, queue)
 	}
 	return placed, err
 }
