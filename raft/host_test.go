@@ -29,7 +29,11 @@ type hosts struct {
 	peers []raft.Peer
 	dirs  []string
 	h     []*raft.Host // nil while stopped
-	fwd   []*swapForwarder
+	// mu guards h's elements against the Forwarders, which read them from
+	// the hosts' own goroutines (relayInProcess); the test's goroutine,
+	// the only writer, reads them without it.
+	mu  sync.Mutex
+	fwd []*swapForwarder
 	// adjust, when set, changes each host's node options before it opens.
 	adjust func(*raft.Options)
 }
@@ -78,7 +82,9 @@ func (c *hosts) start(i int) *raft.Host {
 	if err != nil {
 		c.t.Fatalf("open host %s: %v", c.peers[i].ID, err)
 	}
+	c.mu.Lock()
 	c.h[i] = h
+	c.mu.Unlock()
 	return h
 }
 
@@ -87,7 +93,9 @@ func (c *hosts) stop(i int) {
 		if err := c.h[i].Close(); err != nil {
 			c.t.Errorf("close host %s: %v", c.peers[i].ID, err)
 		}
+		c.mu.Lock()
 		c.h[i] = nil
+		c.mu.Unlock()
 	}
 }
 
@@ -513,14 +521,25 @@ func (c *hosts) setForward(i int, f forwardFunc) { c.fwd[i].f.Store(&f) }
 func (c *hosts) relayInProcess() {
 	for i := range c.h {
 		c.setForward(i, func(ctx context.Context, addr string, g uint32, entry []byte) (engine.Result, error) {
-			for i, p := range c.peers {
-				if "http-"+p.ID == addr && c.h[i] != nil {
-					return c.h[i].ProposeEntry(ctx, g, entry)
-				}
+			if h := c.host("http-", addr); h != nil {
+				return h.ProposeEntry(ctx, g, entry)
 			}
 			return engine.Result{}, raft.ErrForward
 		})
 	}
+}
+
+// host is the running host whose address is prefix + its id, nil when
+// none is; safe from any goroutine.
+func (c *hosts) host(prefix, addr string) *raft.Host {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, p := range c.peers {
+		if prefix+p.ID == addr {
+			return c.h[i]
+		}
+	}
+	return nil
 }
 
 // addressesKnown waits until every host knows where every group's leader
@@ -949,16 +968,15 @@ func TestHost_SplitPushAnswersFailedOnlyWhenNotStored(t *testing.T) {
 		if g == 2 && m == "refuse" {
 			return engine.Result{}, raft.ErrNoLeader
 		}
-		for i, p := range c.peers {
-			if "http-"+p.ID == addr {
-				r, err := c.h[i].ProposeEntry(ctx, g, entry)
-				if g == 2 && (m == "lose" || m == "lose once" && first) {
-					return engine.Result{}, errors.Join(raft.ErrForward, errors.New("the answer from group 2 was lost"))
-				}
-				return r, err
-			}
+		h := c.host("http-", addr)
+		if h == nil {
+			return engine.Result{}, raft.ErrForward
 		}
-		return engine.Result{}, raft.ErrForward
+		r, err := h.ProposeEntry(ctx, g, entry)
+		if g == 2 && (m == "lose" || m == "lose once" && first) {
+			return engine.Result{}, errors.Join(raft.ErrForward, errors.New("the answer from group 2 was lost"))
+		}
+		return r, err
 	})
 	// Two items a queue, one with a transaction id and one without (its
 	// id minted); queue <case>g in group g.
@@ -1065,10 +1083,8 @@ func TestHost_AsksTheLeadersForAPartitionItsReplicasLack(t *testing.T) {
 				mu.Unlock()
 			}
 		}
-		for i, p := range c.peers {
-			if "http-"+p.ID == addr {
-				return c.h[i].ProposeEntry(ctx, g, entry)
-			}
+		if h := c.host("http-", addr); h != nil {
+			return h.ProposeEntry(ctx, g, entry)
 		}
 		return engine.Result{}, raft.ErrForward
 	})
