@@ -56,7 +56,10 @@ trap 'for j in $(jobs -p); do kill "$j" 2>/dev/null || true; done; wait 2>/dev/n
 # The six ports must be free: a cluster of another run met here would take
 # this one's load, and break both.
 for p in $((HTTP_BASE + 10)) $((HTTP_BASE + 20)) $((HTTP_BASE + 30)) $((RAFT_BASE + 10)) $((RAFT_BASE + 20)) $((RAFT_BASE + 30)); do
-	if ! python3 -c 'import socket, sys; socket.socket().bind(("127.0.0.1", int(sys.argv[1])))' "$p" 2>/dev/null; then
+	if ! python3 -c 'import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1) # as Go listens: a last run TIME_WAIT is no obstacle
+s.bind(("127.0.0.1", int(sys.argv[1])))' "$p" 2>/dev/null; then
 		echo "move.sh: port $p on 127.0.0.1 is busy (another run?)" >&2
 		exit 1
 	fi
