@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"strings"
 
@@ -204,7 +205,14 @@ func (s *Server) writeError(ctx *fasthttp.RequestCtx, err error) {
 		s.log.Error("request failed", "method", string(ctx.Method()), "path", string(ctx.Path()), "err", err)
 		row, msg = errorCode{status: fasthttp.StatusInternalServerError, code: "internal"}, "Internal Server Error"
 	} else if row.status == fasthttp.StatusServiceUnavailable {
-		s.log.Warn("request failed", "method", string(ctx.Method()), "path", string(ctx.Path()), "code", row.code, "err", err)
+		level := slog.LevelWarn
+		if errors.Is(err, engine.ErrQueueMoving) {
+			// Expected for every command on a queue while it moves, and
+			// retried by the node that sent it: a warning each would
+			// flood the log (some 100 lines a second a node).
+			level = slog.LevelDebug
+		}
+		s.log.Log(context.Background(), level, "request failed", "method", string(ctx.Method()), "path", string(ctx.Path()), "code", row.code, "err", err)
 	}
 	switch row.status {
 	case fasthttp.StatusServiceUnavailable:
