@@ -92,6 +92,11 @@ type HostOptions struct {
 	// move must be to be undone (defaults 5 s and 5 min).
 	MoveInterval time.Duration
 	MoveTimeout  time.Duration
+	// OnMove, when set, is called with how each move this node ran ended:
+	// a MoveQueue that recorded its move, or a stalled move moveLoop
+	// undid on the directory's leader (the node's move metrics, package
+	// server/meter).
+	OnMove func(MoveOutcome)
 }
 
 // Directory is the id of the directory group.

@@ -36,6 +36,17 @@ type hosts struct {
 	fwd []*swapForwarder
 	// adjust, when set, changes each host's node options before it opens.
 	adjust func(*raft.Options)
+	// moved are the move outcomes each node reported (HostOptions.OnMove),
+	// by node id.
+	movedMu sync.Mutex
+	moved   map[string][]raft.MoveOutcome
+}
+
+// outcomes are the move outcomes host i reported so far.
+func (c *hosts) outcomes(i int) []raft.MoveOutcome {
+	c.movedMu.Lock()
+	defer c.movedMu.Unlock()
+	return slices.Clone(c.moved[c.peers[i].ID])
 }
 
 func openHosts(t *testing.T, n, groups int) *hosts {
@@ -64,7 +75,8 @@ func openHostsWith(t *testing.T, n, groups int, adjust func(*raft.Options)) *hos
 
 func (c *hosts) start(i int) *raft.Host {
 	c.t.Helper()
-	o := rafttest.Options(c.peers[i].ID, c.dirs[i])
+	id := c.peers[i].ID
+	o := rafttest.Options(id, c.dirs[i])
 	o.RaftAddr = c.peers[i].Addr
 	o.HTTPAddr = "http-" + c.peers[i].ID
 	o.Peers = c.peers
@@ -78,7 +90,14 @@ func (c *hosts) start(i int) *raft.Host {
 	}
 	h, err := raft.OpenHost(raft.HostOptions{Node: o, Groups: c.g, SpreadInterval: 50 * time.Millisecond, SpreadHold: 300 * time.Millisecond,
 		PartWait: time.Second, Forward: c.fwd[i], OutboxInterval: 50 * time.Millisecond, OutboxAge: 200 * time.Millisecond,
-		MoveInterval: 100 * time.Millisecond, MoveTimeout: 3 * time.Second})
+		MoveInterval: 100 * time.Millisecond, MoveTimeout: 3 * time.Second, OnMove: func(o raft.MoveOutcome) {
+			c.movedMu.Lock()
+			defer c.movedMu.Unlock()
+			if c.moved == nil {
+				c.moved = map[string][]raft.MoveOutcome{}
+			}
+			c.moved[id] = append(c.moved[id], o)
+		}})
 	if err != nil {
 		c.t.Fatalf("open host %s: %v", c.peers[i].ID, err)
 	}

@@ -55,11 +55,29 @@ type MoveProgress struct {
 	Bytes  int64
 }
 
+// MoveOutcome is how a move ended on the node that ran it
+// (HostOptions.OnMove).
+type MoveOutcome struct {
+	Queue    string
+	From, To uint32
+	// Result is "done" (MoveQueue returned nil), "failed" (it returned an
+	// error once this node's directory replica showed its move: undone,
+	// or left for the directory's leader to finish or undo) or "aborted"
+	// (moveLoop undid a move left part way).
+	Result string
+	// Took is from the move's BeginMove to its end (MoveQueue only).
+	Took time.Duration
+	// Bytes are those of the chunks imported into the target.
+	Bytes int64
+}
+
 // MoveQueue moves queue to group to (see the top of this file), calling
 // progress (when not nil) as it goes. It returns once the queue lives in
 // to and the source copy is dropped, or with the error that undid the
 // move. ErrInvalid for a queue not placed, a group it lives in or that
-// does not exist, a queue moving already, or a queue of a stream.
+// does not exist, a queue moving already, or a queue of a stream. A move
+// refused so is not one: only a move BeginMove recorded, and this node's
+// directory replica shows, reaches HostOptions.OnMove.
 func (h *Host) MoveQueue(ctx context.Context, queue string, to uint32, progress func(MoveProgress)) error {
 	if progress == nil {
 		progress = func(MoveProgress) {}
@@ -67,6 +85,7 @@ func (h *Host) MoveQueue(ctx context.Context, queue string, to uint32, progress 
 	if _, err := h.find(ctx, queue); err != nil {
 		return err
 	}
+	start := time.Now()
 	r, err := h.moveStep(ctx, Directory, command.BeginMove{Queue: queue, To: to})
 	if err != nil {
 		return err
@@ -77,15 +96,34 @@ func (h *Host) MoveQueue(ctx context.Context, queue string, to uint32, progress 
 		return err
 	}
 	p := MoveProgress{Queue: queue, From: m.From, To: m.To, Epoch: ep + 1, Phase: "begin"}
-	progress(p)
-	id, err := h.copyQueue(ctx, m, &p, progress)
+	err = h.runMove(ctx, m, &p, progress)
+	result := "done"
+	if err != nil {
+		result = "failed"
+	}
+	h.moved(MoveOutcome{Queue: queue, From: m.From, To: m.To, Result: result, Took: time.Since(start), Bytes: p.Bytes})
+	return err
+}
+
+// moved tells HostOptions.OnMove, when set, how a move ended.
+func (h *Host) moved(o MoveOutcome) {
+	if h.opts.OnMove != nil {
+		h.opts.OnMove(o)
+	}
+}
+
+// runMove runs the move m recorded by BeginMove, from the freeze on.
+func (h *Host) runMove(ctx context.Context, m command.Move, p *MoveProgress, progress func(MoveProgress)) error {
+	queue, to, ep := m.Queue, m.To, m.Epoch
+	progress(*p)
+	id, err := h.copyQueue(ctx, m, p, progress)
 	if err != nil {
 		p.Phase = "abort"
-		progress(p)
+		progress(*p)
 		return errors.Join(err, h.abortMove(m, id))
 	}
 	p.Phase = "flip"
-	progress(p)
+	progress(*p)
 	if _, err := h.moveStep(ctx, Directory, command.EndMove{Queue: queue, To: to, Epoch: ep}); err != nil {
 		if NotApplied(err) {
 			// Not under way any more: moveLoop aborted it meanwhile.
@@ -94,12 +132,12 @@ func (h *Host) MoveQueue(ctx context.Context, queue string, to uint32, progress 
 		return fmt.Errorf("raft: move of %s: the placement flip's outcome is unknown; the directory's leader finishes or undoes it: %w", queue, err)
 	}
 	p.Phase = "drop"
-	progress(p)
+	progress(*p)
 	if err := h.finishMove(ctx, queue, m.From, m.To, ep+1, id); err != nil {
 		return fmt.Errorf("raft: move of %s: placed in group %d; the source copy is left for the directory's leader to drop: %w", queue, to, err)
 	}
 	p.Phase = "done"
-	progress(p)
+	progress(*p)
 	return nil
 }
 
@@ -332,6 +370,8 @@ func (h *Host) recoverMoves() {
 		}
 		if err := h.abortMove(m, id); err != nil {
 			d.log.Warn("raft: move: undo", "queue", m.Queue, "err", err)
+		} else {
+			h.moved(MoveOutcome{Queue: m.Queue, From: m.From, To: m.To, Result: "aborted"})
 		}
 	}
 	// A flipped move not finished: its marks carry the placement's epoch.
@@ -405,3 +445,9 @@ func (h *Host) dropCopy(ctx context.Context, g uint32, queue string) error {
 
 // Move is a move under way, as the directory records it.
 type Move = command.Move
+
+// QueuesPlaced is how many queues the directory places in group g, as
+// this node's replica has it (command.Placed).
+func (h *Host) QueuesPlaced(g uint32) uint64 {
+	return command.Placed(h.nodes[Directory].engine.ClusterValue, g)
+}

@@ -312,6 +312,25 @@ func TestHost_MoveQueue_FailureUndoes(t *testing.T) {
 		t.Fatalf("the move again: %v", err)
 	}
 	t.Logf("moved %d bytes in %d chunks in %v", last.Bytes, last.Chunks, time.Since(start))
+	// The mover reported both moves (the second host's refused one is no
+	// move): the failed one with its first chunk's bytes.
+	got := c.outcomes(0)
+	if len(got) != 2 || got[0].Result != "failed" || got[1].Result != "done" ||
+		got[0].Bytes <= 0 || got[0].Bytes >= last.Bytes || got[1].Bytes != last.Bytes ||
+		got[1].Queue != "orders" || got[1].From != 1 || got[1].To != 2 || got[1].Took <= 0 {
+		t.Fatalf("host 0's move outcomes: %+v", got)
+	}
+	if got := c.outcomes(1); len(got) != 0 {
+		t.Fatalf("host 1's move outcomes: %+v", got)
+	}
+	waitFor(t, "every host to count orders placed in group 2, none in 1", func() bool {
+		for _, h := range c.h {
+			if h.QueuesPlaced(1) != 0 || h.QueuesPlaced(2) != 1 || h.QueuesPlaced(3) != 0 {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // TestHost_MoveQueue_UnderLoad moves a queue twice (group 1 to 2, then 2
@@ -531,6 +550,22 @@ func TestHost_MoveQueue_StalledMoveIsUndone(t *testing.T) {
 		if h.Placement("orders") != 1 || h.PlacementEpoch("orders") != 1 {
 			t.Fatalf("host %d places orders in %d at epoch %d", i, h.Placement("orders"), h.PlacementEpoch("orders"))
 		}
+	}
+	// The mover counts its move failed; the directory's leader that undid
+	// it, aborted, once.
+	if got := c.outcomes(1); len(got) != 1 || got[0].Result != "failed" {
+		t.Fatalf("the mover's move outcomes: %+v", got)
+	}
+	aborted := 0
+	for i := range c.h {
+		for _, o := range c.outcomes(i) {
+			if o.Result == "aborted" && o.Queue == "orders" && o.From == 1 && o.To == 2 {
+				aborted++
+			}
+		}
+	}
+	if aborted != 1 {
+		t.Fatalf("%d aborted moves reported", aborted)
 	}
 }
 

@@ -161,7 +161,8 @@ func (s *Server) metricsJSON(ctx *fasthttp.RequestCtx, _ *params) {
 // metricsPrometheus answers GET /metrics/prometheus: the metric set, the
 // process and Go runtime series, and the gauges read at scrape time
 // (package meter: the node's Raft view, free space, DLQ depth per queue and
-// per (queue, group), docs/decisions.md B8).
+// per (queue, group), with --groups each group's and the moves under way,
+// docs/decisions.md B8).
 func (s *Server) metricsPrometheus(ctx *fasthttp.RequestCtx, _ *params) {
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	ctx.Response.Header.SetContentType("text/plain; version=0.0.4; charset=utf-8")
@@ -177,6 +178,9 @@ func (s *Server) metricsPrometheus(ctx *fasthttp.RequestCtx, _ *params) {
 	if len(groups) > 0 {
 		if qs, err := s.broker.Queues(); err == nil {
 			meter.WriteQueueGroups(ctx, qs, s.groups.placement)
+		}
+		if m, ok := s.broker.(Mover); ok {
+			meter.WritePlacement(ctx, len(m.Moves()), s.groups.list(), m.QueuesPlaced)
 		}
 	}
 	if err := meter.WriteDLQDepth(ctx, s.broker); err != nil {

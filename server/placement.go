@@ -11,11 +11,13 @@ import (
 )
 
 // A Mover moves queues between Raft groups (raft.Host): the placement's
-// epoch, the moves under way, and the move itself.
+// epoch, the moves under way, the queues each group holds, and the move
+// itself.
 type Mover interface {
 	MoveQueue(ctx context.Context, queue string, to uint32, progress func(raft.MoveProgress)) error
 	Moves() []raft.Move
 	PlacementEpoch(queue string) uint64
+	QueuesPlaced(group uint32) uint64
 }
 
 // epochOf is a queue's placement epoch: 1 on a broker whose queues do not

@@ -158,7 +158,24 @@ func TestGroups_MoveQueueOverHTTP(t *testing.T) {
 	cl.do("POST", "/api/v1/system/queues/orders/move", map[string]any{"group": 1}).expectError(t, 400, "invalid_argument")
 	cl.do("POST", "/api/v1/system/queues/orders/move", map[string]any{"group": 7}).expectError(t, 400, "invalid_argument")
 	for i := range c.Nodes {
-		waitPlacement(t, nodeClient(t, c, i), placedQueue{"orders", 1, 2})
+		nc := nodeClient(t, c, i)
+		waitPlacement(t, nc, placedQueue{"orders", 1, 2})
+		// Every node's directory replica counts the move ended and the
+		// queue in its new group, in the batch that flipped its placement.
+		for name, want := range map[string]float64{`queen_group_queues{group="1"}`: 1, `queen_group_queues{group="2"}`: 0, "queen_queue_moves_in_progress": 0} {
+			if got := nc.metric(name); got != want {
+				t.Errorf("%s: %s %v, want %v", c.Nodes[i].ID, name, got, want)
+			}
+		}
+	}
+	// The node that ran the move counted it (a 409 above refused the
+	// move before it was recorded: no move).
+	if done, n, bytes := cl.metric(`queen_queue_moves_total{result="done"}`), cl.metric("queen_queue_move_seconds_count"),
+		cl.metric("queen_queue_move_bytes_total"); done != 1 || n != 1 || bytes < 1 {
+		t.Errorf("the mover's metrics: %v done, %v timed, %v bytes", done, n, bytes)
+	}
+	if done := nodeClient(t, c, 1).metric(`queen_queue_moves_total{result="done"}`); done != 0 {
+		t.Errorf("another node counted %v moves done", done)
 	}
 	p := nodeClient(t, c, 1).mustPop("/api/v1/pop/queue/orders?batch=10")
 	if len(p.Messages) != 5 {

@@ -68,6 +68,12 @@ func TestCLI_MoveQueue(t *testing.T) {
 	if err == nil || !strings.Contains(string(b), "lives in group") {
 		t.Fatalf("a move to the group it is in: %v %s", err, b)
 	}
+	// The node the move ran on counted it (serve wires the Host's OnMove
+	// into the metric set).
+	if code, body, err := c.do(10*time.Second, "GET", c.nodes[1].url("/metrics/prometheus"), nil); err != nil || code != http.StatusOK ||
+		!strings.Contains(string(body), "\nqueen_queue_moves_total{result=\"done\"} 1\n") {
+		t.Fatalf("the mover's metrics: %d %v, no queen_queue_moves_total{result=\"done\"} 1", code, err)
+	}
 	code, body, err := c.do(10*time.Second, "GET", c.nodes[2].url("/api/v1/pop/queue/mq?batch=10&wait=false"), nil)
 	if err != nil || code != http.StatusOK || strings.Count(string(body), `"transactionId"`) != 3 {
 		t.Fatalf("pop after the move: %d %v %s", code, err, body)

@@ -30,6 +30,7 @@ import (
 	"github.com/queenmq/queen/server/analytics"
 	"github.com/queenmq/queen/server/auth"
 	"github.com/queenmq/queen/server/diskspace"
+	"github.com/queenmq/queen/server/meter"
 	"github.com/queenmq/queen/server/relay"
 )
 
@@ -388,7 +389,7 @@ func serve(args []string) error {
 		// read from their /health, and a follower relays its own address.
 		opts.Versions, opts.Forward = fwd, fwd
 	}
-	node, err := openBroker(opts, c.groups, fwd)
+	node, err := openBroker(opts, c.groups, fwd, ms)
 	if err != nil {
 		return err
 	}
@@ -462,12 +463,13 @@ type broker interface {
 }
 
 // openBroker opens the node's Raft groups: one as raft.Open does, or the
-// directory and groups data groups as a raft.Host.
-func openBroker(opts raft.Options, groups int, fwd *nodes.Client) (broker, error) {
+// directory and groups data groups as a raft.Host, whose moves are
+// counted in ms (meter.Moves).
+func openBroker(opts raft.Options, groups int, fwd *nodes.Client, ms *metrics.Set) (broker, error) {
 	if groups == 1 {
 		return raft.Open(opts)
 	}
-	ho := raft.HostOptions{Node: opts, Groups: groups}
+	ho := raft.HostOptions{Node: opts, Groups: groups, OnMove: meter.NewMoves(ms).Record}
 	if fwd != nil {
 		ho.Forward = fwd
 	}

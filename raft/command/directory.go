@@ -66,13 +66,13 @@ func (c PlaceQueue) Apply(b *engine.Batch, _ engine.Stamp) engine.Result {
 	if g == 0 {
 		least := ^uint64(0)
 		for id := uint32(1); id <= n; id++ {
-			if k := placed(b.ClusterValue, id); k < least {
+			if k := Placed(b.ClusterValue, id); k < least {
 				g, least = id, k
 			}
 		}
 	}
 	b.SetClusterValue(placeKey(c.Queue), strconv.FormatUint(uint64(g), 10))
-	b.SetClusterValue(placedKey(g), strconv.FormatUint(placed(b.ClusterValue, g)+1, 10))
+	b.SetClusterValue(placedKey(g), strconv.FormatUint(Placed(b.ClusterValue, g)+1, 10))
 	return engine.Result{Value: g}
 }
 
@@ -157,7 +157,9 @@ func GroupCount(v ClusterValues) uint32 { return parseGroup(v(groupsKey)) }
 // Placement is the queue's group, 0 while it is not placed.
 func Placement(v ClusterValues, queue string) uint32 { return parseGroup(v(placeKey(queue))) }
 
-func placed(v ClusterValues, g uint32) uint64 {
+// Placed is how many queues the directory places in group g: each
+// placement counts, a deleted queue's too (it keeps its placement).
+func Placed(v ClusterValues, g uint32) uint64 {
 	n, _ := strconv.ParseUint(v(placedKey(g)), 10, 64)
 	return n
 }

@@ -89,10 +89,10 @@ func (c EndMove) Apply(b *engine.Batch, _ engine.Stamp) engine.Result {
 	}
 	b.SetClusterValue(placeKey(c.Queue), strconv.FormatUint(uint64(m.To), 10))
 	b.SetClusterValue(epochKey(c.Queue), strconv.FormatUint(m.Epoch+1, 10))
-	if k := placed(b.ClusterValue, m.From); k > 0 {
+	if k := Placed(b.ClusterValue, m.From); k > 0 {
 		b.SetClusterValue(placedKey(m.From), strconv.FormatUint(k-1, 10))
 	}
-	b.SetClusterValue(placedKey(m.To), strconv.FormatUint(placed(b.ClusterValue, m.To)+1, 10))
+	b.SetClusterValue(placedKey(m.To), strconv.FormatUint(Placed(b.ClusterValue, m.To)+1, 10))
 	b.SetClusterValue(moveKey(c.Queue), "")
 	return engine.Result{Value: m.Epoch + 1}
 }

@@ -5,6 +5,9 @@
 // each group's, free space, which group holds each queue, dead-letter depth
 // per queue and per consumer group) and the escaping of label values.
 //
+// With --groups it also counts the queue moves this node ran (Moves,
+// told by raft.HostOptions.OnMove).
+//
 // It is apart from package server because none of it is a route's logic:
 // /metrics/prometheus is one handler that writes the metric set and then
 // asks this package for the rest, and the series names, their labels and
@@ -19,6 +22,7 @@
 //	queen_storage_errors_total, queen_storage_faulted          the broker's storage
 //	queen_raft_group_{applied_index,term,has_leader,is_leader}{group}   with --groups
 //	queen_queue_group{queue}                                    with --groups
+//	queen_queue_moves_in_progress, queen_group_queues{group}    with --groups (WritePlacement)
 //	queen_storage_free_bytes{dir}, queen_storage_reserve_bytes,
 //	queen_storage_below_reserve, queen_storage_nodes_below_reserve   (server/diskspace)
 //	queen_dlq_depth{queue}, queen_dlq_depth_by_group{queue,group}

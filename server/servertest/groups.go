@@ -17,6 +17,7 @@ import (
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/raft/rafttest"
 	"github.com/queenmq/queen/server"
+	"github.com/queenmq/queen/server/meter"
 )
 
 // Groups is a cluster of nodes in one process with queues spread over
@@ -119,7 +120,7 @@ func (c *Groups) start(i int, peers []raft.Peer, dir string, groups int, adjust 
 	// commands need 2) a moment after start.
 	o.Versions, o.VersionInterval = fwd, 200*time.Millisecond
 	h, err := raft.OpenHost(raft.HostOptions{Node: o, Groups: groups, SpreadInterval: 50 * time.Millisecond,
-		SpreadHold: 300 * time.Millisecond, Forward: fwd})
+		SpreadHold: 300 * time.Millisecond, Forward: fwd, OnMove: meter.NewMoves(node.Metrics).Record})
 	if err != nil {
 		ln.Close()
 		return nil, nil, fmt.Errorf("open host %s: %w", node.ID, err)
