@@ -1,6 +1,7 @@
 package raft
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -107,30 +108,14 @@ const Directory uint32 = 0
 // group, bootstrapping those without state when told to (Node.Peers or
 // Node.Bootstrap), as Open does for one.
 func OpenHost(o HostOptions) (_ *Host, err error) {
-	if o.SpreadInterval == 0 {
-		o.SpreadInterval = 2 * time.Second
-	}
-	if o.SpreadHold == 0 {
-		o.SpreadHold = 10 * time.Second
-	}
-	if o.PartWait == 0 {
-		o.PartWait = 5 * time.Second
-	}
-	if o.OutboxInterval == 0 {
-		o.OutboxInterval = time.Second
-	}
-	if o.OutboxAge == 0 {
-		o.OutboxAge = 3 * o.PartWait
-	}
-	if o.MoveWait == 0 {
-		o.MoveWait = 30 * time.Second
-	}
-	if o.MoveInterval == 0 {
-		o.MoveInterval = 5 * time.Second
-	}
-	if o.MoveTimeout == 0 {
-		o.MoveTimeout = 5 * time.Minute
-	}
+	o.SpreadInterval = cmp.Or(o.SpreadInterval, 2*time.Second)
+	o.SpreadHold = cmp.Or(o.SpreadHold, 10*time.Second)
+	o.PartWait = cmp.Or(o.PartWait, 5*time.Second)
+	o.OutboxInterval = cmp.Or(o.OutboxInterval, time.Second)
+	o.OutboxAge = cmp.Or(o.OutboxAge, 3*o.PartWait)
+	o.MoveWait = cmp.Or(o.MoveWait, 30*time.Second)
+	o.MoveInterval = cmp.Or(o.MoveInterval, 5*time.Second)
+	o.MoveTimeout = cmp.Or(o.MoveTimeout, 5*time.Minute)
 	opts := o.Node
 	if opts.Forward == nil {
 		opts.Forward = o.Forward
