@@ -62,6 +62,11 @@ type HostOptions struct {
 	Node Options
 	// Groups is G, the number of data groups (at least 1).
 	Groups int
+	// Replicas is R, the voters each data group has (hostlayout.go): 0,
+	// or as many as the nodes, puts every group on every node. Read at
+	// the cluster's first start (the founders are Node.Peers), and
+	// recorded in the directory.
+	Replicas int
 	// SpreadInterval is how often the Host checks whether it leads a group
 	// another member should lead; SpreadHold how long that member must
 	// have been seen live first (defaults 2 s and 10 s).
@@ -165,7 +170,14 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 			"anyone who can reach this port can join the replication stream", "addr", h.stream.Addr().String())
 	}
 	for _, g := range h.Groups() {
-		n, err := open(opts, &hostPart{group: g, store: h.store, stream: h.stream})
+		gopts := opts
+		if len(opts.Peers) > 0 {
+			gopts.Peers = founders(opts.Peers, o.Replicas, o.Groups, g)
+			if !slices.ContainsFunc(gopts.Peers, func(p Peer) bool { return p.ID == opts.ID }) {
+				gopts.Peers = nil // idle until a leader adds it (hostlayout.go)
+			}
+		}
+		n, err := open(gopts, &hostPart{group: g, store: h.store, stream: h.stream})
 		if err != nil {
 			return nil, fmt.Errorf("raft: group %d: %w", g, err)
 		}
@@ -178,7 +190,8 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 			}
 		}
 	}
-	h.wg.Add(3)
+	h.wg.Add(4)
+	go h.layoutLoop()
 	go h.spreadLoop()
 	go h.outboxLoop()
 	go h.moveLoop()
@@ -385,7 +398,7 @@ func (h *Host) Place(ctx context.Context, queue string, group uint32) (uint32, e
 // the first applied wins) is logged, once.
 func (h *Host) defineGroups() bool {
 	d := h.nodes[Directory]
-	if k := h.GroupCount(); k != 0 {
+	if k := h.GroupCount(); k != 0 && (h.opts.Replicas == 0 || h.ReplicaCount() != 0) {
 		if k != uint32(h.opts.Groups) {
 			d.log.Error("raft: host: the directory says the cluster has a different number of data groups; "+
 				"restart this node with the cluster's", "cluster", k, "this_node", h.opts.Groups)
@@ -399,6 +412,11 @@ func (h *Host) defineGroups() bool {
 	defer cancel()
 	if _, err := Propose[uint32](ctx, d, command.Groups{Count: uint32(h.opts.Groups)}); err != nil && !errors.Is(err, ErrShutdown) {
 		d.log.Warn("raft: host: record the number of data groups", "err", err)
+	}
+	if h.opts.Replicas > 0 && h.ReplicaCount() == 0 {
+		if _, err := Propose[uint32](ctx, d, command.Replicas{Count: uint32(h.opts.Replicas)}); err != nil && !errors.Is(err, ErrShutdown) {
+			d.log.Warn("raft: host: record the voters each group has", "err", err)
+		}
 	}
 	return false // the next look confirms it from the applied state
 }

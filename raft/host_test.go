@@ -36,6 +36,8 @@ type hosts struct {
 	fwd []*swapForwarder
 	// adjust, when set, changes each host's node options before it opens.
 	adjust func(*raft.Options)
+	// replicas is HostOptions.Replicas (0: every group on every host).
+	replicas int
 	// moved are the move outcomes each node reported (HostOptions.OnMove),
 	// by node id.
 	movedMu sync.Mutex
@@ -55,7 +57,14 @@ func openHosts(t *testing.T, n, groups int) *hosts {
 
 func openHostsWith(t *testing.T, n, groups int, adjust func(*raft.Options)) *hosts {
 	t.Helper()
-	c := &hosts{t: t, g: groups, h: make([]*raft.Host, n), adjust: adjust}
+	return openHostsOf(t, n, groups, 0, adjust)
+}
+
+// openHostsOf opens n hosts whose groups have replicas voters each (0:
+// every group on every host).
+func openHostsOf(t *testing.T, n, groups, replicas int, adjust func(*raft.Options)) *hosts {
+	t.Helper()
+	c := &hosts{t: t, g: groups, h: make([]*raft.Host, n), adjust: adjust, replicas: replicas}
 	base := t.TempDir()
 	for i, a := range rafttest.FreeAddrs(t, n) {
 		id := fmt.Sprintf("n%d", i+1)
@@ -88,7 +97,7 @@ func (c *hosts) start(i int) *raft.Host {
 	for len(c.fwd) <= i {
 		c.fwd = append(c.fwd, &swapForwarder{})
 	}
-	h, err := raft.OpenHost(raft.HostOptions{Node: o, Groups: c.g, SpreadInterval: 50 * time.Millisecond, SpreadHold: 300 * time.Millisecond,
+	h, err := raft.OpenHost(raft.HostOptions{Node: o, Groups: c.g, Replicas: c.replicas, SpreadInterval: 50 * time.Millisecond, SpreadHold: 300 * time.Millisecond,
 		PartWait: time.Second, Forward: c.fwd[i], OutboxInterval: 50 * time.Millisecond, OutboxAge: 200 * time.Millisecond,
 		MoveInterval: 100 * time.Millisecond, MoveTimeout: 3 * time.Second, OnMove: func(o raft.MoveOutcome) {
 			c.movedMu.Lock()
@@ -180,8 +189,11 @@ func (c *hosts) agreedLeaders() ([]int, bool) {
 		if leaders[g] < 0 {
 			return nil, false
 		}
-		for _, h := range c.h {
-			if h != nil && h.Group(uint32(g)).Status().Leader != c.peers[leaders[g]].ID {
+		for i, h := range c.h {
+			// A host that is not a member of g (groups on R of N
+			// nodes) follows no leader of it.
+			if h != nil && slices.Contains(h.Group(uint32(g)).Members(), c.peers[i].ID) &&
+				h.Group(uint32(g)).Status().Leader != c.peers[leaders[g]].ID {
 				return nil, false
 			}
 		}

@@ -41,9 +41,7 @@ func (h *Host) groupError(g uint32, err error) error {
 	if errors.Is(err, ErrNotLeader) {
 		var nl *NotLeaderError
 		if !errors.As(err, &nl) {
-			st := h.nodes[g].Status()
-			st.LeaderHTTP = h.httpOf(st)
-			return &NotLeaderError{Group: g, Status: st}
+			return &NotLeaderError{Group: g, Status: h.leaderOf(g)}
 		}
 	}
 	return err
@@ -130,8 +128,12 @@ func (h *Host) onNamed(ctx context.Context, g uint32, c engine.Command) (engine.
 // its source and pushes to its sink in one command.
 const streamGroup uint32 = 1
 
-// on proposes c on group g here, or answers NotLeaderError.
+// on proposes c on group g here, or answers NotLeaderError (this node
+// does not lead g, or does not host it).
 func (h *Host) on(ctx context.Context, g uint32, c engine.Command) (engine.Result, error) {
+	if !h.hosts(g) {
+		return engine.Result{}, h.groupError(g, ErrNotLeader)
+	}
 	r, err := h.nodes[g].Propose(ctx, c)
 	return r, h.groupError(g, err)
 }
@@ -633,7 +635,10 @@ func (h *Host) LeaderRead(ctx context.Context) error {
 // group's.
 func (h *Host) Status() Status {
 	st := h.nodes[Directory].Status()
-	for _, n := range h.nodes[1:] {
+	for g, n := range h.nodes[1:] {
+		if !h.hosts(uint32(g + 1)) {
+			continue // an idle replica has no version or faults of its own
+		}
 		gs := n.Status()
 		st.StorageErrors = max(st.StorageErrors, gs.StorageErrors)
 		st.ClusterVersion = min(st.ClusterVersion, gs.ClusterVersion)

@@ -32,7 +32,7 @@ type Forwarder interface {
 // the wait gives.
 func (h *Host) forward(ctx context.Context, addr string, g uint32, entry []byte) (engine.Result, error) {
 	r, applied, err := h.opts.Forward.Forward(ctx, addr, g, entry)
-	if err != nil || applied == 0 {
+	if err != nil || applied == 0 || !h.hosts(g) {
 		return r, err
 	}
 	c, cancel := context.WithTimeout(ctx, appliedWait)
@@ -73,22 +73,30 @@ func (h *Host) ProposeEntry(ctx context.Context, g uint32, entry []byte) (engine
 
 // run proposes c on group g here when this node leads g, else relays it
 // to g's leader. A leader this node has not learnt the address of yet (it
-// was elected a moment ago) is waited for, up to addressWait.
+// was elected a moment ago), or one that refuses (it has just handed
+// over), is waited for, up to addressWait.
 func (h *Host) run(ctx context.Context, g uint32, c engine.Command) (engine.Result, error) {
 	n := h.nodes[g]
 	deadline := time.Now().Add(addressWait)
 	for {
-		r, err := n.Propose(ctx, c)
+		r, err := engine.Result{}, error(ErrNotLeader)
+		if h.hosts(g) {
+			r, err = n.Propose(ctx, c)
+		}
 		if !errors.Is(err, ErrNotLeader) || h.opts.Forward == nil {
 			return r, h.groupError(g, err)
 		}
-		st := n.Status()
-		if addr := h.httpOf(st); addr != "" && st.Leader != st.ID {
+		if st := h.leaderOf(g); st.LeaderHTTP != "" && st.Leader != h.opts.Node.ID {
 			entry, err := RelayEntry(c)
 			if err != nil {
 				return engine.Result{}, err
 			}
-			return h.forward(ctx, addr, g, entry)
+			r, err := h.forward(ctx, st.LeaderHTTP, g, entry)
+			// A leader that has just handed over refuses, and nothing
+			// was applied: the next look finds its successor.
+			if !errors.Is(err, ErrNotLeader) || time.Now().After(deadline) || ctx.Err() != nil {
+				return r, err
+			}
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return r, h.groupError(g, err)
@@ -172,16 +180,19 @@ func (h *Host) runPart(ctx context.Context, g uint32, c engine.Command) (engine.
 // that leader's address is not known yet.
 func (h *Host) attempt(ctx context.Context, g uint32, a *attempt) (engine.Result, error) {
 	n := h.nodes[g]
-	if n.leading() == nil {
+	if h.hosts(g) && n.leading() == nil {
 		if a.seed == (engine.ID{}) {
 			return n.Propose(ctx, a.cmd)
 		}
 		return n.propose(ctx, a.cmd, a.seed)
 	}
-	st := n.Status()
-	addr := h.httpOf(st)
-	if h.opts.Forward == nil || addr == "" || st.Leader == st.ID {
-		return engine.Result{}, n.notLeader()
+	st := h.leaderOf(g)
+	addr := st.LeaderHTTP
+	if h.opts.Forward == nil || addr == "" || st.Leader == h.opts.Node.ID {
+		if st.Leader == "" {
+			return engine.Result{}, ErrNoLeader
+		}
+		return engine.Result{}, ErrNotLeader
 	}
 	if a.entry == nil {
 		a.entry = command.AppendEntry(nil, []command.Stamped{{Stamp: engine.Stamp{Seed: a.seed}, Cmd: a.cmd}})

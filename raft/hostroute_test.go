@@ -15,7 +15,7 @@ import (
 // hostInternal are the command types a Host proposes itself and never
 // takes through Propose: node announcements and retention sweeps, the
 // directory's placements and lookups, the group list, the outbox's
-// commands (hostoutbox.go), a move's record in the directory, and prepared pushes
+// commands (hostoutbox.go), a move's record in the directory, the record of where groups live, and prepared pushes
 // (which arrive already bound to a group on the cluster path).
 var hostInternal = map[command.Type]bool{
 	command.TypeAnnounce:     true,
@@ -31,6 +31,8 @@ var hostInternal = map[command.Type]bool{
 	command.TypeBeginMove:    true, // the directory's record of a move (hostmove.go)
 	command.TypeEndMove:      true,
 	command.TypeAbortMove:    true,
+	command.TypeReplicas:     true, // the directory's record of where groups live (hostlayout.go)
+	command.TypeGroupLayout:  true,
 }
 
 // proposedAs names, for a row whose log form is a prepared command, the

@@ -45,12 +45,18 @@ func (n *Node) Layout() Layout {
 }
 
 // Layout is every group the Host runs, the directory first, and the
-// servers of the directory's configuration (every group has the same
-// servers until groups are placed on R of N nodes).
+// servers of the directory's configuration (every node is in the
+// directory). A group this node does not host is as the directory records
+// it (hostlayout.go).
 func (h *Host) Layout() Layout {
 	l := Layout{Nodes: h.nodes[Directory].layoutNodes(h.httpAddr)}
-	for _, n := range h.nodes {
-		l.Groups = append(l.Groups, n.layoutGroup())
+	for g, n := range h.nodes {
+		if h.hosts(uint32(g)) {
+			l.Groups = append(l.Groups, n.layoutGroup())
+			continue
+		}
+		rec := h.layoutRecord(uint32(g))
+		l.Groups = append(l.Groups, LayoutGroup{ID: uint32(g), Members: rec.Voters, Leader: rec.Leader})
 	}
 	return l
 }

@@ -51,9 +51,11 @@ const (
 	TypeBeginMove      Type = 32
 	TypeEndMove        Type = 33
 	TypeAbortMove      Type = 34
+	TypeReplicas       Type = 35
+	TypeGroupLayout    Type = 36
 
 	// TypeLast is the highest type number in use: a new type raises it.
-	TypeLast = TypeAbortMove
+	TypeLast = TypeGroupLayout
 )
 
 const (
@@ -163,6 +165,10 @@ var codecs = []codec{
 		}, answersEpoch).from(2),
 	row(TypeAbortMove, func(w *wire.Writer, c AbortMove) { w.Str(c.Queue); w.Uvarint(c.Epoch) },
 		func(r *wire.Reader) AbortMove { return AbortMove{Queue: r.Str(), Epoch: r.Uvarint()} }, answersFound).from(2),
+	// Command version 3: groups on R of N nodes (layout.go).
+	row(TypeReplicas, func(w *wire.Writer, c Replicas) { w.Uvarint(uint64(c.Count)) },
+		func(r *wire.Reader) Replicas { return Replicas{Count: uint32(r.Uvarint())} }, notRelayed).from(3),
+	row(TypeGroupLayout, appendGroupLayout, readGroupLayout, answersFound).from(3),
 }
 
 // codec is one row of the table.

@@ -81,6 +81,8 @@
 //	BeginMove       queue str | to uvarint
 //	EndMove         queue str | to uvarint | epoch uvarint
 //	AbortMove       queue str | epoch uvarint
+//	Replicas        count uvarint
+//	GroupLayout     group uvarint | term uvarint | leader str | n uvarint | n × voter str
 //
 // Groups, PlaceQueue and LookupQueue are the directory's (group 0 of a raft.Host):
 // directory.go.
@@ -90,7 +92,9 @@
 // store verbatim (their layouts are engine/keyspace's), and both name the
 // group they are for, which routes them; the engine does not read it.
 // FreezeQueue (engine/freeze.go) is routed the same way. BeginMove, EndMove
-// and AbortMove are the directory's record of a move (dirmove.go).
+// and AbortMove are the directory's record of a move (dirmove.go); Replicas
+// and GroupLayout its record of where the groups live (layout.go, command
+// version 3: testdata/entry-v1-layout.golden).
 //
 // PushPrepared carries a push the leader prepared before proposing
 // (engine.PushCmd.Prepare): message ids minted, repeats within the request

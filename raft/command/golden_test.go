@@ -150,6 +150,18 @@ var goldenEntries = []struct {
 	{"entry-v1-outbox.golden", outboxCommands},
 	{"entry-v1-move.golden", moveCommands},
 	{"entry-v1-freeze.golden", freezeCommands},
+	{"entry-v1-layout.golden", layoutCommands},
+}
+
+// layoutCommands are the directory's record of where groups live (types
+// 35-36, command version 3) as first written.
+func layoutCommands() []command.Stamped {
+	st := goldenStamp
+	return []command.Stamped{
+		{Stamp: st, Cmd: command.Replicas{Count: 3}},
+		{Stamp: st, Cmd: command.GroupLayout{Group: 2, Term: 7, Leader: "n2", Voters: []string{"n1", "n2", "n4"}}},
+		{Stamp: st, Cmd: command.GroupLayout{Group: 1}},
+	}
 }
 
 // freezeCommands are a move's freeze and the directory's record of it

@@ -10,7 +10,8 @@ import "reflect"
 // (version 1: every type up to TypeLookupLease; version 2: the outbox's,
 // TypeOutboxTx and TypeOutboxDelete, and a queue move's, TypeImportQueue,
 // TypeDropQueue, TypeFreezeQueue, TypeBeginMove, TypeEndMove and
-// TypeAbortMove), and a command that grows
+// TypeAbortMove; version 3: groups on R of N nodes, TypeReplicas and
+// TypeGroupLayout), and a command that grows
 // version 1 the second way (a new value in a flags or enum byte) says so
 // itself by implementing Versioned. MaxVersion is the highest command
 // version this binary applies: a new type or a new value raises it by one
@@ -26,7 +27,7 @@ import "reflect"
 //
 // Part of the cluster's contract — a version number, once given to a
 // command, is never changed or reused.
-const MaxVersion uint8 = 2
+const MaxVersion uint8 = 3
 
 // Versioned is a command whose version depends on its value: one that
 // grew version 1 by a new value of a flags or enum byte returns the

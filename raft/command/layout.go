@@ -1,0 +1,114 @@
+package command
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/internal/wire"
+)
+
+// The directory's record of where the data groups live (issue 30, "R of
+// N"): with more nodes than each group has voters, a node routes a command
+// for a group it is not a member of to the leader this record names, and a
+// read to one of its voters. Its values:
+//
+//	replicas        R, the voters each data group should have (decimal)
+//	layout/<g>      term ";" leader ";" voters joined by "," (sorted)
+//
+// A group's leader reports its voters and itself (GroupLayout) whenever
+// the record differs from what it sees; a report from an older term than
+// the one stored is ignored, so a deposed leader's late report cannot
+// undo its successor's.
+
+// Replicas records R, once: the first count applied stays.
+type Replicas struct {
+	Count uint32
+}
+
+// Apply stores Count unless a count is stored. Value: uint32, the stored
+// count; Err ErrInvalid for 0.
+func (c Replicas) Apply(b *engine.Batch, _ engine.Stamp) engine.Result {
+	if n := ReplicaCount(b.ClusterValue); n != 0 {
+		return engine.Result{Value: n}
+	}
+	if c.Count == 0 {
+		return engine.Result{Value: uint32(0), Err: fmt.Errorf("%w: a group needs at least one voter", engine.ErrInvalid)}
+	}
+	b.SetClusterValue(replicasKey, strconv.FormatUint(uint64(c.Count), 10))
+	return engine.Result{Value: c.Count}
+}
+
+// ReplicaCount is the directory's R, 0 before Replicas applied (a cluster
+// whose every node hosts every group).
+func ReplicaCount(v ClusterValues) uint32 { return parseGroup(v(replicasKey)) }
+
+// GroupLayout is a data group's leader reporting the group's voters and
+// itself at its term.
+type GroupLayout struct {
+	Group  uint32
+	Term   uint64
+	Leader string
+	Voters []string
+}
+
+// Apply records the report unless the record is from a later term, or
+// says the same. Value: bool, whether the record changed; Err ErrInvalid
+// for the directory or a group past the count.
+func (c GroupLayout) Apply(b *engine.Batch, _ engine.Stamp) engine.Result {
+	n := GroupCount(b.ClusterValue)
+	if c.Group == 0 || c.Group > n {
+		return engine.Result{Value: false, Err: fmt.Errorf("%w: group %d is not a data group (the cluster has %d)", engine.ErrInvalid, c.Group, n)}
+	}
+	old := LayoutOf(b.ClusterValue, c.Group)
+	voters := slices.Sorted(slices.Values(c.Voters))
+	if old.Term > c.Term || (old.Term == c.Term && old.Leader == c.Leader && slices.Equal(old.Voters, voters)) {
+		return engine.Result{Value: false}
+	}
+	b.SetClusterValue(layoutKey(c.Group), strconv.FormatUint(c.Term, 10)+";"+c.Leader+";"+strings.Join(voters, ","))
+	return engine.Result{Value: true}
+}
+
+// LayoutOf is group g's record, the zero GroupLayout (Group set) while it
+// has none.
+func LayoutOf(v ClusterValues, g uint32) GroupLayout {
+	out := GroupLayout{Group: g}
+	term, rest, ok := strings.Cut(v(layoutKey(g)), ";")
+	if !ok {
+		return out
+	}
+	leader, voters, _ := strings.Cut(rest, ";")
+	out.Term, _ = strconv.ParseUint(term, 10, 64)
+	out.Leader = leader
+	if voters != "" {
+		out.Voters = strings.Split(voters, ",")
+	}
+	return out
+}
+
+const replicasKey = "replicas"
+
+func layoutKey(g uint32) string { return "layout/" + strconv.FormatUint(uint64(g), 10) }
+
+func appendGroupLayout(w *wire.Writer, c GroupLayout) {
+	w.Uvarint(uint64(c.Group))
+	w.Uvarint(c.Term)
+	w.Str(c.Leader)
+	w.Uvarint(uint64(len(c.Voters)))
+	for _, v := range c.Voters {
+		w.Str(v)
+	}
+}
+
+func readGroupLayout(r *wire.Reader) GroupLayout {
+	c := GroupLayout{Group: uint32(r.Uvarint()), Term: r.Uvarint(), Leader: r.Str()}
+	if n := r.Count(1); n > 0 {
+		c.Voters = make([]string, n)
+		for i := range c.Voters {
+			c.Voters[i] = r.Str()
+		}
+	}
+	return c
+}

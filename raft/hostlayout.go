@@ -1,0 +1,149 @@
+package raft
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	hraft "github.com/hashicorp/raft"
+
+	"github.com/queenmq/queen/raft/command"
+	"github.com/queenmq/queen/raft/placement"
+)
+
+// Groups on R of N nodes (issue 30, ARCHITECTURE.md "Step 2, R voters of
+// N nodes").
+//
+// Every node runs a Node for every group; with HostOptions.Replicas below
+// the founders' count, only R of them are the group's voters, and the
+// others are idle: in no configuration, so they never campaign and apply
+// nothing until a leader adds them. The directory stays on every node, and
+// holds where each group lives: its R (command.Replicas) and, per group,
+// the voters and leader its leader last reported (command.GroupLayout,
+// reported by layoutLoop). A node routes a command for a group it does not
+// host to the leader that record names (the cluster path), and answers a
+// read of it from that leader (hostremote.go).
+
+// founders is group g's voters at a cluster's first start: every founder
+// (the directory, or every group when R is 0 or covers them all), else R
+// of them by the placement rule, which every founder computes alike.
+func founders(peers []Peer, r int, groups int, g uint32) []Peer {
+	if g == Directory || r <= 0 || r >= len(peers) {
+		return peers
+	}
+	nodes := make([]placement.Node, len(peers))
+	for i, p := range peers {
+		nodes[i] = placement.Node{ID: p.ID, Live: true}
+	}
+	gs := make([]placement.Group, groups)
+	for i := range gs {
+		gs[i].ID = uint32(i + 1)
+	}
+	var voters []string
+	for _, s := range placement.Plan(gs, nodes, r) {
+		if s.Group == g && s.Add != "" {
+			voters = append(voters, s.Add)
+		}
+	}
+	return slices.DeleteFunc(slices.Clone(peers), func(p Peer) bool { return !slices.Contains(voters, p.ID) })
+}
+
+// member reports whether this node is in its group's configuration, as a
+// voter or a non-voter catching up.
+func (n *Node) member() bool {
+	conf, err := n.configuration()
+	if err != nil {
+		return false
+	}
+	self := hraft.ServerID(n.opts.ID)
+	return slices.ContainsFunc(conf.Servers, func(s hraft.Server) bool { return s.ID == self })
+}
+
+// hosts reports whether this node serves group g from its own replica: the
+// directory always; a data group when the directory's record lists this
+// node among its voters, or, before any record (every node hosts every
+// group, or the group's leader has not reported yet), when this node is
+// in the group's configuration. A node the record leaves out (removed
+// while it was down, or a non-voter still catching up) routes to the
+// voters instead: its replica may be stale.
+func (h *Host) hosts(g uint32) bool {
+	if g == Directory {
+		return true
+	}
+	rec := h.layoutRecord(g)
+	if rec.Term == 0 {
+		return h.nodes[g].member()
+	}
+	return slices.Contains(rec.Voters, h.opts.Node.ID)
+}
+
+// layoutRecord is group g's record in this node's directory replica.
+func (h *Host) layoutRecord(g uint32) command.GroupLayout {
+	return command.LayoutOf(h.nodes[Directory].engine.ClusterValue, g)
+}
+
+// leaderOf is group g's leader and its HTTP address ("" while unknown):
+// as this node's replica follows it when it hosts g, else as the
+// directory records it.
+func (h *Host) leaderOf(g uint32) Status {
+	if h.hosts(g) {
+		st := h.nodes[g].Status()
+		st.LeaderHTTP = h.httpOf(st)
+		return st
+	}
+	st := Status{ID: h.opts.Node.ID, Role: "none", Leader: h.layoutRecord(g).Leader}
+	st.LeaderHTTP = h.httpOf(st)
+	return st
+}
+
+// ReplicaCount is R as the directory records it, 0 when every node hosts
+// every group.
+func (h *Host) ReplicaCount() uint32 {
+	return command.ReplicaCount(h.nodes[Directory].engine.ClusterValue)
+}
+
+// layoutLoop reports, for each data group this node leads, its voters and
+// itself to the directory whenever the directory's record says otherwise
+// (command.GroupLayout): the record other nodes route by. It looks every
+// layoutInterval, so a new leader is on record within about that and a
+// commit of the directory.
+func (h *Host) layoutLoop() {
+	defer h.wg.Done()
+	t := time.NewTicker(layoutInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-h.done:
+			return
+		}
+		for g := uint32(1); int(g) < len(h.nodes); g++ {
+			h.reportLayout(g)
+		}
+	}
+}
+
+// layoutInterval is how often layoutLoop looks.
+const layoutInterval = 200 * time.Millisecond
+
+// reportLayout reports group g's layout if this node leads g and the
+// directory's record differs.
+func (h *Host) reportLayout(g uint32) {
+	n := h.nodes[g]
+	if n.raft.State() != hraft.Leader || h.GroupCount() == 0 {
+		return
+	}
+	term := n.raft.CurrentTerm()
+	voters := n.Members()
+	rec := h.layoutRecord(g)
+	if rec.Term == term && rec.Leader == n.opts.ID && slices.Equal(rec.Voters, voters) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), n.opts.ApplyTimeout)
+	defer cancel()
+	_, err := h.run(ctx, Directory, command.GroupLayout{Group: g, Term: term, Leader: n.opts.ID, Voters: voters})
+	if err != nil && !errors.Is(err, ErrShutdown) && !errors.Is(err, ErrClusterVersion) {
+		n.log.Debug("raft: host: report the group's layout to the directory", "err", err)
+	}
+}

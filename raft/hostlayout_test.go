@@ -1,0 +1,123 @@
+package raft_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/raft"
+)
+
+// openSpreadHosts opens n hosts running groups data groups of r voters
+// each, at the current command version (the directory's record of the
+// layout needs it).
+func openSpreadHosts(t *testing.T, n, groups, r int) *hosts {
+	t.Helper()
+	c := openHostsOf(t, n, groups, r, func(o *raft.Options) {
+		o.Versions, o.VersionInterval = allCurrent{}, 50*time.Millisecond
+	})
+	c.relayInProcess()
+	c.leaders(nil)
+	c.layoutRecorded(r)
+	return c
+}
+
+// layoutRecorded waits until every host's directory records each data
+// group's r voters and a leader.
+func (c *hosts) layoutRecorded(r int) {
+	c.t.Helper()
+	waitFor(c.t, fmt.Sprintf("every host's directory to record %d voters and a leader per group", r), func() bool {
+		for _, h := range c.h {
+			if h == nil {
+				continue
+			}
+			for _, g := range h.Layout().Groups[1:] {
+				if len(g.Members) != r || g.Leader == "" {
+					return false
+				}
+			}
+		}
+		return true
+	})
+}
+
+// TestHost_GroupsOnROfN: four hosts, four groups of three voters. Each
+// host is a voter of three groups and its replica of the fourth applies
+// nothing; pushes, pops and acks through every host reach every group.
+func TestHost_GroupsOnROfN(t *testing.T) {
+	c := openSpreadHosts(t, 4, 4, 3)
+	l := c.h[0].Layout()
+	per := map[string]int{}
+	for _, g := range l.Groups[1:] {
+		for _, m := range g.Members {
+			per[m]++
+		}
+	}
+	for _, p := range c.peers {
+		if per[p.ID] != 3 {
+			t.Fatalf("node %s is a voter of %d groups, want 3 (layout %+v)", p.ID, per[p.ID], l.Groups)
+		}
+	}
+	if len(l.Nodes) != 4 || len(l.Groups[0].Members) != 4 {
+		t.Fatalf("the directory has %d nodes and %d voters, want every node in it: %+v", len(l.Nodes), len(l.Groups[0].Members), l)
+	}
+
+	// Two queues per group, each pushed to through every host.
+	var queues []string
+	for g := uint32(1); g <= 4; g++ {
+		for k := range 2 {
+			q := fmt.Sprintf("q%d-%d", g, k)
+			if got, err := c.h[0].Place(ctxT(t), q, g); err != nil || got != g {
+				t.Fatalf("place %s in %d: %d, %v", q, g, got, err)
+			}
+			queues = append(queues, q)
+		}
+	}
+	for i, h := range c.h {
+		var items []engine.PushItem
+		for _, q := range queues {
+			items = append(items, engine.PushItem{Queue: q, TransactionID: fmt.Sprintf("%s-%d", q, i), Payload: []byte(`{}`)})
+		}
+		res, err := raft.Propose[[]engine.PushResult](ctxT(t), h, engine.PushCmd{Items: items})
+		if err != nil {
+			t.Fatalf("push through %s: %v", c.peers[i].ID, err)
+		}
+		for k, r := range res {
+			if r.Status != engine.Queued {
+				t.Fatalf("push through %s: item %d (%s) answered %+v", c.peers[i].ID, k, queues[k], r)
+			}
+		}
+	}
+	// Each message popped and acked through a host that is not a voter of
+	// its group when there is one (the pop forwarded as the edge does,
+	// the ack routed by the Host).
+	for _, q := range queues {
+		g := c.h[0].Placement(q)
+		members := l.Groups[g].Members
+		var via *raft.Host
+		for i, p := range c.peers {
+			if !slices.Contains(members, p.ID) {
+				via = c.h[i]
+			}
+		}
+		for range c.h {
+			item := popOne(t, c, via, q)
+			res, err := raft.Propose[[]engine.AckResult](ctxT(t), via, engine.AckCmd{Items: []engine.AckItem{item}})
+			if err != nil || len(res) != 1 || !res[0].Success {
+				t.Fatalf("ack %s through a non-member: %+v, %v", q, res, err)
+			}
+		}
+	}
+	// Only the voters of a group hold its data: a non-member's replica
+	// applied nothing.
+	for g := uint32(1); g <= 4; g++ {
+		for i, h := range c.h {
+			applied := h.Group(g).Status().Applied
+			if member := slices.Contains(l.Groups[g].Members, c.peers[i].ID); member == (applied == 0) {
+				t.Fatalf("group %d on %s (member %v): applied %d", g, c.peers[i].ID, member, applied)
+			}
+		}
+	}
+}
