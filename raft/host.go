@@ -98,6 +98,16 @@ type HostOptions struct {
 	// move must be to be undone (defaults 5 s and 5 min).
 	MoveInterval time.Duration
 	MoveTimeout  time.Duration
+	// RebalanceInterval is how often each node does its part in moving
+	// replicas (rebalance.go; default 1 s). ReplaceAfter is how long a
+	// node's heartbeats must have failed, as the directory's leader sees
+	// them, before its replicas are re-created on other nodes (0: never).
+	// StepTimeout is how long one replica step may run before it is
+	// abandoned (default 10 min: a snapshot of tens of GB at a few
+	// hundred MB/s).
+	RebalanceInterval time.Duration
+	ReplaceAfter      time.Duration
+	StepTimeout       time.Duration
 	// OnMove, when set, is called with how each move this node ran ended:
 	// a MoveQueue that recorded its move, or a stalled move moveLoop
 	// undid on the directory's leader (the node's move metrics, package
@@ -121,6 +131,8 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 	o.MoveWait = cmp.Or(o.MoveWait, 30*time.Second)
 	o.MoveInterval = cmp.Or(o.MoveInterval, 5*time.Second)
 	o.MoveTimeout = cmp.Or(o.MoveTimeout, 5*time.Minute)
+	o.RebalanceInterval = cmp.Or(o.RebalanceInterval, time.Second)
+	o.StepTimeout = cmp.Or(o.StepTimeout, 10*time.Minute)
 	opts := o.Node
 	if opts.Forward == nil {
 		opts.Forward = o.Forward
@@ -190,8 +202,9 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 			}
 		}
 	}
-	h.wg.Add(4)
+	h.wg.Add(5)
 	go h.layoutLoop()
+	go h.rebalanceLoop()
 	go h.spreadLoop()
 	go h.outboxLoop()
 	go h.moveLoop()

@@ -36,8 +36,13 @@ type hosts struct {
 	fwd []*swapForwarder
 	// adjust, when set, changes each host's node options before it opens.
 	adjust func(*raft.Options)
-	// replicas is HostOptions.Replicas (0: every group on every host).
-	replicas int
+	// replicas is HostOptions.Replicas (0: every group on every host),
+	// replaceAfter HostOptions.ReplaceAfter.
+	replicas     int
+	replaceAfter time.Duration
+	// founders is how many of peers bootstrapped the cluster: the others
+	// joined it (join).
+	founders int
 	// moved are the move outcomes each node reported (HostOptions.OnMove),
 	// by node id.
 	movedMu sync.Mutex
@@ -62,9 +67,12 @@ func openHostsWith(t *testing.T, n, groups int, adjust func(*raft.Options)) *hos
 
 // openHostsOf opens n hosts whose groups have replicas voters each (0:
 // every group on every host).
-func openHostsOf(t *testing.T, n, groups, replicas int, adjust func(*raft.Options)) *hosts {
+func openHostsOf(t *testing.T, n, groups, replicas int, adjust func(*raft.Options), set ...func(*hosts)) *hosts {
 	t.Helper()
-	c := &hosts{t: t, g: groups, h: make([]*raft.Host, n), adjust: adjust, replicas: replicas}
+	c := &hosts{t: t, g: groups, h: make([]*raft.Host, n), adjust: adjust, replicas: replicas, founders: n}
+	for _, f := range set {
+		f(c)
+	}
 	base := t.TempDir()
 	for i, a := range rafttest.FreeAddrs(t, n) {
 		id := fmt.Sprintf("n%d", i+1)
@@ -88,7 +96,9 @@ func (c *hosts) start(i int) *raft.Host {
 	o := rafttest.Options(id, c.dirs[i])
 	o.RaftAddr = c.peers[i].Addr
 	o.HTTPAddr = "http-" + c.peers[i].ID
-	o.Peers = c.peers
+	if i < c.founders {
+		o.Peers = c.peers[:c.founders]
+	}
 	o.ClusterSecret = "correct horse battery staple"
 	o.RetentionInterval = 0
 	if c.adjust != nil {
@@ -99,7 +109,8 @@ func (c *hosts) start(i int) *raft.Host {
 	}
 	h, err := raft.OpenHost(raft.HostOptions{Node: o, Groups: c.g, Replicas: c.replicas, SpreadInterval: 50 * time.Millisecond, SpreadHold: 300 * time.Millisecond,
 		PartWait: time.Second, Forward: c.fwd[i], OutboxInterval: 50 * time.Millisecond, OutboxAge: 200 * time.Millisecond,
-		MoveInterval: 100 * time.Millisecond, MoveTimeout: 3 * time.Second, OnMove: func(o raft.MoveOutcome) {
+		MoveInterval: 100 * time.Millisecond, MoveTimeout: 3 * time.Second,
+		RebalanceInterval: 100 * time.Millisecond, ReplaceAfter: c.replaceAfter, StepTimeout: 20 * time.Second, OnMove: func(o raft.MoveOutcome) {
 			c.movedMu.Lock()
 			defer c.movedMu.Unlock()
 			if c.moved == nil {

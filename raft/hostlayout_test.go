@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/engine/cursor"
 	"github.com/queenmq/queen/raft"
 )
 
@@ -103,7 +104,13 @@ func TestHost_GroupsOnROfN(t *testing.T) {
 			}
 		}
 		for range c.h {
-			item := popOne(t, c, via, q)
+			r, err := c.patient(via, engine.PopCmd{Queue: q, Batch: 1, Partitions: 1})
+			if err != nil || len(r.Value.(engine.PopResult).Messages) != 1 {
+				t.Fatalf("pop %s through a non-member: %+v, %v", q, r.Value, err)
+			}
+			pop := r.Value.(engine.PopResult)
+			m := pop.Messages[0]
+			item := engine.AckItem{TransactionID: m.TransactionID, PartitionID: m.PartitionID, Lease: pop.LeaseID, Status: cursor.Completed}
 			res, err := raft.Propose[[]engine.AckResult](ctxT(t), via, engine.AckCmd{Items: []engine.AckItem{item}})
 			if err != nil || len(res) != 1 || !res[0].Success {
 				t.Fatalf("ack %s through a non-member: %+v, %v", q, res, err)

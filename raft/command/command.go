@@ -53,9 +53,10 @@ const (
 	TypeAbortMove      Type = 34
 	TypeReplicas       Type = 35
 	TypeGroupLayout    Type = 36
+	TypeReplicaStep    Type = 37
 
 	// TypeLast is the highest type number in use: a new type raises it.
-	TypeLast = TypeGroupLayout
+	TypeLast = TypeReplicaStep
 )
 
 const (
@@ -169,6 +170,7 @@ var codecs = []codec{
 	row(TypeReplicas, func(w *wire.Writer, c Replicas) { w.Uvarint(uint64(c.Count)) },
 		func(r *wire.Reader) Replicas { return Replicas{Count: uint32(r.Uvarint())} }, notRelayed).from(3),
 	row(TypeGroupLayout, appendGroupLayout, readGroupLayout, answersFound).from(3),
+	row(TypeReplicaStep, appendReplicaStep, readReplicaStep, answersFound).from(3),
 }
 
 // codec is one row of the table.

@@ -83,6 +83,7 @@
 //	AbortMove       queue str | epoch uvarint
 //	Replicas        count uvarint
 //	GroupLayout     group uvarint | term uvarint | leader str | n uvarint | n × voter str
+//	ReplicaStep     group uvarint | add str | remove str | phase u8 (0 begin, 1 ready, 2 done)
 //
 // Groups, PlaceQueue and LookupQueue are the directory's (group 0 of a raft.Host):
 // directory.go.

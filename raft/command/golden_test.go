@@ -154,13 +154,15 @@ var goldenEntries = []struct {
 }
 
 // layoutCommands are the directory's record of where groups live (types
-// 35-36, command version 3) as first written.
+// 35-37, command version 3) as first written.
 func layoutCommands() []command.Stamped {
 	st := goldenStamp
 	return []command.Stamped{
 		{Stamp: st, Cmd: command.Replicas{Count: 3}},
 		{Stamp: st, Cmd: command.GroupLayout{Group: 2, Term: 7, Leader: "n2", Voters: []string{"n1", "n2", "n4"}}},
 		{Stamp: st, Cmd: command.GroupLayout{Group: 1}},
+		{Stamp: st, Cmd: command.ReplicaStep{Group: 3, Add: "n5", Remove: "n2"}},
+		{Stamp: st, Cmd: command.ReplicaStep{Group: 3, Add: "n5", Phase: command.StepDone}},
 	}
 }
 

@@ -112,3 +112,91 @@ func readGroupLayout(r *wire.Reader) GroupLayout {
 	}
 	return c
 }
+
+// ReplicaStep is the directory's record of the one step of a placement
+// plan (raft/placement) a data group is taking: it gains a voter on Add,
+// then loses the one on Remove. Its value, under step/<g>:
+//
+//	add ";" remove ";" ready (0 or 1)
+//
+// The directory's leader begins a step (StepBegin, refused while the group
+// has one); the node named by Add says its replica has caught up
+// (StepReady); the group's leader, which carries the step out, ends it
+// (StepDone). A phase for a step other than the one recorded changes
+// nothing, so a late or repeated one is harmless.
+type ReplicaStep struct {
+	Group  uint32
+	Add    string
+	Remove string
+	Phase  uint8
+}
+
+// The phases of a ReplicaStep.
+const (
+	StepBegin uint8 = iota
+	StepReady
+	StepDone
+)
+
+// Apply records the phase. Value: bool, whether the record changed; Err
+// ErrInvalid for a group that is not a data group, a step that adds and
+// removes the same node or neither, or an unknown phase.
+func (c ReplicaStep) Apply(b *engine.Batch, _ engine.Stamp) engine.Result {
+	n := GroupCount(b.ClusterValue)
+	switch {
+	case c.Group == 0 || c.Group > n:
+		return engine.Result{Value: false, Err: fmt.Errorf("%w: group %d is not a data group (the cluster has %d)", engine.ErrInvalid, c.Group, n)}
+	case c.Add == c.Remove:
+		return engine.Result{Value: false, Err: fmt.Errorf("%w: a replica step must add or remove a node, not both the same", engine.ErrInvalid)}
+	case c.Phase > StepDone:
+		return engine.Result{Value: false, Err: fmt.Errorf("%w: replica step phase %d", engine.ErrInvalid, c.Phase)}
+	}
+	old, pending := StepOf(b.ClusterValue, c.Group)
+	same := pending && old.Add == c.Add && old.Remove == c.Remove
+	switch {
+	case c.Phase == StepBegin && !pending:
+		b.SetClusterValue(stepKey(c.Group), c.Add+";"+c.Remove+";0")
+	case c.Phase == StepReady && same && old.Phase != StepReady:
+		b.SetClusterValue(stepKey(c.Group), c.Add+";"+c.Remove+";1")
+	case c.Phase == StepDone && same:
+		b.SetClusterValue(stepKey(c.Group), "")
+	default:
+		return engine.Result{Value: false}
+	}
+	return engine.Result{Value: true}
+}
+
+// StepOf is group g's step under way (Phase StepBegin or StepReady), and
+// whether it has one.
+func StepOf(v ClusterValues, g uint32) (ReplicaStep, bool) {
+	s := v(stepKey(g))
+	if s == "" {
+		return ReplicaStep{Group: g}, false
+	}
+	parts := strings.SplitN(s, ";", 3)
+	if len(parts) != 3 {
+		return ReplicaStep{Group: g}, false
+	}
+	st := ReplicaStep{Group: g, Add: parts[0], Remove: parts[1]}
+	if parts[2] == "1" {
+		st.Phase = StepReady
+	}
+	return st, true
+}
+
+func stepKey(g uint32) string { return "step/" + strconv.FormatUint(uint64(g), 10) }
+
+func appendReplicaStep(w *wire.Writer, c ReplicaStep) {
+	w.Uvarint(uint64(c.Group))
+	w.Str(c.Add)
+	w.Str(c.Remove)
+	w.U8(c.Phase)
+}
+
+func readReplicaStep(r *wire.Reader) ReplicaStep {
+	c := ReplicaStep{Group: uint32(r.Uvarint()), Add: r.Str(), Remove: r.Str(), Phase: r.U8()}
+	if c.Phase > StepDone {
+		r.Fail("replica step phase %d", c.Phase)
+	}
+	return c
+}

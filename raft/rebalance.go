@@ -1,0 +1,262 @@
+package raft
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	hraft "github.com/hashicorp/raft"
+
+	"github.com/queenmq/queen/raft/command"
+	"github.com/queenmq/queen/raft/placement"
+)
+
+// Moving replicas (issue 30 items 2 and 3): a node that joins receives
+// replicas, a node dead for HostOptions.ReplaceAfter has its replicas
+// re-created elsewhere, by one protocol kept in the directory so that it
+// survives any node's failure part way.
+//
+//  1. The directory's leader plans from the directory's records (each
+//     group's voters, GroupLayout) and the nodes (the directory's servers,
+//     a node dead once its heartbeats have failed for ReplaceAfter) with
+//     raft/placement, and records the plan's first step (ReplicaStep,
+//     StepBegin): group g gains a voter on Add, then loses Remove. One step
+//     at a time in the whole cluster: a step costs a snapshot's transfer,
+//     and steps one after the other keep that to one node's link at once.
+//  2. Group g's leader adds Add as a non-voter: it takes the snapshot and
+//     the log, and counts towards no quorum while it does.
+//  3. Add, once its replica has applied everything its leader committed,
+//     records it (StepReady).
+//  4. g's leader promotes Add to voter, then removes Remove (handing its
+//     leadership over first when Remove is itself), reports the new voters
+//     (GroupLayout) and ends the step (StepDone).
+//
+// A group therefore never has fewer voters than it started the step with.
+// A step whose Add never catches up (it died) is abandoned by the
+// directory's leader after StepTimeout, and a non-voter no step names is
+// removed by its group's leader, so the next plan starts from a clean
+// configuration.
+
+// rebalanceLoop runs every node's part of the protocol every
+// RebalanceInterval.
+func (h *Host) rebalanceLoop() {
+	defer h.wg.Done()
+	t := time.NewTicker(h.opts.RebalanceInterval)
+	defer t.Stop()
+	// dead is when the directory's leader first saw each node's
+	// heartbeats fail (this goroutine's only), stepSeen when it first saw
+	// each group's step under way.
+	dead := map[string]time.Time{}
+	stepSeen := map[command.ReplicaStep]time.Time{}
+	for {
+		select {
+		case <-t.C:
+		case <-h.done:
+			return
+		}
+		if h.ReplicaCount() == 0 || h.nodes[Directory].ClusterVersion() < 3 {
+			continue
+		}
+		for g := uint32(1); int(g) < len(h.nodes); g++ {
+			h.stepGroup(g)
+		}
+		h.plan(time.Now(), dead, stepSeen)
+	}
+}
+
+// stepGroup does this node's part of group g's step under way, if any:
+// as its Add, say when caught up; as g's leader, carry it out.
+func (h *Host) stepGroup(g uint32) {
+	n := h.nodes[g]
+	step, ok := command.StepOf(h.nodes[Directory].engine.ClusterValue, g)
+	leads := n.raft.State() == hraft.Leader
+	switch {
+	case !ok && leads:
+		h.dropStrayNonvoters(g, "")
+	case !ok:
+	case step.Add == h.opts.Node.ID && step.Phase == command.StepBegin && n.caughtUp():
+		h.proposeStep(command.ReplicaStep{Group: g, Add: step.Add, Remove: step.Remove, Phase: command.StepReady})
+	case leads:
+		h.carryOut(g, step)
+	}
+}
+
+// caughtUp reports whether this replica is a member of its group that has
+// applied everything its leader has told it is committed, the add that
+// made it a member included, and heard from that leader lately.
+func (n *Node) caughtUp() bool {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil || !n.member() {
+		return false
+	}
+	_, leader := n.raft.LeaderWithID()
+	commit := n.raft.CommitIndex()
+	return leader != "" && commit >= f.Index() && n.raft.AppliedIndex() >= commit &&
+		time.Since(n.raft.LastContact()) < 2*n.opts.ElectionTimeout
+}
+
+// carryOut takes the next action of group g's step on g's leader: each
+// call does one membership change at most, and the next tick sees its
+// result in the configuration.
+func (h *Host) carryOut(g uint32, step command.ReplicaStep) {
+	n := h.nodes[g]
+	conf, err := n.configuration()
+	if err != nil {
+		return
+	}
+	suffrage := func(id string) (hraft.ServerSuffrage, bool) {
+		for _, s := range conf.Servers {
+			if string(s.ID) == id {
+				return s.Suffrage, true
+			}
+		}
+		return 0, false
+	}
+	h.dropStrayNonvoters(g, step.Add)
+	to := n.opts.ApplyTimeout
+	addS, added := suffrage(step.Add)
+	_, removing := suffrage(step.Remove)
+	switch {
+	case step.Add != "" && !added:
+		addr := h.raftAddr(step.Add)
+		if addr == "" {
+			return // not in the directory (left since): the step times out
+		}
+		err = n.raft.AddNonvoter(hraft.ServerID(step.Add), addr, 0, to).Error()
+	case step.Add != "" && addS != hraft.Voter:
+		if step.Phase != command.StepReady {
+			return // still catching up
+		}
+		err = n.raft.AddVoter(hraft.ServerID(step.Add), h.raftAddr(step.Add), 0, to).Error()
+	case step.Remove != "" && removing && step.Remove == n.opts.ID:
+		// A leader removing itself would leave the group leaderless
+		// until an election: hand over first, and the new leader goes on.
+		err = n.raft.LeadershipTransfer().Error()
+	case step.Remove != "" && removing:
+		err = n.raft.RemoveServer(hraft.ServerID(step.Remove), 0, to).Error()
+	default:
+		h.reportLayout(g)
+		if slices.Equal(h.layoutRecord(g).Voters, n.Members()) {
+			h.proposeStep(command.ReplicaStep{Group: g, Add: step.Add, Remove: step.Remove, Phase: command.StepDone})
+			n.log.Info("raft: replica step done", "add", step.Add, "remove", step.Remove)
+		}
+		return
+	}
+	if err != nil && !errors.Is(err, hraft.ErrNotLeader) && !errors.Is(err, hraft.ErrLeadershipLost) {
+		n.log.Warn("raft: replica step", "add", step.Add, "remove", step.Remove, "err", err)
+	}
+}
+
+// dropStrayNonvoters removes, on group g's leader, the non-voters no step
+// names (keep): an abandoned step's.
+func (h *Host) dropStrayNonvoters(g uint32, keep string) {
+	n := h.nodes[g]
+	conf, err := n.configuration()
+	if err != nil {
+		return
+	}
+	for _, s := range conf.Servers {
+		if s.Suffrage == hraft.Nonvoter && string(s.ID) != keep {
+			if err := n.raft.RemoveServer(s.ID, 0, n.opts.ApplyTimeout).Error(); err != nil {
+				n.log.Debug("raft: remove a non-voter no step names", "node", s.ID, "err", err)
+			}
+		}
+	}
+}
+
+// raftAddr is node id's Raft address as the directory's configuration has
+// it ("" when it is not a server there).
+func (h *Host) raftAddr(id string) hraft.ServerAddress {
+	conf, err := h.nodes[Directory].configuration()
+	if err != nil {
+		return ""
+	}
+	for _, s := range conf.Servers {
+		if string(s.ID) == id {
+			return s.Address
+		}
+	}
+	return ""
+}
+
+// proposeStep records a phase of a step in the directory (here or relayed).
+func (h *Host) proposeStep(c command.ReplicaStep) {
+	ctx, cancel := context.WithTimeout(context.Background(), h.opts.Node.ApplyTimeout)
+	defer cancel()
+	if _, err := h.run(ctx, Directory, c); err != nil && !errors.Is(err, ErrShutdown) {
+		h.opts.Node.Logger.Debug("raft: record a replica step", "group", c.Group, "phase", c.Phase, "err", err)
+	}
+}
+
+// plan is the directory leader's part: abandon a step that has run past
+// StepTimeout, else, with none under way, record the plan's first step;
+// with nothing to do, remove from the directory the nodes that are dead
+// and hold no replica.
+func (h *Host) plan(now time.Time, dead map[string]time.Time, stepSeen map[command.ReplicaStep]time.Time) {
+	d := h.nodes[Directory]
+	if d.raft.State() != hraft.Leader {
+		clear(dead)
+		clear(stepSeen)
+		return
+	}
+	conf, err := d.configuration()
+	if err != nil {
+		return
+	}
+	var nodes []placement.Node
+	for _, s := range conf.Servers {
+		id := string(s.ID)
+		switch {
+		case id == d.opts.ID || !d.live.isFailing(s.ID):
+			delete(dead, id)
+		case dead[id].IsZero():
+			dead[id] = now
+		}
+		gone := h.opts.ReplaceAfter > 0 && !dead[id].IsZero() && now.Sub(dead[id]) >= h.opts.ReplaceAfter
+		nodes = append(nodes, placement.Node{ID: id, Live: !gone})
+	}
+	var groups []placement.Group
+	under := false
+	for g := uint32(1); int(g) < len(h.nodes); g++ {
+		rec := h.layoutRecord(g)
+		if rec.Term == 0 {
+			return // a group not on record yet: plan once every group is
+		}
+		groups = append(groups, placement.Group{ID: g, Voters: rec.Voters})
+		step, ok := command.StepOf(d.engine.ClusterValue, g)
+		if !ok {
+			continue
+		}
+		under = true
+		key := command.ReplicaStep{Group: g, Add: step.Add, Remove: step.Remove}
+		if stepSeen[key].IsZero() {
+			stepSeen[key] = now
+		} else if now.Sub(stepSeen[key]) >= h.opts.StepTimeout {
+			d.log.Warn("raft: abandoning a replica step that did not finish", "group", g, "add", step.Add, "remove", step.Remove)
+			key.Phase = command.StepDone
+			h.proposeStep(key)
+			delete(stepSeen, command.ReplicaStep{Group: g, Add: step.Add, Remove: step.Remove})
+		}
+	}
+	if under {
+		return
+	}
+	clear(stepSeen)
+	steps := placement.Plan(groups, nodes, int(h.ReplicaCount()))
+	if len(steps) > 0 {
+		s := steps[0]
+		d.log.Info("raft: replica step", "group", s.Group, "add", s.Add, "remove", s.Remove)
+		h.proposeStep(command.ReplicaStep{Group: s.Group, Add: s.Add, Remove: s.Remove})
+		return
+	}
+	for _, nd := range nodes {
+		if nd.Live || slices.ContainsFunc(groups, func(g placement.Group) bool { return slices.Contains(g.Voters, nd.ID) }) {
+			continue
+		}
+		d.log.Warn("raft: removing a dead node from the directory: its replicas were re-created", "node", nd.ID)
+		if err := d.Leave(nd.ID, false); err != nil {
+			d.log.Warn("raft: remove a dead node from the directory", "node", nd.ID, "err", err)
+		}
+	}
+}

@@ -1,0 +1,295 @@
+package raft_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/raft/rafttest"
+)
+
+// join starts one more host, not a founder, and adds it to the directory
+// through the directory's leader, as `queen serve --join` does on a
+// cluster whose groups are on R of N nodes; it returns its index.
+func (c *hosts) join() int {
+	c.t.Helper()
+	id := fmt.Sprintf("n%d", len(c.peers)+1)
+	addr := rafttest.FreeAddrs(c.t, 1)[0]
+	c.mu.Lock()
+	c.peers = append(c.peers, raft.Peer{ID: id, Addr: addr})
+	c.dirs = append(c.dirs, filepath.Join(filepath.Dir(c.dirs[0]), id))
+	c.h = append(c.h, nil)
+	c.mu.Unlock()
+	i := len(c.peers) - 1
+	c.start(i)
+	c.relayInProcess()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var err error = raft.ErrNoLeader
+		for _, h := range c.h {
+			if h != nil && h.Group(raft.Directory).Status().Role == "leader" {
+				err = h.JoinGroup(raft.Directory, id, addr, false)
+				break
+			}
+		}
+		if err == nil {
+			return i
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("join %s to the directory: %v", id, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// spread waits until every running host's directory records each data
+// group with r voters, all on running hosts (not down), no node a voter of
+// more groups than another plus one, and every running host a voter of
+// some group; it returns the voters each node has.
+func (c *hosts) spread(r int, down string) map[string]int {
+	c.t.Helper()
+	var per map[string]int
+	var last string
+	waitForLong(c.t, "the groups to spread evenly over the running hosts", 90*time.Second, func() bool {
+		per = map[string]int{}
+		for i, h := range c.h {
+			if h != nil {
+				per[c.peers[i].ID] = 0
+			}
+		}
+		// Every running host's directory says the same.
+		first := ""
+		for _, h := range c.h {
+			if h == nil {
+				continue
+			}
+			l := h.Layout()
+			last = fmt.Sprintf("%+v", l.Groups[1:])
+			if first == "" {
+				first = last
+			}
+			if last != first {
+				return false
+			}
+			for _, g := range l.Groups[1:] {
+				if len(g.Members) != r || g.Leader == "" || slices.Contains(g.Members, down) {
+					return false
+				}
+			}
+		}
+		for _, g := range c.running().Layout().Groups[1:] {
+			for _, m := range g.Members {
+				per[m]++
+			}
+		}
+		lo, hi := 1<<30, 0
+		for _, k := range per {
+			lo, hi = min(lo, k), max(hi, k)
+		}
+		return lo > 0 && hi-lo <= 1
+	})
+	c.t.Logf("voters per node %v (layout %s)", per, last)
+	return per
+}
+
+func (c *hosts) running() *raft.Host {
+	for _, h := range c.h {
+		if h != nil {
+			return h
+		}
+	}
+	return nil
+}
+
+func waitForLong(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// pushLoad pushes through every running host in turn, one message a
+// request, until stop is closed, retrying what may succeed later; it
+// returns the transaction ids answered queued or duplicate.
+func pushLoad(t *testing.T, c *hosts, queues []string, stop <-chan struct{}) func() []string {
+	var (
+		mu    sync.Mutex
+		acked []string
+		wg    sync.WaitGroup
+		seq   atomic.Int64
+	)
+	for w := range 2 {
+		wg.Go(func() {
+			for k := 0; k < 2000; k++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				var h *raft.Host
+				c.mu.Lock()
+				for j := range c.h {
+					if hh := c.h[(k+w+j)%len(c.h)]; hh != nil {
+						h = hh
+						break
+					}
+				}
+				c.mu.Unlock()
+				txn := fmt.Sprintf("w%d-%d", w, seq.Add(1))
+				q := queues[k%len(queues)]
+				r, err := c.patient(h, engine.PushCmd{Items: []engine.PushItem{{Queue: q, TransactionID: txn, Payload: []byte(`{}`)}}})
+				if err != nil {
+					continue // not acknowledged: may or may not be stored
+				}
+				if res := r.Value.([]engine.PushResult); res[0].Status == engine.Queued || res[0].Status == engine.Duplicate {
+					mu.Lock()
+					acked = append(acked, q+"/"+txn)
+					mu.Unlock()
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		})
+	}
+	return func() []string {
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(acked)
+	}
+}
+
+// stored drains each queue through host h (a consumer group of its own,
+// auto-acked) and returns queue/txn of every message, failing on a
+// message delivered twice.
+func storedVia(t *testing.T, c *hosts, h *raft.Host, queues []string) []string {
+	t.Helper()
+	var out []string
+	for _, q := range queues {
+		for {
+			r, err := c.patient(h, engine.PopCmd{Queue: q, Group: "check", Batch: 500, Partitions: 1, AutoAck: true})
+			if err != nil {
+				t.Fatalf("drain %s: %v", q, err)
+			}
+			msgs := r.Value.(engine.PopResult).Messages
+			if len(msgs) == 0 {
+				break
+			}
+			for _, m := range msgs {
+				out = append(out, q+"/"+m.TransactionID)
+			}
+		}
+	}
+	slices.Sort(out)
+	if d := slices.Compact(slices.Clone(out)); len(d) != len(out) {
+		t.Fatalf("%d messages delivered twice", len(out)-len(d))
+	}
+	return out
+}
+
+// checkAllStored fails unless every acknowledged push was delivered.
+func checkAllStored(t *testing.T, acked, stored []string) {
+	t.Helper()
+	missing := 0
+	for _, a := range acked {
+		if _, ok := slices.BinarySearch(stored, a); !ok {
+			missing++
+		}
+	}
+	if missing > 0 || len(acked) == 0 {
+		t.Fatalf("%d of %d acknowledged pushes were not delivered", missing, len(acked))
+	}
+	t.Logf("%d acknowledged pushes, all delivered once (%d stored)", len(acked), len(stored))
+}
+
+// TestHost_JoinAddsCapacity: four hosts, four groups of three voters; a
+// fifth joins the directory under load and the directory's leader moves
+// replicas onto it until no node holds more than one replica more than
+// another (ceil(G·R/N) = 3). Nothing acknowledged is lost.
+func TestHost_JoinAddsCapacity(t *testing.T) {
+	c := openSpreadHosts(t, 4, 4, 3)
+	queues := []string{"a", "b", "c", "d"}
+	for g, q := range queues {
+		if _, err := c.h[0].Place(ctxT(t), q, uint32(g+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop := make(chan struct{})
+	done := pushLoad(t, c, queues, stop)
+	time.Sleep(300 * time.Millisecond)
+	n5 := c.join()
+	per := c.spread(3, "")
+	close(stop)
+	acked := done()
+	if per[c.peers[n5].ID] < 2 {
+		t.Fatalf("the new node is a voter of %d groups, want 2 or 3: %v", per[c.peers[n5].ID], per)
+	}
+	for id, k := range per {
+		if k > 3 {
+			t.Fatalf("node %s is a voter of %d groups, above ceil(G·R/N) = 3: %v", id, k, per)
+		}
+	}
+	checkAllStored(t, acked, storedVia(t, c, c.h[n5], queues))
+}
+
+// TestHost_LostNodeIsReplaced: five hosts, four groups of three; one is
+// stopped and its data directory deleted under load. Once its heartbeats
+// have failed for ReplaceAfter, its replicas are re-created on the others
+// (every group back to three voters, none on it), it leaves the
+// directory, and nothing acknowledged is lost.
+func TestHost_LostNodeIsReplaced(t *testing.T) {
+	c := openHostsOf(t, 5, 4, 3, func(o *raft.Options) {
+		o.Versions, o.VersionInterval = allCurrent{}, 50*time.Millisecond
+	}, func(c *hosts) { c.replaceAfter = time.Second })
+	c.relayInProcess()
+	c.leaders(nil)
+	c.layoutRecorded(3)
+	queues := []string{"a", "b", "c", "d"}
+	for _, q := range queues {
+		if _, err := c.patient(c.h[0], engine.ConfigureCmd{Queue: q}); err != nil {
+			t.Fatalf("configure %s: %v", q, err)
+		}
+	}
+	// The victim: a voter of two groups, not the directory's leader.
+	victim := -1
+	l := c.h[0].Layout()
+	for i, p := range c.peers {
+		k := 0
+		for _, g := range l.Groups[1:] {
+			if slices.Contains(g.Members, p.ID) {
+				k++
+			}
+		}
+		if k >= 2 && c.h[i].Group(raft.Directory).Status().Role != "leader" {
+			victim = i
+		}
+	}
+	if victim < 0 {
+		t.Fatalf("no victim in %+v", l.Groups)
+	}
+	stop := make(chan struct{})
+	done := pushLoad(t, c, queues, stop)
+	time.Sleep(300 * time.Millisecond)
+	id := c.peers[victim].ID
+	c.stop(victim)
+	if err := os.RemoveAll(c.dirs[victim]); err != nil {
+		t.Fatal(err)
+	}
+	c.spread(3, id)
+	waitForLong(t, "the lost node to leave the directory", 60*time.Second, func() bool {
+		return !slices.Contains(c.running().Group(raft.Directory).Members(), id)
+	})
+	close(stop)
+	acked := done()
+	checkAllStored(t, acked, storedVia(t, c, c.running(), queues))
+}
