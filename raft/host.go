@@ -17,6 +17,7 @@ import (
 
 	"github.com/queenmq/queen/raft/command"
 	"github.com/queenmq/queen/raft/logstore"
+	"github.com/queenmq/queen/raft/placement"
 )
 
 // A Host runs several Raft groups of one node (ARCHITECTURE.md, "Scale-out"):
@@ -332,18 +333,47 @@ func (h *Host) spreadLoop() {
 			return
 		}
 		now := time.Now()
+		want := h.wantedLeaders()
 		for g, n := range h.nodes {
-			if target := n.handOff(uint32(g), now, &liveSince[g], h.opts.SpreadHold); target != "" {
+			var w hraft.ServerID // "": the group's preferred member
+			if want != nil {
+				w = want[g]
+			}
+			if target := n.handOff(uint32(g), w, now, &liveSince[g], h.opts.SpreadHold); target != "" {
 				n.log.Info("raft: handing leadership to the group's preferred member", "to", target)
 			}
 		}
 	}
 }
 
-// handOff transfers group g's leadership to its preferred member if this
-// node leads g, is not that member, and has seen it live since *since
-// for at least hold; it returns the member it handed to, or "".
-func (n *Node) handOff(g uint32, now time.Time, since *time.Time, hold time.Duration) hraft.ServerID {
+// wantedLeaders is, by group id, the member that should lead each group
+// when groups are on R of N nodes and every group is on record: leaders
+// spread over the nodes from the directory's records (placement.Leaders),
+// which every node reads alike. Otherwise nil: each group's preferred.
+func (h *Host) wantedLeaders() []hraft.ServerID {
+	if h.ReplicaCount() == 0 {
+		return nil
+	}
+	groups := make([]placement.Group, 0, len(h.nodes)-1)
+	for g := uint32(1); int(g) < len(h.nodes); g++ {
+		rec := h.layoutRecord(g)
+		if rec.Term == 0 {
+			return nil
+		}
+		groups = append(groups, placement.Group{ID: g, Voters: rec.Voters})
+	}
+	want := make([]hraft.ServerID, len(h.nodes))
+	for i, id := range placement.Leaders(groups) {
+		want[i+1] = hraft.ServerID(id)
+	}
+	return want
+}
+
+// handOff transfers group g's leadership to want, or when want is "" to
+// its preferred member, if this node leads g, is not that member, and has
+// seen it live since *since for at least hold; it returns the member it
+// handed to, or "".
+func (n *Node) handOff(g uint32, want hraft.ServerID, now time.Time, since *time.Time, hold time.Duration) hraft.ServerID {
 	if n.raft.State() != hraft.Leader {
 		*since = time.Time{}
 		return ""
@@ -353,7 +383,10 @@ func (n *Node) handOff(g uint32, now time.Time, since *time.Time, hold time.Dura
 		return ""
 	}
 	conf := f.Configuration()
-	target := preferred(conf, g)
+	target := want
+	if target == "" || !slices.ContainsFunc(conf.Servers, func(s hraft.Server) bool { return s.ID == want && s.Suffrage == hraft.Voter }) {
+		target = preferred(conf, g)
+	}
 	if target == "" || target == hraft.ServerID(n.opts.ID) || n.live.isFailing(target) {
 		*since = time.Time{}
 		return ""

@@ -128,3 +128,18 @@ func TestHost_GroupsOnROfN(t *testing.T) {
 		}
 	}
 }
+
+// TestHost_LeadersSpreadOverTheNodes: five hosts, five groups of three
+// voters: once settled, every host leads exactly one data group (each
+// group's first voter by id at g mod 3, the rule when every node hosts
+// every group, would have one host lead three).
+func TestHost_LeadersSpreadOverTheNodes(t *testing.T) {
+	c := openSpreadHosts(t, 5, 5, 3)
+	c.leaders(func(leaders []int) bool {
+		led := map[int]int{}
+		for _, i := range leaders[1:] {
+			led[i]++
+		}
+		return len(led) == 5
+	})
+}

@@ -177,3 +177,39 @@ func (p *planner) step(g *Group, add, remove string) {
 		p.load[remove]--
 	}
 }
+
+// Leaders names a leader for each group (in the order given) among its
+// voters so that leaderships spread over the nodes as evenly as the
+// voters allow: groups in id order each take the voter that leads the
+// fewest so far, ties broken by rotating with the group's id so that no
+// node is always first. Deterministic, as Plan is: every node names the
+// same. A group without voters gets "".
+func Leaders(groups []Group) []string {
+	order := make([]int, len(groups))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(groups[a].ID, groups[b].ID) })
+	led := map[string]int{}
+	out := make([]string, len(groups))
+	for _, i := range order {
+		voters := slices.Sorted(slices.Values(groups[i].Voters))
+		if len(voters) == 0 {
+			continue
+		}
+		fewest := -1
+		var tied []string
+		for _, v := range voters {
+			switch k := led[v]; {
+			case fewest < 0 || k < fewest:
+				fewest, tied = k, []string{v}
+			case k == fewest:
+				tied = append(tied, v)
+			}
+		}
+		pick := tied[int(groups[i].ID)%len(tied)]
+		led[pick]++
+		out[i] = pick
+	}
+	return out
+}

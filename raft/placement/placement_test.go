@@ -205,3 +205,47 @@ func enoughEligible(ns []placement.Node, r int) bool {
 	}
 	return k >= r
 }
+
+func TestLeaders_SpreadOverTheVoters(t *testing.T) {
+	// Groups of three voters laid out by Plan: leaderships per node differ
+	// by at most one (5 nodes × 5 groups: one each; 5 × 10: two each).
+	for _, c := range []struct{ nodes, groups int }{{5, 5}, {5, 10}, {6, 6}, {4, 4}} {
+		var ns []placement.Node
+		for i := range c.nodes {
+			ns = append(ns, placement.Node{ID: fmt.Sprintf("n%d", i+1), Live: true})
+		}
+		groups := make([]placement.Group, c.groups)
+		for i := range groups {
+			groups[i].ID = uint32(i + 1)
+		}
+		for _, s := range placement.Plan(groups, ns, 3) {
+			groups[s.Group-1].Voters = append(groups[s.Group-1].Voters, s.Add)
+		}
+		leaders := placement.Leaders(groups)
+		led := map[string]int{}
+		for i, l := range leaders {
+			if !slices.Contains(groups[i].Voters, l) {
+				t.Fatalf("group %d's leader %q is not one of its voters %v", groups[i].ID, l, groups[i].Voters)
+			}
+			led[l]++
+		}
+		lo, hi := c.groups, 0
+		for _, n := range ns {
+			lo, hi = min(lo, led[n.ID]), max(hi, led[n.ID])
+		}
+		if hi-lo > 1 {
+			t.Fatalf("%d nodes, %d groups: leaders per node %v", c.nodes, c.groups, led)
+		}
+		// The same input names the same leaders, whatever the order given.
+		rev := slices.Clone(groups)
+		slices.Reverse(rev)
+		again := placement.Leaders(rev)
+		slices.Reverse(again)
+		if !slices.Equal(again, leaders) {
+			t.Fatalf("leaders depend on the order given: %v vs %v", again, leaders)
+		}
+	}
+	if got := placement.Leaders([]placement.Group{{ID: 1}}); got[0] != "" {
+		t.Fatalf("a group without voters is led by %q", got[0])
+	}
+}
