@@ -3,11 +3,13 @@ package raft
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
 	hraft "github.com/hashicorp/raft"
 
+	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft/command"
 	"github.com/queenmq/queen/raft/placement"
 )
@@ -181,11 +183,15 @@ func (h *Host) raftAddr(id string) hraft.ServerAddress {
 }
 
 // proposeStep records a phase of a step in the directory (here or relayed).
-func (h *Host) proposeStep(c command.ReplicaStep) {
+func (h *Host) proposeStep(c command.ReplicaStep) { h.proposeDirectory(c) }
+
+// proposeDirectory proposes c in the directory (here or relayed); a
+// failure is logged, and the next tick tries again.
+func (h *Host) proposeDirectory(c engine.Command) {
 	ctx, cancel := context.WithTimeout(context.Background(), h.opts.Node.ApplyTimeout)
 	defer cancel()
 	if _, err := h.run(ctx, Directory, c); err != nil && !errors.Is(err, ErrShutdown) {
-		h.opts.Node.Logger.Debug("raft: record a replica step", "group", c.Group, "phase", c.Phase, "err", err)
+		h.opts.Node.Logger.Debug("raft: propose in the directory", "command", fmt.Sprintf("%T", c), "err", err)
 	}
 }
 
@@ -214,7 +220,7 @@ func (h *Host) plan(now time.Time, dead map[string]time.Time, stepSeen map[comma
 			dead[id] = now
 		}
 		gone := h.opts.ReplaceAfter > 0 && !dead[id].IsZero() && now.Sub(dead[id]) >= h.opts.ReplaceAfter
-		nodes = append(nodes, placement.Node{ID: id, Live: !gone})
+		nodes = append(nodes, placement.Node{ID: id, Live: !gone, Leaving: command.Leaving(d.engine.ClusterValue, id)})
 	}
 	var groups []placement.Group
 	under := false
@@ -251,12 +257,80 @@ func (h *Host) plan(now time.Time, dead map[string]time.Time, stepSeen map[comma
 		return
 	}
 	for _, nd := range nodes {
-		if nd.Live || slices.ContainsFunc(groups, func(g placement.Group) bool { return slices.Contains(g.Voters, nd.ID) }) {
+		if (nd.Live && !nd.Leaving) || nd.ID == d.opts.ID ||
+			slices.ContainsFunc(groups, func(g placement.Group) bool { return slices.Contains(g.Voters, nd.ID) }) {
 			continue
 		}
-		d.log.Warn("raft: removing a dead node from the directory: its replicas were re-created", "node", nd.ID)
+		why := "its replicas were re-created elsewhere after it stopped answering"
+		if nd.Leaving {
+			why = "it is leaving and its replicas have moved"
+		}
+		d.log.Warn("raft: removing a node from the directory", "node", nd.ID, "why", why)
 		if err := d.Leave(nd.ID, false); err != nil {
-			d.log.Warn("raft: remove a dead node from the directory", "node", nd.ID, "err", err)
+			d.log.Warn("raft: remove a node from the directory", "node", nd.ID, "err", err)
+			continue
+		}
+		// Cleared, so that a node of the same id may join again.
+		h.proposeDirectory(command.NodeLeaving{ID: nd.ID})
+	}
+}
+
+// Drainable reports whether node id can leave by having its replicas
+// moved (Drain): groups are on R of N nodes and, without it, the directory
+// still has R nodes. Otherwise there is nowhere to move them, and a node
+// leaves by being removed from each group (JoinGroup's reverse, LeaveGroup).
+func (h *Host) Drainable(id string) bool {
+	r := int(h.ReplicaCount())
+	if r == 0 {
+		return false
+	}
+	conf, err := h.nodes[Directory].configuration()
+	if err != nil {
+		return false
+	}
+	others := 0
+	for _, s := range conf.Servers {
+		if string(s.ID) != id {
+			others++
 		}
 	}
+	return others >= r
+}
+
+// Drain marks node id leaving (queen leave on a cluster whose groups are
+// on R of N nodes, Drainable) and waits, until ctx ends, for the
+// directory's leader to move its replicas to other nodes and remove it
+// from the directory. The moves go on if ctx ends first: calling Drain
+// again waits for them.
+func (h *Host) Drain(ctx context.Context, id string) error {
+	if !h.Drainable(id) {
+		return fmt.Errorf("%w: %s's replicas have nowhere to move (the directory needs %d other nodes)", engine.ErrInvalid, id, h.ReplicaCount())
+	}
+	if h.raftAddr(id) == "" {
+		return nil // not in the directory: left already
+	}
+	r, err := h.run(ctx, Directory, command.NodeLeaving{ID: id, Leaving: true})
+	if err == nil {
+		err = r.Err
+	}
+	if err != nil {
+		return err
+	}
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for h.raftAddr(id) != "" {
+		select {
+		case <-ctx.Done():
+			held := 0
+			for g := uint32(1); int(g) < len(h.nodes); g++ {
+				if slices.Contains(h.layoutRecord(g).Voters, id) {
+					held++
+				}
+			}
+			return fmt.Errorf("%w: %s is still a voter of %d groups; its replicas go on moving, and leave can be asked again",
+				ctx.Err(), id, held)
+		case <-t.C:
+		}
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package raft_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -292,4 +293,73 @@ func TestHost_LostNodeIsReplaced(t *testing.T) {
 	close(stop)
 	acked := done()
 	checkAllStored(t, acked, storedVia(t, c, c.running(), queues))
+}
+
+// TestHost_DrainMovesReplicasBeforeTheNodeLeaves: five hosts, four groups
+// of three. Draining a node moves each of its replicas to another node
+// (every group keeps three voters throughout) before the directory removes
+// it; nothing acknowledged is lost.
+func TestHost_DrainMovesReplicasBeforeTheNodeLeaves(t *testing.T) {
+	c := openSpreadHosts(t, 5, 4, 3)
+	queues := []string{"a", "b", "c", "d"}
+	for _, q := range queues {
+		if _, err := c.patient(c.h[0], engine.ConfigureCmd{Queue: q}); err != nil {
+			t.Fatalf("configure %s: %v", q, err)
+		}
+	}
+	leaving := -1
+	for i, h := range c.h {
+		if h.Group(raft.Directory).Status().Role != "leader" && slices.Contains(h.Layout().Groups[1].Members, c.peers[i].ID) {
+			leaving = i
+		}
+	}
+	id := c.peers[leaving].ID
+	if !c.h[0].Drainable(id) {
+		t.Fatalf("%s is not drainable from five nodes with R = 3", id)
+	}
+	// Every group keeps three voters while the replicas move.
+	var fewest atomic.Int64
+	fewest.Store(3)
+	watching := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-watching:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			for _, g := range c.h[0].Layout().Groups[1:] {
+				if n := int64(len(g.Members)); n < fewest.Load() {
+					fewest.Store(n)
+				}
+			}
+		}
+	})
+	stop := make(chan struct{})
+	done := pushLoad(t, c, queues, stop)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := c.h[(leaving+1)%5].Drain(ctx, id); err != nil {
+		t.Fatalf("drain %s: %v", id, err)
+	}
+	close(watching)
+	wg.Wait()
+	for _, g := range c.h[0].Layout().Groups[1:] {
+		if slices.Contains(g.Members, id) || len(g.Members) != 3 {
+			t.Fatalf("after the drain group %d has voters %v", g.ID, g.Members)
+		}
+	}
+	if n := fewest.Load(); n < 3 {
+		t.Fatalf("a group had %d voters during the drain", n)
+	}
+	close(stop)
+	acked := done()
+	c.stop(leaving)
+	checkAllStored(t, acked, storedVia(t, c, c.running(), queues))
+	// Of the four left, one can still be drained: three others remain
+	// for R = 3.
+	if !c.running().Drainable(c.peers[(leaving+1)%5].ID) {
+		t.Fatal("a node of four is not drainable with R = 3")
+	}
 }

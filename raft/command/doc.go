@@ -84,6 +84,7 @@
 //	Replicas        count uvarint
 //	GroupLayout     group uvarint | term uvarint | leader str | n uvarint | n × voter str
 //	ReplicaStep     group uvarint | add str | remove str | phase u8 (0 begin, 1 ready, 2 done)
+//	NodeLeaving     id str | leaving u8
 //
 // Groups, PlaceQueue and LookupQueue are the directory's (group 0 of a raft.Host):
 // directory.go.

@@ -154,7 +154,7 @@ var goldenEntries = []struct {
 }
 
 // layoutCommands are the directory's record of where groups live (types
-// 35-37, command version 3) as first written.
+// 35-38, command version 3) as first written.
 func layoutCommands() []command.Stamped {
 	st := goldenStamp
 	return []command.Stamped{
@@ -163,6 +163,7 @@ func layoutCommands() []command.Stamped {
 		{Stamp: st, Cmd: command.GroupLayout{Group: 1}},
 		{Stamp: st, Cmd: command.ReplicaStep{Group: 3, Add: "n5", Remove: "n2"}},
 		{Stamp: st, Cmd: command.ReplicaStep{Group: 3, Add: "n5", Phase: command.StepDone}},
+		{Stamp: st, Cmd: command.NodeLeaving{ID: "n2", Leaving: true}},
 	}
 }
 

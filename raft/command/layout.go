@@ -200,3 +200,33 @@ func readReplicaStep(r *wire.Reader) ReplicaStep {
 	}
 	return c
 }
+
+// NodeLeaving marks a node leaving (queen leave), or no longer: the
+// directory's leader plans its replicas onto other nodes before it goes.
+// Its value, under leaving/<id>: "1", or unset.
+type NodeLeaving struct {
+	ID      string
+	Leaving bool
+}
+
+// Apply sets or clears the mark. Value: bool, whether it changed; Err
+// ErrInvalid for an empty id.
+func (c NodeLeaving) Apply(b *engine.Batch, _ engine.Stamp) engine.Result {
+	if c.ID == "" {
+		return engine.Result{Value: false, Err: fmt.Errorf("%w: a node id is required", engine.ErrInvalid)}
+	}
+	if Leaving(b.ClusterValue, c.ID) == c.Leaving {
+		return engine.Result{Value: false}
+	}
+	v := ""
+	if c.Leaving {
+		v = "1"
+	}
+	b.SetClusterValue(leavingKey(c.ID), v)
+	return engine.Result{Value: true}
+}
+
+// Leaving reports whether node id is marked leaving.
+func Leaving(v ClusterValues, id string) bool { return v(leavingKey(id)) == "1" }
+
+func leavingKey(id string) string { return "leaving/" + id }
