@@ -49,6 +49,11 @@ type Host struct {
 	// epoch with no move recorded, and since when (only moveLoop's
 	// goroutine touches it).
 	strays map[strayMark]time.Time
+	// cutOff is set while this node has not heard from the directory's
+	// leader for ReplaceAfter (rebalance.go, watchDirectory): its
+	// replicas may have been re-created elsewhere, so it serves no data
+	// group from them.
+	cutOff atomic.Bool
 
 	done      chan struct{}
 	wg        sync.WaitGroup

@@ -64,12 +64,16 @@ func (n *Node) member() bool {
 // directory always; a data group when the directory's record lists this
 // node among its voters, or, before any record (every node hosts every
 // group, or the group's leader has not reported yet), when this node is
-// in the group's configuration. A node the record leaves out (removed
-// while it was down, or a non-voter still catching up) routes to the
-// voters instead: its replica may be stale.
+// in the group's configuration. A node the record leaves out (a
+// non-voter still catching up, a voter removed) routes to the voters
+// instead: its replica may be stale; so does a node cut off from the
+// directory for longer than ReplaceAfter (CutOff).
 func (h *Host) hosts(g uint32) bool {
 	if g == Directory {
 		return true
+	}
+	if h.cutOff.Load() {
+		return false
 	}
 	rec := h.layoutRecord(g)
 	if rec.Term == 0 {

@@ -51,6 +51,7 @@ func (h *Host) rebalanceLoop() {
 	// each group's step under way.
 	dead := map[string]time.Time{}
 	stepSeen := map[command.ReplicaStep]time.Time{}
+	heard := time.Now()
 	for {
 		select {
 		case <-t.C:
@@ -60,6 +61,7 @@ func (h *Host) rebalanceLoop() {
 		if h.ReplicaCount() == 0 || h.nodes[Directory].ClusterVersion() < 3 {
 			continue
 		}
+		h.watchDirectory(time.Now(), &heard)
 		for g := uint32(1); int(g) < len(h.nodes); g++ {
 			h.stepGroup(g)
 		}
@@ -333,4 +335,31 @@ func (h *Host) Drain(ctx context.Context, id string) error {
 		}
 	}
 	return nil
+}
+
+// CutOff reports whether this node has not heard from the directory's
+// leader for longer than ReplaceAfter: the cluster may have re-created its
+// replicas elsewhere and removed it (it was down, or cut off by the
+// network, for that long), so it serves no data group from its own
+// replicas, only through the groups' leaders as its stale records name
+// them, which refuse it if it was removed. It clears once the directory's
+// leader is heard again, as it is if the node is still a member.
+func (h *Host) CutOff() bool { return h.cutOff.Load() }
+
+// watchDirectory sets or clears CutOff; heard is when the directory's
+// leader was last heard.
+func (h *Host) watchDirectory(now time.Time, heard *time.Time) {
+	d := h.nodes[Directory]
+	if _, leader := d.raft.LeaderWithID(); leader != "" {
+		*heard = now
+		if h.cutOff.Swap(false) {
+			d.log.Warn("raft: the directory's leader is heard again: serving this node's groups again")
+		}
+		return
+	}
+	if h.opts.ReplaceAfter > 0 && now.Sub(*heard) > h.opts.ReplaceAfter && !h.cutOff.Swap(true) {
+		d.log.Error("raft: no directory leader heard for longer than the replace-after: the cluster may have moved "+
+			"this node's replicas elsewhere and removed it, so it serves no group from them until it hears the directory again; "+
+			"if it was removed, start it with an empty data directory and --join", "for", now.Sub(*heard).Round(time.Second))
+	}
 }

@@ -363,3 +363,46 @@ func TestHost_DrainMovesReplicasBeforeTheNodeLeaves(t *testing.T) {
 		t.Fatal("a node of four is not drainable with R = 3")
 	}
 }
+
+// TestHost_RemovedNodeServesNothingWhenItReturns: a host stopped for
+// longer than ReplaceAfter is replaced and removed; started again on its
+// old data it hears no directory leader, and once ReplaceAfter has passed
+// it is cut off: it serves no group from its stale replicas.
+func TestHost_RemovedNodeServesNothingWhenItReturns(t *testing.T) {
+	c := openHostsOf(t, 5, 4, 3, func(o *raft.Options) {
+		o.Versions, o.VersionInterval = allCurrent{}, 50*time.Millisecond
+	}, func(c *hosts) { c.replaceAfter = time.Second })
+	c.relayInProcess()
+	c.leaders(nil)
+	c.layoutRecorded(3)
+	victim := -1
+	for i, h := range c.h {
+		if h.Group(raft.Directory).Status().Role != "leader" {
+			victim = i
+		}
+	}
+	id := c.peers[victim].ID
+	if c.h[victim].CutOff() {
+		t.Fatal("a member is cut off")
+	}
+	c.stop(victim)
+	c.spread(3, id)
+	waitForLong(t, "the stopped node to leave the directory", 60*time.Second, func() bool {
+		return !slices.Contains(c.running().Group(raft.Directory).Members(), id)
+	})
+	h := c.start(victim)
+	c.relayInProcess()
+	waitForLong(t, "the returning node to be cut off", 30*time.Second, h.CutOff)
+	// Its stale records still name it a voter; it hosts none of them.
+	for _, g := range h.Layout().Groups[1:] {
+		if g.ID != 0 && slices.Contains(g.Members, id) && h.Group(g.ID).Status().Role == "leader" {
+			t.Fatalf("the removed node leads group %d", g.ID)
+		}
+	}
+	// The others are unaffected.
+	for i, o := range c.h {
+		if i != victim && o != nil && o.CutOff() {
+			t.Fatalf("member %s is cut off", c.peers[i].ID)
+		}
+	}
+}
