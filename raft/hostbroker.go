@@ -653,8 +653,15 @@ func (h *Host) Status() Status {
 // (every group has the same servers).
 func (h *Host) Versions() []NodeVersion { return h.nodes[Directory].Versions() }
 
-// GroupStatus is group g's status on this node.
-func (h *Host) GroupStatus(g uint32) Status { return h.nodes[g].Status() }
+// GroupStatus is group g's status on this node; for a group this node
+// does not host (groups on R of N nodes, hostlayout.go), role "none" and
+// the leader the directory records.
+func (h *Host) GroupStatus(g uint32) Status {
+	if !h.hosts(g) {
+		return h.leaderOf(g)
+	}
+	return h.nodes[g].Status()
+}
 
 // Maintenance reports the cluster-wide maintenance switches, which the
 // directory holds.
