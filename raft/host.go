@@ -54,6 +54,10 @@ type Host struct {
 	// replicas may have been re-created elsewhere, so it serves no data
 	// group from them.
 	cutOff atomic.Bool
+	// catchUp is, by group, the commit index this node's replica must
+	// apply before it says a replica step adding it is ready
+	// (rebalance.go; rebalanceLoop's goroutine only).
+	catchUp []uint64
 
 	done      chan struct{}
 	wg        sync.WaitGroup
@@ -151,7 +155,7 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 	case o.Groups < 1:
 		return nil, fmt.Errorf("raft: host: Groups must be at least 1, not %d", o.Groups)
 	}
-	h := &Host{opts: o, done: make(chan struct{})}
+	h := &Host{opts: o, done: make(chan struct{}), catchUp: make([]uint64, o.Groups+1)}
 	defer func() {
 		if err != nil {
 			h.closeParts()

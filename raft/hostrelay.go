@@ -72,9 +72,10 @@ func (h *Host) ProposeEntry(ctx context.Context, g uint32, entry []byte) (engine
 }
 
 // run proposes c on group g here when this node leads g, else relays it
-// to g's leader. A leader this node has not learnt the address of yet (it
-// was elected a moment ago), or one that refuses (it has just handed
-// over), is waited for, up to addressWait.
+// to g's leader. A group electing (no leader), a leader this node has not
+// learnt the address of yet (it was elected a moment ago), or one that
+// refuses (it has just handed over) is waited for, up to addressWait:
+// each of those answers says nothing was applied.
 func (h *Host) run(ctx context.Context, g uint32, c engine.Command) (engine.Result, error) {
 	n := h.nodes[g]
 	deadline := time.Now().Add(addressWait)
@@ -83,10 +84,11 @@ func (h *Host) run(ctx context.Context, g uint32, c engine.Command) (engine.Resu
 		if h.hosts(g) {
 			r, err = n.Propose(ctx, c)
 		}
-		if !errors.Is(err, ErrNotLeader) || h.opts.Forward == nil {
+		electing := errors.Is(err, ErrNoLeader)
+		if !electing && (!errors.Is(err, ErrNotLeader) || h.opts.Forward == nil) {
 			return r, h.groupError(g, err)
 		}
-		if st := h.leaderOf(g); st.LeaderHTTP != "" && st.Leader != h.opts.Node.ID {
+		if st := h.leaderOf(g); !electing && st.LeaderHTTP != "" && st.Leader != h.opts.Node.ID {
 			entry, err := RelayEntry(c)
 			if err != nil {
 				return engine.Result{}, err

@@ -79,25 +79,32 @@ func (h *Host) stepGroup(g uint32) {
 	case !ok && leads:
 		h.dropStrayNonvoters(g, "")
 	case !ok:
-	case step.Add == h.opts.Node.ID && step.Phase == command.StepBegin && n.caughtUp():
+	case step.Add == h.opts.Node.ID && step.Phase == command.StepBegin && n.caughtUp(&h.catchUp[g]):
 		h.proposeStep(command.ReplicaStep{Group: g, Add: step.Add, Remove: step.Remove, Phase: command.StepReady})
 	case leads:
 		h.carryOut(g, step)
 	}
 }
 
-// caughtUp reports whether this replica is a member of its group that has
-// applied everything its leader has told it is committed, the add that
-// made it a member included, and heard from that leader lately.
-func (n *Node) caughtUp() bool {
+// caughtUp reports whether this replica, a member of its group, has
+// applied what its leader had told it was committed when it first looked
+// (*target, kept between calls), the add that made it a member included,
+// and has heard from that leader lately. Under a steady stream of writes
+// the applied index trails the commit index it is compared with at any
+// one instant, so the target is fixed once, not re-read each look.
+func (n *Node) caughtUp(target *uint64) bool {
 	f := n.raft.GetConfiguration()
-	if f.Error() != nil || !n.member() {
+	_, leader := n.raft.LeaderWithID()
+	if f.Error() != nil || !n.member() || leader == "" || time.Since(n.raft.LastContact()) > 2*n.opts.ElectionTimeout {
 		return false
 	}
-	_, leader := n.raft.LeaderWithID()
-	commit := n.raft.CommitIndex()
-	return leader != "" && commit >= f.Index() && n.raft.AppliedIndex() >= commit &&
-		time.Since(n.raft.LastContact()) < 2*n.opts.ElectionTimeout
+	if commit := n.raft.CommitIndex(); *target == 0 || *target < f.Index() {
+		if commit < f.Index() {
+			return false // the entries that made it a member are not in yet
+		}
+		*target = commit
+	}
+	return n.raft.AppliedIndex() >= *target
 }
 
 // carryOut takes the next action of group g's step on g's leader: each
