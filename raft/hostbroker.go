@@ -256,10 +256,15 @@ func (h *Host) lookup(ctx context.Context, holds func(*Node) (string, bool), ask
 // holder is the group whose replica here holds something (holds), 0 when
 // none, and the queue it belongs to. While a moved queue's source copy is being dropped two groups hold
 // its partitions and leases: the one the directory places the queue in is
-// the queue's.
+// the queue's. Only hosted replicas are looked in: an idle one (a group
+// this node is not a voter of) may hold what it had before it was
+// removed, which is no longer its group's state.
 func (h *Host) holder(holds func(*Node) (string, bool)) (uint32, string) {
 	found, queue := uint32(0), ""
 	for g := 1; g < len(h.nodes); g++ {
+		if !h.hosts(uint32(g)) {
+			continue
+		}
 		q, ok := holds(h.nodes[g])
 		if !ok {
 			continue
@@ -529,18 +534,31 @@ func (h *Host) ackOnce(ctx context.Context, c engine.AckCmd) (engine.Result, err
 // rotating start so that no group is always asked first, the groups this
 // node leads before the others: the first whose replica shows it would
 // deliver is proposed to (here, or NotLeaderError, and the node the edge
-// forwards to finds it among its own). When none would, the answer is the
-// empty pop.
+// forwards to finds it among its own). When none would, the groups this
+// node does not host are asked, in turn, through their leaders
+// (wouldDeliver: the pop's check on the leader's state, a read), and the
+// first that would deliver answers NotLeaderError naming that leader, to
+// which the edge forwards the pop: it hosts and leads that group, so it
+// finds the messages among its own. Only then is the answer the empty
+// pop. A group whose leader could not be asked counts as empty: a
+// discovery pop promises what is there now, and its consumer asks again
+// (a long poll re-checks on its timer, as no apply here signals a group
+// this node does not host).
 func (h *Host) discover(ctx context.Context, c engine.PopCmd) (engine.Result, error) {
 	data := len(h.nodes) - 1
 	start := int(h.turn.Add(1) % uint64(data))
 	now := time.Now().UnixMicro()
+	empty := engine.Result{Value: engine.PopResult{Group: cmp.Or(c.Group, engine.QueueMode)}}
 	var (
-		empty engine.Result
-		later []uint32 // would deliver, led elsewhere
+		later  []uint32 // would deliver, led elsewhere
+		remote []uint32 // not hosted here
 	)
 	for k := range data {
 		g := uint32(1 + (start+k)%data)
+		if !h.hosts(g) {
+			remote = append(remote, g)
+			continue
+		}
 		if r, ok := c.Skip(h.nodes[g].engine, now); ok {
 			empty = r
 			continue
@@ -553,6 +571,16 @@ func (h *Host) discover(ctx context.Context, c engine.PopCmd) (engine.Result, er
 	}
 	if len(later) > 0 {
 		return h.on(ctx, later[0], c)
+	}
+	for _, g := range remote {
+		deliver, err := h.wouldDeliver(g, c)
+		if err != nil {
+			h.opts.Node.Logger.Debug("raft: host: a discovery pop's check of a group led elsewhere", "group", g, "err", err)
+			continue
+		}
+		if deliver {
+			return h.on(ctx, g, c)
+		}
 	}
 	return empty, nil
 }

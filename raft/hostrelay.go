@@ -20,8 +20,14 @@ import (
 // index that node had applied in g when it answered. Its errors are those
 // a proposal's could be, and ErrForward when the forwarding itself failed:
 // the command's outcome is then unknown.
+//
+// Read asks the Host at addr for a read of group g this node does not
+// host (hostremote.go): req as the Host encodes it, answered by that
+// Host's AnswerRead. Its errors are AnswerRead's (a NotLeaderError from a
+// node that does not lead g), and ErrForward when the call failed.
 type Forwarder interface {
 	Forward(ctx context.Context, addr string, g uint32, entry []byte) (r engine.Result, applied uint64, err error)
+	Read(ctx context.Context, addr string, g uint32, req []byte) ([]byte, error)
 }
 
 // forward proposes entry on group g's leader at addr through the
