@@ -530,49 +530,50 @@ func (h *Host) ackOnce(ctx context.Context, c engine.AckCmd) (engine.Result, err
 	return engine.Result{Value: out}, nil
 }
 
-// discover runs a discovery pop (no queue) on the groups in turn, from a
-// rotating start so that no group is always asked first, the groups this
-// node leads before the others: the first whose replica shows it would
-// deliver is proposed to (here, or NotLeaderError, and the node the edge
-// forwards to finds it among its own). When none would, the groups this
-// node does not host are asked, in turn, through their leaders
-// (wouldDeliver: the pop's check on the leader's state, a read), and the
-// first that would deliver answers NotLeaderError naming that leader, to
-// which the edge forwards the pop: it hosts and leads that group, so it
-// finds the messages among its own. Only then is the answer the empty
-// pop. A group whose leader could not be asked counts as empty: a
-// discovery pop promises what is there now, and its consumer asks again
-// (a long poll re-checks on its timer, as no apply here signals a group
-// this node does not host).
+// discover runs a discovery pop (no queue) on the groups, from a rotating
+// start so that no group is always asked first, choosing by what each
+// group's state shows (engine.PopWouldDeliver, conservative: a queue no
+// pop has touched yet counts, as the pop seeds its cursors):
+//
+//  1. the groups this node leads whose replica shows the pop may deliver
+//     are proposed to in turn, until one delivers;
+//  2. else the hosted groups led elsewhere whose replica here shows the
+//     same, then the groups this node does not host (their replicas here
+//     are idle), are asked through their leaders (wouldDeliver, a read on
+//     the leader's state), and the first that may deliver answers
+//     NotLeaderError naming that leader: the edge forwards the request
+//     there, and that leader finds it among its own (step 1 there). The
+//     leader's answer, not this node's replica, decides: a replica may
+//     trail, and two nodes each seeing the other's group as not drained
+//     would send the pop back and forth.
+//
+// Only then is the answer the empty pop. A group whose leader could not
+// be asked counts as empty: a discovery pop promises what is there now,
+// and its consumer asks again (a long poll re-checks on its timer, since
+// no apply here signals a group this node does not host).
 func (h *Host) discover(ctx context.Context, c engine.PopCmd) (engine.Result, error) {
 	data := len(h.nodes) - 1
 	start := int(h.turn.Add(1) % uint64(data))
 	now := time.Now().UnixMicro()
 	empty := engine.Result{Value: engine.PopResult{Group: cmp.Or(c.Group, engine.QueueMode)}}
-	var (
-		later  []uint32 // would deliver, led elsewhere
-		remote []uint32 // not hosted here
-	)
+	var later, remote []uint32 // may deliver as this node sees it, led elsewhere; not hosted here
 	for k := range data {
 		g := uint32(1 + (start+k)%data)
-		if !h.hosts(g) {
+		switch n := h.nodes[g]; {
+		case !h.hosts(g):
 			remote = append(remote, g)
-			continue
-		}
-		if r, ok := c.Skip(h.nodes[g].engine, now); ok {
-			empty = r
-			continue
-		}
-		if h.nodes[g].leading() != nil {
+		case !n.engine.PopWouldDeliver(now, c):
+		case n.leading() != nil:
 			later = append(later, g)
-			continue
+		default:
+			r, err := h.on(ctx, g, c)
+			if pop, ok := r.Value.(engine.PopResult); err != nil || r.Err != nil || !ok || len(pop.Messages) > 0 {
+				return r, err
+			}
+			empty = r
 		}
-		return h.on(ctx, g, c)
 	}
-	if len(later) > 0 {
-		return h.on(ctx, later[0], c)
-	}
-	for _, g := range remote {
+	for _, g := range append(later, remote...) {
 		deliver, err := h.wouldDeliver(g, c)
 		if err != nil {
 			h.opts.Node.Logger.Debug("raft: host: a discovery pop's check of a group led elsewhere", "group", g, "err", err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/engine/keyspace"
 )
 
 // Reads of a group this node does not host (issue 30, R of N).
@@ -31,7 +32,9 @@ import (
 // read types are plain structs of strings, integers, []byte (base64) and
 // ids ([16]byte, an array of numbers), which JSON gives back exactly, and
 // engine.Config, whose values are unexported, marshals itself by option
-// name. A read is rare beside commands, so a compact codec would buy
+// name. One exception: a DeadLetter's Queue, Partition and Group are
+// also its embedded record's, which JSON would drop, so it crosses as
+// deadLetterWire. A read is rare beside commands, so a compact codec would buy
 // nothing worth its code; the bytes are never stored.
 
 // groupReader is what a read asks of one group: a Node's read methods.
@@ -95,7 +98,7 @@ const (
 	readTraces        = "traces"
 	readTracesByName  = "tracesByName"
 	readTraceNames    = "traceNames"
-	readWouldDeliver  = "wouldDeliver" // a discovery pop's check (discover)
+	readWouldDeliver  = "wouldDeliver" // a discovery pop's check (discover): engine.PopWouldDeliver
 )
 
 // readRequest is one read of a group: its operation and the arguments
@@ -166,9 +169,13 @@ func answerRead(n *Node, q *readRequest) ([]byte, error) {
 		if q.DLQ == nil {
 			return nil, fmt.Errorf("%w: a dlq read without its filter", engine.ErrInvalid)
 		}
-		a.Value, a.Total, err = n.ListDLQ(*q.DLQ)
+		var rows []engine.DeadLetter
+		rows, a.Total, err = n.ListDLQ(*q.DLQ)
+		a.Value = toWire(rows)
 	case readDeadLetters:
-		a.Value, err = n.DeadLettersAt(q.ID, q.Txn)
+		var rows []engine.DeadLetter
+		rows, err = n.DeadLettersAt(q.ID, q.Txn)
+		a.Value = toWire(rows)
 	case readMessage:
 		a.Value, err = n.MessageAt(q.ID, q.Txn)
 	case readMessages:
@@ -193,8 +200,7 @@ func answerRead(n *Node, q *readRequest) ([]byte, error) {
 		if q.Pop == nil {
 			return nil, fmt.Errorf("%w: a pop check without its pop", engine.ErrInvalid)
 		}
-		_, skip := q.Pop.Skip(n.engine, time.Now().UnixMicro())
-		a.Found = !skip
+		a.Found = n.engine.PopWouldDeliver(time.Now().UnixMicro(), *q.Pop)
 	default:
 		return nil, fmt.Errorf("%w: unknown read %q", engine.ErrInvalid, q.Op)
 	}
@@ -295,13 +301,13 @@ func (r remoteGroup) Subscriptions() ([]engine.Subscription, error) {
 }
 
 func (r remoteGroup) ListDLQ(f engine.DLQFilter) ([]engine.DeadLetter, int, error) {
-	a, err := readRemote[[]engine.DeadLetter](r.h, r.g, readRequest{Op: readDLQ, DLQ: &f})
-	return a.Value, a.Total, err
+	a, err := readRemote[[]deadLetterWire](r.h, r.g, readRequest{Op: readDLQ, DLQ: &f})
+	return fromWire(a.Value), a.Total, err
 }
 
 func (r remoteGroup) DeadLettersAt(part engine.ID, txn string) ([]engine.DeadLetter, error) {
-	a, err := readRemote[[]engine.DeadLetter](r.h, r.g, readRequest{Op: readDeadLetters, ID: part, Txn: txn})
-	return a.Value, err
+	a, err := readRemote[[]deadLetterWire](r.h, r.g, readRequest{Op: readDeadLetters, ID: part, Txn: txn})
+	return fromWire(a.Value), err
 }
 
 func (r remoteGroup) MessageAt(part engine.ID, txn string) (engine.StoredMessage, error) {
@@ -339,8 +345,8 @@ func (r remoteGroup) TraceNames(limit, offset int) ([]engine.TraceName, int, err
 	return a.Value, a.Total, err
 }
 
-// wouldDeliver asks group g's leader whether discovery pop c would
-// deliver there now (the pop's Skip, on the leader's state).
+// wouldDeliver asks group g's leader whether discovery pop c may deliver
+// there now (engine.PopWouldDeliver, on the leader's state).
 func (h *Host) wouldDeliver(g uint32, c engine.PopCmd) (bool, error) {
 	a, err := readRemote[struct{}](h, g, readRequest{Op: readWouldDeliver, Pop: &c})
 	return a.Found, err
@@ -356,4 +362,38 @@ func (h *Host) CheckedQueueConfig(name string) (engine.Config, bool, error) {
 		return cfg, ok, nil
 	}
 	return remoteGroup{h: h, g: g}.checkedQueueConfig(name)
+}
+
+// deadLetterWire is an engine.DeadLetter as a read's answer carries it:
+// its record apart, whose Queue, Partition and Group JSON would otherwise
+// drop as shadowed by the row's own.
+type deadLetterWire struct {
+	Row       keyspace.RowKey
+	FailedAt  int64
+	Queue     string
+	Partition string
+	Group     string
+	Record    keyspace.DeadLetterRecord
+}
+
+func toWire(rows []engine.DeadLetter) []deadLetterWire {
+	if rows == nil {
+		return nil
+	}
+	out := make([]deadLetterWire, len(rows))
+	for i, d := range rows {
+		out[i] = deadLetterWire{Row: d.Row, FailedAt: d.FailedAt, Queue: d.Queue, Partition: d.Partition, Group: d.Group, Record: d.DeadLetterRecord}
+	}
+	return out
+}
+
+func fromWire(rows []deadLetterWire) []engine.DeadLetter {
+	if rows == nil {
+		return nil
+	}
+	out := make([]engine.DeadLetter, len(rows))
+	for i, d := range rows {
+		out[i] = engine.DeadLetter{Row: d.Row, FailedAt: d.FailedAt, Queue: d.Queue, Partition: d.Partition, Group: d.Group, DeadLetterRecord: d.Record}
+	}
+	return out
 }
