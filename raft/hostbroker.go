@@ -690,7 +690,10 @@ func (h *Host) GroupStatus(g uint32) Status { return h.nodes[g].Status() }
 func (h *Host) Maintenance() (push, pop bool) { return maintenance(h.nodes[Directory].engine) }
 
 // Watch reports applies that may have made messages of queue deliverable,
-// in its group, or in every group for "".
+// in its group, or in every group for "". A group this node does not host
+// applies nothing here, so nothing of it is reported: a long poll through
+// this node re-checks it on its timer (the pop asks its leader), and a pop
+// of one of its queues is forwarded to its leader, which watches it.
 func (h *Host) Watch(queue string) (<-chan struct{}, func()) {
 	if g := h.Placement(queue); g != 0 {
 		return h.nodes[g].Watch(queue)

@@ -27,17 +27,41 @@ func (h *Host) Queues() ([]engine.QueueInfo, error) {
 
 // Queue describes one queue.
 func (h *Host) Queue(name string) (engine.QueueInfo, error) {
-	return h.reader(h.queueGroup(name)).Queue(name)
+	g, err := h.queueGroup(name)
+	if err != nil {
+		return engine.QueueInfo{}, err
+	}
+	return h.reader(g).Queue(name)
 }
 
-// QueueConfig returns a queue's effective configuration.
+// QueueConfig returns a queue's effective configuration. A queue whose
+// group could not be found or asked (a group led elsewhere) is answered
+// as one that does not exist: CheckedQueueConfig tells the two apart.
 func (h *Host) QueueConfig(name string) (engine.Config, bool) {
-	return h.reader(h.queueGroup(name)).QueueConfig(name)
+	g, err := h.queueGroup(name)
+	if err != nil {
+		return engine.Config{}, false
+	}
+	return h.reader(g).QueueConfig(name)
 }
 
 // queueGroup is a queue's group for a read: group 1 for a queue not placed
-// (whose engine answers as for any unknown queue).
-func (h *Host) queueGroup(queue string) uint32 { return cmp.Or(h.Placement(queue), 1) }
+// (whose engine answers as for any unknown queue). When some group is led
+// elsewhere, a queue this node's directory replica does not place yet is
+// looked up with the directory's leader (find): it may have been placed a
+// moment ago through another node, and its group's leader, not this
+// node's replicas, answers the read. (When this node hosts every group
+// the edge's read barrier has caught the directory replica up already.)
+func (h *Host) queueGroup(queue string) (uint32, error) {
+	g := h.Placement(queue)
+	if g != 0 || h.opts.Forward == nil || h.hostsAll() {
+		return cmp.Or(g, 1), nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), remoteReadWait)
+	defer cancel()
+	g, err := h.find(ctx, queue)
+	return cmp.Or(g, 1), err
+}
 
 // Cursors lists every group's cursor rows.
 func (h *Host) Cursors(now int64, group string) ([]engine.CursorInfo, error) {
@@ -81,7 +105,11 @@ func (h *Host) placedIn(queue string, g uint32) bool {
 // (or the filter's queue's).
 func (h *Host) ListDLQ(f engine.DLQFilter) ([]engine.DeadLetter, int, error) {
 	if f.Queue != "" {
-		return h.reader(h.queueGroup(f.Queue)).ListDLQ(f)
+		g, err := h.queueGroup(f.Queue)
+		if err != nil {
+			return nil, 0, err
+		}
+		return h.reader(g).ListDLQ(f)
 	}
 	if f.Limit <= 0 {
 		f.Limit = 100
@@ -151,7 +179,11 @@ func (h *Host) heldBy(part engine.ID) (uint32, error) {
 // (or the filter's queue's).
 func (h *Host) ListMessages(f engine.MessageFilter) ([]engine.ListedMessage, error) {
 	if f.Queue != "" {
-		return h.reader(h.queueGroup(f.Queue)).ListMessages(f)
+		g, err := h.queueGroup(f.Queue)
+		if err != nil {
+			return nil, err
+		}
+		return h.reader(g).ListMessages(f)
 	}
 	if f.Limit <= 0 {
 		f.Limit = 200

@@ -165,7 +165,7 @@ func (h *Host) runPart(ctx context.Context, g uint32, c engine.Command) (engine.
 		unknown = unknown || !NotApplied(err)
 		// A move's refusal is not retried on the same group: the caller
 		// routes the items afresh (retryMovingItems).
-		retry := Transient(err) && !errors.Is(err, engine.ErrQueueMoving) && (!unknown || a.retryable(h.nodes[g].engine)) &&
+		retry := Transient(err) && !errors.Is(err, engine.ErrQueueMoving) && (!unknown || a.retryable(h, g)) &&
 			ctx.Err() == nil && time.Now().Before(deadline) &&
 			(h.opts.Forward != nil || !errors.Is(err, ErrNotLeader))
 		if !retry {
@@ -238,15 +238,27 @@ func newAttempt(c engine.Command) (*attempt, error) {
 
 // retryable reports whether a may be proposed again after an attempt
 // whose outcome is unknown: a push to queues that all dedup, as this
-// node's replica of the group (e) has them (a queue not created yet will
-// be, with the default window).
-func (a *attempt) retryable(e *engine.Engine) bool {
+// node's replica of group g has them (a queue not created yet will be,
+// with the default window), or g's leader for a group this node does not
+// host, whose idle replica knows no queue; when that leader cannot be
+// asked, not.
+func (a *attempt) retryable(h *Host, g uint32) bool {
 	pp, ok := a.cmd.(*engine.PreparedPush)
 	if !ok {
 		return false
 	}
 	for _, pg := range pp.Groups {
-		if cfg, ok := e.QueueConfig(pg.Queue); ok && cfg.Get(engine.OptDedupWindowSeconds) == 0 {
+		var (
+			cfg   engine.Config
+			found bool
+			err   error
+		)
+		if h.hosts(g) {
+			cfg, found = h.nodes[g].engine.QueueConfig(pg.Queue)
+		} else {
+			cfg, found, err = remoteGroup{h: h, g: g}.checkedQueueConfig(pg.Queue)
+		}
+		if err != nil || found && cfg.Get(engine.OptDedupWindowSeconds) == 0 {
 			return false
 		}
 	}

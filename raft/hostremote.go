@@ -356,7 +356,10 @@ func (h *Host) wouldDeliver(g uint32, c engine.PopCmd) (bool, error) {
 // elsewhere whose leader could not be asked, which QueueConfig answers as
 // a queue not found.
 func (h *Host) CheckedQueueConfig(name string) (engine.Config, bool, error) {
-	g := h.queueGroup(name)
+	g, err := h.queueGroup(name)
+	if err != nil {
+		return engine.Config{}, false, err
+	}
 	if h.hosts(g) {
 		cfg, ok := h.nodes[g].QueueConfig(name)
 		return cfg, ok, nil

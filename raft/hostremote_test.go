@@ -100,6 +100,7 @@ func readAll(t *testing.T, h *raft.Host, queues []string, at []engine.PushResult
 // host.
 func TestHost_ReadsGroupsItDoesNotHost(t *testing.T) {
 	c := openSpreadHosts(t, 4, 4, 3)
+	c.spreadSettled()
 	l := c.h[0].Layout()
 	outside := map[uint32]int{} // a group's non-member host
 	for g := uint32(1); g <= 4; g++ {
@@ -152,7 +153,8 @@ func TestHost_ReadsGroupsItDoesNotHost(t *testing.T) {
 		}
 		listed, err := h.ListMessages(engine.MessageFilter{Queue: queues[g-1]})
 		if err != nil || len(listed) != 1 || listed[0].TransactionID != m.TransactionID {
-			t.Fatalf("listing through %s right after its push to group %d: %+v, %v", c.peers[outside[g]].ID, g, listed, err)
+			t.Fatalf("listing through %s right after its push to group %d (placed in %d there; layout %+v): %+v, %v",
+				c.peers[outside[g]].ID, g, h.Placement(queues[g-1]), h.Layout().Groups[g], listed, err)
 		}
 		if local, err := h.Group(g).Queues(); err != nil || len(local) != 0 {
 			t.Fatalf("group %d's idle replica on %s holds %+v, %v: want nothing", g, c.peers[outside[g]].ID, local, err)
@@ -224,4 +226,30 @@ func viewDiff(a, b readView) string {
 		}
 	}
 	return ""
+}
+
+// spreadSettled waits until each data group is led by the voter the hosts
+// spread its leadership to (the voters by id, at g mod their count), as
+// every host's layout names it: until then a leader named a moment ago may
+// hand over and refuse what is sent to it.
+func (c *hosts) spreadSettled() {
+	c.t.Helper()
+	waitFor(c.t, "every group to be led by its preferred voter, as every host sees it", func() bool {
+		for g := uint32(1); int(g) <= c.g; g++ {
+			voters := slices.Sorted(slices.Values(c.h[0].Layout().Groups[g].Members))
+			if len(voters) == 0 {
+				return false
+			}
+			want := voters[int(g)%len(voters)]
+			for i, h := range c.h {
+				if h.Layout().Groups[g].Leader != want {
+					return false
+				}
+				if c.peers[i].ID == want && h.Group(g).Status().Role != "leader" {
+					return false
+				}
+			}
+		}
+		return true
+	})
 }
