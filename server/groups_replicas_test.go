@@ -1,10 +1,18 @@
 package server_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/queenmq/queen/cluster"
+	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/server"
 	"github.com/queenmq/queen/server/servertest"
 )
 
@@ -86,5 +94,38 @@ func TestGroups_ReadsThroughANodeOutsideTheGroup(t *testing.T) {
 		if want := []string{"outside-1", "outside-2", "outside-3", "outside-4"}; !slices.Equal(names, want) {
 			t.Fatalf("%s lists queues %v, want %v", c.Nodes[i].ID, names, want)
 		}
+	}
+}
+
+// The read route itself: a node that does not lead the group refuses
+// (not_leader, which the asking node reads as raft.ErrNotLeader and looks
+// again), a read it does not know is bad input, and a node's read without
+// the cluster secret is refused.
+func TestGroups_ReadRouteRefusals(t *testing.T) {
+	c := servertest.StartGroupsOf(t, 4, 4, 3, nil)
+	leaders := c.WaitLayout()
+	fwd := cluster.New(cluster.Options{NodeID: "test", Secret: servertest.GroupSecret, Refusal: server.Refusal})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	addr := func(i int) string { return strings.TrimPrefix(c.Nodes[i].URL, "http://") }
+	l := c.Nodes[0].Host.Layout()
+	for g := uint32(1); g <= 4; g++ {
+		for i, n := range c.Nodes {
+			_, err := fwd.Read(ctx, addr(i), g, []byte(`{"op":"queues"}`))
+			switch {
+			case i == leaders[g] && err != nil:
+				t.Fatalf("group %d's leader %s refused a read: %v", g, n.ID, err)
+			case i != leaders[g] && !errors.Is(err, raft.ErrNotLeader):
+				t.Fatalf("group %d: %s (voter %v, not its leader) answered %v, want not_leader",
+					g, n.ID, slices.Contains(l.Groups[g].Members, n.ID), err)
+			}
+		}
+	}
+	if _, err := fwd.Read(ctx, addr(leaders[1]), 1, []byte(`{"op":"no-such-read"}`)); !errors.Is(err, engine.ErrInvalid) {
+		t.Fatalf("an unknown read answered %v, want invalid", err)
+	}
+	stranger := cluster.New(cluster.Options{NodeID: "stranger", Secret: "not-the-cluster-secret", Refusal: server.Refusal})
+	if _, err := stranger.Read(ctx, addr(leaders[1]), 1, []byte(`{"op":"queues"}`)); err == nil {
+		t.Fatal("a read with the wrong cluster secret was answered")
 	}
 }
