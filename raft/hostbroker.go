@@ -654,8 +654,13 @@ func (h *Host) Barrier(ctx context.Context) error {
 	return nil
 }
 
-// LeaderRead readies a read of the streams (streamGroup).
+// LeaderRead readies a read of the streams (streamGroup): NotLeaderError,
+// naming its leader, when this node does not host it (its idle replica
+// knows no leader), and the edge forwards the read there.
 func (h *Host) LeaderRead(ctx context.Context) error {
+	if !h.hosts(streamGroup) {
+		return h.groupError(streamGroup, ErrNotLeader)
+	}
 	return h.groupError(streamGroup, h.nodes[streamGroup].LeaderRead(ctx))
 }
 

@@ -1,6 +1,7 @@
 package raft_test
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -169,6 +170,13 @@ func TestHost_ReadsGroupsItDoesNotHost(t *testing.T) {
 	if _, err := c.forwarded(c.h[outside[3]], engine.MoveToDLQCmd{PartitionID: at[2].PartitionID, TransactionID: at[2].TransactionID,
 		Error: "made to fail"}); err != nil {
 		t.Fatalf("move to the DLQ: %v", err)
+	}
+
+	// The streams' leader read through the host outside group 1 names
+	// group 1's leader, to which the edge forwards it.
+	var nl *raft.NotLeaderError
+	if err := c.h[outside[1]].LeaderRead(ctxT(t)); !errors.As(err, &nl) || nl.Status.Leader != l.Groups[1].Leader || nl.Status.LeaderHTTP == "" {
+		t.Fatalf("leader read through the host outside group 1: %v, want NotLeaderError naming %s", err, l.Groups[1].Leader)
 	}
 
 	// Every host answers every read alike (the voters' followers once
