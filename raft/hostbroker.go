@@ -574,6 +574,11 @@ func (h *Host) discover(ctx context.Context, c engine.PopCmd) (engine.Result, er
 		}
 	}
 	for _, g := range append(later, remote...) {
+		if h.opts.Forward == nil && h.hosts(g) {
+			// No cluster path to ask on: the replica here decides, and
+			// the edge forwards the pop to the group's leader.
+			return h.on(ctx, g, c)
+		}
 		deliver, err := h.wouldDeliver(g, c)
 		if err != nil {
 			h.opts.Node.Logger.Debug("raft: host: a discovery pop's check of a group led elsewhere", "group", g, "err", err)
