@@ -20,6 +20,7 @@ import (
 // The exchange's path and headers (doc.go).
 const (
 	ProposePath     = "/internal/v1/propose"
+	ReadPath        = "/internal/v1/read"
 	SecretHeader    = "X-Queen-Cluster-Secret"
 	ForwardedHeader = "X-Queen-Forwarded-By"
 	GroupHeader     = "X-Queen-Group"
@@ -123,6 +124,35 @@ func (c *Client) Forward(ctx context.Context, addr string, g uint32, entry []byt
 		return engine.Result{}, applied, errors.Join(raft.ErrForward, fmt.Errorf("group %d at %s: the answer: %w", g, addr, err))
 	}
 	return engine.Result{Value: v}, applied, nil
+}
+
+// Read asks the node at addr for a read of group g, req as raft.Host
+// encodes it, and answers that node's answer (raft.Forwarder); the node
+// answers it from its replica when it leads g (raft.Host.AnswerRead). A
+// failure to reach the node or to read its answer is raft.ErrForward; a
+// refusal is the error Options.Refusal reads in it (a node that does not
+// lead g: raft.ErrNotLeader).
+func (c *Client) Read(ctx context.Context, addr string, g uint32, body []byte) ([]byte, error) {
+	timeout := timeoutFor(ctx)
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI(c.scheme + "://" + addr + ReadPath)
+	req.Header.SetMethod(fasthttp.MethodPost)
+	req.Header.SetContentType("application/json")
+	req.Header.Set(ForwardedHeader, c.opts.NodeID)
+	req.Header.Set(SecretHeader, c.opts.Secret)
+	req.Header.Set(GroupHeader, strconv.FormatUint(uint64(g), 10))
+	req.Header.Set(DeadlineHeader, strconv.FormatInt(time.Now().Add(timeout).UnixMicro(), 10))
+	req.SetBodyRaw(body)
+	if err := c.http.DoTimeout(req, resp, timeout); err != nil {
+		return nil, errors.Join(raft.ErrForward, fmt.Errorf("read of group %d at %s: %w", g, addr, err))
+	}
+	if resp.StatusCode() != fasthttp.StatusOK {
+		return nil, c.refusal(resp)
+	}
+	return append([]byte(nil), resp.Body()...), nil // resp is released on return
 }
 
 func (c *Client) refusal(resp *fasthttp.Response) error {

@@ -1,6 +1,7 @@
 // Package cluster is the one path between nodes for commands: a node that
 // must have a command proposed by the leader of its Raft group sends the
-// encoded command there and gets its typed result back.
+// encoded command there and gets its typed result back. Reads of a group a
+// node does not host take it too.
 //
 // It sits between the HTTP edge and Raft (cmd → server → cluster → raft):
 // Client implements raft.Forwarder, which a raft.Host is given when it is
@@ -27,6 +28,16 @@
 //	                   a read on it sees the write.
 //	4xx/5xx            the edge's {"error","code"} answer; Options.Refusal
 //	                   turns it back into the error it stands for.
+//
+// A read of a group the sending node does not host (raft/hostremote.go)
+// takes the same headers:
+//
+//	POST ReadPath
+//	  body             the read, as raft.Host encodes it (JSON)
+//	200                its answer (JSON), from the node's replica of the
+//	                   group once a heartbeat round confirmed it leads it
+//	4xx/5xx            as above (503 not_leader from a node that does not
+//	                   lead the group: the sender looks for the leader again)
 //
 // Node to node only, between one version of the broker and the next: a
 // change to the exchange needs a new path, not a flag.

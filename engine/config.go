@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode"
@@ -131,6 +132,34 @@ func (c Config) Bool(o Option) bool { return c.values[o] != 0 }
 // DeadLetterEnabled reports whether exhaustion dead-letters (either flag).
 func (c Config) DeadLetterEnabled() bool {
 	return c.Bool(OptDeadLetterQueue) || c.Bool(OptDLQAfterMaxRetries)
+}
+
+// MarshalJSON writes every option by its wire name, {"leaseTime": 300,
+// ...}: how a Config crosses nodes in a read another node answers
+// (raft's remote reads), exactly, since its values are unexported.
+func (c Config) MarshalJSON() ([]byte, error) {
+	m := make(map[string]int64, numOptions-1)
+	for o := Option(1); o < numOptions; o++ {
+		m[optionTable[o].name] = c.values[o]
+	}
+	return json.Marshal(m)
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote: an option not named is 0
+// (as in the zero Config), a name it does not know (a newer node's
+// option) is left out.
+func (c *Config) UnmarshalJSON(b []byte) error {
+	var m map[string]int64
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	*c = Config{}
+	for name, v := range m {
+		if o, ok := OptionByName(name); ok {
+			c.values[o] = v
+		}
+	}
+	return nil
 }
 
 func (c Config) records() []keyspace.Option {

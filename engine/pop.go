@@ -375,6 +375,19 @@ func (e *Engine) popIsEmpty(now int64, cmd PopCmd) bool {
 	if cmd.Queue == "" {
 		return false
 	}
+	return e.scopeIsEmpty(now, cmd)
+}
+
+// PopWouldDeliver reports, from the applied state and without writing,
+// whether pop may deliver or change something here: the negation of
+// popIsEmpty's test, made for a discovery pop too, over every queue of
+// its scope. A node whose queues are spread over several engines (raft's
+// Host) asks each before choosing where a discovery pop runs. Like
+// popIsEmpty it is conservative: true means only that the pop has to run.
+func (e *Engine) PopWouldDeliver(now int64, cmd PopCmd) bool { return !e.scopeIsEmpty(now, cmd) }
+
+// scopeIsEmpty is popIsEmpty's test, for any pop.
+func (e *Engine) scopeIsEmpty(now int64, cmd PopCmd) bool {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	group := cmd.Group

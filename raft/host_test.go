@@ -543,7 +543,21 @@ type forwardFunc func(ctx context.Context, addr string, g uint32, entry []byte) 
 // swapForwarder is each test host's Forwarder (HostOptions.Forward), which
 // a test sets and changes as it goes; unset, it answers as a node that
 // does not lead the group would.
-type swapForwarder struct{ f atomic.Pointer[forwardFunc] }
+type swapForwarder struct {
+	f    atomic.Pointer[forwardFunc]
+	read atomic.Pointer[readFunc]
+}
+
+// readFunc is a test's Forwarder.Read.
+type readFunc func(ctx context.Context, addr string, g uint32, req []byte) ([]byte, error)
+
+func (s *swapForwarder) Read(ctx context.Context, addr string, g uint32, req []byte) ([]byte, error) {
+	f := s.read.Load()
+	if f == nil {
+		return nil, raft.ErrNotLeader
+	}
+	return (*f)(ctx, addr, g, req)
+}
 
 func (s *swapForwarder) Forward(ctx context.Context, addr string, g uint32, entry []byte) (engine.Result, uint64, error) {
 	f := s.f.Load()
@@ -559,7 +573,7 @@ func (c *hosts) setForward(i int, f forwardFunc) { c.fwd[i].f.Store(&f) }
 
 // relayInProcess gives every host a Forwarder that calls the host whose
 // HTTP address is addr directly (package cluster's tests cover the HTTP
-// path).
+// path): its ProposeEntry for a command, its AnswerRead for a read.
 func (c *hosts) relayInProcess() {
 	for i := range c.h {
 		c.setForward(i, func(ctx context.Context, addr string, g uint32, entry []byte) (engine.Result, error) {
@@ -568,6 +582,13 @@ func (c *hosts) relayInProcess() {
 			}
 			return engine.Result{}, raft.ErrForward
 		})
+		read := readFunc(func(ctx context.Context, addr string, g uint32, req []byte) ([]byte, error) {
+			if h := c.host("http-", addr); h != nil {
+				return h.AnswerRead(ctx, g, req)
+			}
+			return nil, raft.ErrForward
+		})
+		c.fwd[i].read.Store(&read)
 	}
 }
 

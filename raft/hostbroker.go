@@ -256,10 +256,15 @@ func (h *Host) lookup(ctx context.Context, holds func(*Node) (string, bool), ask
 // holder is the group whose replica here holds something (holds), 0 when
 // none, and the queue it belongs to. While a moved queue's source copy is being dropped two groups hold
 // its partitions and leases: the one the directory places the queue in is
-// the queue's.
+// the queue's. Only hosted replicas are looked in: an idle one (a group
+// this node is not a voter of) may hold what it had before it was
+// removed, which is no longer its group's state.
 func (h *Host) holder(holds func(*Node) (string, bool)) (uint32, string) {
 	found, queue := uint32(0), ""
 	for g := 1; g < len(h.nodes); g++ {
+		if !h.hosts(uint32(g)) {
+			continue
+		}
 		q, ok := holds(h.nodes[g])
 		if !ok {
 			continue
@@ -525,34 +530,63 @@ func (h *Host) ackOnce(ctx context.Context, c engine.AckCmd) (engine.Result, err
 	return engine.Result{Value: out}, nil
 }
 
-// discover runs a discovery pop (no queue) on the groups in turn, from a
-// rotating start so that no group is always asked first, the groups this
-// node leads before the others: the first whose replica shows it would
-// deliver is proposed to (here, or NotLeaderError, and the node the edge
-// forwards to finds it among its own). When none would, the answer is the
-// empty pop.
+// discover runs a discovery pop (no queue) on the groups, from a rotating
+// start so that no group is always asked first, choosing by what each
+// group's state shows (engine.PopWouldDeliver, conservative: a queue no
+// pop has touched yet counts, as the pop seeds its cursors):
+//
+//  1. the groups this node leads whose replica shows the pop may deliver
+//     are proposed to in turn, until one delivers;
+//  2. else the hosted groups led elsewhere whose replica here shows the
+//     same, then the groups this node does not host (their replicas here
+//     are idle), are asked through their leaders (wouldDeliver, a read on
+//     the leader's state), and the first that may deliver answers
+//     NotLeaderError naming that leader: the edge forwards the request
+//     there, and that leader finds it among its own (step 1 there). The
+//     leader's answer, not this node's replica, decides: a replica may
+//     trail, and two nodes each seeing the other's group as not drained
+//     would send the pop back and forth.
+//
+// Only then is the answer the empty pop. A group whose leader could not
+// be asked counts as empty: a discovery pop promises what is there now,
+// and its consumer asks again (a long poll re-checks on its timer, since
+// no apply here signals a group this node does not host).
 func (h *Host) discover(ctx context.Context, c engine.PopCmd) (engine.Result, error) {
 	data := len(h.nodes) - 1
 	start := int(h.turn.Add(1) % uint64(data))
 	now := time.Now().UnixMicro()
-	var (
-		empty engine.Result
-		later []uint32 // would deliver, led elsewhere
-	)
+	empty := engine.Result{Value: engine.PopResult{Group: cmp.Or(c.Group, engine.QueueMode)}}
+	var later, remote []uint32 // may deliver as this node sees it, led elsewhere; not hosted here
 	for k := range data {
 		g := uint32(1 + (start+k)%data)
-		if r, ok := c.Skip(h.nodes[g].engine, now); ok {
-			empty = r
-			continue
-		}
-		if h.nodes[g].leading() != nil {
+		switch n := h.nodes[g]; {
+		case !h.hosts(g):
+			remote = append(remote, g)
+		case !n.engine.PopWouldDeliver(now, c):
+		case n.leading() != nil:
 			later = append(later, g)
+		default:
+			r, err := h.on(ctx, g, c)
+			if pop, ok := r.Value.(engine.PopResult); err != nil || r.Err != nil || !ok || len(pop.Messages) > 0 {
+				return r, err
+			}
+			empty = r
+		}
+	}
+	for _, g := range append(later, remote...) {
+		if h.opts.Forward == nil && h.hosts(g) {
+			// No cluster path to ask on: the replica here decides, and
+			// the edge forwards the pop to the group's leader.
+			return h.on(ctx, g, c)
+		}
+		deliver, err := h.wouldDeliver(g, c)
+		if err != nil {
+			h.opts.Node.Logger.Debug("raft: host: a discovery pop's check of a group led elsewhere", "group", g, "err", err)
 			continue
 		}
-		return h.on(ctx, g, c)
-	}
-	if len(later) > 0 {
-		return h.on(ctx, later[0], c)
+		if deliver {
+			return h.on(ctx, g, c)
+		}
 	}
 	return empty, nil
 }
@@ -625,8 +659,13 @@ func (h *Host) Barrier(ctx context.Context) error {
 	return nil
 }
 
-// LeaderRead readies a read of the streams (streamGroup).
+// LeaderRead readies a read of the streams (streamGroup): NotLeaderError,
+// naming its leader, when this node does not host it (its idle replica
+// knows no leader), and the edge forwards the read there.
 func (h *Host) LeaderRead(ctx context.Context) error {
+	if !h.hosts(streamGroup) {
+		return h.groupError(streamGroup, ErrNotLeader)
+	}
 	return h.groupError(streamGroup, h.nodes[streamGroup].LeaderRead(ctx))
 }
 
@@ -668,7 +707,10 @@ func (h *Host) GroupStatus(g uint32) Status {
 func (h *Host) Maintenance() (push, pop bool) { return maintenance(h.nodes[Directory].engine) }
 
 // Watch reports applies that may have made messages of queue deliverable,
-// in its group, or in every group for "".
+// in its group, or in every group for "". A group this node does not host
+// applies nothing here, so nothing of it is reported: a long poll through
+// this node re-checks it on its timer (the pop asks its leader), and a pop
+// of one of its queues is forwarded to its leader, which watches it.
 func (h *Host) Watch(queue string) (<-chan struct{}, func()) {
 	if g := h.Placement(queue); g != 0 {
 		return h.nodes[g].Watch(queue)

@@ -3,6 +3,7 @@ package raft
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"math"
 	"slices"
 	"strings"
@@ -11,65 +12,81 @@ import (
 )
 
 // The reads: each from the group that holds what is read, or from every
-// group, merged in the order one engine gives.
+// group, merged in the order one engine gives. A group this node hosts is
+// read from its replica here, one it does not from the group's leader
+// (reader, hostremote.go).
 
 // Queues describes every queue, by name. A queue moved a moment ago may
 // still be in the group it left (its copy not dropped yet): it is listed
 // from the group the directory places it in.
 func (h *Host) Queues() ([]engine.QueueInfo, error) {
-	var all []engine.QueueInfo
-	for g, n := range h.nodes[1:] {
-		qs, err := n.Queues()
-		if err != nil {
-			return nil, err
-		}
-		for _, q := range qs {
-			if h.placedIn(q.Name, uint32(g+1)) {
-				all = append(all, q)
-			}
-		}
-	}
+	all, err := gather(h, groupReader.Queues, func(q *engine.QueueInfo) string { return q.Name })
 	slices.SortFunc(all, func(a, b engine.QueueInfo) int { return strings.Compare(a.Name, b.Name) })
-	return all, nil
+	return all, err
 }
 
 // Queue describes one queue.
 func (h *Host) Queue(name string) (engine.QueueInfo, error) {
-	return h.nodes[h.readGroup(name)].Queue(name)
+	g, err := h.queueGroup(name)
+	if err != nil {
+		return engine.QueueInfo{}, err
+	}
+	return h.reader(g).Queue(name)
 }
 
-// QueueConfig returns a queue's effective configuration.
+// QueueConfig returns a queue's effective configuration. A queue whose
+// group could not be found or asked (a group led elsewhere) is answered
+// as one that does not exist: CheckedQueueConfig tells the two apart.
 func (h *Host) QueueConfig(name string) (engine.Config, bool) {
-	return h.nodes[h.readGroup(name)].QueueConfig(name)
+	g, err := h.queueGroup(name)
+	if err != nil {
+		return engine.Config{}, false
+	}
+	return h.reader(g).QueueConfig(name)
 }
 
-// readGroup is a queue's group for a read: group 1 for a queue not placed
-// (whose engine answers as for any unknown queue).
-func (h *Host) readGroup(queue string) uint32 { return cmp.Or(h.Placement(queue), 1) }
+// queueGroup is a queue's group for a read: group 1 for a queue not placed
+// (whose engine answers as for any unknown queue). When some group is led
+// elsewhere, a queue this node's directory replica does not place yet is
+// looked up with the directory's leader (find): it may have been placed a
+// moment ago through another node, and its group's leader, not this
+// node's replicas, answers the read. (When this node hosts every group
+// the edge's read barrier has caught the directory replica up already.)
+func (h *Host) queueGroup(queue string) (uint32, error) {
+	g := h.Placement(queue)
+	if g != 0 || h.opts.Forward == nil || h.hostsAll() {
+		return cmp.Or(g, 1), nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), remoteReadWait)
+	defer cancel()
+	g, err := h.find(ctx, queue)
+	return cmp.Or(g, 1), err
+}
 
 // Cursors lists every group's cursor rows.
 func (h *Host) Cursors(now int64, group string) ([]engine.CursorInfo, error) {
-	return gather(h, func(n *Node) ([]engine.CursorInfo, error) { return n.Cursors(now, group) },
+	return gather(h, func(r groupReader) ([]engine.CursorInfo, error) { return r.Cursors(now, group) },
 		func(c *engine.CursorInfo) string { return c.Queue })
 }
 
 // Subscriptions lists every group's stored subscriptions.
 func (h *Host) Subscriptions() ([]engine.Subscription, error) {
-	return gather(h, (*Node).Subscriptions, func(s *engine.Subscription) string { return s.Queue })
+	return gather(h, groupReader.Subscriptions, func(s *engine.Subscription) string { return s.Queue })
 }
 
-// gather reads every group's rows, in group order. Rows of a queue
-// (queueOf) the directory places in another group are left out: a moved
-// queue's source copy, until it is dropped.
-func gather[T any](h *Host, read func(*Node) ([]T, error), queueOf func(*T) string) ([]T, error) {
+// gather reads every group's rows, in group order, each from this node's
+// replica or the group's leader (reader). Rows of a queue (queueOf) the
+// directory places in another group are left out: a moved queue's source
+// copy, until it is dropped.
+func gather[T any](h *Host, read func(groupReader) ([]T, error), queueOf func(*T) string) ([]T, error) {
 	var all []T
-	for g, n := range h.nodes[1:] {
-		got, err := read(n)
+	for g := uint32(1); int(g) < len(h.nodes); g++ {
+		got, err := read(h.reader(g))
 		if err != nil {
 			return nil, err
 		}
 		for i := range got {
-			if h.placedIn(queueOf(&got[i]), uint32(g+1)) {
+			if h.placedIn(queueOf(&got[i]), g) {
 				all = append(all, got[i])
 			}
 		}
@@ -88,7 +105,11 @@ func (h *Host) placedIn(queue string, g uint32) bool {
 // (or the filter's queue's).
 func (h *Host) ListDLQ(f engine.DLQFilter) ([]engine.DeadLetter, int, error) {
 	if f.Queue != "" {
-		return h.nodes[h.readGroup(f.Queue)].ListDLQ(f)
+		g, err := h.queueGroup(f.Queue)
+		if err != nil {
+			return nil, 0, err
+		}
+		return h.reader(g).ListDLQ(f)
 	}
 	if f.Limit <= 0 {
 		f.Limit = 100
@@ -99,8 +120,8 @@ func (h *Host) ListDLQ(f engine.DLQFilter) ([]engine.DeadLetter, int, error) {
 		all   []engine.DeadLetter
 		total int
 	)
-	for _, n := range h.nodes[1:] {
-		rows, k, err := n.ListDLQ(each)
+	for g := uint32(1); int(g) < len(h.nodes); g++ {
+		rows, k, err := h.reader(g).ListDLQ(each)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -120,37 +141,56 @@ func page[T any](all []T, offset, limit int) []T {
 
 // DeadLettersAt returns the dead-letter rows of an address.
 func (h *Host) DeadLettersAt(part engine.ID, txn string) ([]engine.DeadLetter, error) {
-	return h.nodes[h.heldBy(part)].DeadLettersAt(part, txn)
+	g, err := h.heldBy(part)
+	if err != nil {
+		return nil, err
+	}
+	return h.reader(g).DeadLettersAt(part, txn)
 }
 
 // MessageAt finds a retained message by address.
 func (h *Host) MessageAt(part engine.ID, txn string) (engine.StoredMessage, error) {
-	return h.nodes[h.heldBy(part)].MessageAt(part, txn)
+	g, err := h.heldBy(part)
+	if err != nil {
+		return engine.StoredMessage{}, err
+	}
+	return h.reader(g).MessageAt(part, txn)
 }
 
-// heldBy is the group whose replica holds the partition now, 1 if none;
-// of two (a moved queue's source copy not dropped yet), the one the
-// directory places its queue in.
-func (h *Host) heldBy(part engine.ID) uint32 {
+// heldBy is the group that holds the partition now, 1 if none; of two (a
+// moved queue's source copy not dropped yet), the one the directory places
+// its queue in. It looks in the replicas this node hosts, then, when some
+// group is led elsewhere, asks each group's leader (partitionGroup): its
+// error when one could not be asked and none holds it.
+func (h *Host) heldBy(part engine.ID) (uint32, error) {
 	g, _ := h.holder(func(n *Node) (string, bool) {
 		q, _, ok := n.engine.PartitionByID(part)
 		return q, ok
 	})
-	return cmp.Or(g, 1)
+	if g != 0 || h.hostsAll() {
+		return cmp.Or(g, 1), nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), remoteReadWait)
+	defer cancel()
+	return h.partitionGroup(ctx, part)
 }
 
 // ListMessages pages retained messages, newest first, over every group
 // (or the filter's queue's).
 func (h *Host) ListMessages(f engine.MessageFilter) ([]engine.ListedMessage, error) {
 	if f.Queue != "" {
-		return h.nodes[h.readGroup(f.Queue)].ListMessages(f)
+		g, err := h.queueGroup(f.Queue)
+		if err != nil {
+			return nil, err
+		}
+		return h.reader(g).ListMessages(f)
 	}
 	if f.Limit <= 0 {
 		f.Limit = 200
 	}
 	each := f
 	each.Offset, each.Limit = 0, f.Offset+f.Limit
-	all, err := gather(h, func(n *Node) ([]engine.ListedMessage, error) { return n.ListMessages(each) },
+	all, err := gather(h, func(r groupReader) ([]engine.ListedMessage, error) { return r.ListMessages(each) },
 		func(m *engine.ListedMessage) string { return m.Queue })
 	if err != nil {
 		return nil, err
@@ -163,17 +203,21 @@ func (h *Host) ListMessages(f engine.MessageFilter) ([]engine.ListedMessage, err
 
 // StreamQueryByID returns a registered streaming query (streamGroup).
 func (h *Host) StreamQueryByID(id engine.ID) (engine.StreamQuery, bool, error) {
-	return h.nodes[streamGroup].StreamQueryByID(id)
+	return h.reader(streamGroup).StreamQueryByID(id)
 }
 
 // StreamState reads streaming state (streamGroup).
 func (h *Host) StreamState(f engine.StateFilter) ([]engine.StateRow, error) {
-	return h.nodes[streamGroup].StreamState(f)
+	return h.reader(streamGroup).StreamState(f)
 }
 
 // Traces returns a message's traces.
 func (h *Host) Traces(part engine.ID, txn string) ([]engine.Trace, error) {
-	return h.nodes[h.heldBy(part)].Traces(part, txn)
+	g, err := h.heldBy(part)
+	if err != nil {
+		return nil, err
+	}
+	return h.reader(g).Traces(part, txn)
 }
 
 // TracesByName pages the traces carrying name over every group, oldest
@@ -183,8 +227,8 @@ func (h *Host) TracesByName(name string, limit, offset int) ([]engine.TraceAt, i
 		all   []engine.TraceAt
 		total int
 	)
-	for _, n := range h.nodes[1:] {
-		got, k, err := n.TracesByName(name, offset+limit, 0)
+	for g := uint32(1); int(g) < len(h.nodes); g++ {
+		got, k, err := h.reader(g).TracesByName(name, offset+limit, 0)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -203,8 +247,8 @@ func (h *Host) TracesByName(name string, limit, offset int) ([]engine.TraceAt, i
 func (h *Host) TraceNames(limit, offset int) ([]engine.TraceName, int, error) {
 	byName := map[string]*engine.TraceName{}
 	var all []*engine.TraceName
-	for _, n := range h.nodes[1:] {
-		got, _, err := n.TraceNames(math.MaxInt32, 0)
+	for g := uint32(1); int(g) < len(h.nodes); g++ {
+		got, _, err := h.reader(g).TraceNames(math.MaxInt32, 0)
 		if err != nil {
 			return nil, 0, err
 		}

@@ -20,8 +20,14 @@ import (
 // index that node had applied in g when it answered. Its errors are those
 // a proposal's could be, and ErrForward when the forwarding itself failed:
 // the command's outcome is then unknown.
+//
+// Read asks the Host at addr for a read of group g this node does not
+// host (hostremote.go): req as the Host encodes it, answered by that
+// Host's AnswerRead. Its errors are AnswerRead's (a NotLeaderError from a
+// node that does not lead g), and ErrForward when the call failed.
 type Forwarder interface {
 	Forward(ctx context.Context, addr string, g uint32, entry []byte) (r engine.Result, applied uint64, err error)
+	Read(ctx context.Context, addr string, g uint32, req []byte) ([]byte, error)
 }
 
 // forward proposes entry on group g's leader at addr through the
@@ -161,7 +167,7 @@ func (h *Host) runPart(ctx context.Context, g uint32, c engine.Command) (engine.
 		unknown = unknown || !NotApplied(err)
 		// A move's refusal is not retried on the same group: the caller
 		// routes the items afresh (retryMovingItems).
-		retry := Transient(err) && !errors.Is(err, engine.ErrQueueMoving) && (!unknown || a.retryable(h.nodes[g].engine)) &&
+		retry := Transient(err) && !errors.Is(err, engine.ErrQueueMoving) && (!unknown || a.retryable(h, g)) &&
 			ctx.Err() == nil && time.Now().Before(deadline) &&
 			(h.opts.Forward != nil || !errors.Is(err, ErrNotLeader))
 		if !retry {
@@ -234,15 +240,27 @@ func newAttempt(c engine.Command) (*attempt, error) {
 
 // retryable reports whether a may be proposed again after an attempt
 // whose outcome is unknown: a push to queues that all dedup, as this
-// node's replica of the group (e) has them (a queue not created yet will
-// be, with the default window).
-func (a *attempt) retryable(e *engine.Engine) bool {
+// node's replica of group g has them (a queue not created yet will be,
+// with the default window), or g's leader for a group this node does not
+// host, whose idle replica knows no queue; when that leader cannot be
+// asked, not.
+func (a *attempt) retryable(h *Host, g uint32) bool {
 	pp, ok := a.cmd.(*engine.PreparedPush)
 	if !ok {
 		return false
 	}
 	for _, pg := range pp.Groups {
-		if cfg, ok := e.QueueConfig(pg.Queue); ok && cfg.Get(engine.OptDedupWindowSeconds) == 0 {
+		var (
+			cfg   engine.Config
+			found bool
+			err   error
+		)
+		if h.hosts(g) {
+			cfg, found = h.nodes[g].engine.QueueConfig(pg.Queue)
+		} else {
+			cfg, found, err = remoteGroup{h: h, g: g}.checkedQueueConfig(pg.Queue)
+		}
+		if err != nil || found && cfg.Get(engine.OptDedupWindowSeconds) == 0 {
 			return false
 		}
 	}

@@ -43,8 +43,21 @@ func (s *Server) encrypted(queue string) (bool, error) {
 	return s.encryptedHere(queue)
 }
 
-// encryptedHere is encrypted as this node's applied state has it.
+// checkedQueueConfigs is queueConfigs that can fail: a broker that reads
+// some queues from another node (raft.Host, for a group it does not host)
+// says so rather than answering "not found", which would leave a payload
+// unsealed.
+type checkedQueueConfigs interface {
+	CheckedQueueConfig(name string) (engine.Config, bool, error)
+}
+
+// encryptedHere is encrypted as this node's applied state has it (or, for
+// a group this node does not host, as the group's leader has it).
 func (s *Server) encryptedHere(queue string) (bool, error) {
+	if qc, ok := s.broker.(checkedQueueConfigs); ok {
+		cfg, found, err := qc.CheckedQueueConfig(queue)
+		return found && cfg.Bool(engine.OptEncryptionEnabled), err
+	}
 	if qc, ok := s.broker.(queueConfigs); ok {
 		cfg, found := qc.QueueConfig(queue)
 		return found && cfg.Bool(engine.OptEncryptionEnabled), nil

@@ -40,9 +40,20 @@ type Replicated interface {
 	Replicas() []*raft.Node
 }
 
+// hostsGroups is a broker that serves only some of its groups from its
+// own replicas (raft.Host with groups on R of N nodes): the others'
+// replicas are idle, never waited for.
+type hostsGroups interface {
+	Hosts(g uint32) bool
+}
+
 // newReads is the broker's read consistency (package relay).
 func newReads(s *Server, b Replicated) *relay.Reads {
-	return relay.NewReads(b.Replicas(), relay.ReadOptions{
+	var hosts func(uint32) bool
+	if hg, ok := b.(hostsGroups); ok {
+		hosts = hg.Hosts
+	}
+	return relay.NewReads(b.Replicas(), relay.ReadOptions{Hosts: hosts,
 		Ctx: s.ctx, Ask: s.askReadIndex, Closed: s.opts.ClusterSecret == "", Refused: errReadIndexRefused,
 		Unavailable: func(msg string) error { return &apiError{Kind: errReadUnavailable, Msg: msg} },
 		Metrics:     s.opts.Metrics, Logger: s.log,

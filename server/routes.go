@@ -118,6 +118,7 @@ func (s *Server) routeTable() []route {
 		{"POST", relayPath, "propose_relayed", auth.Cluster, addsData, proposes, (*Server).proposeRelayed},
 		{"POST", "/internal/v1/cluster/storage", "cluster_storage", auth.Cluster, reads, local, (*Server).storageReport},
 		{"POST", readIndexPath, "read_index", auth.Cluster, reads, local, (*Server).readIndex},
+		{"POST", remoteReadPath, "read_relayed", auth.Cluster, reads, local, (*Server).answerRead},
 	}
 }
 

@@ -48,6 +48,12 @@ type ReadOptions struct {
 	Unavailable func(msg string) error
 	Metrics     *metrics.Set
 	Logger      *slog.Logger
+	// Hosts, when set, says whether this node serves group g from its own
+	// replica now (raft.Host.Hosts). A replica of a group it does not host
+	// is idle, applying nothing: it is never waited for, since the broker
+	// reads that group from its leader, which answers linearizably. Nil:
+	// every replica is hosted.
+	Hosts func(g uint32) bool
 }
 
 // Reads is the server's half of linearizable reads and of
@@ -124,8 +130,15 @@ func (r *Reads) Barrier(stale bool) error {
 	return err
 }
 
-// CatchUp waits until n has applied its group's read index.
+// hosted reports whether n's group is served from n here (ReadOptions.Hosts).
+func (r *Reads) hosted(n *raft.Node) bool { return r.o.Hosts == nil || r.o.Hosts(n.GroupID()) }
+
+// CatchUp waits until n has applied its group's read index; at once for
+// a group this node does not host (its reads go to the group's leader).
 func (r *Reads) CatchUp(ctx context.Context, n *raft.Node) error {
+	if !r.hosted(n) {
+		return nil
+	}
 	var last error
 	for {
 		idx, err := n.ReadIndex(ctx) // the leader's own, confirmed
@@ -163,8 +176,11 @@ func (r *Reads) Stamp(h *fasthttp.ResponseHeader) {
 		return
 	}
 	var b []byte
-	for i, n := range r.replicas {
-		if i > 0 {
+	for _, n := range r.replicas {
+		if !r.hosted(n) {
+			continue // an idle replica's index is no one's to wait for
+		}
+		if len(b) > 0 {
 			b = append(b, ',')
 		}
 		b = strconv.AppendUint(b, uint64(n.GroupID()), 10)
@@ -212,7 +228,7 @@ func (r *Reads) awaitIndexUntil(g uint32, index uint64, deadline time.Time) bool
 		return true
 	}
 	n := r.Replica(g)
-	if n == nil {
+	if n == nil || !r.hosted(n) {
 		return true
 	}
 	c, cancel := context.WithDeadline(r.o.Ctx, deadline)

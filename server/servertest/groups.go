@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +32,9 @@ import (
 type Groups struct {
 	t     testing.TB
 	Nodes []*GroupNode
+	// replicas is each data group's voters (raft.HostOptions.Replicas; 0:
+	// every node).
+	replicas int
 }
 
 // GroupNode is one node of Groups.
@@ -50,7 +54,18 @@ const GroupSecret = "servertest-cluster-secret-servertest"
 // nodes stop at test cleanup.
 func StartGroups(t testing.TB, n, groups int, adjust func(i int, o *server.Options)) *Groups {
 	t.Helper()
-	c := &Groups{t: t}
+	return StartGroupsOf(t, n, groups, 0, adjust)
+}
+
+// StartGroupsOf is StartGroups with each data group on replicas of the n
+// nodes (raft.HostOptions.Replicas; 0: on every node): a node outside a
+// group keeps an idle replica of it, and reads it from its leader. With
+// replicas it waits (WaitLayout) until every node's directory records each
+// group's voters and leader, rather than for the leaders WaitLeaders
+// expects.
+func StartGroupsOf(t testing.TB, n, groups, replicas int, adjust func(i int, o *server.Options)) *Groups {
+	t.Helper()
+	c := &Groups{t: t, replicas: replicas}
 	// The Raft ports are picked free and released before the hosts bind
 	// them, so another process's outgoing connection may take one in
 	// between (the kernel hands out the same range): the whole cluster then
@@ -89,8 +104,72 @@ func StartGroups(t testing.TB, n, groups int, adjust func(i int, o *server.Optio
 			t.Fatal(err)
 		}
 	}
+	if replicas > 0 {
+		c.WaitLayout()
+		return c
+	}
 	c.WaitLeaders()
 	return c
+}
+
+// WaitLayout polls, up to 30 s, until every node's layout (raft.Host.Layout:
+// its own view of the groups it hosts, the directory's record of the
+// others) names each data group's replicas voters and the same leader, the
+// one the Hosts spread leadership towards (the voters by id, at g mod
+// their count), whose HTTP address every node knows, and that leader has applied all it
+// committed. It returns each group's leader's index in Nodes, by group.
+func (c *Groups) WaitLayout() map[uint32]int {
+	c.t.Helper()
+	var last string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		leaders, why := c.laidOut()
+		if why == "" {
+			return leaders
+		}
+		last = why
+	}
+	c.t.Fatalf("the groups' layout did not settle in 30 s: %s", last)
+	return nil
+}
+
+// laidOut is each data group's leader's index once the layout is settled
+// (WaitLayout), else why not.
+func (c *Groups) laidOut() (map[uint32]int, string) {
+	leaders := map[uint32]int{}
+	for _, g := range c.Nodes[0].Host.Groups()[1:] {
+		leader := ""
+		for _, n := range c.Nodes {
+			lg := n.Host.Layout().Groups[g]
+			switch {
+			case len(lg.Members) != c.replicas || lg.Leader == "":
+				return nil, fmt.Sprintf("group %d: %s sees voters %v, leader %q", g, n.ID, lg.Members, lg.Leader)
+			case leader != "" && lg.Leader != leader:
+				return nil, fmt.Sprintf("group %d: the nodes name %s and %s", g, leader, lg.Leader)
+			}
+			leader = lg.Leader
+		}
+		i := c.index(leader)
+		if i < 0 {
+			return nil, fmt.Sprintf("group %d: leader %s is no node", g, leader)
+		}
+		voters := slices.Sorted(slices.Values(c.Nodes[i].Host.Layout().Groups[g].Members))
+		if want := voters[int(g)%len(voters)]; leader != want {
+			return nil, fmt.Sprintf("group %d: led by %s, spreading to %s", g, leader, want)
+		}
+		for _, n := range c.Nodes {
+			if n.Host.Layout().Nodes[i].HTTP == "" {
+				return nil, fmt.Sprintf("group %d: %s does not know %s's address", g, n.ID, leader)
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := c.Nodes[i].Host.Group(g).Barrier(ctx)
+		cancel()
+		if err != nil {
+			return nil, fmt.Sprintf("group %d: barrier on %s: %v", g, leader, err)
+		}
+		leaders[g] = i
+	}
+	return leaders, ""
 }
 
 // start starts node i; stop stops it.
@@ -119,7 +198,7 @@ func (c *Groups) start(i int, peers []raft.Peer, dir string, groups int, adjust 
 	// that the cluster reaches this binary's command version (the outbox's
 	// commands need 2) a moment after start.
 	o.Versions, o.VersionInterval = fwd, 200*time.Millisecond
-	h, err := raft.OpenHost(raft.HostOptions{Node: o, Groups: groups, SpreadInterval: 50 * time.Millisecond,
+	h, err := raft.OpenHost(raft.HostOptions{Node: o, Groups: groups, Replicas: c.replicas, SpreadInterval: 50 * time.Millisecond,
 		SpreadHold: 300 * time.Millisecond, Forward: fwd, OnMove: meter.NewMoves(node.Metrics).Record})
 	if err != nil {
 		ln.Close()

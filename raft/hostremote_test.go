@@ -1,0 +1,263 @@
+package raft_test
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/raft"
+)
+
+// readView is every read a Host answers, as one host answers them.
+type readView struct {
+	Queues    []engine.QueueInfo
+	Queue     []engine.QueueInfo
+	Configs   []engine.Config
+	Found     []bool
+	Cursors   []engine.CursorInfo
+	Subs      []engine.Subscription
+	DLQ       []engine.DeadLetter
+	DLQTotal  int
+	Dead      [][]engine.DeadLetter
+	Messages  []engine.ListedMessage
+	Message   []engine.StoredMessage
+	Traces    [][]engine.Trace
+	ByName    []engine.TraceAt
+	ByNameN   int
+	Names     []engine.TraceName
+	NamesN    int
+	QueueMsgs [][]engine.ListedMessage
+}
+
+// readAll reads everything through h; at is one message per group.
+func readAll(t *testing.T, h *raft.Host, queues []string, at []engine.PushResult, now int64) (readView, error) {
+	t.Helper()
+	var (
+		v   readView
+		err error
+	)
+	if v.Queues, err = h.Queues(); err != nil {
+		return v, err
+	}
+	for _, q := range queues {
+		info, err := h.Queue(q)
+		if err != nil {
+			return v, err
+		}
+		v.Queue = append(v.Queue, info)
+		cfg, found := h.QueueConfig(q)
+		v.Configs, v.Found = append(v.Configs, cfg), append(v.Found, found)
+		msgs, err := h.ListMessages(engine.MessageFilter{Queue: q})
+		if err != nil {
+			return v, err
+		}
+		v.QueueMsgs = append(v.QueueMsgs, msgs)
+	}
+	if v.Cursors, err = h.Cursors(now, ""); err != nil {
+		return v, err
+	}
+	if v.Subs, err = h.Subscriptions(); err != nil {
+		return v, err
+	}
+	if v.DLQ, v.DLQTotal, err = h.ListDLQ(engine.DLQFilter{}); err != nil {
+		return v, err
+	}
+	if v.Messages, err = h.ListMessages(engine.MessageFilter{}); err != nil {
+		return v, err
+	}
+	for _, m := range at {
+		sm, err := h.MessageAt(m.PartitionID, m.TransactionID)
+		if err != nil {
+			return v, fmt.Errorf("message %s: %w", m.TransactionID, err)
+		}
+		v.Message = append(v.Message, sm)
+		tr, err := h.Traces(m.PartitionID, m.TransactionID)
+		if err != nil {
+			return v, err
+		}
+		v.Traces = append(v.Traces, tr)
+		dl, err := h.DeadLettersAt(m.PartitionID, m.TransactionID)
+		if err != nil {
+			return v, err
+		}
+		v.Dead = append(v.Dead, dl)
+	}
+	if v.ByName, v.ByNameN, err = h.TracesByName("remote-read", 100, 0); err != nil {
+		return v, err
+	}
+	v.Names, v.NamesN, err = h.TraceNames(100, 0)
+	return v, err
+}
+
+// TestHost_ReadsGroupsItDoesNotHost: four hosts, four groups of three
+// voters. Each host reads the group it is not a voter of from that group's
+// leader: every read answers the same on every host, a read right after a
+// push through a non-member sees it, and a discovery pop through a host
+// whose own groups are empty finds the message in the group it does not
+// host.
+func TestHost_ReadsGroupsItDoesNotHost(t *testing.T) {
+	c := openSpreadHosts(t, 4, 4, 3)
+	c.spreadSettled()
+	l := c.h[0].Layout()
+	outside := map[uint32]int{} // a group's non-member host
+	for g := uint32(1); g <= 4; g++ {
+		for i, p := range c.peers {
+			if !slices.Contains(l.Groups[g].Members, p.ID) {
+				outside[g] = i
+			}
+		}
+	}
+	var queues []string
+	for g := uint32(1); g <= 4; g++ {
+		q := fmt.Sprintf("ns.remote-%d", g)
+		if got, err := c.h[0].Place(ctxT(t), q, g); err != nil || got != g {
+			t.Fatalf("place %s in %d: %d, %v", q, g, got, err)
+		}
+		if _, err := c.forwarded(c.h[0], engine.ConfigureCmd{Queue: q, Namespace: "ns", NamespaceSet: true}); err != nil {
+			t.Fatalf("configure %s: %v", q, err)
+		}
+		queues = append(queues, q)
+	}
+
+	// A discovery pop through the host outside group 1, whose own groups
+	// hold no message: it finds the one in group 1.
+	x := c.h[outside[1]]
+	push := func(h *raft.Host, q, txn string) engine.PushResult {
+		t.Helper()
+		res, err := raft.Propose[[]engine.PushResult](ctxT(t), h, engine.PushCmd{Items: []engine.PushItem{{Queue: q, TransactionID: txn, Payload: []byte(`{"n":1}`)}}})
+		if err != nil || len(res) != 1 || res[0].Status != engine.Queued {
+			t.Fatalf("push %s to %s: %+v, %v", txn, q, res, err)
+		}
+		return res[0]
+	}
+	first := push(x, queues[0], "discover-me")
+	r, err := c.forwarded(x, engine.PopCmd{Namespace: "ns", Batch: 1, Partitions: 1})
+	if err != nil {
+		t.Fatalf("discovery pop through %s: %v", c.peers[outside[1]].ID, err)
+	}
+	if msgs := r.Value.(engine.PopResult).Messages; len(msgs) != 1 || msgs[0].TransactionID != "discover-me" {
+		t.Fatalf("discovery pop through the host outside group 1: %+v, want discover-me", msgs)
+	}
+
+	// Through each group's non-member: a push, then at once its reads.
+	at := []engine.PushResult{first}
+	for g := uint32(2); g <= 4; g++ {
+		h := c.h[outside[g]]
+		m := push(h, queues[g-1], fmt.Sprintf("ryw-%d", g))
+		sm, err := h.MessageAt(m.PartitionID, m.TransactionID)
+		if err != nil || sm.TransactionID != m.TransactionID || string(sm.Payload) != `{"n":1}` {
+			t.Fatalf("read through %s right after its push to group %d: %+v, %v", c.peers[outside[g]].ID, g, sm, err)
+		}
+		listed, err := h.ListMessages(engine.MessageFilter{Queue: queues[g-1]})
+		if err != nil || len(listed) != 1 || listed[0].TransactionID != m.TransactionID {
+			t.Fatalf("listing through %s right after its push to group %d (placed in %d there; layout %+v): %+v, %v",
+				c.peers[outside[g]].ID, g, h.Placement(queues[g-1]), h.Layout().Groups[g], listed, err)
+		}
+		if local, err := h.Group(g).Queues(); err != nil || len(local) != 0 {
+			t.Fatalf("group %d's idle replica on %s holds %+v, %v: want nothing", g, c.peers[outside[g]].ID, local, err)
+		}
+		at = append(at, m)
+	}
+	// A trace and a dead letter, made through hosts outside their groups.
+	if _, err := c.forwarded(c.h[outside[2]], engine.TraceCmd{PartitionID: at[1].PartitionID, TransactionID: at[1].TransactionID,
+		Data: []byte(`{"step":1}`), Names: []string{"remote-read"}}); err != nil {
+		t.Fatalf("trace: %v", err)
+	}
+	if _, err := c.forwarded(c.h[outside[3]], engine.MoveToDLQCmd{PartitionID: at[2].PartitionID, TransactionID: at[2].TransactionID,
+		Error: "made to fail"}); err != nil {
+		t.Fatalf("move to the DLQ: %v", err)
+	}
+
+	// The streams' leader read through the host outside group 1 names
+	// group 1's leader, to which the edge forwards it.
+	var nl *raft.NotLeaderError
+	if err := c.h[outside[1]].LeaderRead(ctxT(t)); !errors.As(err, &nl) || nl.Status.Leader != l.Groups[1].Leader || nl.Status.LeaderHTTP == "" {
+		t.Fatalf("leader read through the host outside group 1: %v, want NotLeaderError naming %s", err, l.Groups[1].Leader)
+	}
+
+	// Every host answers every read alike (the voters' followers once
+	// their replicas caught up), with what was written.
+	now := time.Now().UnixMicro()
+	var (
+		views []readView
+		why   string
+	)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("last difference: %s", why)
+		}
+	})
+	waitFor(t, "every host to answer every read alike", func() bool {
+		views = views[:0]
+		for i, h := range c.h {
+			v, err := readAll(t, h, queues, at, now)
+			if err != nil {
+				why = fmt.Sprintf("%s: %v", c.peers[i].ID, err)
+				return false
+			}
+			views = append(views, v)
+		}
+		for i := range views[1:] {
+			if d := viewDiff(views[0], views[i+1]); d != "" {
+				why = fmt.Sprintf("%s and %s: %s", c.peers[0].ID, c.peers[i+1].ID, d)
+				return false
+			}
+		}
+		return true
+	})
+	v := views[0]
+	if len(v.Queues) != 4 || len(v.Messages) != 4 || v.DLQTotal != 1 || len(v.DLQ) != 1 ||
+		v.ByNameN != 1 || len(v.Names) != 1 || v.Names[0].Name != "remote-read" || len(v.Traces[1]) != 1 || len(v.Dead[2]) != 1 {
+		t.Fatalf("the reads miss what was written: %d queues, %d messages, dlq %d/%d, traces by name %d, names %+v, traces %+v, dead %+v",
+			len(v.Queues), len(v.Messages), len(v.DLQ), v.DLQTotal, v.ByNameN, v.Names, v.Traces, v.Dead)
+	}
+	for i, found := range v.Found {
+		if !found || v.Configs[i] != v.Queue[i].Config {
+			t.Fatalf("queue %s: config found %v, %+v", queues[i], found, v.Configs[i])
+		}
+	}
+	if !slices.ContainsFunc(v.Cursors, func(ci engine.CursorInfo) bool { return ci.Queue == queues[0] }) {
+		t.Fatalf("cursors miss the discovery pop's cursor: %+v", v.Cursors)
+	}
+}
+
+// viewDiff names the reads a and b answer differently, with both answers.
+func viewDiff(a, b readView) string {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	for i := range va.NumField() {
+		if x, y := va.Field(i).Interface(), vb.Field(i).Interface(); !reflect.DeepEqual(x, y) {
+			return fmt.Sprintf("%s: %+v / %+v", va.Type().Field(i).Name, x, y)
+		}
+	}
+	return ""
+}
+
+// spreadSettled waits until each data group is led by the voter the hosts
+// spread its leadership to (the voters by id, at g mod their count), as
+// every host's layout names it: until then a leader named a moment ago may
+// hand over and refuse what is sent to it.
+func (c *hosts) spreadSettled() {
+	c.t.Helper()
+	waitFor(c.t, "every group to be led by its preferred voter, as every host sees it", func() bool {
+		for g := uint32(1); int(g) <= c.g; g++ {
+			voters := slices.Sorted(slices.Values(c.h[0].Layout().Groups[g].Members))
+			if len(voters) == 0 {
+				return false
+			}
+			want := voters[int(g)%len(voters)]
+			for i, h := range c.h {
+				if h.Layout().Groups[g].Leader != want {
+					return false
+				}
+				if c.peers[i].ID == want && h.Group(g).Status().Role != "leader" {
+					return false
+				}
+			}
+		}
+		return true
+	})
+}

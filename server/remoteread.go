@@ -1,0 +1,56 @@
+package server
+
+import (
+	"context"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/queenmq/queen/cluster"
+	"github.com/queenmq/queen/server/relay"
+)
+
+// remoteReadPath is the route a node asks a group's leader for a read of a
+// group it does not host on (package cluster, raft/hostremote.go).
+const remoteReadPath = cluster.ReadPath
+
+// RemoteReader is a broker that answers reads of its groups for nodes that
+// do not host them (raft.Host: with --replicas below the node count, a
+// node keeps only R groups' state).
+type RemoteReader interface {
+	AnswerRead(ctx context.Context, g uint32, req []byte) ([]byte, error)
+}
+
+// answerRead answers POST /internal/v1/read: a read of the group
+// groupHeader names, which another node sent because it does not host
+// that group. This node answers from its replica once a heartbeat round
+// confirms it leads the group, else 503 not_leader (the sender looks for
+// the leader again). Only a node (the cluster secret) may ask.
+func (s *Server) answerRead(ctx *fasthttp.RequestCtx, p *params) {
+	rr, ok := s.broker.(RemoteReader)
+	switch {
+	case !ok:
+		s.writeError(ctx, notImplemented("this broker answers no reads for other nodes"))
+		return
+	case !p.node:
+		s.writeError(ctx, errClusterSecret)
+		return
+	case relay.Expired(ctx):
+		s.writeError(ctx, errForwardExpired)
+		return
+	}
+	g, err := cluster.ParseGroup(ctx.Request.Header.Peek(groupHeader))
+	if err != nil {
+		s.writeError(ctx, badRequest(groupHeader+" must name a group"))
+		return
+	}
+	c, cancel := context.WithTimeout(s.ctx, readIndexTimeout)
+	defer cancel()
+	out, err := rr.AnswerRead(c, g, ctx.PostBody())
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	ctx.SetContentType("application/json")
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.SetBody(out)
+}
