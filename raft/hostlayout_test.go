@@ -22,6 +22,7 @@ func openSpreadHosts(t *testing.T, n, groups, r int) *hosts {
 	c.relayInProcess()
 	c.leaders(nil)
 	c.layoutRecorded(r)
+	c.spreadSettled()
 	return c
 }
 

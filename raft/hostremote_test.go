@@ -10,6 +10,7 @@ import (
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/raft/placement"
 )
 
 // readView is every read a Host answers, as one host answers them.
@@ -242,13 +243,17 @@ func viewDiff(a, b readView) string {
 // hand over and refuse what is sent to it.
 func (c *hosts) spreadSettled() {
 	c.t.Helper()
-	waitFor(c.t, "every group to be led by its preferred voter, as every host sees it", func() bool {
-		for g := uint32(1); int(g) <= c.g; g++ {
-			voters := slices.Sorted(slices.Values(c.h[0].Layout().Groups[g].Members))
-			if len(voters) == 0 {
+	waitFor(c.t, "every group to be led by its wanted voter, as every host sees it", func() bool {
+		var groups []placement.Group
+		for _, lg := range c.h[0].Layout().Groups[1:] {
+			if len(lg.Members) == 0 {
 				return false
 			}
-			want := voters[int(g)%len(voters)]
+			groups = append(groups, placement.Group{ID: lg.ID, Voters: lg.Members})
+		}
+		wanted := placement.Leaders(groups)
+		for g := uint32(1); int(g) <= c.g; g++ {
+			want := wanted[g-1]
 			for i, h := range c.h {
 				if h.Layout().Groups[g].Leader != want {
 					return false
