@@ -82,6 +82,11 @@ func (h *Host) MoveQueue(ctx context.Context, queue string, to uint32, progress 
 	if progress == nil {
 		progress = func(MoveProgress) {}
 	}
+	ctx, stop, err := h.track(ctx)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	if _, err := h.find(ctx, queue); err != nil {
 		return err
 	}
@@ -96,13 +101,62 @@ func (h *Host) MoveQueue(ctx context.Context, queue string, to uint32, progress 
 		return err
 	}
 	p := MoveProgress{Queue: queue, From: m.From, To: m.To, Epoch: ep + 1, Phase: "begin"}
-	err = h.runMove(ctx, m, &p, progress)
+	h.moveLog(&p, start, "raft: move: begin")
+	err = h.runMove(ctx, m, &p, start, progress)
 	result := "done"
 	if err != nil {
 		result = "failed"
 	}
 	h.moved(MoveOutcome{Queue: queue, From: m.From, To: m.To, Result: result, Took: time.Since(start), Bytes: p.Bytes})
 	return err
+}
+
+// track registers a move this node runs, until stop: its context ends
+// when the Host closes, and Close waits for it to return before it closes
+// the groups, whose stores it reads (a snapshot of the source left open
+// while the store closes is a leak Pebble refuses, and a read after it a
+// use of a closed store). A move cut short so is left for the directory's
+// leader to undo or finish (abortMove).
+func (h *Host) track(ctx context.Context) (_ context.Context, stop func(), _ error) {
+	h.doneMu.Lock()
+	defer h.doneMu.Unlock()
+	if h.stopping() {
+		return nil, nil, ErrShutdown
+	}
+	h.wg.Add(1)
+	ctx, cancel := h.untilClose(ctx)
+	return ctx, func() { cancel(); h.wg.Done() }, nil
+}
+
+// untilClose is ctx ended also when the Host closes.
+func (h *Host) untilClose(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-h.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// stopping reports whether the Host's Close has begun.
+func (h *Host) stopping() bool {
+	select {
+	case <-h.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// moveLog logs a phase of the move p reports, with the time since the
+// move began (start), so that an operator sees where a slow move spent it.
+func (h *Host) moveLog(p *MoveProgress, start time.Time, msg string, args ...any) {
+	args = append([]any{"queue", p.Queue, "from", p.From, "to", p.To, "epoch", p.Epoch,
+		"elapsed", time.Since(start).Round(time.Millisecond)}, args...)
+	h.nodes[Directory].log.Info(msg, args...)
 }
 
 // moved tells HostOptions.OnMove, when set, how a move ended.
@@ -113,10 +167,10 @@ func (h *Host) moved(o MoveOutcome) {
 }
 
 // runMove runs the move m recorded by BeginMove, from the freeze on.
-func (h *Host) runMove(ctx context.Context, m command.Move, p *MoveProgress, progress func(MoveProgress)) error {
+func (h *Host) runMove(ctx context.Context, m command.Move, p *MoveProgress, start time.Time, progress func(MoveProgress)) error {
 	queue, to, ep := m.Queue, m.To, m.Epoch
 	progress(*p)
-	id, err := h.copyQueue(ctx, m, p, progress)
+	id, err := h.copyQueue(ctx, m, p, start, progress)
 	if err != nil {
 		p.Phase = "abort"
 		progress(*p)
@@ -131,11 +185,13 @@ func (h *Host) runMove(ctx context.Context, m command.Move, p *MoveProgress, pro
 		}
 		return fmt.Errorf("raft: move of %s: the placement flip's outcome is unknown; the directory's leader finishes or undoes it: %w", queue, err)
 	}
+	h.moveLog(p, start, "raft: move: flipped")
 	p.Phase = "drop"
 	progress(*p)
 	if err := h.finishMove(ctx, queue, m.From, m.To, ep+1, id); err != nil {
 		return fmt.Errorf("raft: move of %s: placed in group %d; the source copy is left for the directory's leader to drop: %w", queue, to, err)
 	}
+	h.moveLog(p, start, "raft: move: dropped the source copy")
 	p.Phase = "done"
 	progress(*p)
 	return nil
@@ -161,16 +217,20 @@ func (h *Host) moveRecord(ctx context.Context, queue string, ep uint64) (command
 // node's replica of the source into the target, chunk by chunk. It
 // returns the queue's id (zero when the source holds no queue of that
 // name: a placement without a queue moves without a copy).
-func (h *Host) copyQueue(ctx context.Context, m command.Move, p *MoveProgress, progress func(MoveProgress)) (engine.ID, error) {
+func (h *Host) copyQueue(ctx context.Context, m command.Move, p *MoveProgress, start time.Time, progress func(MoveProgress)) (engine.ID, error) {
 	ep := m.Epoch + 1
 	p.Phase = "freeze"
 	progress(*p)
+	var took []any // each step's time, for the log
 	for _, g := range []uint32{m.To, m.From} {
+		t := time.Now()
 		if _, err := h.moveStep(ctx, g, engine.FreezeQueueCmd{Group: g, Queue: m.Queue, Epoch: ep}); err != nil {
 			return engine.ID{}, err
 		}
+		took = append(took, fmt.Sprintf("freeze_g%d", g), time.Since(t).Round(time.Millisecond))
 	}
 	src := h.nodes[m.From]
+	t := time.Now()
 	deadline := time.Now().Add(h.opts.PartWait)
 	for {
 		if got, ok := src.engine.Frozen(m.Queue); ok && got == ep {
@@ -181,12 +241,14 @@ func (h *Host) copyQueue(ctx context.Context, m command.Move, p *MoveProgress, p
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	h.moveLog(p, start, "raft: move: frozen", append(took, "applied_here", time.Since(t).Round(time.Millisecond))...)
 	snap, err := src.engine.Snapshot()
 	if err != nil {
 		return engine.ID{}, err
 	}
 	defer snap.Close()
 	p.Phase = "copy"
+	t = time.Now()
 	var (
 		pos []byte
 		id  engine.ID
@@ -215,6 +277,7 @@ func (h *Host) copyQueue(ctx context.Context, m command.Move, p *MoveProgress, p
 		}
 		progress(*p)
 		if chunk.Last {
+			h.moveLog(p, start, "raft: move: copied", "bytes", p.Bytes, "chunks", p.Chunks, "took", time.Since(t).Round(time.Millisecond))
 			return id, nil
 		}
 		pos = chunk.Next
@@ -238,9 +301,17 @@ func (h *Host) finishMove(ctx context.Context, queue string, from, to uint32, ep
 // dropped, both groups thawed, the record cleared, in that order, so that
 // a record left by a failure here still names a move moveLoop undoes. It
 // runs on its own deadline: the caller's context may be what failed.
+//
+// A node that is stopping leaves the undo to the directory's leader
+// (moveLoop), as a node killed would: Close waits for the moves it runs.
 func (h *Host) abortMove(m command.Move, id engine.ID) error {
+	if h.stopping() {
+		return fmt.Errorf("%w: the directory's leader undoes the move of %s", ErrShutdown, m.Queue)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*h.opts.PartWait)
 	defer cancel()
+	ctx, stop := h.untilClose(ctx)
+	defer stop()
 	ep := m.Epoch + 1
 	steps := []engine.Command{
 		engine.FreezeQueueCmd{Group: m.To, Queue: m.Queue, Epoch: ep, Thaw: true},
