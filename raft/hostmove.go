@@ -36,8 +36,9 @@ import (
 // the target, and a pop that ran in the source before the freeze moved the
 // cursor the target now starts from.
 //
-// A failure before EndMove undoes the move: the target's partial copy is
-// dropped, both groups thawed, the record cleared (AbortMove). A failure
+// A failure before EndMove undoes the move: the record cleared (AbortMove),
+// then, unless EndMove landed after all, the target's partial copy
+// dropped and both groups thawed (abortMove). A failure
 // whose outcome is unknown at EndMove leaves things for moveLoop, which
 // the directory's leader runs.
 
@@ -174,16 +175,23 @@ func (h *Host) runMove(ctx context.Context, m command.Move, p *MoveProgress, sta
 	if err != nil {
 		p.Phase = "abort"
 		progress(*p)
-		return errors.Join(err, h.abortMove(m, id))
+		_, aerr := h.abortMove(m, id) // no flip: this node proposes EndMove, below
+		return errors.Join(err, aerr)
 	}
 	p.Phase = "flip"
 	progress(*p)
 	if _, err := h.moveStep(ctx, Directory, command.EndMove{Queue: queue, To: to, Epoch: ep}); err != nil {
-		if NotApplied(err) {
-			// Not under way any more: moveLoop aborted it meanwhile.
-			return errors.Join(err, h.abortMove(m, id))
+		if !NotApplied(err) {
+			return fmt.Errorf("raft: move of %s: the placement flip's outcome is unknown; the directory's leader finishes or undoes it: %w", queue, err)
 		}
-		return fmt.Errorf("raft: move of %s: the placement flip's outcome is unknown; the directory's leader finishes or undoes it: %w", queue, err)
+		// Refused: moveLoop undid the move meanwhile, or the directory had
+		// no leader for as long as moveStep tries. An earlier try, whose
+		// answer was lost, may have flipped it all the same: the abort
+		// finds out, and the move is then finished.
+		flipped, aerr := h.abortMove(m, id)
+		if !flipped {
+			return errors.Join(err, aerr)
+		}
 	}
 	h.moveLog(p, start, "raft: move: flipped")
 	p.Phase = "drop"
@@ -297,44 +305,66 @@ func (h *Host) finishMove(ctx context.Context, queue string, from, to uint32, ep
 	return err
 }
 
-// abortMove undoes a move that did not flip: the target's copy (id) is
-// dropped, both groups thawed, the record cleared, in that order, so that
-// a record left by a failure here still names a move moveLoop undoes. It
-// runs on its own deadline: the caller's context may be what failed.
+// abortMove undoes the move m unless it flipped. The record is cleared
+// first (AbortMove): at the directory that settles the race with the
+// move's EndMove, one of the two applying and the other changing nothing.
+// Unless EndMove won (flipped: the move is to be finished, not undone),
+// the target's copy (id) is then dropped and both groups thawed; a failure
+// there leaves freeze marks with no move recorded, which moveLoop undoes
+// as strays. It runs on its own deadline: the caller's context may be
+// what failed.
 //
 // A node that is stopping leaves the undo to the directory's leader
 // (moveLoop), as a node killed would: Close waits for the moves it runs.
-func (h *Host) abortMove(m command.Move, id engine.ID) error {
+func (h *Host) abortMove(m command.Move, id engine.ID) (flipped bool, err error) {
 	if h.stopping() {
-		return fmt.Errorf("%w: the directory's leader undoes the move of %s", ErrShutdown, m.Queue)
+		return false, fmt.Errorf("%w: the directory's leader undoes the move of %s", ErrShutdown, m.Queue)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*h.opts.PartWait)
 	defer cancel()
 	ctx, stop := h.untilClose(ctx)
 	defer stop()
+	if _, err := h.moveStep(ctx, Directory, command.AbortMove{Queue: m.Queue, Epoch: m.Epoch}); err != nil {
+		return false, fmt.Errorf("raft: undo the move of %s: %w", m.Queue, err)
+	}
+	if flipped, err := h.flipped(ctx, m); err != nil || flipped {
+		return flipped, err
+	}
 	ep := m.Epoch + 1
-	steps := []engine.Command{
-		engine.FreezeQueueCmd{Group: m.To, Queue: m.Queue, Epoch: ep, Thaw: true},
-		engine.FreezeQueueCmd{Group: m.From, Queue: m.Queue, Epoch: ep, Thaw: true},
-		command.AbortMove{Queue: m.Queue, Epoch: m.Epoch},
-	}
+	var steps []engine.Command
 	if id != (engine.ID{}) {
-		steps = append([]engine.Command{engine.DropQueueCmd{Group: m.To, Queue: m.Queue, ID: id}}, steps...)
+		steps = append(steps, engine.DropQueueCmd{Group: m.To, Queue: m.Queue, ID: id})
 	}
+	steps = append(steps, engine.FreezeQueueCmd{Group: m.To, Queue: m.Queue, Epoch: ep, Thaw: true},
+		engine.FreezeQueueCmd{Group: m.From, Queue: m.Queue, Epoch: ep, Thaw: true})
 	for _, c := range steps {
-		g := Directory
-		switch c := c.(type) {
-		case engine.FreezeQueueCmd:
-			g = c.Group
-		case engine.DropQueueCmd:
-			g = c.Group
+		g := m.To
+		if f, ok := c.(engine.FreezeQueueCmd); ok {
+			g = f.Group
 		}
 		if _, err := h.moveStep(ctx, g, c); err != nil {
-			return fmt.Errorf("raft: undo the move of %s: %T: %w", m.Queue, c, err)
+			return false, fmt.Errorf("raft: undo the move of %s: %T: %w", m.Queue, c, err)
 		}
 	}
-	h.nodes[Directory].log.Info("raft: move undone", "queue", m.Queue, "from", m.From, "to", m.To)
-	return nil
+	h.nodes[Directory].log.Info("raft: move undone", "queue", m.Queue, "from", m.From, "to", m.To, "epoch", ep)
+	return false, nil
+}
+
+// flipped waits until this node's directory replica no longer records the
+// move m (the caller saw AbortMove applied: the record is gone, by it or
+// by the EndMove before it) and reports whether the placement flipped.
+func (h *Host) flipped(ctx context.Context, m command.Move) (bool, error) {
+	v := h.nodes[Directory].engine.ClusterValue
+	deadline := time.Now().Add(h.opts.PartWait)
+	for {
+		if cur, ok := command.MoveOf(v, m.Queue); !ok || cur.Epoch != m.Epoch || cur.StartedAt != m.StartedAt {
+			return command.Placement(v, m.Queue) == m.To && command.Epoch(v, m.Queue) == m.Epoch+1, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false, fmt.Errorf("%w: this node's directory replica still records the move of %s", ErrTimeout, m.Queue)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // moveStep proposes one of a move's commands on group g, here or relayed,
@@ -439,8 +469,10 @@ func (h *Host) recoverMoves() {
 		} else if info, err := h.nodes[m.To].engine.Queue(m.Queue); err == nil {
 			id = info.ID
 		}
-		if err := h.abortMove(m, id); err != nil {
+		if flipped, err := h.abortMove(m, id); err != nil {
 			d.log.Warn("raft: move: undo", "queue", m.Queue, "err", err)
+		} else if flipped {
+			d.log.Info("raft: move: flipped meanwhile; finished next round", "queue", m.Queue, "from", m.From, "to", m.To)
 		} else {
 			h.moved(MoveOutcome{Queue: m.Queue, From: m.From, To: m.To, Result: "aborted"})
 		}

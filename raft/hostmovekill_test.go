@@ -1,6 +1,8 @@
 package raft_test
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -12,6 +14,7 @@ import (
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/engine/cursor"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/raft/command"
 )
 
 // moveLoad is a load on queue "orders" while it moves: pushers that push
@@ -366,4 +369,46 @@ func TestHost_MoveQueue_MoverKilled(t *testing.T) {
 	waitFor(t, "every host to place orders in group 3", func() bool { return moveSettled(c.h, 3, 1, 2) })
 	load.check(40 + 2*150 + 1)
 	checkBilling(t, c, c.h, held, load.acked, 1)
+}
+
+// TestHost_MoveQueue_FlipAnswerLost loses the answer to the placement
+// flip (EndMove) of a move run by a host that relays it to the
+// directory's leader: the first try is applied there and its answer lost,
+// every later one is refused as by a directory with no leader, until the
+// mover gives up on it. The flip happened, so the move must complete: the
+// queue placed in group 2 holds every message, group 1's copy is dropped.
+// (Undoing the move there would drop the copy the directory places.)
+func TestHost_MoveQueue_FlipAnswerLost(t *testing.T) {
+	c := openOutboxHosts(t)
+	held := moveFixture(t, c, 40, 100)
+	mover := c.h[1] // the directory's leader is c.h[0]
+	flip := command.AppendEntry(nil, []command.Stamped{{Cmd: command.EndMove{Queue: "orders", To: 2, Epoch: 1}}})
+	var tries atomic.Int32
+	c.setForward(1, func(ctx context.Context, addr string, g uint32, entry []byte) (engine.Result, error) {
+		h := c.host("http-", addr)
+		if h == nil {
+			return engine.Result{}, raft.ErrForward
+		}
+		if g == raft.Directory && bytes.Equal(entry, flip) {
+			if tries.Add(1) > 1 {
+				return engine.Result{}, raft.ErrNoLeader
+			}
+			if _, err := h.ProposeEntry(ctx, g, entry); err != nil {
+				t.Errorf("the flip: %v", err)
+			}
+			return engine.Result{}, fmt.Errorf("%w: test: the flip's answer was lost", raft.ErrForward)
+		}
+		return h.ProposeEntry(ctx, g, entry)
+	})
+	err := mover.MoveQueue(ctxT(t), "orders", 2, nil)
+	t.Logf("the move answered %v after %d tries of the flip", err, tries.Load())
+	if tries.Load() < 2 {
+		t.Fatalf("the flip was tried %d times", tries.Load())
+	}
+	waitFor(t, "the move to complete", func() bool { return moveSettled(c.h, 2, 1, 2) })
+	acked := map[string]bool{}
+	for _, txn := range fixtureTxns(40) {
+		acked[txn] = true
+	}
+	checkBilling(t, c, c.h, held, acked, 1)
 }
