@@ -261,13 +261,21 @@ func checkBilling(t *testing.T, c *hosts, via []*raft.Host, held []engine.AckIte
 
 // TestHost_MoveQueue_SourceLeaderKilled moves a queue of four chunks from
 // group 1 to group 2 under two pushers and two consumers, and stops group
-// 1's leader (host 1) after the first chunk was imported. The move either
-// completes or is undone within MoveTimeout (and then completes when run
-// again); host 1 comes back and catches up, and the queue moves once more
-// (2 to 3) through it. Every acknowledged push is delivered exactly once,
-// and the consumer group the fixture left, its lease and its dead letter
-// are where they were.
+// 1's leader (host 1) after the first chunk was imported, the copy going
+// on or failing there (its undo then thaws a group that is electing). The
+// move either completes or is undone within MoveTimeout (and then
+// completes when run again); host 1 comes back and catches up, and the
+// queue moves once more (2 to 3) through it. Every acknowledged push is
+// delivered exactly once, and the consumer group the fixture left, its
+// lease and its dead letter are where they were.
 func TestHost_MoveQueue_SourceLeaderKilled(t *testing.T) {
+	t.Run("copy goes on", func(t *testing.T) { sourceLeaderKilled(t, nil) })
+	t.Run("copy fails", func(t *testing.T) { sourceLeaderKilled(t, errors.New("test: the copy fails")) })
+}
+
+// sourceLeaderKilled is TestHost_MoveQueue_SourceLeaderKilled, the copy
+// failing with fail (nil: going on) once group 1's leader is stopped.
+func sourceLeaderKilled(t *testing.T, fail error) {
 	c := openOutboxHosts(t)
 	held := moveFixture(t, c, 40, 20_000) // ~800 KB: four chunks
 	via := []*raft.Host{c.h[0], c.h[2]}   // the hosts that keep running
@@ -280,6 +288,7 @@ func TestHost_MoveQueue_SourceLeaderKilled(t *testing.T) {
 		if seq == 1 {
 			close(entered)
 			<-release
+			return fail
 		}
 		return nil
 	})
@@ -301,6 +310,7 @@ func TestHost_MoveQueue_SourceLeaderKilled(t *testing.T) {
 	})
 	if moveSettled(via, 1, 2, 1) {
 		t.Logf("undone; moving again")
+		c.settled() // group 1 has elected another leader
 		if err := mover.MoveQueue(ctxT(t), "orders", 2, nil); err != nil {
 			t.Fatalf("the move again: %v", err)
 		}
