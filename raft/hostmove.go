@@ -257,6 +257,12 @@ func (h *Host) copyQueue(ctx context.Context, m command.Move, p *MoveProgress, s
 	defer snap.Close()
 	p.Phase = "copy"
 	t = time.Now()
+	// Nothing here reads the chunks this node's replica of the target
+	// applies (the thaw after the flip waits for them all): a relayed
+	// chunk need not wait for it, which cost each one the target leader's
+	// next heartbeat (bench/move.sh: 93 chunks in 9 s, against 1.5 s on
+	// the target's leader).
+	ictx := context.WithValue(ctx, noApplyWait{}, true)
 	var (
 		pos []byte
 		id  engine.ID
@@ -276,7 +282,7 @@ func (h *Host) copyQueue(ctx context.Context, m command.Move, p *MoveProgress, s
 			}
 		}
 		cmd := engine.ImportQueueCmd{Group: m.To, Queue: m.Queue, ID: chunk.ID, Epoch: ep, Seq: seq, Last: chunk.Last, KVs: chunk.KVs}
-		if _, err := h.moveStep(ctx, m.To, cmd); err != nil {
+		if _, err := h.moveStep(ictx, m.To, cmd); err != nil {
 			return id, err
 		}
 		p.Chunks++
