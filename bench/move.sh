@@ -33,6 +33,9 @@
 #   bench/move.sh                        # 2 rounds, about 2 minutes
 #   ROUNDS=3 BACKLOG=100000 RATE=4000 bench/move.sh
 #
+# LOGS=info keeps the nodes' Info lines in $W/n1.log..n3.log (with W=DIR
+# to keep them): the move's, one a phase, say where its time went.
+#
 # Needs go, curl and python3. Uses ports 18632-18652 (HTTP) and 18732-18752
 # (Raft) on 127.0.0.1, apart from the other scripts' (it refuses to start if
 # one is busy), and a temporary directory (W=DIR keeps it).
@@ -107,7 +110,7 @@ window() {
 round() {
 	local r=$1
 	echo "== round $r: three nodes, --groups 3" >&2
-	start3 --groups 3
+	start3 --groups 3 ${LOGS:+--log-level "$LOGS"}
 	local waited=0
 	until settled; do
 		sleep 0.5

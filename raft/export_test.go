@@ -25,3 +25,8 @@ func OutboxRows(n *Node) ([]engine.OutboxRow, error) { return n.engine.Outbox(10
 // SetMoveHook makes f run before each chunk of a move h runs is proposed;
 // its error fails the move there (nil: none).
 func SetMoveHook(h *Host, f func(queue string, seq uint32) error) { h.moveHook = f }
+
+// Stopping is closed once h's Close has begun: a move hook that waits on
+// it holds a move until its node is being stopped, as a kill part way
+// would find it.
+func Stopping(h *Host) <-chan struct{} { return h.done }

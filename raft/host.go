@@ -59,7 +59,12 @@ type Host struct {
 	// (rebalance.go; rebalanceLoop's goroutine only).
 	catchUp []uint64
 
+	// done is closed when Close begins; wg counts the Host's goroutines
+	// and the moves this node runs (track), which Close waits for before
+	// it closes the groups. doneMu orders a move's wg.Add before Close's
+	// wg.Wait.
 	done      chan struct{}
+	doneMu    sync.Mutex
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 }
@@ -263,7 +268,9 @@ func (h *Host) Replicas() []*Node { return h.nodes }
 func (h *Host) Close() error {
 	var err error
 	h.closeOnce.Do(func() {
+		h.doneMu.Lock()
 		close(h.done)
+		h.doneMu.Unlock()
 		h.wg.Wait()
 		err = h.closeParts()
 	})

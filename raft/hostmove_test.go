@@ -5,10 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
-	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -368,129 +365,21 @@ func TestHost_MoveQueue_FailureUndoes(t *testing.T) {
 
 // TestHost_MoveQueue_UnderLoad moves a queue twice (group 1 to 2, then 2
 // to 3) while two pushers and two consumers run through every host: every
-// acknowledged push is delivered, and exactly once unless a pop or an ack
-// was uncertain (no message lost in a copy, none delivered again because a
-// cursor or a lease was not carried).
+// acknowledged push is delivered, none twice but after its lease (no
+// message lost in a copy, none delivered again because a cursor or a lease
+// was not carried; moveLoad).
 func TestHost_MoveQueue_UnderLoad(t *testing.T) {
 	c := openOutboxHosts(t)
 	if g, err := c.h[0].Place(ctxT(t), "orders", 1); err != nil || g != 1 {
 		t.Fatalf("place: %d %v", g, err)
 	}
-	// A short lease: a pop whose outcome was unknown (leadership lost as
-	// it committed, which a loaded machine's elections cause) leases the
-	// queue's one partition to no one who knows it; with a long lease that
-	// stalled every consumer for the rest of the test.
-	const pushers, each, leaseSeconds = 2, 300, 3
-	var (
-		mu        sync.Mutex
-		acked     = map[string]bool{}
-		popErrs   = map[string]int{} // what consumers were answered, for a failure's message
-		delivered = map[string]int{}
-		// uncertain counts pops whose outcome was unknown and acks that
-		// did not succeed: each may make messages come again once their
-		// lease ends, and only then is a second delivery right.
-		uncertain int
-		pushed    atomic.Int32
-		wg        sync.WaitGroup
-		stop      = make(chan struct{})
-	)
-	deadline := time.Now().Add(90 * time.Second)
-	var consumers sync.WaitGroup
-	var once sync.Once
-	halt := func() { once.Do(func() { close(stop) }) }
-	t.Cleanup(func() { // before the hosts close, should the test fail first
-		halt()
-		wg.Wait()
-		consumers.Wait()
-	})
-	for k := range pushers {
-		wg.Go(func() {
-			for i := range each {
-				txn := fmt.Sprintf("p%d-%03d", k, i)
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					h := c.h[(k+i)%3]
-					res, err := raft.Propose[[]engine.PushResult](ctxT(t), h, engine.PushCmd{Items: []engine.PushItem{{Queue: "orders", TransactionID: txn, Payload: []byte(`{}`)}}})
-					if err == nil && res[0].Status != engine.Rejected {
-						mu.Lock()
-						acked[txn] = true
-						mu.Unlock()
-						pushed.Add(1)
-						break
-					}
-					if (err != nil && !raft.Transient(err)) || time.Now().After(deadline) {
-						t.Errorf("push %s: %v %+v", txn, err, res)
-						return
-					}
-					time.Sleep(20 * time.Millisecond)
-				}
-			}
-		})
-	}
-	for k := range 2 {
-		consumers.Go(func() {
-			for time.Now().Before(deadline) {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				r, err := c.forwarded(c.h[k+1], engine.PopCmd{Queue: "orders", Batch: 10, Partitions: 1, LeaseSeconds: leaseSeconds})
-				if err == nil {
-					err = r.Err
-				}
-				if err != nil {
-					mu.Lock()
-					popErrs[err.Error()]++
-					if !raft.NotApplied(err) {
-						uncertain++ // the pop may have leased messages no one saw
-					}
-					mu.Unlock()
-					time.Sleep(20 * time.Millisecond)
-					continue
-				}
-				pop := r.Value.(engine.PopResult)
-				var items []engine.AckItem
-				mu.Lock()
-				for _, m := range pop.Messages {
-					delivered[m.TransactionID]++
-					items = append(items, engine.AckItem{TransactionID: m.TransactionID, PartitionID: m.PartitionID, Lease: pop.LeaseID, Status: cursor.Completed})
-				}
-				mu.Unlock()
-				for len(items) > 0 && time.Now().Before(deadline) {
-					res, err := raft.Propose[[]engine.AckResult](ctxT(t), c.h[k], engine.AckCmd{Items: items})
-					if err == nil {
-						for _, a := range res {
-							if !a.Success {
-								mu.Lock()
-								popErrs["ack: "+a.Error]++
-								uncertain++ // its messages come again once the lease ends
-								mu.Unlock()
-							}
-						}
-						break
-					}
-					mu.Lock()
-					popErrs["ack: "+err.Error()]++
-					uncertain++
-					mu.Unlock()
-					time.Sleep(20 * time.Millisecond)
-				}
-				if len(pop.Messages) == 0 {
-					time.Sleep(10 * time.Millisecond)
-				}
-			}
-		})
-	}
+	const pushers, each = 2, 300
+	load := startMoveLoad(t, c, c.h, pushers, each, nil)
 	for _, m := range []struct {
 		after int32
 		to    uint32
 	}{{150, 2}, {400, 3}} {
-		waitFor(t, fmt.Sprintf("%d pushes", m.after), func() bool { return pushed.Load() >= m.after })
+		waitFor(t, fmt.Sprintf("%d pushes", m.after), func() bool { return load.pushed.Load() >= m.after })
 		start := time.Now()
 		// A move that fails for an election (a loaded machine's) is undone
 		// and may be asked again.
@@ -506,46 +395,7 @@ func TestHost_MoveQueue_UnderLoad(t *testing.T) {
 		}
 		t.Logf("moved orders to group %d in %v after %d pushes", m.to, time.Since(start), m.after)
 	}
-	wg.Wait()
-	for end := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		mu.Lock()
-		n, want := len(delivered), len(acked)
-		var missing []string
-		if n < want && time.Now().After(end) {
-			for txn := range acked {
-				if delivered[txn] == 0 {
-					missing = append(missing, txn)
-				}
-			}
-			t.Errorf("consumers were answered %v", popErrs)
-		}
-		mu.Unlock()
-		if n >= want {
-			break
-		}
-		if missing != nil {
-			slices.Sort(missing)
-			t.Fatalf("%d of %d acknowledged pushes never delivered: %v", len(missing), want, missing)
-		}
-	}
-	time.Sleep(200 * time.Millisecond) // a late duplicate would show here
-	halt()
-	consumers.Wait()
-	mu.Lock()
-	defer mu.Unlock()
-	if len(acked) != pushers*each {
-		t.Fatalf("%d pushes acknowledged, want %d", len(acked), pushers*each)
-	}
-	for txn, n := range delivered {
-		if !acked[txn] || (n != 1 && uncertain == 0) {
-			t.Errorf("%s delivered %d times (acknowledged %v; no pop or ack was uncertain)", txn, n, acked[txn])
-		}
-	}
-	for txn := range acked {
-		if delivered[txn] == 0 {
-			t.Errorf("%s acknowledged, never delivered", txn)
-		}
-	}
+	load.check(pushers * each)
 	waitFor(t, "every host to place orders in group 3 at epoch 3", func() bool {
 		for _, h := range c.h {
 			if h.Placement("orders") != 3 || h.PlacementEpoch("orders") != 3 {

@@ -38,7 +38,7 @@ type Forwarder interface {
 // the wait gives.
 func (h *Host) forward(ctx context.Context, addr string, g uint32, entry []byte) (engine.Result, error) {
 	r, applied, err := h.opts.Forward.Forward(ctx, addr, g, entry)
-	if err != nil || applied == 0 || !h.hosts(g) {
+	if err != nil || applied == 0 || !h.hosts(g) || ctx.Value(noApplyWait{}) != nil {
 		return r, err
 	}
 	c, cancel := context.WithTimeout(ctx, appliedWait)
@@ -51,6 +51,13 @@ func (h *Host) forward(ctx context.Context, addr string, g uint32, entry []byte)
 
 // appliedWait bounds forward's wait for this replica to catch up.
 const appliedWait = 5 * time.Second
+
+// noApplyWait, a context value, makes forward return without waiting for
+// this replica to apply what it forwarded: for commands whose effect this
+// node does not read next (a move's import chunks). A follower learns that
+// an entry committed from the leader's next message, which in a group
+// with no other traffic is its next heartbeat, 50-100 ms away.
+type noApplyWait struct{}
 
 // RelayEntry encodes c for a Forwarder: a push is prepared here (PrepareEntry),
 // the commands whose row in the table has a result codec
