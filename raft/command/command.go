@@ -54,9 +54,10 @@ const (
 	TypeReplicas       Type = 35
 	TypeGroupLayout    Type = 36
 	TypeReplicaStep    Type = 37
+	TypeGroupLoad      Type = 38
 
 	// TypeLast is the highest type number in use: a new type raises it.
-	TypeLast = TypeReplicaStep
+	TypeLast = TypeGroupLoad
 )
 
 const (
@@ -171,6 +172,8 @@ var codecs = []codec{
 		func(r *wire.Reader) Replicas { return Replicas{Count: uint32(r.Uvarint())} }, notRelayed).from(3),
 	row(TypeGroupLayout, appendGroupLayout, readGroupLayout, answersFound).from(3),
 	row(TypeReplicaStep, appendReplicaStep, readReplicaStep, answersFound).from(3),
+	// Command version 3 too: the load signal (load.go).
+	row(TypeGroupLoad, appendGroupLoad, readGroupLoad, answersFound).from(3),
 }
 
 // codec is one row of the table.
