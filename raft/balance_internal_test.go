@@ -13,7 +13,9 @@ func TestPickMove_NarrowsTheGapNeverInvertsIt(t *testing.T) {
 	load := func(g uint32, rate float64, qs ...command.QueueLoad) Load {
 		return Load{GroupLoad: command.GroupLoad{Group: g, MsgsPerSec: rate, Queues: qs}}
 	}
-	q := func(name string, rate float64) command.QueueLoad { return command.QueueLoad{Queue: name, MsgsPerSec: rate} }
+	q := func(name string, rate float64) command.QueueLoad {
+		return command.QueueLoad{Queue: name, MsgsPerSec: rate}
+	}
 	pinned := q("stream-src", 390)
 	pinned.Pinned = true
 	rule := balanceRule{ratio: 1.5, floor: 500}
