@@ -286,8 +286,8 @@ func TestHost_BalancerMovesOneHotQueueAndNotBack(t *testing.T) {
 }
 
 // TestHost_BalanceOffMovesNothing: the same load with Balance off is
-// reported (group 1's rate and both queues', groups 2 and 3 idle) and
-// moves nothing.
+// reported (group 1's rate and both queues', the one a stream reads
+// pinned, groups 2 and 3 idle) and moves nothing.
 func TestHost_BalanceOffMovesNothing(t *testing.T) {
 	c := openBalanceHosts(t, false)
 	queues := []string{"hot-a", "hot-b"}
@@ -296,12 +296,20 @@ func TestHost_BalanceOffMovesNothing(t *testing.T) {
 			t.Fatalf("place %s: %d %v", q, g, err)
 		}
 	}
+	if _, err := patientAs[engine.StreamRegistered](c, c.h[1], engine.StreamRegisterCmd{Name: "audit", SourceQueue: "hot-b", ConfigHash: "h"}); err != nil {
+		t.Fatalf("register a stream on hot-b: %v", err)
+	}
 	tr := startTraffic(t, c, queues...)
 	waitForLong(t, "every host's directory to show group 1 busy with both queues and groups 2 and 3 idle", 30*time.Second, func() bool {
 		for _, h := range c.h {
 			l := h.Load(1)
-			if l.MsgsPerSec <= 0 || len(l.Queues) != 2 || l.Queues[0].MsgsPerSec <= 0 || l.Queues[1].MsgsPerSec <= 0 {
+			if l.MsgsPerSec <= 0 || l.BytesPerSec <= 0 || len(l.Queues) != 2 || l.Queues[0].MsgsPerSec <= 0 || l.Queues[1].MsgsPerSec <= 0 {
 				return false
+			}
+			for _, q := range l.Queues {
+				if q.Pinned != (q.Queue == "hot-b") {
+					t.Fatalf("group 1's report %+v: want hot-b, and only it, pinned", l)
+				}
 			}
 			for _, g := range []uint32{2, 3} {
 				if l := h.Load(g); l.At == 0 || l.MsgsPerSec != 0 {
