@@ -37,6 +37,9 @@ type fsm struct {
 	progress progress
 	// faulted wakes the node's healer (buffered; a send never blocks).
 	faulted chan struct{}
+	// pushed counts the bytes of pushes applied, by queue: the load
+	// signal's byte rates (balance.go).
+	pushed pushedBytes
 
 	// mu serialises applying, catching up and recovering the engine.
 	// fed is the last index raft handed over; written under mu.
@@ -112,6 +115,7 @@ func (f *fsm) apply(logs []*hraft.Log, out []any) error {
 		results := make([]engine.Result, len(cmds))
 		for j := range cmds {
 			r := b.Apply(cmds[j].Stamp, cmds[j].Cmd)
+			f.pushed.count(cmds[j].Cmd)
 			touched.add(r.Wake...)
 			touched.all = touched.all || r.WakeAll
 			results[j] = r

@@ -123,6 +123,20 @@ type HostOptions struct {
 	RebalanceInterval time.Duration
 	ReplaceAfter      time.Duration
 	StepTimeout       time.Duration
+	// LoadInterval is how often each data group's leader reports its
+	// load to the directory (balance.go; default 10 s).
+	LoadInterval time.Duration
+	// Balance, on the directory's leader, moves queues from the hottest
+	// data group to the coolest (balance.go, where the defaults are
+	// argued): when the hottest carries more than BalanceRatio times the
+	// coolest's msgs/s and BalanceFloor msgs/s more, for BalanceHold, one
+	// queue at most every BalanceCooldown (defaults 1.5, 500, 60 s and
+	// 5 min).
+	Balance         bool
+	BalanceRatio    float64
+	BalanceFloor    float64
+	BalanceHold     time.Duration
+	BalanceCooldown time.Duration
 	// OnMove, when set, is called with how each move this node ran ended:
 	// a MoveQueue that recorded its move, or a stalled move moveLoop
 	// undid on the directory's leader (the node's move metrics, package
@@ -148,6 +162,11 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 	o.MoveTimeout = cmp.Or(o.MoveTimeout, 5*time.Minute)
 	o.RebalanceInterval = cmp.Or(o.RebalanceInterval, time.Second)
 	o.StepTimeout = cmp.Or(o.StepTimeout, 10*time.Minute)
+	o.LoadInterval = cmp.Or(o.LoadInterval, 10*time.Second)
+	o.BalanceRatio = cmp.Or(o.BalanceRatio, 1.5)
+	o.BalanceFloor = cmp.Or(o.BalanceFloor, 500)
+	o.BalanceHold = cmp.Or(o.BalanceHold, time.Minute)
+	o.BalanceCooldown = cmp.Or(o.BalanceCooldown, 5*time.Minute)
 	opts := o.Node
 	if opts.Forward == nil {
 		opts.Forward = o.Forward
@@ -217,7 +236,8 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 			}
 		}
 	}
-	h.wg.Add(5)
+	h.wg.Add(6)
+	go h.loadLoop()
 	go h.layoutLoop()
 	go h.rebalanceLoop()
 	go h.spreadLoop()

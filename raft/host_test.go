@@ -34,8 +34,10 @@ type hosts struct {
 	// the only writer, reads them without it.
 	mu  sync.Mutex
 	fwd []*swapForwarder
-	// adjust, when set, changes each host's node options before it opens.
+	// adjust, when set, changes each host's node options before it opens;
+	// tune its host options.
 	adjust func(*raft.Options)
+	tune   func(*raft.HostOptions)
 	// replicas is HostOptions.Replicas (0: every group on every host),
 	// replaceAfter HostOptions.ReplaceAfter.
 	replicas     int
@@ -107,7 +109,7 @@ func (c *hosts) start(i int) *raft.Host {
 	for len(c.fwd) <= i {
 		c.fwd = append(c.fwd, &swapForwarder{})
 	}
-	h, err := raft.OpenHost(raft.HostOptions{Node: o, Groups: c.g, Replicas: c.replicas, SpreadInterval: 50 * time.Millisecond, SpreadHold: 300 * time.Millisecond,
+	ho := raft.HostOptions{Node: o, Groups: c.g, Replicas: c.replicas, SpreadInterval: 50 * time.Millisecond, SpreadHold: 300 * time.Millisecond,
 		PartWait: time.Second, Forward: c.fwd[i], OutboxInterval: 50 * time.Millisecond, OutboxAge: 200 * time.Millisecond,
 		MoveInterval: 100 * time.Millisecond, MoveTimeout: 3 * time.Second,
 		RebalanceInterval: 100 * time.Millisecond, ReplaceAfter: c.replaceAfter, StepTimeout: 20 * time.Second, OnMove: func(o raft.MoveOutcome) {
@@ -117,7 +119,11 @@ func (c *hosts) start(i int) *raft.Host {
 				c.moved = map[string][]raft.MoveOutcome{}
 			}
 			c.moved[id] = append(c.moved[id], o)
-		}})
+		}}
+	if c.tune != nil {
+		c.tune(&ho)
+	}
+	h, err := raft.OpenHost(ho)
 	if err != nil {
 		c.t.Fatalf("open host %s: %v", c.peers[i].ID, err)
 	}

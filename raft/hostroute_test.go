@@ -34,6 +34,7 @@ var hostInternal = map[command.Type]bool{
 	command.TypeReplicas:     true, // the directory's record of where groups live (hostlayout.go)
 	command.TypeGroupLayout:  true,
 	command.TypeReplicaStep:  true,
+	command.TypeGroupLoad:    true, // the load signal (balance.go)
 	command.TypeNodeLeaving:  true,
 }
 

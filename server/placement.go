@@ -20,6 +20,44 @@ type Mover interface {
 	QueuesPlaced(group uint32) uint64
 }
 
+// A Loader reports the data groups' loads as the directory records them
+// (raft.Host.Load): each group's leader's last report.
+type Loader interface {
+	Load(group uint32) raft.Load
+}
+
+// loads are the data groups' load reports by group id (nil on a broker
+// without them).
+func (s *Server) loads(groups []uint32) map[uint32]raft.Load {
+	l, ok := s.broker.(Loader)
+	if !ok {
+		return nil
+	}
+	byGroup := map[uint32]raft.Load{}
+	for _, g := range groups {
+		if g == raft.Directory {
+			continue
+		}
+		r := l.Load(g)
+		if r.At == 0 {
+			continue
+		}
+		byGroup[g] = r
+	}
+	return byGroup
+}
+
+// queueLoad is queue's part of its group's report, when the report names
+// it (the group's hottest queues only).
+func queueLoad(r raft.Load, queue string) (raft.QueueLoad, bool) {
+	for _, q := range r.Queues {
+		if q.Queue == queue {
+			return q, true
+		}
+	}
+	return raft.QueueLoad{}, false
+}
+
 // epochOf is a queue's placement epoch: 1 on a broker whose queues do not
 // move.
 func (s *Server) epochOf(queue string) uint64 {
@@ -31,8 +69,8 @@ func (s *Server) epochOf(queue string) uint64 {
 
 // placement answers GET /api/v1/system/placement: the nodes, each Raft
 // group's members and leader, and each queue's group, as this node knows
-// them (docs/api.md, "Placement"), and the moves under way as the
-// directory records them.
+// them (docs/api.md, "Placement"), the moves under way and the load
+// signal as the directory records them.
 func (s *Server) placement(ctx *fasthttp.RequestCtx, _ *params) {
 	qs, err := s.broker.Queues()
 	if err != nil {
@@ -40,6 +78,11 @@ func (s *Server) placement(ctx *fasthttp.RequestCtx, _ *params) {
 		return
 	}
 	l := s.groups.layout()
+	ids := make([]uint32, len(l.Groups))
+	for i, g := range l.Groups {
+		ids[i] = g.ID
+	}
+	loads := s.loads(ids)
 	w := reply.Start(ctx)
 	w.Object("")
 	w.Array("nodes")
@@ -61,6 +104,11 @@ func (s *Server) placement(ctx *fasthttp.RequestCtx, _ *params) {
 		}
 		w.EndArray()
 		w.Str("leader", g.Leader)
+		if r, ok := loads[g.ID]; ok {
+			w.Float("msgsPerSec", r.MsgsPerSec)
+			w.Float("bytesPerSec", r.BytesPerSec)
+			w.Int("loadAt", r.At/1000)
+		}
 		w.EndObject()
 	}
 	w.EndArray()
@@ -68,8 +116,13 @@ func (s *Server) placement(ctx *fasthttp.RequestCtx, _ *params) {
 	for _, q := range qs {
 		w.Object("")
 		w.Str("queue", q.Name)
-		w.Int("group", int64(s.groups.holder(q.Name)))
+		g := s.groups.holder(q.Name)
+		w.Int("group", int64(g))
 		w.Int("epoch", int64(s.epochOf(q.Name)))
+		if r, ok := queueLoad(loads[g], q.Name); ok {
+			w.Float("msgsPerSec", r.MsgsPerSec)
+			w.Float("bytesPerSec", r.BytesPerSec)
+		}
 		w.EndObject()
 	}
 	w.EndArray()

@@ -86,6 +86,9 @@ type serveConfig struct {
 	// (ARCHITECTURE.md, "Scale-out"); 1 runs one group, as before there
 	// were groups.
 	groups int
+	// balance is --balance: the directory's leader moves queues from the
+	// hottest group to the coolest (raft/balance.go).
+	balance bool
 }
 
 func parseServe(args []string, getenv func(string) string) (serveConfig, error) {
@@ -118,6 +121,7 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 	fs.Uint64Var(&c.trailingLogs, "trailing-logs", def.TrailingLogs, "Raft log entries kept after a snapshot for slow followers")
 	fs.DurationVar(&c.retention, "retention-interval", 5*time.Second, "how often the leader sweeps retention and eviction (0 disables)")
 	fs.IntVar(&c.groups, "groups", 1, "Raft groups the queues are spread over, each with its own leader; read at the cluster's first start, and every node must give the same. More than 1 needs --raft, and the cluster secret on several nodes")
+	fs.BoolVar(&c.balance, "balance", true, "with --groups above 1: move queues from the busiest Raft group to the idlest when one carries 1.5x the other's msgs/s and 500 msgs/s more for a minute, one queue every 5 minutes at most (each move stalls the queue's writers while it is copied)")
 	fs.StringVar(&c.pprof, "pprof", "", "serve Go's pprof profiles on this host:port (off when empty; keep it on loopback)")
 	fs.StringVar(&level, "log-level", "info", "debug, info, warn or error; debug also shows Raft's elections and snapshots")
 	fs.StringVar(&c.logFormat, "log-format", "text", "text (key=value lines) or json (one object a line)")
@@ -389,7 +393,7 @@ func serve(args []string) error {
 		// read from their /health, and a follower relays its own address.
 		opts.Versions, opts.Forward = fwd, fwd
 	}
-	node, err := openBroker(opts, c.groups, fwd, ms)
+	node, err := openBroker(opts, c.groups, c.balance, fwd, ms)
 	if err != nil {
 		return err
 	}
@@ -465,11 +469,11 @@ type broker interface {
 // openBroker opens the node's Raft groups: one as raft.Open does, or the
 // directory and groups data groups as a raft.Host, whose moves are
 // counted in ms (meter.Moves).
-func openBroker(opts raft.Options, groups int, fwd *nodes.Client, ms *metrics.Set) (broker, error) {
+func openBroker(opts raft.Options, groups int, balance bool, fwd *nodes.Client, ms *metrics.Set) (broker, error) {
 	if groups == 1 {
 		return raft.Open(opts)
 	}
-	ho := raft.HostOptions{Node: opts, Groups: groups, OnMove: meter.NewMoves(ms).Record}
+	ho := raft.HostOptions{Node: opts, Groups: groups, Balance: balance, OnMove: meter.NewMoves(ms).Record}
 	if fwd != nil {
 		ho.Forward = fwd
 	}

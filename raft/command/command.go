@@ -54,7 +54,8 @@ const (
 	TypeReplicas       Type = 35
 	TypeGroupLayout    Type = 36
 	TypeReplicaStep    Type = 37
-	TypeNodeLeaving    Type = 38
+	TypeGroupLoad      Type = 38
+	TypeNodeLeaving    Type = 39
 
 	// TypeLast is the highest type number in use: a new type raises it.
 	TypeLast = TypeNodeLeaving
@@ -172,6 +173,8 @@ var codecs = []codec{
 		func(r *wire.Reader) Replicas { return Replicas{Count: uint32(r.Uvarint())} }, notRelayed).from(3),
 	row(TypeGroupLayout, appendGroupLayout, readGroupLayout, answersFound).from(3),
 	row(TypeReplicaStep, appendReplicaStep, readReplicaStep, answersFound).from(3),
+	// Command version 3 too: the load signal (load.go).
+	row(TypeGroupLoad, appendGroupLoad, readGroupLoad, answersFound).from(3),
 	row(TypeNodeLeaving, func(w *wire.Writer, c NodeLeaving) { w.Str(c.ID); w.Bool(c.Leaving) },
 		func(r *wire.Reader) NodeLeaving { return NodeLeaving{ID: r.Str(), Leaving: r.Bool()} }, answersFound).from(3),
 }

@@ -84,6 +84,9 @@
 //	Replicas        count uvarint
 //	GroupLayout     group uvarint | term uvarint | leader str | n uvarint | n × voter str
 //	ReplicaStep     group uvarint | add str | remove str | phase u8 (0 begin, 1 ready, 2 done)
+//	GroupLoad       group uvarint | term uvarint | msgs uvarint | msgsPerSec f64 bits u64 |
+//	                bytesPerSec f64 bits u64 | n uvarint | n × (queue str | msgs uvarint |
+//	                msgsPerSec f64 bits u64 | bytesPerSec f64 bits u64 | pinned u8)
 //	NodeLeaving     id str | leaving u8
 //
 // Groups, PlaceQueue and LookupQueue are the directory's (group 0 of a raft.Host):
@@ -96,7 +99,8 @@
 // FreezeQueue (engine/freeze.go) is routed the same way. BeginMove, EndMove
 // and AbortMove are the directory's record of a move (dirmove.go); Replicas
 // and GroupLayout its record of where the groups live (layout.go, command
-// version 3: testdata/entry-v1-layout.golden).
+// version 3: testdata/entry-v1-layout.golden); GroupLoad its load signal
+// (load.go, command version 3: testdata/entry-v1-load.golden).
 //
 // PushPrepared carries a push the leader prepared before proposing
 // (engine.PushCmd.Prepare): message ids minted, repeats within the request

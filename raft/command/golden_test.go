@@ -151,10 +151,26 @@ var goldenEntries = []struct {
 	{"entry-v1-move.golden", moveCommands},
 	{"entry-v1-freeze.golden", freezeCommands},
 	{"entry-v1-layout.golden", layoutCommands},
+	{"entry-v1-load.golden", loadCommands},
+}
+
+// loadCommands are the directory's load signal (type 38, command version
+// 3) as first written: a report with two queues, one pinned, and an empty
+// one.
+func loadCommands() []command.Stamped {
+	st := goldenStamp
+	return []command.Stamped{
+		{Stamp: st, Cmd: command.GroupLoad{Group: 2, Term: 5, Msgs: 123456, MsgsPerSec: 812.5, BytesPerSec: 416000,
+			Queues: []command.QueueLoad{
+				{Queue: "orders", Msgs: 100000, MsgsPerSec: 800, BytesPerSec: 409600},
+				{Queue: "events", Msgs: 23456, MsgsPerSec: 12.5, BytesPerSec: 6400, Pinned: true},
+			}}},
+		{Stamp: st, Cmd: command.GroupLoad{Group: 1, Term: 1}},
+	}
 }
 
 // layoutCommands are the directory's record of where groups live (types
-// 35-38, command version 3) as first written.
+// 35-37 and 39, command version 3) as first written.
 func layoutCommands() []command.Stamped {
 	st := goldenStamp
 	return []command.Stamped{

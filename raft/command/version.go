@@ -11,7 +11,8 @@ import "reflect"
 // TypeOutboxTx and TypeOutboxDelete, and a queue move's, TypeImportQueue,
 // TypeDropQueue, TypeFreezeQueue, TypeBeginMove, TypeEndMove and
 // TypeAbortMove; version 3: groups on R of N nodes, TypeReplicas,
-// TypeGroupLayout, TypeReplicaStep and TypeNodeLeaving), and a command that grows
+// TypeGroupLayout, TypeReplicaStep and TypeNodeLeaving, and the load
+// signal, TypeGroupLoad), and a command that grows
 // version 1 the second way (a new value in a flags or enum byte) says so
 // itself by implementing Versioned. MaxVersion is the highest command
 // version this binary applies: a new type or a new value raises it by one
