@@ -653,8 +653,18 @@ func (h *Host) Status() Status {
 // (every group has the same servers).
 func (h *Host) Versions() []NodeVersion { return h.nodes[Directory].Versions() }
 
-// GroupStatus is group g's status on this node.
-func (h *Host) GroupStatus(g uint32) Status { return h.nodes[g].Status() }
+// GroupStatus is group g's status on this node. For a group it does not
+// host (hostlayout.go) that is role "none", with the leader and the count
+// of voters the directory records: its idle replica knows no leader, and
+// /health, which needs every group led, would call the node unhealthy.
+func (h *Host) GroupStatus(g uint32) Status {
+	if !h.hosts(g) {
+		st := h.leaderOf(g)
+		st.Voters = len(h.layoutRecord(g).Voters)
+		return st
+	}
+	return h.nodes[g].Status()
+}
 
 // Maintenance reports the cluster-wide maintenance switches, which the
 // directory holds.
