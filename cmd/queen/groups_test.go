@@ -614,6 +614,17 @@ func TestGroups_JoinAndLeave(t *testing.T) {
 		n.start()
 	}
 	c.waitSpread(nodes[:3], 2)
+	// The directory records R once the cluster runs at the command version
+	// that has it (the version reads, every 5 s, bring it a moment after
+	// start); a join before that joins every group.
+	waitFor(t, 30*time.Second, "the directory to record R = 3", func() (bool, string) {
+		_, b, err := c.do(5*time.Second, "GET", nodes[0].url("/api/v1/system/placement?consistency=stale"), nil)
+		var p placementOf
+		if err == nil {
+			err = json.Unmarshal(b, &p)
+		}
+		return err == nil && p.Replicas == 3, fmt.Sprint(err, string(b))
+	})
 	nodes[3].start()
 	c.votersOf(nodes, 2, 4, 3)
 	// Through the joiner: a push over queues of both groups (two in each,

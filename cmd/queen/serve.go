@@ -87,7 +87,7 @@ type serveConfig struct {
 	// were groups.
 	groups int
 	// replicas is --replicas: R, the voters each data group has (0 when
-	// unset: defaultReplicas picks it).
+	// unset: replicaCount picks it).
 	replicas int
 	// founders is how many nodes --peers lists, before a joiner drops the
 	// list: what --replicas is checked against.
@@ -250,9 +250,9 @@ func (c *serveConfig) checkGroups() error {
 // log under --data yet). It is 0, every group on every node, for a lone
 // founder (a cluster grown by --join from one node keeps every group on
 // every node, as before --replicas), for a joiner (the directory holds
-// the cluster's R), and on a node started before: a
-// cluster from before --replicas does not shed voters by being
-// restarted with a newer binary; --replicas given there records R.
+// the cluster's R), and by default on a node started before: a cluster
+// from before --replicas does not shed voters by being restarted with a
+// newer binary (--replicas given there records R).
 func (c *serveConfig) replicaCount() int {
 	switch {
 	case c.groups == 1 || c.join != "":
