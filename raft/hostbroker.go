@@ -692,12 +692,15 @@ func (h *Host) Status() Status {
 // (every group has the same servers).
 func (h *Host) Versions() []NodeVersion { return h.nodes[Directory].Versions() }
 
-// GroupStatus is group g's status on this node; for a group this node
-// does not host (groups on R of N nodes, hostlayout.go), role "none" and
-// the leader the directory records.
+// GroupStatus is group g's status on this node. For a group it does not
+// host (hostlayout.go) that is role "none", with the leader and the count
+// of voters the directory records: its idle replica knows no leader, and
+// /health, which needs every group led, would call the node unhealthy.
 func (h *Host) GroupStatus(g uint32) Status {
 	if !h.hosts(g) {
-		return h.leaderOf(g)
+		st := h.leaderOf(g)
+		st.Voters = len(h.layoutRecord(g).Voters)
+		return st
 	}
 	return h.nodes[g].Status()
 }

@@ -119,11 +119,15 @@ func (n *Node) checkJoin(conf hraft.Configuration, id, addr string) error {
 // ErrQuorumRisk, forced or not. Unless force is set, removing a voter also
 // returns ErrQuorumRisk when the live voters that remain would not be a
 // majority of the voters that remain; see "Membership safety" above.
+// Removing a server the configuration does not hold succeeds at once.
 func (n *Node) Leave(id string, force bool) error {
 	return n.changeMembership(func(conf hraft.Configuration) error { return n.leave(conf, id, force) })
 }
 
 func (n *Node) leave(conf hraft.Configuration, id string, force bool) error {
+	if !slices.ContainsFunc(conf.Servers, func(s hraft.Server) bool { return s.ID == hraft.ServerID(id) }) {
+		return nil // not a member (a node on R of N leaves every group): nothing to commit
+	}
 	for _, s := range conf.Servers {
 		if s.ID != hraft.ServerID(id) || s.Suffrage != hraft.Voter {
 			continue

@@ -176,3 +176,20 @@ func TestNode_Leave_RefusesTheLastVoter(t *testing.T) {
 	}
 	push(t, n, "q", "still writable")
 }
+
+// Removing a server the configuration does not hold (a node on R of N
+// leaves every group, and is a voter of only some) succeeds and commits
+// nothing.
+func TestNode_Leave_NotAMemberIsANoop(t *testing.T) {
+	c := rafttest.MakeCluster(t, 1)
+	n := c.Leader()
+	before := n.Status()
+	for _, force := range []bool{false, true} {
+		if err := n.Leave("never-joined", force); err != nil {
+			t.Fatalf("leave of a server never in the configuration (force %v): %v, want success", force, err)
+		}
+	}
+	if st := n.Status(); st.Applied != before.Applied || st.Voters != 1 {
+		t.Fatalf("after leaves of a non-member: applied %d voters %d, want %d and 1", st.Applied, st.Voters, before.Applied)
+	}
+}

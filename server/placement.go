@@ -67,10 +67,11 @@ func (s *Server) epochOf(queue string) uint64 {
 	return 1
 }
 
-// placement answers GET /api/v1/system/placement: the nodes, each Raft
-// group's members and leader, and each queue's group, as this node knows
-// them (docs/api.md, "Placement"), the moves under way and the load
-// signal as the directory records them.
+// placement answers GET /api/v1/system/placement: the nodes, R (the
+// voters each data group has on R of N nodes, 0 when every group is on
+// every node), each Raft group's members and leader, and each queue's
+// group, as this node knows them (docs/api.md, "Placement"), the moves
+// under way and the load signal as the directory records them.
 func (s *Server) placement(ctx *fasthttp.RequestCtx, _ *params) {
 	qs, err := s.broker.Queues()
 	if err != nil {
@@ -94,6 +95,11 @@ func (s *Server) placement(ctx *fasthttp.RequestCtx, _ *params) {
 		w.EndObject()
 	}
 	w.EndArray()
+	var r uint32 // every group on every node
+	if gm, ok := s.broker.(GroupMembership); ok {
+		r = gm.ReplicaCount()
+	}
+	w.Int("replicas", int64(r))
 	w.Array("groups")
 	for _, g := range l.Groups {
 		w.Object("")

@@ -89,10 +89,13 @@ func (s *Server) proposeRelayed(ctx *fasthttp.RequestCtx, p *params) {
 }
 
 // GroupMembership is a grouped broker's membership (raft.Host): each
-// group's voters change on that group's leader.
+// group's voters change on that group's leader. ReplicaCount is R, the
+// voters each data group has, as the directory records it: 0 when every
+// node hosts every group.
 type GroupMembership interface {
 	JoinGroup(g uint32, id, addr string, force bool) error
 	LeaveGroup(g uint32, id string, force bool) error
+	ReplicaCount() uint32
 }
 
 // changeGroups joins a node to every group, or removes it from every
@@ -102,6 +105,11 @@ type GroupMembership interface {
 // never in a data group the directory does not count it in. A request
 // naming a group (relayed) changes that group only. Each change is
 // idempotent, so a join retried after a failure part way finishes it.
+//
+// With the data groups on R of N nodes (joinsDirectoryOnly), a join is
+// the directory's only: the directory's leader moves data-group replicas
+// onto the new node. A leave is still from every group (one the node is
+// not a voter of takes no change, raft.Node.Leave).
 func (s *Server) changeGroups(ctx *fasthttp.RequestCtx, gm GroupMembership, join bool, id, addr string, force bool) error {
 	if h := ctx.Request.Header.Peek(groupHeader); len(h) > 0 {
 		g, err := strconv.ParseUint(string(h), 10, 32)
@@ -111,6 +119,9 @@ func (s *Server) changeGroups(ctx *fasthttp.RequestCtx, gm GroupMembership, join
 		return changeGroup(gm, uint32(g), join, id, addr, force)
 	}
 	groups := s.groups.list() // the directory first
+	if join && joinsDirectoryOnly(gm, s.groups.layout(), id) {
+		groups = groups[:1]
+	}
 	if !join {
 		slices.Reverse(groups)
 	}
@@ -125,6 +136,23 @@ func (s *Server) changeGroups(ctx *fasthttp.RequestCtx, gm GroupMembership, join
 		}
 	}
 	return nil
+}
+
+// joinsDirectoryOnly reports whether node id joins the directory only:
+// the directory records R (issue 30, "R of N") and, with id, the cluster
+// has more nodes than R, so every data group has its R voters elsewhere.
+// While the nodes are no more than R (a cluster below R after a loss),
+// a joiner takes a voter in every group, as before R.
+func joinsDirectoryOnly(gm GroupMembership, l raft.Layout, id string) bool {
+	r := gm.ReplicaCount()
+	if r == 0 {
+		return false
+	}
+	n := len(l.Nodes)
+	if !slices.ContainsFunc(l.Nodes, func(x raft.LayoutNode) bool { return x.ID == id }) {
+		n++
+	}
+	return int(r) < n
 }
 
 func changeGroup(gm GroupMembership, g uint32, join bool, id, addr string, force bool) error {

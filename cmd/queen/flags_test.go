@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -242,4 +244,64 @@ func TestParseServe_Groups(t *testing.T) {
 	}
 	// One node with its own Raft listener may run several groups.
 	parseOrError(t, []string{"--groups", "4", "--raft", "127.0.0.1:7004"}, nil, "")
+}
+
+// --replicas is R of the founders: at least 1, at most the nodes --peers
+// lists (a joiner's is not checked: the cluster's R is in its directory),
+// and with one group only what it is anyway, every node. Unset, a
+// founder's first start takes min(founders, 3), a lone founder 0 (every
+// group on every node).
+func TestParseServe_Replicas(t *testing.T) {
+	peers := func(n int) []string {
+		var list []string
+		for i := range n {
+			list = append(list, fmt.Sprintf("n%d@127.0.0.1:%d", i+1, 7001+i))
+		}
+		return []string{"--node-id", "n1", "--cluster-secret", "s", "--data", t.TempDir(), "--peers", strings.Join(list, ",")}
+	}
+	grouped := append(peers(4), "--groups", "4")
+	parseOrError(t, append(grouped, "--replicas", "0"), nil, "bad --replicas 0")
+	parseOrError(t, append(grouped, "--replicas", "-2"), nil, "bad --replicas -2")
+	parseOrError(t, append(grouped, "--replicas", "5"), nil, "--replicas 5 is more than the 4 nodes")
+	parseOrError(t, grouped, map[string]string{"QUEEN_REPLICAS": "0"}, "bad --replicas 0")
+	parseOrError(t, []string{"--groups", "2", "--raft", "127.0.0.1:7004", "--replicas", "2"}, nil, "--replicas 2 is more than the 1 nodes")
+	parseOrError(t, append(peers(3), "--replicas", "2"), nil, "--replicas 2 needs --groups above 1")
+	parseOrError(t, []string{"--raft", "127.0.0.1:7004", "--replicas", "3", "--join", "http://127.0.0.1:6632", "--cluster-secret", "s"}, nil, "--replicas 3 needs --groups above 1")
+	if c, _ := parseOrError(t, append(peers(3), "--replicas", "3"), nil, ""); c.replicaCount() != 0 {
+		t.Errorf("--groups 1 --replicas 3 of 3: R %d, want 0 (one group is a plain node)", c.replicaCount())
+	}
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want int
+	}{
+		{append(peers(4), "--groups", "4"), nil, 3},
+		{append(peers(2), "--groups", "4"), nil, 2},
+		{append(peers(5), "--groups", "4", "--replicas", "5"), nil, 5},
+		{append(peers(4), "--groups", "4"), map[string]string{"QUEEN_REPLICAS": "2"}, 2},
+		{[]string{"--groups", "4", "--raft", "127.0.0.1:7004", "--data", t.TempDir()}, nil, 0},
+		{[]string{"--groups", "4", "--raft", "127.0.0.1:7004", "--replicas", "1"}, nil, 1},
+		// A joiner from the founders' template: the cluster's R stands.
+		{[]string{"--node-id", "n9", "--groups", "4", "--raft", "127.0.0.1:7009", "--cluster-secret", "s", "--replicas", "3",
+			"--peers", "n1@127.0.0.1:7001,n2@127.0.0.1:7002,n3@127.0.0.1:7003", "--join", "http://127.0.0.1:6632"}, nil, 0},
+	} {
+		c, _ := parseOrError(t, tc.args, tc.env, "")
+		if got := c.replicaCount(); got != tc.want {
+			t.Errorf("%v %v: R %d, want %d", tc.args, tc.env, got, tc.want)
+		}
+	}
+	// A founder restarted on its data directory passes no default: a
+	// cluster from before --replicas keeps every group on every node.
+	args := append(peers(4), "--groups", "4")
+	c, _ := parseOrError(t, args, nil, "")
+	if err := os.MkdirAll(filepath.Join(c.data, "raft"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.replicaCount(); got != 0 {
+		t.Errorf("a founder with a Raft log: R %d, want 0", got)
+	}
+	c, _ = parseOrError(t, append(args, "--replicas", "3"), nil, "")
+	if got := c.replicaCount(); got != 3 {
+		t.Errorf("a founder with a Raft log and --replicas 3: R %d, want 3", got)
+	}
 }

@@ -141,6 +141,11 @@ type nodeStatus struct {
 	Groups []groupStatus `json:"groups,omitempty"`
 }
 
+// notHosted is /health's role of a group a node is not a voter of (its
+// data groups on R of N nodes): the node knows the group's leader from
+// the directory, and its replica is idle.
+const notHosted = "none"
+
 // groupStatus is one Raft group on one node, as queen status shows it.
 type groupStatus struct {
 	Group   uint32 `json:"group"`
@@ -228,8 +233,9 @@ func statusCmd(args []string, out io.Writer) error {
 			nodes[i].Lag = top - nodes[i].Applied
 		}
 		for j := range nodes[i].Groups {
-			g := &nodes[i].Groups[j]
-			g.Lag = groupTop[g.Group] - g.Applied
+			if g := &nodes[i].Groups[j]; g.Role != notHosted {
+				g.Lag = groupTop[g.Group] - g.Applied
+			}
 		}
 	}
 	if *asJSON {
@@ -266,7 +272,11 @@ func statusCmd(args []string, out io.Writer) error {
 		for g := range uint32(len(groupTop)) {
 			for _, n := range nodes {
 				for _, gs := range n.Groups {
-					if gs.Group == g {
+					switch {
+					case gs.Group != g:
+					case gs.Role == notHosted: // on R of N: it relays to the leader
+						fmt.Fprintf(w, "%d\t%s\t%s\t%s\t-\t-\t-\n", g, n.ID, gs.Role, gs.Leader)
+					default:
 						fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d\t%d\t%d\n", g, n.ID, gs.Role, gs.Leader, gs.Term, gs.Applied, gs.Lag)
 					}
 				}
@@ -284,7 +294,8 @@ type placement struct {
 		ID   string `json:"id"`
 		Live bool   `json:"live"`
 	} `json:"nodes"`
-	Groups []struct {
+	Replicas int `json:"replicas"` // R on R of N, 0 when every group is on every node
+	Groups   []struct {
 		ID      uint32   `json:"id"`
 		Members []string `json:"members"`
 		Leader  string   `json:"leader"`
@@ -316,11 +327,16 @@ func placementTable(w io.Writer, c *apiClient, nodes []nodeStatus) {
 	for _, q := range p.Queues {
 		queues[q.Group]++
 	}
-	fmt.Fprintf(w, "\nplacement (as %s knows it)\n", n.ID)
+	on := ""
+	if p.Replicas > 0 {
+		on = fmt.Sprintf("; each data group on %d of the %d nodes", p.Replicas, len(p.Nodes))
+	}
+	fmt.Fprintf(w, "\nplacement (as %s knows it%s)\n", n.ID, on)
 	fmt.Fprintln(w, "GROUP\tLEADER\tMEMBERS\tQUEUES")
 	for _, g := range p.Groups {
 		fmt.Fprintf(w, "%d\t%s\t%s\t%d\n", g.ID, cmp.Or(g.Leader, "-"), strings.Join(g.Members, ","), queues[g.ID])
 	}
+	spreadTable(w, p)
 	var down []string
 	for _, d := range p.Nodes {
 		if !d.Live {
@@ -329,6 +345,33 @@ func placementTable(w io.Writer, c *apiClient, nodes []nodeStatus) {
 	}
 	if len(down) > 0 {
 		fmt.Fprintf(w, "not live (%s does not hear from them): %s\n", n.ID, strings.Join(down, ", "))
+	}
+}
+
+// spreadTable writes, with several data groups, how many each node is a
+// voter of and leads (the directory, on every node, left out): on R of N
+// nodes, the spread that the placement rule keeps within ceil(G·R/N).
+func spreadTable(w io.Writer, p placement) {
+	if len(p.Groups) < 2 || p.Groups[0].ID != 0 {
+		return // one group: every node is its voter
+	}
+	voter, leads := map[string]int{}, map[string]int{}
+	var ids []string
+	for _, d := range p.Nodes {
+		ids = append(ids, d.ID)
+	}
+	for _, g := range p.Groups[1:] {
+		for _, m := range g.Members {
+			voter[m]++
+			if !slices.Contains(ids, m) {
+				ids = append(ids, m) // a voter the configuration no longer lists
+			}
+		}
+		leads[g.Leader]++
+	}
+	fmt.Fprintln(w, "\nNODE\tVOTER OF\tLEADS")
+	for _, id := range ids {
+		fmt.Fprintf(w, "%s\t%d of %d\t%d\n", id, voter[id], len(p.Groups)-1, leads[id])
 	}
 }
 

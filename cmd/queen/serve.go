@@ -89,6 +89,12 @@ type serveConfig struct {
 	// balance is --balance: the directory's leader moves queues from the
 	// hottest group to the coolest (raft/balance.go).
 	balance bool
+	// replicas is --replicas: R, the voters each data group has (0 when
+	// unset: replicaCount picks it).
+	replicas int
+	// founders is how many nodes --peers lists, before a joiner drops the
+	// list: what --replicas is checked against.
+	founders int
 }
 
 func parseServe(args []string, getenv func(string) string) (serveConfig, error) {
@@ -122,6 +128,7 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 	fs.DurationVar(&c.retention, "retention-interval", 5*time.Second, "how often the leader sweeps retention and eviction (0 disables)")
 	fs.IntVar(&c.groups, "groups", 1, "Raft groups the queues are spread over, each with its own leader; read at the cluster's first start, and every node must give the same. More than 1 needs --raft, and the cluster secret on several nodes")
 	fs.BoolVar(&c.balance, "balance", true, "with --groups above 1: move queues from the busiest Raft group to the idlest when one carries 1.5x the other's msgs/s and 500 msgs/s more for a minute, one queue every 5 minutes at most (each move stalls the queue's writers while it is copied)")
+	fs.IntVar(&c.replicas, "replicas", 0, "R, the voters each data group has with --groups above 1: each group's replicas are on R of the nodes, so nodes past R add capacity; read at the cluster's first start, at most the --peers founders (default: min(founders, 3); a lone founder puts every group on every node)")
 	fs.StringVar(&c.pprof, "pprof", "", "serve Go's pprof profiles on this host:port (off when empty; keep it on loopback)")
 	fs.StringVar(&level, "log-level", "info", "debug, info, warn or error; debug also shows Raft's elections and snapshots")
 	fs.StringVar(&c.logFormat, "log-format", "text", "text (key=value lines) or json (one object a line)")
@@ -137,6 +144,11 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	var badReplicas bool // given (flag or variable), and below 1: 0 is how unset reads
+	fs.Visit(func(f *flag.Flag) { badReplicas = badReplicas || f.Name == "replicas" && c.replicas < 1 })
+	if badReplicas {
+		return c, fmt.Errorf("bad --replicas %d: want 1 or more", c.replicas)
 	}
 	if err := c.logLevel.UnmarshalText([]byte(level)); err != nil {
 		return c, fmt.Errorf("bad --log-level %q", level)
@@ -174,6 +186,7 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 	if c.auth, err = auth.OptionsFromEnv(getenv); err != nil {
 		return c, err
 	}
+	c.founders = len(c.peers)
 	if c.join != "" && len(c.peers) > 0 {
 		// One set of arguments for every replica (a StatefulSet's
 		// template): the nodes --peers lists found the cluster, any other
@@ -220,14 +233,43 @@ func (c *serveConfig) checkGroups() error {
 	switch {
 	case c.groups < 1:
 		return fmt.Errorf("bad --groups %d: want 1 or more", c.groups)
+	case c.groups == 1 && c.replicas != 0 && c.replicas != max(c.founders, 1):
+		return fmt.Errorf("--replicas %d needs --groups above 1: one group is on every node (%d here)", c.replicas, max(c.founders, 1))
 	case c.groups == 1:
 		return nil
+	case c.join == "" && c.replicas > max(c.founders, 1):
+		return fmt.Errorf("--replicas %d is more than the %d nodes that found the cluster (--peers): a group needs that many voters from its first start; "+
+			"list them all in --peers, or give --replicas %d", c.replicas, max(c.founders, 1), max(c.founders, 1))
 	case c.raftAddr == "":
 		return fmt.Errorf("--groups %d needs --raft (or --peers): the groups share the Raft listener", c.groups)
 	case len(c.peers) > 1 && c.clusterSecret == "":
 		return fmt.Errorf("--groups %d on several nodes needs the cluster secret (--cluster-secret-file, --cluster-secret or QUEEN_CLUSTER_SECRET): nodes relay commands to each other's groups", c.groups)
 	}
 	return nil
+}
+
+// replicaCount is R as the Host takes it (raft.HostOptions.Replicas, read
+// at the cluster's first start and recorded in the directory): --replicas
+// when given, else min(founders, 3) on a founder's first start (no Raft
+// log under --data yet). It is 0, every group on every node, for a lone
+// founder (a cluster grown by --join from one node keeps every group on
+// every node, as before --replicas), for a joiner (the directory holds
+// the cluster's R), and by default on a node started before: a cluster
+// from before --replicas does not shed voters by being restarted with a
+// newer binary (--replicas given there records R).
+func (c *serveConfig) replicaCount() int {
+	switch {
+	case c.groups == 1 || c.join != "":
+		return 0 // a joiner takes the cluster's R from its directory
+	case c.replicas > 0:
+		return c.replicas
+	case c.founders < 2:
+		return 0
+	}
+	if _, err := os.Stat(filepath.Join(c.data, "raft")); err == nil {
+		return 0
+	}
+	return min(c.founders, 3)
 }
 
 // parseBytes parses a size: a number of bytes, or a number with a binary
@@ -393,7 +435,8 @@ func serve(args []string) error {
 		// read from their /health, and a follower relays its own address.
 		opts.Versions, opts.Forward = fwd, fwd
 	}
-	node, err := openBroker(opts, c.groups, c.balance, fwd, ms)
+	replicas := c.replicaCount() // before the open makes --data's Raft log
+	node, err := openBroker(opts, c.groups, replicas, c.balance, fwd, ms)
 	if err != nil {
 		return err
 	}
@@ -413,7 +456,7 @@ func serve(args []string) error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	log.Info("queen serving", "http", ln.Addr().String(), "data", c.data, "node", c.nodeID,
-		"raft", c.raftAddr, "peers", len(c.peers), "groups", c.groups, "maxInflightBodyBytes", eff.MaxInflightBodyBytes,
+		"raft", c.raftAddr, "peers", len(c.peers), "groups", c.groups, "replicas", replicas, "maxInflightBodyBytes", eff.MaxInflightBodyBytes,
 		"maxConns", eff.MaxConns, "maxConnsPerIP", eff.MaxConnsPerIP, "version", version)
 
 	if c.pprof != "" {
@@ -469,11 +512,11 @@ type broker interface {
 // openBroker opens the node's Raft groups: one as raft.Open does, or the
 // directory and groups data groups as a raft.Host, whose moves are
 // counted in ms (meter.Moves).
-func openBroker(opts raft.Options, groups int, balance bool, fwd *nodes.Client, ms *metrics.Set) (broker, error) {
+func openBroker(opts raft.Options, groups, replicas int, balance bool, fwd *nodes.Client, ms *metrics.Set) (broker, error) {
 	if groups == 1 {
 		return raft.Open(opts)
 	}
-	ho := raft.HostOptions{Node: opts, Groups: groups, Balance: balance, OnMove: meter.NewMoves(ms).Record}
+	ho := raft.HostOptions{Node: opts, Groups: groups, Replicas: replicas, Balance: balance, OnMove: meter.NewMoves(ms).Record}
 	if fwd != nil {
 		ho.Forward = fwd
 	}
