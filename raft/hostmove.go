@@ -88,8 +88,15 @@ func (h *Host) MoveQueue(ctx context.Context, queue string, to uint32, progress 
 		return err
 	}
 	defer stop()
-	if _, err := h.find(ctx, queue); err != nil {
+	from, err := h.find(ctx, queue)
+	if err != nil {
 		return err
+	}
+	if from != 0 && !h.hosts(from) {
+		// The copy reads this node's replica of the source: with groups on
+		// R of N nodes, a node that is not a voter of it sends the move to
+		// the group's leader (the edge forwards on NotLeaderError).
+		return h.groupError(from, ErrNotLeader)
 	}
 	start := time.Now()
 	r, err := h.moveStep(ctx, Directory, command.BeginMove{Queue: queue, To: to})

@@ -183,7 +183,11 @@ func (s *Server) moveQueue(ctx *fasthttp.RequestCtx, p *params) {
 	queue := p.get("queue")
 	var last raft.MoveProgress
 	if err := m.MoveQueue(s.ctx, queue, uint32(group), func(mp raft.MoveProgress) { last = mp }); err != nil {
-		s.writeError(ctx, err)
+		// A node that is not a voter of the queue's group cannot copy it:
+		// the move runs on that group's leader.
+		if !s.forwardNotLeader(ctx, err) {
+			s.writeError(ctx, err)
+		}
 		return
 	}
 	w := reply.Start(ctx)

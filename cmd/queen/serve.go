@@ -86,6 +86,9 @@ type serveConfig struct {
 	// (ARCHITECTURE.md, "Scale-out"); 1 runs one group, as before there
 	// were groups.
 	groups int
+	// replaceAfter is --replace-after: how long a node may be unreachable
+	// before its replicas are re-created on others (raft/rebalance.go).
+	replaceAfter time.Duration
 	// balance is --balance: the directory's leader moves queues from the
 	// hottest group to the coolest (raft/balance.go).
 	balance bool
@@ -128,6 +131,7 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 	fs.DurationVar(&c.retention, "retention-interval", 5*time.Second, "how often the leader sweeps retention and eviction (0 disables)")
 	fs.IntVar(&c.groups, "groups", 1, "Raft groups the queues are spread over, each with its own leader; read at the cluster's first start, and every node must give the same. More than 1 needs --raft, and the cluster secret on several nodes")
 	fs.BoolVar(&c.balance, "balance", true, "with --groups above 1: move queues from the busiest Raft group to the idlest when one carries 1.5x the other's msgs/s and 500 msgs/s more for a minute, one queue every 5 minutes at most (each move stalls the queue's writers while it is copied)")
+	fs.DurationVar(&c.replaceAfter, "replace-after", 5*time.Minute, "with --replicas below the node count: how long a node may be unreachable before its replicas are re-created on the other nodes and it is removed (0: never)")
 	fs.IntVar(&c.replicas, "replicas", 0, "R, the voters each data group has with --groups above 1: each group's replicas are on R of the nodes, so nodes past R add capacity; read at the cluster's first start, at most the --peers founders (default: min(founders, 3); a lone founder puts every group on every node)")
 	fs.StringVar(&c.pprof, "pprof", "", "serve Go's pprof profiles on this host:port (off when empty; keep it on loopback)")
 	fs.StringVar(&level, "log-level", "info", "debug, info, warn or error; debug also shows Raft's elections and snapshots")
@@ -436,7 +440,7 @@ func serve(args []string) error {
 		opts.Versions, opts.Forward = fwd, fwd
 	}
 	replicas := c.replicaCount() // before the open makes --data's Raft log
-	node, err := openBroker(opts, c.groups, replicas, c.balance, fwd, ms)
+	node, err := openBroker(opts, c.groups, replicas, c.replaceAfter, c.balance, fwd, ms)
 	if err != nil {
 		return err
 	}
@@ -512,11 +516,12 @@ type broker interface {
 // openBroker opens the node's Raft groups: one as raft.Open does, or the
 // directory and groups data groups as a raft.Host, whose moves are
 // counted in ms (meter.Moves).
-func openBroker(opts raft.Options, groups, replicas int, balance bool, fwd *nodes.Client, ms *metrics.Set) (broker, error) {
+func openBroker(opts raft.Options, groups, replicas int, replaceAfter time.Duration, balance bool, fwd *nodes.Client, ms *metrics.Set) (broker, error) {
 	if groups == 1 {
 		return raft.Open(opts)
 	}
-	ho := raft.HostOptions{Node: opts, Groups: groups, Replicas: replicas, Balance: balance, OnMove: meter.NewMoves(ms).Record}
+	ho := raft.HostOptions{Node: opts, Groups: groups, Replicas: replicas, ReplaceAfter: replaceAfter, Balance: balance,
+		OnMove: meter.NewMoves(ms).Record}
 	if fwd != nil {
 		ho.Forward = fwd
 	}
