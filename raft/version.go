@@ -136,11 +136,26 @@ func (n *Node) readVersions() {
 		}()
 	}
 	wg.Wait()
-	lowest := n.advertised() // this node is among them
-	for _, v := range out {
-		lowest = min(lowest, v.Command)
-	}
+	// A server that cannot be read is taken at the version it last
+	// answered, so that a node that is down does not lower the cluster's
+	// version: that refused every command of a newer version, among them
+	// the ones that re-create a dead node's replicas and remove it (a
+	// node that comes back on an older binary answers, and lowers it
+	// then; one never read counts as version 1).
 	n.versions.mu.Lock()
+	last := map[string]uint8{}
+	for _, v := range n.versions.nodes {
+		if v.Known || v.Command > 1 {
+			last[v.ID] = v.Command
+		}
+	}
+	lowest := n.advertised() // this node is among them
+	for i, v := range out {
+		if !v.Known && last[v.ID] > v.Command {
+			out[i].Command = last[v.ID]
+		}
+		lowest = min(lowest, out[i].Command)
+	}
 	n.versions.nodes = out
 	n.versions.mu.Unlock()
 	if old := uint8(n.versions.cluster.Swap(uint32(lowest))); old != lowest {

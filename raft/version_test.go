@@ -170,6 +170,27 @@ func TestClusterVersion_GatesProposals(t *testing.T) {
 			t.Fatalf("%s: the command was not applied", n.Status().ID)
 		}
 	}
+
+	// A node that stops answering keeps the version it last answered: the
+	// others stay at version 2 and go on proposing version-2 commands
+	// (the commands that replace a dead node's replicas are of a newer
+	// version than the oldest binary).
+	net.drop("http-n3")
+	c.Stop(2)
+	time.Sleep(300 * time.Millisecond) // several rounds of version reads
+	for _, n := range c.Nodes[:2] {
+		if v := n.Status().ClusterVersion; v != 2 {
+			t.Fatalf("%s runs at version %d with n3 down, want 2", n.Status().ID, v)
+		}
+		for _, v := range n.Versions() {
+			if v.ID == "n3" && (v.Known || v.Command != 2) {
+				t.Fatalf("%s reads n3 down as %+v, want unknown at its last version 2", n.Status().ID, v)
+			}
+		}
+	}
+	if err := setMaintenance(t, c.Leader(), true, false); err != nil {
+		t.Fatalf("a version-2 command with a node down: %v", err)
+	}
 }
 
 func eventually(cond func() bool) bool {
