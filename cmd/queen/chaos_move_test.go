@@ -124,6 +124,10 @@ func (r *chaosRun) placement(rng *rand.Rand) (chaosPlacement, *qnode, error) {
 // (raft/version.go), so after each kill moves are refused until every
 // node has read the restarted one again (every 5 s), and a schedule of
 // kills would otherwise leave few moves done.
+//
+// With chaosConfig.moveSync the fault ends only once the move has
+// answered: no later fault overlaps it (TestChaos_Moves: a later kill of
+// the node running the move would leave the queue frozen for MoveTimeout).
 func (r *chaosRun) startMove(rec *faultRecord, rng *rand.Rand) func() {
 	queues := []string{chaosQueue}
 	if r.split {
@@ -214,15 +218,23 @@ func (r *chaosRun) startMove(rec *faultRecord, rng *rand.Rand) func() {
 			m.outcome = fmt.Sprintf("error %d %s", code, e.Code)
 		}
 	}()
+	wait := func() {
+		if r.cfg.moveSync {
+			<-m.done
+		}
+	}
 	if victim == nil {
-		return nil
+		return wait
 	}
 	// Polls draw from a stream of their own: their count varies.
 	m.listed = r.awaitMoveListed(m, rand.New(rand.NewPCG(rec.pick, 1)))
 	time.Sleep(time.Duration(rng.IntN(100)) * time.Millisecond)
 	m.killed = victim.id
 	victim.kill()
-	return victim.start
+	return func() {
+		victim.start()
+		wait()
+	}
 }
 
 // awaitMoveListed polls the placement until it lists m under way (true),
