@@ -57,11 +57,11 @@ func (m *moveResult) String() string {
 			s += " (not seen under way)"
 		}
 	}
-	if m.asks > 1 {
-		s += fmt.Sprintf(", %d asks", m.asks)
-	}
 	select {
-	case <-m.done:
+	case <-m.done: // the request's goroutine has written asks, outcome and took
+		if m.asks > 1 {
+			s += fmt.Sprintf(", %d asks", m.asks)
+		}
 		return fmt.Sprintf("%s: %s in %v", s, m.outcome, m.took.Round(time.Millisecond))
 	default:
 		return s + ": no answer yet"
