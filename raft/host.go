@@ -50,7 +50,10 @@ type Host struct {
 	// goroutine touches it).
 	strays map[strayMark]time.Time
 
-	done      chan struct{}
+	done chan struct{}
+	// stopping is closed by StopWaiting (hostmove.go).
+	stopping  chan struct{}
+	stopWait  sync.Once
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 }
@@ -146,7 +149,7 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 	case o.Groups < 1:
 		return nil, fmt.Errorf("raft: host: Groups must be at least 1, not %d", o.Groups)
 	}
-	h := &Host{opts: o, done: make(chan struct{})}
+	h := &Host{opts: o, done: make(chan struct{}), stopping: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			h.closeParts()
