@@ -179,18 +179,15 @@ func TestChaos(t *testing.T) {
 }
 
 // TestChaos_Moves is the short schedule over three groups
-// (CHAOS_GROUPS=3 unless set above 1), drawn from moves, kills and
-// leadership transfers, with at least one move: `make test` moves a queue
+// (CHAOS_GROUPS=3 unless set above 1), drawn from moves, kills, restarts
+// and leadership transfers, with at least one move: `make test` moves a queue
 // live under load and checks the history as TestChaos does. Moves are drawn
 // twice as often as each other kind; half of them kill a group leader
 // while they run. -chaos.faults or CHAOS_FAULTS replace the kinds.
 //
 // Bounded for CI: a move fault lasts until its move answers (moveSync), so
-// no later kill orphans it (its queue would stay frozen for MoveTimeout, 5
-// min), and restarts are left out: a node's SIGTERM while a queue is
-// frozen waits for requests the Host holds up to MoveWait (30 s) for the
-// move, past serve's 10 s shutdown deadline, and exits 1 (seed 2222,
-// chaosRegressions).
+// no later kill or restart orphans it (its queue would stay frozen for
+// MoveTimeout, 5 min).
 func TestChaos_Moves(t *testing.T) {
 	if testing.Short() {
 		t.Skip("process-level fault-schedule test with queue moves (about 50 s); skipped with -short")
@@ -199,7 +196,7 @@ func TestChaos_Moves(t *testing.T) {
 		t.Setenv("CHAOS_GROUPS", "3")
 	}
 	if *chaosFaultsFlag == "" && os.Getenv("CHAOS_FAULTS") == "" {
-		t.Setenv("CHAOS_FAULTS", "move,kill,kill-leader,transfer")
+		t.Setenv("CHAOS_FAULTS", "move,kill,kill-leader,restart,transfer")
 	}
 	seed, duration, netMode := chaosSettings(t)
 	runChaos(t, seed, duration, netMode, faultMove)
@@ -223,10 +220,10 @@ var chaosRegressions = []struct {
 	{445495518, 5 * time.Minute, 3, "", "an ack through a node whose group replica lagged behind the pop was sent to group 1 " +
 		"and answered \"partition not found\": first after a 1 s wait for the replica, then, asking the leaders, when " +
 		"no leader was known yet (raft/hostbroker.go lookup; TestHost_AsksTheLeadersForAPartitionItsReplicasLack)"},
-	{2222, 2 * time.Minute, 3, "kill,kill-leader,move,restart", "OPEN: a restart's SIGTERM reached n3 while a queue was frozen " +
-		"by a move its killed node left (03:47-03:57 in the run): requests the Host held in retryMoving (up to MoveWait, 30 s) " +
-		"outlived serve's 10 s shutdown deadline, and serve exited 1 (context deadline exceeded), three times in the run; " +
-		"the history, the counts and the digests were right"},
+	{2222, 2 * time.Minute, 3, "kill,kill-leader,move,restart", "a restart's SIGTERM reached a node while a queue was frozen " +
+		"by a move: the requests it held for the queue (raft retryMoving, up to MoveWait, 30 s) outlived serve's 10 s " +
+		"shutdown deadline and serve exited 1, three times in the run (raft/hostmove.go Host.StopWaiting, called by " +
+		"server.Shutdown; TestHost_StopWaitingAnswersCommandsOnAFrozenQueue)"},
 }
 
 // chaosRegressionFaults are the kinds the schedules of chaosRegressions
