@@ -181,9 +181,9 @@ func TestChaos(t *testing.T) {
 // TestChaos_Moves is the short schedule over three groups
 // (CHAOS_GROUPS=3 unless set above 1), drawn from moves, kills, restarts
 // and leadership transfers, with at least one move: `make test` moves a queue
-// live under load and checks the history as TestChaos does. Moves are drawn
-// twice as often as each other kind; half of them kill a group leader
-// while they run. -chaos.faults or CHAOS_FAULTS replace the kinds.
+// live under load and checks the history as TestChaos does. Moves (and
+// transfers) are drawn twice as often as kills and restarts; half of the
+// moves kill a group leader while they run. -chaos.faults or CHAOS_FAULTS replace the kinds.
 //
 // Bounded for CI: a move fault lasts until its move answers (moveSync), so
 // no later kill or restart orphans it (its queue would stay frozen for
