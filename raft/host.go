@@ -63,10 +63,13 @@ type Host struct {
 	// and the moves this node runs (track), which Close waits for before
 	// it closes the groups. doneMu orders a move's wg.Add before Close's
 	// wg.Wait.
-	done      chan struct{}
-	doneMu    sync.Mutex
-	wg        sync.WaitGroup
-	closeOnce sync.Once
+	done   chan struct{}
+	doneMu sync.Mutex
+	// waitsStopped is closed by StopWaiting (hostmove.go).
+	waitsStopped chan struct{}
+	stopWait     sync.Once
+	wg           sync.WaitGroup
+	closeOnce    sync.Once
 }
 
 // HostOptions configures a Host.
@@ -179,7 +182,7 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 	case o.Groups < 1:
 		return nil, fmt.Errorf("raft: host: Groups must be at least 1, not %d", o.Groups)
 	}
-	h := &Host{opts: o, done: make(chan struct{}), catchUp: make([]uint64, o.Groups+1)}
+	h := &Host{opts: o, done: make(chan struct{}), waitsStopped: make(chan struct{}), catchUp: make([]uint64, o.Groups+1)}
 	defer func() {
 		if err != nil {
 			h.closeParts()

@@ -471,7 +471,7 @@ func retryMovingItems[I, R any](ctx context.Context, h *Host, items []I, out []R
 				idx = append(idx, i)
 			}
 		}
-		if len(idx) == 0 || ctx.Err() != nil || time.Now().After(deadline) {
+		if len(idx) == 0 || ctx.Err() != nil || time.Now().After(deadline) || h.stoppingWaits() {
 			break
 		}
 		time.Sleep(wait)

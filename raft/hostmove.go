@@ -440,7 +440,28 @@ func (h *Host) retryMoving(ctx context.Context, route func() (engine.Result, err
 		case <-time.After(wait):
 		case <-ctx.Done():
 			return r, err
+		case <-h.waitsStopped:
+			return r, err
 		}
+	}
+}
+
+// StopWaiting ends the waits of commands refused by a queue frozen for a
+// move (retryMoving, retryMovingItems), now and from now on: each answers
+// that refusal at once, which says for certain that nothing was applied
+// (503 queue_moving, to retry elsewhere). The server calls it as it begins
+// to shut down: a wait of up to MoveWait (30 s) outlasted queen serve's
+// 10 s deadline for in-flight requests, and a SIGTERM while a queue was
+// frozen made the node exit 1 (the chaos suite's seed 2222).
+func (h *Host) StopWaiting() { h.stopWait.Do(func() { close(h.waitsStopped) }) }
+
+// stoppingWaits reports whether StopWaiting was called.
+func (h *Host) stoppingWaits() bool {
+	select {
+	case <-h.waitsStopped:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -420,6 +420,11 @@ func (s *Server) ListenAndServe() error {
 // 204) and waits for in-flight requests until ctx is done.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopOnce.Do(func() { close(s.stop) })
+	// Requests a broker of groups holds while their queue moves answer
+	// now, not when the move ends (raft.Host.StopWaiting).
+	if w, ok := s.broker.(interface{ StopWaiting() }); ok {
+		w.StopWaiting()
+	}
 	err := s.http.ShutdownWithContext(ctx)
 	<-s.drained
 	s.loops.Wait()

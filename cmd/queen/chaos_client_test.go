@@ -22,7 +22,7 @@ type opResult uint8
 
 const (
 	resOK      opResult = iota // answered: the answer says what happened
-	resFail                    // refused before anything could apply (no_leader, not_leader, forward_expired, leadership_transfer, 4xx)
+	resFail                    // refused before anything could apply (no_leader, not_leader, forward_expired, leadership_transfer, queue_moving, 4xx)
 	resUnknown                 // no answer, or a 5xx after the command may have been proposed
 )
 
@@ -94,8 +94,13 @@ type chaosAckResult struct {
 }
 
 // chaosOutcome classifies an HTTP exchange. Only codes that promise nothing
-// was proposed count as a failure; every other error leaves the outcome
-// unknown (ARCHITECTURE.md, "Forwarding").
+// was applied count as a failure; every other error leaves the outcome
+// unknown (ARCHITECTURE.md, "Forwarding"). queue_moving is one of them: the
+// freeze of a queue being moved refuses a command before it writes
+// anything, the node retries only such refusals until it gives up with
+// that answer, and an attempt of unknown outcome on the way makes the
+// answer outcome_unknown instead (raft/hostmove.go retryMoving,
+// raft/hostrelay.go runPart).
 func chaosOutcome(code int, body []byte, err error) (opResult, string) {
 	switch {
 	case err != nil:
@@ -113,7 +118,7 @@ func chaosOutcome(code int, body []byte, err error) (opResult, string) {
 	case code >= 500:
 		e, _ := c2(body)
 		switch e.Code {
-		case "no_leader", "not_leader", "forward_expired", "leadership_transfer":
+		case "no_leader", "not_leader", "forward_expired", "leadership_transfer", "queue_moving":
 			return resFail, e.Code
 		}
 		return resUnknown, fmt.Sprintf("%d %s", code, e.Code)

@@ -7,7 +7,9 @@ package main
 // kill -9, restarts, SIGSTOP pauses, leader kills, leadership transfers and
 // (in namespaces) network partitions. With CHAOS_GROUPS above 1 a third of
 // the pushes are split: they carry items for a second queue placed in
-// another Raft group. Every operation is recorded with its
+// another Raft group, and the schedule moves both queues live between
+// groups, now and then with a kill -9 while one moves
+// (chaos_move_test.go). Every operation is recorded with its
 // call and answer times and what the client was told. After the schedule the
 // faults are healed, group g is drained, every partition's final log is read
 // with a fresh group (the audit), and the history is checked:
@@ -38,6 +40,7 @@ package main
 // a hint to raise -chaos.checktimeout.
 
 import (
+	"cmp"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -47,6 +50,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -91,6 +95,9 @@ type chaosConfig struct {
 	lease          time.Duration
 	requestTimeout time.Duration
 	checkTimeout   time.Duration
+	// moveSync: a move fault lasts until its move has answered, so that
+	// no later fault overlaps it (TestChaos_Moves, chaos_move_test.go).
+	moveSync bool
 }
 
 // chaosRun is one run: the cluster, the schedule, the history.
@@ -168,7 +175,31 @@ func TestChaos(t *testing.T) {
 		t.Skip("process-level fault-schedule test (about 50 s); skipped with -short")
 	}
 	seed, duration, netMode := chaosSettings(t)
-	runChaos(t, seed, duration, netMode)
+	runChaos(t, seed, duration, netMode, "")
+}
+
+// TestChaos_Moves is the short schedule over three groups
+// (CHAOS_GROUPS=3 unless set above 1), drawn from moves, kills, restarts
+// and leadership transfers, with at least one move: `make test` moves a queue
+// live under load and checks the history as TestChaos does. Moves (and
+// transfers) are drawn twice as often as kills and restarts; half of the
+// moves kill a group leader while they run. -chaos.faults or CHAOS_FAULTS replace the kinds.
+//
+// Bounded for CI: a move fault lasts until its move answers (moveSync), so
+// no later kill or restart orphans it (its queue would stay frozen for
+// MoveTimeout, 5 min).
+func TestChaos_Moves(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process-level fault-schedule test with queue moves (about 50 s); skipped with -short")
+	}
+	if chaosGroups() <= 1 {
+		t.Setenv("CHAOS_GROUPS", "3")
+	}
+	if *chaosFaultsFlag == "" && os.Getenv("CHAOS_FAULTS") == "" {
+		t.Setenv("CHAOS_FAULTS", "move,kill,kill-leader,restart,transfer")
+	}
+	seed, duration, netMode := chaosSettings(t)
+	runChaos(t, seed, duration, netMode, faultMove)
 }
 
 // chaosRegressions are the schedules that found bugs. Each is minutes long,
@@ -177,17 +208,22 @@ func TestChaos(t *testing.T) {
 var chaosRegressions = []struct {
 	seed     uint64
 	duration time.Duration
-	groups   int // CHAOS_GROUPS for the run (0: one group)
+	groups   int    // CHAOS_GROUPS for the run (0: one group)
+	faults   string // CHAOS_FAULTS for the run ("": chaosRegressionFaults)
 	found    string
 }{
-	{1001, 10 * time.Minute, 0, "a node's SIGTERM hung about 9m25s in (twice in two runs): hashicorp/raft's pipelined " +
+	{1001, 10 * time.Minute, 0, "", "a node's SIGTERM hung about 9m25s in (twice in two runs): hashicorp/raft's pipelined " +
 		"replication deadlocked (raft/transport.go transportInFlight; TestNetworkTransport_NoPipeline)"},
-	{564830666, 5 * time.Minute, 3, "a restart's SIGTERM reached a node of three groups while it opened its stores, " +
+	{564830666, 5 * time.Minute, 3, "", "a restart's SIGTERM reached a node of three groups while it opened its stores, " +
 		"and the default action killed it (cmd/queen/serve.go; TestServe_SIGTERMWhileOpeningStopsCleanly); later, " +
 		"two restarts in a row signalled a process before it reached serve (harness_test.go waitStarting)"},
-	{445495518, 5 * time.Minute, 3, "an ack through a node whose group replica lagged behind the pop was sent to group 1 " +
+	{445495518, 5 * time.Minute, 3, "", "an ack through a node whose group replica lagged behind the pop was sent to group 1 " +
 		"and answered \"partition not found\": first after a 1 s wait for the replica, then, asking the leaders, when " +
 		"no leader was known yet (raft/hostbroker.go lookup; TestHost_AsksTheLeadersForAPartitionItsReplicasLack)"},
+	{2222, 2 * time.Minute, 3, "kill,kill-leader,move,restart", "a restart's SIGTERM reached a node while a queue was frozen " +
+		"by a move: the requests it held for the queue (raft retryMoving, up to MoveWait, 30 s) outlived serve's 10 s " +
+		"shutdown deadline and serve exited 1, three times in the run (raft/hostmove.go Host.StopWaiting, called by " +
+		"server.Shutdown; TestHost_StopWaitingAnswersCommandsOnAFrozenQueue)"},
 }
 
 // chaosRegressionFaults are the kinds the schedules of chaosRegressions
@@ -208,26 +244,35 @@ func TestChaos_Regressions(t *testing.T) {
 				t.Setenv("CHAOS_GROUPS", strconv.Itoa(reg.groups))
 			}
 			if *chaosFaultsFlag == "" && os.Getenv("CHAOS_FAULTS") == "" {
-				t.Setenv("CHAOS_FAULTS", chaosRegressionFaults)
+				t.Setenv("CHAOS_FAULTS", cmp.Or(reg.faults, chaosRegressionFaults))
 			}
-			runChaos(t, reg.seed, reg.duration, "auto")
+			runChaos(t, reg.seed, reg.duration, "auto", "")
 		})
 	}
 }
 
-func runChaos(t *testing.T, seed uint64, duration time.Duration, netMode string) {
+// runChaos runs one schedule; must, when not empty, is a fault kind the
+// schedule must hold (its first fault becomes one if none was drawn).
+func runChaos(t *testing.T, seed uint64, duration time.Duration, netMode string, must faultKind) {
 	cfg := chaosConfig{duration: duration, pushers: 3, consumers: 4, readers: 2, activeParts: 3, partCapacity: 30,
 		retryLimit: 1, lease: 3 * time.Second, requestTimeout: 4 * time.Second, checkTimeout: 30 * time.Second}
 	if *chaosCheckFlag > 0 {
 		cfg.checkTimeout = *chaosCheckFlag
 	}
+	cfg.moveSync = must == faultMove
 	r := &chaosRun{t: t, seed: seed, cfg: cfg, parts: newPartitions(cfg.activeParts, cfg.partCapacity)}
 	r.c, r.lab, cfg.net = startChaosCluster(t, netMode)
 	r.cfg = cfg
 	only := chaosFaultFilter(t)
-	replay := fmt.Sprintf("make chaos SEED=%d DURATION=%v NET=%s", seed, duration, cfg.net)
-	goReplay := fmt.Sprintf("go test ./cmd/queen -run '^TestChaos$' -count=1 -v -args -chaos.seed=%d -chaos.duration=%v -chaos.net=%s",
-		seed, duration, cfg.net)
+	env := ""
+	if g := chaosGroups(); g > 1 {
+		env = fmt.Sprintf("CHAOS_GROUPS=%d ", g)
+	}
+	// make chaos runs TestChaos, which does not force a move into the
+	// schedule as TestChaos_Moves does: go test replays that exactly.
+	replay := fmt.Sprintf("%smake chaos SEED=%d DURATION=%v NET=%s", env, seed, duration, cfg.net)
+	goReplay := fmt.Sprintf("%sgo test ./cmd/queen -run '^%s$' -count=1 -v -args -chaos.seed=%d -chaos.duration=%v -chaos.net=%s",
+		env, t.Name(), seed, duration, cfg.net)
 	if len(only) > 0 {
 		var kinds []string
 		for k := range only {
@@ -248,7 +293,10 @@ func runChaos(t *testing.T, seed uint64, duration time.Duration, netMode string)
 	r.c.waitLeader(r.c.nodes, 60*time.Second)
 	r.configure()
 	r.base = time.Now()
-	schedule := chaosSchedule(seed, duration, r.lab != nil, only)
+	schedule := chaosSchedule(seed, duration, r.lab != nil, chaosGroups(), only)
+	if must != "" && !slices.ContainsFunc(schedule, func(f fault) bool { return f.kind == must }) && len(schedule) > 0 {
+		schedule[0].kind = must // the short variant's point: at least one
+	}
 
 	stopPush, stopPop := make(chan struct{}), make(chan struct{})
 	var pushWG, popWG sync.WaitGroup
@@ -277,6 +325,7 @@ func runChaos(t *testing.T, seed uint64, duration time.Duration, netMode string)
 	stopLoad()
 	t.Logf("load stopped at +%v: %d operations recorded", r.since(time.Now()), len(r.ops))
 
+	r.settleMoves()
 	r.c.waitConverged(r.c.nodes, 90*time.Second)
 	r.drainAndAudit()
 	r.check()
@@ -371,6 +420,17 @@ const (
 	faultMinority faultKind = "partition-minority"
 	faultMajority faultKind = "partition-majority"
 	faultBridge   faultKind = "partition-bridge"
+	// move (CHAOS_GROUPS above 1 only): POST
+	// /api/v1/system/queues/{queue}/move of a workload queue to another
+	// group, on a goroutine (it may overlap the faults that follow); half
+	// the time the leader of its source or target group is killed -9 a
+	// moment later and started again after the hold (chaos_move_test.go).
+	faultMove faultKind = "move"
+	// move-orphan: a move whose own node is killed -9 a moment after it
+	// is asked. The queue stays frozen until the directory's leader undoes
+	// the move, MoveTimeout (5 min) after it began, so this kind is drawn
+	// only when -chaos.faults names it.
+	faultMoveOrphan faultKind = "move-orphan"
 )
 
 // fault is one step of a schedule.
@@ -385,7 +445,8 @@ type faultRecord struct {
 	fault
 	target          string
 	applied, healed time.Duration
-	skipped         string // why the fault could not be applied
+	skipped         string      // why the fault could not be applied
+	move            *moveResult // move and move-orphan: what was asked and told
 }
 
 // chaosSchedule draws the schedule of a seed: faults one after another, from
@@ -393,14 +454,21 @@ type faultRecord struct {
 // s) with 0.5-2.5 s of calm between them.
 //
 // only, when not empty, keeps the kinds it names (a schedule focused on
-// some faults; the same seed then draws another schedule).
-func chaosSchedule(seed uint64, duration time.Duration, partitions bool, only map[faultKind]bool) []fault {
+// some faults; the same seed then draws another schedule). Moves are drawn
+// only with groups above 1, move-orphan only when only names it.
+func chaosSchedule(seed uint64, duration time.Duration, partitions bool, groups int, only map[faultKind]bool) []fault {
 	rng := rand.New(rand.NewPCG(seed, 0x6e656d65736973)) // "nemesis": a stream of its own
 	var kinds []faultKind
-	for _, k := range []faultKind{faultKill, faultKillLeader, faultRestart, faultPause, faultPauseLeader,
-		faultMinority, faultMajority, faultBridge, faultMinority, faultMajority, faultBridge, faultTransfer, faultTransfer} {
+	all := []faultKind{faultKill, faultKillLeader, faultRestart, faultPause, faultPauseLeader,
+		faultMinority, faultMajority, faultBridge, faultMinority, faultMajority, faultBridge, faultTransfer, faultTransfer}
+	if groups > 1 {
+		// After the kinds above, so that a seed's schedule without groups
+		// is the one it drew before moves existed.
+		all = append(all, faultMove, faultMove, faultMoveOrphan)
+	}
+	for _, k := range all {
 		isPartition := k == faultMinority || k == faultMajority || k == faultBridge
-		if (partitions || !isPartition) && (len(only) == 0 || only[k]) {
+		if (partitions || !isPartition) && (len(only) == 0 || only[k]) && (k != faultMoveOrphan || only[k]) {
 			kinds = append(kinds, k)
 		}
 	}
@@ -436,12 +504,16 @@ func chaosFaultFilter(t *testing.T) map[faultKind]bool {
 		return nil
 	}
 	known := map[faultKind]bool{faultKill: true, faultKillLeader: true, faultRestart: true, faultPause: true,
-		faultPauseLeader: true, faultMinority: true, faultMajority: true, faultBridge: true, faultTransfer: true}
+		faultPauseLeader: true, faultMinority: true, faultMajority: true, faultBridge: true, faultTransfer: true,
+		faultMove: true, faultMoveOrphan: true}
 	only := map[faultKind]bool{}
 	for _, k := range strings.Split(v, ",") {
 		if !known[faultKind(k)] {
 			t.Fatalf("chaos fault kind %q: want some of kill, kill-leader, restart, pause, pause-leader, "+
-				"partition-minority, partition-majority, partition-bridge, transfer", k)
+				"partition-minority, partition-majority, partition-bridge, transfer, move, move-orphan", k)
+		}
+		if (k == string(faultMove) || k == string(faultMoveOrphan)) && chaosGroups() <= 1 {
+			t.Fatalf("chaos fault kind %s moves a queue between Raft groups: set CHAOS_GROUPS above 1", k)
 		}
 		only[faultKind(k)] = true
 	}
@@ -461,7 +533,11 @@ func (r *chaosRun) runSchedule(schedule []fault) {
 		}
 		rec.healed = r.since(time.Now())
 		r.faults = append(r.faults, rec)
-		r.t.Logf("fault %-18s %-10s +%v .. +%v %s", f.kind, rec.target, rec.applied, rec.healed, rec.skipped)
+		move := ""
+		if rec.move != nil {
+			move = rec.move.String()
+		}
+		r.t.Logf("fault %-18s %-10s +%v .. +%v %s%s", f.kind, rec.target, rec.applied, rec.healed, rec.skipped, move)
 	}
 }
 
@@ -488,6 +564,8 @@ func (r *chaosRun) apply(rec *faultRecord) func() {
 	}
 	rec.target = target.id
 	switch rec.kind {
+	case faultMove, faultMoveOrphan:
+		return r.startMove(rec, rng)
 	case faultTransfer:
 		return r.transfers(rec, rng)
 	case faultKill, faultKillLeader:
@@ -816,7 +894,11 @@ func (r *chaosRun) saveArtifacts() {
 	}
 	r.mu.Unlock()
 	for _, f := range r.faults {
-		fmt.Fprintf(&b, "fault %s %s +%v .. +%v %s\n", f.kind, f.target, f.applied, f.healed, f.skipped)
+		move := ""
+		if f.move != nil {
+			move = f.move.String()
+		}
+		fmt.Fprintf(&b, "fault %s %s +%v .. +%v %s%s\n", f.kind, f.target, f.applied, f.healed, f.skipped, move)
 	}
 	os.WriteFile(filepath.Join(dir, "history.txt"), []byte(b.String()), 0o644)
 	for _, n := range r.c.nodes {
@@ -870,6 +952,6 @@ func (r *chaosRun) summary() string {
 		fk = append(fk, fmt.Sprintf("%s %d", k, n))
 	}
 	sort.Strings(fk)
-	fmt.Fprintf(&b, "; %d faults (%s)", len(r.faults), strings.Join(fk, ", "))
+	fmt.Fprintf(&b, "; %d faults (%s)%s", len(r.faults), strings.Join(fk, ", "), r.moveCounts())
 	return b.String()
 }
