@@ -151,3 +151,18 @@ func (h *Host) reportLayout(g uint32) {
 		n.log.Debug("raft: host: report the group's layout to the directory", "err", err)
 	}
 }
+
+// WantedLeader is the member the Host hands group g's leadership to once
+// it has been live a while (spreadLoop): the one placement.Leaders names
+// from the directory's records when groups are on R of N nodes, else the
+// group's preferred member; "" when neither is known.
+func (h *Host) WantedLeader(g uint32) string {
+	if want := h.wantedLeaders(); want != nil && int(g) < len(want) {
+		return string(want[g])
+	}
+	conf, err := h.nodes[g].configuration()
+	if err != nil {
+		return ""
+	}
+	return string(preferred(conf, g))
+}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
-	"github.com/queenmq/queen/raft/placement"
 )
 
 // readView is every read a Host answers, as one host answers them.
@@ -238,22 +237,17 @@ func viewDiff(a, b readView) string {
 }
 
 // spreadSettled waits until each data group is led by the voter the hosts
-// spread its leadership to (the voters by id, at g mod their count), as
+// spread its leadership to (raft.Host.WantedLeader), as
 // every host's layout names it: until then a leader named a moment ago may
 // hand over and refuse what is sent to it.
 func (c *hosts) spreadSettled() {
 	c.t.Helper()
 	waitFor(c.t, "every group to be led by its wanted voter, as every host sees it", func() bool {
-		var groups []placement.Group
-		for _, lg := range c.h[0].Layout().Groups[1:] {
-			if len(lg.Members) == 0 {
+		for g := uint32(1); int(g) <= c.g; g++ {
+			want := c.h[0].WantedLeader(g)
+			if want == "" {
 				return false
 			}
-			groups = append(groups, placement.Group{ID: lg.ID, Voters: lg.Members})
-		}
-		wanted := placement.Leaders(groups)
-		for g := uint32(1); int(g) <= c.g; g++ {
-			want := wanted[g-1]
 			for i, h := range c.h {
 				if h.Layout().Groups[g].Leader != want {
 					return false

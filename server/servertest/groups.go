@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -115,8 +114,7 @@ func StartGroupsOf(t testing.TB, n, groups, replicas int, adjust func(i int, o *
 // WaitLayout polls, up to 30 s, until every node's layout (raft.Host.Layout:
 // its own view of the groups it hosts, the directory's record of the
 // others) names each data group's replicas voters and the same leader, the
-// one the Hosts spread leadership towards (the voters by id, at g mod
-// their count), whose HTTP address every node knows, and that leader has applied all it
+// one the Hosts spread leadership towards (raft.Host.WantedLeader), whose HTTP address every node knows, and that leader has applied all it
 // committed. It returns each group's leader's index in Nodes, by group.
 func (c *Groups) WaitLayout() map[uint32]int {
 	c.t.Helper()
@@ -152,8 +150,7 @@ func (c *Groups) laidOut() (map[uint32]int, string) {
 		if i < 0 {
 			return nil, fmt.Sprintf("group %d: leader %s is no node", g, leader)
 		}
-		voters := slices.Sorted(slices.Values(c.Nodes[i].Host.Layout().Groups[g].Members))
-		if want := voters[int(g)%len(voters)]; leader != want {
+		if want := c.Nodes[i].Host.WantedLeader(g); leader != want {
 			return nil, fmt.Sprintf("group %d: led by %s, spreading to %s", g, leader, want)
 		}
 		for _, n := range c.Nodes {
