@@ -62,6 +62,10 @@ var (
 	// the change anyway, except removing the last voter, which is always
 	// refused.
 	ErrQuorumRisk = errors.New("raft: membership change would lose the quorum")
+	// ErrDraining is returned by Host.Drain when its wait ends before the
+	// leaving node's replicas have all moved: they go on moving, and the
+	// leave may be asked again.
+	ErrDraining = errors.New("raft: the leaving node's replicas are still moving")
 	// ErrHandshake is wrapped by a Raft connection's Dial when the peer
 	// failed its set-up: TLS (certificate not signed by the cluster CA, or
 	// not naming the dialed host) or the cluster-secret handshake.

@@ -336,8 +336,8 @@ func (h *Host) Drain(ctx context.Context, id string) error {
 					held++
 				}
 			}
-			return fmt.Errorf("%w: %s is still a voter of %d groups; its replicas go on moving, and leave can be asked again",
-				ctx.Err(), id, held)
+			return fmt.Errorf("%w: %s is still a voter of %d groups; they go on moving, and leave can be asked again",
+				ErrDraining, id, held)
 		case <-t.C:
 		}
 	}

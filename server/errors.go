@@ -117,6 +117,7 @@ var errorTable = [...]errorCode{
 	{raft.ErrNotPreparable, fasthttp.StatusBadRequest, "not_preparable", ""},
 	{errLeaderSpools, fasthttp.StatusServiceUnavailable, codeLeaderSpools, "Push maintenance is on: the node that received the push buffers it"},
 	{raft.ErrQuorumRisk, fasthttp.StatusConflict, "quorum_at_risk", ""},
+	{raft.ErrDraining, fasthttp.StatusServiceUnavailable, "draining", ""},
 	{raft.ErrSpansGroups, fasthttp.StatusConflict, "spans_groups", ""},
 	{raft.ErrPlaced, fasthttp.StatusConflict, "placed_elsewhere", ""},
 	{raft.ErrClusterVersion, fasthttp.StatusConflict, "cluster_version", ""},

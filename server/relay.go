@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -108,8 +109,13 @@ type GroupMembership interface {
 //
 // With the data groups on R of N nodes (joinsDirectoryOnly), a join is
 // the directory's only: the directory's leader moves data-group replicas
-// onto the new node. A leave is still from every group (one the node is
-// not a voter of takes no change, raft.Node.Leave).
+// onto the new node. A leave (not forced) of a node whose replicas have
+// somewhere to go drains it (raft.Host.Drain): its replicas move to other
+// nodes, add-then-remove, before the directory's leader removes it; the
+// answer waits up to drainWait, then says they are still moving (503
+// draining: asking again waits again). Otherwise, and when forced, a
+// leave is from every group (one the node is not a voter of takes no
+// change, raft.Node.Leave).
 func (s *Server) changeGroups(ctx *fasthttp.RequestCtx, gm GroupMembership, join bool, id, addr string, force bool) error {
 	if h := ctx.Request.Header.Peek(groupHeader); len(h) > 0 {
 		g, err := strconv.ParseUint(string(h), 10, 32)
@@ -117,6 +123,11 @@ func (s *Server) changeGroups(ctx *fasthttp.RequestCtx, gm GroupMembership, join
 			return badRequest(groupHeader + " must name a group")
 		}
 		return changeGroup(gm, uint32(g), join, id, addr, force)
+	}
+	if d, ok := gm.(Drainer); ok && !join && !force && d.Drainable(id) {
+		c, cancel := context.WithTimeout(s.ctx, drainWait)
+		defer cancel()
+		return d.Drain(c, id)
 	}
 	groups := s.groups.list() // the directory first
 	if join && joinsDirectoryOnly(gm, s.groups.layout(), id) {
@@ -137,6 +148,17 @@ func (s *Server) changeGroups(ctx *fasthttp.RequestCtx, gm GroupMembership, join
 	}
 	return nil
 }
+
+// Drainer is a broker whose nodes leave by having their replicas moved
+// first (raft.Host with its groups on R of N nodes).
+type Drainer interface {
+	Drainable(id string) bool
+	Drain(ctx context.Context, id string) error
+}
+
+// drainWait bounds how long a leave's answer waits for the leaving node's
+// replicas to move (queen leave waits a little longer).
+const drainWait = 50 * time.Second
 
 // joinsDirectoryOnly reports whether node id joins the directory only:
 // the directory records R (issue 30, "R of N") and, with id, the cluster

@@ -42,7 +42,8 @@ func leave(args []string) error {
 	if err != nil {
 		return err
 	}
-	client := &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{TLSClientConfig: roots}}
+	client := &http.Client{Timeout: 60 * time.Second, // a drain waits up to 50 s (server/relay.go)
+		Transport: &http.Transport{TLSClientConfig: roots}}
 	resp, err := postMembership(client, *url, "leave", fmt.Sprintf(`{"id":%q,"force":%t}`, *id, *force), s, *token)
 	if err != nil {
 		return err
