@@ -1,0 +1,138 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestGroups_LostNodeIsReplaced: four processes, --groups 4 --replicas 3
+// --replace-after 3s. One node is killed -9 and its data directory
+// deleted while pushes go on through the others: every group is back to
+// three voters on the three left within the replace-after and the
+// catch-up, the dead node leaves the directory, and every push answered
+// queued, before and during the loss, is delivered exactly once.
+func TestGroups_LostNodeIsReplaced(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process test")
+	}
+	secret := writeSecret(t, "replaced test secret")
+	c := startLoopback(t, 4, "--groups", "4", "--replicas", "3", "--replace-after", "3s", "--cluster-secret-file", secret)
+	p := c.waitROfN(4, 3)
+	var queues []string
+	for g := 1; g <= 4; g++ {
+		q := fmt.Sprintf("lost-%d", g)
+		body, _ := json.Marshal(map[string]any{"queue": q, "raftGroup": g})
+		waitFor(t, 30*time.Second, "configure "+q, func() (bool, string) {
+			code, b, err := c.do(10*time.Second, "POST", c.nodes[g%4].url("/api/v1/configure"), body)
+			return err == nil && code == http.StatusOK, fmt.Sprint(code, err, string(b))
+		})
+		queues = append(queues, q)
+	}
+	pushed := map[string]bool{}
+	round := 0
+	push := func(via []*qnode) {
+		var items []pushItem
+		for _, q := range queues {
+			txn := fmt.Sprintf("%s-r%d", q, round)
+			items = append(items, pushItem{Queue: q, TransactionID: txn, Payload: round})
+		}
+		round++
+		for k, r := range c.mustPush(via, 60*time.Second, items) {
+			if r.Status != "queued" && r.Status != "duplicate" {
+				t.Fatalf("push %s: %+v", items[k].TransactionID, r)
+			}
+			pushed[items[k].TransactionID] = true
+		}
+	}
+	for range 5 {
+		push(c.nodes)
+	}
+	// The victim: a voter of some group, not the directory's leader.
+	var victim *qnode
+	var survivors []*qnode
+	for _, n := range c.nodes {
+		if victim == nil && n.id != p.Groups[0].Leader {
+			victim = n
+			continue
+		}
+		survivors = append(survivors, n)
+	}
+	victim.kill()
+	if err := os.RemoveAll(victim.dir); err != nil {
+		t.Fatal(err)
+	}
+	lost := time.Now()
+	var last string
+	for replaced := false; !replaced; {
+		if time.Since(lost) > 120*time.Second {
+			for _, n := range survivors {
+				t.Logf("%s's log:\n%s", n.id, n.logTail(6000))
+			}
+			t.Fatalf("the lost node's replicas were not re-created in 120 s: %s", last)
+		}
+		push(survivors)
+		replaced = true
+		for _, n := range survivors {
+			code, b, err := c.do(5*time.Second, "GET", n.url("/api/v1/system/placement?consistency=stale"), nil)
+			var got placementOf
+			if err == nil {
+				err = json.Unmarshal(b, &got)
+			}
+			if err != nil || code != http.StatusOK || len(got.Groups) != 5 || len(got.Nodes) != 3 {
+				replaced, last = false, fmt.Sprintf("%s: %d %v %s", n.id, code, err, b)
+				break
+			}
+			for _, g := range got.Groups[1:] {
+				if len(g.Members) != 3 || slices.Contains(g.Members, victim.id) || g.Leader == "" {
+					replaced, last = false, fmt.Sprintf("%s: group %+v", n.id, g)
+				}
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("%s's replicas re-created and it left the directory %v after its kill (replace-after 3s); %d rounds pushed",
+		victim.id, time.Since(lost).Round(100*time.Millisecond), round)
+	// Drain every queue through the survivors: each push once.
+	delivered := map[string]int{}
+	for i, q := range queues {
+		n := survivors[i%len(survivors)]
+		for empty := 0; empty < 2; {
+			code, b, err := c.doLed("GET", n.url("/api/v1/pop/queue/"+q+"?batch=100&wait=true&timeout=1000"), nil)
+			var pop popResponse
+			if err == nil && code == http.StatusOK {
+				err = json.Unmarshal(b, &pop)
+			}
+			if err != nil || (code != http.StatusOK && code != http.StatusNoContent) {
+				t.Fatalf("pop %s via %s: %d %v %s", q, n.id, code, err, b)
+			}
+			if len(pop.Messages) == 0 {
+				empty++
+				continue
+			}
+			var acks []ackItem
+			for _, m := range pop.Messages {
+				delivered[m.TransactionID]++
+				acks = append(acks, ackItem{TransactionID: m.TransactionID, PartitionID: m.PartitionID, LeaseID: pop.LeaseID, Status: "completed"})
+			}
+			body, _ := json.Marshal(map[string]any{"acknowledgments": acks})
+			if code, b, err := c.doLed("POST", n.url("/api/v1/ack/batch"), body); err != nil || code != http.StatusOK {
+				t.Fatalf("ack %s via %s: %d %v %s", q, n.id, code, err, b)
+			}
+		}
+	}
+	for txn := range pushed {
+		if delivered[txn] != 1 {
+			t.Errorf("%s delivered %d times", txn, delivered[txn])
+		}
+	}
+	for txn, k := range delivered {
+		if !pushed[txn] {
+			t.Errorf("%s delivered %d times, never answered queued", txn, k)
+		}
+	}
+}
