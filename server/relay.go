@@ -53,17 +53,8 @@ func Refusal(status int, body []byte) error {
 // are counted where they are answered, on the forwarding node
 // (countPushed).
 func (s *Server) proposeRelayed(ctx *fasthttp.RequestCtx, p *params) {
-	switch {
-	case !p.node:
-		s.writeError(ctx, errClusterSecret)
-		return
-	case relay.Expired(ctx):
-		s.writeError(ctx, errForwardExpired)
-		return
-	}
-	g, err := cluster.ParseGroup(ctx.Request.Header.Peek(groupHeader))
-	if err != nil {
-		s.writeError(ctx, badRequest(groupHeader+" must name a group"))
+	g, ok := s.relayedGroup(ctx, p)
+	if !ok {
 		return
 	}
 	t, err := command.EntryType(ctx.PostBody())
@@ -87,6 +78,28 @@ func (s *Server) proposeRelayed(ctx *fasthttp.RequestCtx, p *params) {
 	ctx.SetContentType("application/octet-stream")
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	ctx.SetBody(out)
+}
+
+// relayedGroup checks a request another node sent on the cluster path
+// (the cluster secret, its deadline) and reads the group it names; false
+// when it answered the request with the refusal.
+func (s *Server) relayedGroup(ctx *fasthttp.RequestCtx, p *params) (uint32, bool) {
+	var err error
+	switch {
+	case !p.node:
+		err = errClusterSecret
+	case relay.Expired(ctx):
+		err = errForwardExpired
+	}
+	g, perr := cluster.ParseGroup(ctx.Request.Header.Peek(groupHeader))
+	if err == nil && perr != nil {
+		err = badRequest(groupHeader + " must name a group")
+	}
+	if err != nil {
+		s.writeError(ctx, err)
+		return 0, false
+	}
+	return g, true
 }
 
 // GroupMembership is a grouped broker's membership (raft.Host): each

@@ -6,7 +6,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/queenmq/queen/cluster"
-	"github.com/queenmq/queen/server/relay"
 )
 
 // remoteReadPath is the route a node asks a group's leader for a read of a
@@ -27,20 +26,12 @@ type RemoteReader interface {
 // the leader again). Only a node (the cluster secret) may ask.
 func (s *Server) answerRead(ctx *fasthttp.RequestCtx, p *params) {
 	rr, ok := s.broker.(RemoteReader)
-	switch {
-	case !ok:
+	if !ok {
 		s.writeError(ctx, notImplemented("this broker answers no reads for other nodes"))
 		return
-	case !p.node:
-		s.writeError(ctx, errClusterSecret)
-		return
-	case relay.Expired(ctx):
-		s.writeError(ctx, errForwardExpired)
-		return
 	}
-	g, err := cluster.ParseGroup(ctx.Request.Header.Peek(groupHeader))
-	if err != nil {
-		s.writeError(ctx, badRequest(groupHeader+" must name a group"))
+	g, ok := s.relayedGroup(ctx, p)
+	if !ok {
 		return
 	}
 	c, cancel := context.WithTimeout(s.ctx, readIndexTimeout)
