@@ -483,7 +483,7 @@ func (h *Host) Place(ctx context.Context, queue string, group uint32) (uint32, e
 // the first applied wins) is logged, once.
 func (h *Host) defineGroups() bool {
 	d := h.nodes[Directory]
-	if k := h.GroupCount(); k != 0 && (h.opts.Replicas == 0 || h.ReplicaCount() != 0) {
+	if k := h.GroupCount(); k != 0 && (h.opts.Replicas == 0 || command.ReplicaCount(d.engine.ClusterValue) != 0) {
 		if k != uint32(h.opts.Groups) {
 			d.log.Error("raft: host: the directory says the cluster has a different number of data groups; "+
 				"restart this node with the cluster's", "cluster", k, "this_node", h.opts.Groups)
@@ -498,7 +498,7 @@ func (h *Host) defineGroups() bool {
 	if _, err := Propose[uint32](ctx, d, command.Groups{Count: uint32(h.opts.Groups)}); err != nil && !errors.Is(err, ErrShutdown) {
 		d.log.Warn("raft: host: record the number of data groups", "err", err)
 	}
-	if h.opts.Replicas > 0 && h.ReplicaCount() == 0 {
+	if h.opts.Replicas > 0 && command.ReplicaCount(d.engine.ClusterValue) == 0 {
 		if _, err := Propose[uint32](ctx, d, command.Replicas{Count: uint32(h.opts.Replicas)}); err != nil && !errors.Is(err, ErrShutdown) {
 			d.log.Warn("raft: host: record the voters each group has", "err", err)
 		}

@@ -102,9 +102,15 @@ func (h *Host) leaderOf(g uint32) Status {
 }
 
 // ReplicaCount is R as the directory records it, 0 when every node hosts
-// every group.
+// every group. Until it is recorded (the cluster runs command version 3 a
+// few seconds after a fresh start), a founder answers its own
+// HostOptions.Replicas: a node joining in those seconds would otherwise
+// be made a voter of every group.
 func (h *Host) ReplicaCount() uint32 {
-	return command.ReplicaCount(h.nodes[Directory].engine.ClusterValue)
+	if r := command.ReplicaCount(h.nodes[Directory].engine.ClusterValue); r != 0 {
+		return r
+	}
+	return uint32(h.opts.Replicas)
 }
 
 // layoutLoop reports, for each data group this node leads, its voters and
