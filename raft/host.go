@@ -23,8 +23,10 @@ import (
 // A Host runs several Raft groups of one node (ARCHITECTURE.md, "Scale-out"):
 // the directory, group 0, and the data groups 1..G, each a Node with its
 // own engine and snapshots (groupDir), all over one log store and one
-// listener. Every group has the same voters. The Host hands each group's
-// leadership to its preferred member (preferred) once that member has been
+// listener. Every node runs every group; with HostOptions.Replicas below
+// the node count a data group's voters are R of them and the others keep
+// an idle replica (hostlayout.go). The Host hands each group's leadership
+// to the member it should have (WantedLeader) once that member has been
 // live for SpreadHold, so that with G ≥ N every node leads some groups.
 //
 // Group 1 of a Host is laid out as a plain Node's store, byte for byte: the

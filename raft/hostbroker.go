@@ -689,7 +689,7 @@ func (h *Host) Status() Status {
 }
 
 // Versions is every server's version as the directory last read them
-// (every group has the same servers).
+// (every node is in the directory).
 func (h *Host) Versions() []NodeVersion { return h.nodes[Directory].Versions() }
 
 // GroupStatus is group g's status on this node. For a group it does not
