@@ -96,20 +96,9 @@ func (c *Client) Forward(ctx context.Context, addr string, g uint32, entry []byt
 	if err != nil {
 		return engine.Result{}, 0, err
 	}
-	timeout := timeoutFor(ctx)
-	req := fasthttp.AcquireRequest()
 	resp := fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
-	req.SetRequestURI(c.scheme + "://" + addr + ProposePath)
-	req.Header.SetMethod(fasthttp.MethodPost)
-	req.Header.SetContentType("application/octet-stream")
-	req.Header.Set(ForwardedHeader, c.opts.NodeID)
-	req.Header.Set(SecretHeader, c.opts.Secret)
-	req.Header.Set(GroupHeader, strconv.FormatUint(uint64(g), 10))
-	req.Header.Set(DeadlineHeader, strconv.FormatInt(time.Now().Add(timeout).UnixMicro(), 10))
-	req.SetBodyRaw(entry) // lent: the entry outlives the request
-	if err := c.http.DoTimeout(req, resp, timeout); err != nil {
+	if err := c.post(ctx, addr, ProposePath, "application/octet-stream", g, entry, resp); err != nil {
 		return engine.Result{}, 0, errors.Join(raft.ErrForward, fmt.Errorf("group %d at %s: %w", g, addr, err))
 	}
 	if c.forwarded != nil {
@@ -133,26 +122,33 @@ func (c *Client) Forward(ctx context.Context, addr string, g uint32, entry []byt
 // refusal is the error Options.Refusal reads in it (a node that does not
 // lead g: raft.ErrNotLeader).
 func (c *Client) Read(ctx context.Context, addr string, g uint32, body []byte) ([]byte, error) {
-	timeout := timeoutFor(ctx)
-	req := fasthttp.AcquireRequest()
 	resp := fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
-	req.SetRequestURI(c.scheme + "://" + addr + ReadPath)
-	req.Header.SetMethod(fasthttp.MethodPost)
-	req.Header.SetContentType("application/json")
-	req.Header.Set(ForwardedHeader, c.opts.NodeID)
-	req.Header.Set(SecretHeader, c.opts.Secret)
-	req.Header.Set(GroupHeader, strconv.FormatUint(uint64(g), 10))
-	req.Header.Set(DeadlineHeader, strconv.FormatInt(time.Now().Add(timeout).UnixMicro(), 10))
-	req.SetBodyRaw(body)
-	if err := c.http.DoTimeout(req, resp, timeout); err != nil {
+	if err := c.post(ctx, addr, ReadPath, "application/json", g, body, resp); err != nil {
 		return nil, errors.Join(raft.ErrForward, fmt.Errorf("read of group %d at %s: %w", g, addr, err))
 	}
 	if resp.StatusCode() != fasthttp.StatusOK {
 		return nil, c.refusal(resp)
 	}
 	return append([]byte(nil), resp.Body()...), nil // resp is released on return
+}
+
+// post sends body (lent: it outlives the request) to path on the node at
+// addr for group g, as a node on the cluster path (its id, the secret,
+// the deadline ctx leaves), into resp.
+func (c *Client) post(ctx context.Context, addr, path, contentType string, g uint32, body []byte, resp *fasthttp.Response) error {
+	timeout := timeoutFor(ctx)
+	req := fasthttp.AcquireRequest()
+	defer fasthttp.ReleaseRequest(req)
+	req.SetRequestURI(c.scheme + "://" + addr + path)
+	req.Header.SetMethod(fasthttp.MethodPost)
+	req.Header.SetContentType(contentType)
+	req.Header.Set(ForwardedHeader, c.opts.NodeID)
+	req.Header.Set(SecretHeader, c.opts.Secret)
+	req.Header.Set(GroupHeader, strconv.FormatUint(uint64(g), 10))
+	req.Header.Set(DeadlineHeader, strconv.FormatInt(time.Now().Add(timeout).UnixMicro(), 10))
+	req.SetBodyRaw(body)
+	return c.http.DoTimeout(req, resp, timeout)
 }
 
 func (c *Client) refusal(resp *fasthttp.Response) error {
