@@ -399,13 +399,16 @@ func (h *Host) push(ctx context.Context, c engine.PushCmd) (engine.Result, error
 		func(items []engine.PushItem) (engine.Result, error) {
 			return h.pushOnce(ctx, engine.PushCmd{Items: items})
 		},
-		func(it *engine.PushItem, err error) engine.PushResult {
-			return engine.PushResult{Status: engine.Rejected, TransactionID: it.TransactionID, Queue: it.Queue, Partition: it.Partition, Err: err}
-		})
+		rejectedPush)
 	if err != nil {
 		return engine.Result{}, err
 	}
 	return engine.Result{Value: out}, nil
+}
+
+// rejectedPush is a push item's answer when its part failed with err.
+func rejectedPush(it *engine.PushItem, err error) engine.PushResult {
+	return engine.PushResult{Status: engine.Rejected, TransactionID: it.TransactionID, Queue: it.Queue, Partition: it.Partition, Err: err}
 }
 
 // pushOnce routes a push once.
@@ -424,9 +427,7 @@ func (h *Host) pushOnce(ctx context.Context, c engine.PushCmd) (engine.Result, e
 		return h.run(ctx, parts[0].group, c)
 	}
 	out, err := runSplit(ctx, h, parts, c.Items, func(items []engine.PushItem) engine.Command { return engine.PushCmd{Items: items} },
-		func(it *engine.PushItem, err error) engine.PushResult {
-			return engine.PushResult{Status: engine.Rejected, TransactionID: it.TransactionID, Queue: it.Queue, Partition: it.Partition, Err: err}
-		})
+		rejectedPush)
 	if err != nil {
 		return engine.Result{}, err
 	}
