@@ -180,6 +180,7 @@ func open(opts Options, h *hostPart) (*Node, error) {
 			return nil, fmt.Errorf("raft: bootstrap: %w", err)
 		}
 	}
+	n.loadVersions()
 	n.wg.Add(5)
 	go n.proposeLoop()
 	go n.leaderLoop()

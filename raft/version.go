@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,6 +34,15 @@ import (
 // unreachable, or an older binary whose /health has no commandVersion)
 // counts as version 1: what is not known to be newer is taken as the
 // oldest. Until its first read a node takes the cluster as version 1.
+//
+// A server that stops answering keeps the version it last answered, here
+// and across this node's restarts: the versions last answered are kept in
+// the group's directory (file "versions", below). Without that a node
+// restarted while another is down for good counted the dead one as
+// version 1 and refused every newer command, among them the ones that
+// re-create the dead node's replicas and remove it: the repair stalled
+// whenever the restarted node led the directory. A node this one never
+// heard answer (it joined after the other died) still counts as 1.
 //
 // A node never proposes a command above the cluster version
 // (ErrClusterVersion): every proposal passes proposeOnce, whether this
@@ -73,6 +86,7 @@ type versions struct {
 	cluster atomic.Uint32 // the cluster version; 1 until the first read
 	mu      sync.Mutex
 	nodes   []NodeVersion // by the configuration's order
+	kept    string        // the versions file's content, as last read or written
 }
 
 // commandVersion is the version a stamped command needs (a variable so
@@ -158,9 +172,75 @@ func (n *Node) readVersions() {
 	}
 	n.versions.nodes = out
 	n.versions.mu.Unlock()
+	n.keepVersions(out)
 	if old := uint8(n.versions.cluster.Swap(uint32(lowest))); old != lowest {
 		n.log.Info("cluster version", "from", old, "to", lowest)
 	}
+}
+
+// The file "versions" in the group's directory keeps the command version
+// each server of the configuration last answered with, one line a server,
+// "<id> <version>\n", sorted by id; versions of 1 are left out (1 is what
+// an unknown server counts as anyway). It is a hint, not state: written
+// whole (a temporary file renamed over it) when it would change, read once
+// when the node opens, and a missing or unreadable file means nothing is
+// known. Servers that left the configuration drop out at the next write.
+const versionsFile = "versions"
+
+// loadVersions seeds the view with the versions the file keeps, as not
+// answered: readVersions takes them as each server's last answer until it
+// answers again.
+func (n *Node) loadVersions() {
+	b, err := os.ReadFile(filepath.Join(groupDir(n.opts.Dir, n.group), versionsFile))
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			n.log.Warn("cluster version: read the versions kept", "err", err)
+		}
+		return
+	}
+	var kept []NodeVersion
+	for line := range strings.Lines(string(b)) {
+		id, v, ok := strings.Cut(strings.TrimSpace(line), " ")
+		c, err := strconv.ParseUint(v, 10, 8)
+		if !ok || id == "" || err != nil {
+			n.log.Warn("cluster version: the versions kept are not readable; ignored", "line", line)
+			return
+		}
+		kept = append(kept, NodeVersion{ID: id, Command: uint8(c)})
+	}
+	n.versions.mu.Lock()
+	n.versions.nodes, n.versions.kept = kept, string(b)
+	n.versions.mu.Unlock()
+}
+
+// keepVersions writes the versions servers last answered, when they
+// differ from the file's.
+func (n *Node) keepVersions(vs []NodeVersion) {
+	var b strings.Builder
+	for _, v := range slices.SortedFunc(slices.Values(vs), func(a, b NodeVersion) int { return strings.Compare(a.ID, b.ID) }) {
+		if v.Command > 1 && v.ID != n.opts.ID {
+			fmt.Fprintf(&b, "%s %d\n", v.ID, v.Command)
+		}
+	}
+	n.versions.mu.Lock()
+	same := b.String() == n.versions.kept
+	n.versions.mu.Unlock()
+	if same {
+		return
+	}
+	path := filepath.Join(groupDir(n.opts.Dir, n.group), versionsFile)
+	tmp := path + ".tmp"
+	err := os.WriteFile(tmp, []byte(b.String()), 0o644)
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		n.log.Warn("cluster version: keep the versions read", "err", err)
+		return
+	}
+	n.versions.mu.Lock()
+	n.versions.kept = b.String()
+	n.versions.mu.Unlock()
 }
 
 // readVersion reads one server's version; version 1 when it cannot.

@@ -191,6 +191,33 @@ func TestClusterVersion_GatesProposals(t *testing.T) {
 	if err := setMaintenance(t, c.Leader(), true, false); err != nil {
 		t.Fatalf("a version-2 command with a node down: %v", err)
 	}
+
+	// And across a restart: a node restarted while n3 is still down
+	// takes n3 at the version it last answered, kept on disk, not as
+	// version 1 (which refused the commands that repair n3's loss).
+	for i := range 2 {
+		id := fmt.Sprintf("n%d", i+1)
+		net.drop("http-" + id)
+		c.Stop(i)
+		net.set(c.RestartWith(i, adjust(2)))
+		c.Heal() // a closed in-memory transport forgets its peers
+		restarted := c.Nodes[i]
+		if !eventually(func() bool {
+			vs := restarted.Versions()
+			return len(vs) == 3 && restarted.Status().ClusterVersion == 2
+		}) {
+			t.Fatalf("%s restarted with n3 down: cluster version %d, versions %+v, want 2",
+				id, restarted.Status().ClusterVersion, restarted.Versions())
+		}
+		for _, v := range restarted.Versions() {
+			if v.ID == "n3" && (v.Known || v.Command != 2) {
+				t.Fatalf("%s restarted reads n3 down as %+v, want unknown at its last version 2", id, v)
+			}
+		}
+	}
+	if err := setMaintenance(t, c.Leader(), false, false); err != nil {
+		t.Fatalf("a version-2 command after both live nodes restarted with n3 down: %v", err)
+	}
 }
 
 func eventually(cond func() bool) bool {
