@@ -304,6 +304,39 @@ func TestHost_JoinAddsCapacity(t *testing.T) {
 	checkAllStored(t, acked, storedVia(t, c, c.h[n5], queues))
 }
 
+// TestHost_GrowsFromOneNode: a lone founder whose groups are to have
+// three voters (queen serve's default with --groups): each group starts on
+// it alone, gains a voter with each of the next two nodes that join, and
+// once a fourth joins the twelve replicas spread three a node; nothing
+// acknowledged on the way is lost.
+func TestHost_GrowsFromOneNode(t *testing.T) {
+	c := openHostsOf(t, 1, 4, 3, func(o *raft.Options) {
+		o.Versions, o.VersionInterval = allCurrent{}, 50*time.Millisecond
+	})
+	c.relayInProcess()
+	c.leaders(nil)
+	c.layoutRecorded(1)
+	queues := []string{"a", "b", "c", "d"}
+	for g, q := range queues {
+		c.place(q, uint32(g+1))
+	}
+	done := pushLoad(t, c, queues)
+	time.Sleep(300 * time.Millisecond)
+	c.join()
+	c.spread(2, "")
+	c.join()
+	c.spread(3, "")
+	n4 := c.join()
+	per := c.spread(3, "")
+	acked := done()
+	for id, k := range per {
+		if k != 3 {
+			t.Fatalf("node %s is a voter of %d groups, want ceil(G·R/N) = 3 each: %v", id, k, per)
+		}
+	}
+	checkAllStored(t, acked, storedVia(t, c, c.h[n4], queues))
+}
+
 // TestHost_LostNodeIsReplaced: five hosts, four groups of three; one is
 // stopped and its data directory deleted under load. Once its heartbeats
 // have failed for ReplaceAfter, its replicas are re-created on the others

@@ -246,11 +246,11 @@ func TestParseServe_Groups(t *testing.T) {
 	parseOrError(t, []string{"--groups", "4", "--raft", "127.0.0.1:7004"}, nil, "")
 }
 
-// --replicas is R of the founders: at least 1, at most the nodes --peers
-// lists (a joiner's is not checked: the cluster's R is in its directory),
-// and with one group only what it is anyway, every node. Unset, a
-// founder's first start takes min(founders, 3), a lone founder 0 (every
-// group on every node).
+// --replicas is R: at least 1, possibly more than the founders (the
+// groups gain voters as nodes join), and with one group only what it is
+// anyway, every node. Unset, a founder's first start takes 3, a lone
+// founder's too (its groups gain voters as nodes join); a joiner's is the
+// cluster's, in its directory.
 func TestParseServe_Replicas(t *testing.T) {
 	peers := func(n int) []string {
 		var list []string
@@ -262,9 +262,7 @@ func TestParseServe_Replicas(t *testing.T) {
 	grouped := append(peers(4), "--groups", "4")
 	parseOrError(t, append(grouped, "--replicas", "0"), nil, "bad --replicas 0")
 	parseOrError(t, append(grouped, "--replicas", "-2"), nil, "bad --replicas -2")
-	parseOrError(t, append(grouped, "--replicas", "5"), nil, "--replicas 5 is more than the 4 nodes")
 	parseOrError(t, grouped, map[string]string{"QUEEN_REPLICAS": "0"}, "bad --replicas 0")
-	parseOrError(t, []string{"--groups", "2", "--raft", "127.0.0.1:7004", "--replicas", "2"}, nil, "--replicas 2 is more than the 1 nodes")
 	parseOrError(t, append(peers(3), "--replicas", "2"), nil, "--replicas 2 needs --groups above 1")
 	parseOrError(t, []string{"--raft", "127.0.0.1:7004", "--replicas", "3", "--join", "http://127.0.0.1:6632", "--cluster-secret", "s"}, nil, "--replicas 3 needs --groups above 1")
 	if c, _ := parseOrError(t, append(peers(3), "--replicas", "3"), nil, ""); c.replicaCount() != 0 {
@@ -276,11 +274,13 @@ func TestParseServe_Replicas(t *testing.T) {
 		want int
 	}{
 		{append(peers(4), "--groups", "4"), nil, 3},
-		{append(peers(2), "--groups", "4"), nil, 2},
+		{append(peers(2), "--groups", "4"), nil, 3},
 		{append(peers(5), "--groups", "4", "--replicas", "5"), nil, 5},
+		{append(peers(2), "--groups", "4", "--replicas", "5"), nil, 5},
 		{append(peers(4), "--groups", "4"), map[string]string{"QUEEN_REPLICAS": "2"}, 2},
-		{[]string{"--groups", "4", "--raft", "127.0.0.1:7004", "--data", t.TempDir()}, nil, 0},
+		{[]string{"--groups", "4", "--raft", "127.0.0.1:7004", "--data", t.TempDir()}, nil, 3},
 		{[]string{"--groups", "4", "--raft", "127.0.0.1:7004", "--replicas", "1"}, nil, 1},
+		{[]string{"--groups", "2", "--raft", "127.0.0.1:7004", "--replicas", "2"}, nil, 2},
 		// A joiner from the founders' template: the cluster's R stands.
 		{[]string{"--node-id", "n9", "--groups", "4", "--raft", "127.0.0.1:7009", "--cluster-secret", "s", "--replicas", "3",
 			"--peers", "n1@127.0.0.1:7001,n2@127.0.0.1:7002,n3@127.0.0.1:7003", "--join", "http://127.0.0.1:6632"}, nil, 0},

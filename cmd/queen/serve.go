@@ -132,7 +132,7 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 	fs.IntVar(&c.groups, "groups", 1, "Raft groups the queues are spread over, each with its own leader; read at the cluster's first start, and every node must give the same. More than 1 needs --raft, and the cluster secret on several nodes")
 	fs.BoolVar(&c.balance, "balance", true, "with --groups above 1: move queues from the busiest Raft group to the idlest when one carries 1.5x the other's msgs/s and 500 msgs/s more for a minute, one queue every 5 minutes at most (each move stalls the queue's writers while it is copied)")
 	fs.DurationVar(&c.replaceAfter, "replace-after", 5*time.Minute, "with --replicas below the node count: how long a node may be unreachable before its replicas are re-created on the other nodes and it is removed (0: never)")
-	fs.IntVar(&c.replicas, "replicas", 0, "R, the voters each data group has with --groups above 1: each group's replicas are on R of the nodes, so nodes past R add capacity; read at the cluster's first start, at most the --peers founders (default: min(founders, 3); a lone founder puts every group on every node)")
+	fs.IntVar(&c.replicas, "replicas", 0, "R, the voters each data group has with --groups above 1: each group's replicas are on R of the nodes, so nodes past R add capacity; read at the cluster's first start; a group has min(nodes, R) voters, gaining them as nodes join (default 3)")
 	fs.StringVar(&c.pprof, "pprof", "", "serve Go's pprof profiles on this host:port (off when empty; keep it on loopback)")
 	fs.StringVar(&level, "log-level", "info", "debug, info, warn or error; debug also shows Raft's elections and snapshots")
 	fs.StringVar(&c.logFormat, "log-format", "text", "text (key=value lines) or json (one object a line)")
@@ -241,9 +241,6 @@ func (c *serveConfig) checkGroups() error {
 		return fmt.Errorf("--replicas %d needs --groups above 1: one group is on every node (%d here)", c.replicas, max(c.founders, 1))
 	case c.groups == 1:
 		return nil
-	case c.join == "" && c.replicas > max(c.founders, 1):
-		return fmt.Errorf("--replicas %d is more than the %d nodes that found the cluster (--peers): a group needs that many voters from its first start; "+
-			"list them all in --peers, or give --replicas %d", c.replicas, max(c.founders, 1), max(c.founders, 1))
 	case c.raftAddr == "":
 		return fmt.Errorf("--groups %d needs --raft (or --peers): the groups share the Raft listener", c.groups)
 	case len(c.peers) > 1 && c.clusterSecret == "":
@@ -254,10 +251,11 @@ func (c *serveConfig) checkGroups() error {
 
 // replicaCount is R as the Host takes it (raft.HostOptions.Replicas, read
 // at the cluster's first start and recorded in the directory): --replicas
-// when given, else min(founders, 3) on a founder's first start (no Raft
-// log under --data yet). It is 0, every group on every node, for a lone
-// founder (a cluster grown by --join from one node keeps every group on
-// every node, as before --replicas), for a joiner (the directory holds
+// when given, else 3 on a founder's first start (no Raft log under --data
+// yet). R above the founders is fine: each group starts on every founder
+// and gains voters as nodes join, up to R, so a group has min(N, R) voters
+// and a cluster grown by --join from one node adds capacity past R nodes.
+// It is 0, every group on every node, for a joiner (the directory holds
 // the cluster's R), and by default on a node started before: a cluster
 // from before --replicas does not shed voters by being restarted with a
 // newer binary (--replicas given there records R).
@@ -267,14 +265,17 @@ func (c *serveConfig) replicaCount() int {
 		return 0 // a joiner takes the cluster's R from its directory
 	case c.replicas > 0:
 		return c.replicas
-	case c.founders < 2:
-		return 0
 	}
 	if _, err := os.Stat(filepath.Join(c.data, "raft")); err == nil {
 		return 0
 	}
-	return min(c.founders, 3)
+	return defaultReplicas
 }
+
+// defaultReplicas is R when --replicas is not given: three voters a group
+// survive one node's loss and leave room for a second during a repair or
+// an upgrade, as Kafka's and CockroachDB's default replication of 3 does.
+const defaultReplicas = 3
 
 // parseBytes parses a size: a number of bytes, or a number with a binary
 // unit (KiB, MiB, GiB, TiB, or K, M, G, T; any case).
