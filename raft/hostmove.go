@@ -465,12 +465,17 @@ func (h *Host) stoppingWaits() bool {
 	}
 }
 
-// moveLoop undoes, every MoveInterval on the directory's leader, the moves
-// whose node stopped part way: a move recorded longer ago than MoveTimeout
-// is aborted (its source was frozen, so undoing it loses nothing, where
-// resuming would need the exact chunk boundaries of a copy made by another
-// node), and a move that flipped but was not finished (its target still
-// frozen, its source copy still there) is finished.
+// moveLoop finishes or undoes, every MoveInterval, what a node that
+// stopped part way through a move left. On the directory's leader, the
+// moves recorded: one recorded longer ago than MoveTimeout is aborted (its
+// source was frozen, so undoing it loses nothing, where resuming would
+// need the exact chunk boundaries of a copy made by another node). On
+// every node, the freeze marks in the groups it leads: a move that flipped
+// but was not finished (its target still frozen, its source copy still
+// there) is finished, a stray mark undone. The marks are the groups'
+// leaders' to look at, not the directory leader's: with groups on R of N
+// nodes it may host no replica of a group, and its idle replica of one
+// shows no marks (issue 30).
 func (h *Host) moveLoop() {
 	defer h.wg.Done()
 	for {
@@ -479,30 +484,32 @@ func (h *Host) moveLoop() {
 		case <-h.done:
 			return
 		}
-		if h.nodes[Directory].leading() != nil {
-			continue
+		if h.nodes[Directory].leading() == nil {
+			h.recoverMoves()
 		}
-		h.recoverMoves()
+		h.recoverMarks()
 	}
 }
 
-// recoverMoves runs one round of moveLoop.
+// recoverMoves aborts, on the directory's leader, the moves recorded
+// longer ago than MoveTimeout (moveLoop).
 func (h *Host) recoverMoves() {
 	d := h.nodes[Directory]
 	oldest := time.Now().Add(-h.opts.MoveTimeout).UnixMicro()
-	moving := map[string]bool{}
 	for _, m := range h.Moves() {
-		moving[m.Queue] = true
 		if m.StartedAt > oldest {
 			continue
 		}
-		d.log.Warn("raft: move: undoing a move left part way", "queue", m.Queue, "from", m.From, "to", m.To, "epoch", m.Epoch)
-		id := engine.ID{}
-		if imp, _, _, ok := h.nodes[m.To].engine.ImportProgress(m.Queue); ok {
-			id = imp
-		} else if info, err := h.nodes[m.To].engine.Queue(m.Queue); err == nil {
-			id = info.ID
+		// The target's copy is dropped by its id: an abort that knew none
+		// would thaw the target and leave a part copy there that nothing
+		// then finds (no mark, no move). So a target that cannot be asked
+		// now is asked again next round.
+		id, _, err := h.copyID(m.To, m.Queue)
+		if err != nil {
+			d.log.Warn("raft: move: undo: what the target holds is not known; next round", "queue", m.Queue, "to", m.To, "err", err)
+			continue
 		}
+		d.log.Warn("raft: move: undoing a move left part way", "queue", m.Queue, "from", m.From, "to", m.To, "epoch", m.Epoch)
 		if flipped, err := h.abortMove(m, id); err != nil {
 			d.log.Warn("raft: move: undo", "queue", m.Queue, "err", err)
 		} else if flipped {
@@ -511,15 +518,29 @@ func (h *Host) recoverMoves() {
 			h.moved(MoveOutcome{Queue: m.Queue, From: m.From, To: m.To, Result: "aborted"})
 		}
 	}
-	// A flipped move not finished: its marks carry the placement's epoch.
-	// A mark past it with no move recorded is a stray (a mover that froze
-	// again after its move was undone, then stopped): undone once it has
-	// stayed so for MoveTimeout.
+}
+
+// recoverMarks finishes or undoes what the freeze marks in the groups
+// this node leads say a move left (moveLoop). A flipped move not
+// finished: its marks carry the placement's epoch. A mark past it with no
+// move recorded is a stray (a mover that froze again after its move was
+// undone, then stopped): undone once it has stayed so for MoveTimeout.
+// The directory is read from this node's replica: one behind sees a
+// recent move's mark as a stray, which waits MoveTimeout before it is
+// undone, long enough for the replica to catch up.
+func (h *Host) recoverMarks() {
+	moving := map[string]bool{}
+	for _, m := range h.Moves() {
+		moving[m.Queue] = true
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*h.opts.PartWait)
 	defer cancel()
 	seen := map[strayMark]time.Time{}
 	for g := 1; g < len(h.nodes); g++ {
-		e := h.nodes[g].engine
+		if !h.hosts(uint32(g)) || h.nodes[g].leading() != nil {
+			continue
+		}
+		log, e := h.nodes[g].log, h.nodes[g].engine
 		for q, ep := range e.FrozenQueues() {
 			place := h.Placement(q)
 			if moving[q] || place == 0 || ep < h.PlacementEpoch(q) {
@@ -537,7 +558,7 @@ func (h *Host) recoverMoves() {
 				if time.Since(first) < h.opts.MoveTimeout {
 					continue
 				}
-				d.log.Warn("raft: move: undoing a stray freeze", "queue", q, "group", g, "epoch", ep)
+				log.Warn("raft: move: undoing a stray freeze", "queue", q, "group", g, "epoch", ep)
 				if place != uint32(g) {
 					err = h.dropCopy(ctx, uint32(g), q)
 				}
@@ -550,7 +571,7 @@ func (h *Host) recoverMoves() {
 				err = h.dropCopy(ctx, uint32(g), q)
 			}
 			if err != nil {
-				d.log.Warn("raft: move: finish or undo a move left part way", "queue", q, "group", g, "err", err)
+				log.Warn("raft: move: finish or undo a move left part way", "queue", q, "group", g, "err", err)
 			}
 		}
 	}
@@ -564,20 +585,39 @@ type strayMark struct {
 	epoch uint64
 }
 
-// dropCopy drops what group g holds of queue, placed elsewhere: an
-// import under way or a whole copy.
+// dropCopy drops what group g, which this node leads, holds of queue,
+// placed elsewhere: an import under way or a whole copy.
 func (h *Host) dropCopy(ctx context.Context, g uint32, queue string) error {
-	e := h.nodes[g].engine
-	id, _, _, ok := e.ImportProgress(queue)
+	id, ok := heldCopy(h.nodes[g].engine, queue)
 	if !ok {
-		info, err := e.Queue(queue)
-		if err != nil {
-			return nil // nothing here
-		}
-		id = info.ID
+		return nil // nothing here
 	}
 	_, err := h.moveStep(ctx, g, engine.DropQueueCmd{Group: g, Queue: queue, ID: id})
 	return err
+}
+
+// copyID is the id of what group g holds of queue (heldCopy), read from
+// g's leader when this node does not host g: its replica of g is idle,
+// and would answer nothing.
+func (h *Host) copyID(g uint32, queue string) (engine.ID, bool, error) {
+	if !h.hosts(g) {
+		a, err := readRemote[engine.ID](h, g, readRequest{Op: readCopyID, Name: queue})
+		return a.Value, a.Found, err
+	}
+	id, ok := heldCopy(h.nodes[g].engine, queue)
+	return id, ok, nil
+}
+
+// heldCopy is the id of what e holds of queue: an import under way, else
+// a whole copy; false when it holds nothing.
+func heldCopy(e *engine.Engine, queue string) (engine.ID, bool) {
+	if id, _, _, ok := e.ImportProgress(queue); ok {
+		return id, true
+	}
+	if info, err := e.Queue(queue); err == nil {
+		return info.ID, true
+	}
+	return engine.ID{}, false
 }
 
 // Move is a move under way, as the directory records it.

@@ -9,7 +9,7 @@ import (
 )
 
 // TestHost_StopWaitingAnswersCommandsOnAFrozenQueue: a push that waits
-// for a frozen queue (a stray mark, which the directory's leader would
+// for a frozen queue (a stray mark, which the group's leader would
 // thaw only after MoveTimeout, 3 s here) answers the move's refusal as
 // soon as StopWaiting is called, and a push after it does not wait at all:
 // a node shutting down must not hold requests for up to MoveWait (30 s),

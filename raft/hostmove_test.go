@@ -477,8 +477,8 @@ func TestHost_MoveQueue_StalledMoveIsUndone(t *testing.T) {
 
 // TestHost_MoveQueue_StrayFreezeIsUndone freezes a queue with no move
 // recorded (what a mover that froze again after its move was undone, then
-// stopped, would leave): the directory's leader thaws it once it has
-// stayed so for MoveTimeout, and a push that waited meanwhile lands.
+// stopped, would leave): group 1's leader thaws it once it has stayed so
+// for MoveTimeout, and a push that waited meanwhile lands.
 func TestHost_MoveQueue_StrayFreezeIsUndone(t *testing.T) {
 	c := openOutboxHosts(t)
 	if g, err := c.h[0].Place(ctxT(t), "orders", 1); err != nil || g != 1 {

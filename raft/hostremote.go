@@ -99,6 +99,7 @@ const (
 	readTracesByName  = "tracesByName"
 	readTraceNames    = "traceNames"
 	readWouldDeliver  = "wouldDeliver" // a discovery pop's check (discover): engine.PopWouldDeliver
+	readCopyID        = "copyID"       // what the group holds of a queue a move left (heldCopy)
 )
 
 // readRequest is one read of a group: its operation and the arguments
@@ -201,6 +202,8 @@ func answerRead(n *Node, q *readRequest) ([]byte, error) {
 			return nil, fmt.Errorf("%w: a pop check without its pop", engine.ErrInvalid)
 		}
 		a.Found = n.engine.PopWouldDeliver(time.Now().UnixMicro(), *q.Pop)
+	case readCopyID:
+		a.Value, a.Found = heldCopy(n.engine, q.Name)
 	default:
 		return nil, fmt.Errorf("%w: unknown read %q", engine.ErrInvalid, q.Op)
 	}
