@@ -35,6 +35,30 @@ func push(t *testing.T, n *raft.Node, queue, txn string) engine.PushResult {
 	return res[0]
 }
 
+// pushVia pushes one item through whichever of nodes leads, retrying the
+// same transaction id while leadership moves: 100 ms election timeouts on
+// a busy machine elect again now and then, and a push whose leader lost
+// its place mid-commit has an unknown outcome. The retry is safe (dedup
+// answers Duplicate for a first try that was stored), so callers check
+// what is stored, not the status.
+func pushVia(t *testing.T, nodes []*raft.Node, queue, txn string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		leader := rafttest.WaitLeader(t, nodes...)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := raft.Propose[[]engine.PushResult](ctx, leader, engine.PushCmd{Items: []engine.PushItem{{Queue: queue, TransactionID: txn, Payload: []byte(`{"t":"` + txn + `"}`)}}})
+		cancel()
+		if err == nil {
+			return
+		}
+		if !raft.Transient(err) || time.Now().After(deadline) {
+			t.Fatalf("push %s: %v", txn, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func TestNode_SingleVoterPushPopAckRestart(t *testing.T) {
 	c := rafttest.MakeCluster(t, 1)
 	n := c.Leader()

@@ -62,11 +62,10 @@ func TestNode_Open_ReplicatesOverProtectedTransport(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			nodes := openTrusted(t, 3, tc.tr)
-			leader := rafttest.WaitLeader(t, nodes...)
 			for i := range 20 {
-				push(t, leader, "q", fmt.Sprintf("t%d", i))
+				pushVia(t, nodes, "q", fmt.Sprintf("t%d", i))
 			}
-			rafttest.WaitApplied(t, leader.Status().Applied, nodes...)
+			rafttest.WaitApplied(t, rafttest.WaitLeader(t, nodes...).Status().Applied, nodes...)
 			for _, n := range nodes {
 				qs, err := n.Queues()
 				if err != nil || len(qs) != 1 || qs[0].Partitions[0].Next != 20 {
