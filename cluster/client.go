@@ -21,6 +21,7 @@ import (
 const (
 	ProposePath     = "/internal/v1/propose"
 	ReadPath        = "/internal/v1/read"
+	BackupPath      = "/internal/v1/backup"
 	SecretHeader    = "X-Queen-Cluster-Secret"
 	ForwardedHeader = "X-Queen-Forwarded-By"
 	GroupHeader     = "X-Queen-Group"

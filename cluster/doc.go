@@ -39,6 +39,18 @@
 //	4xx/5xx            as above (503 not_leader from a node that does not
 //	                   lead the group: the sender looks for the leader again)
 //
+// A backup of a group the asking node does not host (server/backup.go)
+// takes them too, on a connection of its own (stream.go):
+//
+//	POST BackupPath
+//	  DeadlineHeader   unix µs when the asking node gives up
+//	200                a backup file of the one group (server/backup),
+//	                   streamed from a voter's replica once it has applied
+//	                   what its group committed; it may stall up to
+//	                   BackupIdle while the asker writes its own file
+//	4xx/5xx            as above (503 not_leader from a node that is not a
+//	                   voter of the group: the asker looks for one again)
+//
 // Node to node only, between one version of the broker and the next: a
 // change to the exchange needs a new path, not a flag.
 package cluster

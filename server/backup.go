@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/queenmq/queen/cluster"
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/engine/backup"
 	"github.com/queenmq/queen/raft"
@@ -25,8 +27,13 @@ import (
 // is streamed back through it; ?local=true has the follower serve its own
 // copy instead, after the same read-index wait. With several groups
 // (--groups) the groups' leaders are spread over the nodes: the node that
-// receives the request serves every group from its own replicas, each
-// after its read-index wait, which gives the same guarantee.
+// receives the request serves every group it hosts from its own replicas,
+// each after its read-index wait, which gives the same guarantee. A group
+// it does not host (groups on R of N nodes: its replica here is idle, and
+// empty) it asks of that group's leader on the cluster path
+// (POST /internal/v1/backup, backupGroup: a backup file of that group
+// alone) and copies into its own file as the stream comes, verified frame
+// by frame on the way.
 //
 // The status is sent before the state is: a failure while streaming ends
 // the body without the trailer, which every reader of the file refuses.
@@ -37,10 +44,23 @@ type inProcess interface {
 	Engine() *engine.Engine
 }
 
-// backupView is one group's state held for a backup.
+// backupView is one group's state held for a backup: a snapshot of this
+// node's replica, or another node's backup of the group, being read.
 type backupView struct {
 	group uint32
 	snap  *engine.Snapshot
+	from  *backup.Reader // with body, when snap is nil
+	body  io.Closer
+}
+
+func (v backupView) close() {
+	if v.snap != nil {
+		v.snap.Close()
+	}
+	if v.body != nil {
+		v.from.Close()
+		v.body.Close()
+	}
 }
 
 func (s *Server) backup(ctx *fasthttp.RequestCtx, _ *params) {
@@ -64,15 +84,65 @@ func (s *Server) backup(ctx *fasthttp.RequestCtx, _ *params) {
 		s.writeError(ctx, err)
 		return
 	}
+	s.streamBackup(ctx, m, views, s.opts.WriteTimeout)
+}
+
+// backupGroup answers POST /internal/v1/backup (cluster.Client.Backup): a
+// backup file of the one group the request names, from this node's
+// replica once it has applied as far as the group's read index. A node
+// that does not host the group refuses (not_leader: the asking node looks
+// for the leader again). The asking node reads the groups of its file one
+// after another, so this stream may wait, unread, while it writes the
+// groups before it: it is allowed cluster.BackupIdle to stall.
+func (s *Server) backupGroup(ctx *fasthttp.RequestCtx, p *params) {
+	g, ok := s.relayedGroup(ctx, p)
+	if !ok {
+		return
+	}
+	var n *raft.Node
+	if rb, ok := s.broker.(Replicated); ok {
+		if r := rb.Replicas(); int(g) < len(r) && s.hosts(g) {
+			n = r[g]
+		}
+	}
+	if n == nil {
+		s.writeError(ctx, fmt.Errorf("%w: group %d is not hosted here", raft.ErrNotLeader, g))
+		return
+	}
+	c, cancel := context.WithTimeout(s.ctx, readIndexTimeout)
+	v, err := s.replicaView(c, n)
+	cancel()
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	m := backup.Manifest{Created: time.Now().UTC(), Node: s.nodeID(), Members: n.Members()}
+	if m.Groups, err = describe([]backupView{v}); err != nil {
+		v.close()
+		s.writeError(ctx, err)
+		return
+	}
+	s.streamBackup(ctx, m, []backupView{v}, cluster.BackupIdle)
+}
+
+// hosts reports whether this node serves group g from its own replica
+// (every group, unless groups are on R of N nodes).
+func (s *Server) hosts(g uint32) bool {
+	hg, ok := s.broker.(hostsGroups)
+	return !ok || hg.Hosts(g)
+}
+
+// streamBackup sends the backup file of views, described by m, as the
+// answer, closing the views once sent; a write may stall up to timeout.
+func (s *Server) streamBackup(ctx *fasthttp.RequestCtx, m backup.Manifest, views []backupView, timeout time.Duration) {
 	conn := ctx.Conn()
-	timeout := s.opts.WriteTimeout
 	ctx.SetContentType("application/octet-stream")
 	ctx.Response.Header.Set("Content-Disposition", fmt.Sprintf(`attachment; filename="queen-%s-%s.qbak"`,
 		m.Node, m.Created.Format("20060102T150405Z")))
 	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
 		defer func() {
 			for _, v := range views {
-				v.snap.Close()
+				v.close()
 			}
 		}()
 		err := writeBackup(&deadlineWriter{w: w, conn: conn, timeout: timeout}, m, views)
@@ -92,21 +162,54 @@ func writeBackup(w io.Writer, m backup.Manifest, views []backupView) error {
 	if err != nil {
 		return err
 	}
-	for _, v := range views {
-		if err := bw.WriteGroup(v.snap); err != nil {
+	for i, v := range views {
+		if v.snap != nil {
+			err = bw.WriteGroup(v.snap)
+		} else {
+			err = copyGroup(bw, v.from, m.Groups[i])
+		}
+		if err != nil {
 			return err
 		}
 	}
 	return bw.Close()
 }
 
-// backupViews waits for each of this node's replicas to reach its group's
-// read index, then holds a snapshot of it, and describes them.
+// copyGroup writes the one group of another node's backup file into bw:
+// its stream as it comes, every frame's checksum verified on the way, and
+// the file's trailer read after it (a stream cut short fails here, never
+// passing for a whole group).
+func copyGroup(bw *backup.Writer, from *backup.Reader, want backup.Group) error {
+	g, stream, err := from.Next()
+	if err != nil {
+		return fmt.Errorf("backup: group %d from its leader: %w", want.ID, err)
+	}
+	if g.ID != want.ID || g.Index != want.Index {
+		return fmt.Errorf("%w: group %d at %d from its leader, want %d at %d", backup.ErrCorrupt, g.ID, g.Index, want.ID, want.Index)
+	}
+	if err := bw.WriteGroup(copyFrom{stream}); err != nil {
+		return err
+	}
+	if _, _, err := from.Next(); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("backup: group %d from its leader: the file's end: %w", want.ID, errors.Join(err, backup.ErrCorrupt))
+	}
+	return nil
+}
+
+// copyFrom is a stream read whole into a writer (backup.Writer.WriteGroup).
+type copyFrom struct{ r io.Reader }
+
+func (c copyFrom) WriteTo(w io.Writer) (int64, error) { return io.Copy(w, c.r) }
+
+// backupViews holds each group's state for a backup: a snapshot of this
+// node's replica once it has reached its group's read index, or, for a
+// group this node does not host, the group's leader's backup of it; and
+// describes them.
 func (s *Server) backupViews(ctx context.Context) (views []backupView, m backup.Manifest, err error) {
 	defer func() {
 		if err != nil {
 			for _, v := range views {
-				v.snap.Close()
+				v.close()
 			}
 		}
 	}()
@@ -127,28 +230,91 @@ func (s *Server) backupViews(ctx context.Context) (views []backupView, m backup.
 		views = append(views, backupView{group: 1, snap: snap})
 	}
 	for _, n := range replicas {
-		if s.reads != nil {
-			if err := s.reads.CatchUp(ctx, n); err != nil {
-				return views, m, err
-			}
+		var v backupView
+		if s.hosts(n.GroupID()) {
+			v, err = s.replicaView(ctx, n)
+		} else {
+			v, err = s.leaderView(ctx, n.GroupID())
 		}
-		snap, err := n.Engine().Snapshot()
 		if err != nil {
 			return views, m, err
 		}
-		views = append(views, backupView{group: n.GroupID(), snap: snap})
+		views = append(views, v)
 		if m.Members == nil {
 			m.Members = n.Members()
 		}
 	}
+	m.Groups, err = describe(views)
+	return views, m, err
+}
+
+// replicaView holds a snapshot of n once it has applied as far as its
+// group's read index.
+func (s *Server) replicaView(ctx context.Context, n *raft.Node) (backupView, error) {
+	if s.reads != nil {
+		if err := s.reads.CatchUp(ctx, n); err != nil {
+			return backupView{}, err
+		}
+	}
+	snap, err := n.Engine().Snapshot()
+	if err != nil {
+		return backupView{}, err
+	}
+	return backupView{group: n.GroupID(), snap: snap}, nil
+}
+
+// leaderView opens group g's backup from its leader (backupGroup), read
+// up to its manifest. A leader that has just handed over, or one not
+// known yet, is looked for again until ctx ends.
+func (s *Server) leaderView(ctx context.Context, g uint32) (backupView, error) {
+	if s.cluster == nil {
+		return backupView{}, notImplemented(fmt.Sprintf("group %d is not hosted here, and without the cluster secret no other node is asked", g))
+	}
+	for {
+		err := raft.ErrNoLeader
+		if st := s.groups.status(g); st.LeaderHTTP != "" && st.Leader != s.nodeID() {
+			var body *cluster.Stream
+			if body, err = s.cluster.Backup(ctx, st.LeaderHTTP, g); err == nil {
+				from, err := backup.NewReader(body)
+				if err != nil {
+					body.Close()
+					return backupView{}, fmt.Errorf("backup: group %d from %s: %w", g, st.Leader, err)
+				}
+				if got := from.Manifest().Groups; len(got) != 1 || got[0].ID != g {
+					from.Close()
+					body.Close()
+					return backupView{}, fmt.Errorf("%w: group %d's backup from %s holds groups %+v", backup.ErrCorrupt, g, st.Leader, got)
+				}
+				return backupView{group: g, from: from, body: body}, nil
+			}
+		}
+		if !errors.Is(err, raft.ErrNotLeader) && !errors.Is(err, raft.ErrNoLeader) && !errors.Is(err, raft.ErrForward) {
+			return backupView{}, err
+		}
+		select {
+		case <-ctx.Done():
+			return backupView{}, errors.Join(err, fmt.Errorf("backup: no leader of group %d answered", g))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// describe is the manifest's account of views: each group's index and
+// message counts, as its snapshot, or the leader's manifest, has them.
+func describe(views []backupView) ([]backup.Group, error) {
+	var out []backup.Group
 	for _, v := range views {
+		if v.snap == nil {
+			out = append(out, v.from.Manifest().Groups[0])
+			continue
+		}
 		counts, err := v.snap.QueueCounts()
 		if err != nil {
-			return views, m, err
+			return nil, err
 		}
-		m.Groups = append(m.Groups, backup.Group{ID: v.group, Index: v.snap.Applied, Queues: counts})
+		out = append(out, backup.Group{ID: v.group, Index: v.snap.Applied, Queues: counts})
 	}
-	return views, m, nil
+	return out, nil
 }
 
 // deadlineWriter pushes the connection's write deadline on as the stream

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/queenmq/queen/cluster"
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/engine/backup"
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server"
 	"github.com/queenmq/queen/server/servertest"
@@ -127,5 +129,95 @@ func TestGroups_ReadRouteRefusals(t *testing.T) {
 	stranger := cluster.New(cluster.Options{NodeID: "stranger", Secret: "not-the-cluster-secret", Refusal: server.Refusal})
 	if _, err := stranger.Read(ctx, addr(leaders[1]), 1, []byte(`{"op":"queues"}`)); err == nil {
 		t.Fatal("a read with the wrong cluster secret was answered")
+	}
+}
+
+// TestGroups_BackupThroughEveryNode: four nodes, four groups of three
+// voters. A backup asked of any node holds every group's messages, the
+// groups it does not host read from a voter on the cluster path
+// (POST /internal/v1/backup) and copied into its file; before, such a
+// group came out of its idle, empty replica here.
+func TestGroups_BackupThroughEveryNode(t *testing.T) {
+	c := servertest.StartGroupsOf(t, 4, 4, 3, nil)
+	c.WaitLayout()
+	for g := 1; g <= 4; g++ {
+		nc := nodeClient(t, c, g%len(c.Nodes))
+		q := fmt.Sprintf("kept-%d", g)
+		configureIn(t, nc, q, g)
+		for k := range g {
+			nc.do("POST", "/api/v1/push", map[string]any{"items": []any{map[string]any{"queue": q, "payload": map[string]int{"k": k}}}}).
+				expect(t, 201)
+		}
+	}
+	for i, n := range c.Nodes {
+		file := nodeClient(t, c, i).do("GET", "/api/v1/system/backup", nil).expect(t, 200).body
+		m, err := backup.Verify(bytes.NewReader(file))
+		if err != nil {
+			t.Fatalf("backup through %s: verify %d bytes: %v", n.ID, len(file), err)
+		}
+		var ids []uint32
+		for _, gr := range m.Groups {
+			ids = append(ids, gr.ID)
+			if gr.ID == 0 {
+				continue
+			}
+			q := fmt.Sprintf("kept-%d", gr.ID)
+			if len(gr.Queues) != 1 || gr.Queues[q] != int64(gr.ID) {
+				t.Fatalf("backup through %s (voter of %v): group %d holds %v, want %d messages in %s",
+					n.ID, hostedBy(c, i), gr.ID, gr.Queues, gr.ID, q)
+			}
+		}
+		if want := []uint32{0, 1, 2, 3, 4}; !slices.Equal(ids, want) {
+			t.Fatalf("backup through %s holds groups %v, want %v", n.ID, ids, want)
+		}
+	}
+}
+
+// hostedBy lists the data groups node i is a voter of.
+func hostedBy(c *servertest.Groups, i int) []int {
+	l := c.Nodes[0].Host.Layout()
+	var gs []int
+	for g := 1; g < len(l.Groups); g++ {
+		if slices.Contains(l.Groups[g].Members, c.Nodes[i].ID) {
+			gs = append(gs, g)
+		}
+	}
+	return gs
+}
+
+// The backup route itself: a voter of the group answers a one-group file,
+// a node outside it refuses (not_leader: the asking node looks for a voter
+// again), and a request without the cluster secret is refused.
+func TestGroups_BackupRouteRefusals(t *testing.T) {
+	c := servertest.StartGroupsOf(t, 4, 4, 3, nil)
+	c.WaitLayout()
+	fwd := cluster.New(cluster.Options{NodeID: "test", Secret: servertest.GroupSecret, Refusal: server.Refusal})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	addr := func(i int) string { return strings.TrimPrefix(c.Nodes[i].URL, "http://") }
+	for i, n := range c.Nodes {
+		hosted := hostedBy(c, i)
+		for g := uint32(1); g <= 4; g++ {
+			s, err := fwd.Backup(ctx, addr(i), g)
+			if !slices.Contains(hosted, int(g)) {
+				if !errors.Is(err, raft.ErrNotLeader) {
+					t.Fatalf("group %d: %s, not its voter, answered %v, want not_leader", g, n.ID, err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("group %d: its voter %s refused a backup: %v", g, n.ID, err)
+			}
+			m, err := backup.Verify(s)
+			s.Close()
+			if err != nil || len(m.Groups) != 1 || m.Groups[0].ID != g {
+				t.Fatalf("group %d's backup from %s: %+v, %v; want that group alone", g, n.ID, m, err)
+			}
+		}
+	}
+	stranger := cluster.New(cluster.Options{NodeID: "stranger", Secret: "not-the-cluster-secret", Refusal: server.Refusal})
+	if s, err := stranger.Backup(ctx, addr(0), uint32(hostedBy(c, 0)[0])); err == nil {
+		s.Close()
+		t.Fatal("a backup with the wrong cluster secret was answered")
 	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/queenmq/queen/cluster"
 	"github.com/queenmq/queen/server/auth"
 	"github.com/queenmq/queen/server/wire"
 )
@@ -119,6 +120,7 @@ func (s *Server) routeTable() []route {
 		{"POST", "/internal/v1/cluster/storage", "cluster_storage", auth.Cluster, reads, local, (*Server).storageReport},
 		{"POST", readIndexPath, "read_index", auth.Cluster, reads, local, (*Server).readIndex},
 		{"POST", remoteReadPath, "read_relayed", auth.Cluster, reads, local, (*Server).answerRead},
+		{"POST", cluster.BackupPath, "backup_relayed", auth.Cluster, reads, local, (*Server).backupGroup},
 	}
 }
 

@@ -1,12 +1,8 @@
 package relay
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
-	"io"
-	"net"
-	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -85,61 +81,19 @@ func (r *Requests) Stream(ctx *fasthttp.RequestCtx, st raft.Status) (relayed boo
 	req := fasthttp.AcquireRequest()
 	defer fasthttp.ReleaseRequest(req)
 	r.wholeRequest(ctx, req, st, Timeout)
-	conn, err := r.dial(st.LeaderHTTP)
-	if err == nil {
-		conn.SetWriteDeadline(time.Now().Add(Timeout))
-		err = send(conn, req)
-	}
-	resp := fasthttp.AcquireResponse()
-	resp.StreamBody = true
-	if err == nil {
-		err = resp.Read(bufio.NewReaderSize(&deadlineReader{conn: conn, timeout: Timeout}, 64<<10))
-	}
+	s, err := cluster.OpenStream(st.LeaderHTTP, r.o.TLS, req, Timeout, Timeout)
 	if err != nil {
-		if conn != nil {
-			conn.Close()
-		}
-		fasthttp.ReleaseResponse(resp)
 		r.o.Logger.Warn("relay a stream to the leader", "leader", st.Leader, "addr", st.LeaderHTTP, "err", err)
 		return true, errors.Join(raft.ErrForward, err)
 	}
+	resp := s.Response()
 	ctx.SetStatusCode(resp.StatusCode())
 	for _, h := range []string{fasthttp.HeaderContentType, "Content-Disposition", "Retry-After"} {
 		if v := resp.Header.Peek(h); len(v) > 0 {
 			ctx.Response.Header.SetBytesV(h, v)
 		}
 	}
-	ctx.SetBodyStream(&streamedBody{resp: resp, conn: conn}, -1)
+	ctx.SetBodyStream(s, -1) // fasthttp closes it once sent, or the client left
 	r.forwarded.Inc()
 	return true, nil
-}
-
-// deadlineReader pushes the connection's read deadline on at every read:
-// only a leader that stops sending times out.
-type deadlineReader struct {
-	conn    net.Conn
-	timeout time.Duration
-}
-
-func (d *deadlineReader) Read(p []byte) (int, error) {
-	d.conn.SetReadDeadline(time.Now().Add(d.timeout))
-	return d.conn.Read(p)
-}
-
-// streamedBody is the leader's answer being streamed; fasthttp closes it
-// once sent (or the client left), which drops the connection to the leader.
-type streamedBody struct {
-	resp *fasthttp.Response
-	conn net.Conn
-}
-
-var _ io.ReadCloser = (*streamedBody)(nil)
-
-func (b *streamedBody) Read(p []byte) (int, error) { return b.resp.BodyStream().Read(p) }
-
-func (b *streamedBody) Close() error {
-	b.conn.Close()
-	b.resp.CloseBodyStream()
-	fasthttp.ReleaseResponse(b.resp)
-	return nil
 }

@@ -1,0 +1,131 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/queenmq/queen/raft"
+)
+
+// Answers streamed between nodes: a backup, as long as the store is large,
+// is never held whole. The request goes over a connection of its own, the
+// answer's head is read, and its body is read from the connection as the
+// reader asks for it. Only a node that stops sending for the idle bound
+// fails the read; the connection is closed with the stream.
+
+// Stream is an answer whose body is read as it comes.
+type Stream struct {
+	resp *fasthttp.Response
+	conn net.Conn
+}
+
+var _ io.ReadCloser = (*Stream)(nil)
+
+// OpenStream sends req to the node at addr (TLS when tlsConf is set) and
+// reads the answer's head, each within head; then the body fails only
+// once the node sends nothing for idle.
+func OpenStream(addr string, tlsConf *tls.Config, req *fasthttp.Request, head, idle time.Duration) (*Stream, error) {
+	d := &net.Dialer{Timeout: head}
+	var conn net.Conn
+	var err error
+	if tlsConf == nil {
+		conn, err = d.Dial("tcp", addr)
+	} else {
+		cfg := tlsConf.Clone()
+		if cfg.ServerName == "" {
+			cfg.ServerName, _, _ = net.SplitHostPort(addr)
+		}
+		conn, err = tls.DialWithDialer(d, "tcp", addr, cfg)
+	}
+	if err != nil {
+		return nil, err
+	}
+	conn.SetWriteDeadline(time.Now().Add(head))
+	bw := bufio.NewWriter(conn)
+	if err = req.Write(bw); err == nil {
+		err = bw.Flush()
+	}
+	resp := fasthttp.AcquireResponse()
+	resp.StreamBody = true
+	r := &idleReader{conn: conn, idle: head}
+	if err == nil {
+		err = resp.Read(bufio.NewReaderSize(r, 64<<10))
+	}
+	if err != nil {
+		conn.Close()
+		fasthttp.ReleaseResponse(resp)
+		return nil, err
+	}
+	r.idle = idle
+	return &Stream{resp: resp, conn: conn}, nil
+}
+
+// Response is the answer's status and headers (its body is the Stream's).
+func (s *Stream) Response() *fasthttp.Response { return s.resp }
+
+func (s *Stream) Read(p []byte) (int, error) { return s.resp.BodyStream().Read(p) }
+
+// Close drops the connection: the sending node's write fails, and it lets
+// go of what it streamed from.
+func (s *Stream) Close() error {
+	s.conn.Close()
+	s.resp.CloseBodyStream()
+	fasthttp.ReleaseResponse(s.resp)
+	return nil
+}
+
+// idleReader pushes the connection's read deadline on at every read.
+type idleReader struct {
+	conn net.Conn
+	idle time.Duration
+}
+
+func (r *idleReader) Read(p []byte) (int, error) {
+	r.conn.SetReadDeadline(time.Now().Add(r.idle))
+	return r.conn.Read(p)
+}
+
+// BackupIdle is how long a backup stream from another node may send
+// nothing before it is given up. The node assembling a backup reads the
+// groups one after another, so a group's stream waits, unread, while the
+// groups before it are written: the sending node allows as long
+// (server: the backup route's write deadline).
+const BackupIdle = 30 * time.Minute
+
+// Backup asks the node at addr for a backup file (engine/backup) of group
+// g alone, read from its replica once it has applied as far as g's read
+// index, and answers it as a stream to read and close. A failure to reach
+// the node is raft.ErrForward; a refusal is the error Options.Refusal
+// reads in it (a node that does not host g: raft.ErrNotLeader).
+func (c *Client) Backup(ctx context.Context, addr string, g uint32) (*Stream, error) {
+	req := fasthttp.AcquireRequest()
+	defer fasthttp.ReleaseRequest(req)
+	req.SetRequestURI(c.scheme + "://" + addr + BackupPath)
+	req.Header.SetMethod(fasthttp.MethodPost)
+	req.Header.Set(ForwardedHeader, c.opts.NodeID)
+	req.Header.Set(SecretHeader, c.opts.Secret)
+	req.Header.Set(GroupHeader, strconv.FormatUint(uint64(g), 10))
+	req.Header.Set(DeadlineHeader, strconv.FormatInt(time.Now().Add(timeoutFor(ctx)).UnixMicro(), 10))
+	s, err := OpenStream(addr, c.opts.TLS, req, timeoutFor(ctx), BackupIdle)
+	if err != nil {
+		return nil, errors.Join(raft.ErrForward, fmt.Errorf("backup of group %d at %s: %w", g, addr, err))
+	}
+	if s.resp.StatusCode() != fasthttp.StatusOK {
+		defer s.Close()
+		body, _ := io.ReadAll(io.LimitReader(s, 64<<10))
+		if c.opts.Refusal != nil {
+			return nil, c.opts.Refusal(s.resp.StatusCode(), body)
+		}
+		return nil, fmt.Errorf("%w: answered %d", raft.ErrForward, s.resp.StatusCode())
+	}
+	return s, nil
+}
