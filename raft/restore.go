@@ -11,6 +11,7 @@ import (
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/engine/backup"
+	"github.com/queenmq/queen/raft/command"
 )
 
 // Restore writes a new data directory, opts.Dir, from a backup file, offline:
@@ -120,7 +121,7 @@ func restoreGroups(opts Options, r *backup.Reader, groups []uint32, hosted bool,
 		if err != nil {
 			return err
 		}
-		return errors.Join(seedGroup(d, r, 1, conf), d.close())
+		return errors.Join(seedGroup(d, r, 1, conf, 0), d.close())
 	}
 	lock, err := lockDir(opts.Dir, true)
 	if err != nil {
@@ -132,6 +133,13 @@ func restoreGroups(opts Options, r *backup.Reader, groups []uint32, hosted bool,
 		return err
 	}
 	defer func() { err = errors.Join(err, store.Close()) }()
+	// recorded is the term of each data group's layout record in the
+	// restored directory (the directory comes first): the old cluster's
+	// voters and leader, which nodes route by (hostlayout.go). The group
+	// restarts past that term, so that the new leader's report (a later
+	// term) replaces the record and the restored node routes to itself,
+	// not to a leader of the old cluster.
+	recorded := map[uint32]uint64{}
 	for _, g := range groups {
 		if err := makeDirs(opts.Dir, g); err != nil {
 			return err
@@ -140,7 +148,13 @@ func restoreGroups(opts Options, r *backup.Reader, groups []uint32, hosted bool,
 		if err != nil {
 			return fmt.Errorf("raft: restore group %d: %w", g, err)
 		}
-		if err := errors.Join(seedGroup(d, r, g, conf), d.close()); err != nil {
+		err = seedGroup(d, r, g, conf, recorded[g])
+		if err == nil && g == Directory {
+			for _, dg := range groups[1:] {
+				recorded[dg] = command.LayoutOf(d.engine.ClusterValue, dg).Term
+			}
+		}
+		if err := errors.Join(err, d.close()); err != nil {
 			return err
 		}
 	}
@@ -148,8 +162,8 @@ func restoreGroups(opts Options, r *backup.Reader, groups []uint32, hosted bool,
 }
 
 // seedGroup restores group g's engine from r's next group and records a
-// snapshot at its index with configuration conf.
-func seedGroup(d *disk, r *backup.Reader, g uint32, conf hraft.Configuration) error {
+// snapshot at its index with configuration conf, in term past+1.
+func seedGroup(d *disk, r *backup.Reader, g uint32, conf hraft.Configuration, past uint64) error {
 	meta, stream, err := r.Next()
 	if errors.Is(err, io.EOF) {
 		return fmt.Errorf("%w: the file ends before group %d", backup.ErrCorrupt, g)
@@ -175,12 +189,14 @@ func seedGroup(d *disk, r *backup.Reader, g uint32, conf hraft.Configuration) er
 	if err := d.engine.Sync(); err != nil {
 		return fmt.Errorf("raft: restore group %d: %w", g, err)
 	}
-	// The term restarts at 1: the new cluster has no history to agree with.
-	if err := d.log.SetUint64([]byte("CurrentTerm"), 1); err != nil {
+	// The term restarts at 1, the new cluster having no history to agree
+	// with, unless the state records one (past).
+	term := past + 1
+	if err := d.log.SetUint64([]byte("CurrentTerm"), term); err != nil {
 		return fmt.Errorf("raft: restore group %d: %w", g, err)
 	}
 	_, trans := hraft.NewInmemTransport("")
-	sink, err := d.snaps.SnapshotStore.Create(hraft.SnapshotVersionMax, meta.Index, 1, conf, meta.Index, trans)
+	sink, err := d.snaps.SnapshotStore.Create(hraft.SnapshotVersionMax, meta.Index, term, conf, meta.Index, trans)
 	if err != nil {
 		return fmt.Errorf("raft: restore group %d: snapshot: %w", g, err)
 	}
