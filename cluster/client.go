@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -22,6 +23,7 @@ const (
 	ProposePath     = "/internal/v1/propose"
 	ReadPath        = "/internal/v1/read"
 	BackupPath      = "/internal/v1/backup"
+	MovePath        = "/internal/v1/move"
 	SecretHeader    = "X-Queen-Cluster-Secret"
 	ForwardedHeader = "X-Queen-Forwarded-By"
 	GroupHeader     = "X-Queen-Group"
@@ -132,6 +134,30 @@ func (c *Client) Read(ctx context.Context, addr string, g uint32, body []byte) (
 		return nil, c.refusal(resp)
 	}
 	return append([]byte(nil), resp.Body()...), nil // resp is released on return
+}
+
+// StartMove asks the node at addr to move queue to group to, a move it
+// runs from its replica of the queue's group (raft.Forwarder; the node
+// runs raft.Host.StartMove). It returns once the move is recorded there.
+// A failure to reach the node or to read its answer is raft.ErrForward;
+// a refusal is the error Options.Refusal reads in it (a node that hosts
+// no replica of the queue's group: raft.ErrNotLeader).
+func (c *Client) StartMove(ctx context.Context, addr, queue string, to uint32) error {
+	body, err := json.Marshal(struct {
+		Queue string `json:"queue"`
+	}{queue})
+	if err != nil {
+		return err
+	}
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseResponse(resp)
+	if err := c.post(ctx, addr, MovePath, "application/json", to, body, resp); err != nil {
+		return errors.Join(raft.ErrForward, fmt.Errorf("move of %s to group %d at %s: %w", queue, to, addr, err))
+	}
+	if resp.StatusCode() != fasthttp.StatusAccepted {
+		return c.refusal(resp)
+	}
+	return nil
 }
 
 // post sends body (lent: it outlives the request) to path on the node at

@@ -51,6 +51,16 @@
 //	4xx/5xx            as above (503 not_leader from a node that is not a
 //	                   voter of the group: the asker looks for one again)
 //
+// The balancer on the directory's leader asks a voter of a queue's group
+// to move it (the copy reads a replica of the source):
+//
+//	POST MovePath
+//	  GroupHeader      the group to move the queue to
+//	  body             {"queue": q}
+//	202                once the move is recorded; the node runs it on
+//	4xx/5xx            as above (503 not_leader from a node that hosts no
+//	                   replica of the queue's group)
+//
 // Node to node only, between one version of the broker and the next: a
 // change to the exchange needs a new path, not a flag.
 package cluster

@@ -36,7 +36,9 @@ import (
 // and cannot invert it (hot−q ≥ cool+q), so the next look does not move it
 // back. Queues of streams (pinned: they stay in group 1), queues moved by
 // the balancer within the last two cooldowns, and queues with a move under
-// way are left out.
+// way are left out. The move copies from a replica of the hottest group:
+// when the directory's leader hosts none (groups on R of N nodes), it asks
+// that group's leader to run it (Forwarder.StartMove).
 //
 // The defaults, and why: a move freezes the queue for its copy, a stall
 // for its writers of roughly its bytes at 10-100 MB/s, so moves must be
@@ -234,8 +236,15 @@ func pickMove(loads []Load, r balanceRule, skip func(command.QueueLoad) bool) (f
 // the last move is BalanceCooldown ago.
 func (h *Host) balance(now time.Time, b *balancer) {
 	d := h.nodes[Directory]
-	if !h.opts.Balance || d.raft.State() != hraft.Leader || b.busy.Load() || len(h.Moves()) > 0 {
+	if !h.opts.Balance || d.raft.State() != hraft.Leader || b.busy.Load() {
 		b.since = time.Time{}
+		return
+	}
+	if len(h.Moves()) > 0 {
+		// A move runs (this balancer's, asked of another node, or an
+		// operator's): weigh only reports from after it ends.
+		b.since = time.Time{}
+		b.quiet.Store(now.Add(2 * h.opts.LoadInterval).UnixMicro())
 		return
 	}
 	// Every group's report must be recent (a group whose leader stopped
@@ -271,17 +280,41 @@ func (h *Host) balance(now time.Time, b *balancer) {
 	if h.Placement(q.Queue) != from {
 		return // moved or deleted since the report
 	}
-	if !h.hosts(from) {
-		// MoveQueue copies from this node's replica of the source.
-		d.log.Debug("raft: balance: this node does not host the hottest group; no move", "from", from)
-		return
+	// MoveQueue copies from a replica of the source: a node that hosts
+	// none (groups on R of N nodes) asks the source group's leader to run
+	// the move (Forwarder.StartMove).
+	local := h.hosts(from)
+	var addr string
+	if !local {
+		if addr = h.leaderOf(from).LeaderHTTP; addr == "" || h.opts.Forward == nil {
+			d.log.Debug("raft: balance: the hottest group's leader is not known here; no move yet", "from", from)
+			return
+		}
 	}
 	maps.DeleteFunc(b.moved, func(_ string, at time.Time) bool { return now.Sub(at) >= rest })
 	b.since, b.last, b.moved[q.Queue] = time.Time{}, now, now
 	d.log.Info("raft: balance: moving a queue from the hottest group to the coolest", "queue", q.Queue,
 		"from", from, "to", to, "queue_msgs_per_sec", q.MsgsPerSec,
-		"from_msgs_per_sec", loads[from-1].MsgsPerSec, "to_msgs_per_sec", loads[to-1].MsgsPerSec)
+		"from_msgs_per_sec", loads[from-1].MsgsPerSec, "to_msgs_per_sec", loads[to-1].MsgsPerSec, "by", cmp.Or(addr, "this node"))
 	b.busy.Store(true)
+	if !local {
+		h.wg.Go(func() {
+			defer b.busy.Store(false)
+			ctx, cancel := h.untilClose(context.Background())
+			defer cancel()
+			ctx, cancelT := context.WithTimeout(ctx, h.nodes[Directory].opts.ApplyTimeout)
+			defer cancelT()
+			err := h.opts.Forward.StartMove(ctx, addr, q.Queue, to)
+			// The move runs there; balance sees it under way in the
+			// directory's records (Moves) and waits for it to end.
+			b.quiet.Store(time.Now().Add(2 * h.opts.LoadInterval).UnixMicro())
+			if err != nil {
+				d.log.Warn("raft: balance: the source group's leader did not start the move", "queue", q.Queue,
+					"from", from, "to", to, "at", addr, "err", err)
+			}
+		})
+		return
+	}
 	h.wg.Go(func() {
 		defer b.busy.Store(false)
 		ctx, cancel := context.WithCancel(context.Background())

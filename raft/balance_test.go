@@ -330,3 +330,70 @@ func TestHost_BalanceOffMovesNothing(t *testing.T) {
 		t.Fatalf("moves with Balance off: %+v", outs)
 	}
 }
+
+// TestHost_BalancerMovesFromAGroupTheDirectoryLeaderDoesNotHost: four
+// hosts, four groups of three voters, the balancer on. Two queues pushed
+// without pause in the one group the directory's leader holds no replica
+// of: the directory's leader decides, and the group's leader runs the move
+// (Forwarder.StartMove), since the copy reads a replica of the source.
+// Before, such a group never shed a queue. Every acknowledged push is
+// delivered once.
+func TestHost_BalancerMovesFromAGroupTheDirectoryLeaderDoesNotHost(t *testing.T) {
+	c := openHostsOf(t, 4, 4, 3, func(o *raft.Options) {
+		o.Versions, o.VersionInterval = allCurrent{}, 50*time.Millisecond
+	}, func(c *hosts) {
+		c.tune = func(o *raft.HostOptions) {
+			o.LoadInterval = 200 * time.Millisecond
+			o.Balance, o.BalanceRatio, o.BalanceFloor = true, 1.5, 1
+			o.BalanceHold, o.BalanceCooldown = time.Second, time.Second
+		}
+	})
+	c.relayInProcess()
+	c.leaders(nil)
+	c.layoutRecorded(3)
+	c.spreadSettled()
+	d := c.leaders(nil)[raft.Directory]
+	var far uint32
+	for g := uint32(1); g <= 4; g++ {
+		if !c.h[d].Hosts(g) {
+			far = g
+		}
+	}
+	if far == 0 {
+		t.Fatalf("the directory's leader %s hosts every group: %v", c.peers[d].ID, c.describe())
+	}
+	queues := []string{"hot-a", "hot-b"}
+	for _, q := range queues {
+		if g, err := c.h[0].Place(ctxT(t), q, far); err != nil || g != far {
+			t.Fatalf("place %s: %d %v", q, g, err)
+		}
+	}
+	tr := startTraffic(t, c, queues...)
+	var moved string
+	waitForLong(t, fmt.Sprintf("the balancer to move one of the hot queues out of group %d", far), 60*time.Second, func() bool {
+		for _, q := range queues {
+			if g := c.h[d].Placement(q); g != far && g != 0 {
+				moved = q
+				return true
+			}
+		}
+		return false
+	})
+	tr.drained()
+	var by []string
+	for i := range c.h {
+		for _, o := range c.outcomes(i) {
+			if o.Queue != moved || o.From != far || o.Result != "done" {
+				t.Fatalf("%s reported move %+v; want %s from group %d done", c.peers[i].ID, o, moved, far)
+			}
+			by = append(by, c.peers[i].ID)
+			if !c.h[i].Hosts(far) {
+				t.Errorf("%s, which hosts no replica of group %d, ran the move", c.peers[i].ID, far)
+			}
+		}
+	}
+	if len(by) != 1 {
+		t.Fatalf("the move was reported by %v; want one host", by)
+	}
+	t.Logf("directory leader %s; %s moved out of group %d by %s", c.peers[d].ID, moved, far, by[0])
+}

@@ -552,6 +552,18 @@ type forwardFunc func(ctx context.Context, addr string, g uint32, entry []byte) 
 type swapForwarder struct {
 	f    atomic.Pointer[forwardFunc]
 	read atomic.Pointer[readFunc]
+	move atomic.Pointer[moveFunc]
+}
+
+// moveFunc is a test's Forwarder.StartMove.
+type moveFunc func(ctx context.Context, addr, queue string, to uint32) error
+
+func (s *swapForwarder) StartMove(ctx context.Context, addr, queue string, to uint32) error {
+	f := s.move.Load()
+	if f == nil {
+		return raft.ErrNotLeader
+	}
+	return (*f)(ctx, addr, queue, to)
 }
 
 // readFunc is a test's Forwarder.Read.
@@ -579,7 +591,8 @@ func (c *hosts) setForward(i int, f forwardFunc) { c.fwd[i].f.Store(&f) }
 
 // relayInProcess gives every host a Forwarder that calls the host whose
 // HTTP address is addr directly (package cluster's tests cover the HTTP
-// path): its ProposeEntry for a command, its AnswerRead for a read.
+// path): its ProposeEntry for a command, its AnswerRead for a read, its
+// StartMove for a move.
 func (c *hosts) relayInProcess() {
 	for i := range c.h {
 		c.setForward(i, func(ctx context.Context, addr string, g uint32, entry []byte) (engine.Result, error) {
@@ -595,6 +608,13 @@ func (c *hosts) relayInProcess() {
 			return nil, raft.ErrForward
 		})
 		c.fwd[i].read.Store(&read)
+		move := moveFunc(func(ctx context.Context, addr, queue string, to uint32) error {
+			if h := c.host("http-", addr); h != nil {
+				return h.StartMove(ctx, queue, to)
+			}
+			return raft.ErrForward
+		})
+		c.fwd[i].move.Store(&move)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/queenmq/queen/engine"
@@ -117,6 +118,42 @@ func (h *Host) MoveQueue(ctx context.Context, queue string, to uint32, progress 
 	}
 	h.moved(MoveOutcome{Queue: queue, From: m.From, To: m.To, Result: result, Took: time.Since(start), Bytes: p.Bytes})
 	return err
+}
+
+// StartMove runs MoveQueue in the background and returns once the move is
+// recorded (BeginMove applied), or with the error that refused it: what
+// another node's balancer asks of a voter of the queue's group
+// (Forwarder.StartMove), since the copy reads a replica of the source. The
+// move goes on after the caller's ctx ends, until the Host closes (a move
+// cut short so is the directory's leader's to undo); how it ends is
+// logged, and reaches HostOptions.OnMove as MoveQueue's does.
+func (h *Host) StartMove(ctx context.Context, queue string, to uint32) error {
+	bg, stop, err := h.track(context.Background())
+	if err != nil {
+		return err
+	}
+	began := make(chan error, 1)
+	go func() {
+		defer stop()
+		start := time.Now()
+		var once sync.Once
+		err := h.MoveQueue(bg, queue, to, func(MoveProgress) {
+			once.Do(func() { began <- nil })
+		})
+		once.Do(func() { began <- err })
+		log := h.nodes[Directory].log
+		if err != nil {
+			log.Warn("raft: move asked by another node failed", "queue", queue, "to", to, "err", err)
+			return
+		}
+		log.Info("raft: move asked by another node done", "queue", queue, "to", to, "took", time.Since(start))
+	}()
+	select {
+	case err := <-began:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %s to group %d: %w", ErrOutcomeUnknown, queue, to, ctx.Err())
+	}
 }
 
 // track registers a move this node runs, until stop: its context ends

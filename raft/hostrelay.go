@@ -25,9 +25,17 @@ import (
 // host (hostremote.go): req as the Host encodes it, answered by that
 // Host's AnswerRead. Its errors are AnswerRead's (a NotLeaderError from a
 // node that does not lead g), and ErrForward when the call failed.
+//
+// StartMove asks the Host at addr to move queue to group to (its
+// StartMove): the balancer's way to have a queue moved by a voter of its
+// group when the directory's leader is none (balance.go). Its errors are
+// StartMove's (a NotLeaderError from a node that hosts no replica of the
+// queue's group), and ErrForward when the call failed: whether the move
+// began is then unknown, and the directory's move records tell.
 type Forwarder interface {
 	Forward(ctx context.Context, addr string, g uint32, entry []byte) (r engine.Result, applied uint64, err error)
 	Read(ctx context.Context, addr string, g uint32, req []byte) ([]byte, error)
+	StartMove(ctx context.Context, addr, queue string, to uint32) error
 }
 
 // forward proposes entry on group g's leader at addr through the

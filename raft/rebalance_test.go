@@ -316,6 +316,9 @@ func TestHost_GrowsFromOneNode(t *testing.T) {
 	c.relayInProcess()
 	c.leaders(nil)
 	c.layoutRecorded(1)
+	// A lone founder's layout is its own configuration before the
+	// directory records anything: wait for the group count too.
+	waitFor(t, "the directory to record the four groups", func() bool { return c.h[0].GroupCount() == 4 })
 	queues := []string{"a", "b", "c", "d"}
 	for g, q := range queues {
 		c.place(q, uint32(g+1))

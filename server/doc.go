@@ -94,6 +94,7 @@
 //	POST    /internal/v1/read-index                                                    cluster    local        the leader's read index, for a follower's linearizable read
 //	POST    /internal/v1/read                                                          cluster    local        a read of a group the asking node does not host (groups on R of N; remoteread.go)
 //	POST    /internal/v1/backup                                                        cluster    local        one group's backup, for a node that does not host it (groups on R of N; backup.go)
+//	POST    /internal/v1/move                                                          cluster    local        a balancer's move, run by a voter of the queue's group (groups on R of N; placement.go)
 //
 // # Edge contract
 //

@@ -221,3 +221,48 @@ func TestGroups_BackupRouteRefusals(t *testing.T) {
 		t.Fatal("a backup with the wrong cluster secret was answered")
 	}
 }
+
+// The move route (POST /internal/v1/move), which the balancer on the
+// directory's leader asks of a voter of the queue's group: a node that
+// hosts no replica of the group refuses (not_leader), a voter answers once
+// the move is recorded and the queue ends in the target group, and a
+// request without the cluster secret is refused.
+func TestGroups_MoveRouteRefusals(t *testing.T) {
+	c := servertest.StartGroupsOf(t, 4, 4, 3, nil)
+	c.WaitLayout()
+	fwd := cluster.New(cluster.Options{NodeID: "test", Secret: servertest.GroupSecret, Refusal: server.Refusal})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	addr := func(i int) string { return strings.TrimPrefix(c.Nodes[i].URL, "http://") }
+	const from, to = 1, 2
+	configureIn(t, nodeClient(t, c, 0), "moved", from)
+	voter, outside := -1, -1
+	for i := range c.Nodes {
+		if slices.Contains(hostedBy(c, i), from) {
+			voter = i
+		} else {
+			outside = i
+		}
+	}
+	if err := fwd.StartMove(ctx, addr(outside), "moved", to); !errors.Is(err, raft.ErrNotLeader) {
+		t.Fatalf("%s, not a voter of group %d, answered %v, want not_leader", c.Nodes[outside].ID, from, err)
+	}
+	stranger := cluster.New(cluster.Options{NodeID: "stranger", Secret: "not-the-cluster-secret", Refusal: server.Refusal})
+	if err := stranger.StartMove(ctx, addr(voter), "moved", to); err == nil {
+		t.Fatal("a move with the wrong cluster secret was started")
+	}
+	if err := fwd.StartMove(ctx, addr(voter), "no-such-queue", to); !errors.Is(err, engine.ErrInvalid) {
+		t.Fatalf("a move of a queue never placed answered %v, want invalid", err)
+	}
+	if err := fwd.StartMove(ctx, addr(voter), "moved", to); err != nil {
+		t.Fatalf("%s, a voter of group %d, refused the move: %v", c.Nodes[voter].ID, from, err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if g := c.Nodes[0].Host.Placement("moved"); g == to && len(c.Nodes[0].Host.Moves()) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("moved is in group %d, moves under way %+v; want group %d", c.Nodes[0].Host.Placement("moved"), c.Nodes[0].Host.Moves(), to)
+		}
+	}
+}

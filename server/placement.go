@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -15,6 +16,7 @@ import (
 // itself.
 type Mover interface {
 	MoveQueue(ctx context.Context, queue string, to uint32, progress func(raft.MoveProgress)) error
+	StartMove(ctx context.Context, queue string, to uint32) error
 	Moves() []raft.Move
 	PlacementEpoch(queue string) uint64
 	QueuesPlaced(group uint32) uint64
@@ -201,3 +203,53 @@ func (s *Server) moveQueue(ctx *fasthttp.RequestCtx, p *params) {
 	w.EndObject()
 	reply.Send(ctx, fasthttp.StatusOK, w)
 }
+
+// startMove answers POST /internal/v1/move (cluster.Client.StartMove): the
+// directory leader's balancer asks this node, a voter of the queue's
+// group, to move the queue to the group groupHeader names, since the copy
+// reads a replica of the source and the directory's leader may host none
+// (groups on R of N nodes). It answers 202 once the move is recorded and
+// runs it on (raft.Host.StartMove); a node that hosts no replica of the
+// queue's group refuses (not_leader). Only a node (the cluster secret)
+// may ask.
+func (s *Server) startMove(ctx *fasthttp.RequestCtx, p *params) {
+	to, ok := s.relayedGroup(ctx, p)
+	if !ok {
+		return
+	}
+	var queue string
+	err := wire.DecodeObject(ctx.PostBody(), false, func(sc *wire.Scanner, key []byte) (err error) {
+		if string(key) != "queue" {
+			return sc.Skip()
+		}
+		queue, _, err = sc.OptString("queue")
+		return err
+	})
+	m, ok := s.broker.(Mover)
+	switch {
+	case err != nil:
+	case queue == "":
+		err = badRequest("queue is required")
+	case !ok:
+		err = notImplemented("queues move between Raft groups only on a node started with --groups")
+	}
+	if err == nil {
+		c, cancel := context.WithTimeout(s.ctx, moveStartWait)
+		err = m.StartMove(c, queue, to)
+		cancel()
+	}
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	w := reply.Start(ctx)
+	w.Object("")
+	w.Str("queue", queue)
+	w.Int("group", int64(to))
+	w.EndObject()
+	reply.Send(ctx, fasthttp.StatusAccepted, w)
+}
+
+// moveStartWait bounds how long startMove waits for the move to be
+// recorded: within the asking node's cluster.Timeout.
+const moveStartWait = 8 * time.Second

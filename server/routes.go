@@ -121,6 +121,7 @@ func (s *Server) routeTable() []route {
 		{"POST", readIndexPath, "read_index", auth.Cluster, reads, local, (*Server).readIndex},
 		{"POST", remoteReadPath, "read_relayed", auth.Cluster, reads, local, (*Server).answerRead},
 		{"POST", cluster.BackupPath, "backup_relayed", auth.Cluster, reads, local, (*Server).backupGroup},
+		{"POST", cluster.MovePath, "move_relayed", auth.Cluster, writesLittle, local, (*Server).startMove},
 	}
 }
 
