@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"net"
+	"reflect"
 	"testing"
 
 	"github.com/valyala/fasthttp"
@@ -32,7 +33,8 @@ func serveHealth(t *testing.T, status int, body string) string {
 
 // A node's versions come from its /health, healthy or not; an older node's
 // /health, without commandVersion, answers command version 0 (read as 1
-// by package raft); what is not a queen node's /health is an error.
+// by package raft); the versions it holds of the others come with it; what
+// is not a queen node's /health is an error.
 func TestClient_NodeVersion(t *testing.T) {
 	c := newClient()
 	for _, tc := range []struct {
@@ -44,6 +46,10 @@ func TestClient_NodeVersion(t *testing.T) {
 	}{
 		{"new", 200, `{"status":"healthy","server":"queen","version":"v0.9.0","id":"n2","commandVersion":3}`,
 			raft.NodeVersion{ID: "n2", Binary: "v0.9.0", Command: 3}, false},
+		{"with what it heard", 200, `{"status":"healthy","server":"queen","version":"v0.9.0","id":"n2","commandVersion":3,` +
+			`"nodes":[{"id":"n1","version":"v0.9.0","commandVersion":3,"known":true},{"id":"n3","version":"","commandVersion":2,"known":false}]}`,
+			raft.NodeVersion{ID: "n2", Binary: "v0.9.0", Command: 3, Others: []raft.NodeVersion{
+				{ID: "n1", Binary: "v0.9.0", Command: 3, Known: true}, {ID: "n3", Command: 2}}}, false},
 		{"unhealthy", 503, `{"status":"unhealthy","server":"queen","version":"v0.9.0","id":"n2","commandVersion":1}`,
 			raft.NodeVersion{ID: "n2", Binary: "v0.9.0", Command: 1}, false},
 		{"older", 200, `{"status":"healthy","server":"queen","version":"v0.8.0","id":"n3"}`,
@@ -52,7 +58,7 @@ func TestClient_NodeVersion(t *testing.T) {
 		{"not json", 502, `bad gateway`, raft.NodeVersion{}, true},
 	} {
 		got, err := c.NodeVersion(context.Background(), serveHealth(t, tc.status, tc.body))
-		if (err != nil) != tc.fails || got != tc.want {
+		if (err != nil) != tc.fails || !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: %+v, %v; want %+v, fails %v", tc.name, got, err, tc.want, tc.fails)
 		}
 	}

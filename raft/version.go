@@ -42,7 +42,10 @@ import (
 // version 1 and refused every newer command, among them the ones that
 // re-create the dead node's replicas and remove it: the repair stalled
 // whenever the restarted node led the directory. A node this one never
-// heard answer (it joined after the other died) still counts as 1.
+// heard answer (it joined after the other died) takes the version the
+// servers that answer last heard from it (each /health lists what its
+// node holds of the others): the lowest of them; only when none heard it
+// does it count as 1.
 //
 // A node never proposes a command above the cluster version
 // (ErrClusterVersion): every proposal passes proposeOnce, whether this
@@ -67,6 +70,11 @@ type NodeVersion struct {
 	Command uint8
 	// Known says the server answered; an unknown one counts as version 1.
 	Known bool
+	// Others is what the server itself holds of the other servers'
+	// versions (read with its own; package cluster reads its /health's
+	// nodes): a server this node never heard answer takes the version
+	// the others last heard from it.
+	Others []NodeVersion
 }
 
 // A VersionReader reads what the node at an HTTP address advertises
@@ -165,10 +173,17 @@ func (n *Node) readVersions() {
 	}
 	lowest := n.advertised() // this node is among them
 	for i, v := range out {
-		if !v.Known && last[v.ID] > v.Command {
+		switch {
+		case v.Known:
+		case last[v.ID] > v.Command:
 			out[i].Command = last[v.ID]
+		default:
+			out[i].Command = max(v.Command, heard(out, v.ID))
 		}
 		lowest = min(lowest, out[i].Command)
+	}
+	for i := range out {
+		out[i].Others = nil // read, and not for Versions' callers
 	}
 	n.versions.nodes = out
 	n.versions.mu.Unlock()
@@ -176,6 +191,26 @@ func (n *Node) readVersions() {
 	if old := uint8(n.versions.cluster.Swap(uint32(lowest))); old != lowest {
 		n.log.Info("cluster version", "from", old, "to", lowest)
 	}
+}
+
+// heard is the version the servers that answered last heard from server
+// id, the lowest of them (a server that went back to an older binary
+// before it stopped answering may have told only some); 1 when none of
+// them heard it. It is how a node that never heard a server answer (it
+// joined after that server died) avoids counting it as version 1.
+func heard(answered []NodeVersion, id string) uint8 {
+	var low uint8
+	for _, a := range answered {
+		if !a.Known {
+			continue
+		}
+		for _, o := range a.Others {
+			if o.ID == id && o.Command > 1 && (low == 0 || o.Command < low) {
+				low = o.Command
+			}
+		}
+	}
+	return max(low, 1)
 }
 
 // The file "versions" in the group's directory keeps the command version

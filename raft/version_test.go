@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -52,7 +54,7 @@ func (p *inProcess) NodeVersion(_ context.Context, addr string) (raft.NodeVersio
 		return raft.NodeVersion{}, err
 	}
 	st := n.Status()
-	return raft.NodeVersion{ID: st.ID, Binary: "test", Command: st.CommandVersion}, nil
+	return raft.NodeVersion{ID: st.ID, Binary: "test", Command: st.CommandVersion, Others: n.Versions()}, nil
 }
 
 // Read is never asked of a Node: only a Host reads groups it does not
@@ -223,6 +225,30 @@ func TestClusterVersion_GatesProposals(t *testing.T) {
 	}
 	if err := setMaintenance(t, c.Leader(), false, false); err != nil {
 		t.Fatalf("a version-2 command after both live nodes restarted with n3 down: %v", err)
+	}
+
+	// A node that never heard n3 answer (a node that joined after n3
+	// died; here n1 restarted without its versions file) takes the
+	// version the live servers last heard from n3, not version 1.
+	net.drop("http-n1")
+	c.Stop(0)
+	if err := os.Remove(filepath.Join(c.Dir(0), "versions")); err != nil {
+		t.Fatalf("remove n1's versions file: %v", err)
+	}
+	net.set(c.RestartWith(0, adjust(2)))
+	c.Heal()
+	fresh := c.Nodes[0]
+	if !eventually(func() bool {
+		vs := fresh.Versions()
+		return len(vs) == 3 && fresh.Status().ClusterVersion == 2
+	}) {
+		t.Fatalf("n1, which never heard n3, with n3 down: cluster version %d, versions %+v, want 2",
+			fresh.Status().ClusterVersion, fresh.Versions())
+	}
+	for _, v := range fresh.Versions() {
+		if v.ID == "n3" && (v.Known || v.Command != 2) {
+			t.Fatalf("n1 reads n3, which it never heard, as %+v, want unknown at the version n2 heard, 2", v)
+		}
 	}
 }
 
