@@ -76,23 +76,48 @@ echo "the cluster secret of a move.sh run" >"$SECRET"
 RES=$W/results.jsonl
 : >"$RES"
 
-# settled: every node answers healthy and sees each group led by its
-# preferred member (raft.preferred: n1, n2, n3 in turn by group id). A
-# node hands a group's leadership to that member some seconds after start
-# (raft/host.go, spreadLoop); a window it fell in would count the
-# handover's refusals (503 no_leader) against the move.
+# settled: every node answers healthy, every node names the same leader
+# for each group, and the three data groups have three different leaders.
+# A node hands a group's leadership to its wanted member (raft.Host's
+# WantedLeader: placement.Leaders, since groups have R voters) some seconds
+# after start (spreadLoop); a window it fell in would count the
+# handover's refusals (503 no_leader) against the move. waitSettled asks
+# for it ten times in a row, half a second apart, so a spread that is
+# still moving is not taken for the end of one.
 settled() {
 	python3 - "$URLS3" <<'EOF'
 import json, sys, urllib.request
+seen = None
 for u in sys.argv[1].split(","):
     try:
         h = json.load(urllib.request.urlopen(u + "/health", timeout=2))
     except Exception:
         sys.exit(1)
     groups = h.get("groups", [])
-    if h.get("status") != "healthy" or len(groups) < 4 or any(g.get("leader") != f"n{g['group'] % 3 + 1}" for g in groups):
+    leaders = {g["group"]: g.get("leader") for g in groups}
+    if h.get("status") != "healthy" or len(groups) < 4 or "" in leaders.values() or None in leaders.values():
         sys.exit(1)
+    if seen is not None and leaders != seen:
+        sys.exit(1)
+    seen = leaders
+if len({seen[g] for g in seen if g != 0}) != 3:
+    sys.exit(1)
 EOF
+}
+
+# waitSettled waits until settled holds ten times in a row (at most 120 s).
+waitSettled() {
+	local ok=0 waited=0
+	while [ $ok -lt 10 ]; do
+		if settled; then ok=$((ok + 1)); else ok=0; fi
+		sleep 0.5
+		waited=$((waited + 1))
+		if [ $waited -gt 240 ]; then
+			echo "move.sh: the cluster did not settle" >&2
+			tail -n 5 "$W"/n*.log >&2
+			exit 1
+		fi
+	done
 }
 
 # total: the queue's message count, as any node answers it (linearizable).
@@ -111,21 +136,12 @@ round() {
 	local r=$1
 	echo "== round $r: three nodes, --groups 3" >&2
 	start3 --groups 3 ${LOGS:+--log-level "$LOGS"}
-	local waited=0
-	until settled; do
-		sleep 0.5
-		waited=$((waited + 1))
-		if [ $waited -gt 120 ]; then
-			echo "move.sh: the cluster did not settle" >&2
-			tail -5 "$W"/n*.log >&2
-			exit 1
-		fi
-	done
+	waitSettled
 	curl -sf -X POST "$leader/api/v1/configure" -H 'Content-Type: application/json' \
 		-d '{"queue":"hot","raftGroup":1}' >"$W/configure.json"
 	echo "== round $r: backlog of $BACKLOG" >&2
 	"$Q" bench --url "$URLS3" --queue hot --batch 100 --size 1024 --messages "$BACKLOG" --json >"$W/backlog.json"
-	until settled; do sleep 0.5; done
+	waitSettled
 
 	echo "== round $r: before ($QUIET at $RATE msgs/s)" >&2
 	window before --duration "$QUIET"

@@ -98,9 +98,18 @@ func TestGroups_LostNodeIsReplaced(t *testing.T) {
 	t.Logf("%s's replicas re-created and it left the directory %v after its kill (replace-after 3s); %d rounds pushed",
 		victim.id, time.Since(lost).Round(100*time.Millisecond), round)
 	// Drain every queue through the survivors: each push once.
+	c.drainOnce(survivors, queues, pushed)
+}
+
+// drainOnce pops and acks every queue through nodes (each queue through
+// one of them, in turn) until it is empty, and fails the test unless each
+// push of pushed was delivered exactly once and nothing else was.
+func (c *cluster) drainOnce(nodes []*qnode, queues []string, pushed map[string]bool) {
+	t := c.t
+	t.Helper()
 	delivered := map[string]int{}
 	for i, q := range queues {
-		n := survivors[i%len(survivors)]
+		n := nodes[i%len(nodes)]
 		for empty := 0; empty < 2; {
 			code, b, err := c.doLed("GET", n.url("/api/v1/pop/queue/"+q+"?batch=100&wait=true&timeout=1000"), nil)
 			var pop popResponse
