@@ -18,20 +18,30 @@ import (
 // 200 ms and the balancer's thresholds shrunk (hold 1 s, cooldown 1 s,
 // floor 1 msg/s) and on or off.
 func openBalanceHosts(t *testing.T, balance bool) *hosts {
-	c := openHostsOf(t, 3, 3, 0, func(o *raft.Options) {
-		o.Versions, o.VersionInterval = allCurrent{}, 50*time.Millisecond
-	}, func(c *hosts) {
-		c.tune = func(o *raft.HostOptions) {
-			o.LoadInterval = 200 * time.Millisecond
-			o.Balance, o.BalanceRatio, o.BalanceFloor = balance, 1.5, 1
-			o.BalanceHold, o.BalanceCooldown = time.Second, time.Second
-		}
-	})
+	c := openHostsOf(t, 3, 3, 0, currentVersions, balanceQuickly(balance))
 	c.leaders(preferredLeaders)
 	c.relayInProcess()
 	c.addressesKnown()
 	c.atMaxVersion()
 	return c
+}
+
+// currentVersions has a host read every server at the current command
+// version, every 50 ms.
+func currentVersions(o *raft.Options) {
+	o.Versions, o.VersionInterval = allCurrent{}, 50*time.Millisecond
+}
+
+// balanceQuickly is the load signal every 200 ms and the balancer's
+// thresholds shrunk (hold 1 s, cooldown 1 s, floor 1 msg/s), on or off.
+func balanceQuickly(balance bool) func(*hosts) {
+	return func(c *hosts) {
+		c.tune = func(o *raft.HostOptions) {
+			o.LoadInterval = 200 * time.Millisecond
+			o.Balance, o.BalanceRatio, o.BalanceFloor = balance, 1.5, 1
+			o.BalanceHold, o.BalanceCooldown = time.Second, time.Second
+		}
+	}
 }
 
 // traffic pushes to each of queues without pause, through the hosts in
@@ -339,15 +349,7 @@ func TestHost_BalanceOffMovesNothing(t *testing.T) {
 // Before, such a group never shed a queue. Every acknowledged push is
 // delivered once.
 func TestHost_BalancerMovesFromAGroupTheDirectoryLeaderDoesNotHost(t *testing.T) {
-	c := openHostsOf(t, 4, 4, 3, func(o *raft.Options) {
-		o.Versions, o.VersionInterval = allCurrent{}, 50*time.Millisecond
-	}, func(c *hosts) {
-		c.tune = func(o *raft.HostOptions) {
-			o.LoadInterval = 200 * time.Millisecond
-			o.Balance, o.BalanceRatio, o.BalanceFloor = true, 1.5, 1
-			o.BalanceHold, o.BalanceCooldown = time.Second, time.Second
-		}
-	})
+	c := openHostsOf(t, 4, 4, 3, currentVersions, balanceQuickly(true))
 	c.relayInProcess()
 	c.leaders(nil)
 	c.layoutRecorded(3)

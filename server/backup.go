@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -15,6 +13,7 @@ import (
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/engine/backup"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/server/backups"
 )
 
 // GET /api/v1/system/backup streams a backup file (engine/backup) of every
@@ -42,25 +41,6 @@ import (
 // tests): its only group, 1, is backed up as it is.
 type inProcess interface {
 	Engine() *engine.Engine
-}
-
-// backupView is one group's state held for a backup: a snapshot of this
-// node's replica, or another node's backup of the group, being read.
-type backupView struct {
-	group uint32
-	snap  *engine.Snapshot
-	from  *backup.Reader // with body, when snap is nil
-	body  io.Closer
-}
-
-func (v backupView) close() {
-	if v.snap != nil {
-		v.snap.Close()
-	}
-	if v.body != nil {
-		v.from.Close()
-		v.body.Close()
-	}
 }
 
 func (s *Server) backup(ctx *fasthttp.RequestCtx, _ *params) {
@@ -95,15 +75,18 @@ func (s *Server) backup(ctx *fasthttp.RequestCtx, _ *params) {
 // after another, so this stream may wait, unread, while it writes the
 // groups before it: it is allowed cluster.BackupIdle to stall.
 func (s *Server) backupGroup(ctx *fasthttp.RequestCtx, p *params) {
+	rb, ok := s.broker.(Replicated)
+	if !ok {
+		s.writeError(ctx, notImplemented("this broker backs up no group for other nodes"))
+		return
+	}
 	g, ok := s.relayedGroup(ctx, p)
 	if !ok {
 		return
 	}
 	var n *raft.Node
-	if rb, ok := s.broker.(Replicated); ok {
-		if r := rb.Replicas(); int(g) < len(r) && s.hosts(g) {
-			n = r[g]
-		}
+	if r := rb.Replicas(); int(g) < len(r) && s.hosts(g) {
+		n = r[g]
 	}
 	if n == nil {
 		s.writeError(ctx, fmt.Errorf("%w: group %d is not hosted here", raft.ErrNotLeader, g))
@@ -116,13 +99,14 @@ func (s *Server) backupGroup(ctx *fasthttp.RequestCtx, p *params) {
 		s.writeError(ctx, err)
 		return
 	}
+	views := []backups.View{v}
 	m := backup.Manifest{Created: time.Now().UTC(), Node: s.nodeID(), Members: n.Members()}
-	if m.Groups, err = describe([]backupView{v}); err != nil {
-		v.close()
+	if m.Groups, err = backups.Describe(views); err != nil {
+		v.Close()
 		s.writeError(ctx, err)
 		return
 	}
-	s.streamBackup(ctx, m, []backupView{v}, cluster.BackupIdle)
+	s.streamBackup(ctx, m, views, cluster.BackupIdle)
 }
 
 // hosts reports whether this node serves group g from its own replica
@@ -134,18 +118,14 @@ func (s *Server) hosts(g uint32) bool {
 
 // streamBackup sends the backup file of views, described by m, as the
 // answer, closing the views once sent; a write may stall up to timeout.
-func (s *Server) streamBackup(ctx *fasthttp.RequestCtx, m backup.Manifest, views []backupView, timeout time.Duration) {
+func (s *Server) streamBackup(ctx *fasthttp.RequestCtx, m backup.Manifest, views []backups.View, timeout time.Duration) {
 	conn := ctx.Conn()
 	ctx.SetContentType("application/octet-stream")
 	ctx.Response.Header.Set("Content-Disposition", fmt.Sprintf(`attachment; filename="queen-%s-%s.qbak"`,
 		m.Node, m.Created.Format("20060102T150405Z")))
 	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
-		defer func() {
-			for _, v := range views {
-				v.close()
-			}
-		}()
-		err := writeBackup(&deadlineWriter{w: w, conn: conn, timeout: timeout}, m, views)
+		defer backups.CloseAll(views)
+		err := backups.Write(&backups.DeadlineWriter{W: w, Conn: conn, Timeout: timeout}, m, views)
 		if err == nil {
 			err = w.Flush()
 		}
@@ -157,60 +137,14 @@ func (s *Server) streamBackup(ctx *fasthttp.RequestCtx, m backup.Manifest, views
 	})
 }
 
-func writeBackup(w io.Writer, m backup.Manifest, views []backupView) error {
-	bw, err := backup.NewWriter(w, m)
-	if err != nil {
-		return err
-	}
-	for i, v := range views {
-		if v.snap != nil {
-			err = bw.WriteGroup(v.snap)
-		} else {
-			err = copyGroup(bw, v.from, m.Groups[i])
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return bw.Close()
-}
-
-// copyGroup writes the one group of another node's backup file into bw:
-// its stream as it comes, every frame's checksum verified on the way, and
-// the file's trailer read after it (a stream cut short fails here, never
-// passing for a whole group).
-func copyGroup(bw *backup.Writer, from *backup.Reader, want backup.Group) error {
-	g, stream, err := from.Next()
-	if err != nil {
-		return fmt.Errorf("backup: group %d from its leader: %w", want.ID, err)
-	}
-	if g.ID != want.ID || g.Index != want.Index {
-		return fmt.Errorf("%w: group %d at %d from its leader, want %d at %d", backup.ErrCorrupt, g.ID, g.Index, want.ID, want.Index)
-	}
-	if err := bw.WriteGroup(copyFrom{stream}); err != nil {
-		return err
-	}
-	if _, _, err := from.Next(); !errors.Is(err, io.EOF) {
-		return fmt.Errorf("backup: group %d from its leader: the file's end: %w", want.ID, errors.Join(err, backup.ErrCorrupt))
-	}
-	return nil
-}
-
-// copyFrom is a stream read whole into a writer (backup.Writer.WriteGroup).
-type copyFrom struct{ r io.Reader }
-
-func (c copyFrom) WriteTo(w io.Writer) (int64, error) { return io.Copy(w, c.r) }
-
 // backupViews holds each group's state for a backup: a snapshot of this
 // node's replica once it has reached its group's read index, or, for a
 // group this node does not host, the group's leader's backup of it; and
 // describes them.
-func (s *Server) backupViews(ctx context.Context) (views []backupView, m backup.Manifest, err error) {
+func (s *Server) backupViews(ctx context.Context) (views []backups.View, m backup.Manifest, err error) {
 	defer func() {
 		if err != nil {
-			for _, v := range views {
-				v.close()
-			}
+			backups.CloseAll(views)
 		}
 	}()
 	m = backup.Manifest{Created: time.Now().UTC(), Node: s.nodeID()}
@@ -227,10 +161,10 @@ func (s *Server) backupViews(ctx context.Context) (views []backupView, m backup.
 		if err != nil {
 			return nil, m, err
 		}
-		views = append(views, backupView{group: 1, snap: snap})
+		views = append(views, backups.Local(1, snap))
 	}
 	for _, n := range replicas {
-		var v backupView
+		var v backups.View
 		if s.hosts(n.GroupID()) {
 			v, err = s.replicaView(ctx, n)
 		} else {
@@ -244,93 +178,51 @@ func (s *Server) backupViews(ctx context.Context) (views []backupView, m backup.
 			m.Members = n.Members()
 		}
 	}
-	m.Groups, err = describe(views)
+	m.Groups, err = backups.Describe(views)
 	return views, m, err
 }
 
 // replicaView holds a snapshot of n once it has applied as far as its
 // group's read index.
-func (s *Server) replicaView(ctx context.Context, n *raft.Node) (backupView, error) {
+func (s *Server) replicaView(ctx context.Context, n *raft.Node) (backups.View, error) {
 	if s.reads != nil {
 		if err := s.reads.CatchUp(ctx, n); err != nil {
-			return backupView{}, err
+			return backups.View{}, err
 		}
 	}
 	snap, err := n.Engine().Snapshot()
 	if err != nil {
-		return backupView{}, err
+		return backups.View{}, err
 	}
-	return backupView{group: n.GroupID(), snap: snap}, nil
+	return backups.Local(n.GroupID(), snap), nil
 }
 
 // leaderView opens group g's backup from its leader (backupGroup), read
 // up to its manifest. A leader that has just handed over, or one not
 // known yet, is looked for again until ctx ends.
-func (s *Server) leaderView(ctx context.Context, g uint32) (backupView, error) {
+func (s *Server) leaderView(ctx context.Context, g uint32) (backups.View, error) {
 	if s.cluster == nil {
-		return backupView{}, notImplemented(fmt.Sprintf("group %d is not hosted here, and without the cluster secret no other node is asked", g))
+		return backups.View{}, notImplemented(fmt.Sprintf("group %d is not hosted here, and without the cluster secret no other node is asked", g))
 	}
 	for {
 		err := raft.ErrNoLeader
 		if st := s.groups.status(g); st.LeaderHTTP != "" && st.Leader != s.nodeID() {
 			var body *cluster.Stream
 			if body, err = s.cluster.Backup(ctx, st.LeaderHTTP, g); err == nil {
-				from, err := backup.NewReader(body)
+				v, err := backups.Remote(g, body)
 				if err != nil {
-					body.Close()
-					return backupView{}, fmt.Errorf("backup: group %d from %s: %w", g, st.Leader, err)
+					return backups.View{}, fmt.Errorf("backup: group %d from %s: %w", g, st.Leader, err)
 				}
-				if got := from.Manifest().Groups; len(got) != 1 || got[0].ID != g {
-					from.Close()
-					body.Close()
-					return backupView{}, fmt.Errorf("%w: group %d's backup from %s holds groups %+v", backup.ErrCorrupt, g, st.Leader, got)
-				}
-				return backupView{group: g, from: from, body: body}, nil
+				return v, nil
 			}
 		}
 		if !errors.Is(err, raft.ErrNotLeader) && !errors.Is(err, raft.ErrNoLeader) && !errors.Is(err, raft.ErrForward) {
-			return backupView{}, err
+			return backups.View{}, err
 		}
 		select {
 		case <-ctx.Done():
-			return backupView{}, errors.Join(err, fmt.Errorf("backup: no leader of group %d answered", g))
+			return backups.View{}, errors.Join(err, fmt.Errorf("backup: no leader of group %d answered", g))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-}
-
-// describe is the manifest's account of views: each group's index and
-// message counts, as its snapshot, or the leader's manifest, has them.
-func describe(views []backupView) ([]backup.Group, error) {
-	var out []backup.Group
-	for _, v := range views {
-		if v.snap == nil {
-			out = append(out, v.from.Manifest().Groups[0])
-			continue
-		}
-		counts, err := v.snap.QueueCounts()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, backup.Group{ID: v.group, Index: v.snap.Applied, Queues: counts})
-	}
-	return out, nil
-}
-
-// deadlineWriter pushes the connection's write deadline on as the stream
-// makes progress: a backup takes as long as the store is large, and only a
-// stalled client should time out.
-type deadlineWriter struct {
-	w       io.Writer
-	conn    net.Conn
-	timeout time.Duration
-	last    time.Time
-}
-
-func (d *deadlineWriter) Write(p []byte) (int, error) {
-	if now := time.Now(); now.Sub(d.last) > time.Second {
-		d.last = now
-		d.conn.SetWriteDeadline(now.Add(d.timeout))
-	}
-	return d.w.Write(p)
 }

@@ -104,12 +104,8 @@ func TestGroups_ReadsThroughANodeOutsideTheGroup(t *testing.T) {
 // again), a read it does not know is bad input, and a node's read without
 // the cluster secret is refused.
 func TestGroups_ReadRouteRefusals(t *testing.T) {
-	c := servertest.StartGroupsOf(t, 4, 4, 3, nil)
+	c, fwd, ctx, addr := clusterPathFixture(t)
 	leaders := c.WaitLayout()
-	fwd := cluster.New(cluster.Options{NodeID: "test", Secret: servertest.GroupSecret, Refusal: server.Refusal})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	addr := func(i int) string { return strings.TrimPrefix(c.Nodes[i].URL, "http://") }
 	l := c.Nodes[0].Host.Layout()
 	for g := uint32(1); g <= 4; g++ {
 		for i, n := range c.Nodes {
@@ -189,12 +185,7 @@ func hostedBy(c *servertest.Groups, i int) []int {
 // a node outside it refuses (not_leader: the asking node looks for a voter
 // again), and a request without the cluster secret is refused.
 func TestGroups_BackupRouteRefusals(t *testing.T) {
-	c := servertest.StartGroupsOf(t, 4, 4, 3, nil)
-	c.WaitLayout()
-	fwd := cluster.New(cluster.Options{NodeID: "test", Secret: servertest.GroupSecret, Refusal: server.Refusal})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	addr := func(i int) string { return strings.TrimPrefix(c.Nodes[i].URL, "http://") }
+	c, fwd, ctx, addr := clusterPathFixture(t)
 	for i, n := range c.Nodes {
 		hosted := hostedBy(c, i)
 		for g := uint32(1); g <= 4; g++ {
@@ -228,12 +219,7 @@ func TestGroups_BackupRouteRefusals(t *testing.T) {
 // the move is recorded and the queue ends in the target group, and a
 // request without the cluster secret is refused.
 func TestGroups_MoveRouteRefusals(t *testing.T) {
-	c := servertest.StartGroupsOf(t, 4, 4, 3, nil)
-	c.WaitLayout()
-	fwd := cluster.New(cluster.Options{NodeID: "test", Secret: servertest.GroupSecret, Refusal: server.Refusal})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	addr := func(i int) string { return strings.TrimPrefix(c.Nodes[i].URL, "http://") }
+	c, fwd, ctx, addr := clusterPathFixture(t)
 	const from, to = 1, 2
 	configureIn(t, nodeClient(t, c, 0), "moved", from)
 	voter, outside := -1, -1
@@ -265,4 +251,16 @@ func TestGroups_MoveRouteRefusals(t *testing.T) {
 			t.Fatalf("moved is in group %d, moves under way %+v; want group %d", c.Nodes[0].Host.Placement("moved"), c.Nodes[0].Host.Moves(), to)
 		}
 	}
+}
+
+// clusterPathFixture starts four nodes of four groups of three voters and
+// gives a client of the cluster path with the cluster secret, a context
+// for its calls (30 s) and node i's HTTP address.
+func clusterPathFixture(t *testing.T) (*servertest.Groups, *cluster.Client, context.Context, func(int) string) {
+	c := servertest.StartGroupsOf(t, 4, 4, 3, nil)
+	c.WaitLayout()
+	fwd := cluster.New(cluster.Options{NodeID: "test", Secret: servertest.GroupSecret, Refusal: server.Refusal})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c, fwd, ctx, func(i int) string { return strings.TrimPrefix(c.Nodes[i].URL, "http://") }
 }

@@ -213,6 +213,11 @@ func (s *Server) moveQueue(ctx *fasthttp.RequestCtx, p *params) {
 // queue's group refuses (not_leader). Only a node (the cluster secret)
 // may ask.
 func (s *Server) startMove(ctx *fasthttp.RequestCtx, p *params) {
+	m, ok := s.broker.(Mover)
+	if !ok {
+		s.writeError(ctx, notImplemented("queues move between Raft groups only on a node started with --groups"))
+		return
+	}
 	to, ok := s.relayedGroup(ctx, p)
 	if !ok {
 		return
@@ -225,13 +230,8 @@ func (s *Server) startMove(ctx *fasthttp.RequestCtx, p *params) {
 		queue, _, err = sc.OptString("queue")
 		return err
 	})
-	m, ok := s.broker.(Mover)
-	switch {
-	case err != nil:
-	case queue == "":
+	if err == nil && queue == "" {
 		err = badRequest("queue is required")
-	case !ok:
-		err = notImplemented("queues move between Raft groups only on a node started with --groups")
 	}
 	if err == nil {
 		c, cancel := context.WithTimeout(s.ctx, moveStartWait)

@@ -46,33 +46,9 @@ func TestGroups_FifthNodeJoinsUnderLoad(t *testing.T) {
 	c.nodes = founders // waitROfN counts c.nodes
 	c.waitROfN(4, 3)
 	c.nodes = all
-	var queues []string
-	for g := 1; g <= 4; g++ {
-		q := fmt.Sprintf("join-%d", g)
-		body, _ := json.Marshal(map[string]any{"queue": q, "raftGroup": g})
-		waitFor(t, 30*time.Second, "configure "+q, func() (bool, string) {
-			code, b, err := c.do(10*time.Second, "POST", founders[g%4].url("/api/v1/configure"), body)
-			return err == nil && code == http.StatusOK, fmt.Sprint(code, err, string(b))
-		})
-		queues = append(queues, q)
-	}
-	pushed := map[string]bool{}
-	round := 0
-	push := func(via []*qnode) {
-		var items []pushItem
-		for _, q := range queues {
-			items = append(items, pushItem{Queue: q, TransactionID: fmt.Sprintf("%s-r%d", q, round), Payload: round})
-		}
-		round++
-		for k, r := range c.mustPush(via, 60*time.Second, items) {
-			if r.Status != "queued" && r.Status != "duplicate" {
-				t.Fatalf("push %s: %+v", items[k].TransactionID, r)
-			}
-			pushed[items[k].TransactionID] = true
-		}
-	}
+	load := c.roundsOver(c.groupQueues("join", 4, founders))
 	for range 5 {
-		push(founders)
+		load.push(founders)
 	}
 	joiner.start()
 	joined := time.Now()
@@ -86,14 +62,14 @@ func TestGroups_FifthNodeJoinsUnderLoad(t *testing.T) {
 		}
 		// Through every node in turn, the joiner too: one that does not
 		// answer yet is passed over for the next.
-		k := round % len(all)
-		push(append(slices.Clone(all[k:]), all[:k]...))
+		k := load.round % len(all)
+		load.push(append(slices.Clone(all[k:]), all[:k]...))
 		spread, last = c.spreadOver(all, 4, 3)
 		time.Sleep(200 * time.Millisecond)
 	}
-	t.Logf("%s took its share %v after it started; %d rounds pushed", joiner.id, time.Since(joined).Round(100*time.Millisecond), round)
-	push(all)
-	c.drainOnce(all, queues, pushed)
+	t.Logf("%s took its share %v after it started; %d rounds pushed", joiner.id, time.Since(joined).Round(100*time.Millisecond), load.round)
+	load.push(all)
+	c.drainOnce(all, load.queues, load.pushed)
 }
 
 // spreadOver reports whether every node of nodes sees, in its own

@@ -23,34 +23,9 @@ func TestGroups_LostNodeIsReplaced(t *testing.T) {
 	secret := writeSecret(t, "replaced test secret")
 	c := startLoopback(t, 4, "--groups", "4", "--replicas", "3", "--replace-after", "3s", "--cluster-secret-file", secret)
 	p := c.waitROfN(4, 3)
-	var queues []string
-	for g := 1; g <= 4; g++ {
-		q := fmt.Sprintf("lost-%d", g)
-		body, _ := json.Marshal(map[string]any{"queue": q, "raftGroup": g})
-		waitFor(t, 30*time.Second, "configure "+q, func() (bool, string) {
-			code, b, err := c.do(10*time.Second, "POST", c.nodes[g%4].url("/api/v1/configure"), body)
-			return err == nil && code == http.StatusOK, fmt.Sprint(code, err, string(b))
-		})
-		queues = append(queues, q)
-	}
-	pushed := map[string]bool{}
-	round := 0
-	push := func(via []*qnode) {
-		var items []pushItem
-		for _, q := range queues {
-			txn := fmt.Sprintf("%s-r%d", q, round)
-			items = append(items, pushItem{Queue: q, TransactionID: txn, Payload: round})
-		}
-		round++
-		for k, r := range c.mustPush(via, 60*time.Second, items) {
-			if r.Status != "queued" && r.Status != "duplicate" {
-				t.Fatalf("push %s: %+v", items[k].TransactionID, r)
-			}
-			pushed[items[k].TransactionID] = true
-		}
-	}
+	load := c.roundsOver(c.groupQueues("lost", 4, c.nodes))
 	for range 5 {
-		push(c.nodes)
+		load.push(c.nodes)
 	}
 	// The victim: a voter of some group, not the directory's leader.
 	var victim *qnode
@@ -75,7 +50,7 @@ func TestGroups_LostNodeIsReplaced(t *testing.T) {
 			}
 			t.Fatalf("the lost node's replicas were not re-created in 120 s: %s", last)
 		}
-		push(survivors)
+		load.push(survivors)
 		replaced = true
 		for _, n := range survivors {
 			code, b, err := c.do(5*time.Second, "GET", n.url("/api/v1/system/placement?consistency=stale"), nil)
@@ -96,9 +71,56 @@ func TestGroups_LostNodeIsReplaced(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Logf("%s's replicas re-created and it left the directory %v after its kill (replace-after 3s); %d rounds pushed",
-		victim.id, time.Since(lost).Round(100*time.Millisecond), round)
+		victim.id, time.Since(lost).Round(100*time.Millisecond), load.round)
 	// Drain every queue through the survivors: each push once.
-	c.drainOnce(survivors, queues, pushed)
+	c.drainOnce(survivors, load.queues, load.pushed)
+}
+
+// groupQueues configures one queue in each data group, prefix-g in group
+// g, through the nodes of via in turn, and returns them by group.
+func (c *cluster) groupQueues(prefix string, groups int, via []*qnode) []string {
+	c.t.Helper()
+	var queues []string
+	for g := 1; g <= groups; g++ {
+		q := fmt.Sprintf("%s-%d", prefix, g)
+		body, _ := json.Marshal(map[string]any{"queue": q, "raftGroup": g})
+		waitFor(c.t, 30*time.Second, "configure "+q, func() (bool, string) {
+			code, b, err := c.do(10*time.Second, "POST", via[g%len(via)].url("/api/v1/configure"), body)
+			return err == nil && code == http.StatusOK, fmt.Sprint(code, err, string(b))
+		})
+		queues = append(queues, q)
+	}
+	return queues
+}
+
+// rounds pushes to its queues in rounds, one message to each queue a
+// round (transaction id queue-rN), and keeps every push answered queued
+// (or duplicate: a retry of one whose answer was lost).
+type rounds struct {
+	c      *cluster
+	queues []string
+	pushed map[string]bool
+	round  int
+}
+
+func (c *cluster) roundsOver(queues []string) *rounds {
+	return &rounds{c: c, queues: queues, pushed: map[string]bool{}}
+}
+
+// push pushes one round through the first of via that takes it.
+func (r *rounds) push(via []*qnode) {
+	r.c.t.Helper()
+	var items []pushItem
+	for _, q := range r.queues {
+		items = append(items, pushItem{Queue: q, TransactionID: fmt.Sprintf("%s-r%d", q, r.round), Payload: r.round})
+	}
+	r.round++
+	for k, res := range r.c.mustPush(via, 60*time.Second, items) {
+		if res.Status != "queued" && res.Status != "duplicate" {
+			r.c.t.Fatalf("push %s: %+v", items[k].TransactionID, res)
+		}
+		r.pushed[items[k].TransactionID] = true
+	}
 }
 
 // drainOnce pops and acks every queue through nodes (each queue through

@@ -21,22 +21,10 @@ func TestBackup_ROfNRestoresOneNode(t *testing.T) {
 	secret := writeSecret(t, "restore test secret")
 	c := startLoopback(t, 4, "--groups", "4", "--replicas", "3", "--cluster-secret-file", secret)
 	c.waitROfN(4, 3)
-	pushed := map[string]bool{}
-	var queues []string
-	for g := 1; g <= 4; g++ {
-		q := fmt.Sprintf("kept-%d", g)
-		body, _ := json.Marshal(map[string]any{"queue": q, "raftGroup": g})
-		waitFor(t, 30*time.Second, "configure "+q, func() (bool, string) {
-			code, b, err := c.do(10*time.Second, "POST", c.nodes[g%4].url("/api/v1/configure"), body)
-			return err == nil && code == http.StatusOK, fmt.Sprint(code, err, string(b))
-		})
-		queues = append(queues, q)
-		var items []pushItem
-		for k := range 3 * g {
-			items = append(items, pushItem{Queue: q, TransactionID: fmt.Sprintf("%s-%d", q, k), Payload: k})
-			pushed[items[k].TransactionID] = true
-		}
-		c.mustPush(c.nodes, 30*time.Second, items)
+	// Six messages in each group's queue, pushed through every node.
+	load := c.roundsOver(c.groupQueues("kept", 4, c.nodes))
+	for range 6 {
+		load.push(c.nodes)
 	}
 	file := filepath.Join(t.TempDir(), "b.qbak")
 	queen := func(args ...string) (string, error) {
@@ -74,7 +62,7 @@ func TestBackup_ROfNRestoresOneNode(t *testing.T) {
 		}
 		return true, ""
 	})
-	c.drainOnce([]*qnode{r}, queues, pushed)
+	c.drainOnce([]*qnode{r}, load.queues, load.pushed)
 	if t.Failed() {
 		t.Logf("r1's log:\n%s", r.logTail(6000))
 	}
