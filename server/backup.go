@@ -75,12 +75,7 @@ func (s *Server) backup(ctx *fasthttp.RequestCtx, _ *params) {
 // after another, so this stream may wait, unread, while it writes the
 // groups before it: it is allowed cluster.BackupIdle to stall.
 func (s *Server) backupGroup(ctx *fasthttp.RequestCtx, p *params) {
-	rb, ok := s.broker.(Replicated)
-	if !ok {
-		s.writeError(ctx, notImplemented("this broker backs up no group for other nodes"))
-		return
-	}
-	g, ok := s.relayedGroup(ctx, p)
+	rb, g, ok := nodeAsks[Replicated](s, ctx, p, "this broker backs up no group for other nodes")
 	if !ok {
 		return
 	}

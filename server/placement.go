@@ -213,12 +213,7 @@ func (s *Server) moveQueue(ctx *fasthttp.RequestCtx, p *params) {
 // queue's group refuses (not_leader). Only a node (the cluster secret)
 // may ask.
 func (s *Server) startMove(ctx *fasthttp.RequestCtx, p *params) {
-	m, ok := s.broker.(Mover)
-	if !ok {
-		s.writeError(ctx, notImplemented("queues move between Raft groups only on a node started with --groups"))
-		return
-	}
-	to, ok := s.relayedGroup(ctx, p)
+	m, to, ok := nodeAsks[Mover](s, ctx, p, "queues move between Raft groups only on a node started with --groups")
 	if !ok {
 		return
 	}

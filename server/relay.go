@@ -80,6 +80,21 @@ func (s *Server) proposeRelayed(ctx *fasthttp.RequestCtx, p *params) {
 	ctx.SetBody(out)
 }
 
+// nodeAsks checks a request another node sent on the cluster path to a
+// route only a broker that is a B serves: 501 (cannot) on one that is
+// not, as a node without groups answers, then relayedGroup's checks. It
+// returns the broker as a B and the group the request names; false when
+// it answered the request with the refusal.
+func nodeAsks[B any](s *Server, ctx *fasthttp.RequestCtx, p *params, cannot string) (B, uint32, bool) {
+	b, ok := s.broker.(B)
+	if !ok {
+		s.writeError(ctx, notImplemented(cannot))
+		return b, 0, false
+	}
+	g, ok := s.relayedGroup(ctx, p)
+	return b, g, ok
+}
+
 // relayedGroup checks a request another node sent on the cluster path
 // (the cluster secret, its deadline) and reads the group it names; false
 // when it answered the request with the refusal.

@@ -25,12 +25,7 @@ type RemoteReader interface {
 // confirms it leads the group, else 503 not_leader (the sender looks for
 // the leader again). Only a node (the cluster secret) may ask.
 func (s *Server) answerRead(ctx *fasthttp.RequestCtx, p *params) {
-	rr, ok := s.broker.(RemoteReader)
-	if !ok {
-		s.writeError(ctx, notImplemented("this broker answers no reads for other nodes"))
-		return
-	}
-	g, ok := s.relayedGroup(ctx, p)
+	rr, g, ok := nodeAsks[RemoteReader](s, ctx, p, "this broker answers no reads for other nodes")
 	if !ok {
 		return
 	}
