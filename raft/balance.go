@@ -109,8 +109,9 @@ type balancer struct {
 	since time.Time            // when the current gap was first seen; zero: none
 	last  time.Time            // when the last move started
 	moved map[string]time.Time // queues the balancer moved, and when
-	// busy is set while a move runs; quiet is when the reports first
-	// cover only time after the last move ended (UnixMicro).
+	// busy is set while a move is being started (until the directory
+	// records it, or refuses it); quiet is when the reports first cover
+	// only time after the last move ended (UnixMicro).
 	busy  atomic.Bool
 	quiet atomic.Int64
 }
@@ -297,42 +298,25 @@ func (h *Host) balance(now time.Time, b *balancer) {
 		"from", from, "to", to, "queue_msgs_per_sec", q.MsgsPerSec,
 		"from_msgs_per_sec", loads[from-1].MsgsPerSec, "to_msgs_per_sec", loads[to-1].MsgsPerSec, "by", cmp.Or(addr, "this node"))
 	b.busy.Store(true)
-	if !local {
-		h.wg.Go(func() {
-			defer b.busy.Store(false)
-			ctx, cancel := h.untilClose(context.Background())
-			defer cancel()
-			ctx, cancelT := context.WithTimeout(ctx, h.nodes[Directory].opts.ApplyTimeout)
-			defer cancelT()
-			err := h.opts.Forward.StartMove(ctx, addr, q.Queue, to)
-			// The move runs there; balance sees it under way in the
-			// directory's records (Moves) and waits for it to end.
-			b.quiet.Store(time.Now().Add(2 * h.opts.LoadInterval).UnixMicro())
-			if err != nil {
-				d.log.Warn("raft: balance: the source group's leader did not start the move", "queue", q.Queue,
-					"from", from, "to", to, "at", addr, "err", err)
-			}
-		})
-		return
-	}
 	h.wg.Go(func() {
 		defer b.busy.Store(false)
-		ctx, cancel := context.WithCancel(context.Background())
+		ctx, cancel := h.untilClose(context.Background())
 		defer cancel()
-		go func() { // the Host's Close ends the move (undone: moveLoop's)
-			select {
-			case <-h.done:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-		start := time.Now()
-		err := h.MoveQueue(ctx, q.Queue, to, nil)
+		ctx, cancelT := context.WithTimeout(ctx, d.opts.ApplyTimeout)
+		defer cancelT()
+		// The move runs on in the background, here or there; balance sees
+		// it under way in the directory's records (Moves) and waits for
+		// it to end.
+		var err error
+		if local {
+			err = h.StartMove(ctx, q.Queue, to)
+		} else {
+			err = h.opts.Forward.StartMove(ctx, addr, q.Queue, to)
+		}
 		b.quiet.Store(time.Now().Add(2 * h.opts.LoadInterval).UnixMicro())
 		if err != nil {
-			d.log.Warn("raft: balance: the move failed", "queue", q.Queue, "from", from, "to", to, "err", err)
-			return
+			d.log.Warn("raft: balance: the move did not start", "queue", q.Queue, "from", from, "to", to,
+				"by", cmp.Or(addr, "this node"), "err", err)
 		}
-		d.log.Info("raft: balance: queue moved", "queue", q.Queue, "from", from, "to", to, "took", time.Since(start))
 	})
 }

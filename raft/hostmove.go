@@ -121,9 +121,9 @@ func (h *Host) MoveQueue(ctx context.Context, queue string, to uint32, progress 
 }
 
 // StartMove runs MoveQueue in the background and returns once the move is
-// recorded (BeginMove applied), or with the error that refused it: what
-// another node's balancer asks of a voter of the queue's group
-// (Forwarder.StartMove), since the copy reads a replica of the source. The
+// recorded (BeginMove applied), or with the error that refused it: how the
+// balancer starts a move, here or, through Forwarder.StartMove, on a voter
+// of the queue's group, since the copy reads a replica of the source. The
 // move goes on after the caller's ctx ends, until the Host closes (a move
 // cut short so is the directory's leader's to undo); how it ends is
 // logged, and reaches HostOptions.OnMove as MoveQueue's does.
@@ -143,10 +143,10 @@ func (h *Host) StartMove(ctx context.Context, queue string, to uint32) error {
 		once.Do(func() { began <- err })
 		log := h.nodes[Directory].log
 		if err != nil {
-			log.Warn("raft: move asked by another node failed", "queue", queue, "to", to, "err", err)
+			log.Warn("raft: move started in the background failed", "queue", queue, "to", to, "err", err)
 			return
 		}
-		log.Info("raft: move asked by another node done", "queue", queue, "to", to, "took", time.Since(start))
+		log.Info("raft: move started in the background done", "queue", queue, "to", to, "took", time.Since(start))
 	}()
 	select {
 	case err := <-began:
