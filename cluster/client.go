@@ -167,22 +167,34 @@ func (c *Client) post(ctx context.Context, addr, path, contentType string, g uin
 	timeout := timeoutFor(ctx)
 	req := fasthttp.AcquireRequest()
 	defer fasthttp.ReleaseRequest(req)
-	req.SetRequestURI(c.scheme + "://" + addr + path)
-	req.Header.SetMethod(fasthttp.MethodPost)
+	c.nodeRequest(req, addr, path, g, timeout)
 	req.Header.SetContentType(contentType)
-	req.Header.Set(ForwardedHeader, c.opts.NodeID)
-	req.Header.Set(SecretHeader, c.opts.Secret)
-	req.Header.Set(GroupHeader, strconv.FormatUint(uint64(g), 10))
-	req.Header.Set(DeadlineHeader, strconv.FormatInt(time.Now().Add(timeout).UnixMicro(), 10))
 	req.SetBodyRaw(body)
 	return c.http.DoTimeout(req, resp, timeout)
 }
 
+// nodeRequest makes req a POST to path on the node at addr for group g,
+// as a node on the cluster path: its id, the secret, the deadline timeout
+// leaves.
+func (c *Client) nodeRequest(req *fasthttp.Request, addr, path string, g uint32, timeout time.Duration) {
+	req.SetRequestURI(c.scheme + "://" + addr + path)
+	req.Header.SetMethod(fasthttp.MethodPost)
+	req.Header.Set(ForwardedHeader, c.opts.NodeID)
+	req.Header.Set(SecretHeader, c.opts.Secret)
+	req.Header.Set(GroupHeader, strconv.FormatUint(uint64(g), 10))
+	req.Header.Set(DeadlineHeader, strconv.FormatInt(time.Now().Add(timeout).UnixMicro(), 10))
+}
+
 func (c *Client) refusal(resp *fasthttp.Response) error {
+	return c.refused(resp.StatusCode(), resp.Body())
+}
+
+// refused is the error a node's refusal (status, body) stands for.
+func (c *Client) refused(status int, body []byte) error {
 	if c.opts.Refusal != nil {
-		return c.opts.Refusal(resp.StatusCode(), resp.Body())
+		return c.opts.Refusal(status, body)
 	}
-	return fmt.Errorf("%w: answered %d", raft.ErrForward, resp.StatusCode())
+	return fmt.Errorf("%w: answered %d", raft.ErrForward, status)
 }
 
 // AppliedIn reads group g's index from an AppliedHeader value, 0 when it

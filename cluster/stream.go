@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -109,12 +108,7 @@ const BackupIdle = 30 * time.Minute
 func (c *Client) Backup(ctx context.Context, addr string, g uint32) (*Stream, error) {
 	req := fasthttp.AcquireRequest()
 	defer fasthttp.ReleaseRequest(req)
-	req.SetRequestURI(c.scheme + "://" + addr + BackupPath)
-	req.Header.SetMethod(fasthttp.MethodPost)
-	req.Header.Set(ForwardedHeader, c.opts.NodeID)
-	req.Header.Set(SecretHeader, c.opts.Secret)
-	req.Header.Set(GroupHeader, strconv.FormatUint(uint64(g), 10))
-	req.Header.Set(DeadlineHeader, strconv.FormatInt(time.Now().Add(timeoutFor(ctx)).UnixMicro(), 10))
+	c.nodeRequest(req, addr, BackupPath, g, timeoutFor(ctx))
 	s, err := OpenStream(addr, c.opts.TLS, req, timeoutFor(ctx), BackupIdle)
 	if err != nil {
 		return nil, errors.Join(raft.ErrForward, fmt.Errorf("backup of group %d at %s: %w", g, addr, err))
@@ -122,10 +116,7 @@ func (c *Client) Backup(ctx context.Context, addr string, g uint32) (*Stream, er
 	if s.resp.StatusCode() != fasthttp.StatusOK {
 		defer s.Close()
 		body, _ := io.ReadAll(io.LimitReader(s, 64<<10))
-		if c.opts.Refusal != nil {
-			return nil, c.opts.Refusal(s.resp.StatusCode(), body)
-		}
-		return nil, fmt.Errorf("%w: answered %d", raft.ErrForward, s.resp.StatusCode())
+		return nil, c.refused(s.resp.StatusCode(), body)
 	}
 	return s, nil
 }
