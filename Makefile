@@ -53,9 +53,10 @@ bench:
 # one): SEED= replays a seed (0 draws one), DURATION= is how long the faults
 # and the load last, NET= is netns (partitions too; needs root), loopback or
 # auto; FAULTS= (comma-separated kinds) focuses the schedule; CHAOS_GROUPS=3 in
-# the environment runs the nodes with --groups 3 and adds queue moves to the
-# kinds drawn (FAULTS=move-orphan, a move whose node is killed, stalls its
-# queue for the 5-minute MoveTimeout and is drawn only when named). The seed is
+# the environment runs the nodes with --groups 3 and adds queue moves and
+# joins (a fourth node joins; the next join fault has it leave) to the kinds
+# drawn (FAULTS=move-orphan, a move whose node is killed, stalls its queue
+# for the 5-minute MoveTimeout and is drawn only when named). The seed is
 # printed first and with any failure, with the command that replays it.
 SEED     ?= 0
 DURATION ?= 10m

@@ -213,7 +213,12 @@ func (r *chaosRun) exchange(op *chaosOp, n *qnode, timeout time.Duration, method
 	return b
 }
 
-func (r *chaosRun) randomNode(rng *rand.Rand) *qnode { return r.c.nodes[rng.IntN(len(r.c.nodes))] }
+// randomNode is a node for a client's request: a founder, or the joiner
+// once it serves (chaos_join_test.go), as a load balancer would pick.
+func (r *chaosRun) randomNode(rng *rand.Rand) *qnode {
+	nodes := r.serving()
+	return nodes[rng.IntN(len(nodes))]
+}
 
 // pusher pushes batches of fresh ids to the active partitions, retrying a
 // batch with the same ids (dedup makes that safe) until it is answered or

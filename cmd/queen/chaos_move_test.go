@@ -91,8 +91,9 @@ type chaosMoveRow struct {
 func (r *chaosRun) placement(rng *rand.Rand) (chaosPlacement, *qnode, error) {
 	var p chaosPlacement
 	err := fmt.Errorf("no node answered")
-	for _, i := range rng.Perm(len(r.c.nodes)) {
-		n := r.c.nodes[i]
+	nodes := r.members()
+	for _, i := range rng.Perm(len(nodes)) {
+		n := nodes[i]
 		if !n.running() {
 			continue
 		}
@@ -155,7 +156,7 @@ func (r *chaosRun) startMove(rec *faultRecord, rng *rand.Rand) func() {
 	}
 	leaders := map[int]*qnode{}
 	for _, g := range p.Groups {
-		if n := r.c.byID(g.Leader); n != nil {
+		if n := r.byID(g.Leader); n != nil {
 			leaders[g.ID] = n
 		}
 	}
@@ -170,9 +171,12 @@ func (r *chaosRun) startMove(rec *faultRecord, rng *rand.Rand) func() {
 	default:
 		victim = leaders[m.to]
 	}
+	if r.isLeaving(victim) {
+		victim = nil // its leave stops it
+	}
 	var askable []*qnode
-	for _, n := range r.c.nodes {
-		if n.running() && n != victim {
+	for _, n := range r.members() {
+		if n.running() && n != victim && !r.isLeaving(n) {
 			askable = append(askable, n)
 		}
 	}

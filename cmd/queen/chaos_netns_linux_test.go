@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os/exec"
+	"strings"
 	"testing"
 )
 
@@ -22,17 +23,27 @@ type chaosLab struct {
 }
 
 // startNetnsChaos starts three nodes in namespaces, or says why it cannot.
-func startNetnsChaos(t *testing.T, extra ...string) (*cluster, partitioner, string) {
+// With spare, a fourth namespace is built for the nodes join faults start
+// (one at a time: each joiner leaves before the next joins), and spawn
+// makes them.
+func startNetnsChaos(t *testing.T, spare bool, extra ...string) (*cluster, partitioner, spawner, string) {
 	if why := netnsUnusable(); why != "" {
-		return nil, nil, why
+		return nil, nil, nil, why
 	}
-	lab := newNetLab(t, 3)
+	n := 3
+	if spare {
+		n++
+	}
+	lab := newNetLab(t, n)
 	c := newCluster(t)
-	lab.addNodes(c, extra...)
+	lab.addNodes(c, 3, extra...)
 	for _, n := range c.nodes {
 		n.start()
 	}
-	return c, &chaosLab{netLab: lab, c: c}, ""
+	spawn := func(id string, via int) *qnode {
+		return lab.node(c, 3, id, append([]string{"--join", fmt.Sprintf("http://%s:%d", lab.nodeIP[via], labHTTPPort)}, extra...)...)
+	}
+	return c, &chaosLab{netLab: lab, c: c}, spawn, ""
 }
 
 func (l *chaosLab) cut(kind faultKind, leader int, rng *rand.Rand) string {
@@ -44,12 +55,14 @@ func (l *chaosLab) cut(kind faultKind, leader int, rng *rand.Rand) string {
 		if leader >= 0 && rng.IntN(2) == 0 {
 			mid = leader
 		}
+		var cut []string
 		for i := range l.ns {
 			if i != mid {
 				l.isolate(i, true)
+				cut = append(cut, l.name(i))
 			}
 		}
-		l.state = l.c.nodes[(mid+1)%3].id + "|" + l.c.nodes[(mid+2)%3].id + " via " + l.c.nodes[mid].id
+		l.state = strings.Join(cut, "|") + " via " + l.name(mid)
 	default: // minority, majority: the node given is alone
 		if leader < 0 {
 			leader = rng.IntN(3)
@@ -57,9 +70,18 @@ func (l *chaosLab) cut(kind faultKind, leader int, rng *rand.Rand) string {
 		l.netLab.cut(leader)
 		i := leader
 		l.undo = append(l.undo, func() error { return ipRun("link", "set", l.cutIf[i], "up") })
-		l.state = l.c.nodes[leader].id + " alone"
+		l.state = l.name(leader) + " alone"
 	}
 	return l.state
+}
+
+// name is the node in namespace i: a founder, or the joiner in the spare
+// namespace.
+func (l *chaosLab) name(i int) string {
+	if i < 3 {
+		return l.c.nodes[i].id
+	}
+	return "ns4 (the joiners)"
 }
 
 func (l *chaosLab) isolate(i int, on bool) {

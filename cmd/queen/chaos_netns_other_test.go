@@ -5,6 +5,6 @@ package main
 import "testing"
 
 // startNetnsChaos: network namespaces are Linux only.
-func startNetnsChaos(t *testing.T, extra ...string) (*cluster, partitioner, string) {
-	return nil, nil, "network namespaces are Linux only"
+func startNetnsChaos(t *testing.T, spare bool, extra ...string) (*cluster, partitioner, spawner, string) {
+	return nil, nil, nil, "network namespaces are Linux only"
 }

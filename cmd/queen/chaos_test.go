@@ -122,7 +122,21 @@ type chaosRun struct {
 	auditIDs  map[string]string       // partition name -> UUID
 	sideAudit map[string][]auditEntry // chaosSideQueue's partitions
 	finalAt   time.Time
+
+	// Joins (chaos_join_test.go).
+	spawn        spawner
+	secretFile   string
+	joinMu       sync.Mutex
+	joiner       *qnode       // the member a join fault started, until it has left
+	joinerServes bool         // the joiner has answered /health 200: clients use it
+	leave        *leaveResult // the joiner's leave, once a join fault asked it
+	joiners      []*qnode     // every node a join fault started
+	joinEvents   []string     // for the report
 }
+
+// spawner makes a node (not started) that joins the cluster through
+// founder via (an index of the founders).
+type spawner func(id string, via int) *qnode
 
 // partitioner is what the nemesis needs of a network it can cut
 // (chaos_netns_linux_test.go).
@@ -202,6 +216,28 @@ func TestChaos_Moves(t *testing.T) {
 	runChaos(t, seed, duration, netMode, faultMove)
 }
 
+// TestChaos_Joins is the short schedule over three groups (CHAOS_GROUPS=3
+// unless set above 1) with joins and leaves among its faults
+// (chaos_join_test.go): its first fault starts a fourth node with --join,
+// one halfway asks it to leave, and the others are drawn from joins,
+// moves, kills, restarts and leadership transfers (and partitions in
+// namespaces). The history is checked as TestChaos does; each group's
+// replicas are compared among its voters. -chaos.faults or CHAOS_FAULTS
+// replace the kinds. Moves are bounded as in TestChaos_Moves (moveSync).
+func TestChaos_Joins(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process-level fault-schedule test with joins and leaves (about 90 s); skipped with -short")
+	}
+	if chaosGroups() <= 1 {
+		t.Setenv("CHAOS_GROUPS", "3")
+	}
+	if *chaosFaultsFlag == "" && os.Getenv("CHAOS_FAULTS") == "" {
+		t.Setenv("CHAOS_FAULTS", "join,move,kill,kill-leader,restart,transfer,partition-minority,partition-majority")
+	}
+	seed, duration, netMode := chaosSettings(t)
+	runChaos(t, seed, duration, netMode, faultJoin)
+}
+
 // chaosRegressions are the schedules that found bugs. Each is minutes long,
 // so `make test` runs only the short schedule and each bug's own
 // deterministic test; `make chaos-regressions` replays these.
@@ -259,9 +295,10 @@ func runChaos(t *testing.T, seed uint64, duration time.Duration, netMode string,
 	if *chaosCheckFlag > 0 {
 		cfg.checkTimeout = *chaosCheckFlag
 	}
-	cfg.moveSync = must == faultMove
+	cfg.moveSync = must == faultMove || must == faultJoin
 	r := &chaosRun{t: t, seed: seed, cfg: cfg, parts: newPartitions(cfg.activeParts, cfg.partCapacity)}
-	r.c, r.lab, cfg.net = startChaosCluster(t, netMode)
+	r.startCluster(netMode)
+	cfg.net = r.cfg.net
 	r.cfg = cfg
 	only := chaosFaultFilter(t)
 	env := ""
@@ -297,6 +334,10 @@ func runChaos(t *testing.T, seed uint64, duration time.Duration, netMode string,
 	if must != "" && !slices.ContainsFunc(schedule, func(f fault) bool { return f.kind == must }) && len(schedule) > 0 {
 		schedule[0].kind = must // the short variant's point: at least one
 	}
+	if must == faultJoin && len(schedule) > 1 {
+		// A join first and another (the joiner's leave) halfway.
+		schedule[0].kind, schedule[len(schedule)/2].kind = faultJoin, faultJoin
+	}
 
 	stopPush, stopPop := make(chan struct{}), make(chan struct{})
 	var pushWG, popWG sync.WaitGroup
@@ -326,6 +367,7 @@ func runChaos(t *testing.T, seed uint64, duration time.Duration, netMode string,
 	t.Logf("load stopped at +%v: %d operations recorded", r.since(time.Now()), len(r.ops))
 
 	r.settleMoves()
+	r.settleJoins()
 	r.c.waitConverged(r.c.nodes, 90*time.Second)
 	r.drainAndAudit()
 	r.check()
@@ -339,23 +381,28 @@ func runChaos(t *testing.T, seed uint64, duration time.Duration, netMode string,
 
 func (r *chaosRun) since(at time.Time) time.Duration { return at.Sub(r.base).Round(time.Millisecond) }
 
-// startChaosCluster starts three nodes in network namespaces, or on
-// loopback when asked or when namespaces cannot be built here. Snapshots
-// are taken often so that restarts and lagging followers go through them.
-func startChaosCluster(t *testing.T, netMode string) (*cluster, partitioner, string) {
+// startCluster starts three nodes in network namespaces, or on loopback
+// when asked or when namespaces cannot be built here, and sets r.c, r.lab,
+// r.cfg.net and, with groups, what join faults need. Snapshots are taken
+// often so that restarts, lagging followers and joiners go through them.
+func (r *chaosRun) startCluster(netMode string) {
+	t := r.t
 	// Debug logging puts Raft's elections and snapshot installs in the node
 	// logs a failed run keeps.
 	extra := []string{"--snapshot-threshold", "256", "--trailing-logs", "64", "--snapshot-interval", "1s", "--log-level", "debug"}
-	if g := chaosGroups(); g > 1 {
+	groups := chaosGroups() > 1
+	if groups {
 		// The same schedule over a cluster that spreads its queue over
 		// Raft groups: routing, relays and the directory under faults.
-		extra = append(extra, "--groups", strconv.Itoa(g), "--cluster-secret-file", writeSecret(t, "chaos secret"))
+		r.secretFile = writeSecret(t, "chaos secret")
+		extra = append(extra, "--groups", strconv.Itoa(chaosGroups()), "--cluster-secret-file", r.secretFile)
 	}
 	switch netMode {
 	case "auto", "netns":
-		c, lab, why := startNetnsChaos(t, extra...)
+		c, lab, spawn, why := startNetnsChaos(t, groups, extra...)
 		if c != nil {
-			return c, lab, "netns"
+			r.c, r.lab, r.spawn, r.cfg.net = c, lab, spawn, "netns"
+			return
 		}
 		if netMode == "netns" {
 			t.Skip("CHAOS_NET=netns: ", why)
@@ -365,7 +412,13 @@ func startChaosCluster(t *testing.T, netMode string) (*cluster, partitioner, str
 	default:
 		t.Fatalf("chaos network %q: want netns, loopback or auto", netMode)
 	}
-	return startLoopback(t, 3, extra...), nil, "loopback"
+	r.c, r.cfg.net = startLoopback(t, 3, extra...), "loopback"
+	r.spawn = func(id string, via int) *qnode {
+		ports := freePorts(t, 2)
+		httpAddr := fmt.Sprintf("127.0.0.1:%d", ports[0])
+		return r.c.newNode(id, httpAddr, nil, append([]string{"--http", httpAddr, "--raft", fmt.Sprintf("127.0.0.1:%d", ports[1]),
+			"--retention-interval", "0", "--join", r.c.nodes[via].url("")}, extra...)...)
+	}
 }
 
 // chaosGroups is CHAOS_GROUPS: run the nodes with --groups (0 or 1: one
@@ -431,6 +484,12 @@ const (
 	// the move, MoveTimeout (5 min) after it began, so this kind is drawn
 	// only when -chaos.faults names it.
 	faultMoveOrphan faultKind = "move-orphan"
+	// join (CHAOS_GROUPS above 1 only): when no joiner is a member, start
+	// a new node (n4, n5, ...) with --join through a random founder; the
+	// directory then moves replicas onto it while the schedule goes on.
+	// When one is, `queen leave` it, on a goroutine (its replicas move
+	// away first), then stop it (chaos_join_test.go).
+	faultJoin faultKind = "join"
 )
 
 // fault is one step of a schedule.
@@ -455,7 +514,7 @@ type faultRecord struct {
 //
 // only, when not empty, keeps the kinds it names (a schedule focused on
 // some faults; the same seed then draws another schedule). Moves are drawn
-// only with groups above 1, move-orphan only when only names it.
+// and joins only with groups above 1, move-orphan only when only names it.
 func chaosSchedule(seed uint64, duration time.Duration, partitions bool, groups int, only map[faultKind]bool) []fault {
 	rng := rand.New(rand.NewPCG(seed, 0x6e656d65736973)) // "nemesis": a stream of its own
 	var kinds []faultKind
@@ -464,7 +523,7 @@ func chaosSchedule(seed uint64, duration time.Duration, partitions bool, groups 
 	if groups > 1 {
 		// After the kinds above, so that a seed's schedule without groups
 		// is the one it drew before moves existed.
-		all = append(all, faultMove, faultMove, faultMoveOrphan)
+		all = append(all, faultMove, faultMove, faultMoveOrphan, faultJoin)
 	}
 	for _, k := range all {
 		isPartition := k == faultMinority || k == faultMajority || k == faultBridge
@@ -505,15 +564,15 @@ func chaosFaultFilter(t *testing.T) map[faultKind]bool {
 	}
 	known := map[faultKind]bool{faultKill: true, faultKillLeader: true, faultRestart: true, faultPause: true,
 		faultPauseLeader: true, faultMinority: true, faultMajority: true, faultBridge: true, faultTransfer: true,
-		faultMove: true, faultMoveOrphan: true}
+		faultMove: true, faultMoveOrphan: true, faultJoin: true}
 	only := map[faultKind]bool{}
 	for _, k := range strings.Split(v, ",") {
 		if !known[faultKind(k)] {
 			t.Fatalf("chaos fault kind %q: want some of kill, kill-leader, restart, pause, pause-leader, "+
-				"partition-minority, partition-majority, partition-bridge, transfer, move, move-orphan", k)
+				"partition-minority, partition-majority, partition-bridge, transfer, move, move-orphan, join", k)
 		}
-		if (k == string(faultMove) || k == string(faultMoveOrphan)) && chaosGroups() <= 1 {
-			t.Fatalf("chaos fault kind %s moves a queue between Raft groups: set CHAOS_GROUPS above 1", k)
+		if (k == string(faultMove) || k == string(faultMoveOrphan) || k == string(faultJoin)) && chaosGroups() <= 1 {
+			t.Fatalf("chaos fault kind %s moves queues or replicas between Raft groups: set CHAOS_GROUPS above 1", k)
 		}
 		only[faultKind(k)] = true
 	}
@@ -542,30 +601,40 @@ func (r *chaosRun) runSchedule(schedule []fault) {
 }
 
 // apply applies a fault and returns what heals it (nil: nothing to heal).
+// Its targets are the members: the founders and a joiner, except that a
+// joiner on its way out is never stopped or killed (its leave stops it).
 func (r *chaosRun) apply(rec *faultRecord) func() {
 	rng := rand.New(rand.NewPCG(rec.pick, 0))
-	leader := r.findLeader()
-	target := r.c.nodes[rng.IntN(len(r.c.nodes))]
+	nodes := r.members()
+	leader := r.findLeader(nodes)
+	target := nodes[rng.IntN(len(nodes))]
 	switch rec.kind {
 	case faultKillLeader, faultPauseLeader, faultMajority:
 		if leader < 0 {
 			rec.skipped = "(no leader known: a random node instead)"
 		} else {
-			target = r.c.nodes[leader]
+			target = nodes[leader]
 		}
 	case faultMinority:
 		var followers []*qnode
-		for i, n := range r.c.nodes {
+		for i, n := range nodes {
 			if i != leader {
 				followers = append(followers, n)
 			}
 		}
 		target = followers[rng.IntN(len(followers))]
 	}
+	stops := rec.kind == faultKill || rec.kind == faultKillLeader || rec.kind == faultRestart || rec.kind == faultPause || rec.kind == faultPauseLeader
+	if stops && r.isLeaving(target) {
+		target = r.c.nodes[rng.IntN(len(r.c.nodes))]
+		rec.skipped += "(the joiner is leaving: a founder instead)"
+	}
 	rec.target = target.id
 	switch rec.kind {
 	case faultMove, faultMoveOrphan:
 		return r.startMove(rec, rng)
+	case faultJoin:
+		return r.joinOrLeave(rec, rng)
 	case faultTransfer:
 		return r.transfers(rec, rng)
 	case faultKill, faultKillLeader:
@@ -585,12 +654,9 @@ func (r *chaosRun) apply(rec *faultRecord) func() {
 			}
 		}
 	default:
-		idx := -1
-		for i, n := range r.c.nodes {
-			if n == target {
-				idx = i
-			}
-		}
+		// nodes is the founders, then the joiner, in the order of the
+		// lab's namespaces.
+		idx := slices.Index(nodes, target)
 		if rec.kind == faultBridge {
 			idx = leader
 		}
@@ -646,7 +712,7 @@ func (r *chaosRun) transfers(rec *faultRecord, rng *rand.Rand) func() {
 // when none answers so).
 func (r *chaosRun) someLeader(rng *rand.Rand) *qnode {
 	var leaders []*qnode
-	for _, n := range r.c.nodes {
+	for _, n := range r.members() {
 		code, b, err := r.c.do(time.Second, "GET", n.url("/health"), nil)
 		var h struct {
 			Role   string `json:"role"`
@@ -676,7 +742,7 @@ func (r *chaosRun) healAll() {
 	if r.lab != nil {
 		r.lab.heal()
 	}
-	for _, n := range r.c.nodes {
+	for _, n := range r.members() {
 		if n.running() {
 			n.signal(syscall.SIGCONT)
 		} else {
@@ -696,15 +762,15 @@ func (n *qnode) signal(sig syscall.Signal) error {
 	return cmd.Process.Signal(sig)
 }
 
-// findLeader asks every node at once and returns the index of the one that
-// reports role leader in the highest term, -1 if none answers so.
-func (r *chaosRun) findLeader() int {
+// findLeader asks every node of nodes at once and returns the index of the
+// one that reports role leader in the highest term, -1 if none answers so.
+func (r *chaosRun) findLeader(nodes []*qnode) int {
 	type answer struct {
 		i int
 		h health
 	}
-	answers := make(chan answer, len(r.c.nodes))
-	for i, n := range r.c.nodes {
+	answers := make(chan answer, len(nodes))
+	for i, n := range nodes {
 		go func() {
 			code, b, err := r.c.do(time.Second, "GET", n.url("/health"), nil)
 			var h health
@@ -715,7 +781,7 @@ func (r *chaosRun) findLeader() int {
 		}()
 	}
 	best, term := -1, uint64(0)
-	for range r.c.nodes {
+	for range nodes {
 		a := <-answers
 		if a.h.Role == "leader" && a.h.Term >= term {
 			best, term = a.i, a.h.Term
@@ -795,11 +861,12 @@ func (r *chaosRun) drain(deadline time.Time) {
 // pending describes group g's unfinished partitions on the leader ("" when
 // none has lag or a live lease).
 func (r *chaosRun) pending() string {
-	leader := r.findLeader()
+	nodes := r.members()
+	leader := r.findLeader(nodes)
 	if leader < 0 {
 		return "no leader"
 	}
-	code, b, err := r.c.do(5*time.Second, "GET", r.c.nodes[leader].url("/api/v1/consumer-groups/"+chaosGroup), nil)
+	code, b, err := r.c.do(5*time.Second, "GET", nodes[leader].url("/api/v1/consumer-groups/"+chaosGroup), nil)
 	if err != nil || code != http.StatusOK {
 		return fmt.Sprintf("consumer group %s: %d %v", chaosGroup, code, err)
 	}
@@ -901,7 +968,10 @@ func (r *chaosRun) saveArtifacts() {
 		fmt.Fprintf(&b, "fault %s %s +%v .. +%v %s%s\n", f.kind, f.target, f.applied, f.healed, f.skipped, move)
 	}
 	os.WriteFile(filepath.Join(dir, "history.txt"), []byte(b.String()), 0o644)
-	for _, n := range r.c.nodes {
+	r.joinMu.Lock()
+	nodes := append(slices.Clone(r.c.nodes), r.joiners...)
+	r.joinMu.Unlock()
+	for _, n := range slices.Compact(nodes) {
 		if out, err := exec.Command("cp", "-a", n.logPath, n.dir, dir).CombinedOutput(); err != nil {
 			r.t.Logf("keep %s: %v: %s", n.id, err, out)
 		}

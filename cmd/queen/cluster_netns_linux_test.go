@@ -127,24 +127,31 @@ func newNetLab(t *testing.T, n int) *netLab {
 	return lab
 }
 
-// addNodes adds one node per namespace to c (not started), each serving
-// HTTP on all its addresses (the driver reaches it on its driver link) and
-// Raft on its cluster address, with static peers and retention off, plus
-// extra flags.
-func (lab *netLab) addNodes(c *cluster, extra ...string) {
-	const httpPort, raftPort = 6632, 7000
+// addNodes adds a node to c (not started) in each of the first n
+// namespaces, each serving HTTP on all its addresses (the driver reaches it
+// on its driver link) and Raft on its cluster address, with the n as
+// static peers and retention off, plus extra flags.
+func (lab *netLab) addNodes(c *cluster, n int, extra ...string) {
 	var peers []string
-	for i, ip := range lab.nodeIP {
-		peers = append(peers, fmt.Sprintf("n%d@%s:%d", i+1, ip, raftPort))
+	for i, ip := range lab.nodeIP[:n] {
+		peers = append(peers, fmt.Sprintf("n%d@%s:%d", i+1, ip, labRaftPort))
 	}
-	for i := range lab.ns {
-		c.addNode(fmt.Sprintf("n%d", i+1), fmt.Sprintf("%s:%d", lab.driverIP[i], httpPort),
-			[]string{"ip", "netns", "exec", lab.ns[i]},
-			append([]string{"--http", fmt.Sprintf("0.0.0.0:%d", httpPort),
-				"--advertise", fmt.Sprintf("%s:%d", lab.nodeIP[i], httpPort), // forwarding uses the cluster link
-				"--raft", fmt.Sprintf("%s:%d", lab.nodeIP[i], raftPort),
-				"--peers", strings.Join(peers, ","), "--retention-interval", "0"}, extra...)...)
+	for i := range n {
+		c.nodes = append(c.nodes, lab.node(c, i, fmt.Sprintf("n%d", i+1), append([]string{"--peers", strings.Join(peers, ",")}, extra...)...))
 	}
+}
+
+// The ports every lab node serves on, at its namespace's addresses.
+const labHTTPPort, labRaftPort = 6632, 7000
+
+// node makes the node (not started, not added to c.nodes) that serves in
+// namespace i, with retention off and args.
+func (lab *netLab) node(c *cluster, i int, id string, args ...string) *qnode {
+	return c.newNode(id, fmt.Sprintf("%s:%d", lab.driverIP[i], labHTTPPort), []string{"ip", "netns", "exec", lab.ns[i]},
+		append([]string{"--http", fmt.Sprintf("0.0.0.0:%d", labHTTPPort),
+			"--advertise", fmt.Sprintf("%s:%d", lab.nodeIP[i], labHTTPPort), // forwarding uses the cluster link
+			"--raft", fmt.Sprintf("%s:%d", lab.nodeIP[i], labRaftPort),
+			"--retention-interval", "0"}, args...)...)
 }
 
 func (lab *netLab) teardown() {
@@ -203,7 +210,7 @@ func TestCluster_CutOffNodeRefusesWritesAndRejoins(t *testing.T) {
 	}
 	lab := newNetLab(t, 3)
 	c := newCluster(t)
-	lab.addNodes(c)
+	lab.addNodes(c, 3)
 	for _, n := range c.nodes {
 		n.start()
 	}

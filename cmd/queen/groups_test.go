@@ -429,40 +429,30 @@ func (c *cluster) loadGroups(t *testing.T, queues []string, fault func()) map[st
 	return acked
 }
 
-// stopAndCompareGroups waits until every node agrees on every group's
-// leader and applied index, stops the nodes at once, and requires `queen
-// check` to find each group's replicas identical. Every node leads a
-// group, so stopping them one by one would have the others elect, and
-// apply, without the first: the nodes are frozen (SIGSTOP), told to stop,
-// and thawed together, and each closes its groups within a heartbeat
-// timeout of the others. (A kill -9 would not do: the engines do not
-// write their applies to disk before close, the Raft log is their WAL.)
+// stopAndCompareGroups waits until every node of c.nodes shows the same
+// placement, every data group with min(R, nodes) voters, and each group's
+// voters agree on its leader and applied index; it stops the nodes at
+// once and requires `queen check` to find each group's voters identical.
+// Only voters are compared: with groups on R of N nodes a node keeps an
+// idle replica of the others (and of a group a replica step took from
+// it), which stops where it was. Every node leads a group, so stopping
+// them one by one would have the others elect, and apply, without the
+// first: the nodes are frozen (SIGSTOP), told to stop, and thawed
+// together, and each closes its groups within a heartbeat timeout of the
+// others. (A kill -9 would not do: the engines do not write their applies
+// to disk before close, the Raft log is their WAL.)
 func (c *cluster) stopAndCompareGroups(groups int) {
 	c.t.Helper()
-	c.waitSpread(c.nodes, groups)
+	var voters map[uint32][]string
 	last := ""
-	waitFor(c.t, 60*time.Second, "every group's replicas to apply as far", func() (bool, string) {
-		var rows []string
-		for _, n := range c.nodes {
-			_, b, err := c.do(2*time.Second, "GET", n.url("/health"), nil)
-			var h struct {
-				Groups []struct {
-					Group   uint32 `json:"group"`
-					Applied uint64 `json:"applied"`
-				} `json:"groups"`
-			}
-			if err != nil || json.Unmarshal(b, &h) != nil {
-				return false, fmt.Sprintf("%s: %v", n.id, err)
-			}
-			rows = append(rows, fmt.Sprint(h.Groups))
-		}
-		same := rows[0] == rows[1] && rows[1] == rows[2]
-		state := strings.Join(rows, " | ")
-		settled := same && state == last
+	waitFor(c.t, 90*time.Second, "every group's voters to agree on a leader and an applied index", func() (bool, string) {
+		v, state, ok := c.votersApplied(groups)
+		settled := ok && state == last
 		last = state
-		if same && !settled {
+		if ok && !settled {
 			time.Sleep(300 * time.Millisecond)
 		}
+		voters = v
 		return settled, state
 	})
 	for _, sig := range []syscall.Signal{syscall.SIGSTOP, syscall.SIGTERM, syscall.SIGCONT} {
@@ -475,23 +465,85 @@ func (c *cluster) stopAndCompareGroups(groups int) {
 		wg.Go(func() { n.awaitExit(20 * time.Second) })
 	}
 	wg.Wait()
-	var first []string
-	for i, n := range c.nodes {
-		lines := checkGroups(c.t, n.dir)
-		if len(lines) != groups+1 {
-			c.t.Fatalf("%s: queen check printed %d lines, want %d: %v", n.id, len(lines), groups+1, lines)
-		}
-		if i == 0 {
-			first = lines
-			continue
-		}
-		for k := range lines {
-			if lines[k] != first[k] {
-				c.t.Errorf("replicas differ: %s %q, %s %q", c.nodes[0].id, first[k], n.id, lines[k])
+	lines := map[string]map[uint32]string{}
+	for _, n := range c.nodes {
+		lines[n.id] = checkGroups(c.t, n.dir)
+	}
+	var agreed []string
+	for g := uint32(0); g <= uint32(groups); g++ {
+		first := voters[g][0]
+		for _, id := range voters[g] {
+			if lines[id][g] == "" || lines[id][g] != lines[first][g] {
+				c.t.Errorf("group %d: voters' replicas differ: %s %q, %s %q", g, first, lines[first][g], id, lines[id][g])
 			}
 		}
+		agreed = append(agreed, fmt.Sprintf("%d on %v: %s", g, voters[g], lines[first][g]))
 	}
-	c.t.Logf("queen check: %v", first)
+	c.t.Logf("queen check: %s", strings.Join(agreed, "; "))
+}
+
+// votersApplied reads every node's placement (its own directory's view)
+// and /health, and reports each group's voters (group -> node ids) with ok
+// when every node shows the same placement, every data group has min(R,
+// nodes) voters, all of them nodes of c.nodes, and each group's voters
+// answer 200 naming one leader and one applied index; state describes
+// what it saw, for the caller to see it twice.
+func (c *cluster) votersApplied(groups int) (map[uint32][]string, string, bool) {
+	type row struct {
+		Group   uint32 `json:"group"`
+		Leader  string `json:"leader"`
+		Applied uint64 `json:"applied"`
+	}
+	var first placementOf
+	rows := map[string]map[uint32]row{}
+	for i, n := range c.nodes {
+		code, b, err := c.do(2*time.Second, "GET", n.url("/api/v1/system/placement?consistency=stale"), nil)
+		var p placementOf
+		if err == nil {
+			err = json.Unmarshal(b, &p)
+		}
+		if err != nil || code != http.StatusOK || len(p.Groups) != groups+1 {
+			return nil, fmt.Sprintf("%s placement: %d %v %s", n.id, code, err, b), false
+		}
+		if i == 0 {
+			first = p
+		} else if fmt.Sprint(p.Groups) != fmt.Sprint(first.Groups) {
+			return nil, fmt.Sprintf("%s sees %v, %s %v", n.id, p.Groups, c.nodes[0].id, first.Groups), false
+		}
+		code, b, err = c.do(2*time.Second, "GET", n.url("/health"), nil)
+		var h struct {
+			Groups []row `json:"groups"`
+		}
+		if err == nil {
+			err = json.Unmarshal(b, &h)
+		}
+		if err != nil || code != http.StatusOK {
+			return nil, fmt.Sprintf("%s /health: %d %v", n.id, code, err), false
+		}
+		rows[n.id] = map[uint32]row{}
+		for _, g := range h.Groups {
+			rows[n.id][g.Group] = g
+		}
+	}
+	want := len(c.nodes)
+	if first.Replicas > 0 {
+		want = min(first.Replicas, want)
+	}
+	voters := map[uint32][]string{}
+	var desc []string
+	ok := true
+	for _, g := range first.Groups {
+		voters[g.ID] = g.Members
+		var seen []string
+		for _, id := range g.Members {
+			r, hosted := rows[id][g.ID]
+			ok = ok && hosted && r.Leader != "" && r == rows[g.Members[0]][g.ID]
+			seen = append(seen, fmt.Sprintf("%s:%s@%d", id, r.Leader, r.Applied))
+		}
+		ok = ok && len(g.Members) > 0 && (g.ID == 0 || len(g.Members) == want)
+		desc = append(desc, fmt.Sprintf("g%d %v", g.ID, seen))
+	}
+	return voters, strings.Join(desc, " | "), ok
 }
 
 // awaitExit waits for a node told to stop to exit with status 0; past
@@ -516,16 +568,24 @@ func (n *qnode) awaitExit(timeout time.Duration) {
 }
 
 // checkGroups runs `queen check` on a stopped node and returns its ok
-// lines: group 1's, then the directory's and the other groups'.
-func checkGroups(t testing.TB, dir string) []string {
+// line for each group (the first line is group 1's, the node's own engine;
+// the directory's and the other groups' name their group).
+func checkGroups(t testing.TB, dir string) map[uint32]string {
 	out, err := exec.Command(queenBinary(t), "check", "--data", dir).CombinedOutput()
 	if err != nil {
 		t.Fatalf("queen check --data %s: %v: %s", dir, err, out)
 	}
-	var lines []string
+	lines := map[uint32]string{}
 	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		if strings.HasPrefix(l, "ok: ") {
-			lines = append(lines, l)
+		var g uint32
+		switch {
+		case strings.HasPrefix(l, "ok: applied index "):
+			lines[1] = l
+		case strings.HasPrefix(l, "ok: group "):
+			if _, err := fmt.Sscanf(l, "ok: group %d ", &g); err != nil {
+				t.Fatalf("queen check --data %s: line %q: %v", dir, l, err)
+			}
+			lines[g] = l
 		}
 	}
 	return lines

@@ -300,13 +300,21 @@ func newCluster(t testing.TB) *cluster {
 
 // addNode registers a node; its data directory and log are in c.base.
 func (c *cluster) addNode(id, httpAddr string, wrap []string, args ...string) *qnode {
+	n := c.newNode(id, httpAddr, wrap, args...)
+	c.nodes = append(c.nodes, n)
+	return n
+}
+
+// newNode makes a node as addNode does without adding it to c.nodes: the
+// caller keeps it (a chaos run's joiners, whose membership changes while
+// clients read c.nodes) and kills it at the test's end.
+func (c *cluster) newNode(id, httpAddr string, wrap []string, args ...string) *qnode {
 	dir := filepath.Join(c.base, id)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		c.t.Fatal(err)
 	}
 	n := &qnode{t: c.t, id: id, dir: dir, http: httpAddr, scheme: c.scheme, wrap: wrap, logPath: filepath.Join(c.base, id+".log")}
 	n.args = append([]string{"--data", dir, "--node-id", id}, args...)
-	c.nodes = append(c.nodes, n)
 	return n
 }
 
