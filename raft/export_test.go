@@ -1,6 +1,8 @@
 package raft
 
 import (
+	"context"
+
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft/command"
 )
@@ -18,6 +20,12 @@ func SetCommandVersion(version func(command.Stamped) uint8) (restore func()) {
 // across groups then commits and leaves its rows undelivered, as a crash
 // between the commit and the delivery would.
 func HoldOutbox(h *Host, hold bool) { h.holdOutbox.Store(hold) }
+
+// DeliverOutbox delivers rows of group home's outbox as the node that
+// committed their transaction does, and returns each row's push result.
+func DeliverOutbox(ctx context.Context, h *Host, home uint32, rows []engine.OutboxRow) []engine.PushResult {
+	return h.deliverOutbox(ctx, home, rows)
+}
 
 // OutboxRows are the outbox rows of n's engine, oldest first.
 func OutboxRows(n *Node) ([]engine.OutboxRow, error) { return n.engine.Outbox(1000) }

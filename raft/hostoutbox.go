@@ -191,6 +191,16 @@ func (h *Host) deliverOutbox(ctx context.Context, home uint32, rows []engine.Out
 	var done []engine.ID
 	for i, r := range res {
 		switch {
+		case r.Status == engine.Duplicate && rows[i].Item.TransactionID == engine.FormatID(rows[i].ID):
+			// The transaction id was minted for this row, so no other
+			// push holds it: an earlier delivery of the row stored the
+			// message (outboxLoop's, or one whose answer was lost). The
+			// push is done, and the answer says so, with its ids. A
+			// client's own id stays a duplicate: an earlier push of the
+			// client's may hold it.
+			r.Status = engine.Queued
+			done = append(done, rows[i].ID)
+			out[i] = r
 		case r.Status != engine.Rejected:
 			done = append(done, rows[i].ID)
 			out[i] = r

@@ -141,9 +141,11 @@ func TestHost_TransactionAcrossGroupsCommits(t *testing.T) {
 		// A push to another group is an outbox row this node delivers;
 		// the home leader's outboxLoop delivers rows older than OutboxAge
 		// (200 ms here) too, and on a busy machine may come first: this
-		// node's delivery then answers duplicate, with the message's ids.
-		// What is stored is checked below (each push once).
-		status := p.Status == engine.Queued || want == "out" && p.Status == engine.Duplicate
+		// node's delivery of out-1, the client's own transaction id, then
+		// answers duplicate, with the message's ids (the minted one's
+		// answers queued: TestHost_OutboxRowDeliveredTwice). What is
+		// stored is checked below (each push once).
+		status := p.Status == engine.Queued || k == 0 && p.Status == engine.Duplicate
 		if !status || p.Queue != want || p.MessageID == (engine.ID{}) || p.PartitionID == (engine.ID{}) || p.TransactionID == "" {
 			t.Fatalf("push %d answered %+v, want queued in %s with its ids", k, p, want)
 		}
@@ -177,6 +179,56 @@ func TestHost_TransactionAcrossGroupsCommits(t *testing.T) {
 		!strings.Contains(err.Error(), "queue out in group 2") || !strings.Contains(err.Error(), "acks and required leases") {
 		t.Fatalf("acks in two groups: err %v, want ErrSpansGroups naming both queues", err)
 	}
+}
+
+// A row an earlier delivery stored (the home leader's outboxLoop, which
+// on a busy machine may come before the node that committed it) is
+// answered queued, with the stored message's ids, when its transaction id
+// was minted for it: no other push can hold that id. A client's own
+// transaction id stays a duplicate: an earlier push of the client's may
+// hold it. Either way the queue holds each push once.
+func TestHost_OutboxRowDeliveredTwice(t *testing.T) {
+	c := openOutboxHosts(t)
+	for q, g := range map[string]uint32{"in": 1, "out": 2} {
+		if _, err := c.h[0].Place(ctxT(t), q, g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, h := range c.h {
+		raft.HoldOutbox(h, true)
+	}
+	ops := []engine.TxOp{
+		{Push: &engine.PushItem{Queue: "in", TransactionID: "in-1", Payload: []byte(`{}`)}}, // home: group 1
+		{Push: &engine.PushItem{Queue: "out", Payload: []byte(`{}`)}},                       // a transaction id is minted
+		{Push: &engine.PushItem{Queue: "out", TransactionID: "out-1", Payload: []byte(`{}`)}},
+	}
+	r, err := c.forwarded(c.h[0], engine.TransactionCmd{Ops: ops})
+	if res, ok := r.Value.(engine.TxResult); err != nil || !ok || !res.Success {
+		t.Fatalf("transaction with deliveries held: %+v, %v", r.Value, err)
+	}
+	rows, err := raft.OutboxRows(c.h[1].Group(1))
+	if err != nil || len(rows) != 2 || rows[1].Item.TransactionID != "out-1" {
+		t.Fatalf("group 1's outbox after the held commit: %+v, %v; want a minted id and out-1", rows, err)
+	}
+	raft.HoldOutbox(c.h[1], false)
+	first := raft.DeliverOutbox(ctxT(t), c.h[1], 1, rows)
+	again := raft.DeliverOutbox(ctxT(t), c.h[1], 1, rows)
+	for i, want := range []engine.PushStatus{engine.Queued, engine.Duplicate} {
+		if again[i].Status != want || again[i].MessageID == (engine.ID{}) || again[i].MessageID != first[i].MessageID {
+			t.Fatalf("row %d (%s) delivered again: %+v, first %+v; want status %v with the first's message id",
+				i, rows[i].Item.TransactionID, again[i], first[i], want)
+		}
+	}
+	for i := range c.h {
+		c.waitMessages(i, 2, "out", 2)
+	}
+	if got := drain(t, c, "out"); !slices.Equal(got, sortedTxns("out-1", rows[0].Item.TransactionID)) {
+		t.Fatalf("queue out holds %q, want each push once", got)
+	}
+	for _, h := range c.h {
+		raft.HoldOutbox(h, false)
+	}
+	outboxEmpty(t, c, 1)
 }
 
 // A crash between the home commit and the delivery (simulated by holding
