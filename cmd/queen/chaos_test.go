@@ -223,9 +223,10 @@ func TestChaos_Moves(t *testing.T) {
 // for an even seed its last asks it to leave, and the others are drawn
 // from joins, moves, kills, restarts and leadership transfers (and
 // partitions in namespaces). The 40 s give the directory the time to move
-// replicas onto the joiner under the faults (some 10-20 s). The history is checked as TestChaos does; each group's
-// replicas are compared among its voters. -chaos.faults or CHAOS_FAULTS
-// replace the kinds. Moves are bounded as in TestChaos_Moves (moveSync).
+// replicas onto the joiner under the faults (some 10-20 s). The history is
+// checked as TestChaos does; each group's replicas are compared among its
+// voters. -chaos.faults or CHAOS_FAULTS replace the kinds. Moves are
+// bounded as in TestChaos_Moves (moveSync).
 func TestChaos_Joins(t *testing.T) {
 	if testing.Short() {
 		t.Skip("process-level fault-schedule test with joins and leaves (about 70 s); skipped with -short")
