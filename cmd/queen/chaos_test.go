@@ -206,14 +206,23 @@ func TestChaos_Moves(t *testing.T) {
 	if testing.Short() {
 		t.Skip("process-level fault-schedule test with queue moves (about 50 s); skipped with -short")
 	}
+	chaosVariant(t, "move,kill,kill-leader,restart,transfer", "")
+	seed, duration, netMode := chaosSettings(t)
+	runChaos(t, seed, duration, netMode, faultMove)
+}
+
+// chaosVariant sets a variant's defaults where no flag and no variable
+// does: three groups, the fault kinds, and the duration unless "".
+func chaosVariant(t *testing.T, faults, duration string) {
 	if chaosGroups() <= 1 {
 		t.Setenv("CHAOS_GROUPS", "3")
 	}
 	if *chaosFaultsFlag == "" && os.Getenv("CHAOS_FAULTS") == "" {
-		t.Setenv("CHAOS_FAULTS", "move,kill,kill-leader,restart,transfer")
+		t.Setenv("CHAOS_FAULTS", faults)
 	}
-	seed, duration, netMode := chaosSettings(t)
-	runChaos(t, seed, duration, netMode, faultMove)
+	if duration != "" && *chaosDurationFlag == 0 && os.Getenv("CHAOS_DURATION") == "" {
+		t.Setenv("CHAOS_DURATION", duration)
+	}
 }
 
 // TestChaos_Joins is a 40 s schedule (unless -chaos.duration or
@@ -231,15 +240,7 @@ func TestChaos_Joins(t *testing.T) {
 	if testing.Short() {
 		t.Skip("process-level fault-schedule test with joins and leaves (about 70 s); skipped with -short")
 	}
-	if chaosGroups() <= 1 {
-		t.Setenv("CHAOS_GROUPS", "3")
-	}
-	if *chaosFaultsFlag == "" && os.Getenv("CHAOS_FAULTS") == "" {
-		t.Setenv("CHAOS_FAULTS", "join,move,kill,kill-leader,restart,transfer,partition-minority,partition-majority")
-	}
-	if *chaosDurationFlag == 0 && os.Getenv("CHAOS_DURATION") == "" {
-		t.Setenv("CHAOS_DURATION", "40s")
-	}
+	chaosVariant(t, "join,move,kill,kill-leader,restart,transfer,partition-minority,partition-majority", "40s")
 	seed, duration, netMode := chaosSettings(t)
 	runChaos(t, seed, duration, netMode, faultJoin)
 }
