@@ -136,7 +136,7 @@ var errorTable = [...]errorCode{
 	{engine.ErrQueueMoving, fasthttp.StatusServiceUnavailable, "queue_moving", "The queue is moving to another Raft group; retry the request"},
 	{raft.ErrOutcomeUnknown, fasthttp.StatusServiceUnavailable, "outcome_unknown", "Part of the request went to another Raft group and its outcome is unknown; retry the whole request with the same transaction ids"},
 	{raft.ErrShutdown, fasthttp.StatusServiceUnavailable, "shutting_down", "The node is shutting down"},
-	{raft.ErrForward, fasthttp.StatusServiceUnavailable, "forward_failed", "Forwarding to the leader failed"},
+	{raft.ErrForward, fasthttp.StatusServiceUnavailable, "forward_failed", "Forwarding to the leader failed; if the request reached it, its outcome is unknown: retry it"},
 	{errReadUnavailable, fasthttp.StatusServiceUnavailable, "read_unavailable", "No leader confirmed this read in time; retry, or ask ?consistency=stale for this node's state as it is"},
 	{errForwardExpired, fasthttp.StatusServiceUnavailable, "forward_expired", "The relayed request arrived after its deadline and was not applied"},
 	{engine.ErrClosed, fasthttp.StatusServiceUnavailable, "shutting_down", "The node is shutting down"},

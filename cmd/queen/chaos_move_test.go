@@ -71,8 +71,9 @@ func (m *moveResult) String() string {
 // chaosPlacement is GET /api/v1/system/placement as the nemesis reads it.
 type chaosPlacement struct {
 	Groups []struct {
-		ID     int    `json:"id"`
-		Leader string `json:"leader"`
+		ID      int      `json:"id"`
+		Leader  string   `json:"leader"`
+		Members []string `json:"members"`
 	} `json:"groups"`
 	Queues []struct {
 		Queue string `json:"queue"`
@@ -116,7 +117,8 @@ func (r *chaosRun) placement(rng *rand.Rand) (chaosPlacement, *qnode, error) {
 // workload queue and another group for it, asks a node to move it, on a
 // goroutine, and for move-orphan, or half the time for move, kills a node
 // 0-100 ms after the placement lists the move under way: the leader of the
-// source or the target group (never the node running the move), or for
+// source or the target group (never the node running the move: it asks a
+// voter of the source group, which runs the move itself), or for
 // move-orphan that node itself. It returns what heals the fault (the
 // killed node started again), nil if none.
 //
@@ -155,9 +157,13 @@ func (r *chaosRun) startMove(rec *faultRecord, rng *rand.Rand) func() {
 		m.to++
 	}
 	leaders := map[int]*qnode{}
+	var sourceVoters []string
 	for _, g := range p.Groups {
 		if n := r.byID(g.Leader); n != nil {
 			leaders[g.ID] = n
+		}
+		if g.ID == m.from {
+			sourceVoters = g.Members
 		}
 	}
 	// Whom to kill, then whom to ask: a node that stays up, unless the
@@ -174,9 +180,14 @@ func (r *chaosRun) startMove(rec *faultRecord, rng *rand.Rand) func() {
 	if r.isLeaving(victim) {
 		victim = nil // its leave stops it
 	}
+	// Only a voter of the source group runs the move it is asked: another
+	// node sends it to the source group's leader (raft.Host.MoveQueue),
+	// which may be the victim. With a kill to come, the move is asked of
+	// a voter; without, of any node.
+	voterOnly := victim != nil || rec.kind == faultMoveOrphan
 	var askable []*qnode
 	for _, n := range r.members() {
-		if n.running() && n != victim && !r.isLeaving(n) {
+		if n.running() && n != victim && !r.isLeaving(n) && (!voterOnly || slices.Contains(sourceVoters, n.id)) {
 			askable = append(askable, n)
 		}
 	}
