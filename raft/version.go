@@ -113,14 +113,33 @@ func (n *Node) advertised() uint8 {
 // last read it.
 func (n *Node) ClusterVersion() uint8 { return uint8(n.versions.cluster.Load()) }
 
-// checkVersion refuses a command above the cluster version.
+// checkVersion refuses a command above the cluster version, naming the
+// servers that hold it back: one on an older binary, or one no server has
+// heard answer yet (a node that has just joined counts as 1 until it has
+// been read, within VersionInterval).
 func (n *Node) checkVersion(s command.Stamped) error {
 	v, at := commandVersion(s), n.ClusterVersion()
-	if v > at {
-		return fmt.Errorf("%w: the command needs version %d and the cluster runs at %d until every node applies it: "+
-			"upgrade the others first (queen status shows each node's version)", ErrClusterVersion, v, at)
+	if v <= at {
+		return nil
 	}
-	return nil
+	var behind []string
+	n.versions.mu.Lock()
+	for _, o := range n.versions.nodes {
+		switch {
+		case o.Command >= v:
+		case !o.Known && o.Command <= 1:
+			behind = append(behind, o.ID+" has not answered yet (a node that has just joined is read within seconds: retry then)")
+		default:
+			behind = append(behind, fmt.Sprintf("%s applies version %d (upgrade it first)", o.ID, o.Command))
+		}
+	}
+	n.versions.mu.Unlock()
+	why := "upgrade the others first"
+	if len(behind) > 0 {
+		why = strings.Join(behind, "; ")
+	}
+	return fmt.Errorf("%w: the command needs version %d and the cluster runs at %d until every node applies it: "+
+		"%s (queen status shows each node's version)", ErrClusterVersion, v, at, why)
 }
 
 // versionLoop reads the servers' versions every VersionInterval, and

@@ -141,8 +141,8 @@ func TestClusterVersion_GatesProposals(t *testing.T) {
 	}
 	if err := setMaintenance(t, c.Leader(), true, true); !errors.Is(err, raft.ErrClusterVersion) {
 		t.Fatalf("a version-2 command at cluster version 1: %v, want ErrClusterVersion", err)
-	} else if !strings.Contains(err.Error(), "version 2") {
-		t.Fatalf("the refusal does not name the version: %v", err)
+	} else if !strings.Contains(err.Error(), "version 2") || !strings.Contains(err.Error(), "n3 applies version 1 (upgrade it first)") {
+		t.Fatalf("the refusal does not name the version and the server holding it back: %v", err)
 	}
 	// A command another node relayed passes the same gate.
 	entry, err := raft.RelayEntry(engine.DeleteGroupCmd{Group: "g", Queue: "q"})
@@ -249,6 +249,47 @@ func TestClusterVersion_GatesProposals(t *testing.T) {
 		if v.ID == "n3" && (v.Known || v.Command != 2) {
 			t.Fatalf("n1 reads n3, which it never heard, as %+v, want unknown at the version n2 heard, 2", v)
 		}
+	}
+}
+
+// A server no node has heard answer (here its address never reaches the
+// others; in a cluster, a node that has just joined) counts as version 1,
+// and a refusal names it as not heard yet rather than asking for an
+// upgrade.
+func TestClusterVersion_RefusalNamesAServerNotHeard(t *testing.T) {
+	defer raft.SetCommandVersion(func(s command.Stamped) uint8 {
+		if _, ok := s.Cmd.(command.Maintenance); ok {
+			return 2
+		}
+		return command.Version(s)
+	})()
+	net := &inProcess{nodes: map[string]*raft.Node{}}
+	c := rafttest.MakeClusterWith(t, 3, func(o *raft.Options) {
+		o.Versions, o.Forward, o.VersionInterval = net, net, 50*time.Millisecond
+		o.CommandVersion = 2
+	})
+	// Every node but one follower answers.
+	leader := c.Leader()
+	silent := ""
+	for _, n := range c.Nodes {
+		if id := n.Status().ID; n != leader && silent == "" {
+			silent = id
+			continue
+		}
+		net.set(n)
+	}
+	waitFor(t, "the leader to read two servers at 2 and "+silent+" not at all", func() bool {
+		known := 0
+		for _, v := range leader.Versions() {
+			if v.Known {
+				known++
+			}
+		}
+		return known == 2
+	})
+	err := setMaintenance(t, leader, true, true)
+	if !errors.Is(err, raft.ErrClusterVersion) || !strings.Contains(err.Error(), silent+" has not answered yet") {
+		t.Fatalf("a version-2 command with %s never heard: %v, want ErrClusterVersion naming it as not heard yet", silent, err)
 	}
 }
 
