@@ -168,7 +168,7 @@ func (r *chaosRun) startLeave(rec *faultRecord, j, via *qnode) *leaveResult {
 	// What the leave has to move away, as the directory of via has it.
 	if code, b, err := r.c.do(2*time.Second, "GET", via.url("/api/v1/system/placement?consistency=stale"), nil); err == nil && code == http.StatusOK {
 		var p placementOf
-		if json.Unmarshal(b, &p) == nil {
+		if json.Unmarshal(b, &p) == nil && len(p.Groups) > 0 {
 			var voter []uint32
 			for _, g := range p.Groups[1:] {
 				if slices.Contains(g.Members, j.id) {
