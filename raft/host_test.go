@@ -1031,8 +1031,10 @@ func TestHost_RefusesTheOtherLayout(t *testing.T) {
 // when the item was certainly not stored. Host n1 relays the part for
 // group 2 (led by n3) through a relay that, by turns: loses the answer of
 // the first attempt after the leader stored it (the retry, the same
-// prepared entry, is answered duplicate, and nothing is stored twice, not
-// even an item whose transaction id was minted); loses every answer (the
+// prepared entry, stores nothing twice, not even an item whose
+// transaction id was minted, and its items are answered queued with the
+// ids the first attempt stored: the client sent them once; the same push
+// again answers its client-named items duplicate); loses every answer (the
 // push is ErrOutcomeUnknown, not failed: its items were stored); refuses
 // without proposing (the items are failed, with an error, and nothing of
 // them is stored).
@@ -1110,16 +1112,34 @@ func TestHost_SplitPushAnswersFailedOnlyWhenNotStored(t *testing.T) {
 		t.Fatalf("push whose first relay to group 2 lost its answer: %d results, %v; want every item answered", len(res), err)
 	}
 	for k, r := range res {
-		want := engine.Queued
-		if c.h[0].Placement(items[k].Queue) == 2 {
-			want = engine.Duplicate // the first attempt stored it
-		}
-		if r.Status != want {
-			t.Errorf("item %d (%s, txn %q) answered %+v, want status %d", k, items[k].Queue, items[k].TransactionID, r, want)
+		// Group 2's items too: the first attempt stored them, this push.
+		if r.Status != engine.Queued || r.MessageID == (engine.ID{}) {
+			t.Errorf("item %d (%s, txn %q) answered %+v, want queued with its message id", k, items[k].Queue, items[k].TransactionID, r)
 		}
 	}
 	if got := stored("lose-once-2"); got != 2 {
 		t.Errorf("group 2 holds %d messages of its two items after a retried relay, want 2 (stored once each)", got)
+	}
+	// The same push again: the items with the client's transaction ids
+	// are duplicates of the first push's messages, also after a lost
+	// answer and a retry; the ones without are new messages.
+	first := res
+	items, res, err = pushCase("lose once")
+	if err != nil || len(res) != len(items) {
+		t.Fatalf("the push again: %d results, %v; want every item answered", len(res), err)
+	}
+	for k, r := range res {
+		want, id := engine.Queued, r.MessageID
+		if items[k].TransactionID != "" {
+			want, id = engine.Duplicate, first[k].MessageID
+		}
+		if r.Status != want || r.MessageID != id || id == (engine.ID{}) {
+			t.Errorf("item %d (%s, txn %q) pushed again answered %+v, want status %d with message id %v", k, items[k].Queue,
+				items[k].TransactionID, r, want, id)
+		}
+	}
+	if got := stored("lose-once-2"); got != 3 {
+		t.Errorf("group 2 holds %d messages after the push again, want 3 (the new item once)", got)
 	}
 
 	items, res, err = pushCase("lose")

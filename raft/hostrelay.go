@@ -157,7 +157,9 @@ func (h *Host) httpOf(st Status) string {
 //     request was sent, a timeout, lost leadership, a fault), only a push,
 //     made safe by its transaction ids: the retry is the same prepared
 //     entry with its minted ids probed for too, so an item the first
-//     attempt stored is answered duplicate, not stored twice. A queue with
+//     attempt stored is not stored twice. Its duplicate names the message
+//     id this push minted for it, which no other push has, and is answered
+//     queued (ownDuplicates): the client sent it once. A queue with
 //     dedup off (dedupWindowSeconds 0) has no such safety: its push is not
 //     retried, nor is an ack (a retried ack may answer "already
 //     committed" for the ack that committed it).
@@ -177,6 +179,9 @@ func (h *Host) runPart(ctx context.Context, g uint32, c engine.Command) (engine.
 			err = r.Err
 		}
 		if err == nil {
+			if unknown {
+				r = a.ownDuplicates(r)
+			}
 			return r, nil
 		}
 		unknown = unknown || !NotApplied(err)
@@ -280,6 +285,27 @@ func (a *attempt) retryable(h *Host, g uint32) bool {
 		}
 	}
 	return true
+}
+
+// ownDuplicates answers queued, in r (a retried push's answer), the items
+// answered duplicate of the very message this push minted for them: an
+// earlier attempt, whose answer was lost, stored them. A duplicate of any
+// other message (a client's earlier push, or an earlier item of the same
+// request) stays one.
+func (a *attempt) ownDuplicates(r engine.Result) engine.Result {
+	pp, ok := a.cmd.(*engine.PreparedPush)
+	res, _ := r.Value.([]engine.PushResult)
+	if !ok || len(res) != len(pp.Items) {
+		return r
+	}
+	res = slices.Clone(res)
+	for i := range res {
+		if res[i].Status == engine.Duplicate && res[i].MessageID == pp.Items[i].MessageID {
+			res[i].Status = engine.Queued
+		}
+	}
+	r.Value = res
+	return r
 }
 
 // probeMinted makes a's items whose transaction ids were minted probed
