@@ -471,6 +471,10 @@ func (c *cluster) stopAndCompareGroups(groups int) {
 	}
 	var agreed []string
 	for g := uint32(0); g <= uint32(groups); g++ {
+		if len(voters[g]) == 0 {
+			c.t.Errorf("group %d: the placement lists no voters", g)
+			continue
+		}
 		first := voters[g][0]
 		for _, id := range voters[g] {
 			if lines[id][g] == "" || lines[id][g] != lines[first][g] {
