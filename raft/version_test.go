@@ -87,13 +87,15 @@ func (p *inProcess) Forward(ctx context.Context, addr string, g uint32, entry []
 // everywhere. The followers' addresses, which the version reads need,
 // reach the replicated state through the relay (announceSelf).
 func TestClusterVersion_GatesProposals(t *testing.T) {
-	defer raft.SetCommandVersion(func(s command.Stamped) uint8 {
+	// Restored in a cleanup registered before the cluster's, so after the
+	// nodes have stopped: their loops propose, and read it, until then.
+	t.Cleanup(raft.SetCommandVersion(func(s command.Stamped) uint8 {
 		switch s.Cmd.(type) {
 		case command.Maintenance, engine.DeleteGroupCmd:
 			return 2
 		}
 		return command.Version(s)
-	})()
+	}))
 	net := &inProcess{nodes: map[string]*raft.Node{}}
 	adjust := func(advertise uint8) func(*raft.Options) {
 		return func(o *raft.Options) {
@@ -257,12 +259,12 @@ func TestClusterVersion_GatesProposals(t *testing.T) {
 // and a refusal names it as not heard yet rather than asking for an
 // upgrade.
 func TestClusterVersion_RefusalNamesAServerNotHeard(t *testing.T) {
-	defer raft.SetCommandVersion(func(s command.Stamped) uint8 {
+	t.Cleanup(raft.SetCommandVersion(func(s command.Stamped) uint8 { // restored once the nodes have stopped
 		if _, ok := s.Cmd.(command.Maintenance); ok {
 			return 2
 		}
 		return command.Version(s)
-	})()
+	}))
 	net := &inProcess{nodes: map[string]*raft.Node{}}
 	c := rafttest.MakeClusterWith(t, 3, func(o *raft.Options) {
 		o.Versions, o.Forward, o.VersionInterval = net, net, 50*time.Millisecond
