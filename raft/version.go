@@ -115,8 +115,8 @@ func (n *Node) ClusterVersion() uint8 { return uint8(n.versions.cluster.Load()) 
 
 // checkVersion refuses a command above the cluster version, naming the
 // servers that hold it back: one on an older binary, or one no server has
-// heard answer yet (a node that has just joined counts as 1 until it has
-// been read, within VersionInterval).
+// heard answer yet (a node that has just started or joined counts as 1
+// until it has been read, within VersionInterval).
 func (n *Node) checkVersion(s command.Stamped) error {
 	v, at := commandVersion(s), n.ClusterVersion()
 	if v <= at {
@@ -128,7 +128,7 @@ func (n *Node) checkVersion(s command.Stamped) error {
 		switch {
 		case o.Command >= v:
 		case !o.Known && o.Command <= 1:
-			behind = append(behind, o.ID+" has not answered yet (a node that has just joined is read within seconds: retry then)")
+			behind = append(behind, o.ID+" has not answered yet (a node that has just started or joined is read within seconds: retry then)")
 		default:
 			behind = append(behind, fmt.Sprintf("%s applies version %d (upgrade it first)", o.ID, o.Command))
 		}
