@@ -37,7 +37,8 @@
 //
 //	LOCK        flock held while a node (or queen recover) uses it; queen check takes it too
 //	engine/     the engine's Pebble store
-//	raft/       the Raft log and stable store (logstore, Pebble)
+//	raft/       the Raft log and stable store (logstore, Pebble), with the store id and the founders
+//	            seen empty at bootstrap in group 1's stable keys (identity.go: a lost disk never votes)
 //	snapshots/  hraft's file snapshot store: references, or a stream a leader sent
 //	spool/      pushes buffered during push maintenance (package server)
 //	peers.json  optional: a configuration for queen recover (renamed peers.json.applied once used)

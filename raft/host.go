@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -35,12 +36,13 @@ import (
 // refused all the same (ErrLayout): until queues can move, a plain store's
 // queues would be in no directory.
 type Host struct {
-	opts   HostOptions
-	lock   io.Closer
-	store  *logstore.Store
-	stream *streamLayer
-	nodes  []*Node       // by group id, 0..G
-	turn   atomic.Uint64 // the rotating start of discovery pops
+	opts    HostOptions
+	lock    io.Closer
+	store   *logstore.Store
+	stream  *streamLayer
+	storeID string        // the data directory's store (identity.go)
+	nodes   []*Node       // by group id, 0..G
+	turn    atomic.Uint64 // the rotating start of discovery pops
 	// holdOutbox, set by a test, stops outbox deliveries: a transaction
 	// then commits and leaves its rows, as a crash would.
 	holdOutbox atomic.Bool
@@ -220,6 +222,10 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 		log.Warn("raft: the Raft transport has neither TLS nor a cluster secret: "+
 			"anyone who can reach this port can join the replication stream", "addr", h.stream.Addr().String())
 	}
+	seen, err := h.awaitFounders(log)
+	if err != nil {
+		return nil, err
+	}
 	for _, g := range h.Groups() {
 		gopts := opts
 		if len(opts.Peers) > 0 {
@@ -228,7 +234,7 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 				gopts.Peers = nil // idle until a leader adds it (hostlayout.go)
 			}
 		}
-		n, err := open(gopts, &hostPart{group: g, store: h.store, stream: h.stream})
+		n, err := open(gopts, &hostPart{group: g, store: h.store, stream: h.stream, storeID: h.storeID})
 		if err != nil {
 			return nil, fmt.Errorf("raft: group %d: %w", g, err)
 		}
@@ -241,6 +247,18 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 			}
 		}
 	}
+	h.stream.setIdentity(func() identity {
+		id := identity{Node: opts.ID, Store: h.storeID, Known: true, Founders: seen}
+		for _, n := range h.nodes {
+			id.State = id.State || n.raft.LastIndex() > 0
+			for _, m := range n.members() {
+				if !slices.Contains(id.Members, m) {
+					id.Members = append(id.Members, m)
+				}
+			}
+		}
+		return id
+	})
 	h.wg.Add(6)
 	go h.loadLoop()
 	go h.layoutLoop()
@@ -249,6 +267,47 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 	go h.outboxLoop()
 	go h.moveLoop()
 	return h, nil
+}
+
+// awaitFounders mints or reads the store id, answers status probes and, for
+// a founder whose store holds no state in any group, runs the founders'
+// round (identity.go) before any group opens, as Open does for one group.
+// It returns the founders recorded.
+func (h *Host) awaitFounders(log *slog.Logger) (map[string]string, error) {
+	opts := h.opts.Node
+	first, err := h.store.Group(1)
+	if err != nil {
+		return nil, err
+	}
+	if h.storeID, err = storeID(first); err != nil {
+		return nil, err
+	}
+	founders, err := recordedFounders(first)
+	if err != nil {
+		return nil, err
+	}
+	var logs []*logstore.Log
+	for _, g := range h.Groups() {
+		l, err := h.store.Group(g)
+		if err != nil {
+			return nil, err
+		}
+		logs = append(logs, l)
+	}
+	state, err := hasState(logs...)
+	if err != nil {
+		return nil, fmt.Errorf("raft: read state: %w", err)
+	}
+	self := identity{Node: opts.ID, Store: h.storeID, State: state, Founders: founders}
+	h.stream.setIdentity(func() identity { return self })
+	if state || !opts.AwaitFounders || !otherFounders(opts) {
+		return founders, nil
+	}
+	seen, err := awaitFounders(h.stream, self, opts.Peers, log, nil)
+	if err != nil {
+		return nil, err
+	}
+	return seen, recordFounders(first, seen)
 }
 
 // oneGroupStore refuses a data directory a node of one group made (a

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,6 +45,9 @@ type Node struct {
 	// with the node.
 	group  uint32
 	hosted bool
+	// storeID names the node's store (identity.go): its data directory's,
+	// shared by a Host's groups.
+	storeID string
 	// membership serialises Join and Leave: a check and the change it
 	// allows happen together.
 	membership sync.Mutex
@@ -93,9 +97,10 @@ func Open(opts Options) (*Node, error) {
 // hostPart is what a Host lends the node of one of its groups: the log
 // store and the stream layer all its groups share.
 type hostPart struct {
-	group  uint32
-	store  *logstore.Store
-	stream *streamLayer
+	group   uint32
+	store   *logstore.Store
+	stream  *streamLayer
+	storeID string
 }
 
 // open starts a node on its own data directory, log store and listener, or,
@@ -107,7 +112,7 @@ func open(opts Options, h *hostPart) (*Node, error) {
 	n.readIndex = rounds.New(opts.ApplyTimeout, n.confirmRead)
 	n.versions.cluster.Store(1)
 	if h != nil {
-		n.group, n.hosted = h.group, true
+		n.group, n.hosted, n.storeID = h.group, true, h.storeID
 		n.log = n.log.With("group", h.group)
 	}
 	ok := false
@@ -126,6 +131,11 @@ func open(opts Options, h *hostPart) (*Node, error) {
 		return nil, err
 	}
 	n.engine, n.store = n.disk.engine, n.disk.store
+	if h == nil {
+		if n.storeID, err = storeID(n.disk.log); err != nil {
+			return nil, err
+		}
+	}
 	t2 := time.Now()
 	n.transport = opts.Transport
 	switch {
@@ -159,6 +169,12 @@ func open(opts Options, h *hostPart) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("raft: read state: %w", err)
 	}
+	var founders map[string]string
+	if h == nil && n.stream != nil {
+		if founders, err = n.awaitFounders(exists); err != nil {
+			return nil, err
+		}
+	}
 	n.fsm = newFSM(n.engine, n.disk.log, n.notify, n.log)
 	if n.raft, err = hraft.NewRaft(cfg, n.fsm, logs, n.disk.log, n.disk.snaps, n.transport); err != nil {
 		return nil, fmt.Errorf("raft: start: %w", err)
@@ -180,6 +196,12 @@ func open(opts Options, h *hostPart) (*Node, error) {
 			return nil, fmt.Errorf("raft: bootstrap: %w", err)
 		}
 	}
+	if h == nil && n.stream != nil {
+		n.stream.setIdentity(func() identity {
+			return identity{Node: n.opts.ID, Store: n.storeID, State: exists || n.raft.LastIndex() > 0,
+				Members: n.members(), Known: true, Founders: founders}
+		})
+	}
 	n.loadVersions()
 	n.wg.Add(5)
 	go n.proposeLoop()
@@ -189,6 +211,43 @@ func open(opts Options, h *hostPart) (*Node, error) {
 	go n.versionLoop()
 	ok = true
 	return n, nil
+}
+
+// awaitFounders answers status probes for a node of one group opening on
+// its own listener, and, for a founder whose store holds no state, runs the
+// founders' round (identity.go) and records what it saw. It returns the
+// founders recorded.
+func (n *Node) awaitFounders(exists bool) (map[string]string, error) {
+	founders, err := recordedFounders(n.disk.log)
+	if err != nil {
+		return nil, err
+	}
+	self := identity{Node: n.opts.ID, Store: n.storeID, State: exists, Founders: founders}
+	n.stream.setIdentity(func() identity { return self })
+	if exists || !n.opts.AwaitFounders || !otherFounders(n.opts) {
+		return founders, nil
+	}
+	seen, err := awaitFounders(n.stream, self, n.opts.Peers, n.log, nil)
+	if err != nil {
+		return nil, err
+	}
+	return seen, recordFounders(n.disk.log, seen)
+}
+
+// otherFounders reports whether opts.Peers names a founder besides this
+// node.
+func otherFounders(opts Options) bool {
+	return slices.ContainsFunc(opts.Peers, func(p Peer) bool { return p.ID != opts.ID })
+}
+
+// members lists the ids of the node's latest configuration, nil when raft
+// cannot say.
+func (n *Node) members() []string {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return nil
+	}
+	return configMembers(f.Configuration())
 }
 
 // undoHalfBootstrap clears a bootstrap that a stop cut in two. hashicorp/raft
@@ -701,7 +760,7 @@ func (n *Node) Sweep(ctx context.Context) (engine.SweepResult, error) {
 // Status reports the node's role, leader and applied index, and its
 // storage faults.
 func (n *Node) Status() Status {
-	s := Status{ID: n.opts.ID, Applied: n.engine.Applied(), Fault: n.fault(),
+	s := Status{ID: n.opts.ID, Store: n.storeID, Applied: n.engine.Applied(), Fault: n.fault(),
 		StorageErrors:  n.engine.StorageErrors() + n.store.StorageErrors(),
 		CommandVersion: n.advertised(), ClusterVersion: n.ClusterVersion()}
 	switch n.raft.State() {

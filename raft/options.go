@@ -63,6 +63,14 @@ type Options struct {
 	// single-voter cluster (the embedded default). A node meant to join an
 	// existing cluster leaves it false.
 	Bootstrap bool
+	// AwaitFounders makes a founder (Peers lists others besides it) whose
+	// store holds no Raft state ask every other founder what it holds
+	// before bootstrapping, and refuse to start when the cluster already
+	// runs without this store (ErrStoreLost, ErrNotMember): a lost disk
+	// never votes (identity.go). Open blocks until every founder has
+	// answered, so founders start together. DefaultOptions sets it; tests
+	// that open founders one after another on the TCP transport clear it.
+	AwaitFounders bool
 	// Engine configures the state machine's store. Sync is forced off: the
 	// Raft log is the write-ahead log; Logger is Logger.
 	Engine engine.Options
@@ -151,6 +159,7 @@ func DefaultOptions() Options {
 		RetentionInterval: 5 * time.Second,
 		VersionInterval:   5 * time.Second,
 		RaftLogSync:       true,
+		AwaitFounders:     true,
 	}
 }
 

@@ -3,6 +3,7 @@ package raft
 // Status is a node's view of the cluster, as /health reports it.
 type Status struct {
 	ID         string // this node's id
+	Store      string // its store's id (identity.go), minted with its data directory
 	Role       string // "leader", "follower", "candidate" or "shutdown"
 	Leader     string // the leader's node id, "" when there is none
 	LeaderHTTP string // the leader's HTTP address, "" when unknown

@@ -44,6 +44,10 @@ type serveConfig struct {
 	raftAddr  string
 	peers     []raft.Peer
 	join      string
+	// rejoin is --join as given to a founder (one --peers lists), which
+	// drops join: it joins after all when its store is empty and the
+	// founders run the cluster without it (raft.ErrNotMember).
+	rejoin    string
 	pprof     string
 	logLevel  slog.Level
 	logFormat string
@@ -200,7 +204,7 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 			founder = founder || p.ID == c.nodeID
 		}
 		if founder {
-			c.join = ""
+			c.rejoin, c.join = c.join, ""
 		} else {
 			c.peers = nil
 		}
@@ -442,6 +446,13 @@ func serve(args []string) error {
 	}
 	replicas := c.replicaCount() // before the open makes --data's Raft log
 	node, err := openBroker(opts, c.groups, replicas, c.replaceAfter, c.balance, fwd, ms)
+	if errors.Is(err, raft.ErrNotMember) && c.rejoin != "" && c.clusterSecret != "" {
+		// A founder whose old store was removed from the cluster (queen
+		// leave --force after its disk was lost) comes back as a new member.
+		log.Info("this node's store is empty and the cluster runs without it: joining as a new member", "via", c.rejoin, "why", err)
+		opts.Peers, opts.Bootstrap, c.join, replicas = nil, false, c.rejoin, 0
+		node, err = openBroker(opts, c.groups, replicas, c.replaceAfter, c.balance, fwd, ms)
+	}
 	if err != nil {
 		return err
 	}

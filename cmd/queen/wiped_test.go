@@ -1,0 +1,146 @@
+package main
+
+// Process-level tests of a node that lost its disk and starts again under
+// its old id with the same flags (a Kubernetes StatefulSet pod given a new
+// volume): it must never vote, so nothing acknowledged is lost, and it
+// says how to repair it (raft/identity.go, README.md "Runbook").
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestWipe_TwoDownLosesNothing: one group.
+func TestWipe_TwoDownLosesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process test")
+	}
+	twoDown(t, 1)
+}
+
+// TestWipe_TwoDownLosesNothingGroups: the same with --groups 2, whose
+// Host runs the founders' round before any group opens.
+func TestWipe_TwoDownLosesNothingGroups(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process test")
+	}
+	twoDown(t, 2)
+}
+
+// twoDown is the scenario of the issue that found it: pause a node (B),
+// push twenty items (each answered queued, so committed on the other two),
+// kill -9 the other two (A, C), delete C's data directory and start C again
+// with the same flags, resume B, start A again. Before the store ids, C
+// bootstrapped, voted B (which lacked the pushes) into office, and A's log
+// was truncated: 19 or 20 of the 20 lost on every node. Now C waits while
+// no founder answers, refuses to start once B does (exit non-zero, naming
+// the fix), and once A is back every push is there. Then the repair the
+// refusal names: queen leave --force through a survivor, and C, started
+// with --join as well, joins as a new member and catches up.
+func twoDown(t *testing.T, groups int) {
+	secret := writeSecret(t, "wipe secret")
+	common := []string{"--cluster-secret-file", secret}
+	if groups > 1 {
+		common = append(common, "--groups", strconv.Itoa(groups))
+	}
+	c := startLoopback(t, 3, common...)
+	leader := c.waitLeader(c.nodes, 60*time.Second)
+	if groups > 1 {
+		c.waitSpread(c.nodes, groups)
+	}
+	queues := []string{"wa", "wb", "wc", "wd"}
+	var first []pushItem
+	for _, q := range queues {
+		first = append(first, pushItem{Queue: q, TransactionID: "first-" + q, Payload: 0})
+	}
+	c.mustPush(c.nodes, 30*time.Second, first)
+
+	// A is the directory's leader, B and C the others.
+	a := leader
+	others := c.others(a)
+	b, wiped := others[0], others[1]
+	if err := b.signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	paused := true
+	defer func() {
+		if paused {
+			b.signal(syscall.SIGCONT)
+		}
+	}()
+	var acked []pushItem
+	for i := range 20 {
+		item := pushItem{Queue: queues[i%len(queues)], TransactionID: fmt.Sprintf("acked-%d", i), Payload: i}
+		c.mustPush([]*qnode{a, wiped}, 60*time.Second, []pushItem{item})
+		acked = append(acked, item)
+	}
+	t.Logf("%s paused; 20 pushes answered queued through %s and %s", b.id, a.id, wiped.id)
+	a.kill()
+	wiped.kill()
+	if err := os.RemoveAll(wiped.dir); err != nil {
+		t.Fatal(err)
+	}
+	wiped.start()
+	// No founder answers (A is down, B paused): C waits, serving nothing.
+	time.Sleep(3 * time.Second)
+	if !wiped.running() {
+		t.Fatalf("%s exited while no founder could answer:\n%s", wiped.id, wiped.logTail(3000))
+	}
+	if code, _, err := c.do(2*time.Second, "GET", wiped.url("/health"), nil); err == nil {
+		t.Fatalf("%s answers /health (%d) with an empty store while no founder answered", wiped.id, code)
+	}
+	if err := b.signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	paused = false
+	waitFor(t, 60*time.Second, wiped.id+" to refuse to start once "+b.id+" answers", func() (bool, string) {
+		return !wiped.running(), "still running"
+	})
+	if code := wiped.cmd.ProcessState.ExitCode(); code == 0 {
+		t.Fatalf("%s exited 0 after refusing to start", wiped.id)
+	}
+	log := wiped.logTail(4000)
+	if !strings.Contains(log, "store was lost") || !strings.Contains(log, "queen leave") {
+		t.Fatalf("%s's refusal does not say what happened and how to fix it:\n%s", wiped.id, log)
+	}
+	t.Logf("%s refused to start: %s", wiped.id, log[strings.LastIndex(log, "store was lost"):])
+	// B alone elects nobody; with A back, every acknowledged push is there.
+	a.start()
+	live := []*qnode{a, b}
+	c.waitLeader(live, 60*time.Second)
+	c.requireStored(live, acked)
+
+	// The repair: remove the old store, then the same flags plus --join
+	// make C a new member, which catches up.
+	c.leaveForce(a, wiped.id, secret)
+	wiped.args = append(slices.Clone(wiped.args), "--join", a.url(""))
+	wiped.start()
+	all := []*qnode{a, b, wiped}
+	c.waitVoters(all, groups, 3)
+	c.waitConverged(all, 120*time.Second)
+	c.requireStored([]*qnode{wiped}, acked)
+}
+
+// requireStored pushes items again through each of nodes: every item must
+// answer duplicate, which it does only when its first push is stored.
+func (c *cluster) requireStored(nodes []*qnode, items []pushItem) {
+	c.t.Helper()
+	for _, n := range nodes {
+		res := c.mustPush([]*qnode{n}, 60*time.Second, items)
+		var lost []string
+		for _, r := range res {
+			if r.Status != "duplicate" {
+				lost = append(lost, r.TransactionID)
+			}
+		}
+		if len(lost) > 0 {
+			c.t.Fatalf("through %s, %d of %d acknowledged pushes were lost: %v", n.id, len(lost), len(items), lost)
+		}
+	}
+}
