@@ -1,6 +1,7 @@
 package raft
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -213,7 +214,7 @@ func (h *Host) JoinGroup(g uint32, id, addr string, force bool) error {
 	if n == nil {
 		return fmt.Errorf("%w: group %d does not exist", engine.ErrInvalid, g)
 	}
-	return h.groupError(g, n.Join(id, addr, force))
+	return h.memberError(g, n.Join(id, addr, force))
 }
 
 // LeaveGroup removes a server from group g, as JoinGroup adds one.
@@ -222,5 +223,20 @@ func (h *Host) LeaveGroup(g uint32, id string, force bool) error {
 	if n == nil {
 		return fmt.Errorf("%w: group %d does not exist", engine.ErrInvalid, g)
 	}
-	return h.groupError(g, n.Leave(id, force))
+	return h.memberError(g, n.Leave(id, force))
+}
+
+// memberError is groupError for a membership change: a replica that does
+// not know a leader, as the idle replica of a group this node is no voter
+// of never does, names the leader the directory records for the group, so
+// the edge relays the change there instead of answering no_leader (a
+// forced leave of a dead node through a survivor that is no voter of one
+// of its groups failed so on every survivor).
+func (h *Host) memberError(g uint32, err error) error {
+	if errors.Is(err, ErrNoLeader) {
+		if st := h.leaderOf(g); st.Leader != "" && st.Leader != h.opts.Node.ID {
+			return &NotLeaderError{Group: g, Status: st}
+		}
+	}
+	return h.groupError(g, err)
 }
