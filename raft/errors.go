@@ -62,6 +62,10 @@ var (
 	// the old id could elect a leader that lacks acknowledged writes (see
 	// identity.go). The message names the fix.
 	ErrStoreLost = errors.New("raft: this node's store was lost")
+	// ErrUnknownMember is returned by Leave for an id the configuration
+	// does not hold (with groups, the directory's, which counts every
+	// node): nothing was changed.
+	ErrUnknownMember = errors.New("raft: no such member")
 	// ErrNotMember is returned by Open and OpenHost when this node's store
 	// is empty and the founders that hold the cluster's state do not count
 	// it a member: it must join (--join), not bootstrap.

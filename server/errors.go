@@ -109,6 +109,7 @@ var errorTable = [...]errorCode{
 	{engine.ErrNoDeadLetter, fasthttp.StatusNotFound, "no_dead_letter", "No dead-letter row for this address"},
 	{engine.ErrMessageNotFound, fasthttp.StatusNotFound, "message_not_found", "Message not found"},
 	{engine.ErrQueryNotFound, fasthttp.StatusNotFound, "query_not_found", "query not found"},
+	{raft.ErrUnknownMember, fasthttp.StatusNotFound, "unknown_member", "No such member: the cluster does not count this node id"},
 	{engine.ErrTraceLimit, fasthttp.StatusConflict, "trace_limit", "The message holds as many traces as it may (256)"},
 	{engine.ErrAlreadyConsumed, fasthttp.StatusConflict, "already_consumed", "Message already consumed by this consumer group"},
 	{errOriginNotAllowed, fasthttp.StatusForbidden, "origin_not_allowed", "Origin not allowed"},

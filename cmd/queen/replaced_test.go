@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -215,6 +217,12 @@ func TestGroups_ForcedLeaveOfLostNode(t *testing.T) {
 	c.leaveForce(via, victim.id, secret)
 	load.push(survivors)
 	c.waitPlaced(survivors, 6, 3, victim.id, func() { load.push(survivors) })
+	// Asked again: the directory no longer counts it, 404 unknown_member.
+	out, err := exec.Command(queenBinary(t), "leave", "--url", survivors[0].url(""), "--node-id", victim.id, "--force",
+		"--cluster-secret-file", secret).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "unknown_member") {
+		t.Fatalf("queen leave of %s again: %v: %s (want exit 1 and 404 unknown_member)", victim.id, err, out)
+	}
 	c.drainOnce(survivors, load.queues, load.pushed)
 }
 

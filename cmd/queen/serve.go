@@ -444,6 +444,13 @@ func serve(args []string) error {
 		// read from their /health, and a follower relays its own address.
 		opts.Versions, opts.Forward = fwd, fwd
 	}
+	if c.join != "" {
+		// A wrong secret is a mistake to say at once, before --data is
+		// made: the join would be refused for ever.
+		if err := joinAllowed(c.join, c.clusterSecret, c.relayTLS); err != nil {
+			return err
+		}
+	}
 	replicas := c.replicaCount() // before the open makes --data's Raft log
 	node, err := openBroker(opts, c.groups, replicas, c.replaceAfter, c.balance, fwd, ms)
 	if errors.Is(err, raft.ErrNotMember) && c.rejoin != "" && c.clusterSecret != "" {
@@ -479,9 +486,14 @@ func serve(args []string) error {
 		go servePprof(log, c.pprof)
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- serveFailure(srv.Serve(ln)) }()
 	if c.join != "" {
-		go joinCluster(log, c.join, c.nodeID, c.raftAddr, c.clusterSecret, c.relayTLS)
+		go joinCluster(log, c.join, c.nodeID, c.raftAddr, c.clusterSecret, c.relayTLS, func(err error) {
+			select {
+			case errc <- err:
+			default: // the server has stopped already: that is the error
+			}
+		})
 	}
 	close(serving)
 	served := awaitStop(log, sigs, errc)
@@ -497,9 +509,18 @@ func serve(args []string) error {
 	return err
 }
 
-// awaitStop waits for a signal (nil: a clean stop) or for the HTTP server
-// to return, which it does only when it cannot go on: that is the node's
-// failure, never nil, so that serve exits non-zero and a supervisor
+// serveFailure is what the HTTP server's return means: it returns only
+// when it cannot go on, so nil is a failure too.
+func serveFailure(err error) error {
+	if err == nil {
+		err = errors.New("returned without being shut down")
+	}
+	return fmt.Errorf("http server: %w", err)
+}
+
+// awaitStop waits for a signal (nil: a clean stop) or for a failure the node
+// cannot go on after (the HTTP server returned, a join was refused for
+// good): never nil, so that serve exits non-zero and a supervisor
 // (Restart=on-failure) starts the node again.
 func awaitStop(log *slog.Logger, sigs <-chan os.Signal, errc <-chan error) error {
 	select {
@@ -507,11 +528,8 @@ func awaitStop(log *slog.Logger, sigs <-chan os.Signal, errc <-chan error) error
 		log.Info("shutting down", "signal", sig.String())
 		return nil
 	case err := <-errc:
-		if err == nil {
-			err = errors.New("returned without being shut down")
-		}
-		log.Error("http server stopped", "err", err)
-		return fmt.Errorf("http server: %w", err)
+		log.Error("stopping", "err", err)
+		return err
 	}
 }
 
@@ -585,10 +603,31 @@ func storageGuard(log *slog.Logger, c serveConfig) (*diskspace.Guard, error) {
 	return g, nil
 }
 
+// joinAllowed asks the node at url whether it takes this node's cluster
+// secret: a join route asked with an empty body answers 403 (or 401) for a
+// wrong secret and 400 past the check, changing nothing. A node that does
+// not answer is no reason to stop (the cluster may be starting):
+// joinCluster retries.
+func joinAllowed(url, secret string, roots *tls.Config) error {
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: roots}}
+	resp, err := postMembership(client, url, "join", "{}", secret, "")
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusUnauthorized {
+		msg, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("--join %s refuses this node: %s: %s (every node needs the same cluster secret)",
+			url, resp.Status, bytes.TrimSpace(msg))
+	}
+	return nil
+}
+
 // joinCluster asks a running node (which forwards to the leader) to add this
 // node as a voter, retrying until it succeeds: the cluster may be electing.
-// Joining twice is harmless.
-func joinCluster(log *slog.Logger, url, id, raftAddr, secret string, roots *tls.Config) {
+// Joining twice is harmless. A refusal of the secret is final: fail gets
+// it, and serve stops with it.
+func joinCluster(log *slog.Logger, url, id, raftAddr, secret string, roots *tls.Config, fail func(error)) {
 	body := fmt.Sprintf(`{"id":%q,"addr":%q}`, id, raftAddr)
 	client := &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{TLSClientConfig: roots}}
 	for attempt := 1; ; attempt++ {
@@ -601,6 +640,11 @@ func joinCluster(log *slog.Logger, url, id, raftAddr, secret string, roots *tls.
 				return
 			}
 			err = fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(msg))
+			if resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusUnauthorized {
+				log.Error("join cluster refused for good", "via", url, "err", err)
+				fail(fmt.Errorf("--join %s refuses this node: %w", url, err))
+				return
+			}
 		}
 		log.Warn("join cluster", "via", url, "attempt", attempt, "err", err)
 		time.Sleep(min(time.Duration(attempt)*time.Second, 5*time.Second))

@@ -321,7 +321,7 @@ func TestAwaitStop(t *testing.T) {
 	boom := errors.New("accept: boom")
 	for _, served := range []error{boom, nil} {
 		errc := make(chan error, 1)
-		errc <- served
+		errc <- serveFailure(served)
 		err := awaitStop(log, make(chan os.Signal), errc)
 		if err == nil {
 			t.Errorf("Serve returned %v: awaitStop = nil, want an error", served)
