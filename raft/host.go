@@ -41,6 +41,7 @@ type Host struct {
 	store   *logstore.Store
 	stream  *streamLayer
 	storeID string        // the data directory's store (identity.go)
+	removal *removal      // closed once this node knows it was removed (removed.go)
 	nodes   []*Node       // by group id, 0..G
 	turn    atomic.Uint64 // the rotating start of discovery pops
 	// holdOutbox, set by a test, stops outbox deliveries: a transaction
@@ -186,7 +187,8 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 	case o.Groups < 1:
 		return nil, fmt.Errorf("raft: host: Groups must be at least 1, not %d", o.Groups)
 	}
-	h := &Host{opts: o, done: make(chan struct{}), waitsStopped: make(chan struct{}), catchUp: make([]uint64, o.Groups+1)}
+	h := &Host{opts: o, done: make(chan struct{}), waitsStopped: make(chan struct{}), catchUp: make([]uint64, o.Groups+1),
+		removal: newRemoval()}
 	defer func() {
 		if err != nil {
 			h.closeParts()
@@ -259,7 +261,12 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 		}
 		return id
 	})
-	h.wg.Add(6)
+	h.wg.Add(7)
+	go func() {
+		defer h.wg.Done()
+		dir := h.nodes[Directory]
+		h.removal.watch(h.stream, opts.ID, dir.leaderless, dir.configuration, log, h.done)
+	}()
 	go h.loadLoop()
 	go h.layoutLoop()
 	go h.rebalanceLoop()
@@ -309,6 +316,11 @@ func (h *Host) awaitFounders(log *slog.Logger) (map[string]string, error) {
 	}
 	return seen, recordFounders(first, seen)
 }
+
+// Removed is closed once this node knows it was removed from the cluster
+// (removed.go): the directory, which counts every node, knows no leader,
+// and the other nodes run it without this one.
+func (h *Host) Removed() <-chan struct{} { return h.removal.Removed() }
 
 // oneGroupStore refuses a data directory a node of one group made (a
 // Raft log and no directory group): as group 1 of a Host its queues would

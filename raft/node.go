@@ -48,6 +48,7 @@ type Node struct {
 	// storeID names the node's store (identity.go): its data directory's,
 	// shared by a Host's groups.
 	storeID string
+	removal *removal // closed once this node knows it was removed (removed.go)
 	// membership serialises Join and Leave: a check and the change it
 	// allows happen together.
 	membership sync.Mutex
@@ -108,7 +109,7 @@ type hostPart struct {
 func open(opts Options, h *hostPart) (*Node, error) {
 	n := &Node{opts: opts, log: opts.Logger.With("node", opts.ID), notify: newNotifier(),
 		proposals: make(chan *proposal, 4096), inflight: make(chan struct{}, opts.MaxInFlight),
-		done: make(chan struct{}), stopped: make(chan struct{}), live: newLiveness(), group: 1}
+		done: make(chan struct{}), stopped: make(chan struct{}), live: newLiveness(), group: 1, removal: newRemoval()}
 	n.readIndex = rounds.New(opts.ApplyTimeout, n.confirmRead)
 	n.versions.cluster.Store(1)
 	if h != nil {
@@ -202,6 +203,13 @@ func open(opts Options, h *hostPart) (*Node, error) {
 				Members: n.members(), Known: true, Founders: founders}
 		})
 	}
+	if h == nil && n.stream != nil {
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			n.removal.watch(n.stream, n.opts.ID, n.leaderless, n.configuration, n.log, n.done)
+		}()
+	}
 	n.loadVersions()
 	n.wg.Add(5)
 	go n.proposeLoop()
@@ -238,6 +246,16 @@ func (n *Node) awaitFounders(exists bool) (map[string]string, error) {
 // node.
 func otherFounders(opts Options) bool {
 	return slices.ContainsFunc(opts.Peers, func(p Peer) bool { return p.ID != opts.ID })
+}
+
+// Removed is closed once this node knows it was removed from the cluster
+// (removed.go); a Host's groups leave that to the Host.
+func (n *Node) Removed() <-chan struct{} { return n.removal.Removed() }
+
+// leaderless reports whether the node knows no leader.
+func (n *Node) leaderless() bool {
+	_, id := n.raft.LeaderWithID()
+	return id == ""
 }
 
 // members lists the ids of the node's latest configuration, nil when raft

@@ -594,7 +594,7 @@ func TestCluster_JoinAndLeave(t *testing.T) {
 			t.Fatalf("queen leave --node-id %s, not a member: %v: %s (want exit 1 and 404 unknown_member)", id, err, out)
 		}
 	}
-	n3.stop()
+	n3.awaitLeft(90 * time.Second)
 	c.stopAndCompare(nodes[:2], 30*time.Second)
 }
 

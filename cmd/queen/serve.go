@@ -496,7 +496,7 @@ func serve(args []string) error {
 		})
 	}
 	close(serving)
-	served := awaitStop(log, sigs, errc)
+	served := awaitStop(log, sigs, errc, node.Removed())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	errs := []error{served, srv.Shutdown(ctx), node.Close()}
@@ -518,14 +518,18 @@ func serveFailure(err error) error {
 	return fmt.Errorf("http server: %w", err)
 }
 
-// awaitStop waits for a signal (nil: a clean stop) or for a failure the node
-// cannot go on after (the HTTP server returned, a join was refused for
-// good): never nil, so that serve exits non-zero and a supervisor
-// (Restart=on-failure) starts the node again.
-func awaitStop(log *slog.Logger, sigs <-chan os.Signal, errc <-chan error) error {
+// awaitStop waits for a signal or the node's removal from the cluster (nil:
+// a clean stop) or for a failure the node cannot go on after (the HTTP
+// server returned, a join was refused for good): never nil, so that serve
+// exits non-zero and a supervisor (Restart=on-failure) starts the node
+// again.
+func awaitStop(log *slog.Logger, sigs <-chan os.Signal, errc <-chan error, removed <-chan struct{}) error {
 	select {
 	case sig := <-sigs:
 		log.Info("shutting down", "signal", sig.String())
+		return nil
+	case <-removed:
+		log.Info("shutting down: this node is no longer a member of the cluster (it was removed, or left)")
 		return nil
 	case err := <-errc:
 		log.Error("stopping", "err", err)
@@ -540,6 +544,9 @@ type broker interface {
 	// Engine is the engine of the node's group 1, which the analytics
 	// read store figures from.
 	Engine() *engine.Engine
+	// Removed is closed once the node knows the cluster removed it (a
+	// leave it was not told of): it stops serving then.
+	Removed() <-chan struct{}
 	Close() error
 }
 
