@@ -307,6 +307,11 @@ func (h *Host) awaitFounders(log *slog.Logger) (map[string]string, error) {
 	}
 	self := identity{Node: opts.ID, Store: h.storeID, State: state, Founders: founders}
 	h.stream.setIdentity(func() identity { return self })
+	if !state {
+		if err := checkJoiner(opts, log); err != nil {
+			return nil, err
+		}
+	}
 	if state || !opts.AwaitFounders || !otherFounders(opts) {
 		return founders, nil
 	}

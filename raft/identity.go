@@ -213,6 +213,7 @@ var (
 	founderRound      = 500 * time.Millisecond
 	founderReport     = 10 * time.Second
 	notMemberDecision = 30 * time.Second
+	joinListed        = 8 * time.Second
 )
 
 // awaitFounders runs the first start of founder self (its store empty; see
@@ -278,6 +279,46 @@ func awaitFounders(s *streamLayer, self identity, peers []Peer, log *slog.Logger
 			return nil, ErrShutdown
 		case <-time.After(founderRound):
 		}
+	}
+}
+
+// checkJoiner runs, for a node that joins and holds no Raft state, the
+// joiner's side of "A lost disk never votes": while the cluster's members
+// (Options.JoinMembers) cannot be read it asks again, and it returns
+// ErrStoreLost when they include this node's id for joinListed on end (the
+// list a node publishes is read from its configuration every few seconds:
+// an id removed a moment ago may still be on it).
+func checkJoiner(opts Options, log *slog.Logger) error {
+	if opts.JoinMembers == nil || len(opts.Peers) > 0 || opts.Bootstrap {
+		return nil
+	}
+	var listed time.Time
+	began, reported := time.Now(), time.Now()
+	for {
+		members, err := opts.JoinMembers()
+		if err == nil && !slices.Contains(members, opts.ID) {
+			return nil
+		}
+		if err == nil {
+			if listed.IsZero() {
+				listed = time.Now()
+			}
+			if time.Since(listed) >= joinListed {
+				return fmt.Errorf("%w: the cluster it joins counts %s a member (%s), with a store other than this empty one "+
+					"(the disk of %s was lost or replaced: voting under its old id could elect a leader that lacks acknowledged writes). "+
+					"Remove the old store first, through any node: queen leave --url <its HTTP URL> --node-id %s --force; "+
+					"then start this node again",
+					ErrStoreLost, opts.ID, strings.Join(members, ", "), opts.ID, opts.ID)
+			}
+		} else {
+			listed = time.Time{}
+		}
+		if time.Since(reported) >= founderReport {
+			reported = time.Now()
+			log.Info("raft: waiting for the cluster to say whom it counts before joining (this node's store is empty)",
+				"waited", time.Since(began).Round(time.Second), "err", err)
+		}
+		time.Sleep(founderRound)
 	}
 }
 

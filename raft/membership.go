@@ -182,6 +182,11 @@ func (n *Node) Members() []string {
 	if err != nil {
 		return nil
 	}
+	return voterIDs(conf)
+}
+
+// voterIDs lists the ids of conf's voters, sorted.
+func voterIDs(conf hraft.Configuration) []string {
 	var ids []string
 	for _, s := range conf.Servers {
 		if s.Suffrage == hraft.Voter {

@@ -232,6 +232,11 @@ func (n *Node) awaitFounders(exists bool) (map[string]string, error) {
 	}
 	self := identity{Node: n.opts.ID, Store: n.storeID, State: exists, Founders: founders}
 	n.stream.setIdentity(func() identity { return self })
+	if !exists {
+		if err := checkJoiner(n.opts, n.log); err != nil {
+			return nil, err
+		}
+	}
 	if exists || !n.opts.AwaitFounders || !otherFounders(n.opts) {
 		return founders, nil
 	}
@@ -799,6 +804,7 @@ func (n *Node) Status() Status {
 	if f := n.raft.GetConfiguration(); f.Error() == nil {
 		var live int
 		s.Voters, live = n.count(f.Configuration(), "")
+		s.Members = voterIDs(f.Configuration())
 		if s.Role == "leader" {
 			s.LiveVoters = live
 		}

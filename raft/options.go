@@ -71,6 +71,12 @@ type Options struct {
 	// answered, so founders start together. DefaultOptions sets it; tests
 	// that open founders one after another on the TCP transport clear it.
 	AwaitFounders bool
+	// JoinMembers, for a node that joins (no Peers, no Bootstrap) and
+	// holds no Raft state, returns the ids of the servers the cluster it
+	// joins counts (serve reads them from --join's /health). Open refuses
+	// with ErrStoreLost when they include ID, as for a founder (a joiner's
+	// lost disk), and asks again while it fails. Nil: no check.
+	JoinMembers func() ([]string, error)
 	// Engine configures the state machine's store. Sync is forced off: the
 	// Raft log is the write-ahead log; Logger is Logger.
 	Engine engine.Options

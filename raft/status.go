@@ -10,6 +10,9 @@ type Status struct {
 	Applied    uint64 // the last Raft index applied to the engine
 	Term       uint64
 	Voters     int
+	// Members are the ids of the voters of the latest configuration,
+	// sorted (a Host's directory: every node).
+	Members []string
 	// LiveVoters is, on the leader, how many voters it knows live: itself
 	// and the followers whose heartbeats are not failing (see membership.go).
 	// 0 on any other node.

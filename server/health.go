@@ -49,6 +49,11 @@ func (s *Server) health(ctx *fasthttp.RequestCtx, _ *params) {
 	w.Int("applied", int64(st.Applied))
 	w.Int("term", int64(st.Term))
 	w.Int("voters", int64(st.Voters))
+	w.Array("members")
+	for _, m := range st.Members {
+		w.Str("", m)
+	}
+	w.EndArray()
 	w.Int("uptime", int64(time.Since(s.started).Seconds()))
 	s.writeVersions(&w, st)
 	w.Object("shared_state")

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -450,6 +451,7 @@ func serve(args []string) error {
 		if err := joinAllowed(c.join, c.clusterSecret, c.relayTLS); err != nil {
 			return err
 		}
+		opts.JoinMembers = func() ([]string, error) { return clusterMembers(c.join, c.relayTLS) }
 	}
 	replicas := c.replicaCount() // before the open makes --data's Raft log
 	node, err := openBroker(opts, c.groups, replicas, c.replaceAfter, c.balance, fwd, ms)
@@ -457,7 +459,8 @@ func serve(args []string) error {
 		// A founder whose old store was removed from the cluster (queen
 		// leave --force after its disk was lost) comes back as a new member.
 		log.Info("this node's store is empty and the cluster runs without it: joining as a new member", "via", c.rejoin, "why", err)
-		opts.Peers, opts.Bootstrap, c.join, replicas = nil, false, c.rejoin, 0
+		// The founders said it is no member: no /health list to wait on.
+		opts.Peers, opts.Bootstrap, c.join, replicas, opts.JoinMembers = nil, false, c.rejoin, 0, nil
 		node, err = openBroker(opts, c.groups, replicas, c.replaceAfter, c.balance, fwd, ms)
 	}
 	if err != nil {
@@ -628,6 +631,36 @@ func joinAllowed(url, secret string, roots *tls.Config) error {
 			url, resp.Status, bytes.TrimSpace(msg))
 	}
 	return nil
+}
+
+// clusterMembers reads the ids of the voters the node at url counts from
+// its /health (public: "members", its latest configuration's, the
+// directory's with groups; "nodes", read every few seconds, from a binary
+// without it).
+func clusterMembers(url string, roots *tls.Config) ([]string, error) {
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: roots}}
+	resp, err := client.Get(strings.TrimSuffix(url, "/") + "/health")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var h struct {
+		Members []string `json:"members"`
+		Nodes   []struct {
+			ID string `json:"id"`
+		} `json:"nodes"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&h); err != nil {
+		return nil, fmt.Errorf("%s/health: %s: %w", url, resp.Status, err)
+	}
+	if h.Members != nil {
+		return h.Members, nil
+	}
+	var ids []string
+	for _, n := range h.Nodes {
+		ids = append(ids, n.ID)
+	}
+	return ids, nil
 }
 
 // joinCluster asks a running node (which forwards to the leader) to add this

@@ -144,3 +144,50 @@ func (c *cluster) requireStored(nodes []*qnode, items []pushItem) {
 		}
 	}
 }
+
+// TestWipe_JoinerWithALostDiskIsRefused: a node that joined with --join
+// (not a founder) loses its disk and starts again with the same flags. The
+// cluster still counts its id, so it refuses to start (exit non-zero,
+// naming the fix) before its Raft could vote; after queen leave --force,
+// the same command joins it again as a new member, which catches up.
+func TestWipe_JoinerWithALostDiskIsRefused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process test")
+	}
+	secret := writeSecret(t, "wiped joiner secret")
+	c := startLoopback(t, 3, "--cluster-secret-file", secret)
+	leader := c.waitLeader(c.nodes, 60*time.Second)
+	ports := freePorts(t, 2)
+	httpAddr := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	joiner := c.addNode("n4", httpAddr, nil, "--http", httpAddr, "--raft", fmt.Sprintf("127.0.0.1:%d", ports[1]),
+		"--retention-interval", "0", "--cluster-secret-file", secret, "--join", leader.url(""))
+	joiner.start()
+	c.waitVoters(c.nodes, 1, 4)
+	var items []pushItem
+	for i := range 10 {
+		items = append(items, pushItem{Queue: "wj", TransactionID: fmt.Sprintf("wj-%d", i), Payload: i})
+	}
+	c.mustPush(c.nodes, 30*time.Second, items)
+	c.waitConverged(c.nodes, 60*time.Second)
+
+	joiner.kill()
+	if err := os.RemoveAll(joiner.dir); err != nil {
+		t.Fatal(err)
+	}
+	joiner.start()
+	waitFor(t, 60*time.Second, joiner.id+" with an empty store to refuse to start", func() (bool, string) {
+		return !joiner.running(), "still running"
+	})
+	log := joiner.logTail(4000)
+	if joiner.cmd.ProcessState.ExitCode() == 0 || !strings.Contains(log, "store was lost") || !strings.Contains(log, "queen leave") {
+		t.Fatalf("%s: exit %v, want non-zero and the reason with the fix in its log:\n%s", joiner.id, joiner.cmd.ProcessState, log)
+	}
+	founders := c.nodes[:3]
+	c.requireStored(founders, items)
+
+	c.leaveForce(founders[0], joiner.id, secret)
+	joiner.start()
+	c.waitVoters(c.nodes, 1, 4)
+	c.waitConverged(c.nodes, 120*time.Second)
+	c.requireStored([]*qnode{joiner}, items)
+}
