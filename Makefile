@@ -41,6 +41,7 @@ fuzz:
 	$(FUZZ) ./raft/command -fuzz '^FuzzEntryRoundTrip$$'
 	$(FUZZ) ./fuzz -fuzz '^FuzzBackupVerify$$'
 	$(FUZZ) ./server/streams -fuzz '^FuzzDecodeCycle$$'
+	$(FUZZ) ./fuzz -fuzz '^FuzzPush$$'
 
 # The Go benchmarks of bench/, printed as one table in which every rate is
 # also a ratio to the limit (raw synced Pebble writes) measured in the same
