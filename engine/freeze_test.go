@@ -38,7 +38,6 @@ func TestFreeze_RefusesEveryWrite(t *testing.T) {
 	if enginetest.Must[bool](h, engine.FreezeQueueCmd{Queue: "orders", Epoch: 2}) {
 		t.Fatal("a repeated freeze changed something")
 	}
-	before := withoutMeta(h.Dump())
 	exported := exportAll(t, h, "orders", engine.ExportChunkBytes)
 	p0, p1, p2 := f.parts["p0"], f.parts["p1"], f.parts["p2"]
 	lease := f.lease.LeaseID
@@ -48,7 +47,7 @@ func TestFreeze_RefusesEveryWrite(t *testing.T) {
 		t.Fatalf("pop from the bystander: %+v", pending)
 	}
 	h.Apply(engine.PushCmd{Items: []engine.PushItem{{Queue: "other", Payload: []byte(`1`)}}})
-	before = withoutMeta(h.Dump()) // the bystander's writes above are not the frozen queue's
+	before := withoutMeta(h.Dump()) // the bystander's writes above are not the frozen queue's
 	orderPush := engine.PushItem{Queue: "orders", Partition: "p0", TransactionID: "new", Payload: []byte(`1`)}
 	otherPush := engine.PushItem{Queue: "other", TransactionID: "new-o", Payload: []byte(`1`)}
 	ack := engine.AckItem{TransactionID: "t-1", PartitionID: p1, Group: "billing", Status: cursor.Completed}

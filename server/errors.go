@@ -155,11 +155,6 @@ type apiError = wire.Error
 // badRequest is a 400 invalid_argument with msg as the client's text.
 func badRequest(msg string) error { return wire.BadRequest(msg) }
 
-// invalidJSON is a 400 invalid_json.
-func invalidJSON(msg string) error {
-	return &apiError{Kind: errInvalidJSON, Msg: "Invalid JSON: " + msg}
-}
-
 // notImplemented is a 501 not_implemented with msg as the client's text.
 func notImplemented(msg string) error { return &apiError{Kind: errNotImplemented, Msg: msg} }
 
