@@ -50,8 +50,8 @@ bench:
 	$(GO) test ./bench -run '^$$' -bench '$(or $(BENCH),.)' -benchmem -benchtime $(BENCHTIME) -count 1 -timeout 20m -json \
 	  | $(GO) run ./bench/cmd/benchtable
 
-# A long fault-schedule run (cmd/queen/chaos_test.go; `make test` runs a short
-# one): SEED= replays a seed (0 draws one), DURATION= is how long the faults
+# A long fault-schedule run (cmd/queen/chaos_test.go; `make test` runs three
+# short ones: TestChaos, TestChaos_Moves and TestChaos_Joins): SEED= replays a seed (0 draws one), DURATION= is how long the faults
 # and the load last, NET= is netns (partitions too; needs root), loopback or
 # auto; FAULTS= (comma-separated kinds) focuses the schedule; CHAOS_GROUPS=3 in
 # the environment runs the nodes with --groups 3 and adds queue moves and
