@@ -209,6 +209,16 @@ func TestBackup_NewerFormatRefused(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("a refused restore left %s: %v", dir, err)
 	}
+	// The fixture itself restores, and the serve line it prints listens
+	// on loopback, not on serve's default of every interface.
+	good := filepath.Join(t.TempDir(), "v1.qbak")
+	if err := os.WriteFile(good, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := queen("restore", "--in", good, "--data", dir, "--node-id", "r1")
+	if err != nil || !strings.Contains(out, "queen serve --data "+dir+" --node-id r1 --http 127.0.0.1:6632") {
+		t.Fatalf("queen restore of the v1 fixture: %v: %s", err, out)
+	}
 }
 
 // manifestFormat returns the backup file b with its manifest's "format"
