@@ -41,6 +41,7 @@ fuzz:
 	$(FUZZ) ./raft/command -fuzz '^FuzzEntryRoundTrip$$'
 	$(FUZZ) ./fuzz -fuzz '^FuzzBackupVerify$$'
 	$(FUZZ) ./server/streams -fuzz '^FuzzDecodeCycle$$'
+	$(FUZZ) ./fuzz -fuzz '^FuzzPush$$'
 
 # The Go benchmarks of bench/, printed as one table in which every rate is
 # also a ratio to the limit (raw synced Pebble writes) measured in the same
@@ -49,8 +50,8 @@ bench:
 	$(GO) test ./bench -run '^$$' -bench '$(or $(BENCH),.)' -benchmem -benchtime $(BENCHTIME) -count 1 -timeout 20m -json \
 	  | $(GO) run ./bench/cmd/benchtable
 
-# A long fault-schedule run (cmd/queen/chaos_test.go; `make test` runs a short
-# one): SEED= replays a seed (0 draws one), DURATION= is how long the faults
+# A long fault-schedule run (cmd/queen/chaos_test.go; `make test` runs three
+# short ones: TestChaos, TestChaos_Moves and TestChaos_Joins): SEED= replays a seed (0 draws one), DURATION= is how long the faults
 # and the load last, NET= is netns (partitions too; needs root), loopback or
 # auto; FAULTS= (comma-separated kinds) focuses the schedule; CHAOS_GROUPS=3 in
 # the environment runs the nodes with --groups 3 and adds queue moves and

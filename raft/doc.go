@@ -49,8 +49,10 @@
 //
 // A Host (host.go) runs several groups of one node over one log store and
 // one listener: the directory (group 0: how many data groups, which queue
-// lives in which) and data groups 1..G, each a Node, with the same voters
-// and leaders spread over the nodes. As a broker (hostbroker.go) it sends
+// lives in which) and data groups 1..G, each a Node. With --replicas R a
+// group's voters are R of the N nodes, as the directory's layout records
+// place them (hostlayout.go, placement/); without it every group has every
+// node; leaders are spread over the nodes. As a broker (hostbroker.go) it sends
 // each command to its queue's group, splits pushes and acks over groups,
 // relays the parts a group led elsewhere must propose (through its
 // Forwarder, package cluster), answers NotLeaderError for the rest, and merges reads. See

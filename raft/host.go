@@ -577,7 +577,13 @@ func (h *Host) defineGroups() bool {
 		d.log.Warn("raft: host: record the number of data groups", "err", err)
 	}
 	if h.opts.Replicas > 0 && command.ReplicaCount(d.engine.ClusterValue) == 0 {
-		if _, err := Propose[uint32](ctx, d, command.Replicas{Count: uint32(h.opts.Replicas)}); err != nil && !errors.Is(err, ErrShutdown) {
+		switch _, err := Propose[uint32](ctx, d, command.Replicas{Count: uint32(h.opts.Replicas)}); {
+		case errors.Is(err, ErrClusterVersion):
+			// A grouped start: the record is command version 3, and the
+			// cluster runs at 1 until the nodes have read each other's
+			// /health. The next look proposes it again.
+			d.log.Debug("raft: host: record the voters each group has once the cluster version allows it", "err", err)
+		case err != nil && !errors.Is(err, ErrShutdown):
 			d.log.Warn("raft: host: record the voters each group has", "err", err)
 		}
 	}

@@ -246,7 +246,7 @@ func TestChaos_Joins(t *testing.T) {
 }
 
 // chaosRegressions are the schedules that found bugs. Each is minutes long,
-// so `make test` runs only the short schedule and each bug's own
+// so `make test` runs only the three short schedules and each bug's own
 // deterministic test; `make chaos-regressions` replays these.
 var chaosRegressions = []struct {
 	seed     uint64
