@@ -426,7 +426,7 @@ func (d *disk) openSnapshots(opts Options, g uint32, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("raft: snapshot store: %w", err)
 	}
-	d.snaps = &refStore{SnapshotStore: files, e: d.engine}
+	d.snaps = &refStore{SnapshotStore: files, e: d.engine, log: d.log}
 	return nil
 }
 
