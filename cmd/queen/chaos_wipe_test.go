@@ -1,0 +1,49 @@
+package main
+
+import (
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+// wipe applies the wipe fault to a founder (chaos_test.go, faultWipe): kill
+// -9, its data directory deleted, started again with the same flags. The
+// heal checks that it refused to start (a non-zero exit naming the lost
+// store: it never ran Raft, so it voted for nobody), removes its old store
+// through another member and starts it with --join, so that it comes back
+// as a new member.
+func (r *chaosRun) wipe(rec *faultRecord, target *qnode, rng *rand.Rand) func() {
+	target.kill()
+	if err := os.RemoveAll(target.dir); err != nil {
+		r.t.Fatalf("wipe %s: %v", target.id, err)
+	}
+	target.start()
+	return func() {
+		deadline := time.Now().Add(60 * time.Second)
+		for target.running() && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		if target.running() {
+			r.t.Fatalf("wiped %s still runs 60 s after it started with an empty store: it must refuse while the others hold the cluster's state:\n%s",
+				target.id, target.logTail(4000))
+		}
+		if log := target.logTail(4000); target.cmd.ProcessState.Success() || !strings.Contains(log, "store was lost") {
+			r.t.Fatalf("wiped %s exited %v; want a refusal naming the lost store:\n%s", target.id, target.cmd.ProcessState, log)
+		}
+		var others []*qnode
+		for _, n := range r.members() {
+			if n != target && !r.isLeaving(n) {
+				others = append(others, n)
+			}
+		}
+		via := others[rng.IntN(len(others))]
+		r.c.leaveForce(via, target.id, r.secretFile)
+		if !slices.Contains(target.args, "--join") {
+			target.args = append(slices.Clone(target.args), "--join", via.url(""))
+		}
+		target.start()
+		rec.target += " (refused, left, rejoined via " + via.id + ")"
+	}
+}
