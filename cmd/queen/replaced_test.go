@@ -182,8 +182,26 @@ func TestGroups_ForcedLeaveOfLostNode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("process test")
 	}
-	secret := writeSecret(t, "forced leave secret")
-	c := startLoopback(t, 5, "--groups", "6", "--replicas", "3", "--cluster-secret-file", secret)
+	lostOfFive(t, true)
+}
+
+// TestGroups_LostNodeOfFiveIsReplaced: the same loss with --replace-after
+// 5s and no operator: the directory's leader re-creates the lost node's
+// replicas on the others and removes it.
+func TestGroups_LostNodeOfFiveIsReplaced(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process test")
+	}
+	lostOfFive(t, false)
+}
+
+func lostOfFive(t *testing.T, forced bool) {
+	secret := writeSecret(t, "lost of five secret")
+	args := []string{"--groups", "6", "--replicas", "3", "--cluster-secret-file", secret}
+	if !forced {
+		args = append(args, "--replace-after", "5s")
+	}
+	c := startLoopback(t, 5, args...)
 	p := c.waitPlaced(c.nodes, 6, 3, "")
 	load := c.roundsOver(c.groupQueues("gone", 6, c.nodes))
 	for range 5 {
@@ -213,10 +231,15 @@ func TestGroups_ForcedLeaveOfLostNode(t *testing.T) {
 	if err := os.RemoveAll(victim.dir); err != nil {
 		t.Fatal(err)
 	}
+	lost := time.Now()
 	load.push(survivors)
-	c.leaveForce(via, victim.id, secret)
+	if forced {
+		c.leaveForce(via, victim.id, secret)
+	}
 	load.push(survivors)
 	c.waitPlaced(survivors, 6, 3, victim.id, func() { load.push(survivors) })
+	t.Logf("every group on three voters without %s %v after its loss (forced leave: %v); %d rounds pushed",
+		victim.id, time.Since(lost).Round(100*time.Millisecond), forced, load.round)
 	// Asked again: the directory no longer counts it, 404 unknown_member.
 	out, err := exec.Command(queenBinary(t), "leave", "--url", survivors[0].url(""), "--node-id", victim.id, "--force",
 		"--cluster-secret-file", secret).CombinedOutput()
