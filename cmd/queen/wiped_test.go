@@ -191,3 +191,41 @@ func TestWipe_JoinerWithALostDiskIsRefused(t *testing.T) {
 	c.waitConverged(c.nodes, 120*time.Second)
 	c.requireStored([]*qnode{joiner}, items)
 }
+
+// TestWipe_LeaderWithTheOthersHealthy: the leader loses its disk while the
+// other two run: they elect, it refuses to start (it would have
+// re-bootstrapped and rejoined as a voter with an empty log), nothing
+// acknowledged is lost, and the repair brings it back.
+func TestWipe_LeaderWithTheOthersHealthy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process test")
+	}
+	secret := writeSecret(t, "wiped leader secret")
+	c := startLoopback(t, 3, "--cluster-secret-file", secret)
+	leader := c.waitLeader(c.nodes, 60*time.Second)
+	var acked []pushItem
+	for i := range 20 {
+		acked = append(acked, pushItem{Queue: "wl", TransactionID: fmt.Sprintf("wl-%d", i), Payload: i})
+	}
+	c.mustPush([]*qnode{leader}, 30*time.Second, acked)
+	others := c.others(leader)
+	leader.kill()
+	if err := os.RemoveAll(leader.dir); err != nil {
+		t.Fatal(err)
+	}
+	leader.start()
+	waitFor(t, 60*time.Second, leader.id+" with an empty store to refuse to start", func() (bool, string) {
+		return !leader.running(), "still running"
+	})
+	if log := leader.logTail(4000); leader.cmd.ProcessState.Success() || !strings.Contains(log, "store was lost") {
+		t.Fatalf("%s: exit %v, want non-zero and the lost store in its log:\n%s", leader.id, leader.cmd.ProcessState, log)
+	}
+	c.waitLeader(others, 60*time.Second)
+	c.requireStored(others, acked)
+	c.leaveForce(others[0], leader.id, secret)
+	leader.args = append(slices.Clone(leader.args), "--join", others[0].url(""))
+	leader.start()
+	c.waitVoters(c.nodes, 1, 3)
+	c.waitConverged(c.nodes, 120*time.Second)
+	c.requireStored([]*qnode{leader}, acked)
+}
