@@ -36,14 +36,15 @@ import (
 // refused all the same (ErrLayout): until queues can move, a plain store's
 // queues would be in no directory.
 type Host struct {
-	opts    HostOptions
-	lock    io.Closer
-	store   *logstore.Store
-	stream  *streamLayer
-	storeID string        // the data directory's store (identity.go)
-	removal *removal      // closed once this node knows it was removed (removed.go)
-	nodes   []*Node       // by group id, 0..G
-	turn    atomic.Uint64 // the rotating start of discovery pops
+	opts      HostOptions
+	lock      io.Closer
+	store     *logstore.Store
+	stream    *streamLayer
+	storeID   string        // the data directory's store (identity.go)
+	clusterID string        // the cluster's id (identity.go), "" when it has none
+	removal   *removal      // closed once this node knows it was removed (removed.go)
+	nodes     []*Node       // by group id, 0..G
+	turn      atomic.Uint64 // the rotating start of discovery pops
 	// holdOutbox, set by a test, stops outbox deliveries: a transaction
 	// then commits and leaves its rows, as a crash would.
 	holdOutbox atomic.Bool
@@ -236,7 +237,7 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 				gopts.Peers = nil // idle until a leader adds it (hostlayout.go)
 			}
 		}
-		n, err := open(gopts, &hostPart{group: g, store: h.store, stream: h.stream, storeID: h.storeID})
+		n, err := open(gopts, &hostPart{group: g, store: h.store, stream: h.stream, storeID: h.storeID, clusterID: h.clusterID})
 		if err != nil {
 			return nil, fmt.Errorf("raft: group %d: %w", g, err)
 		}
@@ -289,10 +290,6 @@ func (h *Host) awaitFounders(log *slog.Logger) (map[string]string, error) {
 	if h.storeID, err = storeID(first); err != nil {
 		return nil, err
 	}
-	founders, err := recordedFounders(first)
-	if err != nil {
-		return nil, err
-	}
 	var logs []*logstore.Log
 	for _, g := range h.Groups() {
 		l, err := h.store.Group(g)
@@ -305,21 +302,12 @@ func (h *Host) awaitFounders(log *slog.Logger) (map[string]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("raft: read state: %w", err)
 	}
-	self := identity{Node: opts.ID, Store: h.storeID, State: state, Founders: founders}
-	h.stream.setIdentity(func() identity { return self })
-	if !state {
-		if err := checkJoiner(opts, log); err != nil {
-			return nil, err
-		}
-	}
-	if state || !opts.AwaitFounders || !otherFounders(opts) {
-		return founders, nil
-	}
-	seen, err := awaitFounders(h.stream, self, opts.Peers, log, nil)
+	founders, cluster, err := openIdentity(opts, h.stream, first, h.storeID, state, log)
 	if err != nil {
 		return nil, err
 	}
-	return seen, recordFounders(first, seen)
+	h.clusterID = cluster
+	return founders, nil
 }
 
 // Removed is closed once this node knows it was removed from the cluster

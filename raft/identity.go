@@ -2,6 +2,7 @@ package raft
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -70,9 +71,79 @@ const (
 // (CurrentTerm, LastVoteTerm, LastVoteCand). Part of the on-disk format —
 // never change.
 var (
-	storeIDKey  = []byte("QueenStoreID")
-	foundersKey = []byte("QueenFounders")
+	storeIDKey   = []byte("QueenStoreID")
+	foundersKey  = []byte("QueenFounders")
+	clusterIDKey = []byte("QueenClusterID") // a joiner's, as the cluster it joined named it
 )
+
+// The cluster id names a cluster for good: 32 hex digits of SHA-256 over
+// its founders and their stores ("id=store\n", sorted by id), which every
+// founder records in the founders' round, so each derives the same id; a
+// lone founder's is over itself. A joiner records the id the cluster it
+// joins answers with (/health "cluster"). A cluster bootstrapped before
+// store ids has none ("").
+func clusterIDOf(founders map[string]string) string {
+	if len(founders) == 0 {
+		return ""
+	}
+	ids := make([]string, 0, len(founders))
+	for id := range founders {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	h := sha256.New()
+	for _, id := range ids {
+		fmt.Fprintf(h, "%s=%s\n", id, founders[id])
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// openIdentity does what "A lost disk never votes" asks of a node as it
+// opens, before Raft runs: it answers status probes on stream (nil: no
+// network transport) and, when the node holds no state (state), checks a
+// joiner (checkJoiner) or runs a founder's round (awaitFounders), recording
+// the founders in first, group 1's log. It returns the founders recorded and
+// the cluster id.
+func openIdentity(opts Options, stream *streamLayer, first *logstore.Log, store string, state bool,
+	log *slog.Logger) (map[string]string, string, error) {
+	founders, err := recordedFounders(first)
+	if err != nil {
+		return nil, "", err
+	}
+	self := identity{Node: opts.ID, Store: store, State: state, Founders: founders}
+	if stream != nil {
+		stream.setIdentity(func() identity { return self })
+	}
+	if !state {
+		joined, err := checkJoiner(opts, log)
+		if err != nil {
+			return nil, "", err
+		}
+		if joined != "" {
+			if err := first.Set(clusterIDKey, []byte(joined)); err != nil {
+				return nil, "", fmt.Errorf("raft: record the cluster id: %w", err)
+			}
+		}
+		bootstraps := len(opts.Peers) > 0 || opts.Bootstrap
+		switch {
+		case stream != nil && opts.AwaitFounders && otherFounders(opts):
+			if founders, err = awaitFounders(stream, self, opts.Peers, log, nil); err != nil {
+				return nil, "", err
+			}
+		case bootstraps:
+			founders = map[string]string{opts.ID: store}
+		}
+		if bootstraps {
+			if err := recordFounders(first, founders); err != nil {
+				return nil, "", err
+			}
+		}
+	}
+	if v, err := first.Get(clusterIDKey); err == nil && len(v) > 0 {
+		return founders, string(v), nil
+	}
+	return founders, clusterIDOf(founders), nil
+}
 
 // identity is what a node answers a status probe with.
 type identity struct {
@@ -285,26 +356,26 @@ func awaitFounders(s *streamLayer, self identity, peers []Peer, log *slog.Logger
 // checkJoiner runs, for a node that joins and holds no Raft state, the
 // joiner's side of "A lost disk never votes": while the cluster's members
 // (Options.JoinMembers) cannot be read it asks again, and it returns
-// ErrStoreLost when they include this node's id for joinListed on end (the
-// list a node publishes is read from its configuration every few seconds:
-// an id removed a moment ago may still be on it).
-func checkJoiner(opts Options, log *slog.Logger) error {
+// ErrStoreLost when they include this node's id for joinListed on end (a
+// node an older binary runs publishes a list read every few seconds: an id
+// removed a moment ago may still be on it). It returns the cluster's id.
+func checkJoiner(opts Options, log *slog.Logger) (string, error) {
 	if opts.JoinMembers == nil || len(opts.Peers) > 0 || opts.Bootstrap {
-		return nil
+		return "", nil
 	}
 	var listed time.Time
 	began, reported := time.Now(), time.Now()
 	for {
-		members, err := opts.JoinMembers()
+		members, cluster, err := opts.JoinMembers()
 		if err == nil && !slices.Contains(members, opts.ID) {
-			return nil
+			return cluster, nil
 		}
 		if err == nil {
 			if listed.IsZero() {
 				listed = time.Now()
 			}
 			if time.Since(listed) >= joinListed {
-				return fmt.Errorf("%w: the cluster it joins counts %s a member (%s), with a store other than this empty one "+
+				return "", fmt.Errorf("%w: the cluster it joins counts %s a member (%s), with a store other than this empty one "+
 					"(the disk of %s was lost or replaced: voting under its old id could elect a leader that lacks acknowledged writes). "+
 					"Remove the old store first, through any node: queen leave --url <its HTTP URL> --node-id %s --force; "+
 					"then start this node again",

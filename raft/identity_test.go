@@ -160,12 +160,18 @@ func TestFounders_FirstStartWaitsForEveryFounder(t *testing.T) {
 	leader := rafttest.WaitLeader(t, nodes...)
 	push(t, leader, "orders", "t1")
 	stores := map[string]bool{}
+	cluster := nodes[0].Status().Cluster
 	for _, n := range nodes {
 		st := n.Status()
 		if len(st.Store) != 32 || stores[st.Store] {
 			t.Errorf("%s: store id %q, want 32 hex digits of its own (have %v)", st.ID, st.Store, stores)
 		}
 		stores[st.Store] = true
+		// Each founder derives the cluster id from the founders' stores:
+		// the same everywhere, and not any one store's.
+		if len(st.Cluster) != 32 || st.Cluster != cluster || stores[st.Cluster] {
+			t.Errorf("%s: cluster id %q, want the same 32 hex digits on every founder (%q)", st.ID, st.Cluster, cluster)
+		}
 	}
 }
 

@@ -47,8 +47,9 @@ type Node struct {
 	hosted bool
 	// storeID names the node's store (identity.go): its data directory's,
 	// shared by a Host's groups.
-	storeID string
-	removal *removal // closed once this node knows it was removed (removed.go)
+	storeID   string
+	clusterID string   // the cluster's id (identity.go), "" when it has none
+	removal   *removal // closed once this node knows it was removed (removed.go)
 	// membership serialises Join and Leave: a check and the change it
 	// allows happen together.
 	membership sync.Mutex
@@ -98,10 +99,11 @@ func Open(opts Options) (*Node, error) {
 // hostPart is what a Host lends the node of one of its groups: the log
 // store and the stream layer all its groups share.
 type hostPart struct {
-	group   uint32
-	store   *logstore.Store
-	stream  *streamLayer
-	storeID string
+	group     uint32
+	store     *logstore.Store
+	stream    *streamLayer
+	storeID   string
+	clusterID string
 }
 
 // open starts a node on its own data directory, log store and listener, or,
@@ -113,7 +115,7 @@ func open(opts Options, h *hostPart) (*Node, error) {
 	n.readIndex = rounds.New(opts.ApplyTimeout, n.confirmRead)
 	n.versions.cluster.Store(1)
 	if h != nil {
-		n.group, n.hosted, n.storeID = h.group, true, h.storeID
+		n.group, n.hosted, n.storeID, n.clusterID = h.group, true, h.storeID, h.clusterID
 		n.log = n.log.With("group", h.group)
 	}
 	ok := false
@@ -171,8 +173,8 @@ func open(opts Options, h *hostPart) (*Node, error) {
 		return nil, fmt.Errorf("raft: read state: %w", err)
 	}
 	var founders map[string]string
-	if h == nil && n.stream != nil {
-		if founders, err = n.awaitFounders(exists); err != nil {
+	if h == nil {
+		if founders, n.clusterID, err = openIdentity(n.opts, n.stream, n.disk.log, n.storeID, exists, n.log); err != nil {
 			return nil, err
 		}
 	}
@@ -219,32 +221,6 @@ func open(opts Options, h *hostPart) (*Node, error) {
 	go n.versionLoop()
 	ok = true
 	return n, nil
-}
-
-// awaitFounders answers status probes for a node of one group opening on
-// its own listener, and, for a founder whose store holds no state, runs the
-// founders' round (identity.go) and records what it saw. It returns the
-// founders recorded.
-func (n *Node) awaitFounders(exists bool) (map[string]string, error) {
-	founders, err := recordedFounders(n.disk.log)
-	if err != nil {
-		return nil, err
-	}
-	self := identity{Node: n.opts.ID, Store: n.storeID, State: exists, Founders: founders}
-	n.stream.setIdentity(func() identity { return self })
-	if !exists {
-		if err := checkJoiner(n.opts, n.log); err != nil {
-			return nil, err
-		}
-	}
-	if exists || !n.opts.AwaitFounders || !otherFounders(n.opts) {
-		return founders, nil
-	}
-	seen, err := awaitFounders(n.stream, self, n.opts.Peers, n.log, nil)
-	if err != nil {
-		return nil, err
-	}
-	return seen, recordFounders(n.disk.log, seen)
 }
 
 // otherFounders reports whether opts.Peers names a founder besides this
@@ -783,7 +759,7 @@ func (n *Node) Sweep(ctx context.Context) (engine.SweepResult, error) {
 // Status reports the node's role, leader and applied index, and its
 // storage faults.
 func (n *Node) Status() Status {
-	s := Status{ID: n.opts.ID, Store: n.storeID, Applied: n.engine.Applied(), Fault: n.fault(),
+	s := Status{ID: n.opts.ID, Store: n.storeID, Cluster: n.clusterID, Applied: n.engine.Applied(), Fault: n.fault(),
 		StorageErrors:  n.engine.StorageErrors() + n.store.StorageErrors(),
 		CommandVersion: n.advertised(), ClusterVersion: n.ClusterVersion()}
 	switch n.raft.State() {

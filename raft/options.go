@@ -76,7 +76,9 @@ type Options struct {
 	// joins counts (serve reads them from --join's /health). Open refuses
 	// with ErrStoreLost when they include ID, as for a founder (a joiner's
 	// lost disk), and asks again while it fails. Nil: no check.
-	JoinMembers func() ([]string, error)
+	// It also returns the cluster's id (/health "cluster"), which the node
+	// records as its own.
+	JoinMembers func() (members []string, cluster string, err error)
 	// Engine configures the state machine's store. Sync is forced off: the
 	// Raft log is the write-ahead log; Logger is Logger.
 	Engine engine.Options

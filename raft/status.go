@@ -4,6 +4,7 @@ package raft
 type Status struct {
 	ID         string // this node's id
 	Store      string // its store's id (identity.go), minted with its data directory
+	Cluster    string // the cluster's id (identity.go), "" for a cluster bootstrapped before there were ids
 	Role       string // "leader", "follower", "candidate" or "shutdown"
 	Leader     string // the leader's node id, "" when there is none
 	LeaderHTTP string // the leader's HTTP address, "" when unknown

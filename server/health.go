@@ -41,6 +41,7 @@ func (s *Server) health(ctx *fasthttp.RequestCtx, _ *params) {
 	w.Str("version", s.opts.Version)
 	w.Str("id", st.ID)
 	w.Str("store", st.Store)
+	w.Str("cluster", st.Cluster)
 	w.Str("worker_id", st.ID)
 	w.Str("role", st.Role)
 	w.Str("leader", st.Leader)

@@ -451,7 +451,7 @@ func serve(args []string) error {
 		if err := joinAllowed(c.join, c.clusterSecret, c.relayTLS); err != nil {
 			return err
 		}
-		opts.JoinMembers = func() ([]string, error) { return clusterMembers(c.join, c.relayTLS) }
+		opts.JoinMembers = func() ([]string, string, error) { return clusterMembers(c.join, c.relayTLS) }
 	}
 	replicas := c.replicaCount() // before the open makes --data's Raft log
 	node, err := openBroker(opts, c.groups, replicas, c.replaceAfter, c.balance, fwd, ms)
@@ -459,8 +459,9 @@ func serve(args []string) error {
 		// A founder whose old store was removed from the cluster (queen
 		// leave --force after its disk was lost) comes back as a new member.
 		log.Info("this node's store is empty and the cluster runs without it: joining as a new member", "via", c.rejoin, "why", err)
-		// The founders said it is no member: no /health list to wait on.
-		opts.Peers, opts.Bootstrap, c.join, replicas, opts.JoinMembers = nil, false, c.rejoin, 0, nil
+		// It takes the cluster's id from --join's /health, as a joiner does.
+		opts.Peers, opts.Bootstrap, c.join, replicas = nil, false, c.rejoin, 0
+		opts.JoinMembers = func() ([]string, string, error) { return clusterMembers(c.join, c.relayTLS) }
 		node, err = openBroker(opts, c.groups, replicas, c.replaceAfter, c.balance, fwd, ms)
 	}
 	if err != nil {
@@ -636,31 +637,32 @@ func joinAllowed(url, secret string, roots *tls.Config) error {
 // clusterMembers reads the ids of the voters the node at url counts from
 // its /health (public: "members", its latest configuration's, the
 // directory's with groups; "nodes", read every few seconds, from a binary
-// without it).
-func clusterMembers(url string, roots *tls.Config) ([]string, error) {
+// without it), and the cluster's id.
+func clusterMembers(url string, roots *tls.Config) ([]string, string, error) {
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: roots}}
 	resp, err := client.Get(strings.TrimSuffix(url, "/") + "/health")
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer resp.Body.Close()
 	var h struct {
+		Cluster string   `json:"cluster"`
 		Members []string `json:"members"`
 		Nodes   []struct {
 			ID string `json:"id"`
 		} `json:"nodes"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&h); err != nil {
-		return nil, fmt.Errorf("%s/health: %s: %w", url, resp.Status, err)
+		return nil, "", fmt.Errorf("%s/health: %s: %w", url, resp.Status, err)
 	}
 	if h.Members != nil {
-		return h.Members, nil
+		return h.Members, h.Cluster, nil
 	}
 	var ids []string
 	for _, n := range h.Nodes {
 		ids = append(ids, n.ID)
 	}
-	return ids, nil
+	return ids, h.Cluster, nil
 }
 
 // joinCluster asks a running node (which forwards to the leader) to add this

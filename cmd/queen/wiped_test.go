@@ -6,6 +6,7 @@ package main
 // says how to repair it (raft/identity.go, README.md "Runbook").
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
@@ -125,6 +126,7 @@ func twoDown(t *testing.T, groups int) {
 	c.waitVoters(all, groups, 3)
 	c.waitConverged(all, 120*time.Second)
 	c.requireStored([]*qnode{wiped}, acked)
+	c.requireOneCluster(all)
 }
 
 // requireStored pushes items again through each of nodes: every item must
@@ -190,6 +192,30 @@ func TestWipe_JoinerWithALostDiskIsRefused(t *testing.T) {
 	c.waitVoters(c.nodes, 1, 4)
 	c.waitConverged(c.nodes, 120*time.Second)
 	c.requireStored([]*qnode{joiner}, items)
+	c.requireOneCluster(c.nodes)
+}
+
+// requireOneCluster requires every node of nodes to name the same cluster
+// id in /health, and a store id of its own: a node that joined took the
+// cluster's.
+func (c *cluster) requireOneCluster(nodes []*qnode) {
+	c.t.Helper()
+	clusters, stores := map[string]string{}, map[string]string{}
+	for _, n := range nodes {
+		_, b, err := c.do(5*time.Second, "GET", n.url("/health"), nil)
+		var h struct{ Cluster, Store string }
+		if err == nil {
+			err = json.Unmarshal(b, &h)
+		}
+		if err != nil || len(h.Cluster) != 32 || len(h.Store) != 32 || stores[h.Store] != "" {
+			c.t.Fatalf("%s /health: %v %s (stores seen: %v)", n.id, err, b, stores)
+		}
+		clusters[h.Cluster] += n.id + " "
+		stores[h.Store] = n.id
+	}
+	if len(clusters) != 1 {
+		c.t.Fatalf("the nodes name different clusters: %v", clusters)
+	}
 }
 
 // TestWipe_LeaderWithTheOthersHealthy: the leader loses its disk while the
