@@ -4,7 +4,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -21,17 +20,7 @@ func (r *chaosRun) wipe(rec *faultRecord, target *qnode, rng *rand.Rand) func() 
 	}
 	target.start()
 	return func() {
-		deadline := time.Now().Add(60 * time.Second)
-		for target.running() && time.Now().Before(deadline) {
-			time.Sleep(100 * time.Millisecond)
-		}
-		if target.running() {
-			r.t.Fatalf("wiped %s still runs 60 s after it started with an empty store: it must refuse while the others hold the cluster's state:\n%s",
-				target.id, target.logTail(4000))
-		}
-		if log := target.logTail(4000); target.cmd.ProcessState.Success() || !strings.Contains(log, "store was lost") {
-			r.t.Fatalf("wiped %s exited %v; want a refusal naming the lost store:\n%s", target.id, target.cmd.ProcessState, log)
-		}
+		target.awaitRefusal(60*time.Second, "while the others hold the cluster's state")
 		var others []*qnode
 		for _, n := range r.members() {
 			if n != target && !r.isLeaving(n) {

@@ -100,17 +100,7 @@ func twoDown(t *testing.T, groups int) {
 		t.Fatal(err)
 	}
 	paused = false
-	waitFor(t, 60*time.Second, wiped.id+" to refuse to start once "+b.id+" answers", func() (bool, string) {
-		return !wiped.running(), "still running"
-	})
-	if code := wiped.cmd.ProcessState.ExitCode(); code == 0 {
-		t.Fatalf("%s exited 0 after refusing to start", wiped.id)
-	}
-	log := wiped.logTail(4000)
-	if !strings.Contains(log, "store was lost") || !strings.Contains(log, "queen leave") {
-		t.Fatalf("%s's refusal does not say what happened and how to fix it:\n%s", wiped.id, log)
-	}
-	t.Logf("%s refused to start: %s", wiped.id, log[strings.LastIndex(log, "store was lost"):])
+	wiped.awaitRefusal(60*time.Second, "once "+b.id+" answers")
 	// B alone elects nobody; with A back, every acknowledged push is there.
 	a.start()
 	live := []*qnode{a, b}
@@ -127,6 +117,21 @@ func twoDown(t *testing.T, groups int) {
 	c.waitConverged(all, 120*time.Second)
 	c.requireStored([]*qnode{wiped}, acked)
 	c.requireOneCluster(all)
+}
+
+// awaitRefusal waits up to timeout for a node started on an empty data
+// directory to refuse to start (raft.ErrStoreLost): a non-zero exit, and a
+// log that says what happened and names the fix.
+func (n *qnode) awaitRefusal(timeout time.Duration, when string) {
+	n.t.Helper()
+	waitFor(n.t, timeout, n.id+" to refuse to start "+when, func() (bool, string) {
+		return !n.running(), "still running"
+	})
+	log := n.logTail(4000)
+	if n.cmd.ProcessState.Success() || !strings.Contains(log, "store was lost") || !strings.Contains(log, "queen leave") {
+		n.t.Fatalf("%s: exit %v; want non-zero, and the lost store and its fix in the log:\n%s", n.id, n.cmd.ProcessState, log)
+	}
+	n.t.Logf("%s refused to start: %s", n.id, log[strings.LastIndex(log, "store was lost"):])
 }
 
 // requireStored pushes items again through each of nodes: every item must
@@ -177,13 +182,7 @@ func TestWipe_JoinerWithALostDiskIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	joiner.start()
-	waitFor(t, 60*time.Second, joiner.id+" with an empty store to refuse to start", func() (bool, string) {
-		return !joiner.running(), "still running"
-	})
-	log := joiner.logTail(4000)
-	if joiner.cmd.ProcessState.ExitCode() == 0 || !strings.Contains(log, "store was lost") || !strings.Contains(log, "queen leave") {
-		t.Fatalf("%s: exit %v, want non-zero and the reason with the fix in its log:\n%s", joiner.id, joiner.cmd.ProcessState, log)
-	}
+	joiner.awaitRefusal(60*time.Second, "with an empty store")
 	founders := c.nodes[:3]
 	c.requireStored(founders, items)
 
@@ -240,12 +239,7 @@ func TestWipe_LeaderWithTheOthersHealthy(t *testing.T) {
 		t.Fatal(err)
 	}
 	leader.start()
-	waitFor(t, 60*time.Second, leader.id+" with an empty store to refuse to start", func() (bool, string) {
-		return !leader.running(), "still running"
-	})
-	if log := leader.logTail(4000); leader.cmd.ProcessState.Success() || !strings.Contains(log, "store was lost") {
-		t.Fatalf("%s: exit %v, want non-zero and the lost store in its log:\n%s", leader.id, leader.cmd.ProcessState, log)
-	}
+	leader.awaitRefusal(60*time.Second, "with an empty store")
 	c.waitLeader(others, 60*time.Second)
 	c.requireStored(others, acked)
 	c.leaveForce(others[0], leader.id, secret)
