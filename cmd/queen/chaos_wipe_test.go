@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -33,6 +34,15 @@ func (r *chaosRun) wipe(rec *faultRecord, target *qnode, rng *rand.Rand) func() 
 			target.args = append(slices.Clone(target.args), "--join", via.url(""))
 		}
 		target.start()
+		// Until it has caught up, its store holds nothing, yet it counts as
+		// a voter: killed then, it would refuse to start again, rightly (it
+		// may have acknowledged the entry that added it). A join that starts
+		// it as a non-voter and promotes it once caught up would let it
+		// start again; until then the schedule waits for the catch-up.
+		waitFor(r.t, 120*time.Second, target.id+" to catch up after its rejoin", func() (bool, string) {
+			h, err := r.c.health(target)
+			return err == nil && h.Code == 200 && h.Applied > 0, fmt.Sprint(h, err)
+		})
 		rec.target += " (refused, left, rejoined via " + via.id + ")"
 	}
 }
