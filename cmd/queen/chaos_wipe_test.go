@@ -31,7 +31,7 @@ func (r *chaosRun) wipe(rec *faultRecord, target *qnode, rng *rand.Rand) func() 
 		via := others[rng.IntN(len(others))]
 		r.c.leaveForce(via, target.id, r.secretFile)
 		if !slices.Contains(target.args, "--join") {
-			target.args = append(slices.Clone(target.args), "--join", via.url(""))
+			target.args = append(slices.Clone(target.args), "--join", peerURL(via))
 		}
 		target.start()
 		// Until it has caught up, its store holds nothing, yet it counts as
@@ -45,4 +45,14 @@ func (r *chaosRun) wipe(rec *faultRecord, target *qnode, rng *rand.Rand) func() 
 		})
 		rec.target += " (refused, left, rejoined via " + via.id + ")"
 	}
+}
+
+// peerURL is the URL other nodes reach n's HTTP API at: its --advertise in
+// network namespaces (the driver reaches it by another address), else the
+// driver's.
+func peerURL(n *qnode) string {
+	if i := slices.Index(n.args, "--advertise"); i >= 0 && i+1 < len(n.args) {
+		return n.scheme + "://" + n.args[i+1]
+	}
+	return n.url("")
 }
