@@ -80,6 +80,32 @@ func (n *Node) WaitApplied(ctx context.Context, index uint64) error {
 	}
 }
 
+// NoteWritten records that a command this node relayed to its group's
+// leader was answered there once that leader had applied index. The node
+// answers its client at once, without waiting to apply as far: what must
+// see the write here waits instead (Written), so a write through a
+// follower costs the leader's latency and one hop, and only a read of this
+// node's own state right after it pays for the follower's catching up.
+func (n *Node) NoteWritten(index uint64) {
+	for {
+		w := n.written.Load()
+		if index <= w || n.written.CompareAndSwap(w, index) {
+			return
+		}
+	}
+}
+
+// Written is the highest index NoteWritten recorded: once this node has
+// applied it, its state holds every write it relayed and answered. A
+// linearizable read's read index is never below it; a stale read, or a
+// step that decides from this node's state, waits for it (or asks the
+// leader) instead.
+func (n *Node) Written() uint64 { return n.written.Load() }
+
+// Behind reports whether this node has not yet applied a write it relayed
+// and answered (Written).
+func (n *Node) Behind() bool { return n.engine.Applied() < n.written.Load() }
+
 // Applied is the last Raft index this node's engine has applied.
 func (n *Node) Applied() uint64 { return n.engine.Applied() }
 
