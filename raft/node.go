@@ -58,6 +58,7 @@ type Node struct {
 	readTerm  readTerm // LeaderRead's barrier (read.go)
 	readIndex *rounds.Rounds[uint64]
 	written   atomic.Uint64 // NoteWritten (read.go)
+	publish   publisher     // Publish (read.go)
 	versions  versions      // the cluster's command versions (version.go)
 	inflight  chan struct{}
 	done      chan struct{}

@@ -62,6 +62,58 @@ func (n *Node) confirmRead(ctx context.Context) (uint64, error) {
 	return n.engine.Applied(), nil
 }
 
+// Publish makes the followers learn soon that index, applied here (a read
+// index this leader answered a follower), is committed: that follower
+// waits to apply it, and hashicorp/raft tells a follower the commit index
+// only with the next entries it sends it (its heartbeats carry none), which
+// in a group with no other traffic come CommitTimeout later (50-100 ms).
+// So it appends a barrier (a no-op entry, never applied to the engine)
+// unless one appended after index was applied here is on its way already:
+// the append request that carries the barrier carries the commit index as
+// it is when it is sent, at or past index. It changes nothing but when the
+// followers learn it: what they wait for is the same index. One barrier is
+// in flight at a time; asks that arrive meanwhile are served by the next.
+// It returns at once; on a node that no longer leads the barrier fails,
+// and its followers learn the index from their next leader.
+func (n *Node) Publish(index uint64) {
+	p := &n.publish
+	for {
+		w := p.want.Load()
+		if index <= w || p.want.CompareAndSwap(w, index) {
+			break
+		}
+	}
+	n.publishing()
+}
+
+// publishing starts Publish's barriers unless they run already or have
+// nothing to do.
+func (n *Node) publishing() {
+	p := &n.publish
+	if p.done.Load() >= p.want.Load() || !p.running.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		for p.done.Load() < p.want.Load() {
+			at := n.engine.Applied() // committed, so the barrier's append carries at least at
+			if err := n.raft.Barrier(n.opts.ApplyTimeout).Error(); err != nil {
+				p.running.Store(false)
+				return // not leading: the next Publish tries again
+			}
+			p.done.Store(at)
+		}
+		p.running.Store(false)
+		n.publishing() // an ask that came as the loop ended
+	}()
+}
+
+// publisher is Publish's state.
+type publisher struct {
+	want    atomic.Uint64 // the highest index asked for
+	done    atomic.Uint64 // the highest index a barrier was appended after
+	running atomic.Bool   // a barrier is in flight
+}
+
 // WaitApplied returns once this node's engine has applied index, or with
 // ctx's error (or ErrShutdown) if that comes first.
 func (n *Node) WaitApplied(ctx context.Context, index uint64) error {
