@@ -66,52 +66,45 @@ func (n *Node) confirmRead(ctx context.Context) (uint64, error) {
 // index this leader answered a follower), is committed: that follower
 // waits to apply it, and hashicorp/raft tells a follower the commit index
 // only with the next entries it sends it (its heartbeats carry none), which
-// in a group with no other traffic come CommitTimeout later (50-100 ms).
-// So it appends a barrier (a no-op entry, never applied to the engine)
-// unless one appended after index was applied here is on its way already:
-// the append request that carries the barrier carries the commit index as
-// it is when it is sent, at or past index. It changes nothing but when the
-// followers learn it: what they wait for is the same index. One barrier is
-// in flight at a time; asks that arrive meanwhile are served by the next.
-// It returns at once; on a node that no longer leads the barrier fails,
-// and its followers learn the index from their next leader.
+// come with the next command, or CommitTimeout later (50-100 ms) in a group
+// with no other traffic. So it appends a barrier (a no-op entry, never
+// applied to the engine) unless one appended in this term after index was
+// applied here is on its way already: the append request that carries the
+// barrier carries the commit index as it is when it is sent, at or past
+// index. A barrier does not move the engine's applied index, so asks at
+// rest append one barrier, not one each; under writes, at most one per
+// read-index round that found the applied index moved. It changes nothing
+// but when the followers learn the index: what they wait for is the same.
+// It returns at once; a barrier that fails (this node no longer leads) is
+// forgotten, and the next ask appends another.
 func (n *Node) Publish(index uint64) {
+	term := n.raft.CurrentTerm()
 	p := &n.publish
-	for {
-		w := p.want.Load()
-		if index <= w || p.want.CompareAndSwap(w, index) {
-			break
-		}
-	}
-	n.publishing()
-}
-
-// publishing starts Publish's barriers unless they run already or have
-// nothing to do.
-func (n *Node) publishing() {
-	p := &n.publish
-	if p.done.Load() >= p.want.Load() || !p.running.CompareAndSwap(false, true) {
+	p.mu.Lock()
+	if p.term == term && index <= p.covered {
+		p.mu.Unlock()
 		return
 	}
+	at := n.engine.Applied() // at or past index, and committed
+	p.term, p.covered = term, at
+	p.mu.Unlock()
 	go func() {
-		for p.done.Load() < p.want.Load() {
-			at := n.engine.Applied() // committed, so the barrier's append carries at least at
-			if err := n.raft.Barrier(n.opts.ApplyTimeout).Error(); err != nil {
-				p.running.Store(false)
-				return // not leading: the next Publish tries again
+		if err := n.raft.Barrier(n.opts.ApplyTimeout).Error(); err != nil {
+			p.mu.Lock()
+			if p.term == term && p.covered == at {
+				p.covered = 0 // not appended, or not by a leader: ask again
 			}
-			p.done.Store(at)
+			p.mu.Unlock()
 		}
-		p.running.Store(false)
-		n.publishing() // an ask that came as the loop ended
 	}()
 }
 
-// publisher is Publish's state.
+// publisher is Publish's state: the highest index a barrier of term was
+// appended after.
 type publisher struct {
-	want    atomic.Uint64 // the highest index asked for
-	done    atomic.Uint64 // the highest index a barrier was appended after
-	running atomic.Bool   // a barrier is in flight
+	mu      sync.Mutex
+	term    uint64
+	covered uint64
 }
 
 // WaitApplied returns once this node's engine has applied index, or with
