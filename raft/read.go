@@ -79,13 +79,13 @@ func (n *Node) confirmRead(ctx context.Context) (uint64, error) {
 // forgotten, and the next ask appends another.
 func (n *Node) Publish(index uint64) {
 	term := n.raft.CurrentTerm()
+	at := n.engine.Applied() // at or past index, and committed
 	p := &n.publish
 	p.mu.Lock()
 	if p.term == term && index <= p.covered {
 		p.mu.Unlock()
 		return
 	}
-	at := n.engine.Applied() // at or past index, and committed
 	p.term, p.covered = term, at
 	p.mu.Unlock()
 	go func() {
