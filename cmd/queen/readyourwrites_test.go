@@ -160,8 +160,8 @@ func popOne(t *testing.T, c *cluster, n *qnode, queue, group string) popped {
 
 // TestCluster_StaleReads: ?consistency=stale answers from the node's own
 // state at once. It may lag the leader but never goes backwards on one node,
-// and it sees every write made through that same node (the relaying node
-// waits for its write before answering it). With no leader, a default read
+// and it sees every write made through that same node (a stale read waits
+// until the node has applied the writes it relayed). With no leader, a default read
 // answers 503 read_unavailable rather than stale state, and a stale read
 // still answers.
 func TestCluster_StaleReads(t *testing.T) {

@@ -13,7 +13,7 @@
 //
 // It is apart from package server because none of it is a route's logic:
 // it is the same few steps (the leader's status, the cluster client, the
-// applied wait) whichever route needs them, and it is where the
+// applied index to catch up with) whichever route needs them, and it is where the
 // at-most-once rules live, so they are read in one place. The package never
 // imports package server: the server hands it what it needs (its broker's
 // status, its options) and keeps the route handlers; the relay makes its

@@ -21,8 +21,8 @@ import (
 // ReadIndexTimeout bounds a linearizable read's wait for a read index and
 // for its replica to catch up: past it the read answers 503
 // read_unavailable rather than stale state. It covers an election (a
-// second or two) with room to spare. It bounds a relayed write's wait for
-// its applied index here too.
+// second or two) with room to spare. It bounds a stale read's wait for
+// the writes this node relayed (Settle) too.
 const ReadIndexTimeout = 5 * time.Second
 
 // readRetry is how long a read waits before asking again when no leader
