@@ -9,6 +9,7 @@
 #
 #   bench/reads.sh            # about 2 minutes
 #   DUR=15s CONNS=16 bench/reads.sh
+#   QUEEN=/path/to/queen bench/reads.sh   # a build of your own (another commit's)
 #
 # Needs go, curl and python3. Uses ports 16632-16652 and 17632-17652 on
 # 127.0.0.1 (as compare.sh: do not run both at once) and a temporary
@@ -22,9 +23,13 @@ W=$(mktemp -d /tmp/queen-reads.XXXXXX)
 OUT=$W/results.jsonl
 trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$W"' EXIT
 
-echo "building into $W" >&2
-(cd "$ROOT" && go build -o "$W/queen" ./cmd/queen)
-Q=$W/queen
+if [ -n "${QUEEN:-}" ]; then
+	Q=$QUEEN
+else
+	echo "building into $W" >&2
+	(cd "$ROOT" && go build -o "$W/queen" ./cmd/queen)
+	Q=$W/queen
+fi
 echo "the cluster secret of a reads.sh run" >"$W/secret"
 . "$ROOT/bench/lib.sh"
 

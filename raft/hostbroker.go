@@ -539,7 +539,7 @@ func (h *Host) ackOnce(ctx context.Context, c engine.AckCmd) (engine.Result, err
 //  1. the groups this node leads whose replica shows the pop may deliver
 //     are proposed to in turn, until one delivers;
 //  2. else the hosted groups led elsewhere whose replica here shows the
-//     same, then the groups this node does not host (their replicas here
+//     same (or trails a write this node relayed, Node.Behind), then the groups this node does not host (their replicas here
 //     are idle), are asked through their leaders (wouldDeliver, a read on
 //     the leader's state), and the first that may deliver answers
 //     NotLeaderError naming that leader: the edge forwards the request
@@ -563,6 +563,10 @@ func (h *Host) discover(ctx context.Context, c engine.PopCmd) (engine.Result, er
 		switch n := h.nodes[g]; {
 		case !h.hosts(g):
 			remote = append(remote, g)
+		case n.leading() != nil && n.Behind():
+			// The replica here has not applied a push this node relayed
+			// yet (Node.Written): its leader's state decides.
+			later = append(later, g)
 		case !n.engine.PopWouldDeliver(now, c):
 		case n.leading() != nil:
 			later = append(later, g)

@@ -39,19 +39,30 @@ type Forwarder interface {
 }
 
 // forward proposes entry on group g's leader at addr through the
-// Forwarder, then waits, up to appliedWait, until this node's replica of
-// g has applied as far as that leader had when it answered: a read here
-// right after sees the write, as it would had this node proposed it
-// (ARCHITECTURE.md, "Reads through any node"). The write is done whatever
-// the wait gives.
+// Forwarder. The index that leader had applied in g when it answered is
+// this node's to catch up with (Node.NoteWritten): a read here right after
+// sees the write, as it would had this node proposed it (ARCHITECTURE.md,
+// "Reads through any node"). A client's command (WithoutApplyWait) is
+// answered at once: the read waits, not the write, which would otherwise
+// wait for g's leader to tell this follower the entry committed, with its
+// next message (in a group with no other traffic, hashicorp/raft's
+// CommitTimeout: 50-100 ms). A command of the Host's own (a move's
+// steps, placement, layout) and any command of the directory, whose
+// state this node reads next to route, wait up to appliedWait until this
+// replica has applied as far. The write is done whatever the wait gives.
 func (h *Host) forward(ctx context.Context, addr string, g uint32, entry []byte) (engine.Result, error) {
 	r, applied, err := h.opts.Forward.Forward(ctx, addr, g, entry)
-	if err != nil || applied == 0 || !h.hosts(g) || ctx.Value(noApplyWait{}) != nil {
+	if err != nil || applied == 0 || !h.hosts(g) {
 		return r, err
+	}
+	n := h.nodes[g]
+	n.NoteWritten(applied)
+	if g != Directory && ctx.Value(noApplyWait{}) != nil {
+		return r, nil
 	}
 	c, cancel := context.WithTimeout(ctx, appliedWait)
 	defer cancel()
-	if werr := h.nodes[g].WaitApplied(c, applied); werr != nil {
+	if werr := n.WaitApplied(c, applied); werr != nil {
 		h.opts.Node.Logger.Debug("forwarded command: not applied here in time", "group", g, "index", applied, "err", werr)
 	}
 	return r, nil
@@ -60,12 +71,22 @@ func (h *Host) forward(ctx context.Context, addr string, g uint32, entry []byte)
 // appliedWait bounds forward's wait for this replica to catch up.
 const appliedWait = 5 * time.Second
 
-// noApplyWait, a context value, makes forward return without waiting for
-// this replica to apply what it forwarded: for commands whose effect this
-// node does not read next (a move's import chunks). A follower learns that
-// an entry committed from the leader's next message, which in a group
-// with no other traffic is its next heartbeat, 50-100 ms away.
+// noApplyWait, a context value (WithoutApplyWait), makes forward return
+// without waiting for this replica to apply what it forwarded.
 type noApplyWait struct{}
+
+// WithoutApplyWait marks ctx as a client's request's (the server marks
+// every command it proposes), or one whose effect the caller does not read
+// next (a move's import chunks): a command of a data group it makes this
+// Host relay to that group's leader is answered as soon as the leader
+// answers, without waiting for this node's replica to
+// apply it (forward). What this node reads of its own state afterwards
+// catches up first (Node.Written): a linearizable read through its read
+// index, a stale one through Written, the Host's own decisions by asking
+// the leader while its replica is Behind.
+func WithoutApplyWait(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noApplyWait{}, true)
+}
 
 // RelayEntry encodes c for a Forwarder: a push is prepared here (PrepareEntry),
 // the commands whose row in the table has a result codec
@@ -261,9 +282,10 @@ func newAttempt(c engine.Command) (*attempt, error) {
 // retryable reports whether a may be proposed again after an attempt
 // whose outcome is unknown: a push to queues that all dedup, as this
 // node's replica of group g has them (a queue not created yet will be,
-// with the default window), or g's leader for a group this node does not
-// host, whose idle replica knows no queue; when that leader cannot be
-// asked, not.
+// with the default window), or as g's leader has them for a group this
+// node does not host (its idle replica knows no queue) or whose replica
+// here has not applied a write this node relayed yet (Node.Behind: a
+// configure a moment ago); when that leader cannot be asked, not.
 func (a *attempt) retryable(h *Host, g uint32) bool {
 	pp, ok := a.cmd.(*engine.PreparedPush)
 	if !ok {
@@ -275,7 +297,7 @@ func (a *attempt) retryable(h *Host, g uint32) bool {
 			found bool
 			err   error
 		)
-		if h.hosts(g) {
+		if h.hosts(g) && !h.nodes[g].Behind() {
 			cfg, found = h.nodes[g].engine.QueueConfig(pg.Queue)
 		} else {
 			cfg, found, err = remoteGroup{h: h, g: g}.checkedQueueConfig(pg.Queue)

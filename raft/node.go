@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -57,7 +58,9 @@ type Node struct {
 	proposals chan *proposal
 	readTerm  readTerm // LeaderRead's barrier (read.go)
 	readIndex *rounds.Rounds[uint64]
-	versions  versions // the cluster's command versions (version.go)
+	written   atomic.Uint64 // NoteWritten (read.go)
+	publish   publisher     // Publish (read.go)
+	versions  versions      // the cluster's command versions (version.go)
 	inflight  chan struct{}
 	done      chan struct{}
 	stopped   chan struct{} // closed once raft has shut down (Close)

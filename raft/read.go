@@ -62,6 +62,51 @@ func (n *Node) confirmRead(ctx context.Context) (uint64, error) {
 	return n.engine.Applied(), nil
 }
 
+// Publish makes the followers learn soon that index, applied here (a read
+// index this leader answered a follower), is committed: that follower
+// waits to apply it, and hashicorp/raft tells a follower the commit index
+// only with the next entries it sends it (its heartbeats carry none), which
+// come with the next command, or CommitTimeout later (50-100 ms) in a group
+// with no other traffic. So it appends a barrier (a no-op entry, never
+// applied to the engine) unless one appended in this term after index was
+// applied here is on its way already: the append request that carries the
+// barrier carries the commit index as it is when it is sent, at or past
+// index. A barrier does not move the engine's applied index, so asks at
+// rest append one barrier, not one each; under writes, at most one per
+// read-index round that found the applied index moved. It changes nothing
+// but when the followers learn the index: what they wait for is the same.
+// It returns at once; a barrier that fails (this node no longer leads) is
+// forgotten, and the next ask appends another.
+func (n *Node) Publish(index uint64) {
+	term := n.raft.CurrentTerm()
+	at := n.engine.Applied() // at or past index, and committed
+	p := &n.publish
+	p.mu.Lock()
+	if p.term == term && index <= p.covered {
+		p.mu.Unlock()
+		return
+	}
+	p.term, p.covered = term, at
+	p.mu.Unlock()
+	go func() {
+		if err := n.raft.Barrier(n.opts.ApplyTimeout).Error(); err != nil {
+			p.mu.Lock()
+			if p.term == term && p.covered == at {
+				p.covered = 0 // not appended, or not by a leader: ask again
+			}
+			p.mu.Unlock()
+		}
+	}()
+}
+
+// publisher is Publish's state: the highest index a barrier of term was
+// appended after.
+type publisher struct {
+	mu      sync.Mutex
+	term    uint64
+	covered uint64
+}
+
 // WaitApplied returns once this node's engine has applied index, or with
 // ctx's error (or ErrShutdown) if that comes first.
 func (n *Node) WaitApplied(ctx context.Context, index uint64) error {
@@ -79,6 +124,32 @@ func (n *Node) WaitApplied(ctx context.Context, index uint64) error {
 		}
 	}
 }
+
+// NoteWritten records that a command this node relayed to its group's
+// leader was answered there once that leader had applied index. The node
+// answers its client at once, without waiting to apply as far: what must
+// see the write here waits instead (Written), so a write through a
+// follower costs the leader's latency and one hop, and only a read of this
+// node's own state right after it pays for the follower's catching up.
+func (n *Node) NoteWritten(index uint64) {
+	for {
+		w := n.written.Load()
+		if index <= w || n.written.CompareAndSwap(w, index) {
+			return
+		}
+	}
+}
+
+// Written is the highest index NoteWritten recorded: once this node has
+// applied it, its state holds every write it relayed and answered. A
+// linearizable read's read index is never below it; a stale read, or a
+// step that decides from this node's state, waits for it (or asks the
+// leader) instead.
+func (n *Node) Written() uint64 { return n.written.Load() }
+
+// Behind reports whether this node has not yet applied a write it relayed
+// and answered (Written).
+func (n *Node) Behind() bool { return n.engine.Applied() < n.written.Load() }
 
 // Applied is the last Raft index this node's engine has applied.
 func (n *Node) Applied() uint64 { return n.engine.Applied() }

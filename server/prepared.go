@@ -58,7 +58,7 @@ func (s *Server) pushViaLeader(ctx *fasthttp.RequestCtx, st raft.Status, items [
 		return
 	}
 	r, applied, err := s.cluster.Forward(s.ctx, st.LeaderHTTP, singleGroup, entry)
-	s.reads.AwaitIndex(singleGroup, applied)
+	s.reads.NoteIndex(singleGroup, applied)
 	var res []engine.PushResult
 	if err == nil {
 		var ok bool

@@ -64,9 +64,11 @@ func (f forwarder) Propose(ctx context.Context, c engine.Command) (engine.Result
 // this node knows its one leader, shares the cluster secret with it, and
 // c's row has a result codec; sent is false when it did not send it, or
 // the leader proposed nothing (it no longer leads, or it is of a version
-// without the path): the request is then relayed whole. The answer waits
-// until this node has applied as far as the leader had (a read here
-// right after sees the write).
+// without the path): the request is then relayed whole. The answer does
+// not wait for this node to apply the command: it notes the index the
+// leader had applied (relay.Reads.NoteIndex), which a read here right
+// after waits for. A maintenance switch, which this node reads itself,
+// waits (relay.Reads.Settle).
 func (s *Server) sendToLeader(ctx context.Context, req *fasthttp.RequestCtx, c engine.Command) (r engine.Result, sent bool, err error) {
 	if s.cluster == nil || !s.groups.leaderKnownUnread() || !command.Relayed(c) ||
 		relay.Relayed(req) {
@@ -81,7 +83,12 @@ func (s *Server) sendToLeader(ctx context.Context, req *fasthttp.RequestCtx, c e
 		return r, false, nil // the leader takes the client's request whole
 	}
 	r, applied, err := s.cluster.Forward(ctx, st.LeaderHTTP, singleGroup, entry)
-	s.reads.AwaitIndex(singleGroup, applied)
+	s.reads.NoteIndex(singleGroup, applied)
+	if _, ok := c.(command.Maintenance); ok && err == nil {
+		// This node routes its next pushes and pops by the switch as its
+		// own replica has it, and answers with it.
+		s.reads.Settle()
+	}
 	switch {
 	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, errNoSuchRoute), errors.Is(err, errNotImplemented):
 		return r, false, nil

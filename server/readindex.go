@@ -140,6 +140,7 @@ func (s *Server) readIndex(ctx *fasthttp.RequestCtx, _ *params) {
 		s.writeError(ctx, err)
 		return
 	}
+	n.Publish(idx) // the asking follower learns soon that idx committed
 	ctx.SetContentType("text/plain")
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	ctx.SetBodyString(strconv.FormatUint(idx, 10))

@@ -160,8 +160,8 @@ func popOne(t *testing.T, c *cluster, n *qnode, queue, group string) popped {
 
 // TestCluster_StaleReads: ?consistency=stale answers from the node's own
 // state at once. It may lag the leader but never goes backwards on one node,
-// and it sees every write made through that same node (the relaying node
-// waits for its write before answering it). With no leader, a default read
+// and it sees every write made through that same node (a stale read waits
+// until the node has applied the writes it relayed). With no leader, a default read
 // answers 503 read_unavailable rather than stale state, and a stale read
 // still answers.
 func TestCluster_StaleReads(t *testing.T) {
@@ -244,5 +244,92 @@ func TestCluster_StaleReads(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Fatalf("a stale read (by header) without a quorum: %d, want 200", resp.StatusCode)
+	}
+}
+
+// TestCluster_WriteThroughAFollowerThenRead: a follower answers a write as
+// soon as its leader does, without waiting to apply it (a follower learns
+// that an entry committed only from its leader's next message), and what
+// that node reads next still sees it: the very next read of the message
+// through the same node, default and stale, and its next pop, whose
+// discovery (--groups) reads its own replica. Each node writes in turn,
+// so every write is relayed by followers of the queue's group too; on
+// one group and on --groups 3, where each node follows two of the three
+// groups.
+func TestCluster_WriteThroughAFollowerThenRead(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process test")
+	}
+	for _, groups := range []int{1, 3} {
+		t.Run(fmt.Sprintf("groups=%d", groups), func(t *testing.T) {
+			extra := []string{"--cluster-secret-file", writeSecret(t, "write then read")}
+			if groups > 1 {
+				extra = append(extra, "--groups", fmt.Sprint(groups))
+			}
+			c := startLoopback(t, 3, extra...)
+			if groups > 1 {
+				c.waitSpread(c.nodes, groups)
+			} else {
+				c.waitConverged(c.nodes, 30*time.Second)
+			}
+			queues := []string{"wa", "wb", "wc", "wd", "we", "wf"}
+			for k, q := range queues {
+				// In one namespace, for the discovery pops.
+				body := `{"queue":"` + q + `","namespace":"wns"}`
+				if code, b, err := c.do(15*time.Second, "POST", c.nodes[k%3].url("/api/v1/configure"), []byte(body)); err != nil || code != http.StatusOK {
+					t.Fatalf("configure %s: %d %v %s", q, code, err, b)
+				}
+			}
+			for round := range 3 {
+				for k, q := range queues {
+					n := c.nodes[(round+k)%3]
+					writeThenRead(t, c, n, q, fmt.Sprintf("%s-%d", q, round), round == 1)
+				}
+			}
+		})
+	}
+}
+
+// writeThenRead pushes one message to queue through n, then at once reads
+// it back through n: by id (stale, then default) and by popping it (queue
+// mode), which it acks through n. With pop, the pop comes first, and is a
+// discovery pop: where to look, this node's replicas say.
+func writeThenRead(t *testing.T, c *cluster, n *qnode, queue, txn string, pop bool) {
+	t.Helper()
+	code, res, b, err := c.push(n, 15*time.Second, []pushItem{{Queue: queue, TransactionID: txn, Payload: map[string]any{"t": txn}}})
+	if err != nil || code != http.StatusCreated || len(res) != 1 || res[0].Status != "queued" {
+		t.Fatalf("push %s to %s through %s: %d %v %s", txn, queue, n.id, code, err, b)
+	}
+	path := "/api/v1/pop/queue/" + queue + "?batch=1"
+	if pop {
+		path = "/api/v1/pop?namespace=wns&batch=1"
+	}
+	popIt := func() popped {
+		code, b, err := c.do(15*time.Second, "GET", n.url(path), nil)
+		var r struct {
+			Messages []popped `json:"messages"`
+		}
+		if err != nil || code != http.StatusOK || json.Unmarshal(b, &r) != nil || len(r.Messages) != 1 || r.Messages[0].TransactionID != txn {
+			t.Fatalf("pop through %s right after pushing %s there: GET %s = %d %v %s", n.id, txn, path, code, err, b)
+		}
+		return r.Messages[0]
+	}
+	var m popped
+	if pop {
+		m = popIt()
+	}
+	for _, mode := range []string{"?consistency=stale", ""} {
+		path := "/api/v1/messages/" + res[0].PartitionID + "/" + txn + mode
+		code, b, err := c.do(15*time.Second, "GET", n.url(path), nil)
+		if err != nil || code != http.StatusOK || !strings.Contains(string(b), txn) {
+			t.Fatalf("read %s through %s right after pushing it there: GET %s = %d %v %s", txn, n.id, path, code, err, b)
+		}
+	}
+	if !pop {
+		m = popIt()
+	}
+	body := `{"transactionId":"` + txn + `","partitionId":"` + m.PartitionID + `","leaseId":"` + m.LeaseID + `","status":"completed"}`
+	if code, b, err := c.do(15*time.Second, "POST", n.url("/api/v1/ack"), []byte(body)); err != nil || code != http.StatusOK {
+		t.Fatalf("ack %s through %s: %d %v %s", txn, n.id, code, err, b)
 	}
 }

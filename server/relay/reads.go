@@ -21,8 +21,8 @@ import (
 // ReadIndexTimeout bounds a linearizable read's wait for a read index and
 // for its replica to catch up: past it the read answers 503
 // read_unavailable rather than stale state. It covers an election (a
-// second or two) with room to spare. It bounds a relayed write's wait for
-// its applied index here too.
+// second or two) with room to spare. It bounds a stale read's wait for
+// the writes this node relayed (Settle) too.
 const ReadIndexTimeout = 5 * time.Second
 
 // readRetry is how long a read waits before asking again when no leader
@@ -99,8 +99,9 @@ func (r *Reads) Replica(g uint32) *raft.Node {
 
 // Barrier readies a read: for a linearizable one (stale false) it returns
 // once every replica of this node has applied what its group's leader had
-// applied when it was called. It returns at once for a stale read (which
-// it counts). An error is the read's answer: Refused, or Unavailable when
+// applied when it was called. For a stale read (which it counts) it
+// returns once this node has applied the writes it relayed (Settle), at
+// once when it relayed none lately. An error is the read's answer: Refused, or Unavailable when
 // no leader confirmed in time.
 func (r *Reads) Barrier(stale bool) error {
 	switch {
@@ -108,6 +109,7 @@ func (r *Reads) Barrier(stale bool) error {
 		return nil
 	case stale:
 		r.stale.Inc()
+		r.Settle() // this node's own writes, as relayed
 		return nil
 	}
 	start := time.Now()
@@ -149,7 +151,10 @@ func (r *Reads) CatchUp(ctx context.Context, n *raft.Node) error {
 			idx, err = r.asks[n.GroupID()].Do(ctx)
 		}
 		if err == nil {
-			if err = n.WaitApplied(ctx, idx); err == nil {
+			// A write this node relayed was answered at an index the
+			// leader had applied then: never above the read index asked
+			// since, but the larger of the two is waited for all the same.
+			if err = n.WaitApplied(ctx, max(idx, n.Written())); err == nil {
 				return nil
 			}
 		}
@@ -170,7 +175,7 @@ func (r *Reads) CatchUp(ctx context.Context, n *raft.Node) error {
 // Stamp sets cluster.AppliedHeader on the answer to a request another
 // node relayed here: "group:index" for each of this node's replicas,
 // comma-separated, read as the request was served. The relaying node
-// waits until it has applied as far before it answers its client.
+// notes it (NoteApplied): its reads wait until it has applied as far.
 func (r *Reads) Stamp(h *fasthttp.ResponseHeader) {
 	if r == nil {
 		return
@@ -190,18 +195,17 @@ func (r *Reads) Stamp(h *fasthttp.ResponseHeader) {
 	h.SetBytesV(cluster.AppliedHeader, b)
 }
 
-// AwaitApplied waits until this node has applied what the node that
-// answered resp had (cluster.AppliedHeader), so that a read here sees the
-// write relayed there. The write is done whatever happens here: past
-// ReadIndexTimeout the answer goes out anyway, and the wait is counted.
-// The header is removed: it is for this node, not its client.
-func (r *Reads) AwaitApplied(resp *fasthttp.Response) {
+// NoteApplied records, for a request this node relayed, the index each
+// group's node that answered resp had applied (cluster.AppliedHeader):
+// this node's reads of those groups see the write before they answer
+// (Barrier: Node.Written). The answer goes out at once. The header is
+// removed: it is for this node, not its client.
+func (r *Reads) NoteApplied(resp *fasthttp.Response) {
 	v := string(resp.Header.Peek(cluster.AppliedHeader))
 	resp.Header.Del(cluster.AppliedHeader)
 	if v == "" || r == nil {
 		return
 	}
-	deadline := time.Now().Add(ReadIndexTimeout)
 	for part := range strings.SplitSeq(v, ",") {
 		gs, is, ok := strings.Cut(part, ":")
 		g, err1 := strconv.ParseUint(gs, 10, 32)
@@ -209,33 +213,47 @@ func (r *Reads) AwaitApplied(resp *fasthttp.Response) {
 		if !ok || err1 != nil || err2 != nil {
 			continue
 		}
-		if !r.awaitIndexUntil(uint32(g), idx, deadline) {
+		r.NoteIndex(uint32(g), idx)
+	}
+}
+
+// NoteIndex is NoteApplied for a command forwarded to group g's leader
+// (package cluster), which answered with its applied index there.
+func (r *Reads) NoteIndex(g uint32, index uint64) {
+	if n := r.Replica(g); n != nil && index > 0 {
+		n.NoteWritten(index)
+	}
+}
+
+// Settle waits until every replica this node serves has applied the
+// writes it relayed and answered (Node.Written): for a stale read, and
+// for an answer this node writes from its own state right after a write
+// (a maintenance switch). Past ReadIndexTimeout it returns anyway, and
+// the wait is counted (queen_applied_wait_timeouts_total).
+func (r *Reads) Settle() {
+	if r == nil {
+		return
+	}
+	deadline := time.Now().Add(ReadIndexTimeout)
+	for _, n := range r.replicas {
+		if !r.awaitIndexUntil(n, n.Written(), deadline) {
 			return
 		}
 	}
 }
 
-// AwaitIndex is AwaitApplied for a command forwarded to group g's leader
-// (package cluster), which answered with its applied index there.
-func (r *Reads) AwaitIndex(g uint32, index uint64) {
-	r.awaitIndexUntil(g, index, time.Now().Add(ReadIndexTimeout))
-}
-
-// awaitIndexUntil waits until this node's replica of group g has applied
-// index, or deadline; false (and counted) when the deadline came first.
-func (r *Reads) awaitIndexUntil(g uint32, index uint64, deadline time.Time) bool {
-	if index == 0 || r == nil {
-		return true
-	}
-	n := r.Replica(g)
-	if n == nil || !r.hosted(n) {
+// awaitIndexUntil waits until n has applied index, or deadline; false
+// (and counted) when the deadline came first. A replica this node does not
+// host is never waited for.
+func (r *Reads) awaitIndexUntil(n *raft.Node, index uint64, deadline time.Time) bool {
+	if index == 0 || !r.hosted(n) || n.Applied() >= index {
 		return true
 	}
 	c, cancel := context.WithDeadline(r.o.Ctx, deadline)
 	defer cancel()
 	if err := n.WaitApplied(c, index); err != nil {
 		r.slow.Inc()
-		r.o.Logger.Debug("relayed write: not applied here in time", "group", g, "index", index, "err", err)
+		r.o.Logger.Debug("relayed write: not applied here in time", "group", n.GroupID(), "index", index, "err", err)
 		return false
 	}
 	return true

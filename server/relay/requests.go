@@ -2,6 +2,7 @@ package relay
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/tls"
 	"errors"
 	"log/slog"
@@ -147,7 +148,10 @@ func (r *Requests) Request(ctx *fasthttp.RequestCtx, st raft.Status, poll time.D
 		r.o.Logger.Warn("forward to leader", "leader", st.Leader, "addr", st.LeaderHTTP, "err", err)
 		return true, errors.Join(raft.ErrForward, err)
 	}
-	r.o.Reads.AwaitApplied(resp)
+	r.o.Reads.NoteApplied(resp)
+	if settlesHere(ctx.Path()) {
+		r.o.Reads.Settle()
+	}
 	relayAnswer(resp, &ctx.Response)
 	r.forwarded.Inc()
 	return true, nil
@@ -311,4 +315,12 @@ func (r *Requests) clientGone(ctx *fasthttp.RequestCtx, req *fasthttp.Request, r
 	r.abandoned.Inc()
 	ctx.SetConnectionClose()
 	return errClientGone
+}
+
+// settlesHere reports whether a relayed request to path is answered only
+// once this node has applied it (Reads.Settle): a maintenance switch,
+// whose state this node reads itself to route the pushes and pops it is
+// sent next (it spools, or answers an empty pop, from its own replica).
+func settlesHere(path []byte) bool {
+	return bytes.HasPrefix(path, []byte("/api/v1/system/maintenance"))
 }

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# follower.sh: what a write costs through a follower against its leader
+# (issue 41). Behind a load balancer most requests land on a follower, which
+# relays the write to the leader. Three nodes on loopback with a cluster
+# secret, on one group and on --groups 3 (each node a voter of every group:
+# a queue's group has a leader and two followers). `queen bench` pushes one
+# message per request, at a light pace (RATE requests/s on one connection),
+# through the leader of the queue's group and through one of its followers,
+# in turn (leader, follower, follower, leader, ...) so that a machine
+# drifting under other load counts against both alike. With BASE (a commit)
+# the same runs on queen built at BASE, interleaved with the working tree's
+# build cluster by cluster, so that before and after are measured in one
+# sitting. It prints p50 and p90 of each (median over the rounds), and the
+# follower's p50 minus the leader's.
+#
+#   bench/follower.sh                 # about 2 minutes
+#   bench/follower.sh 24eafe5         # before (24eafe5) and after, about 4 minutes
+#   RATE=20 DUR=10s ROUNDS=3 bench/follower.sh
+#
+# Needs go, git, curl and python3. Uses ports 15632-15652 and 15732-15752 on
+# 127.0.0.1 and a temporary directory. The base is built from `git archive`
+# (no worktree is added).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BASE=${1:-}
+DUR=${DUR:-8s}
+RATE=${RATE:-20}
+ROUNDS=${ROUNDS:-2}
+W=$(mktemp -d /tmp/queen-follower.XXXXXX)
+OUT=$W/results.jsonl
+trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$W"' EXIT
+
+echo "building into $W" >&2
+(cd "$ROOT" && go build -o "$W/new" ./cmd/queen)
+builds=new
+if [ -n "$BASE" ]; then
+	mkdir -p "$W/src-base"
+	git -C "$ROOT" archive "$BASE" | tar -x -C "$W/src-base"
+	(cd "$W/src-base" && go build -o "$W/base" ./cmd/queen)
+	builds="base new"
+fi
+echo "the cluster secret of a follower.sh run" >"$W/secret"
+SECRET=$W/secret
+HTTP_BASE=15622
+RAFT_BASE=15722
+. "$ROOT/bench/lib.sh"
+
+# roles: sets lead and fol to the base URLs of the leader of queue fq's
+# group and of one of its followers, as placement says; false while the
+# group has no leader.
+roles() {
+	local r
+	r=$(curl -sf "$leader/api/v1/system/placement" | python3 -c '
+import json, sys
+p = json.load(sys.stdin)
+g = next((q["group"] for q in p.get("queues") or [] if q["queue"] == "fq"), 1)
+lid = next((x.get("leader") for x in p.get("groups") or [] if x["id"] == g), "")
+http = {n["id"]: n["http"] for n in p["nodes"]}
+if not lid or lid not in http: sys.exit(1)
+f = sorted(i for i in http if i != lid)[0]
+u = lambda a: a if a.startswith("http") else "http://" + a
+print(u(http[lid]), u(http[f]))
+') || return 1
+	lead=${r% *}
+	fol=${r#* }
+}
+
+# push_run BUILD GROUPS VIA URL: one paced run of single-message pushes.
+push_run() {
+	local line
+	echo "== $1 groups=$2 through the $3" >&2
+	line=$("$W/new" bench --url "$4" --queue fq --batch 1 --conns 1 --rate "$RATE" --size 256 --duration "$DUR" --json)
+	printf '{"build":"%s","groups":%s,"via":"%s","report":%s}\n' "$1" "$2" "$3" "$line" >>"$OUT"
+}
+
+# cluster BUILD GROUPS: a fresh cluster of BUILD, then ROUNDS rounds of
+# leader and follower runs, in alternating order.
+cluster() {
+	local b=$1 g=$2 r
+	Q=$W/$b
+	if [ "$g" -gt 1 ]; then start3 --groups "$g"; else start3; fi
+	"$W/new" bench --url "$leader" --queue fq --messages 10 --batch 1 --json >/dev/null 2>&1 || true
+	sleep 5 # a grouped cluster hands each group to its preferred member first
+	until roles; do sleep 0.5; done
+	echo "   leader $lead, follower $fol" >&2
+	for r in $(seq "$ROUNDS"); do
+		if [ $((r % 2)) -eq 1 ]; then
+			push_run "$b" "$g" leader "$lead"
+			push_run "$b" "$g" follower "$fol"
+		else
+			push_run "$b" "$g" follower "$fol"
+			push_run "$b" "$g" leader "$lead"
+		fi
+	done
+	stop3
+}
+
+uptime >&2
+for g in 1 3; do
+	for b in $builds; do
+		cluster "$b" "$g"
+	done
+done
+uptime >&2
+
+python3 - "$OUT" <<'EOF'
+import json, sys, statistics
+rows = {}
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    lat = r["report"]["ops"]["push"]["latency_ms"]
+    rows.setdefault((r["groups"], r["build"], r["via"]), []).append((lat["p50"], lat["p90"], r["report"].get("errors")))
+print(f"{'single-message pushes, ' + 'one conn':34} {'p50 ms':>8} {'p90 ms':>8}  {'follower p50 - leader p50':>26}  errors")
+for (g, b, via) in sorted(rows, key=lambda k: (k[0], k[1] != "base", k[2] != "leader")):
+    v = rows[(g, b, via)]
+    p50 = statistics.median(x[0] for x in v)
+    p90 = statistics.median(x[1] for x in v)
+    d = ""
+    if via == "follower" and (g, b, "leader") in rows:
+        lp50 = statistics.median(x[0] for x in rows[(g, b, "leader")])
+        d = f"{p50 - lp50:+.2f} ms ({p50 / lp50:.2f}x)"
+    errs = [x[2] for x in v if x[2]]
+    label = f"groups={g} {b}, through the {via}"
+    print(f"{label:34} {p50:>8.2f} {p90:>8.2f}  {d:>26}  {errs or ''}")
+EOF
