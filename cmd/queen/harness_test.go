@@ -25,14 +25,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/queenmq/queen/internal/invariants"
 )
 
-var (
-	binDir  string
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
+var binDir string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "queen-cmd-test-")
@@ -46,38 +43,83 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// queenBinary builds the queen binary once (go build -o <tmp>/queen .) and
-// returns its path. QUEEN_TEST_BINARY names a prebuilt binary to use instead
-// (say, one built with -race).
+// A built queen binary, once per test run.
+type builtBinary struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+var nodeBin, shippedBin builtBinary
+
+// queenBinary returns the binary the tests start their nodes and run their
+// CLI commands with, built once (into TestMain's directory) as this test
+// binary was: with the race detector when `go test -race`, with the
+// invariant checks when -tags invariants (make test does both), so the
+// cluster tests check the broker's own code and not only the driver's. A
+// race build needs cgo (and, to keep Pebble's cgo zstd out, the
+// pebblegozstd tag). Otherwise it is the shipped binary (shippedBinary).
+// QUEEN_TEST_BINARY names a prebuilt binary to use instead.
 func queenBinary(t testing.TB) string {
 	t.Helper()
-	binOnce.Do(func() {
-		if p := os.Getenv("QUEEN_TEST_BINARY"); p != "" {
-			binPath = p
-			return
-		}
-		goTool, err := exec.LookPath("go") // go test puts GOROOT/bin first on PATH
-		if err != nil {
-			binErr = fmt.Errorf("go tool not found: %v", err)
-			return
-		}
-		binPath = filepath.Join(binDir, "queen")
-		start := time.Now()
-		// The binary the tests run is the one make build ships: no cgo
-		// (which also keeps Pebble's C zstd, unused here, out of the build).
-		build := exec.Command(goTool, "build", "-o", binPath, ".")
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		out, err := build.CombinedOutput()
-		if err != nil {
-			binErr = fmt.Errorf("go build -o %s .: %v\n%s", binPath, err, out)
-			return
-		}
-		t.Logf("built %s in %v", binPath, time.Since(start).Round(time.Millisecond))
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
+	if !raceBuild && !invariants.Enabled {
+		return shippedBinary(t)
 	}
-	return binPath
+	nodeBin.once.Do(func() {
+		if p := os.Getenv("QUEEN_TEST_BINARY"); p != "" {
+			nodeBin.path = p
+			return
+		}
+		var tags []string
+		if invariants.Enabled {
+			tags = append(tags, "invariants")
+		}
+		args, env := []string{"-tags"}, "CGO_ENABLED=0"
+		if raceBuild {
+			args = append([]string{"-race"}, args...)
+			tags = append(tags, "pebblegozstd")
+			env = "CGO_ENABLED=1"
+		}
+		args = append(args, strings.Join(tags, ","))
+		nodeBin.path, nodeBin.err = buildQueen(t, "queen-test", env, args...)
+	})
+	if nodeBin.err != nil {
+		t.Fatal(nodeBin.err)
+	}
+	return nodeBin.path
+}
+
+// shippedBinary returns the binary make build ships (no cgo, no race
+// detector, no invariant checks), built once: for the tests that measure
+// the process (its memory) or follow the README, whose numbers and
+// commands are the shipped binary's.
+func shippedBinary(t testing.TB) string {
+	t.Helper()
+	shippedBin.once.Do(func() {
+		shippedBin.path, shippedBin.err = buildQueen(t, "queen", "CGO_ENABLED=0")
+	})
+	if shippedBin.err != nil {
+		t.Fatal(shippedBin.err)
+	}
+	return shippedBin.path
+}
+
+func buildQueen(t testing.TB, name, env string, flags ...string) (string, error) {
+	goTool, err := exec.LookPath("go") // go test puts GOROOT/bin first on PATH
+	if err != nil {
+		return "", fmt.Errorf("go tool not found: %v", err)
+	}
+	path := filepath.Join(binDir, name)
+	start := time.Now()
+	args := append(append([]string{"build"}, flags...), "-o", path, ".")
+	build := exec.Command(goTool, args...)
+	build.Env = append(os.Environ(), env)
+	out, err := build.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("%s go %s: %v\n%s", env, strings.Join(args, " "), err, out)
+	}
+	t.Logf("built %s (%s go %s) in %v", path, env, strings.Join(args, " "), time.Since(start).Round(time.Millisecond))
+	return path, nil
 }
 
 // serveHasFlag reports whether `queen serve` knows the flag (so a test can
@@ -87,26 +129,112 @@ func serveHasFlag(t testing.TB, name string) bool {
 	return bytes.Contains(out, []byte("-"+name+" "))
 }
 
-// freePorts returns n distinct TCP ports that were free on 127.0.0.1 a
-// moment ago (listen on :0, close).
+// freePorts returns n distinct TCP ports on 127.0.0.1 that no other test
+// of any process using this harness holds, reserved for the rest of t (its
+// cleanup releases them). Tests run in parallel and restart nodes on their
+// ports, so a port must stay theirs while no process listens on it:
+//
+//   - Ports come from below the kernel's ephemeral range
+//     (net.ipv4.ip_local_port_range), which listen(:0) and every outgoing
+//     connection draw from: no client socket of this machine (the driver's,
+//     the nodes', another engineer's test) can take a port between a node's
+//     stop and its restart.
+//   - A port is this process's while it holds an exclusive flock(2) on
+//     <tmp>/queen-test-ports/<port> (released by the kernel when the
+//     process dies, so a crashed run leaks nothing), and a port a listen
+//     on finds in use is skipped.
 func freePorts(t testing.TB, n int) []int {
 	t.Helper()
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("pick a free port: %v", err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	ports, err := reservePorts(n)
+	if err != nil {
+		t.Fatalf("reserve %d ports: %v", n, err)
 	}
+	t.Cleanup(func() { releasePorts(ports) })
 	return ports
+}
+
+// Test ports: [portLow, portHigh), below the ephemeral range.
+var (
+	portMu    sync.Mutex
+	portNext  int
+	portHeld  = map[int]*os.File{} // port -> its lock file, locked
+	portRange = sync.OnceValues(testPortRange)
+)
+
+// testPortRange is the range test ports come from: the 10 000 ports below
+// the ephemeral range's first (32768 unless configured).
+func testPortRange() (int, int) {
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil && v > 12000 {
+				low = v
+			}
+		}
+	}
+	return low - 10000, low
+}
+
+func reservePorts(n int) ([]int, error) {
+	portMu.Lock()
+	defer portMu.Unlock()
+	lo, hi := portRange()
+	if portNext == 0 {
+		// A random start, so concurrent processes rarely probe the same
+		// ports (the lock decides when they do).
+		portNext = lo + int(time.Now().UnixNano()%int64(hi-lo))
+	}
+	lockDir := filepath.Join(os.TempDir(), "queen-test-ports")
+	if err := os.MkdirAll(lockDir, 0o777); err != nil {
+		return nil, err
+	}
+	var ports []int
+	for tries := 0; len(ports) < n; tries++ {
+		if tries > hi-lo {
+			releaseLocked(ports)
+			return nil, fmt.Errorf("no free port in [%d, %d)", lo, hi)
+		}
+		p := portNext
+		portNext++
+		if portNext >= hi {
+			portNext = lo
+		}
+		if _, ok := portHeld[p]; ok {
+			continue
+		}
+		f, err := os.OpenFile(filepath.Join(lockDir, strconv.Itoa(p)), os.O_CREATE|os.O_RDWR, 0o666)
+		if err != nil {
+			return nil, err
+		}
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+			f.Close() // another process's
+			continue
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			f.Close() // in use by something that does not lock
+			continue
+		}
+		l.Close()
+		portHeld[p] = f
+		ports = append(ports, p)
+	}
+	return ports, nil
+}
+
+func releasePorts(ports []int) {
+	portMu.Lock()
+	defer portMu.Unlock()
+	releaseLocked(ports)
+}
+
+func releaseLocked(ports []int) {
+	for _, p := range ports {
+		if f := portHeld[p]; f != nil {
+			f.Close() // drops the flock
+			delete(portHeld, p)
+		}
+	}
 }
 
 // qnode is one `queen serve` process (possibly restarted several times on
@@ -119,6 +247,7 @@ type qnode struct {
 	scheme  string   // http, or https when the cluster serves TLS
 	args    []string // serve flags
 	wrap    []string // command prefix, e.g. ip netns exec NS
+	bin     string   // the binary; "" is queenBinary's
 	logPath string
 
 	mu     sync.Mutex
@@ -146,7 +275,11 @@ func (n *qnode) start() {
 	}
 	defer f.Close() // the child holds its own descriptor
 	n.starts++
-	argv := append(append(append([]string{}, n.wrap...), queenBinary(n.t), "serve"), n.args...)
+	bin := n.bin
+	if bin == "" {
+		bin = queenBinary(n.t)
+	}
+	argv := append(append(append([]string{}, n.wrap...), bin, "serve"), n.args...)
 	fmt.Fprintf(f, "=== test: start #%d at %s: %s\n", n.starts, time.Now().Format(time.RFC3339Nano), strings.Join(argv, " "))
 	if st, err := f.Stat(); err == nil {
 		n.logStart = st.Size()
@@ -267,6 +400,13 @@ type cluster struct {
 	// header is sent with every request of do (a cluster secret, a token).
 	header http.Header
 	scheme string // of the nodes' URLs: http unless useTLS
+	bin    string // the nodes' binary; "" is queenBinary's (useShipped)
+}
+
+// useShipped runs the nodes added after it on the shipped binary
+// (shippedBinary), not on the race and invariants build.
+func (c *cluster) useShipped() {
+	c.bin = shippedBinary(c.t)
 }
 
 // useTLS makes the driver reach the nodes over HTTPS, trusting roots. Call
@@ -313,7 +453,7 @@ func (c *cluster) newNode(id, httpAddr string, wrap []string, args ...string) *q
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		c.t.Fatal(err)
 	}
-	n := &qnode{t: c.t, id: id, dir: dir, http: httpAddr, scheme: c.scheme, wrap: wrap, logPath: filepath.Join(c.base, id+".log")}
+	n := &qnode{t: c.t, id: id, dir: dir, http: httpAddr, scheme: c.scheme, wrap: wrap, bin: c.bin, logPath: filepath.Join(c.base, id+".log")}
 	n.args = append([]string{"--data", dir, "--node-id", id}, args...)
 	return n
 }
