@@ -1,6 +1,7 @@
 package raft_test
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -144,7 +145,17 @@ func TestHost_MoveQueue_StrayFreezeElsewhereIsUndone(t *testing.T) {
 	if err != nil || r.Err != nil || r.Value != true {
 		t.Fatalf("freeze: %v %v %v", r.Value, err, r.Err)
 	}
-	res, err := raft.Propose[[]engine.PushResult](ctxT(t), c.h[d], engine.PushCmd{Items: []engine.PushItem{{Queue: "orders", TransactionID: "waited", Payload: []byte(`1`)}}})
+	// An election in the far group (a busy machine) answers no leader
+	// before the push is proposed: that is retried. ErrQueueMoving is not:
+	// the push must wait for the thaw.
+	var res []engine.PushResult
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		res, err = raft.Propose[[]engine.PushResult](ctxT(t), c.h[d], engine.PushCmd{Items: []engine.PushItem{{Queue: "orders", TransactionID: "waited", Payload: []byte(`1`)}}})
+		elected := !errors.Is(err, raft.ErrNoLeader) && !errors.Is(err, raft.ErrNotLeader) && !errors.Is(err, raft.ErrLeadershipTransfer)
+		if elected || time.Now().After(deadline) {
+			break
+		}
+	}
 	if err != nil || len(res) != 1 || res[0].Status != engine.Queued {
 		t.Fatalf("push: %v %+v", err, res)
 	}
