@@ -19,6 +19,7 @@ import (
 // the same index), which serves it and takes writes; a truncated file and
 // a non-empty directory are refused, leaving nothing.
 func TestBackup_ThroughAFollowerRestoresANewCluster(t *testing.T) {
+	t.Parallel()
 	c := startLoopback(t, 3)
 	leader := c.waitLeader(c.nodes, 30*time.Second)
 	for i := range 20 {
@@ -94,6 +95,7 @@ func TestBackup_ThroughAFollowerRestoresANewCluster(t *testing.T) {
 // was; run again with --resume it adds nothing; an existing name without
 // --resume, and a queue the backup lacks, are refused.
 func TestRestore_OneQueueIntoTheRunningCluster(t *testing.T) {
+	t.Parallel()
 	c := startLoopback(t, 1)
 	n := c.waitLeader(c.nodes, 30*time.Second)
 	for i := range 30 {

@@ -205,6 +205,7 @@ func (r refusal) String() string {
 // peers refuses writes with 503 and a docs/decisions.md C2 body while the majority serves;
 // a cut-off leader's writes are never applied; healed nodes converge.
 func TestCluster_CutOffNodeRefusesWritesAndRejoins(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("process-level partition test; skipped with -short")
 	}

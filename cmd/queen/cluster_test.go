@@ -204,6 +204,7 @@ func (lc *loadClient) popAndAck(n *qnode, consumer, leaseSeconds, waitMs int) in
 // push/pop/ack load, restart it, and check at-least-once delivery, acks
 // that stick, and replicas that converge byte for byte.
 func TestCluster_KillLeaderUnderLoad(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("process-level load test (about 30 s); skipped with -short")
 	}
@@ -420,6 +421,7 @@ func head(s []string, n int) []string {
 // when the leader compacted its log past the follower) and its state is
 // byte-identical.
 func TestCluster_RestartCatchesUpFromSnapshot(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("process-level test; skipped with -short")
 	}
@@ -517,6 +519,7 @@ func TestCluster_RestartCatchesUpFromSnapshot(t *testing.T) {
 // cluster secret, one leaves; anonymous membership requests are refused
 // throughout and change nothing.
 func TestCluster_JoinAndLeave(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	ports := freePorts(t, 6)
 	secretFile := writeSecret(t, "join-and-leave secret")
@@ -593,6 +596,7 @@ func TestCluster_JoinAndLeave(t *testing.T) {
 // three --peers lists found the cluster, a fourth with the same arguments
 // joins it through --join, and all four hold what any of them took.
 func TestCluster_OneTemplateForEveryReplica(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	ports := freePorts(t, 8)
 	secretFile := writeSecret(t, "one template secret")

@@ -110,6 +110,7 @@ func (c *cluster) waitSpread(nodes []*qnode, groups int) map[uint32]string {
 // lost; the directory's leader is killed and queues are still placed; the
 // replicas of every group end identical.
 func TestGroups_ThreeNodesThreeGroups(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("process test")
 	}
@@ -656,6 +657,7 @@ func (c *cluster) votersOf(nodes []*qnode, groups, dir, data int) {
 // group R voters), takes and serves work in every group, and `queen
 // leave` removes it, every group keeping its R voters.
 func TestGroups_JoinAndLeave(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("process test")
 	}
@@ -728,6 +730,7 @@ func TestGroups_JoinAndLeave(t *testing.T) {
 // groups take a moment) stops it with exit status 0, not with the default
 // action's abrupt exit, and the store opens again.
 func TestServe_SIGTERMWhileOpeningStopsCleanly(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("process test")
 	}

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/queenmq/queen/internal/invariants"
+	"github.com/queenmq/queen/internal/porttest"
 )
 
 var binDir string
@@ -129,112 +130,12 @@ func serveHasFlag(t testing.TB, name string) bool {
 	return bytes.Contains(out, []byte("-"+name+" "))
 }
 
-// freePorts returns n distinct TCP ports on 127.0.0.1 that no other test
-// of any process using this harness holds, reserved for the rest of t (its
-// cleanup releases them). Tests run in parallel and restart nodes on their
-// ports, so a port must stay theirs while no process listens on it:
-//
-//   - Ports come from below the kernel's ephemeral range
-//     (net.ipv4.ip_local_port_range), which listen(:0) and every outgoing
-//     connection draw from: no client socket of this machine (the driver's,
-//     the nodes', another engineer's test) can take a port between a node's
-//     stop and its restart.
-//   - A port is this process's while it holds an exclusive flock(2) on
-//     <tmp>/queen-test-ports/<port> (released by the kernel when the
-//     process dies, so a crashed run leaks nothing), and a port a listen
-//     on finds in use is skipped.
+// freePorts returns n distinct TCP ports on 127.0.0.1 reserved for the
+// rest of t: tests run in parallel and restart nodes on their ports, so a
+// port must stay theirs while no process listens on it (porttest says how).
 func freePorts(t testing.TB, n int) []int {
 	t.Helper()
-	ports, err := reservePorts(n)
-	if err != nil {
-		t.Fatalf("reserve %d ports: %v", n, err)
-	}
-	t.Cleanup(func() { releasePorts(ports) })
-	return ports
-}
-
-// Test ports: [portLow, portHigh), below the ephemeral range.
-var (
-	portMu    sync.Mutex
-	portNext  int
-	portHeld  = map[int]*os.File{} // port -> its lock file, locked
-	portRange = sync.OnceValues(testPortRange)
-)
-
-// testPortRange is the range test ports come from: the 10 000 ports below
-// the ephemeral range's first (32768 unless configured).
-func testPortRange() (int, int) {
-	low := 32768
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 {
-			if v, err := strconv.Atoi(f[0]); err == nil && v > 12000 {
-				low = v
-			}
-		}
-	}
-	return low - 10000, low
-}
-
-func reservePorts(n int) ([]int, error) {
-	portMu.Lock()
-	defer portMu.Unlock()
-	lo, hi := portRange()
-	if portNext == 0 {
-		// A random start, so concurrent processes rarely probe the same
-		// ports (the lock decides when they do).
-		portNext = lo + int(time.Now().UnixNano()%int64(hi-lo))
-	}
-	lockDir := filepath.Join(os.TempDir(), "queen-test-ports")
-	if err := os.MkdirAll(lockDir, 0o777); err != nil {
-		return nil, err
-	}
-	var ports []int
-	for tries := 0; len(ports) < n; tries++ {
-		if tries > hi-lo {
-			releaseLocked(ports)
-			return nil, fmt.Errorf("no free port in [%d, %d)", lo, hi)
-		}
-		p := portNext
-		portNext++
-		if portNext >= hi {
-			portNext = lo
-		}
-		if _, ok := portHeld[p]; ok {
-			continue
-		}
-		f, err := os.OpenFile(filepath.Join(lockDir, strconv.Itoa(p)), os.O_CREATE|os.O_RDWR, 0o666)
-		if err != nil {
-			return nil, err
-		}
-		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
-			f.Close() // another process's
-			continue
-		}
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
-		if err != nil {
-			f.Close() // in use by something that does not lock
-			continue
-		}
-		l.Close()
-		portHeld[p] = f
-		ports = append(ports, p)
-	}
-	return ports, nil
-}
-
-func releasePorts(ports []int) {
-	portMu.Lock()
-	defer portMu.Unlock()
-	releaseLocked(ports)
-}
-
-func releaseLocked(ports []int) {
-	for _, p := range ports {
-		if f := portHeld[p]; f != nil {
-			f.Close() // drops the flock
-			delete(portHeld, p)
-		}
-	}
+	return porttest.Ports(t, n)
 }
 
 // qnode is one `queen serve` process (possibly restarted several times on
@@ -248,6 +149,7 @@ type qnode struct {
 	args    []string // serve flags
 	wrap    []string // command prefix, e.g. ip netns exec NS
 	bin     string   // the binary; "" is queenBinary's
+	env     []string // added to the test's environment
 	logPath string
 
 	mu     sync.Mutex
@@ -285,6 +187,7 @@ func (n *qnode) start() {
 		n.logStart = st.Size()
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), n.env...)
 	cmd.Stdout, cmd.Stderr = f, f
 	setDeathSignal(cmd)
 	if err := cmd.Start(); err != nil {
@@ -401,6 +304,12 @@ type cluster struct {
 	header http.Header
 	scheme string // of the nodes' URLs: http unless useTLS
 	bin    string // the nodes' binary; "" is queenBinary's (useShipped)
+	// env is added to the environment of the nodes added after it is
+	// set (not t.Setenv, which would keep the test from running in
+	// parallel).
+	env   []string
+	allMu sync.Mutex
+	all   []*qnode // every node made, for checkReports
 }
 
 // useShipped runs the nodes added after it on the shipped binary
@@ -428,6 +337,7 @@ func newCluster(t testing.TB) *cluster {
 		for _, n := range c.nodes {
 			n.kill()
 		}
+		c.checkReports()
 		if t.Failed() {
 			for _, n := range c.nodes {
 				t.Logf("---- tail of %s (%s) ----\n%s", n.id, n.logPath, n.logTail(6000))
@@ -436,6 +346,32 @@ func newCluster(t testing.TB) *cluster {
 		c.hc.CloseIdleConnections()
 	})
 	return c
+}
+
+// nodeReports are what a node of the race and invariants build
+// (queenBinary) writes when it finds a bug: the race detector's report
+// (printed when the race happens; the process goes on, and exits 66 only
+// if it is let exit) and an invariant's panic. Most tests end their nodes
+// with kill -9, so their logs are read.
+var nodeReports = []string{"WARNING: DATA RACE", "engine: invariant:"}
+
+// checkReports fails the test for each node whose log holds a nodeReports
+// line, quoting the report.
+func (c *cluster) checkReports() {
+	c.allMu.Lock()
+	defer c.allMu.Unlock()
+	for _, n := range c.all {
+		b, err := os.ReadFile(n.logPath)
+		if err != nil {
+			continue
+		}
+		for _, r := range nodeReports {
+			if i := bytes.Index(b, []byte(r)); i >= 0 {
+				c.t.Errorf("%s: %q in its log %s:\n%s", n.id, r, n.logPath, b[i:min(len(b), i+6000)])
+				break
+			}
+		}
+	}
 }
 
 // addNode registers a node; its data directory and log are in c.base.
@@ -453,8 +389,11 @@ func (c *cluster) newNode(id, httpAddr string, wrap []string, args ...string) *q
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		c.t.Fatal(err)
 	}
-	n := &qnode{t: c.t, id: id, dir: dir, http: httpAddr, scheme: c.scheme, wrap: wrap, bin: c.bin, logPath: filepath.Join(c.base, id+".log")}
+	n := &qnode{t: c.t, id: id, dir: dir, http: httpAddr, scheme: c.scheme, wrap: wrap, bin: c.bin, env: c.env, logPath: filepath.Join(c.base, id+".log")}
 	n.args = append([]string{"--data", dir, "--node-id", id}, args...)
+	c.allMu.Lock()
+	c.all = append(c.all, n)
+	c.allMu.Unlock()
 	return n
 }
 

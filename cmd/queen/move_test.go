@@ -14,6 +14,7 @@ import (
 // other group with its messages, the placement every node answers shows
 // it there at epoch 2, and a move to the group it is in is refused.
 func TestCLI_MoveQueue(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("process-level CLI test; skipped with -short")
 	}

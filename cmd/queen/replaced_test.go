@@ -17,6 +17,7 @@ import (
 // catch-up, the dead node leaves the directory, and every push answered
 // queued, before and during the loss, is delivered exactly once.
 func TestGroups_LostNodeIsReplaced(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("process test")
 	}
