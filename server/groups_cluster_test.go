@@ -62,6 +62,7 @@ func waitPlaced(t *testing.T, c *servertest.Groups, queue string, g uint32) {
 }
 
 func TestGroups_ConfigurePlacesQueues(t *testing.T) {
+	t.Parallel()
 	c := servertest.StartGroups(t, 3, 3, nil)
 	n3 := nodeClient(t, c, 2)
 	if g := configureIn(t, n3, "placed-two", 2); g != 2 {
@@ -87,6 +88,7 @@ func TestGroups_ConfigurePlacesQueues(t *testing.T) {
 }
 
 func TestGroups_FollowerForwardsToTheGroupLeader(t *testing.T) {
+	t.Parallel()
 	c := servertest.StartGroups(t, 3, 3, nil)
 	f := c.Follower(2)
 	fc := nodeClient(t, c, f)
@@ -143,6 +145,7 @@ func TestGroups_FollowerForwardsToTheGroupLeader(t *testing.T) {
 }
 
 func TestGroups_APushIsCountedOnce(t *testing.T) {
+	t.Parallel()
 	c := servertest.StartGroups(t, 3, 3, nil)
 	f := c.Follower(3)
 	fc := nodeClient(t, c, f)
@@ -167,6 +170,7 @@ func TestGroups_APushIsCountedOnce(t *testing.T) {
 }
 
 func TestGroups_StorageReportsReachEveryGroupLeader(t *testing.T) {
+	t.Parallel()
 	spaces := make([]*servertest.InmemSpace, 3)
 	c := servertest.StartGroups(t, 3, 3, func(i int, o *server.Options) {
 		spaces[i] = &servertest.InmemSpace{}
@@ -234,6 +238,7 @@ func (c *client) metricOr(name string, absent float64) float64 {
 // unsealed. (Without that check most of these pushes were stored in
 // plaintext: the follower applies the configure a heartbeat later.)
 func TestGroups_PushRightAfterEncryptionIsOnIsSealedOnEveryNode(t *testing.T) {
+	t.Parallel()
 	c := servertest.StartGroups(t, 3, 2, func(_ int, o *server.Options) { o.EncryptionKey = testKey })
 	leaders := c.WaitLeaders()
 	leader := nodeClient(t, c, leaders[1])

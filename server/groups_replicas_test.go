@@ -24,6 +24,7 @@ import (
 // (POST /internal/v1/read): a write through it is seen by its own
 // linearizable read right after, and every node lists every queue alike.
 func TestGroups_ReadsThroughANodeOutsideTheGroup(t *testing.T) {
+	t.Parallel()
 	c := servertest.StartGroupsOf(t, 4, 4, 3, nil)
 	l := c.Nodes[0].Host.Layout()
 	outside := map[int]int{} // a data group's node that is not its voter
@@ -104,6 +105,7 @@ func TestGroups_ReadsThroughANodeOutsideTheGroup(t *testing.T) {
 // again), a read it does not know is bad input, and a node's read without
 // the cluster secret is refused.
 func TestGroups_ReadRouteRefusals(t *testing.T) {
+	t.Parallel()
 	c, fwd, ctx, addr := clusterPathFixture(t)
 	leaders := c.WaitLayout()
 	l := c.Nodes[0].Host.Layout()
@@ -134,6 +136,7 @@ func TestGroups_ReadRouteRefusals(t *testing.T) {
 // (POST /internal/v1/backup) and copied into its file; before, such a
 // group came out of its idle, empty replica here.
 func TestGroups_BackupThroughEveryNode(t *testing.T) {
+	t.Parallel()
 	c := servertest.StartGroupsOf(t, 4, 4, 3, nil)
 	c.WaitLayout()
 	for g := 1; g <= 4; g++ {
@@ -185,6 +188,7 @@ func hostedBy(c *servertest.Groups, i int) []int {
 // a node outside it refuses (not_leader: the asking node looks for a voter
 // again), and a request without the cluster secret is refused.
 func TestGroups_BackupRouteRefusals(t *testing.T) {
+	t.Parallel()
 	c, fwd, ctx, addr := clusterPathFixture(t)
 	for i, n := range c.Nodes {
 		hosted := hostedBy(c, i)
@@ -219,6 +223,7 @@ func TestGroups_BackupRouteRefusals(t *testing.T) {
 // the move is recorded and the queue ends in the target group, and a
 // request without the cluster secret is refused.
 func TestGroups_MoveRouteRefusals(t *testing.T) {
+	t.Parallel()
 	c, fwd, ctx, addr := clusterPathFixture(t)
 	const from, to = 1, 2
 	configureIn(t, nodeClient(t, c, 0), "moved", from)
