@@ -51,10 +51,14 @@ func TestCLI_MoveQueue(t *testing.T) {
 	// The move's commands run once the nodes have read each other's
 	// command version (every 5 s): until then the move is refused 409.
 	var out string
+	var attempts []string // each answer, so that a failure shows the one that mattered
 	waitFor(t, 30*time.Second, "queen move to succeed", func() (bool, string) {
 		b, err := exec.Command(queenBinary(t), "move", "mq", "--group", fmt.Sprint(to), "--url", c.nodes[1].url("")).CombinedOutput()
 		out = string(b)
-		return err == nil, out
+		if len(attempts) == 0 || attempts[len(attempts)-1] != out {
+			attempts = append(attempts, fmt.Sprintf("%s: %v: %s", time.Now().Format("15:04:05.000"), err, out))
+		}
+		return err == nil, strings.Join(attempts, "\n")
 	})
 	if want := fmt.Sprintf("moved mq from group %d to group %d (placement epoch 2)", from, to); !strings.Contains(out, want) {
 		t.Fatalf("queen move printed %q, want %q", out, want)
