@@ -333,6 +333,7 @@ func (c *cluster) mustConfigure(n *qnode, queue string) {
 func TestServe_DiskFull_RefusesDataKeepsConsumersRecovers(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
+	c.useShipped() // filling the disk is pushing hundreds of MB: 20 times as long through race-built nodes
 	addr := fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0])
 	n := diskNode(t, c, "n1", addr)
 	n.start()
@@ -413,6 +414,7 @@ func TestServe_DiskFull_RefusesDataKeepsConsumersRecovers(t *testing.T) {
 func TestServe_DiskFull_RestartsOnAFullDisk(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
+	c.useShipped() // filling the disk is pushing hundreds of MB: 20 times as long through race-built nodes
 	addr := fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0])
 	// Unguarded at first, so the disk can be filled to the last byte.
 	n := diskNode(t, c, "n1", addr, "--min-free-bytes", "0")
@@ -457,6 +459,7 @@ func TestServe_DiskFull_RestartsOnAFullDisk(t *testing.T) {
 func TestCluster_DiskFull_FollowersBelowReserve(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
+	c.useShipped() // filling the disk is pushing hundreds of MB: 20 times as long through race-built nodes
 	secret := writeSecret(t, "disk-full-test-secret-disk-full-test")
 	ports := freePorts(t, 6)
 	var peers []string
