@@ -25,9 +25,12 @@ build:
 # other two, and CI (.ci/run) runs both targets.
 # go vet runs after the tests: it builds every package a second time (without
 # -race), and the tests are what a newcomer waits for.
+# -parallel 4: the parallel tests (raft's and server's clusters, cmd/queen's
+# processes) mostly wait on timers and fsyncs: at the default (2, the cores)
+# cmd/queen used half a core and took 305-560 s, at 4 a core and 215 s.
 # GOTESTFLAGS adds go test flags to both phases (CI: -json, for the times).
 GOTESTFLAGS ?=
-TESTFLAGS = -race -tags invariants,pebblegozstd -timeout 20m $(GOTESTFLAGS)
+TESTFLAGS = -race -tags invariants,pebblegozstd -timeout 20m -parallel 4 $(GOTESTFLAGS)
 PROC_PKG  = github.com/queenmq/queen/cmd/queen
 TEST_PKGS = $(shell $(GO) list $(PKGS))
 CHAOS_MORE = ^TestChaos_(Moves|Joins)$$
