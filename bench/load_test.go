@@ -82,8 +82,9 @@ func TestRun_PushThenPopAck(t *testing.T) {
 
 	// Idle is the drained run's end: generous, since on a busy machine (a
 	// race build beside other test binaries) a pop's answer took over
-	// 300 ms and a run ended "drained" before its first delivery.
-	o.Workload, o.Messages, o.Idle = PopAck, 0, 2*time.Second
+	// 300 ms and a run ended "drained" before its first delivery; the
+	// duration is only a bound (a drained run ends first).
+	o.Workload, o.Messages, o.Idle, o.Duration = PopAck, 0, 2*time.Second, 30*time.Second
 	pop, err := Run(context.Background(), o, nil)
 	if err != nil {
 		t.Fatalf("popack: %v", err)
@@ -113,7 +114,7 @@ func TestRun_MixedGroups(t *testing.T) {
 	o.Workload = Mixed
 	o.Conns, o.Batch, o.Size, o.Partitions, o.Groups = 6, 20, 256, 2, 2
 	o.Queue, o.Queues = "mixed", 2
-	o.Messages, o.Duration, o.Idle = 600, 2*time.Second, 2*time.Second // Idle: see TestRun_PushThenPopAck
+	o.Messages, o.Duration, o.Idle = 600, 30*time.Second, 2*time.Second // Idle, Duration: see TestRun_PushThenPopAck
 	rep, err := Run(context.Background(), o, nil)
 	if err != nil {
 		t.Fatalf("mixed: %v", err)
