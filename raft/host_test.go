@@ -563,6 +563,19 @@ func TestHost_NothingAcknowledgedIsLostWhenAGroupLeaderStops(t *testing.T) {
 	rafttest.EnsureSame(t, c.h[0].Group(raft.Directory), c.h[1].Group(raft.Directory), c.h[2].Group(raft.Directory))
 }
 
+// notApplied calls propose again, for up to 30 s, while it answers an
+// error that says the command was not applied (raft.NotApplied: no
+// leader, not the leader, a transfer, which an election on a busy machine
+// answers): asking again cannot apply it twice.
+func notApplied(propose func() (engine.Result, error)) (engine.Result, error) {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		r, err := propose()
+		if !raft.NotApplied(err) || time.Now().After(deadline) {
+			return r, err
+		}
+	}
+}
+
 // forwardFunc is a test's Forwarder.
 type forwardFunc func(ctx context.Context, addr string, g uint32, entry []byte) (engine.Result, error)
 
@@ -821,11 +834,15 @@ func TestHost_DiscoveryPopsLookInEveryGroup(t *testing.T) {
 	c.relayInProcess()
 	c.addressesKnown()
 	for _, q := range []string{"x1", "x2", "x3"} {
-		if _, err := c.forwarded(c.h[0], engine.ConfigureCmd{Queue: q, Namespace: "ns", NamespaceSet: true}); err != nil {
+		if _, err := notApplied(func() (engine.Result, error) {
+			return c.forwarded(c.h[0], engine.ConfigureCmd{Queue: q, Namespace: "ns", NamespaceSet: true})
+		}); err != nil {
 			t.Fatalf("configure %s: %v", q, err)
 		}
-		if _, err := raft.Propose[[]engine.PushResult](ctxT(t), c.h[0], engine.PushCmd{Items: []engine.PushItem{{Queue: q, Payload: []byte(`{}`)}}}); err != nil {
-			t.Fatalf("push %s: %v", q, err)
+		if r, err := notApplied(func() (engine.Result, error) {
+			return c.h[0].Propose(ctxT(t), engine.PushCmd{Items: []engine.PushItem{{Queue: q, Payload: []byte(`{}`)}}})
+		}); err != nil || r.Err != nil {
+			t.Fatalf("push %s: %v %v", q, err, r.Err)
 		}
 	}
 	groups := map[uint32]bool{}
@@ -840,7 +857,9 @@ func TestHost_DiscoveryPopsLookInEveryGroup(t *testing.T) {
 	}
 	got := map[string]bool{}
 	for k := range 3 {
-		r, err := c.forwarded(c.h[k], engine.PopCmd{Namespace: "ns", Batch: 1, Partitions: 1})
+		r, err := notApplied(func() (engine.Result, error) {
+			return c.forwarded(c.h[k], engine.PopCmd{Namespace: "ns", Batch: 1, Partitions: 1})
+		})
 		if err != nil {
 			t.Fatalf("discovery pop %d: %v", k, err)
 		}
