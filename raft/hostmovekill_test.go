@@ -57,7 +57,10 @@ func startMoveLoad(t *testing.T, c *hosts, via []*raft.Host, pushers, each int, 
 	for _, txn := range acked {
 		l.acked[txn] = true
 	}
-	deadline := time.Now().Add(60 * time.Second)
+	// A bound for a load nobody halts (check halts it): generous, as the
+	// moves, kills and elections between the load's start and check take
+	// a minute and more on a busy machine.
+	deadline := time.Now().Add(3 * time.Minute)
 	t.Cleanup(l.halt) // before the hosts close, should the test fail first
 	for k := range pushers {
 		l.pushers.Go(func() {
@@ -174,7 +177,7 @@ func (l *moveLoad) check(want int) {
 	t := l.t
 	t.Helper()
 	l.pushers.Wait()
-	for end := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for end := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		l.mu.Lock()
 		var missing []string
 		for txn := range l.acked {
