@@ -55,6 +55,9 @@ type loadClient struct {
 	c    *cluster
 	l    *ledger
 	stop chan struct{}
+	// lastFailed is each node's last failed pop, for a drain that does
+	// not end (a drainer's own; pollers do not set it).
+	lastFailed map[string]string
 }
 
 func (lc *loadClient) stopped() bool { return isClosed(lc.stop) }
@@ -136,6 +139,9 @@ func (lc *loadClient) popAndAck(n *qnode, consumer, leaseSeconds, waitMs int) in
 	end := time.Now()
 	switch {
 	case err != nil || code >= 500:
+		if lc.lastFailed != nil {
+			lc.lastFailed[n.id] = fmt.Sprintf("%s: %d %v %.200s", end.Format("15:04:05.000"), code, err, b)
+		}
 		lc.l.popErrors.Add(1)
 		lc.l.notePopEnd(end) // it may have taken a lease we never heard of
 		time.Sleep(50 * time.Millisecond)
@@ -311,11 +317,11 @@ func killLeaderUnderLoad(t *testing.T, c *cluster) {
 
 	// Drain: pop and ack until three consecutive empty pops that started
 	// after every lease we may hold has expired.
-	drain := &loadClient{t: t, c: c, l: l, stop: make(chan struct{})}
-	drainDeadline := time.Now().Add(60 * time.Second)
+	drain := &loadClient{t: t, c: c, l: l, stop: make(chan struct{}), lastFailed: map[string]string{}}
+	drainDeadline := time.Now().Add(2 * time.Minute)
 	for empties, i := 0, 0; empties < 3; i++ {
 		if time.Now().After(drainDeadline) {
-			t.Fatalf("drain: still receiving messages or errors after 60s")
+			t.Fatalf("drain: still receiving messages or errors after 2 minutes; each node's last failed pop: %v", drain.lastFailed)
 		}
 		l.mu.Lock()
 		quiet := l.quietAfter.Add(time.Duration(leaseSeconds)*time.Second + 500*time.Millisecond)
