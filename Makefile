@@ -71,6 +71,7 @@ fuzz:
 	$(FUZZ) ./raft/command -fuzz '^FuzzEntryRoundTrip$$'
 	$(FUZZ) ./fuzz -fuzz '^FuzzBackupVerify$$'
 	$(FUZZ) ./server/streams -fuzz '^FuzzDecodeCycle$$'
+	$(FUZZ) ./fuzz -fuzz '^FuzzPush$$'
 
 # The Go benchmarks of bench/, printed as one table in which every rate is
 # also a ratio to the limit (raw synced Pebble writes) measured in the same
@@ -79,8 +80,8 @@ bench:
 	$(GO) test ./bench -run '^$$' -bench '$(or $(BENCH),.)' -benchmem -benchtime $(BENCHTIME) -count 1 -timeout 20m -json \
 	  | $(GO) run ./bench/cmd/benchtable
 
-# A long fault-schedule run (cmd/queen/chaos_test.go; `make test` runs a short
-# one): SEED= replays a seed (0 draws one), DURATION= is how long the faults
+# A long fault-schedule run (cmd/queen/chaos_test.go; `make test` runs one
+# short one, TestChaos, and `make test-chaos` TestChaos_Moves and TestChaos_Joins): SEED= replays a seed (0 draws one), DURATION= is how long the faults
 # and the load last, NET= is netns (partitions too; needs root), loopback or
 # auto; FAULTS= (comma-separated kinds) focuses the schedule; CHAOS_GROUPS=3 in
 # the environment runs the nodes with --groups 3 and adds queue moves and
@@ -122,12 +123,16 @@ run: build
 # A three-node cluster on loopback: HTTP on 6632, 6642, 6652; Raft on 7001-7003;
 # data and logs in ./data-cluster/ (./cluster/ is the Go package). Stop it with make cluster-stop.
 PEERS = n1@127.0.0.1:7001,n2@127.0.0.1:7002,n3@127.0.0.1:7003
+# The nodes share a cluster secret (data-cluster/secret, made once), so the
+# cluster can grow (--join) and shrink (queen leave), which need it.
 cluster: build
 	@mkdir -p data-cluster
+	@[ -s data-cluster/secret ] || (umask 077; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > data-cluster/secret)
 	@for i in 1 2 3; do \
 	  port=$$((6622 + 10*i)); \
 	  ./bin/queen serve --data data-cluster/n$$i --node-id n$$i --http 127.0.0.1:$$port \
-	    --raft 127.0.0.1:700$$i --peers $(PEERS) > data-cluster/n$$i.log 2>&1 & echo $$! > data-cluster/n$$i.pid; \
+	    --raft 127.0.0.1:700$$i --peers $(PEERS) --cluster-secret-file data-cluster/secret \
+	    > data-cluster/n$$i.log 2>&1 & echo $$! > data-cluster/n$$i.pid; \
 	  echo "n$$i: http://127.0.0.1:$$port (log data-cluster/n$$i.log)"; \
 	done
 

@@ -44,7 +44,7 @@
 //
 //	POST BackupPath
 //	  DeadlineHeader   unix µs when the asking node gives up
-//	200                a backup file of the one group (server/backup),
+//	200                a backup file of the one group (server/backups),
 //	                   streamed from a voter's replica once it has applied
 //	                   what its group committed; it may stall up to
 //	                   BackupIdle while the asker writes its own file

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/queenmq/queen/engine/fault"
 	"github.com/queenmq/queen/internal/wire"
@@ -16,6 +17,12 @@ var (
 	// streams, and the replicated commands and Raft log of package raft.
 	// It is wire.ErrCorrupt, the mark each of those sentinels carries.
 	ErrCorrupt = wire.ErrCorrupt
+	// ErrUnlistedCommand is the answer, while a queue is frozen for a
+	// move, to a command whose type the freeze's list (freeze.go
+	// frozenTouch) does not name: it might write the frozen queue, so it
+	// is refused. It wraps ErrQueueMoving (a retry after the move may
+	// succeed); it means a command was added without its line there.
+	ErrUnlistedCommand = fmt.Errorf("%w: the command is not in the freeze's list", ErrQueueMoving)
 	// ErrClosed is returned by operations on a closed engine.
 	ErrClosed = errors.New("engine: closed")
 	// ErrInvalid is wrapped by every rejection of a malformed command

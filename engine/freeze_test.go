@@ -38,7 +38,6 @@ func TestFreeze_RefusesEveryWrite(t *testing.T) {
 	if enginetest.Must[bool](h, engine.FreezeQueueCmd{Queue: "orders", Epoch: 2}) {
 		t.Fatal("a repeated freeze changed something")
 	}
-	before := withoutMeta(h.Dump())
 	exported := exportAll(t, h, "orders", engine.ExportChunkBytes)
 	p0, p1, p2 := f.parts["p0"], f.parts["p1"], f.parts["p2"]
 	lease := f.lease.LeaseID
@@ -48,7 +47,7 @@ func TestFreeze_RefusesEveryWrite(t *testing.T) {
 		t.Fatalf("pop from the bystander: %+v", pending)
 	}
 	h.Apply(engine.PushCmd{Items: []engine.PushItem{{Queue: "other", Payload: []byte(`1`)}}})
-	before = withoutMeta(h.Dump()) // the bystander's writes above are not the frozen queue's
+	before := withoutMeta(h.Dump()) // the bystander's writes above are not the frozen queue's
 	orderPush := engine.PushItem{Queue: "orders", Partition: "p0", TransactionID: "new", Payload: []byte(`1`)}
 	otherPush := engine.PushItem{Queue: "other", TransactionID: "new-o", Payload: []byte(`1`)}
 	ack := engine.AckItem{TransactionID: "t-1", PartitionID: p1, Group: "billing", Status: cursor.Completed}
@@ -184,4 +183,79 @@ func TestFreeze_TravelsInSnapshots(t *testing.T) {
 	refused[[]engine.PushResult](t, dst, "push to the frozen queue", engine.PushCmd{Items: []engine.PushItem{{Queue: "orders", Payload: []byte(`1`)}}})
 	ack := engine.AckItem{TransactionID: "o-0", PartitionID: info.Partitions[0].ID, Group: "g", Status: cursor.Completed}
 	refused[[]engine.AckResult](t, dst, "ack of the dropped queue's partition", engine.AckCmd{Items: []engine.AckItem{ack}})
+}
+
+// TestFreeze_RefusesStreamsIntoAFrozenQueue: a stream registered with a
+// frozen queue as its sink or source, and a cycle that pushes into a
+// frozen sink (as the edge builds it and as the proposer prepares it) or
+// acks a frozen source, are refused with nothing written; before this
+// the cycle's sink push was queued into the queue being exported, and
+// lost when the source copy was dropped. A stream that reads and writes
+// other queues runs.
+func TestFreeze_RefusesStreamsIntoAFrozenQueue(t *testing.T) {
+	h := enginetest.MustOpen(t)
+	src := h.PushOne("events", "", "e-1", `{"n":1}`)
+	h.PushOne("totals", "", "seed", `{"n":0}`)
+	h.PushOne("frozen-source", "", "f-1", `{"n":1}`)
+	reg := enginetest.Must[engine.StreamRegistered](h, engine.StreamRegisterCmd{Name: "sum", SourceQueue: "events",
+		HasSink: true, SinkQueue: "totals", ConfigHash: "h"})
+	enginetest.Must[bool](h, engine.FreezeQueueCmd{Queue: "totals", Epoch: 1})
+	enginetest.Must[bool](h, engine.FreezeQueueCmd{Queue: "frozen-source", Epoch: 1})
+	before := withoutMeta(h.Dump())
+
+	refused[engine.StreamRegistered](t, h, "a stream registered with it as sink", engine.StreamRegisterCmd{Name: "late",
+		SourceQueue: "events", HasSink: true, SinkQueue: "totals", ConfigHash: "h"})
+	refused[engine.StreamRegistered](t, h, "a stream registered with it as source", engine.StreamRegisterCmd{Name: "late2",
+		SourceQueue: "frozen-source", ConfigHash: "h"})
+	sink := engine.PushItem{Queue: "totals", TransactionID: "sum-1", Payload: []byte(`{"n":1}`)}
+	cycle := engine.StreamCycleCmd{Cycle: engine.Cycle{QueryID: reg.ID, PartitionID: src.PartitionID,
+		Ops: []engine.StateOp{{Key: "k", Value: []byte(`1`)}}}, Items: []engine.PushItem{sink}}
+	refused[engine.StreamCycleResult](t, h, "a cycle pushing into it", cycle)
+	prepared, err := cycle.Prepare(engine.ID{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused[engine.StreamCycleResult](t, h, "a prepared cycle pushing into it", prepared)
+	fs, err := h.Queue("frozen-source")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused[engine.StreamCycleResult](t, h, "a cycle acking its partition", engine.StreamCycleCmd{Cycle: engine.Cycle{QueryID: reg.ID,
+		PartitionID: fs.Partitions[0].ID, Ack: &engine.CycleAck{TransactionID: "f-1", Status: cursor.Completed}}})
+	if d := enginetest.DiffDumps(before, withoutMeta(h.Dump())); d != "" {
+		t.Fatalf("refused stream commands wrote:\n%s", d)
+	}
+
+	// Elsewhere streams run: a registration and a cycle with no frozen queue.
+	enginetest.Must[engine.StreamRegistered](h, engine.StreamRegisterCmd{Name: "copy", SourceQueue: "events",
+		HasSink: true, SinkQueue: "copies", ConfigHash: "h"})
+	res := enginetest.Must[engine.StreamCycleResult](h, engine.StreamCycleCmd{Cycle: engine.Cycle{QueryID: reg.ID,
+		PartitionID: src.PartitionID, Ops: []engine.StateOp{{Key: "k", Value: []byte(`1`)}}},
+		Items: []engine.PushItem{{Queue: "copies", TransactionID: "c-1", Payload: []byte(`1`)}}})
+	if !res.Success || len(res.Pushes) != 1 || res.Pushes[0].Status != engine.Queued {
+		t.Fatalf("a cycle into a queue not frozen: %+v", res)
+	}
+}
+
+// rogueCmd is a command type the freeze's list does not name.
+type rogueCmd struct{}
+
+func (rogueCmd) Apply(*engine.Batch, engine.Stamp) engine.Result { return engine.Result{Value: true} }
+
+// TestFreeze_RefusesAnUnlistedCommand: while a queue is frozen, a command
+// whose type the freeze does not list is refused (it might write the
+// queue), with an error that says so and is retried like ErrQueueMoving;
+// with nothing frozen it runs.
+func TestFreeze_RefusesAnUnlistedCommand(t *testing.T) {
+	h := enginetest.MustOpen(t)
+	if engine.FreezeListed(rogueCmd{}) {
+		t.Fatal("an unknown command type is listed")
+	}
+	enginetest.Must[bool](h, rogueCmd{})
+	h.PushOne("orders", "", "t", `1`)
+	enginetest.Must[bool](h, engine.FreezeQueueCmd{Queue: "orders", Epoch: 1})
+	_, err := enginetest.Run[bool](h, rogueCmd{})
+	if !errors.Is(err, engine.ErrUnlistedCommand) || !errors.Is(err, engine.ErrQueueMoving) {
+		t.Fatalf("an unlisted command while a queue is frozen: %v, want ErrUnlistedCommand", err)
+	}
 }

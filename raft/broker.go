@@ -23,11 +23,15 @@ type Proposer interface {
 // Propose runs c through p and returns its answer as a T, with the
 // command's own error. An answer of another type is ErrResultType, never a
 // silent zero value: every command's Value has one type (engine.Command).
+// A refusal without a value (engine.ErrUnlistedCommand) is its error.
 func Propose[T any](ctx context.Context, p Proposer, c engine.Command) (T, error) {
 	var zero T
 	r, err := p.Propose(ctx, c)
 	if err != nil {
 		return zero, err
+	}
+	if r.Value == nil && r.Err != nil {
+		return zero, r.Err
 	}
 	v, ok := r.Value.(T)
 	if !ok {

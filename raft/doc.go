@@ -37,7 +37,8 @@
 //
 //	LOCK        flock held while a node (or queen recover) uses it; queen check takes it too
 //	engine/     the engine's Pebble store
-//	raft/       the Raft log and stable store (logstore, Pebble)
+//	raft/       the Raft log and stable store (logstore, Pebble), with the store id and the founders
+//	            seen empty at bootstrap in group 1's stable keys (identity.go: a lost disk never votes)
 //	snapshots/  hraft's file snapshot store: references, or a stream a leader sent
 //	spool/      pushes buffered during push maintenance (package server)
 //	peers.json  optional: a configuration for queen recover (renamed peers.json.applied once used)
@@ -48,8 +49,10 @@
 //
 // A Host (host.go) runs several groups of one node over one log store and
 // one listener: the directory (group 0: how many data groups, which queue
-// lives in which) and data groups 1..G, each a Node, with the same voters
-// and leaders spread over the nodes. As a broker (hostbroker.go) it sends
+// lives in which) and data groups 1..G, each a Node. With --replicas R a
+// group's voters are R of the N nodes, as the directory's layout records
+// place them (hostlayout.go, placement/); without it every group has every
+// node; leaders are spread over the nodes. As a broker (hostbroker.go) it sends
 // each command to its queue's group, splits pushes and acks over groups,
 // relays the parts a group led elsewhere must propose (through its
 // Forwarder, package cluster), answers NotLeaderError for the rest, and merges reads. See

@@ -56,6 +56,20 @@ var (
 	ErrNotPreparable = errors.New("raft: command cannot be prepared for another node")
 	// ErrForward is returned when forwarding a command to the leader failed.
 	ErrForward = errors.New("raft: forward to leader failed")
+	// ErrStoreLost is returned by Open and OpenHost when this node's store
+	// is empty but a founder holds the cluster's state and counts this
+	// node's id a member: the disk was lost or replaced, and voting under
+	// the old id could elect a leader that lacks acknowledged writes (see
+	// identity.go). The message names the fix.
+	ErrStoreLost = errors.New("raft: this node's store was lost")
+	// ErrUnknownMember is returned by Leave for an id the configuration
+	// does not hold (with groups, the directory's, which counts every
+	// node): nothing was changed.
+	ErrUnknownMember = errors.New("raft: no such member")
+	// ErrNotMember is returned by Open and OpenHost when this node's store
+	// is empty and the founders that hold the cluster's state do not count
+	// it a member: it must join (--join), not bootstrap.
+	ErrNotMember = errors.New("raft: not a member of the cluster its founders run")
 	// ErrQuorumRisk is returned by Join and Leave for a membership change
 	// that would leave the cluster without a quorum of reachable voters (or
 	// add a voter nobody can reach); nothing was changed. Passing force makes

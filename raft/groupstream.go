@@ -26,9 +26,9 @@ import (
 //
 // An acceptor that does not host g closes the connection, and the dialer's
 // Dial fails with ErrHandshake. Raft's own stream starts with an RPC type
-// byte (0 to 4), never 'Q', so an acceptor that hosts groups besides group
-// 1 tells the two apart by the first byte; one that hosts group 1 alone
-// reads nothing before Raft does. Part of the wire format — never change.
+// byte (0 to 4), never 'Q', so an acceptor tells the two apart by the first
+// byte (and a status probe, "QSTA", from both: identity.go). Part of the
+// wire format — never change.
 const (
 	groupMagic    = "QGRP"
 	groupFrameLen = len(groupMagic) + 4
@@ -58,21 +58,10 @@ func (s *streamLayer) Group(id uint32) (hraft.StreamLayer, error) {
 	return g, nil
 }
 
-// hostsGroups reports whether s serves groups other than 1, and so reads
-// the first byte of every accepted connection.
-func (s *streamLayer) hostsGroups() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.groups) > 0
-}
-
 // route reads which group an accepted, set-up connection is for and
 // returns the channel its Accept takes it from, with the connection to
 // hand over (the first byte put back for group 1).
 func (s *streamLayer) route(conn net.Conn) (chan net.Conn, <-chan struct{}, net.Conn, error) {
-	if !s.hostsGroups() {
-		return s.conns, s.closed, conn, nil
-	}
 	if err := conn.SetDeadline(time.Now().Add(handshakeTimeout)); err != nil {
 		return nil, nil, nil, err
 	}
@@ -88,7 +77,16 @@ func (s *streamLayer) route(conn net.Conn) (chan net.Conn, <-chan struct{}, net.
 		return s.conns, s.closed, &peekedConn{Conn: conn, r: r}, nil
 	}
 	var frame [groupFrameLen]byte
-	if _, err := io.ReadFull(r, frame[:]); err != nil {
+	if _, err := io.ReadFull(r, frame[:len(statusMagic)]); err != nil {
+		return nil, nil, nil, fmt.Errorf("read the group frame: %w", err)
+	}
+	if string(frame[:len(statusMagic)]) == statusMagic {
+		if err := s.answerStatus(conn); err != nil {
+			return nil, nil, nil, fmt.Errorf("answer a status probe: %w", err)
+		}
+		return nil, nil, nil, errAnswered
+	}
+	if _, err := io.ReadFull(r, frame[len(statusMagic):]); err != nil {
 		return nil, nil, nil, fmt.Errorf("read the group frame: %w", err)
 	}
 	if string(frame[:len(groupMagic)]) != groupMagic {
@@ -109,6 +107,10 @@ func (s *streamLayer) route(conn net.Conn) (chan net.Conn, <-chan struct{}, net.
 	}
 	return g.conns, g.closed, &peekedConn{Conn: conn, r: r}, nil
 }
+
+// errAnswered is route's word for a connection it has served itself (a
+// status probe): closed, and nothing to report.
+var errAnswered = errors.New("answered")
 
 // peekedConn is a connection whose first bytes went through r.
 type peekedConn struct {

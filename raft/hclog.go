@@ -21,8 +21,10 @@ import (
 //   - Raft's Info lines (elections, snapshots, leaders it hears of) are
 //     Debug here: the node logs leadership itself, once per change
 //     (leaderLoop). Trace and Debug stay Debug.
-//   - Warnings that are expected are Info: a node that starts alone times
-//     out its heartbeat and elects itself every time.
+//   - Warnings and errors that are expected are Info: a node that starts
+//     alone times out its heartbeat and elects itself every time, and a
+//     leader that hands its leadership over (a transfer, a rebalance)
+//     meets the new leader's term on each follower it replicated to.
 //   - A warning or an error that repeats (a peer that is down fails every
 //     heartbeat, ~1.5 lines a second) is logged once per repeatWindow with
 //     how many were left out since.
@@ -37,11 +39,16 @@ type raftLogger struct {
 // repeatWindow is how often one repeated Raft warning or error is logged.
 const repeatWindow = 30 * time.Second
 
-// expected are the Raft warnings that are normal events, logged at Info.
+// expected are the Raft warnings and errors that are normal events, logged
+// at Info: a WARN or an ERROR should mean an operator may need to act.
 var expected = []string{
 	"heartbeat timeout reached, starting election",
 	"election timeout reached, restarting election",
 	"rejecting pre-vote request since we have a leader",
+	// Error in hashicorp/raft's replication.go: the old leader's
+	// replication to a peer that voted in a newer term; the node logs
+	// the leadership change itself.
+	"peer has newer term, stopping replication",
 }
 
 func newRaftLogger(log *slog.Logger) *raftLogger {
@@ -90,13 +97,15 @@ func (l *raftLogger) Log(level hclog.Level, msg string, args ...any) {
 	switch level {
 	case hclog.Warn:
 		lvl = slog.LevelWarn
+	case hclog.Error:
+		lvl = slog.LevelError
+	}
+	if lvl >= slog.LevelWarn {
 		for _, e := range expected {
 			if len(msg) >= len(e) && strings.EqualFold(msg[:len(e)], e) { // Raft capitalises some
 				lvl = slog.LevelInfo
 			}
 		}
-	case hclog.Error:
-		lvl = slog.LevelError
 	}
 	if lvl >= slog.LevelWarn && shuttingDown(args) {
 		lvl = slog.LevelDebug // the node's own parts stopping

@@ -26,17 +26,21 @@ func TestRaftLogger_LevelsAndRepeats(t *testing.T) {
 	}
 	l.Error("failed to heartbeat to", "peer", "n2", "error", "connection refused")
 	l.Error("failed to decode incoming command", "error", "transport shutdown")
+	l.Error("peer has newer term, stopping replication", "peer", "n2") // a routine hand-off
 	out := buf.String()
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 4 {
-		t.Fatalf("%d lines, want 4 (elections at info, no snapshot error while stopping, one failure per peer):\n%s", len(lines), out)
+	if len(lines) != 5 {
+		t.Fatalf("%d lines, want 5 (elections and a hand-off at info, no snapshot error while stopping, one failure per peer):\n%s", len(lines), out)
+	}
+	if !strings.Contains(lines[4], "level=INFO") || !strings.Contains(lines[4], "newer term") {
+		t.Fatalf("a leader's hand-off: %s", lines[4])
 	}
 	if !strings.Contains(lines[0], "level=INFO") || !strings.Contains(lines[0], "starting election") ||
 		!strings.Contains(lines[1], "level=INFO") || !strings.Contains(lines[1], "restarting election") ||
 		!strings.Contains(lines[2], "level=ERROR") || !strings.Contains(lines[2], "peer=n3") || !strings.Contains(lines[3], "peer=n2") {
 		t.Fatalf("lines:\n%s", out)
 	}
-	if strings.Contains(out, "[WARN]") || strings.Count(out, "time=") != 4 {
+	if strings.Contains(out, "[WARN]") || strings.Count(out, "time=") != 5 {
 		t.Fatalf("one timestamp per line, no hclog prefix:\n%s", out)
 	}
 	// After the window the next one carries the count of those left out.

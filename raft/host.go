@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -35,12 +36,15 @@ import (
 // refused all the same (ErrLayout): until queues can move, a plain store's
 // queues would be in no directory.
 type Host struct {
-	opts   HostOptions
-	lock   io.Closer
-	store  *logstore.Store
-	stream *streamLayer
-	nodes  []*Node       // by group id, 0..G
-	turn   atomic.Uint64 // the rotating start of discovery pops
+	opts      HostOptions
+	lock      io.Closer
+	store     *logstore.Store
+	stream    *streamLayer
+	storeID   string        // the data directory's store (identity.go)
+	clusterID string        // the cluster's id (identity.go), "" when it has none
+	removal   *removal      // closed once this node knows it was removed (removed.go)
+	nodes     []*Node       // by group id, 0..G
+	turn      atomic.Uint64 // the rotating start of discovery pops
 	// holdOutbox, set by a test, stops outbox deliveries: a transaction
 	// then commits and leaves its rows, as a crash would.
 	holdOutbox atomic.Bool
@@ -184,7 +188,8 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 	case o.Groups < 1:
 		return nil, fmt.Errorf("raft: host: Groups must be at least 1, not %d", o.Groups)
 	}
-	h := &Host{opts: o, done: make(chan struct{}), waitsStopped: make(chan struct{}), catchUp: make([]uint64, o.Groups+1)}
+	h := &Host{opts: o, done: make(chan struct{}), waitsStopped: make(chan struct{}), catchUp: make([]uint64, o.Groups+1),
+		removal: newRemoval()}
 	defer func() {
 		if err != nil {
 			h.closeParts()
@@ -220,6 +225,10 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 		log.Warn("raft: the Raft transport has neither TLS nor a cluster secret: "+
 			"anyone who can reach this port can join the replication stream", "addr", h.stream.Addr().String())
 	}
+	seen, err := h.awaitFounders(log)
+	if err != nil {
+		return nil, err
+	}
 	for _, g := range h.Groups() {
 		gopts := opts
 		if len(opts.Peers) > 0 {
@@ -228,7 +237,7 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 				gopts.Peers = nil // idle until a leader adds it (hostlayout.go)
 			}
 		}
-		n, err := open(gopts, &hostPart{group: g, store: h.store, stream: h.stream})
+		n, err := open(gopts, &hostPart{group: g, store: h.store, stream: h.stream, storeID: h.storeID, clusterID: h.clusterID})
 		if err != nil {
 			return nil, fmt.Errorf("raft: group %d: %w", g, err)
 		}
@@ -241,7 +250,24 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 			}
 		}
 	}
-	h.wg.Add(6)
+	h.stream.setIdentity(func() identity {
+		id := identity{Node: opts.ID, Store: h.storeID, Known: true, Founders: seen}
+		for _, n := range h.nodes {
+			id.State = id.State || n.raft.LastIndex() > 0
+			for _, m := range n.members() {
+				if !slices.Contains(id.Members, m) {
+					id.Members = append(id.Members, m)
+				}
+			}
+		}
+		return id
+	})
+	h.wg.Add(7)
+	go func() {
+		defer h.wg.Done()
+		dir := h.nodes[Directory]
+		h.removal.watch(h.stream, opts.ID, dir.leaderless, dir.configuration, log, h.done)
+	}()
 	go h.loadLoop()
 	go h.layoutLoop()
 	go h.rebalanceLoop()
@@ -250,6 +276,44 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 	go h.moveLoop()
 	return h, nil
 }
+
+// awaitFounders mints or reads the store id, answers status probes and, for
+// a founder whose store holds no state in any group, runs the founders'
+// round (identity.go) before any group opens, as Open does for one group.
+// It returns the founders recorded.
+func (h *Host) awaitFounders(log *slog.Logger) (map[string]string, error) {
+	opts := h.opts.Node
+	first, err := h.store.Group(1)
+	if err != nil {
+		return nil, err
+	}
+	if h.storeID, err = storeID(first); err != nil {
+		return nil, err
+	}
+	var logs []*logstore.Log
+	for _, g := range h.Groups() {
+		l, err := h.store.Group(g)
+		if err != nil {
+			return nil, err
+		}
+		logs = append(logs, l)
+	}
+	state, err := hasState(logs...)
+	if err != nil {
+		return nil, fmt.Errorf("raft: read state: %w", err)
+	}
+	founders, cluster, err := openIdentity(opts, h.stream, first, h.storeID, state, log)
+	if err != nil {
+		return nil, err
+	}
+	h.clusterID = cluster
+	return founders, nil
+}
+
+// Removed is closed once this node knows it was removed from the cluster
+// (removed.go): the directory, which counts every node, knows no leader,
+// and the other nodes run it without this one.
+func (h *Host) Removed() <-chan struct{} { return h.removal.Removed() }
 
 // oneGroupStore refuses a data directory a node of one group made (a
 // Raft log and no directory group): as group 1 of a Host its queues would
@@ -501,7 +565,13 @@ func (h *Host) defineGroups() bool {
 		d.log.Warn("raft: host: record the number of data groups", "err", err)
 	}
 	if h.opts.Replicas > 0 && command.ReplicaCount(d.engine.ClusterValue) == 0 {
-		if _, err := Propose[uint32](ctx, d, command.Replicas{Count: uint32(h.opts.Replicas)}); err != nil && !errors.Is(err, ErrShutdown) {
+		switch _, err := Propose[uint32](ctx, d, command.Replicas{Count: uint32(h.opts.Replicas)}); {
+		case errors.Is(err, ErrClusterVersion):
+			// A grouped start: the record is command version 3, and the
+			// cluster runs at 1 until the nodes have read each other's
+			// /health. The next look proposes it again.
+			d.log.Debug("raft: host: record the voters each group has once the cluster version allows it", "err", err)
+		case err != nil && !errors.Is(err, ErrShutdown):
 			d.log.Warn("raft: host: record the voters each group has", "err", err)
 		}
 	}

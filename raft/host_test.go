@@ -887,7 +887,7 @@ func TestHost_DiscoveryPopsLookInEveryGroup(t *testing.T) {
 func TestHost_RecoverEveryGroupToTheSurvivors(t *testing.T) {
 	t.Parallel()
 	c := openHosts(t, 3, 3)
-	leaders := c.leaders(preferredLeaders)
+	c.leaders(preferredLeaders)
 	for g := uint32(1); g <= 3; g++ {
 		for k := range 5 {
 			c.push(g, fmt.Sprintf("q%d", g), fmt.Sprintf("t%d", k))
@@ -909,7 +909,7 @@ func TestHost_RecoverEveryGroupToTheSurvivors(t *testing.T) {
 	c.h = c.h[:2]
 	c.start(0)
 	c.start(1)
-	leaders = c.settled()
+	leaders := c.settled()
 	for g := uint32(1); g <= 3; g++ {
 		if st := c.h[leaders[g]].Group(g).Status(); st.Voters != 2 {
 			t.Fatalf("group %d after recovery: %+v, want two voters", g, st)
@@ -1194,7 +1194,7 @@ func TestHost_SplitPushAnswersFailedOnlyWhenNotStored(t *testing.T) {
 		t.Errorf("group 2 holds %d messages after the push again, want 3 (the new item once)", got)
 	}
 
-	items, res, err = pushCase("lose")
+	_, res, err = pushCase("lose")
 	if !errors.Is(err, raft.ErrOutcomeUnknown) {
 		t.Fatalf("push whose relays to group 2 all lost their answer: %+v, %v; want ErrOutcomeUnknown", res, err)
 	}

@@ -1,8 +1,10 @@
 package raft
 
 import (
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	hraft "github.com/hashicorp/raft"
@@ -119,14 +121,16 @@ func (n *Node) checkJoin(conf hraft.Configuration, id, addr string) error {
 // ErrQuorumRisk, forced or not. Unless force is set, removing a voter also
 // returns ErrQuorumRisk when the live voters that remain would not be a
 // majority of the voters that remain; see "Membership safety" above.
-// Removing a server the configuration does not hold succeeds at once.
+// Removing a server the configuration does not hold returns
+// ErrUnknownMember, and changes nothing.
 func (n *Node) Leave(id string, force bool) error {
 	return n.changeMembership(func(conf hraft.Configuration) error { return n.leave(conf, id, force) })
 }
 
 func (n *Node) leave(conf hraft.Configuration, id string, force bool) error {
 	if !slices.ContainsFunc(conf.Servers, func(s hraft.Server) bool { return s.ID == hraft.ServerID(id) }) {
-		return nil // not a member (a node on R of N leaves every group): nothing to commit
+		return fmt.Errorf("%w: %s is not in the configuration of group %d (%s)", ErrUnknownMember, id, n.group,
+			strings.Join(configMembers(conf), ", "))
 	}
 	for _, s := range conf.Servers {
 		if s.ID != hraft.ServerID(id) || s.Suffrage != hraft.Voter {
@@ -178,6 +182,11 @@ func (n *Node) Members() []string {
 	if err != nil {
 		return nil
 	}
+	return voterIDs(conf)
+}
+
+// voterIDs lists the ids of conf's voters, sorted.
+func voterIDs(conf hraft.Configuration) []string {
 	var ids []string
 	for _, s := range conf.Servers {
 		if s.Suffrage == hraft.Voter {
@@ -213,7 +222,7 @@ func (h *Host) JoinGroup(g uint32, id, addr string, force bool) error {
 	if n == nil {
 		return fmt.Errorf("%w: group %d does not exist", engine.ErrInvalid, g)
 	}
-	return h.groupError(g, n.Join(id, addr, force))
+	return h.memberError(g, n.Join(id, addr, force))
 }
 
 // LeaveGroup removes a server from group g, as JoinGroup adds one.
@@ -222,5 +231,27 @@ func (h *Host) LeaveGroup(g uint32, id string, force bool) error {
 	if n == nil {
 		return fmt.Errorf("%w: group %d does not exist", engine.ErrInvalid, g)
 	}
-	return h.groupError(g, n.Leave(id, force))
+	err := n.Leave(id, force)
+	if g != Directory && errors.Is(err, ErrUnknownMember) {
+		// With groups on R of N, a node is no voter of most data groups:
+		// leaving them is nothing. The directory counts every node, so its
+		// answer says whether the node was a member at all.
+		err = nil
+	}
+	return h.memberError(g, err)
+}
+
+// memberError is groupError for a membership change: a replica that does
+// not know a leader, as the idle replica of a group this node is no voter
+// of never does, names the leader the directory records for the group, so
+// the edge relays the change there instead of answering no_leader (a
+// forced leave of a dead node through a survivor that is no voter of one
+// of its groups failed so on every survivor).
+func (h *Host) memberError(g uint32, err error) error {
+	if errors.Is(err, ErrNoLeader) {
+		if st := h.leaderOf(g); st.Leader != "" && st.Leader != h.opts.Node.ID {
+			return &NotLeaderError{Group: g, Status: st}
+		}
+	}
+	return h.groupError(g, err)
 }

@@ -183,17 +183,16 @@ func TestNode_Leave_RefusesTheLastVoter(t *testing.T) {
 	push(t, n, "q", "still writable")
 }
 
-// Removing a server the configuration does not hold (a node on R of N
-// leaves every group, and is a voter of only some) succeeds and commits
-// nothing.
-func TestNode_Leave_NotAMemberIsANoop(t *testing.T) {
+// Removing a server the configuration does not hold answers
+// ErrUnknownMember (the edge's 404 unknown_member) and commits nothing.
+func TestNode_Leave_NotAMemberIsRefused(t *testing.T) {
 	t.Parallel()
 	c := rafttest.MakeCluster(t, 1)
 	n := c.Leader()
 	before := n.Status()
 	for _, force := range []bool{false, true} {
-		if err := n.Leave("never-joined", force); err != nil {
-			t.Fatalf("leave of a server never in the configuration (force %v): %v, want success", force, err)
+		if err := n.Leave("never-joined", force); !errors.Is(err, raft.ErrUnknownMember) || !strings.Contains(err.Error(), "never-joined") {
+			t.Fatalf("leave of a server never in the configuration (force %v): %v, want ErrUnknownMember naming it", force, err)
 		}
 	}
 	if st := n.Status(); st.Applied != before.Applied || st.Voters != 1 {

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,6 +45,11 @@ type Node struct {
 	// with the node.
 	group  uint32
 	hosted bool
+	// storeID names the node's store (identity.go): its data directory's,
+	// shared by a Host's groups.
+	storeID   string
+	clusterID string   // the cluster's id (identity.go), "" when it has none
+	removal   *removal // closed once this node knows it was removed (removed.go)
 	// membership serialises Join and Leave: a check and the change it
 	// allows happen together.
 	membership sync.Mutex
@@ -93,9 +99,11 @@ func Open(opts Options) (*Node, error) {
 // hostPart is what a Host lends the node of one of its groups: the log
 // store and the stream layer all its groups share.
 type hostPart struct {
-	group  uint32
-	store  *logstore.Store
-	stream *streamLayer
+	group     uint32
+	store     *logstore.Store
+	stream    *streamLayer
+	storeID   string
+	clusterID string
 }
 
 // open starts a node on its own data directory, log store and listener, or,
@@ -103,11 +111,11 @@ type hostPart struct {
 func open(opts Options, h *hostPart) (*Node, error) {
 	n := &Node{opts: opts, log: opts.Logger.With("node", opts.ID), notify: newNotifier(),
 		proposals: make(chan *proposal, 4096), inflight: make(chan struct{}, opts.MaxInFlight),
-		done: make(chan struct{}), stopped: make(chan struct{}), live: newLiveness(), group: 1}
+		done: make(chan struct{}), stopped: make(chan struct{}), live: newLiveness(), group: 1, removal: newRemoval()}
 	n.readIndex = rounds.New(opts.ApplyTimeout, n.confirmRead)
 	n.versions.cluster.Store(1)
 	if h != nil {
-		n.group, n.hosted = h.group, true
+		n.group, n.hosted, n.storeID, n.clusterID = h.group, true, h.storeID, h.clusterID
 		n.log = n.log.With("group", h.group)
 	}
 	ok := false
@@ -126,6 +134,11 @@ func open(opts Options, h *hostPart) (*Node, error) {
 		return nil, err
 	}
 	n.engine, n.store = n.disk.engine, n.disk.store
+	if h == nil {
+		if n.storeID, err = storeID(n.disk.log); err != nil {
+			return nil, err
+		}
+	}
 	t2 := time.Now()
 	n.transport = opts.Transport
 	switch {
@@ -159,6 +172,12 @@ func open(opts Options, h *hostPart) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("raft: read state: %w", err)
 	}
+	var founders map[string]string
+	if h == nil {
+		if founders, n.clusterID, err = openIdentity(n.opts, n.stream, n.disk.log, n.storeID, exists, n.log); err != nil {
+			return nil, err
+		}
+	}
 	n.fsm = newFSM(n.engine, n.disk.log, n.notify, n.log)
 	if n.raft, err = hraft.NewRaft(cfg, n.fsm, logs, n.disk.log, n.disk.snaps, n.transport); err != nil {
 		return nil, fmt.Errorf("raft: start: %w", err)
@@ -180,6 +199,19 @@ func open(opts Options, h *hostPart) (*Node, error) {
 			return nil, fmt.Errorf("raft: bootstrap: %w", err)
 		}
 	}
+	if h == nil && n.stream != nil {
+		n.stream.setIdentity(func() identity {
+			return identity{Node: n.opts.ID, Store: n.storeID, State: exists || n.raft.LastIndex() > 0,
+				Members: n.members(), Known: true, Founders: founders}
+		})
+	}
+	if h == nil && n.stream != nil {
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			n.removal.watch(n.stream, n.opts.ID, n.leaderless, n.configuration, n.log, n.done)
+		}()
+	}
 	n.loadVersions()
 	n.wg.Add(5)
 	go n.proposeLoop()
@@ -189,6 +221,32 @@ func open(opts Options, h *hostPart) (*Node, error) {
 	go n.versionLoop()
 	ok = true
 	return n, nil
+}
+
+// otherFounders reports whether opts.Peers names a founder besides this
+// node.
+func otherFounders(opts Options) bool {
+	return slices.ContainsFunc(opts.Peers, func(p Peer) bool { return p.ID != opts.ID })
+}
+
+// Removed is closed once this node knows it was removed from the cluster
+// (removed.go); a Host's groups leave that to the Host.
+func (n *Node) Removed() <-chan struct{} { return n.removal.Removed() }
+
+// leaderless reports whether the node knows no leader.
+func (n *Node) leaderless() bool {
+	_, id := n.raft.LeaderWithID()
+	return id == ""
+}
+
+// members lists the ids of the node's latest configuration, nil when raft
+// cannot say.
+func (n *Node) members() []string {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return nil
+	}
+	return configMembers(f.Configuration())
 }
 
 // undoHalfBootstrap clears a bootstrap that a stop cut in two. hashicorp/raft
@@ -344,7 +402,7 @@ func (d *disk) openSnapshots(opts Options, g uint32, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("raft: snapshot store: %w", err)
 	}
-	d.snaps = &refStore{SnapshotStore: files, e: d.engine}
+	d.snaps = &refStore{SnapshotStore: files, e: d.engine, log: d.log}
 	return nil
 }
 
@@ -701,7 +759,7 @@ func (n *Node) Sweep(ctx context.Context) (engine.SweepResult, error) {
 // Status reports the node's role, leader and applied index, and its
 // storage faults.
 func (n *Node) Status() Status {
-	s := Status{ID: n.opts.ID, Applied: n.engine.Applied(), Fault: n.fault(),
+	s := Status{ID: n.opts.ID, Store: n.storeID, Cluster: n.clusterID, Applied: n.engine.Applied(), Fault: n.fault(),
 		StorageErrors:  n.engine.StorageErrors() + n.store.StorageErrors(),
 		CommandVersion: n.advertised(), ClusterVersion: n.ClusterVersion()}
 	switch n.raft.State() {
@@ -722,6 +780,7 @@ func (n *Node) Status() Status {
 	if f := n.raft.GetConfiguration(); f.Error() == nil {
 		var live int
 		s.Voters, live = n.count(f.Configuration(), "")
+		s.Members = voterIDs(f.Configuration())
 		if s.Role == "leader" {
 			s.LiveVoters = live
 		}

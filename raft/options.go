@@ -63,6 +63,22 @@ type Options struct {
 	// single-voter cluster (the embedded default). A node meant to join an
 	// existing cluster leaves it false.
 	Bootstrap bool
+	// AwaitFounders makes a founder (Peers lists others besides it) whose
+	// store holds no Raft state ask every other founder what it holds
+	// before bootstrapping, and refuse to start when the cluster already
+	// runs without this store (ErrStoreLost, ErrNotMember): a lost disk
+	// never votes (identity.go). Open blocks until every founder has
+	// answered, so founders start together. DefaultOptions sets it; tests
+	// that open founders one after another on the TCP transport clear it.
+	AwaitFounders bool
+	// JoinMembers, for a node that joins (no Peers, no Bootstrap) and
+	// holds no Raft state, returns the ids of the servers the cluster it
+	// joins counts (serve reads them from --join's /health). Open refuses
+	// with ErrStoreLost when they include ID, as for a founder (a joiner's
+	// lost disk), and asks again while it fails. Nil: no check.
+	// It also returns the cluster's id (/health "cluster"), which the node
+	// records as its own.
+	JoinMembers func() (members []string, cluster string, err error)
 	// Engine configures the state machine's store. Sync is forced off: the
 	// Raft log is the write-ahead log; Logger is Logger.
 	Engine engine.Options
@@ -151,6 +167,7 @@ func DefaultOptions() Options {
 		RetentionInterval: 5 * time.Second,
 		VersionInterval:   5 * time.Second,
 		RaftLogSync:       true,
+		AwaitFounders:     true,
 	}
 }
 

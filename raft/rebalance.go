@@ -275,7 +275,7 @@ func (h *Host) plan(now time.Time, dead map[string]time.Time, stepSeen map[comma
 			why = "it is leaving and its replicas have moved"
 		}
 		d.log.Warn("raft: removing a node from the directory", "node", nd.ID, "why", why)
-		if err := d.Leave(nd.ID, false); err != nil {
+		if err := d.Leave(nd.ID, false); err != nil && !errors.Is(err, ErrUnknownMember) {
 			d.log.Warn("raft: remove a node from the directory", "node", nd.ID, "err", err)
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 	hraft "github.com/hashicorp/raft"
 
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/raft/logstore"
 )
 
 // Snapshots are references, not copies.
@@ -63,7 +64,8 @@ func decodeRef(head []byte) (uint64, bool) {
 // bytes, and turns references into streams of the engine when opened.
 type refStore struct {
 	hraft.SnapshotStore
-	e *engine.Engine
+	e   *engine.Engine
+	log *logstore.Log // the group's log, told of a stream being restored
 }
 
 // Open returns the snapshot's stream: a stored full stream as it is, or,
@@ -77,6 +79,11 @@ func (s *refStore) Open(id string) (*hraft.SnapshotMeta, io.ReadCloser, error) {
 	head, _ := br.Peek(refLen)
 	index, isRef := decodeRef(head)
 	if !isRef || meta.Size != int64(refLen) {
+		// A stream a leader sent: raft opens it to restore it, then
+		// deletes the log (logstore's DeleteRange keeps what lies above).
+		if s.log != nil {
+			s.log.SnapshotInstalled(meta.Index)
+		}
 		return meta, struct {
 			io.Reader
 			io.Closer

@@ -3,12 +3,17 @@ package raft
 // Status is a node's view of the cluster, as /health reports it.
 type Status struct {
 	ID         string // this node's id
+	Store      string // its store's id (identity.go), minted with its data directory
+	Cluster    string // the cluster's id (identity.go), "" for a cluster bootstrapped before there were ids
 	Role       string // "leader", "follower", "candidate" or "shutdown"
 	Leader     string // the leader's node id, "" when there is none
 	LeaderHTTP string // the leader's HTTP address, "" when unknown
 	Applied    uint64 // the last Raft index applied to the engine
 	Term       uint64
 	Voters     int
+	// Members are the ids of the voters of the latest configuration,
+	// sorted (a Host's directory: every node).
+	Members []string
 	// LiveVoters is, on the leader, how many voters it knows live: itself
 	// and the followers whose heartbeats are not failing (see membership.go).
 	// 0 on any other node.

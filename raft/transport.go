@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -142,6 +143,8 @@ type streamLayer struct {
 	perHost map[string]int         // remote IP -> connections of pending from it
 	warned  map[string]time.Time   // remote host -> last warning
 	groups  map[uint32]*groupLayer // the other groups hosted (groupstream.go)
+
+	identity atomic.Pointer[func() identity] // what status probes are answered (identity.go)
 }
 
 var _ hraft.StreamLayer = (*streamLayer)(nil)
@@ -298,7 +301,7 @@ func (s *streamLayer) setUpAccepted(c net.Conn) {
 	<-s.slots
 	if err != nil {
 		c.Close()
-		if !s.isClosed() { // after Close, failures are Close's doing
+		if !s.isClosed() && !errors.Is(err, errAnswered) { // after Close, failures are Close's doing
 			s.refused(c.RemoteAddr(), err)
 		}
 		return

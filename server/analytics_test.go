@@ -529,3 +529,53 @@ func TestAnalytics_LeaderMergesFollowerMinutes(t *testing.T) {
 	resp := leader.do("POST", "/internal/v1/cluster/analytics", map[string]any{"id": "n9", "minutes": []any{}})
 	resp.expectError(t, 403, "cluster_secret_invalid")
 }
+
+// TestAnalytics_CountsAutoAckAndMaintenancePops: the messages an autoAck
+// pop delivers were acked by it, so they are what status shows as
+// processed (and worker-metrics as acked), as messages.completed counts
+// them; a pop answered 204 during pop maintenance is a pop request,
+// counted as an empty one. Before, both were counted nowhere.
+func TestAnalytics_CountsAutoAckAndMaintenancePops(t *testing.T) {
+	t.Parallel()
+	clock := &fakeClock{t: t0}
+	c, _ := analyticsServer(t, newEngineBroker(t, clock), clock, server.Options{})
+	c.configure("ops", nil)
+	c.push(map[string]any{"queue": "ops", "payload": 1}, map[string]any{"queue": "ops", "payload": 2}, map[string]any{"queue": "ops", "payload": 3})
+	if got := c.mustPop(popPath("ops", "batch=3&autoAck=true")); len(got.Messages) != 3 {
+		t.Fatalf("autoAck pop delivered %d, want 3", len(got.Messages))
+	}
+	c.do("POST", "/api/v1/system/maintenance/pop", map[string]any{"enabled": true}).expect(t, 200)
+	c.mustBeEmpty(popPath("ops", "batch=1"))
+	c.do("POST", "/api/v1/system/maintenance/pop", map[string]any{"enabled": false}).expect(t, 200)
+	c.elapse(time.Minute)
+
+	var wm struct{ TimeSeries []map[string]any }
+	c.get("/api/v1/analytics/worker-metrics"+rangeQuery, &wm)
+	if len(wm.TimeSeries) == 0 {
+		t.Fatal("worker-metrics: no series")
+	}
+	ts := wm.TimeSeries[len(wm.TimeSeries)-1]
+	for k, v := range map[string]any{"popRequests": 2.0, "popMessages": 3.0, "ackMessages": 3.0, "ackSuccess": 3.0, "ackRequests": 0.0} {
+		if ts[k] != v {
+			t.Errorf("worker-metrics timeSeries %s = %v, want %v", k, ts[k], v)
+		}
+	}
+	var ops queueOps
+	c.get("/api/v1/analytics/queue-ops"+rangeQuery, &ops)
+	if len(ops.Series) != 1 || ops.Series[0].PopEmpty != 1 || ops.Series[0].AckSuccess != 3 || ops.Series[0].PopMessages != 3 {
+		t.Fatalf("queue-ops %+v, want one empty pop, 3 popped and acked", ops.Series)
+	}
+	var st struct {
+		Throughput []struct {
+			Processed, Ingested int
+		} `json:"throughput"`
+	}
+	c.get("/api/v1/status"+rangeQuery, &st)
+	processed := 0
+	for _, row := range st.Throughput {
+		processed += row.Processed
+	}
+	if processed != 3 {
+		t.Fatalf("status throughput %+v: processed %d, want 3 (the autoAck pop's)", st.Throughput, processed)
+	}
+}

@@ -39,6 +39,24 @@ func TestBadInput(t *testing.T) {
 		{"push deep nesting", "POST", "/api/v1/push", `{"items":[{"queue":"q","payload":` + deep + `}]}`, 400, "invalid_json"},
 		{"push number beyond a double", "POST", "/api/v1/push", `{"items":[{"queue":"q","payload":{"a":[1,1e999999]}}]}`, 400, "invalid_json"},
 		{"push bad escape", "POST", "/api/v1/push", `{"items":[{"queue":"q\x"}]}`, 400, "invalid_json"},
+		// Invalid UTF-8 anywhere in a body (RFC 8259 §8.1): stored as sent it
+		// would make every pop reply carrying it unreadable, and an id would be
+		// reported as another (U+FFFD) that does not ack it. Escaped halves of
+		// a surrogate pair likewise.
+		{"push payload invalid UTF-8", "POST", "/api/v1/push", "{\"items\":[{\"queue\":\"q\",\"payload\":\"a\xff\xfeb\"}]}", 400, "invalid_utf8"},
+		{"push payload key invalid UTF-8", "POST", "/api/v1/push", "{\"items\":[{\"queue\":\"q\",\"payload\":{\"k\xff\":1}}]}", 400, "invalid_utf8"},
+		{"push payload overlong", "POST", "/api/v1/push", "{\"items\":[{\"queue\":\"q\",\"payload\":[\"\xc0\xaf\"]}]}", 400, "invalid_utf8"},
+		{"push payload encoded surrogate", "POST", "/api/v1/push", "{\"items\":[{\"queue\":\"q\",\"payload\":\"\xed\xa0\x80\"}]}", 400, "invalid_utf8"},
+		{"push payload truncated sequence", "POST", "/api/v1/push", "{\"items\":[{\"queue\":\"q\",\"payload\":\"long ascii text then \xe2\x82\"}]}", 400, "invalid_utf8"},
+		{"push payload lone surrogate escape", "POST", "/api/v1/push", `{"items":[{"queue":"q","payload":"\ud800"}]}`, 400, "invalid_utf8"},
+		{"push payload low surrogate first", "POST", "/api/v1/push", `{"items":[{"queue":"q","payload":"\udc00\ud800"}]}`, 400, "invalid_utf8"},
+		{"push transactionId invalid UTF-8", "POST", "/api/v1/push", "{\"items\":[{\"queue\":\"q\",\"transactionId\":\"job-\xff\"}]}", 400, "invalid_utf8"},
+		{"push transactionId lone surrogate", "POST", "/api/v1/push", `{"items":[{"queue":"q","transactionId":"order-\udfff"}]}`, 400, "invalid_utf8"},
+		{"push queue invalid UTF-8", "POST", "/api/v1/push", "{\"items\":[{\"queue\":\"q\xc3\"}]}", 400, "invalid_utf8"},
+		{"push member name invalid UTF-8", "POST", "/api/v1/push", "{\"items\":[{\"queue\":\"q\",\"x\xff\":1}]}", 400, "invalid_utf8"},
+		{"ack error text invalid UTF-8", "POST", "/api/v1/ack", "{\"transactionId\":\"t\",\"partitionId\":\"" + uuid + "\",\"status\":\"failed\",\"error\":\"bad\xff\"}", 400, "invalid_utf8"},
+		{"configure invalid UTF-8", "POST", "/api/v1/configure", "{\"queue\":\"q\",\"options\":{\"x\":\"\xff\"}}", 400, "invalid_utf8"},
+		{"transaction invalid UTF-8", "POST", "/api/v1/transaction", "{\"operations\":[{\"type\":\"push\",\"queue\":\"q\",\"payload\":\"\xf8\x88\x80\x80\x80\"}]}", 400, "invalid_utf8"},
 		{"ack missing transactionId", "POST", "/api/v1/ack", `{"partitionId":"` + uuid + `"}`, 400, "invalid_argument"},
 		{"ack missing partitionId", "POST", "/api/v1/ack", `{"transactionId":"t"}`, 400, "invalid_argument"},
 		{"ack status not a string", "POST", "/api/v1/ack", `{"transactionId":"t","partitionId":"` + uuid + `","status":3}`, 400, "invalid_argument"},
@@ -233,5 +251,34 @@ func TestBadInput_MistypedParameters(t *testing.T) {
 	c.do("GET", "/api/v1/resources/queues", nil).expect(t, 200).decode(t, &queues)
 	if len(queues.Queues) != 1 || queues.Queues[0].Name != "q" {
 		t.Fatalf("queues %+v, want only q", queues.Queues)
+	}
+}
+
+// TestBadInput_TransactionIDsRoundTrip: a transaction id in any Unicode, raw
+// or escaped (a surrogate pair, U+FFFD itself), is delivered as pushed and
+// acks with the id the pop reported; the bytes that made an id impossible to
+// ack (reported as U+FFFD, stored as sent) are refused at push, so ids
+// that differ only there cannot collide.
+func TestBadInput_TransactionIDsRoundTrip(t *testing.T) {
+	t.Parallel()
+	c := newClient(t)
+	c.do("POST", "/api/v1/push", `{"items":[{"queue":"u","transactionId":"order-é"},`+
+		`{"queue":"u","transactionId":"order-\uFFFD"},{"queue":"u","transactionId":"order-\ud83d\ude00"}]}`).expect(t, 201)
+	for _, bad := range []string{"order-\xff", "order-\xfe", `order-\udfff`} {
+		c.do("POST", "/api/v1/push", `{"items":[{"queue":"u","transactionId":"`+bad+`"}]}`).expectError(t, 400, "invalid_utf8")
+	}
+	p := c.mustPop(popPath("u", "batch=10"))
+	var got []string
+	for _, m := range p.Messages {
+		got = append(got, m.TransactionID)
+		var res []ackResult
+		c.do("POST", "/api/v1/ack", map[string]any{"transactionId": m.TransactionID, "partitionId": m.PartitionID,
+			"leaseId": m.LeaseID}).expect(t, 200).decode(t, &res)
+		if len(res) != 1 || !res[0].Success {
+			t.Fatalf("ack of %q: %+v", m.TransactionID, res)
+		}
+	}
+	if want := []string{"order-é", "order-\uFFFD", "order-😀"}; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("popped ids %q, want %q", got, want)
 	}
 }

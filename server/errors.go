@@ -24,6 +24,8 @@ import (
 var (
 	// errInvalidJSON is returned when a body is not valid JSON.
 	errInvalidJSON = wire.ErrInvalidJSON
+	// errInvalidUTF8 is returned when a string in a body is not UTF-8.
+	errInvalidUTF8 = wire.ErrInvalidUTF8
 	// errEmptyBody is returned when a route that needs a body gets none.
 	errEmptyBody = wire.ErrEmptyBody
 	// errMalformed is returned when fasthttp cannot parse the request.
@@ -97,6 +99,7 @@ var errorTable = [...]errorCode{
 	{auth.ErrConfig, fasthttp.StatusInternalServerError, "auth_misconfigured", ""},
 	{engine.ErrInvalid, fasthttp.StatusBadRequest, "invalid_argument", ""},
 	{errInvalidJSON, fasthttp.StatusBadRequest, "invalid_json", ""},
+	{errInvalidUTF8, fasthttp.StatusBadRequest, "invalid_utf8", ""},
 	{errEmptyBody, fasthttp.StatusBadRequest, "empty_body", "Empty request body"},
 	{errMalformed, fasthttp.StatusBadRequest, "bad_request", "Bad Request"},
 	{errNoSuchRoute, fasthttp.StatusNotFound, "no_such_route", "Not Found"},
@@ -109,6 +112,7 @@ var errorTable = [...]errorCode{
 	{engine.ErrNoDeadLetter, fasthttp.StatusNotFound, "no_dead_letter", "No dead-letter row for this address"},
 	{engine.ErrMessageNotFound, fasthttp.StatusNotFound, "message_not_found", "Message not found"},
 	{engine.ErrQueryNotFound, fasthttp.StatusNotFound, "query_not_found", "query not found"},
+	{raft.ErrUnknownMember, fasthttp.StatusNotFound, "unknown_member", "No such member: the cluster does not count this node id"},
 	{engine.ErrTraceLimit, fasthttp.StatusConflict, "trace_limit", "The message holds as many traces as it may (256)"},
 	{engine.ErrAlreadyConsumed, fasthttp.StatusConflict, "already_consumed", "Message already consumed by this consumer group"},
 	{errOriginNotAllowed, fasthttp.StatusForbidden, "origin_not_allowed", "Origin not allowed"},
@@ -151,11 +155,6 @@ type apiError = wire.Error
 
 // badRequest is a 400 invalid_argument with msg as the client's text.
 func badRequest(msg string) error { return wire.BadRequest(msg) }
-
-// invalidJSON is a 400 invalid_json.
-func invalidJSON(msg string) error {
-	return &apiError{Kind: errInvalidJSON, Msg: "Invalid JSON: " + msg}
-}
 
 // notImplemented is a 501 not_implemented with msg as the client's text.
 func notImplemented(msg string) error { return &apiError{Kind: errNotImplemented, Msg: msg} }

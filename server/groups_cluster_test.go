@@ -269,3 +269,38 @@ func TestGroups_PushRightAfterEncryptionIsOnIsSealedOnEveryNode(t *testing.T) {
 		}
 	}
 }
+
+// TestGroups_APushNothingStoredForATransientReasonIs503: with --groups, a
+// push whose items lie in two groups, neither of which has a leader (two
+// of three nodes gone), stores nothing; it is answered as one group
+// answers it, 503 no_leader with Retry-After, which the SDKs retry, not a
+// 201 whose every item is failed (which they hand to the application's
+// error handler).
+func TestGroups_APushNothingStoredForATransientReasonIs503(t *testing.T) {
+	t.Parallel()
+	c := servertest.StartGroups(t, 3, 2, nil)
+	c0 := nodeClient(t, c, 0)
+	configureIn(t, c0, "ga", 1)
+	configureIn(t, c0, "gb", 2)
+	waitPlaced(t, c, "ga", 1)
+	waitPlaced(t, c, "gb", 2)
+	for _, i := range []int{1, 2} {
+		if err := c.Nodes[i].Host.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := c.Nodes[0].Host
+	for deadline := time.Now().Add(20 * time.Second); h.GroupStatus(1).Leader != "" || h.GroupStatus(2).Leader != ""; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the groups still have leaders: %q %q", h.GroupStatus(1).Leader, h.GroupStatus(2).Leader)
+		}
+	}
+	r := c0.do("POST", "/api/v1/push", map[string]any{"items": []any{
+		map[string]any{"queue": "ga", "transactionId": "a1", "payload": 1},
+		map[string]any{"queue": "gb", "transactionId": "b1", "payload": 2},
+	}})
+	r.expectError(t, 503, "no_leader")
+	if r.header.Get("Retry-After") == "" {
+		t.Fatalf("503 without Retry-After: %v", r.header)
+	}
+}

@@ -40,6 +40,8 @@ func (s *Server) health(ctx *fasthttp.RequestCtx, _ *params) {
 	w.Str("server", "queen")
 	w.Str("version", s.opts.Version)
 	w.Str("id", st.ID)
+	w.Str("store", st.Store)
+	w.Str("cluster", st.Cluster)
 	w.Str("worker_id", st.ID)
 	w.Str("role", st.Role)
 	w.Str("leader", st.Leader)
@@ -48,6 +50,11 @@ func (s *Server) health(ctx *fasthttp.RequestCtx, _ *params) {
 	w.Int("applied", int64(st.Applied))
 	w.Int("term", int64(st.Term))
 	w.Int("voters", int64(st.Voters))
+	w.Array("members")
+	for _, m := range st.Members {
+		w.Str("", m)
+	}
+	w.EndArray()
 	w.Int("uptime", int64(time.Since(s.started).Seconds()))
 	s.writeVersions(&w, st)
 	w.Object("shared_state")

@@ -130,7 +130,13 @@ func (s *Server) pop(ctx *fasthttp.RequestCtx, queue, partition string) {
 	}
 	if m, ok := s.broker.(Maintainer); ok {
 		if _, paused := m.Maintenance(); paused {
-			noContent(ctx) // pop maintenance: leases and cursors untouched
+			// Pop maintenance: leases and cursors untouched. The request
+			// is counted as the empty pop it answers (Queen counts every
+			// pop request in its worker metrics).
+			var none engine.PopResult
+			s.m.Popped(&none)
+			s.an.Popped(req.cmd.Queue, false, &none)
+			noContent(ctx)
 			return
 		}
 	}
@@ -143,7 +149,7 @@ func (s *Server) pop(ctx *fasthttp.RequestCtx, queue, partition string) {
 		return
 	}
 	s.m.Popped(&res)
-	s.an.Popped(req.cmd.Queue, &res)
+	s.an.Popped(req.cmd.Queue, req.cmd.AutoAck, &res)
 	if len(res.Messages) == 0 {
 		noContent(ctx)
 		return

@@ -69,8 +69,32 @@ func (s *Server) push(ctx *fasthttp.RequestCtx, p *params) {
 			return
 		}
 		s.countPushed(res)
+		if err := noneStored(res); err != nil {
+			s.writeError(ctx, err)
+			return
+		}
 	}
 	s.answerPush(ctx, items, res)
+}
+
+// noneStored is the error to answer a push with instead of its items'
+// results when none of them was stored and each failed for a reason a
+// retry may cure (raft.Transient: no leader, a hand-off, a queue moving):
+// with --groups such a push's parts fail one by one, and a client must
+// see the 503 with Retry-After that one group answers, which Queen's SDKs
+// retry, not a 201 whose every item is failed (docs/api.md §5). A push
+// of which any item was stored or is a duplicate, or failed for a
+// permanent reason, keeps its per-item answers.
+func noneStored(res []engine.PushResult) error {
+	for i := range res {
+		if res[i].Status != engine.Rejected || !raft.Transient(res[i].Err) {
+			return nil
+		}
+	}
+	if len(res) == 0 {
+		return nil
+	}
+	return res[0].Err
 }
 
 // chargeItems adds a decoded push's items to its charge (takeBody charged

@@ -255,7 +255,10 @@ func restoreCmd(args []string, out io.Writer) error {
 	secs := time.Since(start).Seconds()
 	fmt.Fprintf(out, "restored %s into %s in %.1fs (%.1f MB/s of backup): %s\n", *in, *data, secs,
 		float64(st.Size())/1e6/max(secs, 1e-9), describeGroups(m))
-	serve := []string{"queen serve", "--data", *data, "--node-id", *nodeID}
+	// --http on loopback: serve's default listens on every interface
+	// (docs/decisions.md C12), which a restored copy should not do before
+	// its operator says so.
+	serve := []string{"queen serve", "--data", *data, "--node-id", *nodeID, "--http", "127.0.0.1:6632"}
 	if *raftAddr != "" {
 		serve = append(serve, "--raft", *raftAddr)
 	}

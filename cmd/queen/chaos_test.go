@@ -247,7 +247,7 @@ func TestChaos_Joins(t *testing.T) {
 }
 
 // chaosRegressions are the schedules that found bugs. Each is minutes long,
-// so `make test` runs only the short schedule and each bug's own
+// so `make test` runs only the three short schedules and each bug's own
 // deterministic test; `make chaos-regressions` replays these.
 var chaosRegressions = []struct {
 	seed     uint64
@@ -409,12 +409,14 @@ func (r *chaosRun) startCluster(netMode string) {
 	// Debug logging puts Raft's elections and snapshot installs in the node
 	// logs a failed run keeps.
 	extra := []string{"--snapshot-threshold", "256", "--trailing-logs", "64", "--snapshot-interval", "1s", "--log-level", "debug"}
+	// The secret: joins and leaves (join and wipe faults) need it.
+	r.secretFile = writeSecret(t, "chaos secret")
+	extra = append(extra, "--cluster-secret-file", r.secretFile)
 	groups := chaosGroups() > 1
 	if groups {
 		// The same schedule over a cluster that spreads its queue over
 		// Raft groups: routing, relays and the directory under faults.
-		r.secretFile = writeSecret(t, "chaos secret")
-		extra = append(extra, "--groups", strconv.Itoa(chaosGroups()), "--cluster-secret-file", r.secretFile)
+		extra = append(extra, "--groups", strconv.Itoa(chaosGroups()))
 	}
 	switch netMode {
 	case "auto", "netns":
@@ -509,6 +511,13 @@ const (
 	// When one is, `queen leave` it, on a goroutine (its replicas move
 	// away first), then stop it (chaos_join_test.go).
 	faultJoin faultKind = "join"
+	// wipe: kill -9 a founder, delete its data directory and start it
+	// again with the same flags (a StatefulSet pod given a new volume). It
+	// must refuse to start, since the others hold the cluster's state (a
+	// lost disk never votes: raft/identity.go); after the hold, `queen leave
+	// --force` removes its old store through another node and it starts
+	// again with --join, as a new member that catches up (chaos_wipe_test.go).
+	faultWipe faultKind = "wipe"
 )
 
 // fault is one step of a schedule.
@@ -544,6 +553,8 @@ func chaosSchedule(seed uint64, duration time.Duration, partitions bool, groups 
 		// is the one it drew before moves existed.
 		all = append(all, faultMove, faultMove, faultMoveOrphan, faultJoin)
 	}
+	// Last, so that the kinds above draw what they drew before wipes.
+	all = append(all, faultWipe)
 	for _, k := range all {
 		isPartition := k == faultMinority || k == faultMajority || k == faultBridge
 		if (partitions || !isPartition) && (len(only) == 0 || only[k]) && (k != faultMoveOrphan || only[k]) {
@@ -583,12 +594,12 @@ func chaosFaultFilter(t *testing.T) map[faultKind]bool {
 	}
 	known := map[faultKind]bool{faultKill: true, faultKillLeader: true, faultRestart: true, faultPause: true,
 		faultPauseLeader: true, faultMinority: true, faultMajority: true, faultBridge: true, faultTransfer: true,
-		faultMove: true, faultMoveOrphan: true, faultJoin: true}
+		faultMove: true, faultMoveOrphan: true, faultJoin: true, faultWipe: true}
 	only := map[faultKind]bool{}
 	for _, k := range strings.Split(v, ",") {
 		if !known[faultKind(k)] {
 			t.Fatalf("chaos fault kind %q: want some of kill, kill-leader, restart, pause, pause-leader, "+
-				"partition-minority, partition-majority, partition-bridge, transfer, move, move-orphan, join", k)
+				"partition-minority, partition-majority, partition-bridge, transfer, move, move-orphan, join, wipe", k)
 		}
 		if (k == string(faultMove) || k == string(faultMoveOrphan) || k == string(faultJoin)) && chaosGroups() <= 1 {
 			t.Fatalf("chaos fault kind %s moves queues or replicas between Raft groups: set CHAOS_GROUPS above 1", k)
@@ -648,12 +659,18 @@ func (r *chaosRun) apply(rec *faultRecord) func() {
 		target = r.c.nodes[rng.IntN(len(r.c.nodes))]
 		rec.skipped += "(the joiner is leaving: a founder instead)"
 	}
+	if rec.kind == faultWipe && !slices.Contains(r.c.nodes, target) {
+		target = r.c.nodes[rng.IntN(len(r.c.nodes))]
+		rec.skipped += "(a founder, not the joiner)"
+	}
 	rec.target = target.id
 	switch rec.kind {
 	case faultMove, faultMoveOrphan:
 		return r.startMove(rec, rng)
 	case faultJoin:
 		return r.joinOrLeave(rec, rng)
+	case faultWipe:
+		return r.wipe(rec, target, rng)
 	case faultTransfer:
 		return r.transfers(rec, rng)
 	case faultKill, faultKillLeader:

@@ -7,10 +7,13 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -593,7 +596,14 @@ func TestCluster_JoinAndLeave(t *testing.T) {
 	}
 	waitFor(t, 30*time.Second, "voters == 2 on the remaining nodes", voters(nodes[:2], 2))
 	c.mustPush([]*qnode{n2, n1}, 10*time.Second, []pushItem{{Queue: "jl", TransactionID: "after-leave", Payload: 3}})
-	n3.stop()
+	// Asked again, or for an id never seen: 404 unknown_member, exit 1.
+	for _, id := range []string{n3.id, "nobody-x"} {
+		out, err = exec.Command(queenBinary(t), "leave", "--url", n2.url(""), "--node-id", id, "--cluster-secret-file", secretFile).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "404") || !strings.Contains(string(out), "unknown_member") {
+			t.Fatalf("queen leave --node-id %s, not a member: %v: %s (want exit 1 and 404 unknown_member)", id, err, out)
+		}
+	}
+	n3.awaitLeft(90 * time.Second)
 	c.stopAndCompare(nodes[:2], 30*time.Second)
 }
 
@@ -635,4 +645,41 @@ func TestCluster_OneTemplateForEveryReplica(t *testing.T) {
 	})
 	c.mustPush(nodes[3:], 10*time.Second, []pushItem{{Queue: "tpl", TransactionID: "joiner", Payload: 2}})
 	c.stopAndCompare(nodes, 60*time.Second)
+}
+
+// TestCluster_JoinWithAWrongSecretExits: a node started with --join and a
+// secret the cluster refuses exits non-zero at once, saying so, and leaves
+// no data directory behind (before, it retried every 5 s for ever).
+func TestCluster_JoinWithAWrongSecretExits(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("process test")
+	}
+	c := startLoopback(t, 1, "--cluster-secret-file", writeSecret(t, "the right secret"))
+	c.waitLeader(c.nodes, 30*time.Second)
+	ports := freePorts(t, 2)
+	data := filepath.Join(t.TempDir(), "joiner")
+	cmd := exec.Command(queenBinary(t), "serve", "--data", data, "--node-id", "n9",
+		"--http", fmt.Sprintf("127.0.0.1:%d", ports[0]), "--raft", fmt.Sprintf("127.0.0.1:%d", ports[1]),
+		"--join", c.nodes[0].url(""), "--cluster-secret", "a wrong secret")
+	done := make(chan struct{})
+	var out []byte
+	var err error
+	go func() {
+		out, err = cmd.CombinedOutput()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("queen serve --join with a wrong secret still running after 60 s: %s", out)
+	}
+	if err == nil || !strings.Contains(string(out), "refuses this node") || !strings.Contains(string(out), "403") {
+		t.Fatalf("queen serve --join with a wrong secret: %v: %s (want exit 1 naming the refusal)", err, out)
+	}
+	if _, err := os.Stat(data); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the refused joiner left %s behind (%v)", data, err)
+	}
 }

@@ -572,6 +572,24 @@ func (n *qnode) awaitExit(timeout time.Duration) {
 	}
 }
 
+// awaitLeft waits for a node the cluster removed to stop serving by itself
+// (raft/removed.go: once it has known no leader for 10 s, the others tell it
+// they run without it) with status 0, saying why in its log.
+func (n *qnode) awaitLeft(timeout time.Duration) {
+	n.t.Helper()
+	n.mu.Lock()
+	cmd, exited := n.cmd, n.exited
+	n.mu.Unlock()
+	select {
+	case <-exited:
+	case <-time.After(timeout):
+		n.t.Fatalf("%s still serves %v after it left:\n%s", n.id, timeout, n.logTail(3000))
+	}
+	if !cmd.ProcessState.Success() || !strings.Contains(n.logTail(3000), "no longer a member of the cluster") {
+		n.t.Fatalf("%s left: exit %v; want status 0 and the reason in its log:\n%s", n.id, cmd.ProcessState, n.logTail(3000))
+	}
+}
+
 // checkGroups runs `queen check` on a stopped node and returns its ok
 // line for each group (the first line is group 1's, the node's own engine;
 // the directory's and the other groups' name their group).
@@ -729,7 +747,7 @@ func TestGroups_JoinAndLeave(t *testing.T) {
 		return err == nil, fmt.Sprintf("%v: %s", err, out)
 	})
 	c.votersEverywhere(nodes[:3], 2, 3)
-	nodes[3].stop()
+	nodes[3].awaitLeft(90 * time.Second)
 	c.mustPush(nodes[:3], 30*time.Second, []pushItem{{Queue: "ja", TransactionID: "after-leave", Payload: 2}})
 }
 

@@ -116,6 +116,36 @@ func (u *urlList) Set(v string) error {
 }
 
 // nodeStatus is what queen status shows of a node.
+// writeIdentities says the cluster's id and each node's store id
+// (raft/identity.go), and when the nodes asked name different clusters.
+func writeIdentities(w io.Writer, nodes []nodeStatus) {
+	clusters := map[string][]string{}
+	var stores []string
+	for _, n := range nodes {
+		if n.Error != "" || n.Store == "" {
+			continue
+		}
+		clusters[n.Cluster] = append(clusters[n.Cluster], n.ID)
+		stores = append(stores, n.ID+"="+n.Store)
+	}
+	switch len(clusters) {
+	case 0:
+		return
+	case 1:
+		for id := range clusters {
+			fmt.Fprintf(w, "cluster id %s\n", cmp.Or(id, "(none: bootstrapped before cluster ids)"))
+		}
+	default:
+		var parts []string
+		for id, ns := range clusters {
+			parts = append(parts, fmt.Sprintf("%s: %s", cmp.Or(id, "(none)"), strings.Join(ns, ",")))
+		}
+		slices.Sort(parts)
+		fmt.Fprintf(w, "cluster ids DIFFER (these nodes are not one cluster): %s\n", strings.Join(parts, "; "))
+	}
+	fmt.Fprintf(w, "store ids: %s\n", strings.Join(stores, " "))
+}
+
 type nodeStatus struct {
 	URL     string `json:"url"`
 	ID      string `json:"id,omitempty"`
@@ -126,6 +156,10 @@ type nodeStatus struct {
 	Lag     uint64 `json:"lag"` // entries behind the most advanced node reached
 	Free    uint64 `json:"freeBytes"`
 	Version string `json:"version,omitempty"`
+	// Store is the node's store id and Cluster its cluster's id
+	// (raft/identity.go); empty from a binary without them.
+	Store   string `json:"store,omitempty"`
+	Cluster string `json:"cluster,omitempty"`
 	// CommandVersion is the highest command version the node applies,
 	// ClusterVersion the one it reads the cluster at (raft/version.go);
 	// 1 for a node too old to say.
@@ -182,6 +216,7 @@ func statusCmd(args []string, out io.Writer) error {
 		n.URL = u
 		var h struct {
 			Status, Version, ID, Role, Leader, Fault string
+			Store, Cluster                           string
 			Applied, Term                            uint64
 			CommandVersion, ClusterVersion           uint8
 			Storage                                  struct {
@@ -209,6 +244,7 @@ func statusCmd(args []string, out io.Writer) error {
 		}
 		n.ID, n.Role, n.Leader, n.Term, n.Applied, n.Version, n.Fault = h.ID, h.Role, h.Leader, h.Term, h.Applied, h.Version, h.Fault
 		n.Groups = h.Groups
+		n.Store, n.Cluster = h.Store, h.Cluster
 		n.CommandVersion, n.ClusterVersion = max(h.CommandVersion, 1), max(h.ClusterVersion, 1)
 		n.Healthy = h.Status == "healthy"
 		n.Reserved = h.Storage.Reserve
@@ -265,6 +301,7 @@ func statusCmd(args []string, out io.Writer) error {
 	if v, from := clusterVersion(nodes); v != 0 {
 		fmt.Fprintf(w, "\ncluster version %d (%s)\n", v, from)
 	}
+	writeIdentities(w, nodes)
 	if len(groupTop) > 0 {
 		// With --groups the rows above are the directory's; each group
 		// has its own leader.

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -167,4 +169,119 @@ func (c *cluster) drainOnce(nodes []*qnode, queues []string, pushed map[string]b
 			t.Errorf("%s delivered %d times, never answered queued", txn, k)
 		}
 	}
+}
+
+// TestGroups_ForcedLeaveOfLostNode: five processes, --groups 6 --replicas
+// 3. One node is killed -9 and its data directory deleted under push load,
+// and `queen leave --force` removes it through a survivor that is no voter
+// of at least one of its groups (the runbook's step; before, every survivor
+// answered 503 no_leader: its idle replica of such a group knew no leader,
+// and the removal stopped there half done). Every group is then back to
+// three voters without it, and every push answered queued is delivered
+// exactly once.
+func TestGroups_ForcedLeaveOfLostNode(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("process test")
+	}
+	lostOfFive(t, true)
+}
+
+// TestGroups_LostNodeOfFiveIsReplaced: the same loss with --replace-after
+// 5s and no operator: the directory's leader re-creates the lost node's
+// replicas on the others and removes it.
+func TestGroups_LostNodeOfFiveIsReplaced(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("process test")
+	}
+	lostOfFive(t, false)
+}
+
+func lostOfFive(t *testing.T, forced bool) {
+	secret := writeSecret(t, "lost of five secret")
+	args := []string{"--groups", "6", "--replicas", "3", "--cluster-secret-file", secret}
+	if !forced {
+		args = append(args, "--replace-after", "5s")
+	}
+	c := startLoopback(t, 5, args...)
+	p := c.waitPlaced(c.nodes, 6, 3, "")
+	load := c.roundsOver(c.groupQueues("gone", 6, c.nodes))
+	for range 5 {
+		load.push(c.nodes)
+	}
+	// The victim: not the directory's leader. The node asked: a survivor
+	// that is no voter of some group the victim is a voter of.
+	var victim, via *qnode
+	for _, n := range c.nodes {
+		if n.id != p.Groups[0].Leader {
+			victim = n
+			break
+		}
+	}
+	for _, n := range c.others(victim) {
+		for _, g := range p.Groups[1:] {
+			if via == nil && slices.Contains(g.Members, victim.id) && !slices.Contains(g.Members, n.id) {
+				via = n
+			}
+		}
+	}
+	if via == nil {
+		t.Fatalf("every survivor is a voter of every group of %s: %+v", victim.id, p.Groups)
+	}
+	survivors := c.others(victim)
+	victim.kill()
+	if err := os.RemoveAll(victim.dir); err != nil {
+		t.Fatal(err)
+	}
+	lost := time.Now()
+	load.push(survivors)
+	if forced {
+		c.leaveForce(via, victim.id, secret)
+	}
+	load.push(survivors)
+	c.waitPlaced(survivors, 6, 3, victim.id, func() { load.push(survivors) })
+	t.Logf("every group on three voters without %s %v after its loss (forced leave: %v); %d rounds pushed",
+		victim.id, time.Since(lost).Round(100*time.Millisecond), forced, load.round)
+	// Asked again: the directory no longer counts it, 404 unknown_member.
+	out, err := exec.Command(queenBinary(t), "leave", "--url", survivors[0].url(""), "--node-id", victim.id, "--force",
+		"--cluster-secret-file", secret).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "unknown_member") {
+		t.Fatalf("queen leave of %s again: %v: %s (want exit 1 and 404 unknown_member)", victim.id, err, out)
+	}
+	c.drainOnce(survivors, load.queues, load.pushed)
+}
+
+// waitPlaced waits up to 120 s until every node of nodes answers a
+// placement (its own directory's) of len(nodes) nodes, without gone, whose
+// groups data groups each have r voters, none of them gone, and a leader;
+// each round runs between first. It returns the first node's placement.
+func (c *cluster) waitPlaced(nodes []*qnode, groups, r int, gone string, between ...func()) placementOf {
+	c.t.Helper()
+	var out placementOf
+	waitFor(c.t, 120*time.Second, fmt.Sprintf("%d groups of %d voters on %s", groups, r, ids(nodes)), func() (bool, string) {
+		for _, f := range between {
+			f()
+		}
+		for i, n := range nodes {
+			code, b, err := c.do(5*time.Second, "GET", n.url("/api/v1/system/placement?consistency=stale"), nil)
+			var got placementOf
+			if err == nil {
+				err = json.Unmarshal(b, &got)
+			}
+			if err != nil || code != http.StatusOK || len(got.Groups) != groups+1 || len(got.Nodes) != len(nodes) {
+				return false, fmt.Sprintf("%s: %d %v %s", n.id, code, err, b)
+			}
+			for _, g := range got.Groups[1:] {
+				if len(g.Members) != r || (gone != "" && slices.Contains(g.Members, gone)) || g.Leader == "" {
+					return false, fmt.Sprintf("%s: group %+v", n.id, g)
+				}
+			}
+			if i == 0 {
+				out = got
+			}
+		}
+		return true, ""
+	})
+	return out
 }

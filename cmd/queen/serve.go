@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -44,6 +45,10 @@ type serveConfig struct {
 	raftAddr  string
 	peers     []raft.Peer
 	join      string
+	// rejoin is --join as given to a founder (one --peers lists), which
+	// drops join: it joins after all when its store is empty and the
+	// founders run the cluster without it (raft.ErrNotMember).
+	rejoin    string
 	pprof     string
 	logLevel  slog.Level
 	logFormat string
@@ -200,7 +205,7 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 			founder = founder || p.ID == c.nodeID
 		}
 		if founder {
-			c.join = ""
+			c.rejoin, c.join = c.join, ""
 		} else {
 			c.peers = nil
 		}
@@ -440,8 +445,25 @@ func serve(args []string) error {
 		// read from their /health, and a follower relays its own address.
 		opts.Versions, opts.Forward = fwd, fwd
 	}
+	if c.join != "" {
+		// A wrong secret is a mistake to say at once, before --data is
+		// made: the join would be refused for ever.
+		if err := joinAllowed(c.join, c.clusterSecret, c.relayTLS); err != nil {
+			return err
+		}
+		opts.JoinMembers = func() ([]string, string, error) { return clusterMembers(c.join, c.relayTLS) }
+	}
 	replicas := c.replicaCount() // before the open makes --data's Raft log
 	node, err := openBroker(opts, c.groups, replicas, c.replaceAfter, c.balance, fwd, ms)
+	if errors.Is(err, raft.ErrNotMember) && c.rejoin != "" && c.clusterSecret != "" {
+		// A founder whose old store was removed from the cluster (queen
+		// leave --force after its disk was lost) comes back as a new member.
+		log.Info("this node's store is empty and the cluster runs without it: joining as a new member", "via", c.rejoin, "why", err)
+		// It takes the cluster's id from --join's /health, as a joiner does.
+		opts.Peers, opts.Bootstrap, c.join, replicas = nil, false, c.rejoin, 0
+		opts.JoinMembers = func() ([]string, string, error) { return clusterMembers(c.join, c.relayTLS) }
+		node, err = openBroker(opts, c.groups, replicas, c.replaceAfter, c.balance, fwd, ms)
+	}
 	if err != nil {
 		return err
 	}
@@ -468,12 +490,17 @@ func serve(args []string) error {
 		go servePprof(log, c.pprof)
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- serveFailure(srv.Serve(ln)) }()
 	if c.join != "" {
-		go joinCluster(log, c.join, c.nodeID, c.raftAddr, c.clusterSecret, c.relayTLS)
+		go joinCluster(log, c.join, c.nodeID, c.raftAddr, c.clusterSecret, c.relayTLS, func(err error) {
+			select {
+			case errc <- err:
+			default: // the server has stopped already: that is the error
+			}
+		})
 	}
 	close(serving)
-	served := awaitStop(log, sigs, errc)
+	served := awaitStop(log, sigs, errc, node.Removed())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	errs := []error{served, srv.Shutdown(ctx), node.Close()}
@@ -486,21 +513,31 @@ func serve(args []string) error {
 	return err
 }
 
-// awaitStop waits for a signal (nil: a clean stop) or for the HTTP server
-// to return, which it does only when it cannot go on: that is the node's
-// failure, never nil, so that serve exits non-zero and a supervisor
-// (Restart=on-failure) starts the node again.
-func awaitStop(log *slog.Logger, sigs <-chan os.Signal, errc <-chan error) error {
+// serveFailure is what the HTTP server's return means: it returns only
+// when it cannot go on, so nil is a failure too.
+func serveFailure(err error) error {
+	if err == nil {
+		err = errors.New("returned without being shut down")
+	}
+	return fmt.Errorf("http server: %w", err)
+}
+
+// awaitStop waits for a signal or the node's removal from the cluster (nil:
+// a clean stop) or for a failure the node cannot go on after (the HTTP
+// server returned, a join was refused for good): never nil, so that serve
+// exits non-zero and a supervisor (Restart=on-failure) starts the node
+// again.
+func awaitStop(log *slog.Logger, sigs <-chan os.Signal, errc <-chan error, removed <-chan struct{}) error {
 	select {
 	case sig := <-sigs:
 		log.Info("shutting down", "signal", sig.String())
 		return nil
+	case <-removed:
+		log.Info("shutting down: this node is no longer a member of the cluster (it was removed, or left)")
+		return nil
 	case err := <-errc:
-		if err == nil {
-			err = errors.New("returned without being shut down")
-		}
-		log.Error("http server stopped", "err", err)
-		return fmt.Errorf("http server: %w", err)
+		log.Error("stopping", "err", err)
+		return err
 	}
 }
 
@@ -511,6 +548,9 @@ type broker interface {
 	// Engine is the engine of the node's group 1, which the analytics
 	// read store figures from.
 	Engine() *engine.Engine
+	// Removed is closed once the node knows the cluster removed it (a
+	// leave it was not told of): it stops serving then.
+	Removed() <-chan struct{}
 	Close() error
 }
 
@@ -574,10 +614,62 @@ func storageGuard(log *slog.Logger, c serveConfig) (*diskspace.Guard, error) {
 	return g, nil
 }
 
+// joinAllowed asks the node at url whether it takes this node's cluster
+// secret: a join route asked with an empty body answers 403 (or 401) for a
+// wrong secret and 400 past the check, changing nothing. A node that does
+// not answer is no reason to stop (the cluster may be starting):
+// joinCluster retries.
+func joinAllowed(url, secret string, roots *tls.Config) error {
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: roots}}
+	resp, err := postMembership(client, url, "join", "{}", secret, "")
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusUnauthorized {
+		msg, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("--join %s refuses this node: %s: %s (every node needs the same cluster secret)",
+			url, resp.Status, bytes.TrimSpace(msg))
+	}
+	return nil
+}
+
+// clusterMembers reads the ids of the voters the node at url counts from
+// its /health (public: "members", its latest configuration's, the
+// directory's with groups; "nodes", read every few seconds, from a binary
+// without it), and the cluster's id.
+func clusterMembers(url string, roots *tls.Config) ([]string, string, error) {
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: roots}}
+	resp, err := client.Get(strings.TrimSuffix(url, "/") + "/health")
+	if err != nil {
+		return nil, "", err
+	}
+	defer resp.Body.Close()
+	var h struct {
+		Cluster string   `json:"cluster"`
+		Members []string `json:"members"`
+		Nodes   []struct {
+			ID string `json:"id"`
+		} `json:"nodes"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&h); err != nil {
+		return nil, "", fmt.Errorf("%s/health: %s: %w", url, resp.Status, err)
+	}
+	if h.Members != nil {
+		return h.Members, h.Cluster, nil
+	}
+	var ids []string
+	for _, n := range h.Nodes {
+		ids = append(ids, n.ID)
+	}
+	return ids, h.Cluster, nil
+}
+
 // joinCluster asks a running node (which forwards to the leader) to add this
 // node as a voter, retrying until it succeeds: the cluster may be electing.
-// Joining twice is harmless.
-func joinCluster(log *slog.Logger, url, id, raftAddr, secret string, roots *tls.Config) {
+// Joining twice is harmless. A refusal of the secret is final: fail gets
+// it, and serve stops with it.
+func joinCluster(log *slog.Logger, url, id, raftAddr, secret string, roots *tls.Config, fail func(error)) {
 	body := fmt.Sprintf(`{"id":%q,"addr":%q}`, id, raftAddr)
 	client := &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{TLSClientConfig: roots}}
 	for attempt := 1; ; attempt++ {
@@ -590,6 +682,11 @@ func joinCluster(log *slog.Logger, url, id, raftAddr, secret string, roots *tls.
 				return
 			}
 			err = fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(msg))
+			if resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusUnauthorized {
+				log.Error("join cluster refused for good", "via", url, "err", err)
+				fail(fmt.Errorf("--join %s refuses this node: %w", url, err))
+				return
+			}
 		}
 		log.Warn("join cluster", "via", url, "attempt", attempt, "err", err)
 		time.Sleep(min(time.Duration(attempt)*time.Second, 5*time.Second))

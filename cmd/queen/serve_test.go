@@ -316,14 +316,14 @@ func TestAwaitStop(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	sigs := make(chan os.Signal, 1)
 	sigs <- syscall.SIGTERM
-	if err := awaitStop(log, sigs, make(chan error)); err != nil {
+	if err := awaitStop(log, sigs, make(chan error), nil); err != nil {
 		t.Errorf("after SIGTERM: %v, want nil", err)
 	}
 	boom := errors.New("accept: boom")
 	for _, served := range []error{boom, nil} {
 		errc := make(chan error, 1)
-		errc <- served
-		err := awaitStop(log, make(chan os.Signal), errc)
+		errc <- serveFailure(served)
+		err := awaitStop(log, make(chan os.Signal), errc, nil)
 		if err == nil {
 			t.Errorf("Serve returned %v: awaitStop = nil, want an error", served)
 		}

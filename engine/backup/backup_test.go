@@ -2,8 +2,10 @@ package backup_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"math/rand/v2"
 	"strings"
@@ -192,5 +194,55 @@ func BenchmarkWriter(b *testing.B) {
 		if err := w.Close(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// withManifest returns file with its manifest frame's JSON edited by edit,
+// the frame's length and CRC made to match: a file some tool wrote, or a
+// newer queen, intact as a file.
+func withManifest(t *testing.T, file []byte, edit func([]byte) []byte) []byte {
+	t.Helper()
+	const at = 5 // "QBAK" and the version byte
+	n := binary.BigEndian.Uint32(file[at+1:])
+	js := edit(bytes.Clone(file[at+5 : at+5+int(n)]))
+	head := append([]byte{'M'}, binary.BigEndian.AppendUint32(nil, uint32(len(js)))...)
+	crc := crc32.Update(crc32.Checksum(head, crc32.MakeTable(crc32.Castagnoli)), crc32.MakeTable(crc32.Castagnoli), js)
+	out := append(bytes.Clone(file[:at]), head...)
+	out = append(out, js...)
+	out = binary.BigEndian.AppendUint32(out, crc)
+	return append(out, file[at+5+int(n)+4:]...)
+}
+
+// A manifest whose format is newer than this binary reads is refused as a
+// newer header is, naming both versions; one that disagrees with the
+// header is corrupt. Before, a header of 1 let a manifest of 2 restore.
+func TestNewReader_NewerManifest(t *testing.T) {
+	file, _, _ := sample(t)
+	for _, tc := range []struct {
+		format string
+		want   error
+		text   []string
+	}{
+		{`"format":2`, backup.ErrNewer, []string{"format version 2", "up to 1"}},
+		{`"format":0`, backup.ErrCorrupt, []string{"format version 0", "header 1"}},
+	} {
+		bad := withManifest(t, file, func(js []byte) []byte { return bytes.Replace(js, []byte(`"format":1`), []byte(tc.format), 1) })
+		_, err := backup.NewReader(bytes.NewReader(bad))
+		if !errors.Is(err, tc.want) {
+			t.Fatalf("%s: err = %v, want %v", tc.format, err, tc.want)
+		}
+		for _, s := range tc.text {
+			if !strings.Contains(err.Error(), s) {
+				t.Fatalf("%s: %q does not say %q", tc.format, err, s)
+			}
+		}
+		if _, err := backup.Verify(bytes.NewReader(bad)); !errors.Is(err, tc.want) {
+			t.Fatalf("%s: Verify: %v, want %v", tc.format, err, tc.want)
+		}
+	}
+	// The helper itself leaves a good file good.
+	same := withManifest(t, file, func(js []byte) []byte { return js })
+	if _, err := backup.Verify(bytes.NewReader(same)); err != nil {
+		t.Fatal(err)
 	}
 }

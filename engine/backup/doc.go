@@ -41,6 +41,7 @@
 // the restore.
 //
 // The magic and the version are part of the on-disk format — never change.
-// A reader refuses a version newer than its own with ErrNewer, naming both;
+// A reader refuses a version newer than its own with ErrNewer, naming both,
+// in the header or in the manifest's "format" (which must equal the header's);
 // a layout change takes a new version, and readers keep reading the old ones.
 package backup

@@ -57,6 +57,17 @@ func NewReader(r io.Reader) (*Reader, error) {
 	if err := json.Unmarshal(payload, &br.m); err != nil {
 		return nil, br.fail(corrupt("manifest", err))
 	}
+	// The manifest repeats the header's version for a reader of the JSON;
+	// a newer one there is refused as a newer header is (a tool that
+	// rewrote the manifest of a newer file), and a disagreement is
+	// corruption: the file is not what either says.
+	switch f := br.m.Format; {
+	case f > Version:
+		return nil, br.fail(fmt.Errorf("%w: the manifest says format version %d, this binary reads up to %d: restore it with a newer queen",
+			ErrNewer, f, Version))
+	case f != int(head[len(magic)]):
+		return nil, br.fail(fmt.Errorf("%w: the manifest says format version %d, the header %d", ErrCorrupt, f, head[len(magic)]))
+	}
 	seen := map[uint32]bool{}
 	for _, g := range br.m.Groups {
 		if seen[g.ID] {

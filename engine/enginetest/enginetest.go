@@ -140,6 +140,9 @@ func Run[T any](h *Harness, cmd engine.Command) (T, error) {
 	h.T.Helper()
 	r := h.Apply(cmd)
 	v, ok := r.Value.(T)
+	if r.Value == nil && r.Err != nil {
+		return v, r.Err // a refusal without a value (engine.ErrUnlistedCommand)
+	}
 	if !ok {
 		h.T.Fatalf("%T answered %T, want %T", cmd, r.Value, v)
 	}

@@ -208,6 +208,11 @@ type Log struct {
 	// They record what raft was told: a reopen makes the disk agree.
 	first, last atomic.Uint64
 
+	// installed is 1 + the index of the snapshot raft is installing from a
+	// leader (SnapshotInstalled), 0 when none: the next DeleteRange of the
+	// whole log keeps the entries above it (see DeleteRange).
+	installed atomic.Uint64
+
 	// writeMu serialises the group's writes (StoreLogs, DeleteRange, Set)
 	// with their bound updates, and so also the check of the monitor's WAL
 	// failure with the commit behind it.
@@ -403,7 +408,22 @@ func (g *Log) StoreLogs(logs []*hraft.Log) error {
 // them after its batch commits), so they never claim an entry that is gone:
 // a GetLog that misses because of a concurrent delete finds FirstIndex
 // already moved on, which is what raft's oldestLog retry expects.
+//
+// After installing a snapshot from a leader, raft (IsMonotonic) deletes the
+// whole log, yet keeps believing it holds the entries it held above the
+// snapshot's index: a follower whose log ran ahead of the snapshot then
+// panics reading them back (hashicorp/raft#697, seen in a chaos run where a
+// leader sent a rejoining node the same snapshot twice). So the first
+// DeleteRange after SnapshotInstalled that covers the whole log keeps what
+// lies above the snapshot, which is what raft still counts on; entries up
+// to it, which the snapshot replaces, go.
 func (g *Log) DeleteRange(min, max uint64) error {
+	if s := g.installed.Load(); s != 0 && min <= g.first.Load() && max >= g.last.Load() {
+		g.installed.Store(0)
+		if max > s-1 {
+			max = s - 1
+		}
+	}
 	if min > max {
 		return nil
 	}
@@ -448,6 +468,10 @@ func (g *Log) DeleteRange(min, max uint64) error {
 	}
 	return nil
 }
+
+// SnapshotInstalled tells the log that raft is installing a snapshot at
+// index from a leader; see DeleteRange.
+func (g *Log) SnapshotInstalled(index uint64) { g.installed.Store(index + 1) }
 
 // seek returns the index of the first log key >= key (forward) or the last
 // log key < key (backward), or 0 if there is none. DeleteRange seeks from

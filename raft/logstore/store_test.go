@@ -768,3 +768,31 @@ func BenchmarkStore_GroupAppends(b *testing.B) {
 		})
 	}
 }
+
+// TestStore_DeleteRange_AfterASnapshotInstall: raft deletes the whole log
+// after installing a leader's snapshot, yet keeps believing it holds the
+// entries it held above the snapshot (hashicorp/raft#697): the first such
+// delete after SnapshotInstalled keeps them, and only that one.
+func TestStore_DeleteRange_AfterASnapshotInstall(t *testing.T) {
+	s := mustOpen(t, t.TempDir())
+	g, err := s.Group(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustStore(t, g, entries(1, 20, 1))
+	g.SnapshotInstalled(12)
+	mustDelete(t, g, 15, 20) // a suffix (a conflict): not the delete after the install
+	assertBounds(t, g, 1, 14)
+	mustDelete(t, g, 1, 14) // raft's removeOldLogs: the whole log
+	assertBounds(t, g, 13, 14)
+	assertNotFound(t, g, 12)
+	assertLog(t, g, entry(13, 1))
+	mustDelete(t, g, 13, 14) // the next whole-log delete is not held back
+	assertBounds(t, g, 0, 0)
+
+	// A follower far behind the snapshot loses its whole log, as before.
+	mustStore(t, g, entries(30, 40, 2))
+	g.SnapshotInstalled(100)
+	mustDelete(t, g, 30, 40)
+	assertBounds(t, g, 0, 0)
+}

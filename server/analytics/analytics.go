@@ -387,7 +387,10 @@ func (a *Analytics) Pushed(res []engine.PushResult) {
 
 // Popped counts a pop request: its delivered messages and their lag, or an
 // empty pop of queue ("" for a discovery pop, counted on the node only).
-func (a *Analytics) Popped(queue string, res *engine.PopResult) {
+// The messages of an autoAck pop were acked by it (completed): they count
+// as acked successes too, what status' "processed" shows, as
+// messages.completed does.
+func (a *Analytics) Popped(queue string, autoAck bool, res *engine.PopResult) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	now := a.now().UnixMicro()
@@ -413,6 +416,11 @@ func (a *Analytics) Popped(queue string, res *engine.PopResult) {
 		n.PopMessages++
 		n.LagSum += lag
 		n.LagMax = max(n.LagMax, lag)
+		if autoAck {
+			q.AckSuccess++
+			n.AckMessages++
+			n.AckSuccess++
+		}
 	}
 }
 

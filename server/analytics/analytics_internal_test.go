@@ -213,10 +213,10 @@ func TestAnalytics_LeaderMergesTwoNodes(t *testing.T) {
 		return res
 	}
 	leader.Pushed([]engine.PushResult{{Status: engine.Queued, Queue: "q"}, {Status: engine.Queued, Queue: "q"}})
-	leader.Popped("q", pop(time.Second))
+	leader.Popped("q", false, pop(time.Second))
 	follower.Pushed([]engine.PushResult{{Status: engine.Queued, Queue: "q"}})
-	follower.Popped("q", pop(3*time.Second, 5*time.Second))
-	follower.Popped("q", &engine.PopResult{})
+	follower.Popped("q", false, pop(3*time.Second, 5*time.Second))
+	follower.Popped("q", false, &engine.PopResult{})
 	follower.Park("q", 1)
 	follower.sample(gauges{})
 	leader.sample(gauges{})

@@ -16,7 +16,8 @@
 // applied wait) whichever route needs them, and it is where the
 // at-most-once rules live, so they are read in one place. The package never
 // imports package server: the server hands it what it needs (its broker's
-// status, its HTTP client, its options) and keeps the route handlers.
+// status, its options) and keeps the route handlers; the relay makes its
+// own HTTP client (NewRequests), sized and secured by those options.
 //
 // # Read consistency
 //

@@ -11,10 +11,13 @@ var (
 	ErrEmptyBody = errors.New("server: empty request body")
 	// ErrInvalidJSON is returned when a body is not valid JSON.
 	ErrInvalidJSON = errors.New("server: invalid JSON")
+	// ErrInvalidUTF8 is returned when a string in a body is not UTF-8 or
+	// escapes half of a UTF-16 surrogate pair (RFC 8259 §8.1, §8.2).
+	ErrInvalidUTF8 = errors.New("server: invalid UTF-8")
 )
 
 // Error carries the client-facing text of bad input; Kind is the sentinel
-// that picks the HTTP edge's error-table row (ErrInvalidJSON, or
+// that picks the HTTP edge's error-table row (ErrInvalidJSON, ErrInvalidUTF8, or
 // engine.ErrInvalid for a well-formed value of the wrong type).
 type Error struct {
 	Kind error

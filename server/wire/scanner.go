@@ -286,12 +286,24 @@ func (s *Scanner) skipString() error {
 }
 
 // scanString moves past a string (the scanner is at its opening quote) and
-// reports whether it holds escapes.
+// reports whether it holds escapes. A string that is not UTF-8 (RFC 8259
+// §8.1: a stray or truncated sequence, an overlong or surrogate encoding)
+// or that escapes half of a UTF-16 surrogate pair is refused with
+// ErrInvalidUTF8: its bytes would be stored as sent and handed to every
+// consumer in a reply that is not JSON (one bad payload fails the decoding
+// of the whole batch it is popped in), or decoded to U+FFFD so that
+// distinct ids collide. Queen's PostgreSQL refuses both.
 func (s *Scanner) scanString() (escaped bool, err error) {
 	b, i := s.b, s.i+1
+	// high collects the top bit of every plain byte passed: zero while
+	// the string is ASCII, which then needs no UTF-8 check.
+	var high uint64
 	for {
-		i = plainRun(b, i)
+		var h uint64
+		i, h = plainRun(b, i)
+		high |= h
 		for i < len(b) && b[i] >= 0x20 && b[i] != '"' && b[i] != '\\' {
+			high |= uint64(b[i] & 0x80)
 			i++
 		}
 		if i >= len(b) {
@@ -300,6 +312,9 @@ func (s *Scanner) scanString() (escaped bool, err error) {
 		}
 		switch b[i] {
 		case '"':
+			if high != 0 && !utf8.Valid(b[s.i+1:i]) {
+				return escaped, s.badUTF8(b[s.i+1 : i])
+			}
 			s.i = i + 1
 			return escaped, nil
 		case '\\':
@@ -312,17 +327,23 @@ func (s *Scanner) scanString() (escaped bool, err error) {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
-				if i+6 > len(b) {
+				r, ok := hexEscape(b, i)
+				if !ok {
 					s.i = i
 					return escaped, s.syntax("invalid \\u escape")
 				}
-				for _, h := range b[i+2 : i+6] {
-					if _, ok := Unhex(h); !ok {
-						s.i = i
-						return escaped, s.syntax("invalid \\u escape")
-					}
-				}
 				i += 6
+				if utf16.IsSurrogate(r) {
+					// Only a high half followed by an escaped low half
+					// is a character.
+					r2, ok := hexEscape(b, i)
+					if r >= 0xdc00 || !ok || r2 < 0xdc00 || r2 > 0xdfff {
+						s.i = i - 6
+						return escaped, &Error{Kind: ErrInvalidUTF8, Msg: fmt.Sprintf(
+							"Invalid UTF-8: \\u%04x at offset %d is half of a UTF-16 surrogate pair", r, s.i)}
+					}
+					i += 6
+				}
 			default:
 				s.i = i
 				return escaped, s.syntax("invalid escape")
@@ -334,6 +355,35 @@ func (s *Scanner) scanString() (escaped bool, err error) {
 	}
 }
 
+// hexEscape reads the \uXXXX escape at b[i:], if there is one.
+func hexEscape(b []byte, i int) (rune, bool) {
+	if i+6 > len(b) || b[i] != '\\' || b[i+1] != 'u' {
+		return 0, false
+	}
+	for _, h := range b[i+2 : i+6] {
+		if _, ok := Unhex(h); !ok {
+			return 0, false
+		}
+	}
+	return hex4(b[i+2 : i+6]), true
+}
+
+// badUTF8 is the ErrInvalidUTF8 of the string body in, which is not
+// UTF-8, naming the offset of its first bad byte.
+func (s *Scanner) badUTF8(in []byte) error {
+	at := 0
+	for at < len(in) {
+		r, n := utf8.DecodeRune(in[at:])
+		if r == utf8.RuneError && n <= 1 {
+			break
+		}
+		at += n
+	}
+	off := s.i + 1 + at
+	s.i = off
+	return &Error{Kind: ErrInvalidUTF8, Msg: fmt.Sprintf("Invalid UTF-8: byte 0x%02x at offset %d is not part of a UTF-8 character", s.b[off], off)}
+}
+
 // plainRun moves i past the string bytes that need no look (not '"', '\\'
 // or a control character) eight at a time, and stops at or before the
 // first one that does. Payloads are mostly long strings, and the byte loop
@@ -341,17 +391,20 @@ func (s *Scanner) scanString() (escaped bool, err error) {
 // (x - 0x01..) &^ x & 0x80.. flags the bytes of x that are zero, and
 // (w - 0x20..) &^ w & 0x80.. those below 0x20; a borrow can flag a byte
 // above a true match but never one below it, so the lowest flag is exact.
-func plainRun(b []byte, i int) int {
+// high has the top bit of each byte passed (nonzero if one is not ASCII).
+func plainRun(b []byte, i int) (next int, high uint64) {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	for i+8 <= len(b) {
 		w := binary.LittleEndian.Uint64(b[i:])
 		q, bs := w^(ones*'"'), w^(ones*'\\')
 		if m := ((q-ones)&^q | (bs-ones)&^bs | (w-ones*0x20)&^w) & highs; m != 0 {
-			return i + bits.TrailingZeros64(m)/8
+			n := bits.TrailingZeros64(m) / 8
+			return i + n, (high | w&(uint64(1)<<(8*n)-1)) & highs
 		}
+		high |= w
 		i += 8
 	}
-	return i
+	return i, high & highs
 }
 
 // StringBytes reads a string value (the scanner is at its quote): a slice

@@ -3,9 +3,11 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +30,7 @@ var scannerCorpus = []string{
 	`{}`, `[]`, `null`, `true`, `false`, `0`, `-0`, `1.5e-3`, `-12E+4`, `"a"`, `""`, ` {"a" : [1, 2, {"b": null}] } `,
 	`"\u00e9\n\t\"\\\/"`, `"\ud83d\ude00"`, `"\ud800"`, `"\ud800\u0041"`, `{"a":{"b":{"c":[[[]]]}}}`,
 	`{`, `}`, `[1,]`, `{"a":1,}`, `{"a" 1}`, `{a:1}`, `01`, `1.`, `.5`, `-`, `1e`, `+1`, `tru`, `nul`, `"abc`,
-	`"\x"`, `"\u12"`, "\"a\x01b\"", `[1 2]`, `{"a":1}{}`, `"é"`, "\"\xff\"", `[` + "\n" + `]`, `{"":""}`,
+	`"\x"`, `"\u12"`, "\"a\x01b\"", `"\udc00"`, `"\ud83d\ude00x\ud83d"`, "\"\xc0\xaf\"", "\"\xed\xa0\x80\"", "\"0123456789\xe2\x82\"", `[1 2]`, `{"a":1}{}`, `"é"`, "\"\xff\"", `[` + "\n" + `]`, `{"":""}`,
 	// The range of a double: the largest, the first to round to Inf, an
 	// underflow (0), zeros with huge exponents, 308 and 309 integer digits.
 	`1.7976931348623157e308`, `-1.7976931348623158e308`, `1.7976931348623159e308`, `1e309`, `-1E+999999`,
@@ -48,18 +50,18 @@ func TestScanner_AgreesWithEncodingJSON(t *testing.T) {
 	}
 	t.Logf("seed %d (rerun with -scanner.seed=%d)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, seed))
-	// The oracle is what a Go SDK's decoder accepts: valid JSON whose
-	// numbers all fit a float64.
+	// The oracle is what a Go SDK's decoder accepts, valid JSON whose
+	// numbers all fit a float64, if its strings are Unicode (validUnicode).
 	check := func(in []byte) {
 		var v any
-		if got, want := validJSON(in), json.Unmarshal(in, &v) == nil; got != want {
-			t.Fatalf("%q: scanner valid=%v, encoding/json decodes=%v", in, got, want)
+		if got, want := validJSON(in), json.Unmarshal(in, &v) == nil && validUnicode(in); got != want {
+			t.Fatalf("%q: scanner valid=%v, encoding/json decodes and it is Unicode=%v", in, got, want)
 		}
 	}
 	for _, in := range scannerCorpus {
 		check([]byte(in))
 	}
-	const alphabet = `{}[]":,\ u0aeE+-.19tfnrl` + "\x01\xff\t"
+	const alphabet = `{}[]":,\ u0aeE+-.19tfnrld8c` + "\x01\xff\t\xc3\xa9"
 	for range 20000 {
 		in := []byte(scannerCorpus[rng.IntN(len(scannerCorpus))])
 		for range 1 + rng.IntN(3) {
@@ -79,7 +81,7 @@ func TestScanner_AgreesWithEncodingJSON(t *testing.T) {
 }
 
 func TestScanner_StringsDecodeLikeEncodingJSON(t *testing.T) {
-	for _, in := range []string{`"plain"`, `"\u00e9\n\t\"\\\/"`, `"\ud83d\ude00"`, `"\ud800"`, `"\ud800\u0041"`, `"\udc00x"`, `"é\b\f\r"`} {
+	for _, in := range []string{`"plain"`, `"\u00e9\n\t\"\\\/"`, `"\ud83d\ude00"`, `"\udbff\udfff"`, `"é\b\f\r"`, `"\ufffd"`, "\"\xef\xbf\xbd€😀\""} {
 		var want string
 		if err := json.Unmarshal([]byte(in), &want); err != nil {
 			t.Fatalf("%s: %v", in, err)
@@ -90,6 +92,74 @@ func TestScanner_StringsDecodeLikeEncodingJSON(t *testing.T) {
 			t.Fatalf("%s: got %q (%v), want %q", in, got, err, want)
 		}
 	}
+}
+
+// TestScanner_RefusesInvalidUTF8: a string that is not UTF-8, raw or as an
+// escaped half of a surrogate pair, is ErrInvalidUTF8 wherever it is (a
+// value, a member name, deep in a payload), with the offset of the fault;
+// encoding/json would take each (replacing the fault with U+FFFD).
+func TestScanner_RefusesInvalidUTF8(t *testing.T) {
+	for _, tc := range []struct {
+		in  string
+		off int
+	}{
+		{"\"a\xff\xfeb\"", 2}, {"\"\xc0\xaf\"", 1}, {"\"\xed\xa0\x80\"", 1}, {"\"\xf4\x90\x80\x80\"", 1},
+		{"\"0123456789abcdef\xe2\x82\"", 17}, {"\"0123456\x80\"", 8}, {"\"01234567\x80\"", 9},
+		{"{\"k\xff\":1}", 3}, {"[1,{\"a\":[\"\xc3\"]}]", 10}, {"\"\\n\xff\"", 3},
+		{`"\ud800"`, 1}, {`"\ud800\u0041"`, 1}, {`"\udc00x"`, 1}, {`"ab\udfff\ud800"`, 3}, {`"\ud83d\ud83d"`, 1}, {`"\ud83d\n"`, 1},
+	} {
+		var v any
+		if err := json.Unmarshal([]byte(tc.in), &v); err != nil {
+			t.Fatalf("%q: encoding/json refuses it too: %v", tc.in, err)
+		}
+		s := &Scanner{b: []byte(tc.in)}
+		_, err := s.Raw()
+		var we *Error
+		if !errors.As(err, &we) || !errors.Is(err, ErrInvalidUTF8) {
+			t.Fatalf("%q: %v, want ErrInvalidUTF8", tc.in, err)
+		}
+		if want := fmt.Sprintf("offset %d", tc.off); !strings.Contains(we.Msg, want) {
+			t.Fatalf("%q: %q does not name %s", tc.in, we.Msg, want)
+		}
+	}
+}
+
+// validUnicode reports whether the valid JSON document in is UTF-8 and
+// escapes only whole surrogate pairs: what the scanner adds to
+// encoding/json's checks. A backslash in valid JSON is always in a string.
+func validUnicode(in []byte) bool {
+	if !utf8.Valid(in) {
+		return false
+	}
+	hex := func(i int) (rune, bool) {
+		if i+6 > len(in) || in[i] != '\\' || in[i+1] != 'u' {
+			return 0, false
+		}
+		n, err := strconv.ParseUint(string(in[i+2:i+6]), 16, 16)
+		return rune(n), err == nil
+	}
+	for i := 0; i < len(in); i++ {
+		if in[i] != '\\' {
+			continue
+		}
+		r, ok := hex(i)
+		if !ok {
+			i++ // a two-byte escape
+			continue
+		}
+		if r >= 0xdc00 && r <= 0xdfff {
+			return false
+		}
+		if r >= 0xd800 && r <= 0xdbff {
+			r2, ok := hex(i + 6)
+			if !ok || r2 < 0xdc00 || r2 > 0xdfff {
+				return false
+			}
+			i += 6
+		}
+		i += 5
+	}
+	return true
 }
 
 func TestAppendString_RoundTrips(t *testing.T) {
@@ -110,8 +180,8 @@ func TestAppendString_RoundTrips(t *testing.T) {
 }
 
 // FuzzScanner checks the scanner against encoding/json: the same documents
-// decode (valid, every number within a float64), and valid strings decode
-// to the same text.
+// decode (valid, every number within a float64, every string Unicode), and
+// valid strings decode to the same text.
 func FuzzScanner(f *testing.F) {
 	for _, in := range scannerCorpus {
 		f.Add([]byte(in))
@@ -119,10 +189,10 @@ func FuzzScanner(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		valid := validJSON(in)
 		var v any
-		if want := json.Unmarshal(in, &v) == nil; valid != want {
-			t.Fatalf("%q: scanner valid=%v, encoding/json decodes=%v", in, valid, want)
+		if want := json.Unmarshal(in, &v) == nil && validUnicode(in); valid != want {
+			t.Fatalf("%q: scanner valid=%v, encoding/json decodes and it is Unicode=%v", in, valid, want)
 		}
-		if !valid || len(in) == 0 || in[0] != '"' || !utf8.Valid(in) {
+		if !valid || len(in) == 0 || in[0] != '"' {
 			return
 		}
 		var want string
@@ -149,7 +219,15 @@ func TestPlainRun_StopsAtTheFirstSpecialByte(t *testing.T) {
 	}
 	check := func(b []byte, start int) {
 		t.Helper()
-		got, want := plainRun(b, start), naive(b, start)
+		got, high := plainRun(b, start)
+		want := naive(b, start)
+		var wantHigh bool
+		for _, c := range b[start:got] {
+			wantHigh = wantHigh || c >= 0x80
+		}
+		if (high != 0) != wantHigh {
+			t.Fatalf("%x from %d to %d: high %x, want a byte above 0x7f: %v", b, start, got, high, wantHigh)
+		}
 		if got < start || got > want || naive(b, got) != want {
 			t.Fatalf("%x from %d: plainRun %d, byte loop %d", b, start, got, want)
 		}
