@@ -4,19 +4,49 @@ PKGS     ?= ./...
 FUZZTIME ?= 30s
 BENCHTIME ?= 1s
 
-.PHONY: build test test-short lint fuzz bench chaos chaos-regressions upgrade-test run cluster cluster-stop clean
+.PHONY: build test test-chaos test-short lint fuzz bench chaos chaos-regressions upgrade-test run cluster cluster-stop clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=auto -o bin/queen ./cmd/queen
 
-# The README's test command. -race and the invariants tag turn on the costly checks;
-# pebblegozstd keeps Pebble's cgo zstd (a C library, minutes to compile on a fresh
-# machine, and unused: the stores compress no blocks) out of the race build.
+# The README's test command, in two phases. The unit packages first, side
+# by side (go test runs two test binaries at once on two cores); then the
+# process tests of cmd/queen alone, so that their clusters of `queen serve`
+# processes do not compete with raft's and engine's race-instrumented
+# binaries for the cores their timeouts assume. cmd/queen's tests build the
+# nodes they start as the test binary is built (harness_test.go
+# queenBinary): with -race and the invariants, so the cluster tests check
+# the broker itself. Both phases run even when the first fails, as one go
+# test ./... did.
+# -race and the invariants tag turn on the costly checks; pebblegozstd keeps
+# Pebble's cgo zstd (a C library, minutes to compile on a fresh machine, and
+# unused: the stores compress no blocks) out of the race build.
+# make test runs one fault schedule (TestChaos); make test-chaos runs the
+# other two, and CI (.ci/run) runs both targets.
 # go vet runs after the tests: it builds every package a second time (without
 # -race), and the tests are what a newcomer waits for.
+# -parallel 4: the parallel tests (raft's and server's clusters, cmd/queen's
+# processes) mostly wait on timers and fsyncs: at the default (2, the cores)
+# cmd/queen used half a core and took 305-560 s, at 4 a core and 215 s.
+# GOTESTFLAGS adds go test flags to both phases (CI: -json, for the times).
+GOTESTFLAGS ?=
+TESTFLAGS = -race -tags invariants,pebblegozstd -timeout 20m -parallel 4 $(GOTESTFLAGS)
+PROC_PKG  = github.com/queenmq/queen/cmd/queen
+TEST_PKGS = $(shell $(GO) list $(PKGS))
+CHAOS_MORE = ^TestChaos_(Moves|Joins)$$
 test:
-	$(GO) test -race -tags invariants,pebblegozstd -timeout 20m $(PKGS)
+	@st=0; \
+	unit="$(filter-out $(PROC_PKG),$(TEST_PKGS))"; proc="$(filter $(PROC_PKG),$(TEST_PKGS))"; \
+	if [ -n "$$unit" ]; then echo "$(GO) test $(TESTFLAGS) <the packages but cmd/queen>"; $(GO) test $(TESTFLAGS) $$unit || st=1; fi; \
+	if [ -n "$$proc" ]; then echo "$(GO) test $(TESTFLAGS) -skip '$(CHAOS_MORE)' $$proc"; $(GO) test $(TESTFLAGS) -skip '$(CHAOS_MORE)' $$proc || st=1; fi; \
+	exit $$st
 	$(GO) vet $(PKGS)
+
+# The fault schedules make test leaves out (TestChaos_Moves, TestChaos_Joins;
+# about a minute each), with the race detector and the invariants as in
+# make test. CI runs this after make test.
+test-chaos:
+	$(GO) test $(TESTFLAGS) -count=1 -run '$(CHAOS_MORE)' ./cmd/queen
 
 test-short:
 	$(GO) test -short -tags invariants,pebblegozstd $(PKGS)
@@ -50,8 +80,8 @@ bench:
 	$(GO) test ./bench -run '^$$' -bench '$(or $(BENCH),.)' -benchmem -benchtime $(BENCHTIME) -count 1 -timeout 20m -json \
 	  | $(GO) run ./bench/cmd/benchtable
 
-# A long fault-schedule run (cmd/queen/chaos_test.go; `make test` runs three
-# short ones: TestChaos, TestChaos_Moves and TestChaos_Joins): SEED= replays a seed (0 draws one), DURATION= is how long the faults
+# A long fault-schedule run (cmd/queen/chaos_test.go; `make test` runs one
+# short one, TestChaos, and `make test-chaos` TestChaos_Moves and TestChaos_Joins): SEED= replays a seed (0 draws one), DURATION= is how long the faults
 # and the load last, NET= is netns (partitions too; needs root), loopback or
 # auto; FAULTS= (comma-separated kinds) focuses the schedule; CHAOS_GROUPS=3 in
 # the environment runs the nodes with --groups 3 and adds queue moves and

@@ -80,7 +80,11 @@ func TestRun_PushThenPopAck(t *testing.T) {
 		t.Errorf("push op report %+v", op)
 	}
 
-	o.Workload, o.Messages, o.Idle = PopAck, 0, 300*time.Millisecond
+	// Idle is the drained run's end: generous, since on a busy machine (a
+	// race build beside other test binaries) a pop's answer took over
+	// 300 ms and a run ended "drained" before its first delivery; the
+	// duration is only a bound (a drained run ends first).
+	o.Workload, o.Messages, o.Idle, o.Duration = PopAck, 0, 2*time.Second, 30*time.Second
 	pop, err := Run(context.Background(), o, nil)
 	if err != nil {
 		t.Fatalf("popack: %v", err)
@@ -110,7 +114,7 @@ func TestRun_MixedGroups(t *testing.T) {
 	o.Workload = Mixed
 	o.Conns, o.Batch, o.Size, o.Partitions, o.Groups = 6, 20, 256, 2, 2
 	o.Queue, o.Queues = "mixed", 2
-	o.Messages, o.Duration, o.Idle = 600, 2*time.Second, 300*time.Millisecond
+	o.Messages, o.Duration, o.Idle = 600, 30*time.Second, 2*time.Second // Idle, Duration: see TestRun_PushThenPopAck
 	rep, err := Run(context.Background(), o, nil)
 	if err != nil {
 		t.Fatalf("mixed: %v", err)
@@ -139,7 +143,9 @@ func TestRun_Read(t *testing.T) {
 	if _, err := Run(context.Background(), o, nil); err != nil { // creates the queue
 		t.Fatal(err)
 	}
-	o.Workload, o.Messages, o.Duration = Read, 0, 300*time.Millisecond
+	// Long enough for reads to be answered on a busy machine: in 300 ms a
+	// loaded race build answered none.
+	o.Workload, o.Messages, o.Duration = Read, 0, 2*time.Second
 	o.ReadPath = "/api/v1/resources/queues/r?consistency=stale"
 	rep, err := Run(context.Background(), o, nil)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 // thresholds, the choice of the queue closest to half the gap without
 // exceeding it, and what it leaves out.
 func TestPickMove_NarrowsTheGapNeverInvertsIt(t *testing.T) {
+	t.Parallel()
 	load := func(g uint32, rate float64, qs ...command.QueueLoad) Load {
 		return Load{GroupLoad: command.GroupLoad{Group: g, MsgsPerSec: rate, Queues: qs}}
 	}

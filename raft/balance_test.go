@@ -249,12 +249,11 @@ func moveOutcomes(c *hosts) []raft.MoveOutcome {
 // so nothing moves again, through several holds and cooldowns. Every
 // acknowledged push is delivered once.
 func TestHost_BalancerMovesOneHotQueueAndNotBack(t *testing.T) {
+	t.Parallel()
 	c := openBalanceHosts(t, true)
 	queues := []string{"hot-a", "hot-b"}
 	for _, q := range queues {
-		if g, err := c.h[0].Place(ctxT(t), q, 1); err != nil || g != 1 {
-			t.Fatalf("place %s: %d %v", q, g, err)
-		}
+		c.place(q, 1)
 	}
 	start := time.Now()
 	tr := startTraffic(t, c, queues...)
@@ -299,12 +298,11 @@ func TestHost_BalancerMovesOneHotQueueAndNotBack(t *testing.T) {
 // reported (group 1's rate and both queues', the one a stream reads
 // pinned, groups 2 and 3 idle) and moves nothing.
 func TestHost_BalanceOffMovesNothing(t *testing.T) {
+	t.Parallel()
 	c := openBalanceHosts(t, false)
 	queues := []string{"hot-a", "hot-b"}
 	for _, q := range queues {
-		if g, err := c.h[0].Place(ctxT(t), q, 1); err != nil || g != 1 {
-			t.Fatalf("place %s: %d %v", q, g, err)
-		}
+		c.place(q, 1)
 	}
 	if _, err := patientAs[engine.StreamRegistered](c, c.h[1], engine.StreamRegisterCmd{Name: "audit", SourceQueue: "hot-b", ConfigHash: "h"}); err != nil {
 		t.Fatalf("register a stream on hot-b: %v", err)
@@ -349,6 +347,7 @@ func TestHost_BalanceOffMovesNothing(t *testing.T) {
 // Before, such a group never shed a queue. Every acknowledged push is
 // delivered once.
 func TestHost_BalancerMovesFromAGroupTheDirectoryLeaderDoesNotHost(t *testing.T) {
+	t.Parallel()
 	c := openHostsOf(t, 4, 4, 3, currentVersions, balanceQuickly(true))
 	c.relayInProcess()
 	c.leaders(nil)
@@ -366,9 +365,7 @@ func TestHost_BalancerMovesFromAGroupTheDirectoryLeaderDoesNotHost(t *testing.T)
 	}
 	queues := []string{"hot-a", "hot-b"}
 	for _, q := range queues {
-		if g, err := c.h[0].Place(ctxT(t), q, far); err != nil || g != far {
-			t.Fatalf("place %s: %d %v", q, g, err)
-		}
+		c.place(q, far)
 	}
 	tr := startTraffic(t, c, queues...)
 	var moved string

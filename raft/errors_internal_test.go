@@ -14,6 +14,7 @@ import (
 // or the node stops becomes one of our transient sentinels (the edge's
 // 503s), with its text: none reaches the edge unknown, as a 500.
 func TestNode_MapErrorMakesRaftsTransientErrorsOurs(t *testing.T) {
+	t.Parallel()
 	n := &Node{}
 	for _, e := range []error{hraft.ErrLeadershipLost, hraft.ErrRaftShutdown, hraft.ErrEnqueueTimeout,
 		hraft.ErrLeadershipTransferInProgress, hraft.ErrAbortedByRestore,
@@ -34,6 +35,7 @@ func TestNode_MapErrorMakesRaftsTransientErrorsOurs(t *testing.T) {
 // A queue frozen for a move refuses before writing: certain, and worth a
 // retry once the move has placed it.
 func TestErrors_QueueMovingIsNotAppliedAndTransient(t *testing.T) {
+	t.Parallel()
 	err := fmt.Errorf("group 2: %w", engine.ErrQueueMoving)
 	if !NotApplied(err) || !Transient(err) {
 		t.Fatalf("NotApplied %v, Transient %v", NotApplied(err), Transient(err))

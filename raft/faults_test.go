@@ -106,6 +106,7 @@ func checkAcknowledged(t *testing.T, node *raft.Node, pushed map[string]engine.I
 // themselves, agree byte for byte, and hold every acknowledged push and
 // ack, also after a restart without faults.
 func TestNode_IOErrors_LoseNothingAcknowledged(t *testing.T) {
+	t.Parallel()
 	seed := *seedFlag
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
@@ -287,6 +288,7 @@ func pushOK(t *testing.T, n *raft.Node, txn string, pushed map[string]engine.ID)
 // in Status, and once space returns it goes on by itself; nothing
 // acknowledged is lost.
 func TestNode_LogStoreDiskFull_ReportedAndHealed(t *testing.T) {
+	t.Parallel()
 	c, s := singleNode(t)
 	n := c.Leader()
 	pushed := map[string]engine.ID{}
@@ -319,6 +321,7 @@ func TestNode_LogStoreDiskFull_ReportedAndHealed(t *testing.T) {
 // the log store is faulted and says so, and once fsyncs work again the
 // store reopens itself and the node leads again, without a restart.
 func TestNode_LogStoreFsyncFails_StepsDownAndHeals(t *testing.T) {
+	t.Parallel()
 	c, s := singleNode(t)
 	n := c.Leader()
 	pushed := map[string]engine.ID{}
@@ -355,6 +358,7 @@ func TestNode_LogStoreFsyncFails_StepsDownAndHeals(t *testing.T) {
 // works again the node reopens the engine and applies that command from
 // the log: it was committed, and a replica never skips one.
 func TestNode_EngineFault_CatchesUpFromTheLog(t *testing.T) {
+	t.Parallel()
 	c, s := singleNode(t)
 	n := c.Leader()
 	pushed := map[string]engine.ID{}
@@ -389,6 +393,7 @@ func TestNode_EngineFault_CatchesUpFromTheLog(t *testing.T) {
 // reads are served, commands fail without hanging, Status says why, and the
 // node becomes writable by itself when space returns.
 func TestNode_Open_ServesReadsOnFullDisk(t *testing.T) {
+	t.Parallel()
 	c, s := singleNode(t)
 	n := c.Leader()
 	pushed := map[string]engine.ID{}

@@ -17,6 +17,7 @@ import (
 // open it and serve its state; never regenerate it (add a store-v2 beside
 // it when the format changes).
 func TestOpen_StoreV1Fixture(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
 	if err := os.CopyFS(dir, os.DirFS("testdata/store-v1")); err != nil {
 		t.Fatal(err)

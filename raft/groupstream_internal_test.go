@@ -105,6 +105,7 @@ func mustGroup(t *testing.T, s *streamLayer, id uint32) hraft.StreamLayer {
 // group they name; a group the peer does not host is refused at Dial.
 // Group 1 connections still reach a node that hosts no other group.
 func TestStreamLayer_Groups(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		tls    bool
@@ -150,6 +151,7 @@ func TestStreamLayer_Groups(t *testing.T) {
 // groups 1 and 2 on one listener, elect a leader in each group and commit
 // in each.
 func TestStreamLayer_GroupsCarryRaft(t *testing.T) {
+	t.Parallel()
 	layers := make([]*streamLayer, 2)
 	for i := range layers {
 		s, err := newStreamLayer("127.0.0.1:0", nil, "s3cret", quiet)

@@ -14,6 +14,7 @@ import (
 // debug, expected warnings at info, a repeated failure once per window per
 // peer with the count of those left out, and no timestamp inside msg.
 func TestRaftLogger_LevelsAndRepeats(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	l := newRaftLogger(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	l.Info("entering follower state", "follower", "n1")

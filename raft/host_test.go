@@ -325,6 +325,7 @@ func preferredLeaders(leaders []int) bool {
 }
 
 func TestHost_GroupsReplicateApartAndSpreadTheirLeaders(t *testing.T) {
+	t.Parallel()
 	c := openHosts(t, 3, 3)
 	leaders := c.leaders(preferredLeaders)
 	// Each group replicates its own commands and none of the others'.
@@ -351,6 +352,7 @@ func TestHost_GroupsReplicateApartAndSpreadTheirLeaders(t *testing.T) {
 }
 
 func TestHost_GroupLeaderLossAndReturn(t *testing.T) {
+	t.Parallel()
 	c := openHosts(t, 3, 3)
 	leaders := c.leaders(preferredLeaders)
 	lost := leaders[1]
@@ -374,6 +376,7 @@ func TestHost_GroupLeaderLossAndReturn(t *testing.T) {
 // snapshots/ and the log's families in raft/) and the directory and the
 // other groups under groups/<id>/.
 func TestHost_KeepsGroup1WhereOneGroupLives(t *testing.T) {
+	t.Parallel()
 	c := openHosts(t, 1, 2)
 	leaders := c.leaders(nil)
 	push(t, c.h[leaders[1]].Group(1), "one", "t")
@@ -390,6 +393,7 @@ func TestHost_KeepsGroup1WhereOneGroupLives(t *testing.T) {
 }
 
 func TestHost_RefusesWhatCannotWork(t *testing.T) {
+	t.Parallel()
 	o := rafttest.Options("n1", t.TempDir())
 	o.RaftAddr = rafttest.FreeAddrs(t, 1)[0]
 	if _, err := raft.OpenHost(raft.HostOptions{Node: o, Groups: 0}); err == nil {
@@ -409,6 +413,7 @@ func TestHost_RefusesWhatCannotWork(t *testing.T) {
 }
 
 func TestHost_DirectoryPlacesQueuesOnceForEveryNode(t *testing.T) {
+	t.Parallel()
 	c := openHosts(t, 3, 3)
 	leaders := c.leaders(preferredLeaders)
 	deadline := time.Now().Add(20 * time.Second)
@@ -467,6 +472,7 @@ func TestHost_DirectoryPlacesQueuesOnceForEveryNode(t *testing.T) {
 // push answered queued is stored (a repeat of its transaction id is a
 // duplicate), and each group's replicas end identical.
 func TestHost_NothingAcknowledgedIsLostWhenAGroupLeaderStops(t *testing.T) {
+	t.Parallel()
 	c := openHosts(t, 3, 3)
 	leaders := c.leaders(preferredLeaders)
 	var (
@@ -479,7 +485,7 @@ func TestHost_NothingAcknowledgedIsLostWhenAGroupLeaderStops(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for k := 0; k < 400; k++ {
+			for k := 0; k < 400; { // 400 pushes proposed; none while no leader is known
 				select {
 				case <-stop:
 					return
@@ -500,6 +506,7 @@ func TestHost_NothingAcknowledgedIsLostWhenAGroupLeaderStops(t *testing.T) {
 					time.Sleep(10 * time.Millisecond)
 					continue
 				}
+				k++
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				res, err := raft.Propose[[]engine.PushResult](ctx, leader, engine.PushCmd{Items: []engine.PushItem{{Queue: fmt.Sprintf("q%d", g), TransactionID: txn, Payload: []byte(`{}`)}}})
 				cancel()
@@ -512,7 +519,20 @@ func TestHost_NothingAcknowledgedIsLostWhenAGroupLeaderStops(t *testing.T) {
 		}()
 	}
 	lost := leaders[1]
-	time.Sleep(200 * time.Millisecond)
+	// Group 1's pushes are answered before its leader stops, and again
+	// (by a new leader) before it comes back.
+	progress := func(what string) {
+		t.Helper()
+		mu.Lock()
+		from := len(acked[1])
+		mu.Unlock()
+		waitForLong(t, what, 20*time.Second, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(acked[1]) >= from+10
+		})
+	}
+	progress("group 1's pushes to be answered")
 	mu.Lock()
 	h := c.h[lost]
 	c.h[lost] = nil // the pushers stop looking at it
@@ -520,7 +540,7 @@ func TestHost_NothingAcknowledgedIsLostWhenAGroupLeaderStops(t *testing.T) {
 	if err := h.Close(); err != nil {
 		t.Fatalf("stop %s: %v", c.peers[lost].ID, err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	progress("group 1's pushes to be answered by a new leader")
 	mu.Lock()
 	c.start(lost)
 	mu.Unlock()
@@ -541,6 +561,19 @@ func TestHost_NothingAcknowledgedIsLostWhenAGroupLeaderStops(t *testing.T) {
 		c.stored(g, fmt.Sprintf("q%d", g), acked[g])
 	}
 	rafttest.EnsureSame(t, c.h[0].Group(raft.Directory), c.h[1].Group(raft.Directory), c.h[2].Group(raft.Directory))
+}
+
+// notApplied calls propose again, for up to 30 s, while it answers an
+// error that says the command was not applied (raft.NotApplied: no
+// leader, not the leader, a transfer, which an election on a busy machine
+// answers): asking again cannot apply it twice.
+func notApplied(propose func() (engine.Result, error)) (engine.Result, error) {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		r, err := propose()
+		if !raft.NotApplied(err) || time.Now().After(deadline) {
+			return r, err
+		}
+	}
 }
 
 // forwardFunc is a test's Forwarder.
@@ -664,6 +697,7 @@ func (c *hosts) forwarded(h *raft.Host, cmd engine.Command) (engine.Result, erro
 }
 
 func TestHost_RoutesEachCommandToItsQueuesGroup(t *testing.T) {
+	t.Parallel()
 	c := openHosts(t, 3, 3)
 	c.leaders(preferredLeaders)
 	c.relayInProcess()
@@ -794,16 +828,21 @@ func TestHost_RoutesEachCommandToItsQueuesGroup(t *testing.T) {
 // A discovery pop (a namespace, no queue) finds messages in whichever
 // group holds them, and a pop of a queue nobody pushed to places nothing.
 func TestHost_DiscoveryPopsLookInEveryGroup(t *testing.T) {
+	t.Parallel()
 	c := openHosts(t, 3, 3)
 	c.leaders(preferredLeaders)
 	c.relayInProcess()
 	c.addressesKnown()
 	for _, q := range []string{"x1", "x2", "x3"} {
-		if _, err := c.forwarded(c.h[0], engine.ConfigureCmd{Queue: q, Namespace: "ns", NamespaceSet: true}); err != nil {
+		if _, err := notApplied(func() (engine.Result, error) {
+			return c.forwarded(c.h[0], engine.ConfigureCmd{Queue: q, Namespace: "ns", NamespaceSet: true})
+		}); err != nil {
 			t.Fatalf("configure %s: %v", q, err)
 		}
-		if _, err := raft.Propose[[]engine.PushResult](ctxT(t), c.h[0], engine.PushCmd{Items: []engine.PushItem{{Queue: q, Payload: []byte(`{}`)}}}); err != nil {
-			t.Fatalf("push %s: %v", q, err)
+		if r, err := notApplied(func() (engine.Result, error) {
+			return c.h[0].Propose(ctxT(t), engine.PushCmd{Items: []engine.PushItem{{Queue: q, Payload: []byte(`{}`)}}})
+		}); err != nil || r.Err != nil {
+			t.Fatalf("push %s: %v %v", q, err, r.Err)
 		}
 	}
 	groups := map[uint32]bool{}
@@ -818,7 +857,9 @@ func TestHost_DiscoveryPopsLookInEveryGroup(t *testing.T) {
 	}
 	got := map[string]bool{}
 	for k := range 3 {
-		r, err := c.forwarded(c.h[k], engine.PopCmd{Namespace: "ns", Batch: 1, Partitions: 1})
+		r, err := notApplied(func() (engine.Result, error) {
+			return c.forwarded(c.h[k], engine.PopCmd{Namespace: "ns", Batch: 1, Partitions: 1})
+		})
 		if err != nil {
 			t.Fatalf("discovery pop %d: %v", k, err)
 		}
@@ -844,6 +885,7 @@ func TestHost_DiscoveryPopsLookInEveryGroup(t *testing.T) {
 // survivors: Recover rewrites every group's membership, each group elects
 // among the two and keeps everything it held.
 func TestHost_RecoverEveryGroupToTheSurvivors(t *testing.T) {
+	t.Parallel()
 	c := openHosts(t, 3, 3)
 	c.leaders(preferredLeaders)
 	for g := uint32(1); g <= 3; g++ {
@@ -884,6 +926,7 @@ func TestHost_RecoverEveryGroupToTheSurvivors(t *testing.T) {
 // Each group's leader sweeps its own group: messages past their queue's
 // retention are deleted in every group, on every replica.
 func TestHost_RetentionSweepsEveryGroup(t *testing.T) {
+	t.Parallel()
 	c := openHostsWith(t, 3, 3, func(o *raft.Options) { o.RetentionInterval = 100 * time.Millisecond })
 	c.leaders(preferredLeaders)
 	c.relayInProcess()
@@ -931,6 +974,7 @@ func TestHost_RetentionSweepsEveryGroup(t *testing.T) {
 // A DLQ redrive walks rows of every group: a replay for a group led
 // elsewhere is relayed to its leader.
 func TestHost_ReplaysDeadLettersOfEveryGroup(t *testing.T) {
+	t.Parallel()
 	c := openHosts(t, 3, 3)
 	c.leaders(preferredLeaders)
 	c.relayInProcess()
@@ -990,6 +1034,7 @@ func TestHost_ReplaysDeadLettersOfEveryGroup(t *testing.T) {
 // one group as a Host would leave its queues outside the directory, and a
 // Host's as one group would leave its other groups unserved.
 func TestHost_RefusesTheOtherLayout(t *testing.T) {
+	t.Parallel()
 	one := t.TempDir()
 	o := rafttest.Options("n1", one)
 	o.Transport = raft.NewLocalTransport("n1")
@@ -1039,6 +1084,7 @@ func TestHost_RefusesTheOtherLayout(t *testing.T) {
 // without proposing (the items are failed, with an error, and nothing of
 // them is stored).
 func TestHost_SplitPushAnswersFailedOnlyWhenNotStored(t *testing.T) {
+	t.Parallel()
 	c := openHosts(t, 3, 3)
 	c.leaders(preferredLeaders)
 	c.relayInProcess()
@@ -1079,21 +1125,27 @@ func TestHost_SplitPushAnswersFailedOnlyWhenNotStored(t *testing.T) {
 		var items []engine.PushItem
 		for g := uint32(1); g <= 3; g++ {
 			q := fmt.Sprintf("%s-%d", strings.ReplaceAll(name, " ", "-"), g)
-			if got, err := c.h[0].Place(ctxT(t), q, g); err != nil || got != g {
-				t.Fatalf("place %s in group %d: %d, %v", q, g, got, err)
-			}
+			c.place(q, g)
 			items = append(items, engine.PushItem{Queue: q, TransactionID: "t-" + q, Payload: []byte(`{}`)},
 				engine.PushItem{Queue: q, Payload: []byte(`{}`)})
 		}
 		res, err := raft.Propose[[]engine.PushResult](ctxT(t), c.h[0], engine.PushCmd{Items: items})
 		return items, res, err
 	}
-	// n3 leads group 2 (preferredLeaders).
+	// Read on group 2's leader (n3, preferredLeaders, unless an election
+	// on a busy machine moved it) once it has applied all it committed.
 	stored := func(q string) int64 {
-		if err := c.h[2].Group(2).Barrier(ctxT(t)); err != nil {
-			t.Fatal(err)
-		}
-		info, err := c.h[2].Group(2).Queue(q)
+		var leader *raft.Node
+		waitFor(t, "a barrier on group 2's leader", func() bool {
+			for _, h := range c.h {
+				if g := h.Group(2); g.Status().Role == "leader" && g.Barrier(ctxT(t)) == nil {
+					leader = g
+					return true
+				}
+			}
+			return false
+		})
+		info, err := leader.Queue(q)
 		if errors.Is(err, engine.ErrQueueNotFound) {
 			return 0
 		}
@@ -1178,6 +1230,7 @@ func TestHost_SplitPushAnswersFailedOnlyWhenNotStored(t *testing.T) {
 // ack for it goes where a leader says it lives; one no group holds is
 // answered by group 1's engine.
 func TestHost_AsksTheLeadersForAPartitionItsReplicasLack(t *testing.T) {
+	t.Parallel()
 	c := openHosts(t, 3, 3)
 	c.leaders(preferredLeaders)
 	c.relayInProcess()
@@ -1226,15 +1279,14 @@ func TestHost_AsksTheLeadersForAPartitionItsReplicasLack(t *testing.T) {
 // push is a transient error; an item answered failed is not stored, and
 // one answered queued or duplicate is.
 func TestHost_SplitPushesDuringLeadershipTransfers(t *testing.T) {
+	t.Parallel()
 	c := openHosts(t, 3, 3)
 	c.leaders(preferredLeaders)
 	c.relayInProcess()
 	c.addressesKnown()
 	queues := []string{"x1", "x2", "x3"}
 	for k, q := range queues {
-		if _, err := c.h[0].Place(ctxT(t), q, uint32(k+1)); err != nil {
-			t.Fatal(err)
-		}
+		c.place(q, uint32(k+1))
 	}
 	type answer struct {
 		item   engine.PushItem
@@ -1247,8 +1299,11 @@ func TestHost_SplitPushesDuringLeadershipTransfers(t *testing.T) {
 		stop     = make(chan struct{})
 		wg       sync.WaitGroup
 	)
+	var pushed atomic.Int64 // pushes answered, success or failure
+	var pushersDone atomic.Int32
 	for i := range c.h {
 		wg.Go(func() {
+			defer pushersDone.Add(1)
 			for seq := 0; seq < 300; seq++ {
 				select {
 				case <-stop:
@@ -1260,6 +1315,7 @@ func TestHost_SplitPushesDuringLeadershipTransfers(t *testing.T) {
 					items = append(items, engine.PushItem{Queue: q, TransactionID: fmt.Sprintf("h%d-%d-%s", i, seq, q), Payload: []byte(`{}`)})
 				}
 				res, err := raft.Propose[[]engine.PushResult](ctxT(t), c.h[i], engine.PushCmd{Items: items})
+				pushed.Add(1)
 				mu.Lock()
 				if err != nil {
 					failures = append(failures, err)
@@ -1279,7 +1335,12 @@ func TestHost_SplitPushesDuringLeadershipTransfers(t *testing.T) {
 				transfers++
 			}
 		}
-		time.Sleep(300 * time.Millisecond)
+		// Each round lasts until pushes have been answered across the
+		// transfer (or the pushers have sent all theirs).
+		from := pushed.Load()
+		waitForLong(t, fmt.Sprintf("pushes answered after transfer round %d", round), 30*time.Second, func() bool {
+			return pushed.Load() >= from+15 || pushersDone.Load() == int32(len(c.h))
+		})
 	}
 	close(stop)
 	wg.Wait()

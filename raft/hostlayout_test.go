@@ -49,6 +49,7 @@ func (c *hosts) layoutRecorded(r int) {
 // host is a voter of three groups and its replica of the fourth applies
 // nothing; pushes, pops and acks through every host reach every group.
 func TestHost_GroupsOnROfN(t *testing.T) {
+	t.Parallel()
 	c := openSpreadHosts(t, 4, 4, 3)
 	l := c.h[0].Layout()
 	per := map[string]int{}
@@ -157,6 +158,7 @@ func TestHost_GroupsOnROfN(t *testing.T) {
 // group's first voter by id at g mod 3, the rule when every node hosts
 // every group, would have one host lead three).
 func TestHost_LeadersSpreadOverTheNodes(t *testing.T) {
+	t.Parallel()
 	c := openSpreadHosts(t, 5, 5, 3)
 	c.leaders(func(leaders []int) bool {
 		led := map[int]int{}

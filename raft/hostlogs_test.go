@@ -45,6 +45,7 @@ func (b *lockedBuffer) String() string {
 // replication". (While the hosts start one after another, a node does
 // log that it cannot reach one not listening yet: that is not checked.)
 func TestHost_GroupedStartLogsNoWarnings(t *testing.T) {
+	t.Parallel()
 	var logs lockedBuffer
 	c := openHostsOf(t, 3, 2, 2, func(o *raft.Options) {
 		o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))

@@ -16,9 +16,7 @@ import (
 // past queen serve's shutdown deadline (the chaos suite's seed 2222).
 func TestHost_StopWaitingAnswersCommandsOnAFrozenQueue(t *testing.T) {
 	c := openOutboxHosts(t)
-	if g, err := c.h[0].Place(ctxT(t), "orders", 1); err != nil || g != 1 {
-		t.Fatalf("place: %d %v", g, err)
-	}
+	c.place("orders", 1)
 	r, err := c.h[2].Propose(ctxT(t), engine.FreezeQueueCmd{Group: 1, Queue: "orders", Epoch: 5})
 	if err != nil || r.Err != nil || r.Value != true {
 		t.Fatalf("freeze: %v %v %v", r.Value, err, r.Err)

@@ -57,7 +57,10 @@ func startMoveLoad(t *testing.T, c *hosts, via []*raft.Host, pushers, each int, 
 	for _, txn := range acked {
 		l.acked[txn] = true
 	}
-	deadline := time.Now().Add(60 * time.Second)
+	// A bound for a load nobody halts (check halts it): generous, as the
+	// moves, kills and elections between the load's start and check take
+	// a minute and more on a busy machine.
+	deadline := time.Now().Add(3 * time.Minute)
 	t.Cleanup(l.halt) // before the hosts close, should the test fail first
 	for k := range pushers {
 		l.pushers.Go(func() {
@@ -174,7 +177,7 @@ func (l *moveLoad) check(want int) {
 	t := l.t
 	t.Helper()
 	l.pushers.Wait()
-	for end := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for end := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		l.mu.Lock()
 		var missing []string
 		for txn := range l.acked {
@@ -309,6 +312,7 @@ func checkBilling(t *testing.T, c *hosts, via []*raft.Host, held []engine.AckIte
 // delivered exactly once, and the consumer group the fixture left, its
 // lease and its dead letter are where they were.
 func TestHost_MoveQueue_SourceLeaderKilled(t *testing.T) {
+	t.Parallel()
 	t.Run("copy goes on", func(t *testing.T) { sourceLeaderKilled(t, nil) })
 	t.Run("copy fails", func(t *testing.T) { sourceLeaderKilled(t, errors.New("test: the copy fails")) })
 }
@@ -374,6 +378,7 @@ func sourceLeaderKilled(t *testing.T, fail error) {
 // back, moves through it. Every acknowledged push is delivered exactly
 // once; the consumer group the fixture left is where it was.
 func TestHost_MoveQueue_MoverKilled(t *testing.T) {
+	t.Parallel()
 	c := openOutboxHosts(t)
 	held := moveFixture(t, c, 40, 20_000)
 	via := []*raft.Host{c.h[0], c.h[1]}
@@ -429,6 +434,7 @@ func TestHost_MoveQueue_MoverKilled(t *testing.T) {
 // queue placed in group 2 holds every message, group 1's copy is dropped.
 // (Undoing the move there would drop the copy the directory places.)
 func TestHost_MoveQueue_FlipAnswerLost(t *testing.T) {
+	t.Parallel()
 	c := openOutboxHosts(t)
 	held := moveFixture(t, c, 40, 100)
 	mover := c.h[1] // the directory's leader is c.h[0]

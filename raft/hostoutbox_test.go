@@ -112,11 +112,10 @@ func outboxEmpty(t *testing.T, c *hosts, g uint32) {
 // ids, and the queue of group 2 holds each push exactly once. One whose
 // acks lie in two groups is still refused, naming what lies where.
 func TestHost_TransactionAcrossGroupsCommits(t *testing.T) {
+	t.Parallel()
 	c := openOutboxHosts(t)
 	for q, g := range map[string]uint32{"in": 1, "out": 2} {
-		if got, err := c.h[0].Place(ctxT(t), q, g); err != nil || got != g {
-			t.Fatalf("place %s in group %d: %d, %v", q, g, got, err)
-		}
+		c.place(q, g)
 	}
 	c.push(1, "in", "in-1")
 	ack := popOne(t, c, c.h[0], "in")
@@ -188,11 +187,10 @@ func TestHost_TransactionAcrossGroupsCommits(t *testing.T) {
 // transaction id stays a duplicate: an earlier push of the client's may
 // hold it. Either way the queue holds each push once.
 func TestHost_OutboxRowDeliveredTwice(t *testing.T) {
+	t.Parallel()
 	c := openOutboxHosts(t)
 	for q, g := range map[string]uint32{"in": 1, "out": 2} {
-		if _, err := c.h[0].Place(ctxT(t), q, g); err != nil {
-			t.Fatal(err)
-		}
+		c.place(q, g)
 	}
 	for _, h := range c.h {
 		raft.HoldOutbox(h, true)
@@ -238,11 +236,10 @@ func TestHost_OutboxRowDeliveredTwice(t *testing.T) {
 // the crash is a duplicate there, not a second message: the queue ends
 // with each push exactly once, and the rows are deleted everywhere.
 func TestHost_OutboxRedeliversWhatACrashLeft(t *testing.T) {
+	t.Parallel()
 	c := openOutboxHosts(t)
 	for q, g := range map[string]uint32{"in": 1, "out": 2} {
-		if _, err := c.h[0].Place(ctxT(t), q, g); err != nil {
-			t.Fatal(err)
-		}
+		c.place(q, g)
 	}
 	c.push(1, "in", "in-1")
 	ack := popOne(t, c, c.h[0], "in")

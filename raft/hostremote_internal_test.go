@@ -13,6 +13,7 @@ import (
 // types they carry may have one (a DeadLetter, which does, crosses as
 // deadLetterWire).
 func TestRemoteRead_TypesKeepEveryField(t *testing.T) {
+	t.Parallel()
 	for _, v := range []any{engine.QueueInfo{}, engine.PartitionInfo{}, engine.CursorInfo{}, engine.Subscription{},
 		deadLetterWire{}, engine.StoredMessage{}, engine.ListedMessage{}, engine.Message{}, engine.StreamQuery{},
 		engine.StateRow{}, engine.Trace{}, engine.TraceAt{}, engine.TraceName{},
@@ -45,6 +46,7 @@ func jsonNames(t reflect.Type, seen map[string]int) {
 // A queue's configuration crosses whole, its unexported values included,
 // as does a dead letter.
 func TestRemoteRead_ConfigAndDeadLetterRoundTrip(t *testing.T) {
+	t.Parallel()
 	var info engine.QueueInfo
 	if err := json.Unmarshal([]byte(`{"Config":{"leaseTime":7,"encryptionEnabled":1,"dedupWindowSeconds":0}}`), &info); err != nil {
 		t.Fatal(err)

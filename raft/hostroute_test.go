@@ -51,6 +51,7 @@ var proposedAs = map[command.Type]engine.Command{
 // cluster. (Checked by deleting the TraceCmd case from Host.Propose: this
 // test then fails naming engine.TraceCmd.)
 func TestHost_EveryCommandHasARoute(t *testing.T) {
+	t.Parallel()
 	c := openHosts(t, 1, 2)
 	c.settled()
 	h := c.h[0]

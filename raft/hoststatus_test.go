@@ -10,6 +10,7 @@ import (
 // knows no leader; /health needs every group led to call the node
 // healthy); of a group it hosts, its replica's own.
 func TestHost_GroupStatusOfAGroupNotHosted(t *testing.T) {
+	t.Parallel()
 	c := openSpreadHosts(t, 4, 4, 3)
 	l := c.h[0].Layout()
 	for i, h := range c.h {

@@ -147,6 +147,7 @@ func pushedAll(t *testing.T, nodes []*raft.Node, queue string, txns []string) {
 // which could be a founder whose disk was lost), then form one cluster;
 // each founder's store has an id of its own.
 func TestFounders_FirstStartWaitsForEveryFounder(t *testing.T) {
+	t.Parallel()
 	f := newFounders(t)
 	first, second := f.openAsync(0), f.openAsync(1)
 	stillOpening(t, "n1 and n2 without n3", first, time.Second)
@@ -185,6 +186,7 @@ func TestFounders_FirstStartWaitsForEveryFounder(t *testing.T) {
 // Removing the old store (Leave, forced) then lets it know it is no
 // member (ErrNotMember): it may join as a new one.
 func TestFounders_LostStoreNeverVotes(t *testing.T) {
+	t.Parallel()
 	f := newFounders(t)
 	var opening []<-chan error
 	for i := range 3 {

@@ -48,6 +48,7 @@ func laidOut(l raft.Layout, ids []string, down string, groups []uint32, leaders 
 }
 
 func TestNode_LayoutListsTheServersTheirLivenessAndTheLeader(t *testing.T) {
+	t.Parallel()
 	net := &inProcess{nodes: map[string]*raft.Node{}}
 	c := rafttest.MakeClusterWith(t, 3, func(o *raft.Options) {
 		o.Versions, o.Forward, o.VersionInterval = net, net, 50*time.Millisecond
@@ -93,6 +94,7 @@ func (v *versionsUnless) NodeVersion(_ context.Context, addr string) (raft.NodeV
 }
 
 func TestHost_LayoutListsEveryGroupItsMembersAndLeader(t *testing.T) {
+	t.Parallel()
 	versions := &versionsUnless{down: map[string]bool{}}
 	c := openHostsWith(t, 3, 2, func(o *raft.Options) { o.Versions, o.VersionInterval = versions, 50*time.Millisecond })
 	c.relayInProcess() // followers announce their addresses through it

@@ -51,6 +51,7 @@ func read(t *testing.T, c *logCache, st *countingStore, idx uint64) (hraft.Log, 
 // The cache serves the newest entries up to its byte bound and no more;
 // older ones come from the store, unchanged.
 func TestLogCache_BoundedByBytes(t *testing.T) {
+	t.Parallel()
 	st := openCountingStore(t)
 	c := newLogCache(st, 4<<20)
 	for i := uint64(1); i <= 10; i++ {
@@ -81,6 +82,7 @@ func TestLogCache_BoundedByBytes(t *testing.T) {
 
 // The cache caps entries by count too, however small they are.
 func TestLogCache_BoundedByCount(t *testing.T) {
+	t.Parallel()
 	st := openCountingStore(t)
 	c := newLogCache(st, 1<<30)
 	var logs []*hraft.Log
@@ -102,6 +104,7 @@ func TestLogCache_BoundedByCount(t *testing.T) {
 // a follower that drops a conflicting suffix and appends new entries at
 // the same indexes reads the new ones.
 func TestLogCache_DeleteAndReplace(t *testing.T) {
+	t.Parallel()
 	st := openCountingStore(t)
 	c := newLogCache(st, 1<<20)
 	var logs []*hraft.Log
@@ -146,6 +149,7 @@ func TestLogCache_DeleteAndReplace(t *testing.T) {
 // A failed append caches nothing and keeps the store's error in the chain
 // (and the text Node.mapError reads).
 func TestLogCache_FailedAppendCachesNothing(t *testing.T) {
+	t.Parallel()
 	st := openCountingStore(t)
 	c := newLogCache(st, 1<<20)
 	if err := st.Store.Close(); err != nil {
@@ -171,6 +175,7 @@ func TestLogCache_FailedAppendCachesNothing(t *testing.T) {
 // run: the run stays and is still served from memory; deleting its front
 // or its tail drops exactly those entries.
 func TestLogCache_DeleteRangeKeepsWhatItDoesNotCover(t *testing.T) {
+	t.Parallel()
 	st := openCountingStore(t)
 	c := newLogCache(st, 100) // ten entries of ten bytes
 	for i := uint64(1); i <= 20; i++ {

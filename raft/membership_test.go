@@ -27,6 +27,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func closedAddr(t *testing.T) string { return rafttest.FreeAddrs(t, 1)[0] }
 
 func TestNode_Join_RefusesUnreachableUnlessForced(t *testing.T) {
+	t.Parallel()
 	addr := rafttest.FreeAddrs(t, 1)[0]
 	n := rafttest.OpenTCP(t, "n1", t.TempDir(), addr, func(o *raft.Options) { o.Bootstrap = true })
 	rafttest.WaitLeader(t, n)
@@ -54,6 +55,7 @@ func TestNode_Join_RefusesUnreachableUnlessForced(t *testing.T) {
 }
 
 func TestNode_Join_RefusedWithoutNetworkTransport(t *testing.T) {
+	t.Parallel()
 	c := rafttest.MakeCluster(t, 1)
 	err := c.Leader().Join("n2", "127.0.0.1:1", false)
 	if !errors.Is(err, raft.ErrQuorumRisk) || !strings.Contains(err.Error(), "no network transport") {
@@ -65,6 +67,7 @@ func TestNode_Join_RefusedWithoutNetworkTransport(t *testing.T) {
 }
 
 func TestNode_Join_AddsReachableNodeOnce(t *testing.T) {
+	t.Parallel()
 	addrs := rafttest.FreeAddrs(t, 2)
 	base := t.TempDir()
 	n1 := rafttest.OpenTCP(t, "n1", filepath.Join(base, "n1"), addrs[0], func(o *raft.Options) { o.Bootstrap = true })
@@ -121,6 +124,7 @@ func stopFollower(t *testing.T, c *rafttest.Cluster) (leader, stopped, alive *ra
 }
 
 func TestNode_Leave_RefusesLosingQuorum(t *testing.T) {
+	t.Parallel()
 	c := rafttest.MakeCluster(t, 3)
 	if got := c.Leader().Status().LiveVoters; got != 3 {
 		t.Fatalf("live voters of a healthy cluster = %d, want 3", got)
@@ -148,6 +152,7 @@ func TestNode_Leave_RefusesLosingQuorum(t *testing.T) {
 }
 
 func TestNode_Leave_ForcedProceeds(t *testing.T) {
+	t.Parallel()
 	c := rafttest.MakeCluster(t, 3)
 	leader, _, alive := stopFollower(t, c)
 	err := leader.Leave(alive.Status().ID, true)
@@ -163,6 +168,7 @@ func TestNode_Leave_ForcedProceeds(t *testing.T) {
 }
 
 func TestNode_Leave_RefusesTheLastVoter(t *testing.T) {
+	t.Parallel()
 	c := rafttest.MakeCluster(t, 1)
 	n := c.Leader()
 	for _, force := range []bool{false, true} {
@@ -180,6 +186,7 @@ func TestNode_Leave_RefusesTheLastVoter(t *testing.T) {
 // Removing a server the configuration does not hold answers
 // ErrUnknownMember (the edge's 404 unknown_member) and commits nothing.
 func TestNode_Leave_NotAMemberIsRefused(t *testing.T) {
+	t.Parallel()
 	c := rafttest.MakeCluster(t, 1)
 	n := c.Leader()
 	before := n.Status()

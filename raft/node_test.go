@@ -60,6 +60,7 @@ func pushVia(t *testing.T, nodes []*raft.Node, queue, txn string) {
 }
 
 func TestNode_SingleVoterPushPopAckRestart(t *testing.T) {
+	t.Parallel()
 	c := rafttest.MakeCluster(t, 1)
 	n := c.Leader()
 	if r := push(t, n, "q", "t1"); r.Status != engine.Queued {
@@ -93,6 +94,7 @@ func TestNode_SingleVoterPushPopAckRestart(t *testing.T) {
 }
 
 func TestNode_FollowerRefusesAndClusterConverges(t *testing.T) {
+	t.Parallel()
 	c := rafttest.MakeCluster(t, 3)
 	leader := c.Leader()
 	for i := 0; i < 20; i++ {
@@ -118,6 +120,7 @@ func TestNode_FollowerRefusesAndClusterConverges(t *testing.T) {
 }
 
 func TestNode_GroupCommit(t *testing.T) {
+	t.Parallel()
 	c := rafttest.MakeCluster(t, 1)
 	n := c.Leader()
 	before := n.Status().Applied
@@ -149,6 +152,7 @@ func TestNode_GroupCommit(t *testing.T) {
 }
 
 func TestNode_PartitionAndHeal(t *testing.T) {
+	t.Parallel()
 	c := rafttest.MakeCluster(t, 3)
 	old := c.Leader()
 	push(t, old, "q", "before")
@@ -198,6 +202,7 @@ func TestNode_PartitionAndHeal(t *testing.T) {
 }
 
 func TestNode_FollowerCatchesUpFromSnapshot(t *testing.T) {
+	t.Parallel()
 	c := rafttest.MakeClusterWith(t, 3, func(o *raft.Options) {
 		o.SnapshotThreshold = 16
 		o.TrailingLogs = 4
@@ -248,6 +253,7 @@ func latestSnapshotSize(t *testing.T, dir string) int64 {
 // A snapshot costs the same whatever the store holds, and a node restarted
 // after its log was compacted behind a snapshot has all its data.
 func TestNode_SnapshotIsAReference(t *testing.T) {
+	t.Parallel()
 	c := rafttest.MakeClusterWith(t, 1, func(o *raft.Options) {
 		o.SnapshotThreshold = 1 << 30 // only the explicit snapshots below
 		o.TrailingLogs = 1
@@ -281,6 +287,7 @@ func TestNode_SnapshotIsAReference(t *testing.T) {
 // A leader change under a steady stream of pushes loses no push that was
 // answered queued, stores none twice, and every replica ends identical.
 func TestNode_LeaderChangeUnderLoad(t *testing.T) {
+	t.Parallel()
 	c := rafttest.MakeCluster(t, 3)
 	var (
 		mu       sync.Mutex
@@ -333,7 +340,29 @@ func TestNode_LeaderChangeUnderLoad(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(300 * time.Millisecond)
+	// Each phase lasts until the load has made progress in it: pushes
+	// answered before the first partition, while the old leader is cut
+	// off (on the new one), and after the heal.
+	progress := func(what string) {
+		t.Helper()
+		mu.Lock()
+		from := len(acked)
+		mu.Unlock()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			mu.Lock()
+			n := len(acked)
+			mu.Unlock()
+			if n >= from+10 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d pushes answered in 20 s, want 10", what, n-from)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	progress("the load's start")
 	for round := 0; round < 2; round++ {
 		old := c.Leader()
 		c.Partition(c.Index(old))
@@ -350,9 +379,9 @@ func TestNode_LeaderChangeUnderLoad(t *testing.T) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
-		time.Sleep(300 * time.Millisecond)
+		progress(fmt.Sprintf("round %d, the old leader cut off", round))
 		c.Heal()
-		time.Sleep(300 * time.Millisecond)
+		progress(fmt.Sprintf("round %d, healed", round))
 	}
 	close(stop)
 	wg.Wait()
@@ -392,6 +421,7 @@ func TestNode_LeaderChangeUnderLoad(t *testing.T) {
 
 // The maintenance switches are replicated: every node reads them.
 func TestNode_MaintenanceIsClusterWide(t *testing.T) {
+	t.Parallel()
 	c := rafttest.MakeCluster(t, 3)
 	if err := setMaintenance(t, c.Leader(), true, true); err != nil {
 		t.Fatal(err)
@@ -408,6 +438,7 @@ func TestNode_MaintenanceIsClusterWide(t *testing.T) {
 }
 
 func TestNode_Open_RefusesDirInUse(t *testing.T) {
+	t.Parallel()
 	c := rafttest.MakeCluster(t, 1)
 	o := rafttest.Options("again", c.Dir(0))
 	o.Transport = raft.NewLocalTransport("again")
@@ -423,6 +454,7 @@ func TestNode_Open_RefusesDirInUse(t *testing.T) {
 // directory and succeeds once it stopped; on a directory no node ran in it
 // holds nothing and creates nothing.
 func TestLock_HeldWhileANodeRuns(t *testing.T) {
+	t.Parallel()
 	c := rafttest.MakeCluster(t, 1)
 	if l, err := raft.Lock(c.Dir(0)); !errors.Is(err, raft.ErrInUse) {
 		if l != nil {
@@ -467,6 +499,7 @@ func setMaintenance(t *testing.T, n *raft.Node, pop, enabled bool) error {
 // OnEntry hears each entry the leader committed, with its commands and
 // where its time went.
 func TestNode_OnEntry(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	heard := map[string][]raft.EntryTimes{}
 	c := rafttest.MakeClusterWith(t, 3, func(o *raft.Options) {
@@ -502,6 +535,7 @@ func TestNode_OnEntry(t *testing.T) {
 // ErrLeadershipTransfer; what pushes are answered is a sentinel the edge
 // maps to a retryable 503, and every push answered queued is stored.
 func TestNode_ProposeDuringLeadershipTransfers(t *testing.T) {
+	t.Parallel()
 	c := rafttest.MakeCluster(t, 3)
 	stop := make(chan struct{})
 	var (
@@ -549,7 +583,21 @@ func TestNode_ProposeDuringLeadershipTransfers(t *testing.T) {
 		if c.Leader() != before {
 			transfers++
 		}
-		time.Sleep(100 * time.Millisecond) // pushes on the new leader
+		// Pushes queued on the new leader before the next transfer.
+		mu.Lock()
+		from := len(queued)
+		mu.Unlock()
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			mu.Lock()
+			n := len(queued)
+			mu.Unlock()
+			if n >= from+5 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d pushes queued in 20 s after a transfer, want 5", n-from)
+			}
+		}
 	}
 	close(stop)
 	wg.Wait()
@@ -580,6 +628,7 @@ func TestNode_ProposeDuringLeadershipTransfers(t *testing.T) {
 // configuration, which never elected again. The next start bootstraps
 // again. (Without undoHalfBootstrap this test finds no leader.)
 func TestNode_StartAfterAHalfBootstrap(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	store, err := logstore.Open(filepath.Join(dir, "raft"), logstore.DefaultOptions())
 	if err != nil {

@@ -156,6 +156,20 @@ func waitForLong(t *testing.T, what string, d time.Duration, cond func() bool) {
 // request, until done is called, retrying what may succeed later; done
 // returns the transaction ids answered queued or duplicate.
 func pushLoad(t *testing.T, c *hosts, queues []string) (done func() []string) {
+	done, _ = pushLoadCounted(t, c, queues)
+	return done
+}
+
+// pushLoadRunning is pushLoad that returns only once some pushes have been
+// answered: the change a test makes next is made under load.
+func pushLoadRunning(t *testing.T, c *hosts, queues []string) (done func() []string) {
+	done, count := pushLoadCounted(t, c, queues)
+	waitForLong(t, "the load to be answered", 30*time.Second, func() bool { return count() >= 20 })
+	return done
+}
+
+// pushLoadCounted is pushLoad with the count of pushes answered so far.
+func pushLoadCounted(t *testing.T, c *hosts, queues []string) (done func() []string, count func() int) {
 	stop := make(chan struct{})
 	var (
 		mu    sync.Mutex
@@ -200,12 +214,16 @@ func pushLoad(t *testing.T, c *hosts, queues []string) (done func() []string) {
 	halt := func() { once.Do(func() { close(stop) }) }
 	t.Cleanup(func() { halt(); wg.Wait() })
 	return func() []string {
-		halt()
-		wg.Wait()
-		mu.Lock()
-		defer mu.Unlock()
-		return slices.Clone(acked)
-	}
+			halt()
+			wg.Wait()
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.Clone(acked)
+		}, func() int {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(acked)
+		}
 }
 
 // storedVia drains each queue through host h (a consumer group of its
@@ -216,28 +234,37 @@ func storedVia(t *testing.T, c *hosts, h *raft.Host, queues []string) []string {
 	t.Helper()
 	var out []string
 	uncertain := 0
+	const lease = time.Second // the drain's pops' LeaseSeconds
 	for _, q := range queues {
 		deadline := time.Now().Add(60 * time.Second)
-		empty := 0
-		for empty < 3 { // empty three times: a lost pop's lease has ended
+		// A pop that failed uncertain may have leased messages: they come
+		// back once its lease has ended, so an empty answer after one is
+		// checked again past the lease. Otherwise (pops are proposed, so
+		// linearizable, and the load has stopped) one empty answer is the
+		// end of the queue.
+		recheck := false
+		for {
 			if time.Now().After(deadline) {
 				t.Fatalf("drain %s: not empty after a minute", q)
 			}
-			r, err := c.forwarded(h, engine.PopCmd{Queue: q, Group: "check", Batch: 500, Partitions: 1, LeaseSeconds: 1})
+			r, err := c.forwarded(h, engine.PopCmd{Queue: q, Group: "check", Batch: 500, Partitions: 1, LeaseSeconds: int64(lease / time.Second)})
 			if err != nil {
 				if !raft.NotApplied(err) {
 					uncertain++
+					recheck = true
 				}
 				time.Sleep(50 * time.Millisecond)
 				continue
 			}
 			pop := r.Value.(engine.PopResult)
 			if len(pop.Messages) == 0 {
-				empty++
-				time.Sleep(700 * time.Millisecond)
+				if !recheck {
+					break
+				}
+				recheck = false
+				time.Sleep(lease + 500*time.Millisecond)
 				continue
 			}
-			empty = 0
 			var items []engine.AckItem
 			for _, m := range pop.Messages {
 				out = append(out, q+"/"+m.TransactionID)
@@ -283,13 +310,13 @@ func checkAllStored(t *testing.T, acked, stored []string) {
 // replicas onto it until no node holds more than one replica more than
 // another (ceil(G·R/N) = 3). Nothing acknowledged is lost.
 func TestHost_JoinAddsCapacity(t *testing.T) {
+	t.Parallel()
 	c := openSpreadHosts(t, 4, 4, 3)
 	queues := []string{"a", "b", "c", "d"}
 	for g, q := range queues {
 		c.place(q, uint32(g+1))
 	}
-	done := pushLoad(t, c, queues)
-	time.Sleep(300 * time.Millisecond)
+	done := pushLoadRunning(t, c, queues)
 	n5 := c.join()
 	per := c.spread(3, "")
 	acked := done()
@@ -310,6 +337,7 @@ func TestHost_JoinAddsCapacity(t *testing.T) {
 // once a fourth joins the twelve replicas spread three a node; nothing
 // acknowledged on the way is lost.
 func TestHost_GrowsFromOneNode(t *testing.T) {
+	t.Parallel()
 	c := openHostsOf(t, 1, 4, 3, func(o *raft.Options) {
 		o.Versions, o.VersionInterval = allCurrent{}, 50*time.Millisecond
 	})
@@ -323,8 +351,7 @@ func TestHost_GrowsFromOneNode(t *testing.T) {
 	for g, q := range queues {
 		c.place(q, uint32(g+1))
 	}
-	done := pushLoad(t, c, queues)
-	time.Sleep(300 * time.Millisecond)
+	done := pushLoadRunning(t, c, queues)
 	c.join()
 	c.spread(2, "")
 	c.join()
@@ -346,6 +373,7 @@ func TestHost_GrowsFromOneNode(t *testing.T) {
 // (every group back to three voters, none on it), it leaves the
 // directory, and nothing acknowledged is lost.
 func TestHost_LostNodeIsReplaced(t *testing.T) {
+	t.Parallel()
 	c := openHostsOf(t, 5, 4, 3, func(o *raft.Options) {
 		o.Versions, o.VersionInterval = allCurrent{}, 50*time.Millisecond
 	}, func(c *hosts) { c.replaceAfter = time.Second })
@@ -375,8 +403,7 @@ func TestHost_LostNodeIsReplaced(t *testing.T) {
 	if victim < 0 {
 		t.Fatalf("no victim in %+v", l.Groups)
 	}
-	done := pushLoad(t, c, queues)
-	time.Sleep(300 * time.Millisecond)
+	done := pushLoadRunning(t, c, queues)
 	id := c.peers[victim].ID
 	c.stop(victim)
 	if err := os.RemoveAll(c.dirs[victim]); err != nil {
@@ -395,6 +422,7 @@ func TestHost_LostNodeIsReplaced(t *testing.T) {
 // (every group keeps three voters throughout) before the directory removes
 // it; nothing acknowledged is lost.
 func TestHost_DrainMovesReplicasBeforeTheNodeLeaves(t *testing.T) {
+	t.Parallel()
 	c := openSpreadHosts(t, 5, 4, 3)
 	queues := []string{"a", "b", "c", "d"}
 	for _, q := range queues {
@@ -462,6 +490,7 @@ func TestHost_DrainMovesReplicasBeforeTheNodeLeaves(t *testing.T) {
 // old data it hears no directory leader, and once ReplaceAfter has passed
 // it is cut off: it serves no group from its stale replicas.
 func TestHost_RemovedNodeServesNothingWhenItReturns(t *testing.T) {
+	t.Parallel()
 	c := openHostsOf(t, 5, 4, 3, func(o *raft.Options) {
 		o.Versions, o.VersionInterval = allCurrent{}, 50*time.Millisecond
 	}, func(c *hosts) { c.replaceAfter = time.Second })

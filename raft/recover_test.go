@@ -16,6 +16,7 @@ import (
 // never answers has no leader; recovered with itself as the only peer, it
 // elects itself again and has all its data.
 func TestRecover_SingleNodeAfterForcedJoin(t *testing.T) {
+	t.Parallel()
 	for _, snapshotFirst := range []bool{false, true} {
 		t.Run(fmt.Sprintf("snapshot first %v", snapshotFirst), func(t *testing.T) {
 			c := rafttest.MakeClusterWith(t, 1, func(o *raft.Options) {
@@ -92,6 +93,7 @@ func TestRecover_SingleNodeAfterForcedJoin(t *testing.T) {
 }
 
 func TestRecover_RefusesDirWithoutState(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	_, err := raft.Recover(rafttest.Options("n1", dir), []raft.Peer{{ID: "n1", Addr: "n1"}})
 	if !errors.Is(err, raft.ErrNoState) {
@@ -103,6 +105,7 @@ func TestRecover_RefusesDirWithoutState(t *testing.T) {
 }
 
 func TestRecover_RefusesConfigurationWithoutVoter(t *testing.T) {
+	t.Parallel()
 	c := rafttest.MakeCluster(t, 1)
 	c.Stop(0)
 	_, err := raft.Recover(rafttest.Options("n1", c.Dir(0)), []raft.Peer{{ID: "n1", Addr: "n1", NonVoter: true}})
@@ -112,6 +115,7 @@ func TestRecover_RefusesConfigurationWithoutVoter(t *testing.T) {
 }
 
 func TestReadPeersJSON(t *testing.T) {
+	t.Parallel()
 	p := filepath.Join(t.TempDir(), "peers.json")
 	os.WriteFile(p, []byte(`[{"id":"n1","address":"10.0.0.1:7001","non_voter":false},{"id":"n2","address":"10.0.0.2:7001","non_voter":true}]`), 0o644)
 	got, err := raft.ReadPeersJSON(p)

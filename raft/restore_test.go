@@ -17,6 +17,7 @@ import (
 // new one-node Host that serves every group's state and takes writes at
 // the next index.
 func TestRestore_EveryGroupOfAHost(t *testing.T) {
+	t.Parallel()
 	c := openHosts(t, 1, 2)
 	c.leaders(nil)
 	h := c.h[0]

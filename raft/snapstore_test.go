@@ -33,6 +33,7 @@ func storeRef(t *testing.T, index uint64) (hraft.SnapshotStore, string) {
 // Opening a reference streams the engine's current state; restoring that
 // stream elsewhere gives an identical store.
 func TestRefStore_OpenStreamsTheEngine(t *testing.T) {
+	t.Parallel()
 	src := enginetest.MustOpen(t)
 	for i := 0; i < 300; i++ {
 		src.PushOne(fmt.Sprintf("q%d", i%7), "", fmt.Sprintf("t%d", i), strings.Repeat("x", i))
@@ -71,6 +72,7 @@ func TestRefStore_OpenStreamsTheEngine(t *testing.T) {
 // A reference the engine is behind cannot be served: the state it names is
 // gone, and sending an older one would lose entries.
 func TestRefStore_RefusesAReferenceAheadOfTheEngine(t *testing.T) {
+	t.Parallel()
 	e := enginetest.MustOpen(t)
 	files, id := storeRef(t, 100)
 	s := &refStore{SnapshotStore: files, e: e.Engine}
@@ -83,6 +85,7 @@ func TestRefStore_RefusesAReferenceAheadOfTheEngine(t *testing.T) {
 // Closing a stream half read stops its producer (no goroutine or engine
 // snapshot left behind: the engine closes cleanly at cleanup).
 func TestRefStore_CloseMidStream(t *testing.T) {
+	t.Parallel()
 	e := enginetest.MustOpen(t)
 	for i := 0; i < 200; i++ {
 		e.PushOne("q", "", fmt.Sprintf("t%d", i), strings.Repeat("y", 2000))

@@ -18,6 +18,7 @@ import (
 // a restarted follower, end with equal digests (EnsureSame also runs Check,
 // which holds the ripeness index to the state rows).
 func TestCluster_StreamsStateReplicatesDeterministically(t *testing.T) {
+	t.Parallel()
 	c := rafttest.MakeCluster(t, 3)
 	leaderProposer := func() raft.Proposer { return c.Leader() }
 	ctx := func() context.Context {

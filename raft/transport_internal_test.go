@@ -64,6 +64,7 @@ func both(t *testing.T, dialerSecret, acceptorSecret []byte) (dialerErr, accepto
 }
 
 func TestHello_Exchange(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name             string
 		dialer, acceptor string
@@ -101,6 +102,7 @@ func TestHello_Exchange(t *testing.T) {
 // A peer that sends each of a node's messages straight back (same nonce,
 // same proof) does not pass: the proofs' labels differ by direction.
 func TestHello_ReflectionFails(t *testing.T) {
+	t.Parallel()
 	d, a := tcpPair(t)
 	go func() {
 		var h [helloLen]byte
@@ -123,6 +125,7 @@ func TestHello_ReflectionFails(t *testing.T) {
 // A peer that speaks first without proving (an old plain raft node, a
 // scanner) is refused without learning a proof.
 func TestHello_NotAHello(t *testing.T) {
+	t.Parallel()
 	d, a := tcpPair(t)
 	errc := make(chan error, 1)
 	go func() {
@@ -143,6 +146,7 @@ func TestHello_NotAHello(t *testing.T) {
 }
 
 func TestStreamLayer_Accept_SkipsFailedPeers(t *testing.T) {
+	t.Parallel()
 	s, err := newStreamLayer("127.0.0.1:0", nil, "s3cret", quiet)
 	if err != nil {
 		t.Fatal(err)
@@ -201,6 +205,7 @@ func TestStreamLayer_Accept_SkipsFailedPeers(t *testing.T) {
 // closed before the hello (no byte sent), and a peer elsewhere still gets
 // in.
 func TestStreamLayer_Accept_CapsHandshakesPerHost(t *testing.T) {
+	t.Parallel()
 	s, err := newStreamLayer("127.0.0.1:0", nil, "s3cret", quiet)
 	if err != nil {
 		t.Fatal(err)
@@ -250,6 +255,7 @@ func isTimeout(err error) bool {
 }
 
 func TestStreamLayer_Close_UnblocksAccept(t *testing.T) {
+	t.Parallel()
 	s, err := newStreamLayer("127.0.0.1:0", nil, "s3cret", quiet)
 	if err != nil {
 		t.Fatal(err)
@@ -282,6 +288,7 @@ func TestStreamLayer_Close_UnblocksAccept(t *testing.T) {
 }
 
 func TestNewStreamLayer_RefusesUnspecifiedAddress(t *testing.T) {
+	t.Parallel()
 	if s, err := newStreamLayer("0.0.0.0:0", nil, "", quiet); err == nil {
 		s.Close()
 		t.Fatal("listening on 0.0.0.0 was accepted: peers cannot dial the address it would advertise")
@@ -289,6 +296,7 @@ func TestNewStreamLayer_RefusesUnspecifiedAddress(t *testing.T) {
 }
 
 func TestExposed(t *testing.T) {
+	t.Parallel()
 	lan := &net.TCPAddr{IP: net.ParseIP("10.0.0.7"), Port: 7001}
 	loop := &net.TCPAddr{IP: net.ParseIP("127.0.0.1"), Port: 7001}
 	for _, tc := range []struct {
@@ -313,6 +321,7 @@ func TestExposed(t *testing.T) {
 // follower and hang Shutdown (transportInFlight); replication then uses one
 // AppendEntries at a time.
 func TestNetworkTransport_NoPipeline(t *testing.T) {
+	t.Parallel()
 	s, err := newStreamLayer("127.0.0.1:0", nil, "", quiet)
 	if err != nil {
 		t.Fatal(err)

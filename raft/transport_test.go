@@ -51,6 +51,7 @@ func openTrusted(t *testing.T, n int, tr trust) []*raft.Node {
 }
 
 func TestNode_Open_ReplicatesOverProtectedTransport(t *testing.T) {
+	t.Parallel()
 	ca := rafttest.NewCA(t, "cluster")
 	for _, tc := range []struct {
 		name string
@@ -81,6 +82,7 @@ func TestNode_Open_ReplicatesOverProtectedTransport(t *testing.T) {
 // cluster's term, leader and applied index stay as they were, and the
 // untrusted node never learns a leader.
 func TestNode_Open_RefusesUntrustedPeer(t *testing.T) {
+	t.Parallel()
 	cluster := rafttest.NewCA(t, "cluster")
 	other := rafttest.NewCA(t, "other")
 	tlsFrom := func(ca *rafttest.CA) func(string, string) *tls.Config {
@@ -157,6 +159,7 @@ func TestNode_Open_RefusesUntrustedPeer(t *testing.T) {
 // host it dialed: a certificate of the cluster CA made out to another host
 // does not pass.
 func TestNode_Join_ChecksTheDialedHostName(t *testing.T) {
+	t.Parallel()
 	ca := rafttest.NewCA(t, "cluster")
 	addrs := rafttest.FreeAddrs(t, 3)
 	base := t.TempDir()
@@ -186,6 +189,7 @@ func TestNode_Join_ChecksTheDialedHostName(t *testing.T) {
 }
 
 func TestLoadTLS_Errors(t *testing.T) {
+	t.Parallel()
 	ca := rafttest.NewCA(t, "cluster")
 	other := rafttest.NewCA(t, "other")
 	cert, key := ca.Issue("n1", "127.0.0.1")

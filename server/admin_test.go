@@ -14,6 +14,7 @@ import (
 )
 
 func TestConfigure_MergeNullResetAndReplace(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	opts := func(body string) map[string]any {
 		t.Helper()
@@ -51,6 +52,7 @@ func TestConfigure_MergeNullResetAndReplace(t *testing.T) {
 }
 
 func TestResources_QueuesOverviewNamespacesTasks(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.configure("billing.invoices", nil)
 	for i := range 3 {
@@ -109,6 +111,7 @@ func TestResources_QueuesOverviewNamespacesTasks(t *testing.T) {
 }
 
 func TestStatus_ShapesHaveQueensTopLevelKeys(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.pushOne("q", "", "m", 1)
 	for path, keys := range map[string][]string{
@@ -135,6 +138,7 @@ func TestStatus_ShapesHaveQueensTopLevelKeys(t *testing.T) {
 // then the spool is replayed (idempotently); with pop maintenance on a pop
 // answers 204 and leaves leases and cursors alone.
 func TestMaintenance_PushBuffersAndReplaysPopPauses(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	on := c.do("POST", "/api/v1/system/maintenance", map[string]any{"enabled": true}).expect(t, 200).object(t)
 	if on["maintenanceMode"] != true || on["popMaintenanceMode"] != false {
@@ -181,6 +185,7 @@ func TestMaintenance_PushBuffersAndReplaysPopPauses(t *testing.T) {
 }
 
 func TestGroups_ListDetailLaggingSeekSubscriptionDelete(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.pushOne("q", "a", "m1", 1)
 	c.pushOne("q", "b", "m2", 2)
@@ -236,6 +241,7 @@ func TestGroups_ListDetailLaggingSeekSubscriptionDelete(t *testing.T) {
 }
 
 func TestMessages_DetailAndListing(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	res := c.pushOne("q", "", "m", map[string]any{"k": "v"})
 	detail := c.do("GET", "/api/v1/messages/"+res.PartitionID+"/m", nil).expect(t, 200).object(t)
@@ -291,6 +297,7 @@ func TestMessages_DetailAndListing(t *testing.T) {
 }
 
 func TestMoveToDLQ_PendingConsumedAndMissing(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	res := c.pushOne("q", "", "m1", 1)
 	c.pushOne("q", "", "m2", 2)
@@ -310,6 +317,7 @@ func TestMoveToDLQ_PendingConsumedAndMissing(t *testing.T) {
 }
 
 func TestDLQ_FiltersTotalAndPaging(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	for _, part := range []string{"a", "b"} {
 		for i := range 3 {
@@ -345,6 +353,7 @@ type noLeader struct{ server.Broker }
 func (noLeader) Status() raft.Status { return raft.Status{ID: "n2", Role: "candidate"} }
 
 func TestHealth_UnhealthyWithoutLeader(t *testing.T) {
+	t.Parallel()
 	c := newClientOptions(t, noLeader{newBroker(t)}, server.Options{})
 	h := c.do("GET", "/health", nil).expect(t, 503).object(t)
 	if h["status"] != "unhealthy" || h["role"] != "candidate" {
@@ -369,6 +378,7 @@ func (f faulted) Propose(ctx context.Context, c engine.Command) (engine.Result, 
 }
 
 func TestHealth_UnhealthyOnStorageFault(t *testing.T) {
+	t.Parallel()
 	c := newClientOptions(t, faulted{newBroker(t)}, server.Options{})
 	h := c.do("GET", "/health", nil).expect(t, 503).object(t)
 	if h["status"] != "unhealthy" || h["database"] != "faulted" || !strings.Contains(fmt.Sprint(h["fault"]), "no space left") {
@@ -388,6 +398,7 @@ func TestHealth_UnhealthyOnStorageFault(t *testing.T) {
 }
 
 func TestMetrics_PrometheusExposition(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.pushOne("q", "", "m1", 1)
 	c.pushOne("q", "", "m2", 2)

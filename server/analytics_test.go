@@ -126,6 +126,7 @@ type queueOps struct {
 // transaction are counted per queue and per node, in the minute they
 // happened, and served once the minute is over.
 func TestAnalytics_CountsTrafficAndLag(t *testing.T) {
+	t.Parallel()
 	clock := &fakeClock{t: t0}
 	c, _ := analyticsServer(t, newEngineBroker(t, clock), clock, server.Options{})
 	c.configure("ops", nil)
@@ -223,6 +224,7 @@ func TestAnalytics_CountsTrafficAndLag(t *testing.T) {
 // An unparseable from or to is a 400 with Queen's text and our code; so is
 // a workerId that is not an integer.
 func TestAnalytics_InvalidTimes(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	for _, r := range []struct{ path, text string }{
 		{"/api/v1/analytics/queue-ops?from=yesterday", "invalid from"},
@@ -243,6 +245,7 @@ func TestAnalytics_InvalidTimes(t *testing.T) {
 // What the leader's retention sweeps delete is counted per minute:
 // retention and eviction apart, one event per partition cut.
 func TestAnalytics_RetentionFromSweeps(t *testing.T) {
+	t.Parallel()
 	clock := &fakeClock{t: t0}
 	b := newEngineBroker(t, clock)
 	c, an := analyticsServer(t, b, clock, server.Options{})
@@ -283,6 +286,7 @@ func TestAnalytics_RetentionFromSweeps(t *testing.T) {
 
 // A parked long-poll shows in the parked gauge of its queue and node.
 func TestAnalytics_ParkedLongPolls(t *testing.T) {
+	t.Parallel()
 	clock := &fakeClock{t: t0}
 	c, _ := analyticsServer(t, newEngineBroker(t, clock), clock, server.Options{})
 	c.configure("park", nil)
@@ -328,6 +332,7 @@ func TestAnalytics_ParkedLongPolls(t *testing.T) {
 // system-metrics: each node's process figures per bucket, with the keys
 // Queen's dashboard reads; shared-state says there is no peer sync.
 func TestAnalytics_SystemMetricsAndSharedState(t *testing.T) {
+	t.Parallel()
 	clock := &fakeClock{t: t0}
 	c, _ := analyticsServer(t, newEngineBroker(t, clock), clock, server.Options{})
 	var got struct {
@@ -389,6 +394,7 @@ func TestAnalytics_SystemMetricsAndSharedState(t *testing.T) {
 // postgres-stats keeps every key of Queen's reply, filled from Pebble's own
 // figures where they have a counterpart and empty where they have none.
 func TestAnalytics_PostgresStatsFromPebble(t *testing.T) {
+	t.Parallel()
 	keys := []string{"timestamp", "database", "databaseCache", "tableCache", "indexCache", "cacheSummary", "deadTuples", "hotUpdates",
 		"activeQueries", "autovacuumStatus", "bufferConfig", "bufferUsage", "tableSizes"}
 	clock := &fakeClock{t: t0}
@@ -472,6 +478,7 @@ func TestAnalytics_PostgresStatsFromPebble(t *testing.T) {
 // The leader merges its followers' minutes with its own, and a follower
 // relays analytics queries to the leader.
 func TestAnalytics_LeaderMergesFollowerMinutes(t *testing.T) {
+	t.Parallel()
 	const secret = "analytics-test-secret-analytics!"
 	clock := &fakeClock{t: t0}
 	lb := memberEngine{newEngineBroker(t, clock)}
@@ -529,6 +536,7 @@ func TestAnalytics_LeaderMergesFollowerMinutes(t *testing.T) {
 // them; a pop answered 204 during pop maintenance is a pop request,
 // counted as an empty one. Before, both were counted nowhere.
 func TestAnalytics_CountsAutoAckAndMaintenancePops(t *testing.T) {
+	t.Parallel()
 	clock := &fakeClock{t: t0}
 	c, _ := analyticsServer(t, newEngineBroker(t, clock), clock, server.Options{})
 	c.configure("ops", nil)

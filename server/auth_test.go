@@ -207,6 +207,7 @@ func checkAccess(t *testing.T, v *auth.Verifier, tokens []token, only map[string
 			continue
 		}
 		t.Run(r.Name, func(t *testing.T) {
+			t.Parallel() // each route has its own broker and server
 			c := newClientOptions(t, newBroker(t), server.Options{Auth: v, Logger: quietLogger()})
 			admin := c.header.Clone()
 			admin.Set("Authorization", tokens[len(tokens)-1].header)
@@ -253,12 +254,14 @@ func checkAccess(t *testing.T, v *auth.Verifier, tokens []token, only map[string
 // Every route of the table × {no token, expired, wrong signature, no role,
 // read-only, read-write, admin}, HS256.
 func TestAuth_RouteLevels_HS256(t *testing.T) {
+	t.Parallel()
 	checkAccess(t, hsVerifier(t), hsTokens(t), nil)
 }
 
 // The table is the spec's: spot-check the levels docs/api.md gives by name, and
 // that no route is left without one.
 func TestAuth_RouteTableLevels(t *testing.T) {
+	t.Parallel()
 	s, err := server.New(servertest.NewLocalBroker(t), server.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -350,6 +353,7 @@ func asymTokens(t *testing.T, method jwt.SigningMethod, key, stranger crypto.Sig
 // RS256 and EdDSA with keys from a JWKS endpoint, on one route of each
 // level; then the identity provider rotates its key.
 func TestAuth_RouteLevels_JWKS(t *testing.T) {
+	t.Parallel()
 	some := map[string]bool{"push": true, "dlq": true, "resources_queue_delete": true, "health": true}
 	rsaKey, _ := rsa.GenerateKey(rand.Reader, 2048)
 	rsaStranger, _ := rsa.GenerateKey(rand.Reader, 2048)
@@ -397,6 +401,7 @@ func TestAuth_RouteLevels_JWKS(t *testing.T) {
 // decoded and normalised one: a queue named with ".." segments that
 // normalises to a skipped path ("/health", "/") still needs a token.
 func TestAuth_SkipPathsMatchTheRoutedPath(t *testing.T) {
+	t.Parallel()
 	c := newClientOptions(t, newBroker(t), server.Options{Auth: hsVerifier(t), Logger: quietLogger()})
 	admin := *c
 	admin.header = c.header.Clone()
@@ -424,6 +429,7 @@ func TestAuth_SkipPathsMatchTheRoutedPath(t *testing.T) {
 // transaction's pushes, and a producerSub in the body is ignored; it shows
 // in pop, message detail, the message list and the DLQ row.
 func TestAuth_ProducerSub(t *testing.T) {
+	t.Parallel()
 	c := newClientOptions(t, newBroker(t), server.Options{Auth: hsVerifier(t), Logger: quietLogger()})
 	c.header.Set("Authorization", mint(t, jwt.SigningMethodHS256, []byte(jwtSecret), "", "svc-orders", "read-write", time.Now().Add(time.Hour)))
 	c.configure("ps", map[string]any{"retryLimit": 0})
@@ -475,6 +481,7 @@ func TestAuth_ProducerSub(t *testing.T) {
 // payload she wrote, which consumers must see as hers, not alice's. A
 // replay of the snapshot, by her or an admin's bulk redrive, keeps alice.
 func TestAuth_ProducerSub_Replay(t *testing.T) {
+	t.Parallel()
 	c := newClientOptions(t, newBroker(t), server.Options{Auth: hsVerifier(t), Logger: quietLogger()})
 	as := func(sub, role string) {
 		c.header.Set("Authorization", mint(t, jwt.SigningMethodHS256, []byte(jwtSecret), "", sub, role, time.Now().Add(time.Hour)))
@@ -536,6 +543,7 @@ func TestAuth_ProducerSub_Replay(t *testing.T) {
 
 // With auth off producerSub is null, whatever the body says.
 func TestAuth_ProducerSub_Off(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.do("POST", "/api/v1/push", map[string]any{"items": []any{
 		map[string]any{"queue": "ps", "transactionId": "a", "payload": 1, "producerSub": "forged"}}}).expect(t, 201)
@@ -548,6 +556,7 @@ func TestAuth_ProducerSub_Off(t *testing.T) {
 // one is refused even where no token would be needed; without a secret
 // configured the membership routes are closed.
 func TestAuth_ClusterSecret(t *testing.T) {
+	t.Parallel()
 	join := map[string]any{"id": "n9", "addr": "127.0.0.1:1"}
 	closed := newClient(t)
 	closed.do("POST", "/internal/v1/cluster/join", join).expectError(t, 403, "cluster_closed")
@@ -568,6 +577,7 @@ func TestAuth_ClusterSecret(t *testing.T) {
 // A client cannot pass for a relaying follower: the leader checks the
 // token of a request marked as relayed like any other.
 func TestAuth_RelayHeadersGrantNothing(t *testing.T) {
+	t.Parallel()
 	c := newClientOptions(t, newBroker(t), server.Options{Auth: hsVerifier(t), Logger: quietLogger()})
 	c.header.Set("X-Queen-Forwarded-By", "n2")
 	c.header.Set("X-Queen-Sealed", "1")
@@ -579,6 +589,7 @@ func TestAuth_RelayHeadersGrantNothing(t *testing.T) {
 // token and the leader stamps that token's sub; a follower's spool replay
 // proves the cluster secret and keeps the sub each item was spooled with.
 func TestAuth_FollowerRelaysKeepTheCallersIdentity(t *testing.T) {
+	t.Parallel()
 	lb := servertest.NewLocalBroker(t)
 	const secret = "cluster-secret-for-tests"
 	opts := func() server.Options {

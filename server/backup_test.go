@@ -56,6 +56,7 @@ func openRestored(t *testing.T, dir, id string) (*raft.Node, *client) {
 // consumer group resumes where it was, pushes acknowledged before a backup
 // taken under load are all there, and the restored node takes writes.
 func TestBackup_RestoreRoundTrip(t *testing.T) {
+	t.Parallel()
 	_, n, _ := newRaftNode(t)
 	c := newClientOptions(t, n, server.Options{})
 	c.configure("bq", map[string]any{"retryLimit": 0})
@@ -166,6 +167,7 @@ func repeat(s string, n int) []string {
 // A truncated file, a flipped byte, a non-empty target: each is refused,
 // naming the problem, and nothing is left behind.
 func TestBackup_RestoreRefuses(t *testing.T) {
+	t.Parallel()
 	_, n, _ := newRaftNode(t)
 	c := newClientOptions(t, n, server.Options{})
 	for i := range 50 {
@@ -221,6 +223,7 @@ func TestBackup_RestoreRefuses(t *testing.T) {
 // A follower streams the leader's backup through (one group); with
 // ?local=true it serves its own copy.
 func TestBackup_FollowerRelaysToLeader(t *testing.T) {
+	t.Parallel()
 	lb := servertest.NewLocalBroker(t)
 	leader := newClientOptions(t, lb, server.Options{Logger: quietLogger()})
 	f := newClientOptions(t, follower{LocalBroker: lb, leaderHTTP: strings.TrimPrefix(leader.base, "http://")},

@@ -12,6 +12,7 @@ import (
 // writes nothing (the following reads find no queue, group or message) and
 // the server keeps serving.
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	const uuid = "0190b0f0-0000-7000-8000-000000000000"
 	deep := strings.Repeat("[", 20000) + strings.Repeat("]", 20000)
@@ -115,6 +116,7 @@ func TestBadInput(t *testing.T) {
 // TestBadInput_PerItemAckErrors: a partitionId or leaseId that is not a UUID
 // names nothing; the item fails on its own, its neighbours are applied.
 func TestBadInput_PerItemAckErrors(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.pushOne("q", "", "m", 1)
 	p := c.mustPop(popPath("q", "batch=1"))
@@ -144,6 +146,7 @@ func TestBadInput_PerItemAckErrors(t *testing.T) {
 // TestBadInput_OversizeBody: a body above MaxBodyBytes is a 413 with the docs/decisions.md C2
 // body; nothing is written and the server keeps serving.
 func TestBadInput_OversizeBody(t *testing.T) {
+	t.Parallel()
 	c := newClientOptions(t, newBroker(t), server.Options{MaxBodyBytes: 1024})
 	big := `{"items":[{"queue":"q","payload":"` + strings.Repeat("x", 2048) + `"}]}`
 	c.do("POST", "/api/v1/push", big).expectError(t, 413, "body_too_large")
@@ -171,6 +174,7 @@ func (c *client) raw(req string) string {
 // Bytes that are not HTTP and a bad percent escape get a 400 with the docs/decisions.md C2
 // body.
 func TestBadInput_RawRequests(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	if got := c.raw("NOT HTTP AT ALL\r\n\r\n"); !strings.HasPrefix(got, "HTTP/1.1 400") || !strings.Contains(got, `"code":"bad_request"`) {
 		t.Fatalf("reply to garbage: %q", got)
@@ -187,6 +191,7 @@ func TestBadInput_RawRequests(t *testing.T) {
 // with an invisible format character (zero width, bidirectional override,
 // byte-order mark) is refused wherever a name enters. Nothing is written.
 func TestBadInput_MistypedParameters(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	for _, tc := range []struct{ path, param string }{
 		{"/api/v1/pop/queue/q?batch=-5", "batch"},
@@ -255,6 +260,7 @@ func TestBadInput_MistypedParameters(t *testing.T) {
 // ack (reported as U+FFFD, stored as sent) are refused at push, so ids
 // that differ only there cannot collide.
 func TestBadInput_TransactionIDsRoundTrip(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.do("POST", "/api/v1/push", `{"items":[{"queue":"u","transactionId":"order-é"},`+
 		`{"queue":"u","transactionId":"order-\uFFFD"},{"queue":"u","transactionId":"order-\ud83d\ude00"}]}`).expect(t, 201)

@@ -12,6 +12,7 @@ import (
 
 // By default any origin may call the API, as with Queen (docs/api.md §1.3).
 func TestCORS_DefaultAllowsAnyOrigin(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.header = c.header.Clone()
 	c.header.Set("Origin", "https://evil.example")
@@ -26,6 +27,7 @@ func TestCORS_DefaultAllowsAnyOrigin(t *testing.T) {
 // any other Origin is refused before a handler runs, preflight or not, and
 // clients that send no Origin (SDKs, curl) are unaffected.
 func TestCORS_OriginsList(t *testing.T) {
+	t.Parallel()
 	c := newClientOptions(t, newBroker(t), server.Options{CORSOrigins: []string{"https://app.example", "http://localhost:3000"}})
 	from := func(origin, method, path string, body any) *response {
 		t.Helper()
@@ -63,6 +65,7 @@ func TestCORS_OriginsList(t *testing.T) {
 }
 
 func TestServer_New_BadCORSOrigin(t *testing.T) {
+	t.Parallel()
 	for _, origin := range []string{"evil.example", "ftp://x.example", "https://x.example/path", "https://"} {
 		_, err := server.New(servertest.NewLocalBroker(t), server.Options{CORSOrigins: []string{origin}})
 		if !errors.Is(err, engine.ErrInvalid) {

@@ -27,6 +27,7 @@ func (notLeader) Propose(context.Context, engine.Command) (engine.Result, error)
 // prepared is counted by that follower, which answers it; a request relayed
 // whole is counted by the leader, whose handler answers it.
 func TestCount_OnceWhicheverNodeIsAsked(t *testing.T) {
+	t.Parallel()
 	const secret = "count-test-secret-count-test-sec"
 	clock := &fakeClock{t: t0}
 	lb := memberEngine{newEngineBroker(t, clock)}

@@ -48,6 +48,7 @@ func traffic(c *client, queue string) {
 // request totals and the messages per request; the overview's current
 // rates are the minute's.
 func TestStatus_ThroughputWorkersAndBatchEfficiency(t *testing.T) {
+	t.Parallel()
 	clock := &fakeClock{t: t0}
 	c, _ := analyticsServer(t, newEngineBroker(t, clock), clock, server.Options{})
 	c.configure("dash", nil)
@@ -128,6 +129,7 @@ func (b namedFollower) Status() raft.Status {
 // the overview sum the nodes' minutes once, list one worker per node, and
 // answer the same through a follower (which has the leader answer).
 func TestStatus_ThreeNodesSumOnce(t *testing.T) {
+	t.Parallel()
 	const secret = "dashboard-test-secret-dashboard!"
 	clock := &fakeClock{t: t0}
 	lb := memberEngine{newEngineBroker(t, clock)}
@@ -196,6 +198,7 @@ func TestStatus_ThreeNodesSumOnce(t *testing.T) {
 // store (configure creates Default, pushes create the others), once the
 // minute is over; none is deleted but with its queue.
 func TestQueueOps_PartitionsCreated(t *testing.T) {
+	t.Parallel()
 	clock := &fakeClock{t: t0}
 	c, _ := analyticsServer(t, newEngineBroker(t, clock), clock, server.Options{})
 	c.configure("parts", nil)
@@ -247,6 +250,7 @@ func groupsOnly(r server.Route) bool { return r.Name == "queue_move" }
 // The Migration page's status answers idle, with why; its actions are a
 // clear 501.
 func TestMigration_IdleAndNotImplemented(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	st := c.do("GET", "/api/v1/migration/status", nil).expect(t, 200).object(t)
 	if st["status"] != "idle" || st["supported"] != false || !strings.Contains(st["note"].(string), "PostgreSQL does not apply") {

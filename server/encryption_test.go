@@ -111,6 +111,7 @@ func sameJSON(t *testing.T, got []byte, want string) bool {
 // The docs/semantics.md §16.37 path end to end: pushed payloads are sealed before the broker
 // sees them and every read path gives the original JSON back.
 func TestEncryption_Semantics16_37_PushPopDetailDLQReplay(t *testing.T) {
+	t.Parallel()
 	b := newBroker(t)
 	c := newKeyedClient(t, b, testKey)
 	opts := c.configure("q", map[string]any{"encryptionEnabled": true})["options"].(map[string]any)
@@ -169,6 +170,7 @@ func TestEncryption_Semantics16_37_PushPopDetailDLQReplay(t *testing.T) {
 // A transaction's push operations are sealed like pushes; a queue without
 // the flag, on the same server, stores plaintext.
 func TestEncryption_TransactionAndUnencryptedQueue(t *testing.T) {
+	t.Parallel()
 	b := newBroker(t)
 	c := newKeyedClient(t, b, testKey)
 	c.configure("secret", map[string]any{"encryptionEnabled": true})
@@ -203,6 +205,7 @@ func TestEncryption_TransactionAndUnencryptedQueue(t *testing.T) {
 // The flag is read at push time: turning it on or off later rewrites
 // nothing, and reads decrypt by each message's sealed bit, not by the flag.
 func TestEncryption_FlagIsEvaluatedAtPushTime(t *testing.T) {
+	t.Parallel()
 	b := newBroker(t)
 	c := newKeyedClient(t, b, testKey)
 	before := c.pushOne("q", "", "before", map[string]any{"n": 1}) // creates q, unencrypted
@@ -240,6 +243,7 @@ func TestEncryption_FlagIsEvaluatedAtPushTime(t *testing.T) {
 // Under another key, or none, an envelope is returned exactly as stored,
 // never replaced; a restart with the right key reads it again.
 func TestEncryption_WrongOrMissingKeyReturnsTheEnvelope(t *testing.T) {
+	t.Parallel()
 	b := newBroker(t)
 	writer := newKeyedClient(t, b, testKey)
 	writer.configure("q", map[string]any{"encryptionEnabled": true})
@@ -298,6 +302,7 @@ func (s *syncBuffer) String() string {
 // error wraps engine.ErrInvalid, names QUEEN_ENCRYPTION_KEY and the format,
 // and never quotes the key. Nothing is logged as "enabled" or "disabled".
 func TestServer_New_MalformedEncryptionKey(t *testing.T) {
+	t.Parallel()
 	b := newBroker(t)
 	for _, key := range []string{malformedKey, "abc", strings.Repeat("zz", 32), testKey + "0", " \n", "é" + testKey[2:]} {
 		var logs syncBuffer
@@ -337,6 +342,7 @@ func TestServer_New_MalformedEncryptionKey(t *testing.T) {
 // Without a key, encryption is off: configuring encryptionEnabled warns, and
 // pushes to the queue succeed in plaintext (docs/semantics.md §11).
 func TestEncryption_MissingKeyStoresPlaintextWithAWarning(t *testing.T) {
+	t.Parallel()
 	var logs syncBuffer
 	b := newBroker(t)
 	c := newClientOptions(t, b, server.Options{
@@ -403,6 +409,7 @@ func filesContaining(t *testing.T, dir, marker string) (hits []string, files int
 // commands carry the sealed bit), and only that: a captured envelope pushed
 // to the plain queue pops as sent.
 func TestEncryption_RaftDataDirHoldsNoPlaintext(t *testing.T) {
+	t.Parallel()
 	cluster, node, dir := newRaftNode(t)
 	c := newKeyedClient(t, node, testKey)
 	const (
@@ -531,6 +538,7 @@ func (c *client) pushRaw(queue, txn string, payload []byte) pushResult {
 // retired relay header or a "sealed" member, that it is already sealed
 // changes nothing. The same envelope is a pushed payload like any other.
 func TestEncryption_ClientEnvelopeInPlainQueueIsReturnedAsSent(t *testing.T) {
+	t.Parallel()
 	b := newBroker(t)
 	c := newKeyedClient(t, b, testKey)
 	env := capture(t, c, b, `{"card":"CAPTURED-4111"}`)
@@ -602,6 +610,7 @@ func TestEncryption_ClientEnvelopeInPlainQueueIsReturnedAsSent(t *testing.T) {
 // other: sealed again, so the store holds an envelope of it, and every read
 // opens that one layer and returns the client's envelope, byte for byte.
 func TestEncryption_ClientEnvelopeInEncryptedQueueComesBackAsSent(t *testing.T) {
+	t.Parallel()
 	b := newBroker(t)
 	c := newKeyedClient(t, b, testKey)
 	env := capture(t, c, b, `{"card":"CAPTURED-4111"}`)
@@ -633,6 +642,7 @@ func TestEncryption_ClientEnvelopeInEncryptedQueueComesBackAsSent(t *testing.T) 
 // the original JSON. A corrected payload replayed into a plain queue is
 // stored as sent.
 func TestEncryption_RedriveAndReplayKeepTheSealedBit(t *testing.T) {
+	t.Parallel()
 	b := newBroker(t)
 	c := newKeyedClient(t, b, testKey)
 	c.configure("q", map[string]any{"encryptionEnabled": true, "retryLimit": 0})
@@ -701,6 +711,7 @@ func (f follower) Propose(ctx context.Context, c engine.Command) (engine.Result,
 // the encrypted queue's message pops as the original JSON, and a client's
 // envelope spooled for a plain queue comes back as sent.
 func TestEncryption_SpoolKeepsPayloadsSealed(t *testing.T) {
+	t.Parallel()
 	for _, relayed := range []bool{false, true} {
 		t.Run(map[bool]string{false: "leader", true: "follower"}[relayed], func(t *testing.T) {
 			lb := servertest.NewLocalBroker(t)

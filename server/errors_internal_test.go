@@ -14,6 +14,7 @@ import (
 // Every row of the table answers with a code and a text, and is the row
 // its own sentinel finds (no earlier row shadows it).
 func TestErrorTable_EveryRowHasACodeAndAText(t *testing.T) {
+	t.Parallel()
 	for _, r := range errorTable {
 		row, msg, ok := classify(r.err)
 		switch {
@@ -37,6 +38,7 @@ func TestErrorTable_EveryRowHasACodeAndAText(t *testing.T) {
 // code and text, never a 500; and what raft.NotApplied calls certain is
 // either transient or a client error.
 func TestErrorTable_RaftTransientErrorsAre503(t *testing.T) {
+	t.Parallel()
 	sentinels := []error{raft.ErrNoLeader, raft.ErrNotLeader, raft.ErrLeadershipLost, raft.ErrTimeout,
 		raft.ErrLeadershipTransfer, raft.ErrRestored, raft.ErrOutcomeUnknown, raft.ErrResultType,
 		raft.ErrShutdown, raft.ErrNotPreparable, raft.ErrForward, raft.ErrQuorumRisk, raft.ErrHandshake,

@@ -28,6 +28,7 @@ func (c *client) groupRetryCount(group string) int {
 }
 
 func TestFailures_HandlerThrowsBudgetRemains(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.pushOne("q", "", "m0", 0)
 	c.pushOne("q", "", "m1", 1)
@@ -46,6 +47,7 @@ func TestFailures_HandlerThrowsBudgetRemains(t *testing.T) {
 }
 
 func TestFailures_BudgetExhaustedDeadLettersAndResets(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.configure("q", map[string]any{"retryLimit": 1})
 	c.pushOne("q", "", "poison", 0)
@@ -73,6 +75,7 @@ func TestFailures_BudgetExhaustedDeadLettersAndResets(t *testing.T) {
 }
 
 func TestFailures_BothDLQOptionsFalseDrops(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.configure("q", map[string]any{"retryLimit": 0, "deadLetterQueue": false, "dlqAfterMaxRetries": false})
 	c.pushOne("q", "", "m", 0)
@@ -87,6 +90,7 @@ func TestFailures_BothDLQOptionsFalseDrops(t *testing.T) {
 }
 
 func TestFailures_AckWithDLQIgnoresBudget(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.configure("q", map[string]any{"retryLimit": 100})
 	c.pushOne("q", "", "m", 0)
@@ -100,6 +104,7 @@ func TestFailures_AckWithDLQIgnoresBudget(t *testing.T) {
 }
 
 func TestFailures_AckWithRetryRedeliversBudgetUntouched(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.pushOne("q", "", "m", 0)
 	for range 3 {
@@ -114,6 +119,7 @@ func TestFailures_AckWithRetryRedeliversBudgetUntouched(t *testing.T) {
 }
 
 func TestFailures_LeaseExpiryRedeliversForeverNeverDLQ(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.configure("q", map[string]any{"retryLimit": 0})
 	c.pushOne("q", "", "m", 0)
@@ -136,6 +142,7 @@ func TestFailures_LeaseExpiryRedeliversForeverNeverDLQ(t *testing.T) {
 // Deleting the queue deletes its segments as retention does (the sweep
 // itself: retention_test.go); the dead-letter snapshots must survive it.
 func TestFailures_SegmentsDeletedDeadLettersKept(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.pushOne("q", "", "m", map[string]any{"keep": true})
 	c.ack(c.mustPop(popPath("q", "batch=1")).Messages[0], "dlq", "x")
@@ -155,6 +162,7 @@ func TestFailures_SegmentsDeletedDeadLettersKept(t *testing.T) {
 }
 
 func TestFailures_ReplayOfLiveMessageIs404(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	res := c.pushOne("q", "", "m", 0)
 	c.do("POST", "/api/v1/messages/"+res.PartitionID+"/m/retry", `{}`).expectError(t, 404, "no_dead_letter")
@@ -177,6 +185,7 @@ func (b keepRowBroker) Propose(ctx context.Context, c engine.Command) (engine.Re
 }
 
 func TestFailures_ReplayDeleteFailsReportsRowKept(t *testing.T) {
+	t.Parallel()
 	c := newClientOptions(t, keepRowBroker{newBroker(t)}, server.Options{})
 	c.pushOne("q", "", "m", 0)
 	p := c.mustPop(popPath("q", "batch=1"))

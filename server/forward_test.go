@@ -15,6 +15,7 @@ import (
 // is refused by the leader, so a network cut cannot get a write applied after
 // its client was told it failed.
 func TestForward_ExpiredRelayIsRefused(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.header = c.header.Clone()
 	c.header.Set("X-Queen-Forwarded-By", "n2")
@@ -36,6 +37,7 @@ func TestForward_ExpiredRelayIsRefused(t *testing.T) {
 // relayed), an ack batch is relayed too, and during push maintenance the
 // follower spools pushes itself instead.
 func TestForward_FollowerRelaysWritesUnread(t *testing.T) {
+	t.Parallel()
 	lb := servertest.NewLocalBroker(t)
 	leader := newClientOptions(t, lb, server.Options{Logger: quietLogger()})
 	f := newClientOptions(t, follower{LocalBroker: lb, leaderHTTP: strings.TrimPrefix(leader.base, "http://")},
@@ -68,6 +70,7 @@ func TestForward_FollowerRelaysWritesUnread(t *testing.T) {
 // Each answered command's time is in queen_command_duration_seconds by
 // command; a follower's relayed push is timed by the leader, not by it.
 func TestMetrics_CommandDuration(t *testing.T) {
+	t.Parallel()
 	lb := servertest.NewLocalBroker(t)
 	leader := newClientOptions(t, lb, server.Options{Logger: quietLogger()})
 	f := newClientOptions(t, follower{LocalBroker: lb, leaderHTTP: strings.TrimPrefix(leader.base, "http://")},

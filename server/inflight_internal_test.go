@@ -45,6 +45,7 @@ func (b *keepingBroker) Propose(_ context.Context, c engine.Command) (engine.Res
 // belongs to its request, not to fasthttp's per-connection buffers. Small
 // bodies (within fasthttp's first 8 KiB) and large ones alike.
 func TestServer_Push_PayloadOutlivesItsRequest(t *testing.T) {
+	t.Parallel()
 	b := &keepingBroker{}
 	s, err := New(b, Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {

@@ -111,6 +111,7 @@ const prefetch = 8 << 10
 // first push then completes, its bytes come back, and pushes go through
 // again.
 func TestServer_Overload_RefusedBeforeItsBodyIsRead(t *testing.T) {
+	t.Parallel()
 	const budget = 1 << 20
 	c := newClientOptions(t, newBroker(t), server.Options{MaxBodyBytes: budget, MaxInflightBodyBytes: budget})
 	big := pushBody(budget)
@@ -155,6 +156,7 @@ func TestServer_Overload_RefusedBeforeItsBodyIsRead(t *testing.T) {
 // answer instead of the connection being reset, so a client that sends its
 // whole body before reading (as many do) still reads the 503.
 func TestServer_Overload_ClientSendingItsWholeBodyReadsThe503(t *testing.T) {
+	t.Parallel()
 	const budget = 16 << 20
 	c := newClientOptions(t, newBroker(t), server.Options{MaxBodyBytes: budget, MaxInflightBodyBytes: budget})
 	holder := c.dialServer()
@@ -181,6 +183,7 @@ func TestServer_Overload_ClientSendingItsWholeBodyReadsThe503(t *testing.T) {
 // TestServer_Push_ChunkedBodyBounded: a chunked body is held to
 // MaxBodyBytes like a declared one.
 func TestServer_Push_ChunkedBodyBounded(t *testing.T) {
+	t.Parallel()
 	const limit = 1 << 20
 	c := newClientOptions(t, newBroker(t), server.Options{MaxBodyBytes: limit, MaxInflightBodyBytes: 4 * limit})
 	send := func(body []byte) (*http.Response, []byte) {
@@ -209,6 +212,7 @@ func TestServer_Push_ChunkedBodyBounded(t *testing.T) {
 // TestOptions_Validate_InflightBelowMaxBody: a cap on bodies in flight
 // below the largest body accepted is refused.
 func TestOptions_Validate_InflightBelowMaxBody(t *testing.T) {
+	t.Parallel()
 	for _, o := range []server.Options{
 		{MaxBodyBytes: 2 << 20, MaxInflightBodyBytes: 1 << 20},
 		{MaxInflightBodyBytes: -1},
@@ -237,6 +241,7 @@ func tinyItems(n int) []byte {
 // overloaded (nothing proposed); alone, that push is charged the whole
 // budget and goes through.
 func TestServer_Push_ChargedWhatItCostsDecoded(t *testing.T) {
+	t.Parallel()
 	const budget = 4 << 20
 	c := newClientOptions(t, newBroker(t), server.Options{MaxBodyBytes: 1 << 20, MaxInflightBodyBytes: budget})
 	big := pushBody(512 << 10)

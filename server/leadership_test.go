@@ -14,6 +14,7 @@ const transferPath = "/api/v1/system/leadership/transfer"
 // A follower transfers nothing (and does not forward the request); the
 // leader hands its group over and another voter leads.
 func TestServer_TransferLeadership(t *testing.T) {
+	t.Parallel()
 	cluster := rafttest.MakeCluster(t, 3)
 	leader := cluster.Leader()
 	follower := cluster.Followers()[0]
@@ -45,6 +46,7 @@ func TestServer_TransferLeadership(t *testing.T) {
 // A voter alone keeps its leadership (there is nobody to take it), and a
 // broker without Raft has nobody to hand over to.
 func TestServer_TransferLeadership_NothingToTransfer(t *testing.T) {
+	t.Parallel()
 	_, node, _ := newRaftNode(t)
 	var got struct {
 		Transferred []uint32 `json:"transferred"`

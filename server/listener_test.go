@@ -104,6 +104,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // past MaxConns anyone's is; each is counted by its reason. A place given
 // back admits the next connection.
 func TestServer_MaxConns(t *testing.T) {
+	t.Parallel()
 	addr, ms := startCounted(t, server.Options{MaxConns: 4, MaxConnsPerIP: 2})
 	held := func(src string) dialed {
 		t.Helper()
@@ -141,6 +142,7 @@ func TestServer_MaxConns(t *testing.T) {
 // ones at IdleTimeout, which gives their places back: a flood of idle
 // connections holds the server only for that long.
 func TestServer_IdleConnsTimeOut(t *testing.T) {
+	t.Parallel()
 	addr, ms := startCounted(t, server.Options{MaxConns: 2, MaxConnsPerIP: 2,
 		ReadTimeout: 300 * time.Millisecond, IdleTimeout: 300 * time.Millisecond})
 	silent := dialFrom(t, "127.0.0.1", addr)

@@ -69,6 +69,7 @@ func (b *leavingBroker) Watch(string) (<-chan struct{}, func()) {
 // while its pop was being applied gives the lease back with one budget-free
 // "retry" ack per claimed partition.
 func TestPark_ReleasesLeaseOfClientThatLeft(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

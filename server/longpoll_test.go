@@ -48,6 +48,7 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 // its connection, then pushes: the abandoned poll must end without taking a
 // lease, so the next consumer gets the message at once.
 func TestLongPoll_ClientDisconnectDoesNotClaimLease(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.configure("q", nil)
 	conn, err := net.Dial("tcp", strings.TrimPrefix(c.base, "http://"))
@@ -75,6 +76,7 @@ func TestLongPoll_ClientDisconnectDoesNotClaimLease(t *testing.T) {
 // handler sees first, the message must be poppable right away by another
 // consumer (an unseen pop's lease is released, not left to expire).
 func TestLongPoll_DisconnectRacingAPushReleasesTheLease(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.configure("q", map[string]any{"leaseTime": 300})
 	conn, err := net.Dial("tcp", strings.TrimPrefix(c.base, "http://"))
@@ -97,6 +99,7 @@ func TestLongPoll_DisconnectRacingAPushReleasesTheLease(t *testing.T) {
 // TestLongPoll_ConnectedClientGetsTheMessage: the same parked poll, still
 // connected, receives the push on its own connection.
 func TestLongPoll_ConnectedClientGetsTheMessage(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.configure("q", nil)
 	conn, err := net.Dial("tcp", strings.TrimPrefix(c.base, "http://"))

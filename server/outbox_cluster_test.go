@@ -14,6 +14,7 @@ import (
 // and the input is acked. One whose acks lie in two groups is 409
 // spans_groups.
 func TestGroups_TransactionAcrossGroups(t *testing.T) {
+	t.Parallel()
 	c := servertest.StartGroups(t, 3, 3, nil)
 	fc := nodeClient(t, c, c.Follower(1))
 	configureIn(t, fc, "tx-in", 1)

@@ -29,6 +29,7 @@ type loadAnswer struct {
 // messages and bytes; group 2, idle, is reported at 0; the directory has
 // none; a queue never pushed to has no rate.
 func TestGroups_PlacementShowsTheLoadSignal(t *testing.T) {
+	t.Parallel()
 	c := servertest.StartGroups(t, 3, 2, nil)
 	c.WaitLeaders()
 	clients := []*client{nodeClient(t, c, 0), nodeClient(t, c, 1), nodeClient(t, c, 2)}

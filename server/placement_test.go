@@ -44,6 +44,7 @@ func getPlacement(t *testing.T, c *client) placementAnswer {
 }
 
 func TestPlacement_OneEngineIsOneNodeAndOneGroup(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.configure("b", nil)
 	c.configure("a", nil)
@@ -60,6 +61,7 @@ func TestPlacement_OneEngineIsOneNodeAndOneGroup(t *testing.T) {
 }
 
 func TestGroups_PlacementListsEveryGroupAndQueueAlikeOnEveryNode(t *testing.T) {
+	t.Parallel()
 	c := servertest.StartGroups(t, 3, 2, nil)
 	leaders := c.WaitLeaders()
 	clients := []*client{nodeClient(t, c, 0), nodeClient(t, c, 1), nodeClient(t, c, 2)}
@@ -127,6 +129,7 @@ func TestGroups_PlacementListsEveryGroupAndQueueAlikeOnEveryNode(t *testing.T) {
 // group asked for, at the next epoch, which every node's placement then
 // shows; its messages pop from there. Bad requests are 400.
 func TestGroups_MoveQueueOverHTTP(t *testing.T) {
+	t.Parallel()
 	c := servertest.StartGroups(t, 3, 2, nil)
 	c.WaitLeaders()
 	cl := nodeClient(t, c, 0)

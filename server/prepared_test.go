@@ -38,6 +38,7 @@ func direct(leader *client) string { return leader.base }
 // have given (trace ids, repeats within the request, duplicates of earlier
 // pushes, sealed payloads on an encrypted queue).
 func TestPrepared_FollowerPreparesPushesForTheLeader(t *testing.T) {
+	t.Parallel()
 	lb, leader, f := preparedPair(t, direct)
 	leader.configure("sealed", map[string]any{"encryptionEnabled": true})
 	const trace = "0190a0b0-0000-7000-8000-000000000001"
@@ -108,6 +109,7 @@ func TestPrepared_FollowerPreparesPushesForTheLeader(t *testing.T) {
 // admin token does not vouch for producer subjects and sealed bits. A body
 // that is not one command is a 400, and nothing is written.
 func TestPrepared_RouteIsTheNodesOnly(t *testing.T) {
+	t.Parallel()
 	_, leader, _ := preparedPair(t, direct)
 	leader.header = leader.header.Clone()
 	leader.header.Set("X-Queen-Group", "1")
@@ -136,6 +138,7 @@ func (lagging) Maintenance() (push, pop bool) { return false, false }
 // the follower that prepared it, as it would have been had the follower
 // seen the switch: the leader cannot buffer a push it never read.
 func TestPrepared_LeaderInMaintenanceLeavesThePushToTheFollowersSpool(t *testing.T) {
+	t.Parallel()
 	lb := servertest.NewLocalBroker(t)
 	opts := server.Options{Logger: quietLogger(), ClusterSecret: testSecret, SpoolDir: t.TempDir()}
 	leader := newClientOptions(t, lb, opts)
@@ -162,6 +165,7 @@ func TestPrepared_LeaderInMaintenanceLeavesThePushToTheFollowersSpool(t *testing
 // the client's request as it is, so a rolling upgrade that
 // starts with the followers keeps every push working.
 func TestPrepared_OlderLeaderGetsTheRequestRelayed(t *testing.T) {
+	t.Parallel()
 	var old *httptest.Server
 	_, leader, f := preparedPair(t, func(leader *client) string {
 		target, err := url.Parse(leader.base)
@@ -194,6 +198,7 @@ func TestPrepared_OlderLeaderGetsTheRequestRelayed(t *testing.T) {
 // A leader below its disk reserve refuses a prepared push as it refuses a
 // client's, and the follower hands its 507 to the client.
 func TestPrepared_LeaderBelowReserveRefusesIt(t *testing.T) {
+	t.Parallel()
 	lb := servertest.NewLocalBroker(t)
 	opts := server.Options{Logger: quietLogger(), ClusterSecret: testSecret}
 	leader, space := newDiskClient(t, lb, opts)
@@ -214,6 +219,7 @@ func TestPrepared_LeaderBelowReserveRefusesIt(t *testing.T) {
 // past the body limit the follower relays the request as it came, which the
 // leader takes under the same limit.
 func TestPrepared_EntryPastTheBodyLimitIsRelayedAsSent(t *testing.T) {
+	t.Parallel()
 	lb := servertest.NewLocalBroker(t)
 	opts := server.Options{Logger: quietLogger(), ClusterSecret: testSecret, MaxBodyBytes: 8 << 10}
 	leader := newClientOptions(t, lb, opts)

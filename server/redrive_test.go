@@ -11,6 +11,7 @@ import (
 // docs/decisions.md B4: a bulk redrive replays the filtered rows oldest failure first, at most
 // limit of them, each once; repeating it goes on with the rest.
 func TestDLQ_BulkRedrive(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.configure("q", map[string]any{"retryLimit": 0})
 	for _, txn := range []string{"t0", "t1", "t2"} {
@@ -46,6 +47,7 @@ func TestDLQ_BulkRedrive(t *testing.T) {
 
 // docs/decisions.md B9: the DLQ page is served by the broker itself.
 func TestDLQ_Page(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	r := c.do("GET", "/dlq", nil).expect(t, 200)
 	if ct := r.header.Get("Content-Type"); ct != "text/html; charset=utf-8" {

@@ -13,6 +13,7 @@ import (
 // answer's text, so the node the client reached answers it the same; an
 // unknown code is a failed relay.
 func TestRefusal_MapsCodesBack(t *testing.T) {
+	t.Parallel()
 	err := Refusal(fasthttp.StatusInsufficientStorage, []byte(`{"error":"node n2: below reserve","code":"insufficient_storage"}`))
 	row, msg, ok := classify(err)
 	if !ok || row.code != "insufficient_storage" || row.status != fasthttp.StatusInsufficientStorage || msg != "node n2: below reserve" {

@@ -43,6 +43,7 @@ func (c *client) expectNoMessage(partitionID, txn string) {
 // docs/semantics.md §16.40 and the DLQ page's "Retention window passes" row: retentionSeconds
 // deletes what nobody consumed, and the dead letters stay.
 func TestRetention_Semantics16_40_WindowPassesDeadLettersStay(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.configure("q", map[string]any{"retentionEnabled": true, "retentionSeconds": 2})
 	dead := c.pushOne("q", "", "dead", map[string]any{"keep": "snapshot"})
@@ -78,6 +79,7 @@ func TestRetention_Semantics16_40_WindowPassesDeadLettersStay(t *testing.T) {
 
 // Setting retentionSeconds alone does nothing: retentionEnabled gates it.
 func TestRetention_SecondsWithoutEnabledKeepEverything(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.configure("q", map[string]any{"retentionSeconds": 2, "completedRetentionSeconds": 2})
 	c.pushOne("q", "", "m", 1)
@@ -92,6 +94,7 @@ func TestRetention_SecondsWithoutEnabledKeepEverything(t *testing.T) {
 // lagging group has not consumed stays, for it and for a group that joins
 // later.
 func TestRetention_CompletedKeepsWhatALaggingGroupHasNotConsumed(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.configure("q", map[string]any{"retentionEnabled": true, "completedRetentionSeconds": 2})
 	first := c.pushOne("q", "", "m1", 1)
@@ -127,6 +130,7 @@ func TestRetention_CompletedKeepsWhatALaggingGroupHasNotConsumed(t *testing.T) {
 // maxWaitTimeSeconds evicts, independent of retentionEnabled, leased or
 // not, and never dead-letters (docs/decisions.md C11).
 func TestRetention_EvictionDeletesWithoutDeadLettering(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.configure("q", map[string]any{"maxWaitTimeSeconds": 2})
 	first := c.pushOne("q", "", "m1", 1)

@@ -80,6 +80,7 @@ func apiRows(t *testing.T) map[string]routeRow {
 // docs/api.md §15 lists every route of the router, and only those, with
 // the router's name, access level, disk class and read consistency.
 func TestRouteDocs_APITableIsTheRouters(t *testing.T) {
+	t.Parallel()
 	doc := apiRows(t)
 	for _, r := range (&Server{}).routeTable() {
 		key := r.method + " " + r.pattern
@@ -101,6 +102,7 @@ func TestRouteDocs_APITableIsTheRouters(t *testing.T) {
 // doc.go's route list is generated from the table (go generate ./server);
 // the notes after each row are kept by hand and survive a regeneration.
 func TestRouteDocs_DocGoListIsGenerated(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile(pkgDoc)
 	if err != nil {
 		t.Fatal(err)

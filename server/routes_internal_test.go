@@ -13,6 +13,7 @@ import (
 // level or a disk class, or with a value past the known ones, is refused
 // and named.
 func TestCheckRoutes_RefusesUndeclaredRows(t *testing.T) {
+	t.Parallel()
 	table := (&Server{}).routeTable()
 	if err := checkRoutes(table); err != nil {
 		t.Fatalf("the route table: %v", err)

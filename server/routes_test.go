@@ -6,6 +6,7 @@ import (
 )
 
 func TestRoutes_LiteralSegmentBeatsParameter(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.pushOne("q", "", "m", 1)
 	c.mustPop(popPath("q", "batch=1&consumerGroup=lagging"))
@@ -18,6 +19,7 @@ func TestRoutes_LiteralSegmentBeatsParameter(t *testing.T) {
 }
 
 func TestRoutes_PathSegmentsArePercentDecoded(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	for _, tc := range []struct{ queue, partition string }{
 		{"q/x", "ord:42"},
@@ -40,6 +42,7 @@ func TestRoutes_PathSegmentsArePercentDecoded(t *testing.T) {
 }
 
 func TestRoutes_OptionsPreflightAndCORS(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	for _, path := range []string{"/api/v1/push", "/anything/at/all"} {
 		r := c.do("OPTIONS", path, nil).expect(t, 204)
@@ -59,6 +62,7 @@ func TestRoutes_OptionsPreflightAndCORS(t *testing.T) {
 }
 
 func TestRoutes_UnknownPathAndWrongMethod(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.do("GET", "/api/v1/queues/q/clear", nil).expectError(t, 404, "no_such_route")
 	c.do("GET", "/api/v1/resources/partitions", nil).expectError(t, 404, "no_such_route")

@@ -20,6 +20,7 @@ import (
 // with every builder parameter, a transaction, moveMessageToDLQ,
 // retryMessage and queue deletion.
 func TestSDK_JavaScript(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.header = http.Header{"Content-Type": {"application/json"}}
 
@@ -131,6 +132,7 @@ func TestSDK_JavaScript(t *testing.T) {
 // TestSDK_Python follows the Python client: no Content-Type on bodyless
 // requests, and POSTs whose {} body it drops (lease extend, retry).
 func TestSDK_Python(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.header = http.Header{"Content-Type": {"application/json"}}
 	c.do("POST", "/api/v1/configure", map[string]any{"queue": "jobs", "namespace": nil, "task": nil,
@@ -166,6 +168,7 @@ func TestSDK_Python(t *testing.T) {
 // wait=false pops, batch acks with a top-level group, renew with {} parsed
 // as RFC 3339, DLQ rows, and /health as `queenctl ping` reads it.
 func TestSDK_Go(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	cfg := c.do("POST", "/api/v1/configure", map[string]any{"queue": "orders.eu", "options": map[string]any{"leaseTime": 30, "retryLimit": 2}}).
 		expect(t, 200).object(t)

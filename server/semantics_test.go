@@ -12,6 +12,7 @@ import (
 // and queue "q"; batch is always sent.
 
 func TestSemantics16_01_PushWithoutPartitionGoesToDefault(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	res := c.push(map[string]any{"queue": "q", "payload": map[string]any{"a": 1}})
 	if res[0].Status != "queued" {
@@ -27,6 +28,7 @@ func TestSemantics16_01_PushWithoutPartitionGoesToDefault(t *testing.T) {
 }
 
 func TestSemantics16_02_MintedTransactionIDIsEchoed(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	res := c.pushOne("q", "", "", map[string]any{"a": 1})
 	if res.TransactionID == "" {
@@ -39,6 +41,7 @@ func TestSemantics16_02_MintedTransactionIDIsEchoed(t *testing.T) {
 }
 
 func TestSemantics16_03_DuplicateAcrossRequestsEchoesOriginal(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	first := c.pushOne("q", "p1", "T", 1)
 	second := c.push(map[string]any{"queue": "q", "partition": "p1", "transactionId": "T", "payload": 2})[0]
@@ -52,6 +55,7 @@ func TestSemantics16_03_DuplicateAcrossRequestsEchoesOriginal(t *testing.T) {
 }
 
 func TestSemantics16_04_DedupIsPartitionScoped(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.pushOne("q", "p1", "T", 1)
 	if res := c.push(map[string]any{"queue": "q", "partition": "p2", "transactionId": "T", "payload": 1})[0]; res.Status != "queued" {
@@ -60,6 +64,7 @@ func TestSemantics16_04_DedupIsPartitionScoped(t *testing.T) {
 }
 
 func TestSemantics16_05_DuplicateWithinOneRequest(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	item := map[string]any{"queue": "q", "partition": "p", "transactionId": "T", "payload": 1}
 	res := c.push(item, item)
@@ -72,6 +77,7 @@ func TestSemantics16_05_DuplicateWithinOneRequest(t *testing.T) {
 }
 
 func TestSemantics16_06_DedupWindowZeroAcceptsRepeats(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.configure("q", map[string]any{"dedupWindowSeconds": 0})
 	c.pushOne("q", "", "T", 1)
@@ -82,6 +88,7 @@ func TestSemantics16_06_DedupWindowZeroAcceptsRepeats(t *testing.T) {
 }
 
 func TestSemantics16_07_OrderWithinOneRequest(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.push(
 		map[string]any{"queue": "q", "transactionId": "A", "payload": 1},
@@ -95,6 +102,7 @@ func TestSemantics16_07_OrderWithinOneRequest(t *testing.T) {
 }
 
 func TestSemantics16_08_EmptyItemsAndMissingItems(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	r := c.do("POST", "/api/v1/push", `{"items":[]}`).expect(t, 201)
 	if string(r.body) != "[]" {
@@ -104,6 +112,7 @@ func TestSemantics16_08_EmptyItemsAndMissingItems(t *testing.T) {
 }
 
 func TestSemantics16_09_EmptyQueuePopIs204(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.configure("q", nil)
 	c.mustBeEmpty(popPath("q", "batch=1"))
@@ -137,6 +146,7 @@ func TestSemantics16_11_LongPollTimesOutWith204(t *testing.T) {
 }
 
 func TestSemantics16_12_LeasedPartitionIsNotPoppedByAnother(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	for i := range 5 {
 		c.pushOne("q", "", fmt.Sprint("m", i), i)
@@ -146,6 +156,7 @@ func TestSemantics16_12_LeasedPartitionIsNotPoppedByAnother(t *testing.T) {
 }
 
 func TestSemantics16_13_GroupsFanOut(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.pushOne("q", "", "m", 1)
 	for _, g := range []string{"G1", "G2"} {
@@ -156,6 +167,7 @@ func TestSemantics16_13_GroupsFanOut(t *testing.T) {
 }
 
 func TestSemantics16_14_SubscriptionModeNewSkipsBacklog(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.pushOne("q", "", "old", 1)
 	c.mustBeEmpty(popPath("q", "batch=10&consumerGroup=G&subscriptionMode=new"))
@@ -167,6 +179,7 @@ func TestSemantics16_14_SubscriptionModeNewSkipsBacklog(t *testing.T) {
 }
 
 func TestSemantics16_15_QueueModeIgnoresSubscriptionNew(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	for i := range 3 {
 		c.pushOne("q", "", fmt.Sprint("m", i), i)
@@ -177,6 +190,7 @@ func TestSemantics16_15_QueueModeIgnoresSubscriptionNew(t *testing.T) {
 }
 
 func TestSemantics16_16_SubscriptionFromTimestamp(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	m1 := c.pushOne("q", "", "m1", 1)
 	// ts just after m1's createdAt, read back from the broker's own clock.
@@ -198,6 +212,7 @@ func TestSemantics16_16_SubscriptionFromTimestamp(t *testing.T) {
 }
 
 func TestSemantics16_17_BatchReturnsFirstInOrder(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	for i := range 10 {
 		c.pushOne("q", "", fmt.Sprint("m", i), i)
@@ -209,6 +224,7 @@ func TestSemantics16_17_BatchReturnsFirstInOrder(t *testing.T) {
 }
 
 func TestSemantics16_18_MultiPartitionPopSharesOneLease(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	for i := range 5 {
 		c.pushOne("q", fmt.Sprint("p", i), "m", i)
@@ -230,6 +246,7 @@ func TestSemantics16_18_MultiPartitionPopSharesOneLease(t *testing.T) {
 }
 
 func TestSemantics16_19_AutoAckHasNoLeaseAndDoesNotRedeliver(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.pushOne("q", "", "m", 1)
 	p := c.mustPop(popPath("q", "batch=1&autoAck=true"))
@@ -240,6 +257,7 @@ func TestSemantics16_19_AutoAckHasNoLeaseAndDoesNotRedeliver(t *testing.T) {
 }
 
 func TestSemantics16_20_AckingLastCompletesTheBatch(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	for i := range 3 {
 		c.pushOne("q", "", fmt.Sprint("m", i), i)
@@ -256,6 +274,7 @@ func TestSemantics16_20_AckingLastCompletesTheBatch(t *testing.T) {
 }
 
 func TestSemantics16_21_PartialAckKeepsLeaseTailRedeliversAfterExpiry(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	for i := range 4 {
 		c.pushOne("q", "", fmt.Sprint("m", i), i)
@@ -273,6 +292,7 @@ func TestSemantics16_21_PartialAckKeepsLeaseTailRedeliversAfterExpiry(t *testing
 }
 
 func TestSemantics16_22_ExpiredLeaseRedeliversAndOldLeaseIsRejected(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.pushOne("q", "", "m", 1)
 	first := c.mustPop(popPath("q", "batch=1&leaseSeconds=2"))
@@ -287,6 +307,7 @@ func TestSemantics16_22_ExpiredLeaseRedeliversAndOldLeaseIsRejected(t *testing.T
 }
 
 func TestSemantics16_23_ExtendLiveLeaseThenExpired(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.pushOne("q", "a", "live", 1)
 	c.pushOne("q", "b", "expiring", 2)
@@ -318,6 +339,7 @@ func TestSemantics16_23_ExtendLiveLeaseThenExpired(t *testing.T) {
 }
 
 func TestSemantics16_24_RetryLimit3FourthFailedDeadLetters(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.configure("q", map[string]any{"retryLimit": 3})
 	c.pushOne("q", "", "poison", 1)
@@ -343,6 +365,7 @@ func TestSemantics16_24_RetryLimit3FourthFailedDeadLetters(t *testing.T) {
 }
 
 func TestSemantics16_25_RetryNeverChargesBudget(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.configure("q", map[string]any{"retryLimit": 1})
 	c.pushOne("q", "", "m", 1)
@@ -359,6 +382,7 @@ func TestSemantics16_25_RetryNeverChargesBudget(t *testing.T) {
 }
 
 func TestSemantics16_26_AckDLQDeadLettersAtOnce(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.pushOne("q", "", "m1", 1)
 	c.pushOne("q", "", "m2", 2)
@@ -376,6 +400,7 @@ func TestSemantics16_26_AckDLQDeadLettersAtOnce(t *testing.T) {
 }
 
 func TestSemantics16_27_DLQDisabledDropsExhaustedMessage(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.configure("q", map[string]any{"deadLetterQueue": false, "dlqAfterMaxRetries": false, "retryLimit": 1})
 	c.pushOne("q", "", "m", 1)
@@ -391,6 +416,7 @@ func TestSemantics16_27_DLQDisabledDropsExhaustedMessage(t *testing.T) {
 }
 
 func TestSemantics16_28_FailureIsNotSkippedByLaterSuccess(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	var items []map[string]any
 	for i := range 10 {
@@ -407,6 +433,7 @@ func TestSemantics16_28_FailureIsNotSkippedByLaterSuccess(t *testing.T) {
 }
 
 func TestSemantics16_29_UnknownStatusCountsAsFailed(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.configure("q", map[string]any{"retryLimit": 1})
 	c.pushOne("q", "", "m", 1)
@@ -419,6 +446,7 @@ func TestSemantics16_29_UnknownStatusCountsAsFailed(t *testing.T) {
 }
 
 func TestSemantics16_30_LeaseExpiryNeverChargesBudget(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.configure("q", map[string]any{"retryLimit": 1})
 	c.pushOne("q", "", "m", 1)
@@ -434,6 +462,7 @@ func TestSemantics16_30_LeaseExpiryNeverChargesBudget(t *testing.T) {
 }
 
 func TestSemantics16_31_ReAckOfCommittedMessage(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.pushOne("q", "", "m", 1)
 	p := c.mustPop(popPath("q", "batch=1"))
@@ -449,6 +478,7 @@ func TestSemantics16_31_ReAckOfCommittedMessage(t *testing.T) {
 }
 
 func TestSemantics16_32_AckWithAnotherLiveLeaseIsRejected(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.pushOne("q", "", "m", 1)
 	g1 := c.mustPop(popPath("q", "batch=1&consumerGroup=G1"))
@@ -470,6 +500,7 @@ func TestSemantics16_32_AckWithAnotherLiveLeaseIsRejected(t *testing.T) {
 }
 
 func TestSemantics16_33_SeekToEndAndToTimestamp(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.pushOne("q", "", "m1", 1)
 	c.pushOne("q", "", "m2", 2)
@@ -486,6 +517,7 @@ func TestSemantics16_33_SeekToEndAndToTimestamp(t *testing.T) {
 }
 
 func TestSemantics16_34_DeleteGroupRedeliversBacklog(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.pushOne("q", "", "m1", 1)
 	c.pushOne("q", "", "m2", 2)
@@ -499,6 +531,7 @@ func TestSemantics16_34_DeleteGroupRedeliversBacklog(t *testing.T) {
 }
 
 func TestSemantics16_35_TransactionAckAndPushCommitTogether(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.pushOne("q1", "", "in", 1)
 	in := c.mustPop(popPath("q1", "batch=1&leaseSeconds=2")).Messages[0]
@@ -525,6 +558,7 @@ func TestSemantics16_35_TransactionAckAndPushCommitTogether(t *testing.T) {
 }
 
 func TestSemantics16_36_TransactionWithDuplicatePushWritesNothing(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.pushOne("q2", "", "T", "original")
 	c.pushOne("q1", "", "in", 1)
@@ -551,6 +585,7 @@ func TestSemantics16_36_TransactionWithDuplicatePushWritesNothing(t *testing.T) 
 }
 
 func TestSemantics16_38_ReplayRepublishesWithFreshTransactionID(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.pushOne("q", "", "m", map[string]any{"v": 1})
 	p := c.mustPop(popPath("q", "batch=1"))
@@ -579,6 +614,7 @@ func TestSemantics16_38_ReplayRepublishesWithFreshTransactionID(t *testing.T) {
 }
 
 func TestSemantics16_39_LiveMessageCannotBeDeletedOrReplayed(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	res := c.pushOne("q", "", "m", 1)
 	base := "/api/v1/messages/" + res.PartitionID + "/m"

@@ -64,6 +64,7 @@ func postPush(url string) answer {
 // never "buffered", when the spool cannot write them (here: its directory
 // is gone).
 func TestServer_BufferPush_WriteFailureIsNeverBuffered(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	url := spoolServer(t, dir)
 	if a := postPush(url); a.err != nil || a.status != 201 || strings.Count(a.body, `"status":"buffered"`) != 2 || !strings.Contains(a.body, `"transactionId":"t1"`) {

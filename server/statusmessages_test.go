@@ -15,6 +15,7 @@ type statusMessage struct {
 // lease, pending; a named group's progress does not count. Pages are
 // newest first and always arrays.
 func TestStatusQueueMessages_StatusAndPaging(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.configure("st", map[string]any{"retryLimit": 0})
 	for _, txn := range []string{"m1", "m2", "m3", "m4"} {

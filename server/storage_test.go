@@ -44,6 +44,7 @@ func (r *response) expectInsufficientStorage(t *testing.T, node string) {
 
 // The decision of which routes add data is the table's; pin it.
 func TestServer_Routes_AddsData(t *testing.T) {
+	t.Parallel()
 	s, err := server.New(servertest.NewLocalBroker(t), server.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -65,6 +66,7 @@ func TestServer_Routes_AddsData(t *testing.T) {
 // extensions, seeks, deletes, reads. Each route gets a fresh fixture made
 // while there was room.
 func TestServer_Storage_BelowReserve(t *testing.T) {
+	t.Parallel()
 	probe, err := server.New(servertest.NewLocalBroker(t), server.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -94,6 +96,7 @@ func TestServer_Storage_BelowReserve(t *testing.T) {
 // A refused push is not applied, and pushes are accepted again as soon as
 // space returns, without a restart.
 func TestServer_Storage_RecoversWhenSpaceReturns(t *testing.T) {
+	t.Parallel()
 	c, space := newDiskClient(t, newBroker(t), server.Options{})
 	c.pushOne("q", "", "before", 1)
 	space.SetFree(10 * mib)
@@ -126,6 +129,7 @@ func TestServer_Storage_RecoversWhenSpaceReturns(t *testing.T) {
 // larger than the room above the reserve is refused on its own, and a small
 // one still goes while the room exceeds the guard's resume margin (4 MiB).
 func TestServer_Storage_LargeBodyCountsAgainstTheMargin(t *testing.T) {
+	t.Parallel()
 	c, space := newDiskClient(t, newBroker(t), server.Options{})
 	space.SetFree(64*mib + 5*mib)
 	big := strings.Repeat("x", 3*mib) // charged twice: Raft log and engine
@@ -137,6 +141,7 @@ func TestServer_Storage_LargeBodyCountsAgainstTheMargin(t *testing.T) {
 // During push maintenance a push writes the spool, which is on disk too:
 // below the reserve it is refused and nothing is spooled.
 func TestServer_Storage_MaintenanceSpoolBelowReserve(t *testing.T) {
+	t.Parallel()
 	spool := t.TempDir()
 	c, space := newDiskClient(t, newBroker(t), server.Options{SpoolDir: spool})
 	c.do("POST", "/api/v1/system/maintenance", map[string]any{"enabled": true}).expect(t, 200)
@@ -179,6 +184,7 @@ const testSecret = "storage-test-secret-storage-test"
 // The leader refuses data while a follower reports its disk below the
 // reserve, and says which; the report route is the cluster's only.
 func TestServer_StorageReport_LeaderRefusesForALowFollower(t *testing.T) {
+	t.Parallel()
 	c, _ := newDiskClient(t, memberBroker{servertest.NewLocalBroker(t)}, server.Options{ClusterSecret: testSecret})
 	low := map[string]any{"id": "n2", "ok": false, "reason": "free space below reserve on /data/raft: 1 MiB < 2 MiB"}
 	c.do("POST", "/internal/v1/cluster/storage", low).expectError(t, http.StatusForbidden, "cluster_secret_invalid")
@@ -227,6 +233,7 @@ func TestServer_StorageReport_LeaderRefusesForALowFollower(t *testing.T) {
 // The follower's side: it reports its own guard to the leader it relays to,
 // by itself, and the leader follows its disk down and back up.
 func TestServer_StorageReport_FollowerReportsItsDisk(t *testing.T) {
+	t.Parallel()
 	leader, _ := newDiskClient(t, memberBroker{servertest.NewLocalBroker(t)}, server.Options{ClusterSecret: testSecret})
 	fb := followerBroker{memberBroker{servertest.NewLocalBroker(t)}, "n2", strings.TrimPrefix(leader.base, "http://")}
 	follower, space := newDiskClient(t, fb, server.Options{ClusterSecret: testSecret})
@@ -244,6 +251,7 @@ func TestServer_StorageReport_FollowerReportsItsDisk(t *testing.T) {
 
 // Health and metrics say what the guard sees, and count the 507s.
 func TestServer_Storage_HealthAndMetrics(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	c, space := newDiskClient(t, newBroker(t), server.Options{SpoolDir: dir})
 	var h struct {

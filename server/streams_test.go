@@ -98,6 +98,7 @@ func keysOf(rows []stateRow) []string {
 // reset ignored), refused with 409 on a new hash, and reset wipes the state
 // but keeps the id. Missing fields are 400s in Queen's order.
 func TestStreams_Register(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	code, first := c.register("orders.per_customer", "orders", "h1", map[string]any{"sink_queue": "never"})
 	if code != 200 || !first.Success || !first.Fresh || first.Reset || first.QueryID == "" || first.ConfigHash != "h1" {
@@ -152,6 +153,7 @@ func TestStreams_Register(t *testing.T) {
 // A cycle applies its state ops in order, its sink pushes (which wake and
 // are popped like any message) and its ack, and answers with their results.
 func TestStreams_Cycle_AppliesAllParts(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	_, q := c.register("agg", "src", "h", map[string]any{"sink_queue": "sink"})
 	part := c.pushOne("src", "", "a", 1).PartitionID
@@ -191,6 +193,7 @@ func TestStreams_Cycle_AppliesAllParts(t *testing.T) {
 // A cycle that fails anywhere applies nothing of what came before the
 // failure: not its state ops, not its pushes, not its ack.
 func TestStreams_Cycle_AllOrNothing(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	_, q := c.register("agg", "src", "h", nil)
 	part := c.pushOne("src", "", "a", 1).PartitionID
@@ -243,6 +246,7 @@ func TestStreams_Cycle_AllOrNothing(t *testing.T) {
 // A cycle for a query that is not registered is a 404 and applies nothing
 // (docs/decisions.md C14); so is a state read.
 func TestStreams_UnknownQuery(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	part := c.pushOne("src", "", "a", 1).PartitionID
 	unknown := "01980000-0000-7000-8000-00000000abcd"
@@ -277,6 +281,7 @@ func TestStreams_UnknownQuery(t *testing.T) {
 // answered with the first answer and applied once (docs/decisions.md B10):
 // a flush cycle retried after its reply was lost does not emit twice.
 func TestStreams_Cycle_ReplayedBodyAppliesOnce(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	_, q := c.register("agg", "src", "h", nil)
 	part := c.pushOne("src", "", "a", 1).PartitionID
@@ -304,6 +309,7 @@ func TestStreams_Cycle_ReplayedBodyAppliesOnce(t *testing.T) {
 // delivered while it lasts, and after it expires the rest of the batch
 // comes again, in order (the gate's partial ack).
 func TestStreams_Cycle_PartialAckKeepsTheLease(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.configure("src", map[string]any{"leaseTime": 2})
 	_, q := c.register("gate", "src", "h", nil)
@@ -335,6 +341,7 @@ func TestStreams_Cycle_PartialAckKeepsTheLease(t *testing.T) {
 // state/get filters by keys, by a literal prefix and by ripeness (a
 // numeric windowEnd at or before the bound), together, sorted by key.
 func TestStreams_StateGet_Filters(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	_, q := c.register("agg", "src", "h", nil)
 	part := c.pushOne("src", "", "a", 1).PartitionID
@@ -388,6 +395,7 @@ func TestStreams_StateGet_Filters(t *testing.T) {
 // Deleting a query (ours) removes it and all its state; registering the
 // name again is fresh.
 func TestStreams_DeleteQuery(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	_, q := c.register("agg", "src", "h", nil)
 	part := c.pushOne("src", "", "a", 1).PartitionID

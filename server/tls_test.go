@@ -15,6 +15,7 @@ import (
 // long-poll still notices when its TLS client leaves (the peek sees the
 // close_notify alert, not application data).
 func TestServer_TLS(t *testing.T) {
+	t.Parallel()
 	ca := rafttest.NewCA(t, "http")
 	c := newClientOptions(t, newBroker(t), server.Options{TLS: ca.ServerTLS("node", "127.0.0.1")})
 	if !strings.HasPrefix(c.base, "https://") {

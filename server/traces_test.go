@@ -56,6 +56,7 @@ func (c *client) traces(path string) []traceReply {
 // sorted) and read back oldest first; bad bodies are 400s and a message that
 // does not exist is a 404.
 func TestTraces_RecordAndReadByMessage(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	part := c.pushOne("orders", "", "o-1", map[string]any{"id": 1}).PartitionID
 	first := c.trace(map[string]any{"transactionId": "o-1", "partitionId": part, "data": map[string]any{"step": "charge"},
@@ -97,6 +98,7 @@ func TestTraces_RecordAndReadByMessage(t *testing.T) {
 // queue, partition and payload. The names list counts records and distinct
 // transaction ids, newest last_seen first.
 func TestTraces_ByNameAndNames(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	var part string
 	for i := range 5 {
@@ -152,6 +154,7 @@ func TestTraces_ByNameAndNames(t *testing.T) {
 // entries included (engine.Check runs at cleanup); a message holds at most
 // 256 of them.
 func TestTraces_RemovedByRetentionAndBounded(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.configure("orders", map[string]any{"retentionEnabled": true, "retentionSeconds": 60})
 	part := c.pushOne("orders", "", "o-1", 1).PartitionID

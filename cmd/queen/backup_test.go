@@ -22,6 +22,7 @@ import (
 // the same index), which serves it and takes writes; a truncated file and
 // a non-empty directory are refused, leaving nothing.
 func TestBackup_ThroughAFollowerRestoresANewCluster(t *testing.T) {
+	t.Parallel()
 	c := startLoopback(t, 3)
 	leader := c.waitLeader(c.nodes, 30*time.Second)
 	for i := range 20 {
@@ -97,6 +98,7 @@ func TestBackup_ThroughAFollowerRestoresANewCluster(t *testing.T) {
 // was; run again with --resume it adds nothing; an existing name without
 // --resume, and a queue the backup lacks, are refused.
 func TestRestore_OneQueueIntoTheRunningCluster(t *testing.T) {
+	t.Parallel()
 	c := startLoopback(t, 1)
 	n := c.waitLeader(c.nodes, 30*time.Second)
 	for i := range 30 {
@@ -184,6 +186,7 @@ func TestRestore_OneQueueIntoTheRunningCluster(t *testing.T) {
 // write nothing; before, a header of 1 under a manifest of 2 verified as
 // intact and restored with exit 0.
 func TestBackup_NewerFormatRefused(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "future.qbak")
 	data, err := os.ReadFile("../../engine/backup/testdata/v1.qbak")
 	if err != nil {

@@ -86,6 +86,7 @@ func checkHist(t *testing.T, h *hist) porcupine.CheckResult {
 
 // TestChaosModel_Accepts: histories a correct broker can produce.
 func TestChaosModel_Accepts(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		h    *hist
@@ -204,6 +205,7 @@ func TestChaosModel_Accepts(t *testing.T) {
 
 // TestChaosModel_Rejects: each history breaks one promise of the API.
 func TestChaosModel_Rejects(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		h    *hist
@@ -322,6 +324,7 @@ func TestChaosModel_Rejects(t *testing.T) {
 // TestChaosModel_Inconclusive: a partition porcupine cannot decide in its
 // budget is reported as Unknown, not as Ok.
 func TestChaosModel_Inconclusive(t *testing.T) {
+	t.Parallel()
 	model := chaosModel(oracleParams)
 	step := model.Step
 	model.Step = func(state, input, output any) (bool, any) {

@@ -188,6 +188,7 @@ func TestChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("process-level fault-schedule test (about 50 s); skipped with -short")
 	}
+	t.Parallel() // TestChaos_Moves and TestChaos_Joins are not: they set CHAOS_GROUPS and CHAOS_FAULTS
 	seed, duration, netMode := chaosSettings(t)
 	runChaos(t, seed, duration, netMode, "")
 }

@@ -82,6 +82,7 @@ func TestCheck_NoStore(t *testing.T) {
 // refuses, naming the node's lock; once the node stopped it answers ok
 // and leaves every file of the store as it was.
 func TestCheck_RunningNodeThenStopped(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	port := freePorts(t, 1)[0]
 	httpAddr := fmt.Sprintf("127.0.0.1:%d", port)

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -32,6 +33,9 @@ type netLab struct {
 	nodeIP   []string // per node: cluster address (inside the namespace)
 	driverIP []string // per node: address of the second link inside the namespace
 }
+
+// labNets are the cluster subnets ("10.a.b.") this process's labs took.
+var labNets sync.Map
 
 func ipRun(args ...string) error {
 	out, err := exec.Command("ip", args...).CombinedOutput()
@@ -86,7 +90,11 @@ func newNetLab(t *testing.T, n int) *netLab {
 		p1, p2 := fmt.Sprintf("10.%d.%d.", a, bb), fmt.Sprintf("10.%d.%d.", a, bb+1)
 		used := string(routes) + string(addrs)
 		if !strings.Contains(used, p1) && !strings.Contains(used, p2) && !strings.Contains(used, fmt.Sprintf("10.%d.0.0", a)) {
-			break
+			// Labs of tests running in parallel read the routes before
+			// either has added its own: each pair of /24s once a process.
+			if _, taken := labNets.LoadOrStore(p1, true); !taken {
+				break
+			}
 		}
 	}
 	must := func(args ...string) {
@@ -205,6 +213,7 @@ func (r refusal) String() string {
 // peers refuses writes with 503 and a docs/decisions.md C2 body while the majority serves;
 // a cut-off leader's writes are never applied; healed nodes converge.
 func TestCluster_CutOffNodeRefusesWritesAndRejoins(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("process-level partition test; skipped with -short")
 	}

@@ -58,6 +58,9 @@ type loadClient struct {
 	c    *cluster
 	l    *ledger
 	stop chan struct{}
+	// lastFailed is each node's last failed pop, for a drain that does
+	// not end (a drainer's own; pollers do not set it).
+	lastFailed map[string]string
 }
 
 func (lc *loadClient) stopped() bool { return isClosed(lc.stop) }
@@ -139,6 +142,9 @@ func (lc *loadClient) popAndAck(n *qnode, consumer, leaseSeconds, waitMs int) in
 	end := time.Now()
 	switch {
 	case err != nil || code >= 500:
+		if lc.lastFailed != nil {
+			lc.lastFailed[n.id] = fmt.Sprintf("%s: %d %v %.200s", end.Format("15:04:05.000"), code, err, b)
+		}
 		lc.l.popErrors.Add(1)
 		lc.l.notePopEnd(end) // it may have taken a lease we never heard of
 		time.Sleep(50 * time.Millisecond)
@@ -207,6 +213,7 @@ func (lc *loadClient) popAndAck(n *qnode, consumer, leaseSeconds, waitMs int) in
 // push/pop/ack load, restart it, and check at-least-once delivery, acks
 // that stick, and replicas that converge byte for byte.
 func TestCluster_KillLeaderUnderLoad(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("process-level load test (about 30 s); skipped with -short")
 	}
@@ -313,11 +320,11 @@ func killLeaderUnderLoad(t *testing.T, c *cluster) {
 
 	// Drain: pop and ack until three consecutive empty pops that started
 	// after every lease we may hold has expired.
-	drain := &loadClient{t: t, c: c, l: l, stop: make(chan struct{})}
-	drainDeadline := time.Now().Add(60 * time.Second)
+	drain := &loadClient{t: t, c: c, l: l, stop: make(chan struct{}), lastFailed: map[string]string{}}
+	drainDeadline := time.Now().Add(2 * time.Minute)
 	for empties, i := 0, 0; empties < 3; i++ {
 		if time.Now().After(drainDeadline) {
-			t.Fatalf("drain: still receiving messages or errors after 60s")
+			t.Fatalf("drain: still receiving messages or errors after 2 minutes; each node's last failed pop: %v", drain.lastFailed)
 		}
 		l.mu.Lock()
 		quiet := l.quietAfter.Add(time.Duration(leaseSeconds)*time.Second + 500*time.Millisecond)
@@ -423,6 +430,7 @@ func head(s []string, n int) []string {
 // when the leader compacted its log past the follower) and its state is
 // byte-identical.
 func TestCluster_RestartCatchesUpFromSnapshot(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("process-level test; skipped with -short")
 	}
@@ -520,6 +528,7 @@ func TestCluster_RestartCatchesUpFromSnapshot(t *testing.T) {
 // cluster secret, one leaves; anonymous membership requests are refused
 // throughout and change nothing.
 func TestCluster_JoinAndLeave(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	ports := freePorts(t, 6)
 	secretFile := writeSecret(t, "join-and-leave secret")
@@ -603,6 +612,7 @@ func TestCluster_JoinAndLeave(t *testing.T) {
 // three --peers lists found the cluster, a fourth with the same arguments
 // joins it through --join, and all four hold what any of them took.
 func TestCluster_OneTemplateForEveryReplica(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	ports := freePorts(t, 8)
 	secretFile := writeSecret(t, "one template secret")
@@ -641,6 +651,7 @@ func TestCluster_OneTemplateForEveryReplica(t *testing.T) {
 // secret the cluster refuses exits non-zero at once, saying so, and leaves
 // no data directory behind (before, it retried every 5 s for ever).
 func TestCluster_JoinWithAWrongSecretExits(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("process test")
 	}

@@ -18,6 +18,7 @@ import (
 // stops with status 0 on SIGTERM. Before, accept failed with EMFILE and the
 // node exited, with status 0.
 func TestServe_SurvivesConnectionFlood(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("prlimit"); err != nil {
 		t.Skip("needs prlimit (util-linux)")
 	}

@@ -23,6 +23,7 @@ var deployMetric = regexp.MustCompile(`\bqueen_[a-z_]+\b`)
 // dashboard is in a node's /metrics/prometheus (a histogram's _bucket
 // series by its own name).
 func TestDeploy_MetricsExist(t *testing.T) {
+	t.Parallel()
 	alerts := readRepoFile(t, "deploy/prometheus/alerts.yaml")
 	dashboard := readRepoFile(t, "deploy/grafana/queen.json")
 	var d struct {
@@ -83,6 +84,7 @@ func TestDeploy_MetricsExist(t *testing.T) {
 // TestDeploy_FlagsExist: each --flag compose.yaml and the Kubernetes
 // manifest pass to `queen serve` is one its -h lists.
 func TestDeploy_FlagsExist(t *testing.T) {
+	t.Parallel()
 	help, _ := exec.Command(queenBinary(t), "serve", "-h").CombinedOutput()
 	known := map[string]bool{}
 	for _, m := range regexp.MustCompile(`(?m)^  -([a-z-]+)`).FindAllStringSubmatch(string(help), -1) {

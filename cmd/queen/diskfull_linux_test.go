@@ -331,7 +331,9 @@ func (c *cluster) mustConfigure(n *qnode, queue string) {
 // accepted again without a restart, and every push answered queued is
 // delivered exactly once.
 func TestServe_DiskFull_RefusesDataKeepsConsumersRecovers(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
+	c.useShipped() // filling the disk is pushing hundreds of MB: 20 times as long through race-built nodes
 	addr := fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0])
 	n := diskNode(t, c, "n1", addr)
 	n.start()
@@ -410,7 +412,9 @@ func TestServe_DiskFull_RefusesDataKeepsConsumersRecovers(t *testing.T) {
 // message it had queued. Before raft/space.go it never opened HTTP:
 // pebble.Open retried the flush of the replayed WALs on ENOSPC for ever.
 func TestServe_DiskFull_RestartsOnAFullDisk(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
+	c.useShipped() // filling the disk is pushing hundreds of MB: 20 times as long through race-built nodes
 	addr := fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0])
 	// Unguarded at first, so the disk can be filled to the last byte.
 	n := diskNode(t, c, "n1", addr, "--min-free-bytes", "0")
@@ -453,7 +457,9 @@ func TestServe_DiskFull_RestartsOnAFullDisk(t *testing.T) {
 // same with two followers below the reserve. Nothing queued is lost, and
 // the replicas end identical.
 func TestCluster_DiskFull_FollowersBelowReserve(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
+	c.useShipped() // filling the disk is pushing hundreds of MB: 20 times as long through race-built nodes
 	secret := writeSecret(t, "disk-full-test-secret-disk-full-test")
 	ports := freePorts(t, 6)
 	var peers []string

@@ -156,6 +156,7 @@ func TestLeave_NodeIDNeverFromTheEnvironment(t *testing.T) {
 // every flag has its row, with the variable the rule gives it and the
 // other names it is read from, and no row names a flag that is gone.
 func TestREADME_ConfigurationTableIsServeFlags(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command(queenBinary(t), "serve", "-h").CombinedOutput()
 	if err != nil {
 		t.Fatalf("queen serve -h: %v\n%s", err, out)

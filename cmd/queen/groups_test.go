@@ -110,6 +110,7 @@ func (c *cluster) waitSpread(nodes []*qnode, groups int) map[uint32]string {
 // lost; the directory's leader is killed and queues are still placed; the
 // replicas of every group end identical.
 func TestGroups_ThreeNodesThreeGroups(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("process test")
 	}
@@ -674,6 +675,7 @@ func (c *cluster) votersOf(nodes []*qnode, groups, dir, data int) {
 // group R voters), takes and serves work in every group, and `queen
 // leave` removes it, every group keeping its R voters.
 func TestGroups_JoinAndLeave(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("process test")
 	}
@@ -732,11 +734,18 @@ func TestGroups_JoinAndLeave(t *testing.T) {
 			t.Fatalf("pop %s via the joiner: %d %v %s", q, code, err, b)
 		}
 	}
-	out, err := exec.Command(queenBinary(t), "leave", "--url", nodes[1].url(""), "--node-id", "n4",
-		"--cluster-secret-file", secretFile).CombinedOutput()
-	if err != nil {
-		t.Fatalf("queen leave n4: %v: %s", err, out)
-	}
+	// The leave's commands need the cluster version every node runs; the
+	// joiner's is read every few seconds after it joined (a busy machine
+	// makes that later): until then the leave is refused 409
+	// cluster_version, "retry then".
+	waitFor(t, 60*time.Second, "queen leave n4 to succeed", func() (bool, string) {
+		out, err := exec.Command(queenBinary(t), "leave", "--url", nodes[1].url(""), "--node-id", "n4",
+			"--cluster-secret-file", secretFile).CombinedOutput()
+		if err != nil && !strings.Contains(string(out), `"code":"cluster_version"`) {
+			t.Fatalf("queen leave n4: %v: %s", err, out)
+		}
+		return err == nil, fmt.Sprintf("%v: %s", err, out)
+	})
 	c.votersEverywhere(nodes[:3], 2, 3)
 	nodes[3].awaitLeft(90 * time.Second)
 	c.mustPush(nodes[:3], 30*time.Second, []pushItem{{Queue: "ja", TransactionID: "after-leave", Payload: 2}})
@@ -746,6 +755,7 @@ func TestGroups_JoinAndLeave(t *testing.T) {
 // groups take a moment) stops it with exit status 0, not with the default
 // action's abrupt exit, and the store opens again.
 func TestServe_SIGTERMWhileOpeningStopsCleanly(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("process test")
 	}

@@ -25,14 +25,12 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/queenmq/queen/internal/invariants"
+	"github.com/queenmq/queen/internal/porttest"
 )
 
-var (
-	binDir  string
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
+var binDir string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "queen-cmd-test-")
@@ -46,38 +44,83 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// queenBinary builds the queen binary once (go build -o <tmp>/queen .) and
-// returns its path. QUEEN_TEST_BINARY names a prebuilt binary to use instead
-// (say, one built with -race).
+// A built queen binary, once per test run.
+type builtBinary struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+var nodeBin, shippedBin builtBinary
+
+// queenBinary returns the binary the tests start their nodes and run their
+// CLI commands with, built once (into TestMain's directory) as this test
+// binary was: with the race detector when `go test -race`, with the
+// invariant checks when -tags invariants (make test does both), so the
+// cluster tests check the broker's own code and not only the driver's. A
+// race build needs cgo (and, to keep Pebble's cgo zstd out, the
+// pebblegozstd tag). Otherwise it is the shipped binary (shippedBinary).
+// QUEEN_TEST_BINARY names a prebuilt binary to use instead.
 func queenBinary(t testing.TB) string {
 	t.Helper()
-	binOnce.Do(func() {
-		if p := os.Getenv("QUEEN_TEST_BINARY"); p != "" {
-			binPath = p
-			return
-		}
-		goTool, err := exec.LookPath("go") // go test puts GOROOT/bin first on PATH
-		if err != nil {
-			binErr = fmt.Errorf("go tool not found: %v", err)
-			return
-		}
-		binPath = filepath.Join(binDir, "queen")
-		start := time.Now()
-		// The binary the tests run is the one make build ships: no cgo
-		// (which also keeps Pebble's C zstd, unused here, out of the build).
-		build := exec.Command(goTool, "build", "-o", binPath, ".")
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		out, err := build.CombinedOutput()
-		if err != nil {
-			binErr = fmt.Errorf("go build -o %s .: %v\n%s", binPath, err, out)
-			return
-		}
-		t.Logf("built %s in %v", binPath, time.Since(start).Round(time.Millisecond))
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
+	if !raceBuild && !invariants.Enabled {
+		return shippedBinary(t)
 	}
-	return binPath
+	nodeBin.once.Do(func() {
+		if p := os.Getenv("QUEEN_TEST_BINARY"); p != "" {
+			nodeBin.path = p
+			return
+		}
+		var tags []string
+		if invariants.Enabled {
+			tags = append(tags, "invariants")
+		}
+		args, env := []string{"-tags"}, "CGO_ENABLED=0"
+		if raceBuild {
+			args = append([]string{"-race"}, args...)
+			tags = append(tags, "pebblegozstd")
+			env = "CGO_ENABLED=1"
+		}
+		args = append(args, strings.Join(tags, ","))
+		nodeBin.path, nodeBin.err = buildQueen(t, "queen-test", env, args...)
+	})
+	if nodeBin.err != nil {
+		t.Fatal(nodeBin.err)
+	}
+	return nodeBin.path
+}
+
+// shippedBinary returns the binary make build ships (no cgo, no race
+// detector, no invariant checks), built once: for the tests that measure
+// the process (its memory) or follow the README, whose numbers and
+// commands are the shipped binary's.
+func shippedBinary(t testing.TB) string {
+	t.Helper()
+	shippedBin.once.Do(func() {
+		shippedBin.path, shippedBin.err = buildQueen(t, "queen", "CGO_ENABLED=0")
+	})
+	if shippedBin.err != nil {
+		t.Fatal(shippedBin.err)
+	}
+	return shippedBin.path
+}
+
+func buildQueen(t testing.TB, name, env string, flags ...string) (string, error) {
+	goTool, err := exec.LookPath("go") // go test puts GOROOT/bin first on PATH
+	if err != nil {
+		return "", fmt.Errorf("go tool not found: %v", err)
+	}
+	path := filepath.Join(binDir, name)
+	start := time.Now()
+	args := append(append([]string{"build"}, flags...), "-o", path, ".")
+	build := exec.Command(goTool, args...)
+	build.Env = append(os.Environ(), env)
+	out, err := build.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("%s go %s: %v\n%s", env, strings.Join(args, " "), err, out)
+	}
+	t.Logf("built %s (%s go %s) in %v", path, env, strings.Join(args, " "), time.Since(start).Round(time.Millisecond))
+	return path, nil
 }
 
 // serveHasFlag reports whether `queen serve` knows the flag (so a test can
@@ -87,26 +130,12 @@ func serveHasFlag(t testing.TB, name string) bool {
 	return bytes.Contains(out, []byte("-"+name+" "))
 }
 
-// freePorts returns n distinct TCP ports that were free on 127.0.0.1 a
-// moment ago (listen on :0, close).
+// freePorts returns n distinct TCP ports on 127.0.0.1 reserved for the
+// rest of t: tests run in parallel and restart nodes on their ports, so a
+// port must stay theirs while no process listens on it (porttest says how).
 func freePorts(t testing.TB, n int) []int {
 	t.Helper()
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("pick a free port: %v", err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports
+	return porttest.Ports(t, n)
 }
 
 // qnode is one `queen serve` process (possibly restarted several times on
@@ -119,6 +148,8 @@ type qnode struct {
 	scheme  string   // http, or https when the cluster serves TLS
 	args    []string // serve flags
 	wrap    []string // command prefix, e.g. ip netns exec NS
+	bin     string   // the binary; "" is queenBinary's
+	env     []string // added to the test's environment
 	logPath string
 
 	mu     sync.Mutex
@@ -146,12 +177,17 @@ func (n *qnode) start() {
 	}
 	defer f.Close() // the child holds its own descriptor
 	n.starts++
-	argv := append(append(append([]string{}, n.wrap...), queenBinary(n.t), "serve"), n.args...)
+	bin := n.bin
+	if bin == "" {
+		bin = queenBinary(n.t)
+	}
+	argv := append(append(append([]string{}, n.wrap...), bin, "serve"), n.args...)
 	fmt.Fprintf(f, "=== test: start #%d at %s: %s\n", n.starts, time.Now().Format(time.RFC3339Nano), strings.Join(argv, " "))
 	if st, err := f.Stat(); err == nil {
 		n.logStart = st.Size()
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), n.env...)
 	cmd.Stdout, cmd.Stderr = f, f
 	setDeathSignal(cmd)
 	if err := cmd.Start(); err != nil {
@@ -267,6 +303,19 @@ type cluster struct {
 	// header is sent with every request of do (a cluster secret, a token).
 	header http.Header
 	scheme string // of the nodes' URLs: http unless useTLS
+	bin    string // the nodes' binary; "" is queenBinary's (useShipped)
+	// env is added to the environment of the nodes added after it is
+	// set (not t.Setenv, which would keep the test from running in
+	// parallel).
+	env   []string
+	allMu sync.Mutex
+	all   []*qnode // every node made, for checkReports
+}
+
+// useShipped runs the nodes added after it on the shipped binary
+// (shippedBinary), not on the race and invariants build.
+func (c *cluster) useShipped() {
+	c.bin = shippedBinary(c.t)
 }
 
 // useTLS makes the driver reach the nodes over HTTPS, trusting roots. Call
@@ -288,6 +337,7 @@ func newCluster(t testing.TB) *cluster {
 		for _, n := range c.nodes {
 			n.kill()
 		}
+		c.checkReports()
 		if t.Failed() {
 			for _, n := range c.nodes {
 				t.Logf("---- tail of %s (%s) ----\n%s", n.id, n.logPath, n.logTail(6000))
@@ -296,6 +346,32 @@ func newCluster(t testing.TB) *cluster {
 		c.hc.CloseIdleConnections()
 	})
 	return c
+}
+
+// nodeReports are what a node of the race and invariants build
+// (queenBinary) writes when it finds a bug: the race detector's report
+// (printed when the race happens; the process goes on, and exits 66 only
+// if it is let exit) and an invariant's panic. Most tests end their nodes
+// with kill -9, so their logs are read.
+var nodeReports = []string{"WARNING: DATA RACE", "engine: invariant:"}
+
+// checkReports fails the test for each node whose log holds a nodeReports
+// line, quoting the report.
+func (c *cluster) checkReports() {
+	c.allMu.Lock()
+	defer c.allMu.Unlock()
+	for _, n := range c.all {
+		b, err := os.ReadFile(n.logPath)
+		if err != nil {
+			continue
+		}
+		for _, r := range nodeReports {
+			if i := bytes.Index(b, []byte(r)); i >= 0 {
+				c.t.Errorf("%s: %q in its log %s:\n%s", n.id, r, n.logPath, b[i:min(len(b), i+6000)])
+				break
+			}
+		}
+	}
 }
 
 // addNode registers a node; its data directory and log are in c.base.
@@ -313,8 +389,11 @@ func (c *cluster) newNode(id, httpAddr string, wrap []string, args ...string) *q
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		c.t.Fatal(err)
 	}
-	n := &qnode{t: c.t, id: id, dir: dir, http: httpAddr, scheme: c.scheme, wrap: wrap, logPath: filepath.Join(c.base, id+".log")}
+	n := &qnode{t: c.t, id: id, dir: dir, http: httpAddr, scheme: c.scheme, wrap: wrap, bin: c.bin, env: c.env, logPath: filepath.Join(c.base, id+".log")}
 	n.args = append([]string{"--data", dir, "--node-id", id}, args...)
+	c.allMu.Lock()
+	c.all = append(c.all, n)
+	c.allMu.Unlock()
 	return n
 }
 

@@ -17,6 +17,7 @@ import (
 // group three voters; every push answered queued, before, during and
 // after the join, is delivered exactly once.
 func TestGroups_FifthNodeJoinsUnderLoad(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("process test")
 	}

@@ -39,6 +39,7 @@ func logLines(t *testing.T, n *qnode) []map[string]any {
 // dead peer's failures logged once per window with a count rather than on
 // every heartbeat, and a last "stopped" line.
 func TestServe_LogsAnOperatorCanRead(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("process-level log test (about 15 s); skipped with -short")
 	}

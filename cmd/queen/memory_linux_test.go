@@ -64,6 +64,7 @@ func (n *qnode) pid() int {
 // third 60 MiB body through unnoticed. Before the cap, the same flood took
 // this process to 1.9 GB and it stayed there.
 func TestServe_LargeBodiesMemoryBounded(t *testing.T) {
+	t.Parallel()
 	const (
 		capBytes  = 128 << 20
 		bodyBytes = 60 << 20
@@ -72,6 +73,7 @@ func TestServe_LargeBodiesMemoryBounded(t *testing.T) {
 		settled   = 48 << 20
 	)
 	c := newCluster(t)
+	c.useShipped() // the memory bound is the shipped binary's (a race build takes several times the memory)
 	port := freePorts(t, 1)[0]
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	n := c.addNode("n1", addr, nil, "--http", addr, "--retention-interval", "0",
@@ -155,6 +157,7 @@ func TestServe_LargeBodiesMemoryBounded(t *testing.T) {
 // before a collection) plus 64 MiB. Charged by length, the six ran at once
 // and took the process to 476 MiB (170 MiB charged by cost).
 func TestServe_LargePushesMemoryBounded(t *testing.T) {
+	t.Parallel()
 	const (
 		capBytes  = 128 << 20
 		bodyBytes = 16 << 20
@@ -162,6 +165,7 @@ func TestServe_LargePushesMemoryBounded(t *testing.T) {
 		allowance = 64 << 20
 	)
 	c := newCluster(t)
+	c.useShipped() // the memory bound is the shipped binary's (a race build takes several times the memory)
 	port := freePorts(t, 1)[0]
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	n := c.addNode("n1", addr, nil, "--http", addr, "--retention-interval", "0",

@@ -35,6 +35,7 @@ func runCLI(t *testing.T, args ...string) string {
 // know every other's version (the followers relay their addresses, and
 // each reads the others' /health).
 func TestCLI_StatusOfAThreeNodeCluster(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("process-level CLI test; skipped with -short")
 	}
@@ -118,6 +119,7 @@ func TestCLI_StatusOfAThreeNodeCluster(t *testing.T) {
 // queue with its counts; the dead letters the filters select; a redrive in
 // rounds that replays each row once; a delete of one address.
 func TestCLI_QueuesAndDLQ(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0])
 	n := c.addNode("n1", addr, nil, "--http", addr)
@@ -210,6 +212,7 @@ func TestCLI_QueuesAndDLQ(t *testing.T) {
 // queen step-down: the leader hands over its group and another node leads;
 // a follower transfers nothing.
 func TestCLI_StepDown(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("process-level CLI test; skipped with -short")
 	}

@@ -15,6 +15,7 @@ import (
 // newcomer runs them (bash and curl) against a real node, answer what the
 // README says they answer. A README that drifts from the broker fails here.
 func TestREADME_TryItWalkthrough(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Skip("curl is not installed")
 	}
@@ -23,6 +24,7 @@ func TestREADME_TryItWalkthrough(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := newCluster(t)
+	c.useShipped() // the README's node: CGO_ENABLED=0 go run ./cmd/queen serve
 	addr := fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0])
 	n := c.addNode("n1", addr, nil, "--http", addr)
 	n.start()

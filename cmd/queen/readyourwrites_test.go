@@ -19,6 +19,7 @@ import (
 // With a cluster secret followers ask the leader for its read index; without
 // one they relay each read to the leader: both must hold.
 func TestCluster_ReadYourWritesThroughAnyNode(t *testing.T) {
+	t.Parallel()
 	for _, secret := range []bool{true, false} {
 		t.Run(fmt.Sprintf("secret=%v", secret), func(t *testing.T) {
 			var extra []string
@@ -165,6 +166,7 @@ func popOne(t *testing.T, c *cluster, n *qnode, queue, group string) popped {
 // answers 503 read_unavailable rather than stale state, and a stale read
 // still answers.
 func TestCluster_StaleReads(t *testing.T) {
+	t.Parallel()
 	c := startLoopback(t, 3, "--cluster-secret-file", writeSecret(t, "stale reads"))
 	leader, _ := c.waitConverged(c.nodes, 30*time.Second)
 	followers := c.others(leader)

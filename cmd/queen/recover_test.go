@@ -20,6 +20,7 @@ import (
 // peers.json with itself as the only peer, it elects itself and serves its
 // data.
 func TestRecover_SingleNodeServesAgain(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	ports := freePorts(t, 3)
 	httpAddr, raftAddr := fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])

@@ -60,6 +60,7 @@ func parkRelayedPoll(t *testing.T, queue string) (c *cluster, leader, follower *
 // taking a lease: a message pushed afterwards goes at once to the next
 // consumer, not to nobody for the lease time (300 s here).
 func TestCluster_RelayedLongPollEndsWhenItsClientLeaves(t *testing.T) {
+	t.Parallel()
 	c, leader, follower, conn := parkRelayedPoll(t, "relay")
 	conn.Close()
 	waitFor(t, 5*time.Second, "the leader to end the abandoned poll", func() (bool, string) {
@@ -88,6 +89,7 @@ func TestCluster_RelayedLongPollEndsWhenItsClientLeaves(t *testing.T) {
 // relay gone, or the follower its client gone with the answer in hand), the
 // message must be poppable again within seconds, not after its 300 s lease.
 func TestCluster_RelayedLongPollRacingAPushReleasesTheLease(t *testing.T) {
+	t.Parallel()
 	c, leader, follower, conn := parkRelayedPoll(t, "race")
 	conn.Close()
 	c.mustPush([]*qnode{leader}, 10*time.Second, []pushItem{{Queue: "race", TransactionID: "raced", Payload: 1}})

@@ -23,6 +23,7 @@ import (
 // TestReplace_NodeWithLostDisk replaces a node of a three-node cluster of
 // one Raft group under push load.
 func TestReplace_NodeWithLostDisk(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("process test")
 	}
@@ -33,6 +34,7 @@ func TestReplace_NodeWithLostDisk(t *testing.T) {
 // id leaves every group and the new node joins, and installs a snapshot
 // of, every group.
 func TestReplace_NodeWithLostDiskGroups(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("process test")
 	}

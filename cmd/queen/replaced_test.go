@@ -19,6 +19,7 @@ import (
 // catch-up, the dead node leaves the directory, and every push answered
 // queued, before and during the loss, is delivered exactly once.
 func TestGroups_LostNodeIsReplaced(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("process test")
 	}
@@ -179,6 +180,7 @@ func (c *cluster) drainOnce(nodes []*qnode, queues []string, pushed map[string]b
 // three voters without it, and every push answered queued is delivered
 // exactly once.
 func TestGroups_ForcedLeaveOfLostNode(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("process test")
 	}
@@ -189,6 +191,7 @@ func TestGroups_ForcedLeaveOfLostNode(t *testing.T) {
 // 5s and no operator: the directory's leader re-creates the lost node's
 // replicas on the others and removes it.
 func TestGroups_LostNodeOfFiveIsReplaced(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("process test")
 	}

@@ -96,6 +96,7 @@ func (c *cluster) doLed(method, url string, body []byte) (int, []byte, error) {
 // four of them not hosting the queue's group for some queue, deliver every
 // message once; queen status shows the spread.
 func TestGroups_FourNodesThreeReplicas(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("process test")
 	}
@@ -230,6 +231,7 @@ func TestGroups_FourNodesThreeReplicas(t *testing.T) {
 // queen status's spread table: each node with how many data groups it is
 // a voter of and leads, the directory left out; none for one group.
 func TestStatus_SpreadTable(t *testing.T) {
+	t.Parallel()
 	var p placement
 	if err := json.Unmarshal([]byte(`{"nodes":[{"id":"n1"},{"id":"n2"},{"id":"n3"},{"id":"n4"}],"replicas":3,"groups":[
 		{"id":0,"members":["n1","n2","n3","n4"],"leader":"n1"},

@@ -15,6 +15,7 @@ import (
 // holds every group, and restores into a new cluster of one node that
 // serves every message once.
 func TestBackup_ROfNRestoresOneNode(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("process test")
 	}

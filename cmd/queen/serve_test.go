@@ -24,15 +24,16 @@ import (
 // names the variable and its format without quoting the key. The control
 // runs the same invocation with a well-formed key, which serves.
 func TestServe_MalformedEncryptionKeyExits(t *testing.T) {
+	t.Parallel()
 	bin := queenBinary(t)
 	for _, key := range []string{"abc", strings.Repeat("a1", 31) + "a"} { // 3 and 63 hex characters
-		t.Setenv("QUEEN_ENCRYPTION_KEY", key)
 		dir := filepath.Join(t.TempDir(), "data")
 		addr := fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0])
 		// The deadline only stops a binary that would serve instead of
 		// exiting; a correct one exits at once.
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		cmd := exec.CommandContext(ctx, bin, "serve", "--data", dir, "--http", addr)
+		cmd.Env = append(os.Environ(), "QUEEN_ENCRYPTION_KEY="+key)
 		setDeathSignal(cmd)
 		out, err := cmd.CombinedOutput()
 		cancel()
@@ -56,8 +57,8 @@ func TestServe_MalformedEncryptionKeyExits(t *testing.T) {
 		}
 	}
 
-	t.Setenv("QUEEN_ENCRYPTION_KEY", strings.Repeat("a1", 32))
 	c := newCluster(t)
+	c.env = []string{"QUEEN_ENCRYPTION_KEY=" + strings.Repeat("a1", 32)}
 	addr := fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0])
 	n := c.addNode("n1", addr, nil, "--http", addr)
 	n.start()

@@ -19,6 +19,7 @@ import (
 // errors): the shard's memory of recent cycles answers it without applying
 // it twice (docs/decisions.md B10).
 func TestCluster_StreamAggregationExactlyOnceAcrossLeaderKill(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("process-level streams test (about 20 s); skipped with -short")
 	}

@@ -21,6 +21,7 @@ import (
 // cluster secret read from a file; a node with the right certificates but
 // another secret asks to join and is refused, and the cluster stays three.
 func TestCluster_TLSAndSecret(t *testing.T) {
+	t.Parallel()
 	ca := rafttest.NewCA(t, "cluster")
 	cert, key := ca.Issue("node", "127.0.0.1") // every node listens on 127.0.0.1
 	dir := t.TempDir()
@@ -62,6 +63,7 @@ func TestCluster_TLSAndSecret(t *testing.T) {
 // exist is refused, and the node keeps serving as a single voter, across a
 // restart too.
 func TestSingleNode_AnonymousJoinRefused(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	httpAddr := fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0])
 	n := c.addNode("n1", httpAddr, nil, "--http", httpAddr)
@@ -93,10 +95,8 @@ func TestCluster_AllTrustUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("process-level load test (about 40 s); skipped with -short")
 	}
+	t.Parallel()
 	const jwtSecret = "a-cluster-wide-hs256-secret-32-bytes!!"
-	t.Setenv("JWT_ENABLED", "true")
-	t.Setenv("JWT_ALGORITHM", "HS256")
-	t.Setenv("JWT_SECRET", jwtSecret)
 	token, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{
 		"sub": "load-test", "role": "admin", "exp": time.Now().Add(time.Hour).Unix()}).SignedString([]byte(jwtSecret))
 	if err != nil {
@@ -110,6 +110,7 @@ func TestCluster_AllTrustUnderLoad(t *testing.T) {
 		"--snapshot-threshold", "256", "--trailing-logs", "64", "--snapshot-interval", "1s"}
 
 	c := newCluster(t)
+	c.env = []string{"JWT_ENABLED=true", "JWT_ALGORITHM=HS256", "JWT_SECRET=" + jwtSecret}
 	c.useTLS(ca.ClientTLS())
 	c.header.Set("Authorization", "Bearer "+token)
 	c.startLoopback(3, trust...)

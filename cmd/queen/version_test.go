@@ -38,10 +38,11 @@ func TestVersionString(t *testing.T) {
 	}
 }
 
-// The binary answers version, --version and -v alike, and every command's
+// The binary make build ships answers version, --version and -v alike, and every command's
 // -h prints its help and exits 0.
 func TestCLI_VersionAndHelp(t *testing.T) {
-	bin := queenBinary(t)
+	t.Parallel()
+	bin := shippedBinary(t)
 	for _, arg := range []string{"version", "--version", "-v"} {
 		out, err := exec.Command(bin, arg).Output()
 		if err != nil || !strings.HasPrefix(string(out), "queen ") {

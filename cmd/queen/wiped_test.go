@@ -19,6 +19,7 @@ import (
 
 // TestWipe_TwoDownLosesNothing: one group.
 func TestWipe_TwoDownLosesNothing(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("process test")
 	}
@@ -28,6 +29,7 @@ func TestWipe_TwoDownLosesNothing(t *testing.T) {
 // TestWipe_TwoDownLosesNothingGroups: the same with --groups 2, whose
 // Host runs the founders' round before any group opens.
 func TestWipe_TwoDownLosesNothingGroups(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("process test")
 	}
@@ -158,6 +160,7 @@ func (c *cluster) requireStored(nodes []*qnode, items []pushItem) {
 // naming the fix) before its Raft could vote; after queen leave --force,
 // the same command joins it again as a new member, which catches up.
 func TestWipe_JoinerWithALostDiskIsRefused(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("process test")
 	}
@@ -222,6 +225,7 @@ func (c *cluster) requireOneCluster(nodes []*qnode) {
 // re-bootstrapped and rejoined as a voter with an empty log), nothing
 // acknowledged is lost, and the repair brings it back.
 func TestWipe_LeaderWithTheOthersHealthy(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("process test")
 	}

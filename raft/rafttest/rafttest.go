@@ -33,9 +33,15 @@ func Options(id, dir string) raft.Options {
 	o.ID, o.Dir = id, dir
 	o.Engine = enginetest.Options()
 	o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	o.HeartbeatTimeout = 100 * time.Millisecond
-	o.ElectionTimeout = 100 * time.Millisecond
-	o.LeaderLeaseTimeout = 100 * time.Millisecond
+	// 400 ms, not 100: tests run in parallel beside other race-built test
+	// binaries on two cores, where a follower that misses 100 ms of
+	// heartbeats (a leader not scheduled) is common: with 100 ms, a make
+	// test run beside two CPU burners had five-group hosts stuck as
+	// candidates for 20 s ("groups did not settle") and sixteen raft tests
+	// failing.
+	o.HeartbeatTimeout = 400 * time.Millisecond
+	o.ElectionTimeout = 400 * time.Millisecond
+	o.LeaderLeaseTimeout = 400 * time.Millisecond
 	o.ApplyTimeout = 5 * time.Second
 	o.SnapshotInterval = 50 * time.Millisecond
 	o.RaftLogSync = false // tests never lose power

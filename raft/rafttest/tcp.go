@@ -4,29 +4,21 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/queenmq/queen/internal/porttest"
 	"github.com/queenmq/queen/raft"
 )
 
-// FreeAddrs returns n distinct loopback TCP addresses that were free a
-// moment ago (listen on :0, close).
+// FreeAddrs returns n distinct loopback TCP addresses reserved for the rest
+// of t (internal/porttest): tests run in parallel and restart nodes on their
+// addresses, which a port picked by listen(:0) and closed does not survive.
 func FreeAddrs(t testing.TB, n int) []string {
 	t.Helper()
-	var addrs []string
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("pick a free port: %v", err)
-		}
-		defer l.Close()
-		addrs = append(addrs, l.Addr().String())
-	}
-	return addrs
+	return porttest.Addrs(t, n)
 }
 
 // OpenTCP opens node id on the TCP transport at addr (Options tuned for
