@@ -401,3 +401,48 @@ func configMembers(conf hraft.Configuration) []string {
 	}
 	return ids
 }
+
+// otherFounders reports whether opts.Peers names a founder besides this
+// node.
+func otherFounders(opts Options) bool {
+	return slices.ContainsFunc(opts.Peers, func(p Peer) bool { return p.ID != opts.ID })
+}
+
+// members lists the ids of the node's latest configuration, nil when raft
+// cannot say.
+func (n *Node) members() []string {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return nil
+	}
+	return configMembers(f.Configuration())
+}
+
+// undoHalfBootstrap clears a bootstrap that a stop cut in two. hashicorp/raft
+// bootstraps in two writes, the term (1) and then the first entry (the
+// configuration); a node stopped between them has state, so it never
+// bootstraps again, and no configuration, so it never elects: it stays
+// down for good. Term 1 with no entry, no snapshot and no vote is that
+// state and nothing else (a node that learned term 1 from a leader got
+// entries from it, or never bootstraps), so the term is set back to 0 and
+// the bootstrap runs again, with the configuration it would have written.
+func undoHalfBootstrap(log *logstore.Log, snaps hraft.SnapshotStore, l *slog.Logger) error {
+	term, err := log.GetUint64([]byte("CurrentTerm"))
+	if err != nil || term != 1 {
+		return nil
+	}
+	if last, err := log.LastIndex(); err != nil || last != 0 {
+		return err
+	}
+	if list, err := snaps.List(); err != nil || len(list) > 0 {
+		return err
+	}
+	if vote, err := log.GetUint64([]byte("LastVoteTerm")); err == nil && vote != 0 {
+		return nil
+	}
+	l.Warn("raft: a bootstrap was cut short by a stop; bootstrapping again")
+	if err := log.SetUint64([]byte("CurrentTerm"), 0); err != nil {
+		return fmt.Errorf("raft: undo a half bootstrap: %w", err)
+	}
+	return nil
+}

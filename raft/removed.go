@@ -111,3 +111,13 @@ func removedFrom(s *streamLayer, self string, conf hraft.Configuration) ([]strin
 	slices.Sort(members)
 	return members, answered > len(others)/2
 }
+
+// Removed is closed once this node knows it was removed from the cluster;
+// a Host's groups leave that to the Host.
+func (n *Node) Removed() <-chan struct{} { return n.removal.Removed() }
+
+// leaderless reports whether the node knows no leader.
+func (n *Node) leaderless() bool {
+	_, id := n.raft.LeaderWithID()
+	return id == ""
+}

@@ -44,11 +44,14 @@ func TestCluster_TLSAndSecret(t *testing.T) {
 		"--raft", fmt.Sprintf("127.0.0.1:%d", ports[1]), "--join", "http://" + c.nodes[0].http,
 		"--retention-interval", "0", "--cluster-secret-file", wrong}, trust...)...)
 	intruder.start()
-	waitFor(t, 60*time.Second, "the intruder's join to be refused twice", func() (bool, string) {
+	// A refused secret is final: the intruder says so and exits at once.
+	waitFor(t, 60*time.Second, "the intruder's join to be refused and the intruder to exit", func() (bool, string) {
 		n := strings.Count(intruder.logTail(1<<20), "cluster_secret_invalid")
-		return n >= 2, fmt.Sprintf("%d refusals in its log", n)
+		return n >= 1 && !intruder.running(), fmt.Sprintf("%d refusals in its log, running %v", n, intruder.running())
 	})
-	intruder.kill()
+	if intruder.cmd.ProcessState.Success() {
+		t.Fatalf("the intruder exited 0 after its secret was refused:\n%s", intruder.logTail(3000))
+	}
 	hs, errs, desc := c.healths(members)
 	for i, h := range hs {
 		if errs[i] != nil || h.Voters != 3 {
