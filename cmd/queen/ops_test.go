@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -106,11 +107,13 @@ func TestCLI_StatusOfAThreeNodeCluster(t *testing.T) {
 		ids = append(ids, n.id)
 	}
 	slices.Sort(ids)
-	if len(lines) != 11 || !strings.HasPrefix(lines[0], "NODE") || !strings.Contains(lines[0], "CMD VERSION") ||
+	if len(lines) != 13 || !strings.HasPrefix(lines[0], "NODE") || !strings.Contains(lines[0], "CMD VERSION") ||
 		!strings.Contains(table, "leader") || !strings.Contains(lines[4], "unreachable") ||
 		lines[6] != fmt.Sprintf("cluster version %d (as the leader, %s, reads it)", command.MaxVersion, leader.id) ||
-		lines[8] != "placement (as "+leader.id+" knows it)" ||
-		strings.Join(strings.Fields(lines[10]), " ") != "1 "+leader.id+" "+strings.Join(ids, ",")+" 1" {
+		!regexp.MustCompile(`^cluster id [0-9a-f]{32}$`).MatchString(lines[7]) ||
+		!regexp.MustCompile(`^store ids: n\d=[0-9a-f]{32} n\d=[0-9a-f]{32} n\d=[0-9a-f]{32}$`).MatchString(lines[8]) ||
+		lines[10] != "placement (as "+leader.id+" knows it)" ||
+		strings.Join(strings.Fields(lines[12]), " ") != "1 "+leader.id+" "+strings.Join(ids, ",")+" 1" {
 		t.Fatalf("table:\n%s", table)
 	}
 }

@@ -83,7 +83,11 @@ func (c *cluster) waitROfN(groups, r int) placementOf {
 func (c *cluster) doLed(method, url string, body []byte) (int, []byte, error) {
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		code, b, err := c.do(10*time.Second, method, url, body)
-		if e, _ := c2(b); err != nil || code != http.StatusServiceUnavailable || e.Code != "not_leader" || time.Now().After(deadline) {
+		// not_leader, no_leader and leadership_transfer: nothing was
+		// proposed (docs/api.md), so asking again is safe.
+		e, _ := c2(b)
+		transient := e.Code == "not_leader" || e.Code == "no_leader" || e.Code == "leadership_transfer"
+		if err != nil || code != http.StatusServiceUnavailable || !transient || time.Now().After(deadline) {
 			return code, b, err
 		}
 	}
