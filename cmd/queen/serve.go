@@ -614,13 +614,19 @@ func storageGuard(log *slog.Logger, c serveConfig) (*diskspace.Guard, error) {
 	return g, nil
 }
 
+// clusterHTTP is the client serve asks another node's HTTP API with
+// before it serves (the join checks and the join): roots verify its HTTPS.
+func clusterHTTP(timeout time.Duration, roots *tls.Config) *http.Client {
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{TLSClientConfig: roots}}
+}
+
 // joinAllowed asks the node at url whether it takes this node's cluster
 // secret: a join route asked with an empty body answers 403 (or 401) for a
 // wrong secret and 400 past the check, changing nothing. A node that does
 // not answer is no reason to stop (the cluster may be starting):
 // joinCluster retries.
 func joinAllowed(url, secret string, roots *tls.Config) error {
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: roots}}
+	client := clusterHTTP(10*time.Second, roots)
 	resp, err := postMembership(client, url, "join", "{}", secret, "")
 	if err != nil {
 		return nil
@@ -639,7 +645,7 @@ func joinAllowed(url, secret string, roots *tls.Config) error {
 // directory's with groups; "nodes", read every few seconds, from a binary
 // without it), and the cluster's id.
 func clusterMembers(url string, roots *tls.Config) ([]string, string, error) {
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: roots}}
+	client := clusterHTTP(10*time.Second, roots)
 	resp, err := client.Get(strings.TrimSuffix(url, "/") + "/health")
 	if err != nil {
 		return nil, "", err
@@ -671,7 +677,7 @@ func clusterMembers(url string, roots *tls.Config) ([]string, string, error) {
 // it, and serve stops with it.
 func joinCluster(log *slog.Logger, url, id, raftAddr, secret string, roots *tls.Config, fail func(error)) {
 	body := fmt.Sprintf(`{"id":%q,"addr":%q}`, id, raftAddr)
-	client := &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{TLSClientConfig: roots}}
+	client := clusterHTTP(15*time.Second, roots)
 	for attempt := 1; ; attempt++ {
 		resp, err := postMembership(client, url, "join", body, secret, "")
 		if err == nil {
