@@ -60,6 +60,11 @@ type Host struct {
 	// replicas may have been re-created elsewhere, so it serves no data
 	// group from them.
 	cutOff atomic.Bool
+	// serving is, by group, whether this node serves it from its replica
+	// yet (hostlayout.go, "A replica that starts serving"); readCatchUp
+	// how a replica is caught up first (SetReadCatchUp).
+	serving     []atomic.Int32
+	readCatchUp atomic.Pointer[func(context.Context, uint32) error]
 	// catchUp is, by group, the commit index this node's replica must
 	// apply before it says a replica step adding it is ready
 	// (rebalance.go; rebalanceLoop's goroutine only).
@@ -189,7 +194,7 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 		return nil, fmt.Errorf("raft: host: Groups must be at least 1, not %d", o.Groups)
 	}
 	h := &Host{opts: o, done: make(chan struct{}), waitsStopped: make(chan struct{}), catchUp: make([]uint64, o.Groups+1),
-		removal: newRemoval()}
+		removal: newRemoval(), serving: make([]atomic.Int32, o.Groups+1)}
 	defer func() {
 		if err != nil {
 			h.closeParts()
@@ -262,7 +267,15 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 		}
 		return id
 	})
-	h.wg.Add(7)
+	// A group listed at the start is served at once: no read is under way
+	// yet whose barrier could have skipped it.
+	for g := uint32(1); int(g) < len(h.nodes); g++ {
+		if h.listed(g) {
+			h.serving[g].Store(servingOn)
+		}
+	}
+	h.wg.Add(8)
+	go h.servingLoop()
 	go func() {
 		defer h.wg.Done()
 		dir := h.nodes[Directory]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"time"
 
 	hraft "github.com/hashicorp/raft"
@@ -68,10 +69,26 @@ func (n *Node) member() bool {
 // non-voter still catching up, a voter removed) routes to the voters
 // instead: its replica may be stale; so does a node cut off from the
 // directory for longer than ReplaceAfter (CutOff).
+//
+// A replica starts serving g only once it has caught up with a read index
+// its leader confirmed after the record listed it (servingLoop), not the
+// moment the record does: see "A replica that starts serving" below.
 func (h *Host) hosts(g uint32) bool {
 	if g == Directory {
 		return true
 	}
+	if !h.listed(g) {
+		h.serving[g].Store(servingOff)
+		return false
+	}
+	return h.serving[g].Load() == servingOn
+}
+
+// listed reports whether group g is this node's to serve by the records:
+// the directory's record lists this node among g's voters, or, before
+// there is a record, this node is in g's configuration; and this node is
+// not cut off from the directory.
+func (h *Host) listed(g uint32) bool {
 	if h.cutOff.Load() {
 		return false
 	}
@@ -81,6 +98,106 @@ func (h *Host) hosts(g uint32) bool {
 	}
 	return slices.Contains(rec.Voters, h.opts.Node.ID)
 }
+
+// A replica that starts serving.
+//
+// A linearizable read waits, before it runs, for every replica this node
+// serves groups from (the edge's read barrier, package server/relay) and
+// then reads each group where hosts says: here, or at the group's leader.
+// Were hosts to turn true between the two (the directory's record starts
+// listing this node: a replica step promoted it, or a node came back under
+// a new store), the read would run on a replica the barrier never waited
+// for, and could miss a write answered before the read began. So a group
+// goes servingOff → servingCatching → servingOn: in servingCatching the
+// barrier waits for the replica (Joining) while reads still go to the
+// leader, and servingLoop turns it servingOn only once the replica has
+// applied a read index its leader confirmed after the state became
+// servingCatching. A barrier that skipped the group began before then, so
+// every write answered before it is within that index; one that began
+// after waited itself. Back to servingOff as soon as the record stops
+// listing this node (hosts, servingLoop).
+const (
+	servingOff int32 = iota
+	servingCatching
+	servingOn
+)
+
+// servingInterval is how often servingLoop looks for groups to catch up.
+const servingInterval = 100 * time.Millisecond
+
+// Joining reports whether this node's replica of group g is being caught
+// up to serve g (servingCatching): a read barrier must wait for it as for
+// a replica it serves from (Hosts), since reads may be served from it by
+// the time the read runs.
+func (h *Host) Joining(g uint32) bool {
+	return g != Directory && int(g) < len(h.serving) && h.serving[g].Load() == servingCatching
+}
+
+// SetReadCatchUp sets how a replica is caught up before it serves its
+// group (servingLoop): f returns once this node's replica of g has
+// applied a read index g's leader confirmed after f was called (the edge's
+// read consistency, relay.Reads.CatchUp). Unset, a listed group is served
+// at once (a node without an edge: the tests of this package).
+func (h *Host) SetReadCatchUp(f func(ctx context.Context, g uint32) error) { h.readCatchUp.Store(&f) }
+
+// servingLoop moves each data group's serving state (see "A replica that
+// starts serving"): listed groups not served are caught up, one
+// goroutine each, every servingInterval.
+func (h *Host) servingLoop() {
+	defer h.wg.Done()
+	t := time.NewTicker(servingInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-h.done:
+			return
+		}
+		var wg sync.WaitGroup
+		for g := uint32(1); int(g) < len(h.nodes); g++ {
+			if !h.listed(g) {
+				h.serving[g].Store(servingOff)
+				continue
+			}
+			f := h.readCatchUp.Load()
+			if f == nil {
+				h.serving[g].Store(servingOn)
+				continue
+			}
+			if !h.serving[g].CompareAndSwap(servingOff, servingCatching) {
+				continue
+			}
+			wg.Go(func() { h.catchUpToServe(g, *f) })
+		}
+		wg.Wait()
+	}
+}
+
+// catchUpToServe runs f for group g in servingCatching and turns g
+// servingOn when it returns nil, servingOff when it fails (the loop tries
+// again), unless hosts turned it servingOff meanwhile.
+func (h *Host) catchUpToServe(g uint32, f func(context.Context, uint32) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), catchUpToServeTimeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-h.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if err := f(ctx, g); err != nil {
+		h.serving[g].CompareAndSwap(servingCatching, servingOff)
+		h.nodes[g].log.Debug("raft: host: catch up before serving the group; trying again", "err", err)
+		return
+	}
+	if h.serving[g].CompareAndSwap(servingCatching, servingOn) {
+		h.nodes[g].log.Info("raft: host: this node serves the group from its replica")
+	}
+}
+
+// catchUpToServeTimeout bounds one catch-up of servingLoop.
+const catchUpToServeTimeout = 10 * time.Second
 
 // layoutRecord is group g's record in this node's directory replica.
 func (h *Host) layoutRecord(g uint32) command.GroupLayout {

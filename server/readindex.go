@@ -42,22 +42,44 @@ type Replicated interface {
 
 // hostsGroups is a broker that serves only some of its groups from its
 // own replicas (raft.Host with groups on R of N nodes): the others'
-// replicas are idle, never waited for.
+// replicas are idle, never waited for. A replica it is about to serve
+// from (Joining) is waited for all the same, and it serves from it only
+// once the read consistency has caught it up (SetReadCatchUp; raft's
+// hostlayout.go, "A replica that starts serving").
 type hostsGroups interface {
 	Hosts(g uint32) bool
+	Joining(g uint32) bool
+	SetReadCatchUp(f func(ctx context.Context, g uint32) error)
 }
 
 // newReads is the broker's read consistency (package relay).
 func newReads(s *Server, b Replicated) *relay.Reads {
 	var hosts func(uint32) bool
-	if hg, ok := b.(hostsGroups); ok {
-		hosts = hg.Hosts
+	hg, ok := b.(hostsGroups)
+	if ok {
+		hosts = func(g uint32) bool { return hg.Hosts(g) || hg.Joining(g) }
 	}
-	return relay.NewReads(b.Replicas(), relay.ReadOptions{Hosts: hosts,
+	reads := relay.NewReads(b.Replicas(), relay.ReadOptions{Hosts: hosts,
 		Ctx: s.ctx, Ask: s.askReadIndex, Closed: s.opts.ClusterSecret == "", Refused: errReadIndexRefused,
 		Unavailable: func(msg string) error { return &apiError{Kind: errReadUnavailable, Msg: msg} },
 		Metrics:     s.opts.Metrics, Logger: s.log,
 	})
+	if ok {
+		replicas := b.Replicas()
+		hg.SetReadCatchUp(func(ctx context.Context, g uint32) error {
+			if int(g) >= len(replicas) || replicas[g].GroupID() != g {
+				return fmt.Errorf("no replica of group %d here", g)
+			}
+			err := reads.CatchUp(ctx, replicas[g])
+			if errors.Is(err, errReadIndexRefused) {
+				// The cluster plane is closed: a follower's linearizable
+				// reads are relayed whole, and a stale read is what it is.
+				return nil
+			}
+			return err
+		})
+	}
+	return reads
 }
 
 // staleRead reports whether the request asks for a stale read
