@@ -139,10 +139,14 @@ func openIdentity(opts Options, stream *streamLayer, first *logstore.Log, store 
 			}
 		}
 	}
+	cluster := clusterIDOf(founders)
 	if v, err := first.Get(clusterIDKey); err == nil && len(v) > 0 {
-		return founders, string(v), nil
+		cluster = string(v)
 	}
-	return founders, clusterIDOf(founders), nil
+	if stream != nil {
+		stream.setCluster(cluster) // carried by every connection from now on (transport.go)
+	}
+	return founders, cluster, nil
 }
 
 // identity is what a node answers a status probe with.

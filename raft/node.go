@@ -709,6 +709,9 @@ func (n *Node) Status() Status {
 	s := Status{ID: n.opts.ID, Store: n.storeID, Cluster: n.clusterID, Applied: n.engine.Applied(), Fault: n.fault(),
 		StorageErrors:  n.engine.StorageErrors() + n.store.StorageErrors(),
 		CommandVersion: n.advertised(), ClusterVersion: n.ClusterVersion()}
+	if n.stream != nil {
+		s.ForeignPeers = n.stream.ForeignPeers()
+	}
 	switch n.raft.State() {
 	case hraft.Leader:
 		s.Role = "leader"

@@ -28,6 +28,10 @@ type Status struct {
 	// StorageErrors counts the failed file operations of both stores since
 	// the node opened (queen_storage_errors_total).
 	StorageErrors uint64
+	// ForeignPeers counts the Raft connections refused since the node
+	// opened because the peer belongs to another cluster (transport.go;
+	// queen_raft_foreign_peers_refused_total).
+	ForeignPeers uint64
 	// CommandVersion is the command version this node advertises, and
 	// ClusterVersion the one the cluster runs at as this node last read
 	// it (version.go); Versions lists every server's.

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -38,10 +39,17 @@ import (
 //	+--------+---------+-------+--------+
 //
 // flags bit 0 (flagSecret) says that secret proofs follow; the other bits are
-// zero and reserved. The nonce is fresh random bytes. A hello whose magic,
-// version or flags differ from this side's own ends the connection: the peer
-// is not a queen node, or runs another handshake version, or one side has a
-// cluster secret and the other none.
+// zero and reserved. The nonce is fresh random bytes. A hello whose magic or
+// flags differ from this side's own ends the connection: the peer is not a
+// queen node, or one side has a cluster secret and the other none.
+//
+// Versions. The dialer's hello names the version it speaks, 2 (or 1, to a
+// peer that refused 2 within versionMemory); the acceptor reads it before it
+// answers and answers in the same version, 1 or 2, so a node of an earlier
+// release (which sends version 1 without waiting, and ends a connection whose
+// hello names another) dials this one as before. A dialer whose version 2 is
+// answered by a version 1 hello has met such a node: it dials again in
+// version 1. Version 1 is the exchange below and nothing more.
 //
 // With a secret, the dialer then sends its proof; the acceptor checks it and
 // only then sends its own, which the dialer checks. Each proof is 32 bytes:
@@ -58,6 +66,19 @@ import (
 // first. Proofs are compared with hmac.Equal. Every read has a fixed length,
 // and the whole set-up, TLS included, must end within handshakeTimeout.
 //
+// Version 2 then exchanges the nodes' cluster ids, both at once, once the
+// proofs (if any) have passed:
+//
+//	dialer   ↔ acceptor: cluster id (16 B; zero while the node knows none)
+//
+// The id is the one identity.go derives (hex-decoded). Two non-zero ids that
+// differ end the connection on both sides, each logging the two ids, and
+// count in Status.ForeignPeers (queen_raft_foreign_peers_refused_total): a
+// node of another cluster (a data directory restored on the wrong machine,
+// an address reused) never exchanges a Raft message with this one. A node
+// that knows no id yet (a founder before its round, a joiner before it
+// joined, a cluster from before there were ids) is not refused.
+//
 // Part of the wire format — never change; a new layout takes a new version.
 //
 // The secret authenticates who opens a connection. On plain TCP it does not
@@ -67,7 +88,9 @@ import (
 // second key, independent of the certificates.
 const (
 	helloMagic    = "QRFT"
-	helloVersion  = 1
+	helloVersion1 = 1
+	helloVersion  = 2 // what this node dials with
+	clusterIDLen  = 16
 	flagSecret    = 1 << 0
 	nonceLen      = 32
 	helloLen      = len(helloMagic) + 1 + 1 + nonceLen
@@ -94,6 +117,9 @@ const (
 	// warnEvery is how often a refused peer's host is logged at warning
 	// level; refusals in between are logged at debug level.
 	warnEvery = 10 * time.Second
+	// versionMemory is how long a peer that answered version 2 with
+	// version 1 is dialed in version 1 (it may be upgraded meanwhile).
+	versionMemory = time.Minute
 )
 
 // Transport pool size and I/O timeout, as hashicorp/raft's TCP transport
@@ -143,6 +169,10 @@ type streamLayer struct {
 	perHost map[string]int         // remote IP -> connections of pending from it
 	warned  map[string]time.Time   // remote host -> last warning
 	groups  map[uint32]*groupLayer // the other groups hosted (groupstream.go)
+	v1      map[string]time.Time   // peer address -> when it answered version 2 with version 1
+
+	cluster atomic.Pointer[[clusterIDLen]byte] // this node's cluster id, nil while it knows none (setCluster)
+	foreign atomic.Uint64                      // connections refused for another cluster id
 
 	identity atomic.Pointer[func() identity] // what status probes are answered (identity.go)
 }
@@ -163,7 +193,7 @@ func newStreamLayer(addr string, tlsConf *tls.Config, secret string, log *slog.L
 	}
 	s := &streamLayer{ln: ln, log: log, conns: make(chan net.Conn), closed: make(chan struct{}),
 		slots: make(chan struct{}, maxHandshakes), pending: map[net.Conn]struct{}{}, perHost: map[string]int{},
-		warned: map[string]time.Time{}}
+		warned: map[string]time.Time{}, v1: map[string]time.Time{}}
 	if tlsConf != nil {
 		s.server = tlsConf.Clone()
 		s.server.ClientAuth = tls.RequireAndVerifyClientCert
@@ -224,7 +254,7 @@ func (s *streamLayer) acceptLoop() {
 		case s.slots <- struct{}{}:
 		default:
 			c.Close()
-			s.refused(c.RemoteAddr(), fmt.Errorf("%d connections already being set up", maxHandshakes))
+			s.refused(c.RemoteAddr().String(), fmt.Errorf("%d connections already being set up", maxHandshakes))
 			continue
 		}
 		switch s.track(c) {
@@ -233,7 +263,7 @@ func (s *streamLayer) acceptLoop() {
 		case hostFull:
 			<-s.slots
 			c.Close()
-			s.refused(c.RemoteAddr(), fmt.Errorf("%d connections from its host already being set up", maxHandshakesPerHost))
+			s.refused(c.RemoteAddr().String(), fmt.Errorf("%d connections from its host already being set up", maxHandshakesPerHost))
 		case layerClosed:
 			c.Close()
 			return
@@ -289,7 +319,7 @@ func remoteHost(c net.Conn) string {
 // for Accept, or closes it.
 func (s *streamLayer) setUpAccepted(c net.Conn) {
 	defer s.wg.Done()
-	conn, err := s.setUp(c, false, "")
+	conn, err := s.setUp(c, false, "", 0)
 	var (
 		to     chan net.Conn
 		closed <-chan struct{}
@@ -302,7 +332,7 @@ func (s *streamLayer) setUpAccepted(c net.Conn) {
 	if err != nil {
 		c.Close()
 		if !s.isClosed() && !errors.Is(err, errAnswered) { // after Close, failures are Close's doing
-			s.refused(c.RemoteAddr(), err)
+			s.refused(c.RemoteAddr().String(), err)
 		}
 		return
 	}
@@ -318,8 +348,8 @@ func (s *streamLayer) setUpAccepted(c net.Conn) {
 // refused logs a peer that failed the set-up: at warning level once per
 // host every warnEvery, at debug level in between, so a misconfigured node
 // retrying all day is seen without filling the log.
-func (s *streamLayer) refused(remote net.Addr, err error) {
-	host := remote.String()
+func (s *streamLayer) refused(remote string, err error) {
+	host := remote
 	if h, _, splitErr := net.SplitHostPort(host); splitErr == nil {
 		host = h
 	}
@@ -337,7 +367,7 @@ func (s *streamLayer) refused(remote net.Addr, err error) {
 	if warn {
 		level = slog.LevelWarn
 	}
-	s.log.Log(context.Background(), level, "raft: refused a connection", "remote", remote.String(), "err", err)
+	s.log.Log(context.Background(), level, "raft: refused a connection", "remote", remote, "err", err)
 }
 
 // Accept returns the next connection that passed the set-up. It returns
@@ -356,19 +386,66 @@ func (s *streamLayer) Accept() (net.Conn, error) {
 }
 
 // Dial connects to a peer and sets the connection up; a peer that fails the
-// set-up gives an error wrapping ErrHandshake.
+// set-up gives an error wrapping ErrHandshake. A peer that speaks handshake
+// version 1 only is dialed again in version 1 (see the format above).
 func (s *streamLayer) Dial(address hraft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	c, err := net.DialTimeout("tcp", string(address), timeout)
+	addr := string(address)
+	version := byte(helloVersion)
+	s.mu.Lock()
+	if at, ok := s.v1[addr]; ok && time.Since(at) < versionMemory {
+		version = helloVersion1
+	}
+	s.mu.Unlock()
+	conn, err := s.dial(addr, timeout, version)
+	if errors.Is(err, errPeerSpeaksV1) {
+		s.mu.Lock()
+		if len(s.v1) >= 1024 {
+			clear(s.v1)
+		}
+		s.v1[addr] = time.Now()
+		s.mu.Unlock()
+		conn, err = s.dial(addr, timeout, helloVersion1)
+	}
+	if errors.Is(err, errForeignCluster) {
+		s.refused(addr, err) // the dialing side's word on it; the acceptor logs its own
+	}
+	return conn, err
+}
+
+// dial is one attempt of Dial in handshake version.
+func (s *streamLayer) dial(addr string, timeout time.Duration, version byte) (net.Conn, error) {
+	c, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
 		return nil, err
 	}
-	conn, err := s.setUp(c, true, string(address))
+	conn, err := s.setUp(c, true, addr, version)
 	if err != nil {
 		c.Close()
-		return nil, fmt.Errorf("%w: %s: %w", ErrHandshake, address, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrHandshake, addr, err)
 	}
 	return conn, nil
 }
+
+// setCluster sets the cluster id this node's connections carry (identity.go;
+// "" while it knows none).
+func (s *streamLayer) setCluster(id string) {
+	if id == "" {
+		s.cluster.Store(nil)
+		return
+	}
+	var b [clusterIDLen]byte
+	if raw, err := hex.DecodeString(id); err == nil && len(raw) == clusterIDLen {
+		copy(b[:], raw)
+	} else {
+		sum := sha256.Sum256([]byte(id)) // not one identity.go derived: compared all the same
+		copy(b[:], sum[:])
+	}
+	s.cluster.Store(&b)
+}
+
+// ForeignPeers counts the connections refused because the peer belongs to
+// another cluster (queen_raft_foreign_peers_refused_total).
+func (s *streamLayer) ForeignPeers() uint64 { return s.foreign.Load() }
 
 // probe dials addr through the whole set-up and hangs up: it proves that a
 // node listens there and passes TLS and the secret handshake.
@@ -412,8 +489,9 @@ func (s *streamLayer) Addr() net.Addr { return s.ln.Addr() }
 
 // setUp runs TLS and the hello on c, within handshakeTimeout. dialer says
 // which side this is; address is the dialed peer (its host is the name its
-// certificate must carry).
-func (s *streamLayer) setUp(c net.Conn, dialer bool, address string) (net.Conn, error) {
+// certificate must carry) and version the handshake version the dialer
+// speaks (the acceptor answers the dialer's).
+func (s *streamLayer) setUp(c net.Conn, dialer bool, address string, version byte) (net.Conn, error) {
 	if !s.protected() {
 		return c, nil
 	}
@@ -448,7 +526,14 @@ func (s *streamLayer) setUp(c net.Conn, dialer bool, address string) (net.Conn, 
 			binding = b
 		}
 	}
-	if err := hello(conn, dialer, s.secret, binding); err != nil {
+	var cluster []byte
+	if id := s.cluster.Load(); id != nil {
+		cluster = id[:]
+	}
+	if err := hello(conn, dialer, version, s.secret, binding, cluster); err != nil {
+		if errors.Is(err, errForeignCluster) {
+			s.foreign.Add(1)
+		}
 		return nil, err
 	}
 	if err := c.SetDeadline(time.Time{}); err != nil {
@@ -457,11 +542,20 @@ func (s *streamLayer) setUp(c net.Conn, dialer bool, address string) (net.Conn, 
 	return conn, nil
 }
 
-// hello exchanges hellos and, with a secret, proofs (see the format above).
-func hello(conn io.ReadWriter, dialer bool, secret, binding []byte) error {
+// errPeerSpeaksV1 is a dialer's hello answered in version 1 when it spoke
+// version 2: the peer runs an earlier release (Dial dials again).
+var errPeerSpeaksV1 = errors.New("the peer speaks handshake version 1 only")
+
+// errForeignCluster is a peer whose cluster id differs from this node's.
+var errForeignCluster = errors.New("the peer belongs to another cluster")
+
+// hello exchanges hellos, with a secret proofs, and in version 2 cluster
+// ids (see the format above). version is the dialer's; the acceptor
+// answers in the dialer's. cluster is this node's id, nil when it knows
+// none.
+func hello(conn io.ReadWriter, dialer bool, version byte, secret, binding, cluster []byte) error {
 	var own, peer [helloLen]byte
 	copy(own[:], helloMagic)
-	own[len(helloMagic)] = helloVersion
 	if secret != nil {
 		own[len(helloMagic)+1] = flagSecret
 	}
@@ -469,27 +563,75 @@ func hello(conn io.ReadWriter, dialer bool, secret, binding []byte) error {
 	if _, err := rand.Read(nonce); err != nil {
 		return fmt.Errorf("draw nonce: %w", err)
 	}
-	if _, err := conn.Write(own[:]); err != nil {
-		return fmt.Errorf("send hello: %w", err)
+	send := func() error {
+		own[len(helloMagic)] = version
+		if _, err := conn.Write(own[:]); err != nil {
+			return fmt.Errorf("send hello: %w", err)
+		}
+		return nil
+	}
+	if dialer {
+		if err := send(); err != nil {
+			return err
+		}
 	}
 	if _, err := io.ReadFull(conn, peer[:]); err != nil {
 		return fmt.Errorf("read hello: %w", err)
 	}
-	switch {
-	case string(peer[:len(helloMagic)]) != helloMagic:
+	if string(peer[:len(helloMagic)]) != helloMagic {
 		return errors.New("the peer's hello is not a queen Raft hello: it is not a queen node with TLS or a cluster secret")
-	case peer[len(helloMagic)] != helloVersion:
-		return fmt.Errorf("the peer speaks handshake version %d, this node %d", peer[len(helloMagic)], helloVersion)
-	case peer[len(helloMagic)+1] != own[len(helloMagic)+1]:
+	}
+	switch pv := peer[len(helloMagic)]; {
+	case !dialer && (pv == helloVersion1 || pv == helloVersion):
+		version = pv
+		if err := send(); err != nil {
+			return err
+		}
+	case !dialer:
+		return fmt.Errorf("the peer speaks handshake version %d, this node %d and %d", pv, helloVersion1, helloVersion)
+	case pv == helloVersion1 && version != helloVersion1:
+		return errPeerSpeaksV1
+	case pv != version:
+		return fmt.Errorf("the peer answered handshake version %d to %d", pv, version)
+	}
+	if peer[len(helloMagic)+1] != own[len(helloMagic)+1] {
 		if secret != nil {
 			return errors.New("the peer has no cluster secret and this node has one")
 		}
 		return errors.New("the peer has a cluster secret and this node has none")
 	}
+	if err := proofs(conn, dialer, secret, binding, nonce, peer[len(helloMagic)+2:]); err != nil {
+		return err
+	}
+	if version == helloVersion1 {
+		return nil
+	}
+	return sameCluster(conn, cluster)
+}
+
+// sameCluster exchanges cluster ids (version 2) and refuses a peer whose id
+// is not this node's, when both know one.
+func sameCluster(conn io.ReadWriter, cluster []byte) error {
+	var own, got [clusterIDLen]byte
+	copy(own[:], cluster)
+	if _, err := conn.Write(own[:]); err != nil {
+		return fmt.Errorf("send cluster id: %w", err)
+	}
+	if _, err := io.ReadFull(conn, got[:]); err != nil {
+		return fmt.Errorf("read cluster id: %w", err)
+	}
+	var none [clusterIDLen]byte
+	if own != none && got != none && own != got {
+		return fmt.Errorf("%w: it is in cluster %x, this node in cluster %x", errForeignCluster, got, own)
+	}
+	return nil
+}
+
+// proofs exchanges the secret proofs of a hello (none without a secret).
+func proofs(conn io.ReadWriter, dialer bool, secret, binding, nonce, peerNonce []byte) error {
 	if secret == nil {
 		return nil
 	}
-	peerNonce := peer[len(helloMagic)+2:]
 	ownLabel, peerLabel := acceptorLabel, dialerLabel
 	if dialer {
 		ownLabel, peerLabel = dialerLabel, acceptorLabel

@@ -50,13 +50,13 @@ func both(t *testing.T, dialerSecret, acceptorSecret []byte) (dialerErr, accepto
 	d, a := tcpPair(t)
 	errc := make(chan error, 1)
 	go func() {
-		err := hello(a, false, acceptorSecret, nil)
+		err := hello(a, false, 0, acceptorSecret, nil, nil)
 		if err != nil {
 			a.Close() // as the stream layer does: the dialer then reads EOF
 		}
 		errc <- err
 	}()
-	dialerErr = hello(d, true, dialerSecret, nil)
+	dialerErr = hello(d, true, helloVersion, dialerSecret, nil, nil)
 	if dialerErr != nil {
 		d.Close()
 	}
@@ -116,7 +116,7 @@ func TestHello_ReflectionFails(t *testing.T) {
 		}
 		a.Write(p[:])
 	}()
-	err := hello(d, true, []byte("s3cret"), nil)
+	err := hello(d, true, helloVersion, []byte("s3cret"), nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "proof is wrong") {
 		t.Fatalf("dialer against a reflecting peer: %v, want a wrong proof", err)
 	}
@@ -129,7 +129,7 @@ func TestHello_NotAHello(t *testing.T) {
 	d, a := tcpPair(t)
 	errc := make(chan error, 1)
 	go func() {
-		err := hello(a, false, []byte("s3cret"), nil)
+		err := hello(a, false, 0, []byte("s3cret"), nil, nil)
 		a.Close() // as the stream layer does
 		errc <- err
 	}()
@@ -138,10 +138,8 @@ func TestHello_NotAHello(t *testing.T) {
 		t.Fatalf("acceptor: %v, want a bad hello", err)
 	}
 	d.SetReadDeadline(time.Now().Add(5 * time.Second))
-	var h [helloLen]byte
-	io.ReadFull(d, h[:]) // the acceptor's hello: it holds only a nonce
 	if n, _ := d.Read(make([]byte, 1)); n != 0 {
-		t.Fatal("the acceptor sent more than its hello to a peer that failed it")
+		t.Fatal("the acceptor sent a byte to a peer whose hello failed: it answers only a hello")
 	}
 }
 
@@ -222,10 +220,20 @@ func TestStreamLayer_Accept_CapsHandshakesPerHost(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		// Its set-up has begun once the hello comes.
-		c.SetReadDeadline(time.Now().Add(10 * time.Second))
-		if _, err := io.ReadFull(c, make([]byte, helloLen)); err != nil {
-			t.Fatalf("silent connection %d: no hello: %v", i, err)
+		// Its set-up has begun once the layer counts it (the acceptor
+		// waits for the dialer's hello before it sends its own).
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			s.mu.Lock()
+			k := s.perHost["127.0.0.2"]
+			s.mu.Unlock()
+			if k == i+1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("silent connection %d: the layer counts %d set-ups from its host", i, k)
+			}
+			time.Sleep(5 * time.Millisecond)
 		}
 	}
 	extra, err := d.Dial("tcp", addr)

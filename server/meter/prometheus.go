@@ -30,7 +30,8 @@ func LabelValue(v string) string { return labelEscaper.Replace(v) }
 
 // WriteRaft writes the node's Raft view and the broker's storage state:
 // queen_raft_{applied_index,term,has_leader,is_leader},
-// queen_storage_errors_total and queen_storage_faulted.
+// queen_storage_errors_total, queen_storage_faulted and
+// queen_raft_foreign_peers_refused_total.
 func WriteRaft(w io.Writer, st raft.Status) {
 	metrics.WriteGaugeUint64(w, "queen_raft_applied_index", st.Applied)
 	metrics.WriteGaugeUint64(w, "queen_raft_term", st.Term)
@@ -38,6 +39,7 @@ func WriteRaft(w io.Writer, st raft.Status) {
 	metrics.WriteGaugeUint64(w, "queen_raft_is_leader", Bool(st.Role == "leader"))
 	metrics.WriteCounterUint64(w, "queen_storage_errors_total", st.StorageErrors)
 	metrics.WriteGaugeUint64(w, "queen_storage_faulted", Bool(st.Fault != ""))
+	metrics.WriteCounterUint64(w, "queen_raft_foreign_peers_refused_total", st.ForeignPeers)
 }
 
 // WriteGroup writes one Raft group's view on this node (a broker with
