@@ -130,10 +130,16 @@ func openIdentity(opts Options, stream *streamLayer, first *logstore.Log, store 
 			if founders, err = awaitFounders(stream, self, opts.Peers, log, nil); err != nil {
 				return nil, "", err
 			}
-		case bootstraps:
+		case bootstraps && !otherFounders(opts):
 			founders = map[string]string{opts.ID: store}
+		case bootstraps:
+			// Founders that bootstrap without the round (AwaitFounders off:
+			// tests) know nothing of each other's stores: no founders, so
+			// no cluster id, rather than one id per founder that their
+			// handshakes would then refuse.
+			founders = nil
 		}
-		if bootstraps {
+		if bootstraps && founders != nil {
 			if err := recordFounders(first, founders); err != nil {
 				return nil, "", err
 			}
