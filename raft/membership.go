@@ -98,7 +98,33 @@ func (n *Node) join(conf hraft.Configuration, id, addr string, force bool) error
 	return n.mapError(n.raft.AddVoter(hraft.ServerID(id), hraft.ServerAddress(addr), 0, n.opts.ApplyTimeout).Error())
 }
 
-func (n *Node) checkJoin(conf hraft.Configuration, id, addr string) error {
+// JoinNonvoter adds a non-voter (leader only): a server the leader sends
+// the log to, that votes in nothing and counts in no quorum. A node joins
+// so, then is promoted by Join once it has caught up: killed before then,
+// its store may be empty, and a non-voter's empty store lost nothing it
+// acknowledged, so it may start again (ARCHITECTURE.md, "A lost disk
+// never votes"). An id already in the configuration at addr, voter or
+// not, is left as it is. Unless force is set, its Raft address must accept
+// a connection, as for Join; there is no quorum to check.
+func (n *Node) JoinNonvoter(id, addr string, force bool) error {
+	return n.changeMembership(func(conf hraft.Configuration) error {
+		for _, s := range conf.Servers {
+			if s.ID == hraft.ServerID(id) && s.Address == hraft.ServerAddress(addr) {
+				return nil
+			}
+		}
+		if !force {
+			if err := n.probeJoiner(id, addr); err != nil {
+				return err
+			}
+		}
+		return n.mapError(n.raft.AddNonvoter(hraft.ServerID(id), hraft.ServerAddress(addr), 0, n.opts.ApplyTimeout).Error())
+	})
+}
+
+// probeJoiner checks that a joiner's Raft address accepts a connection
+// through this node's stream layer (TLS, the secret, the cluster id).
+func (n *Node) probeJoiner(id, addr string) error {
 	if n.stream == nil {
 		return fmt.Errorf("%w: this node has no network transport (it runs without a Raft address), so %s at %s "+
 			"could never reach it and would count towards the quorum without ever voting; "+
@@ -107,6 +133,13 @@ func (n *Node) checkJoin(conf hraft.Configuration, id, addr string) error {
 	if err := n.stream.probe(addr); err != nil {
 		return fmt.Errorf("%w: %s at %s does not accept a Raft connection (%v), so it would count towards "+
 			"the quorum without ever voting; start it first, or force adds it anyway", ErrQuorumRisk, id, addr, err)
+	}
+	return nil
+}
+
+func (n *Node) checkJoin(conf hraft.Configuration, id, addr string) error {
+	if err := n.probeJoiner(id, addr); err != nil {
+		return err
 	}
 	voters, live := n.count(conf, hraft.ServerID(id))
 	voters, live = voters+1, live+1
@@ -223,6 +256,16 @@ func (h *Host) JoinGroup(g uint32, id, addr string, force bool) error {
 		return fmt.Errorf("%w: group %d does not exist", engine.ErrInvalid, g)
 	}
 	return h.memberError(g, n.Join(id, addr, force))
+}
+
+// JoinGroupNonvoter adds a non-voter to group g, as JoinGroup adds a
+// voter (Node.JoinNonvoter).
+func (h *Host) JoinGroupNonvoter(g uint32, id, addr string, force bool) error {
+	n := h.Group(g)
+	if n == nil {
+		return fmt.Errorf("%w: group %d does not exist", engine.ErrInvalid, g)
+	}
+	return h.memberError(g, n.JoinNonvoter(id, addr, force))
 }
 
 // LeaveGroup removes a server from group g, as JoinGroup adds one.

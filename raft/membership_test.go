@@ -199,3 +199,48 @@ func TestNode_Leave_NotAMemberIsRefused(t *testing.T) {
 		t.Fatalf("after leaves of a non-member: applied %d voters %d, want %d and 1", st.Applied, st.Voters, before.Applied)
 	}
 }
+
+// TestNode_JoinNonvoter_ThenPromoted: a node joins as a non-voter, which
+// receives the log but counts in no quorum: stopped, the leader still
+// commits alone. Promoted by Join, it is a voter. Joining again as a
+// non-voter changes nothing, even a voter's suffrage; an address that
+// accepts no Raft connection is refused.
+func TestNode_JoinNonvoter_ThenPromoted(t *testing.T) {
+	t.Parallel()
+	addrs := rafttest.FreeAddrs(t, 2)
+	base := t.TempDir()
+	n1 := rafttest.OpenTCP(t, "n1", filepath.Join(base, "n1"), addrs[0], func(o *raft.Options) { o.Bootstrap = true })
+	rafttest.WaitLeader(t, n1)
+	push(t, n1, "q", "before join")
+	if err := n1.JoinNonvoter("ghost", closedAddr(t), false); !errors.Is(err, raft.ErrQuorumRisk) {
+		t.Fatalf("non-voter join of an unreachable address: %v, want it refused", err)
+	}
+	n2 := rafttest.OpenTCP(t, "n2", filepath.Join(base, "n2"), addrs[1], nil)
+	if err := n1.JoinNonvoter("n2", addrs[1], false); err != nil {
+		t.Fatalf("non-voter join: %v", err)
+	}
+	push(t, n1, "q", "after join")
+	rafttest.WaitApplied(t, n1.Status().Applied, n1, n2)
+	if st := n1.Status(); st.Voters != 1 || n2.Status().Role != "follower" {
+		t.Fatalf("after a non-voter join: n1 %+v, n2 role %s; want one voter and n2 following", st, n2.Status().Role)
+	}
+	if err := n2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	push(t, n1, "q", "with the non-voter down") // one voter of one: still a quorum
+
+	n2 = rafttest.OpenTCP(t, "n2", filepath.Join(base, "n2"), addrs[1], nil)
+	rafttest.WaitApplied(t, n1.Status().Applied, n1, n2)
+	if err := n1.Join("n2", addrs[1], false); err != nil {
+		t.Fatalf("promotion: %v", err)
+	}
+	waitFor(t, "two voters", func() bool { return n1.Status().Voters == 2 && n2.Status().Voters == 2 })
+	leader := rafttest.WaitLeader(t, n1, n2)
+	if err := leader.JoinNonvoter("n2", addrs[1], false); err != nil {
+		t.Fatalf("non-voter join of a voter: %v", err)
+	}
+	if got := leader.Status().Voters; got != 2 {
+		t.Fatalf("a non-voter join of a voter left %d voters, want 2", got)
+	}
+	push(t, leader, "q", "after promotion")
+}

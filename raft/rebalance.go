@@ -221,6 +221,14 @@ func (h *Host) plan(now time.Time, dead map[string]time.Time, stepSeen map[comma
 	}
 	var nodes []placement.Node
 	for _, s := range conf.Servers {
+		if s.Suffrage != hraft.Voter {
+			// A node joining the directory as a non-voter takes no
+			// replica until it is promoted: a replica on it would make it
+			// a voter of a data group while its directory store may still
+			// be empty, which the check at start (a voter's empty store is
+			// refused) would not see.
+			continue
+		}
 		id := string(s.ID)
 		switch {
 		case id == d.opts.ID || !d.live.isFailing(s.ID):

@@ -75,6 +75,7 @@ func (s *Server) forwardAs(ctx *fasthttp.RequestCtx, st raft.Status) bool {
 // force makes a change the broker would refuse as a risk to its quorum.
 type Membership interface {
 	Join(id, addr string, force bool) error
+	JoinNonvoter(id, addr string, force bool) error
 	Leave(id string, force bool) error
 }
 
@@ -86,10 +87,17 @@ func (s *Server) clustered() bool {
 	return ok || groups
 }
 
-// join adds a voter: POST /internal/v1/cluster/join {"id","addr","force"}.
+// join adds a voter or a non-voter, or promotes a non-voter: POST
+// /internal/v1/cluster/join {"id","addr","force","as"}.
 func (s *Server) join(ctx *fasthttp.RequestCtx, _ *params) {
 	s.membership(ctx, true)
 }
+
+// The suffrages a join asks for ("as"; a voter when absent).
+const (
+	asVoter    = "voter"
+	asNonvoter = "nonvoter"
+)
 
 // leave removes a server: POST /internal/v1/cluster/leave {"id","force"}.
 func (s *Server) leave(ctx *fasthttp.RequestCtx, _ *params) {
@@ -105,6 +113,7 @@ func (s *Server) membership(ctx *fasthttp.RequestCtx, join bool) {
 	}
 	var id, addr string
 	var force bool
+	as := asVoter
 	err := wire.DecodeObject(ctx.PostBody(), false, func(sc *wire.Scanner, key []byte) (err error) {
 		switch string(key) {
 		case "id":
@@ -113,6 +122,8 @@ func (s *Server) membership(ctx *fasthttp.RequestCtx, join bool) {
 			addr, _, err = sc.OptString("addr")
 		case "force":
 			force, _, err = sc.OptBool("force")
+		case "as":
+			as, _, err = sc.OptString("as")
 		default:
 			err = sc.Skip()
 		}
@@ -124,8 +135,12 @@ func (s *Server) membership(ctx *fasthttp.RequestCtx, join bool) {
 		err = badRequest("id is required")
 	case join && addr == "":
 		err = badRequest("addr (the node's Raft host:port) is required")
+	case as != asVoter && as != asNonvoter:
+		err = badRequest(`as must be "voter" (the default) or "nonvoter"`)
 	case grouped:
-		err = s.changeGroups(ctx, gm, join, id, addr, force)
+		err = s.changeGroups(ctx, gm, membershipChange{join: join, nonvoter: as == asNonvoter, id: id, addr: addr, force: force})
+	case join && as == asNonvoter:
+		err = m.JoinNonvoter(id, addr, force)
 	case join:
 		err = m.Join(id, addr, force)
 	default:
@@ -139,6 +154,10 @@ func (s *Server) membership(ctx *fasthttp.RequestCtx, join bool) {
 	w.Object("")
 	w.Bool("success", true)
 	w.Str("id", id)
+	// What this node had applied once the change was made (the
+	// directory's, with groups): a non-voter that joined waits until it
+	// has applied as much before it asks to be promoted.
+	w.Int("applied", int64(s.broker.Status().Applied))
 	w.EndObject()
 	reply.Send(ctx, fasthttp.StatusOK, w)
 }

@@ -123,6 +123,7 @@ func (s *Server) relayedGroup(ctx *fasthttp.RequestCtx, p *params) (uint32, bool
 // node hosts every group.
 type GroupMembership interface {
 	JoinGroup(g uint32, id, addr string, force bool) error
+	JoinGroupNonvoter(g uint32, id, addr string, force bool) error
 	LeaveGroup(g uint32, id string, force bool) error
 	ReplicaCount() uint32
 }
@@ -144,31 +145,31 @@ type GroupMembership interface {
 // draining: asking again waits again). Otherwise, and when forced, a
 // leave is from every group (one the node is not a voter of takes no
 // change, raft.Node.Leave).
-func (s *Server) changeGroups(ctx *fasthttp.RequestCtx, gm GroupMembership, join bool, id, addr string, force bool) error {
+func (s *Server) changeGroups(ctx *fasthttp.RequestCtx, gm GroupMembership, c membershipChange) error {
 	if h := ctx.Request.Header.Peek(groupHeader); len(h) > 0 {
 		g, err := strconv.ParseUint(string(h), 10, 32)
 		if err != nil {
 			return badRequest(groupHeader + " must name a group")
 		}
-		return changeGroup(gm, uint32(g), join, id, addr, force)
+		return c.in(gm, uint32(g))
 	}
-	if d, ok := gm.(Drainer); ok && !join && !force && d.Drainable(id) {
-		c, cancel := context.WithTimeout(s.ctx, drainWait)
+	if d, ok := gm.(Drainer); ok && !c.join && !c.force && d.Drainable(c.id) {
+		ctx, cancel := context.WithTimeout(s.ctx, drainWait)
 		defer cancel()
-		return d.Drain(c, id)
+		return d.Drain(ctx, c.id)
 	}
 	groups := s.groups.list() // the directory first
-	if join && joinsDirectoryOnly(gm, s.groups.layout(), id) {
+	if c.join && joinsDirectoryOnly(gm, s.groups.layout(), c.id) {
 		groups = groups[:1]
 	}
-	if !join {
+	if !c.join {
 		slices.Reverse(groups)
 	}
 	for _, g := range groups {
-		err := changeGroup(gm, g, join, id, addr, force)
+		err := c.in(gm, g)
 		var nl *raft.NotLeaderError
 		if errors.As(err, &nl) && nl.Status.LeaderHTTP != "" {
-			err = s.relayMembership(nl.Status.LeaderHTTP, g, join, id, addr, force)
+			err = s.relayMembership(nl.Status.LeaderHTTP, g, c)
 		}
 		if err != nil {
 			return fmt.Errorf("group %d: %w", g, err)
@@ -205,21 +206,37 @@ func joinsDirectoryOnly(gm GroupMembership, l raft.Layout, id string) bool {
 	return int(r) < n
 }
 
-func changeGroup(gm GroupMembership, g uint32, join bool, id, addr string, force bool) error {
-	if join {
-		return gm.JoinGroup(g, id, addr, force)
+// membershipChange is one join or leave the membership routes were asked
+// for: a join adds id at addr as a voter, or as a non-voter.
+type membershipChange struct {
+	join, nonvoter bool
+	id, addr       string
+	force          bool
+}
+
+// in makes the change in group g, on this node (its leader).
+func (c membershipChange) in(gm GroupMembership, g uint32) error {
+	switch {
+	case c.join && c.nonvoter:
+		return gm.JoinGroupNonvoter(g, c.id, c.addr, c.force)
+	case c.join:
+		return gm.JoinGroup(g, c.id, c.addr, c.force)
 	}
-	return gm.LeaveGroup(g, id, force)
+	return gm.LeaveGroup(g, c.id, c.force)
 }
 
 // relayMembership asks the leader of group g at addr to change that
 // group's membership.
-func (s *Server) relayMembership(addr string, g uint32, join bool, id, nodeAddr string, force bool) error {
+func (s *Server) relayMembership(addr string, g uint32, c membershipChange) error {
 	path := "/internal/v1/cluster/leave"
-	if join {
+	if c.join {
 		path = "/internal/v1/cluster/join"
 	}
-	body, err := json.Marshal(map[string]any{"id": id, "addr": nodeAddr, "force": force})
+	as := asVoter
+	if c.nonvoter {
+		as = asNonvoter
+	}
+	body, err := json.Marshal(map[string]any{"id": c.id, "addr": c.addr, "force": c.force, "as": as})
 	if err != nil {
 		return err
 	}

@@ -492,7 +492,8 @@ func serve(args []string) error {
 	errc := make(chan error, 1)
 	go func() { errc <- serveFailure(srv.Serve(ln)) }()
 	if c.join != "" {
-		go joinCluster(log, c.join, c.nodeID, c.raftAddr, c.clusterSecret, c.relayTLS, func(err error) {
+		applied := func() uint64 { return node.Status().Applied }
+		go joinCluster(log, c.join, c.nodeID, c.raftAddr, c.clusterSecret, c.relayTLS, applied, func(err error) {
 			select {
 			case errc <- err:
 			default: // the server has stopped already: that is the error
@@ -672,29 +673,62 @@ func clusterMembers(url string, roots *tls.Config) ([]string, string, error) {
 }
 
 // joinCluster asks a running node (which forwards to the leader) to add this
-// node as a voter, retrying until it succeeds: the cluster may be electing.
-// Joining twice is harmless. A refusal of the secret is final: fail gets
+// node, first as a non-voter, then, once this node has applied as much as
+// the node that added it had (applied says how much it has), as a voter:
+// killed before it caught up, its store may be empty, and only a voter's
+// empty store is refused at start (raft.ErrStoreLost). A node of an earlier
+// release adds a voter at once and names no index; the promotion is then a
+// join of a voter, which does nothing. Each step is retried until it
+// succeeds (the cluster may be electing; a promotion may wait for the
+// other voters to be live). A refusal of the secret is final: fail gets
 // it, and serve stops with it.
-func joinCluster(log *slog.Logger, url, id, raftAddr, secret string, roots *tls.Config, fail func(error)) {
-	body := fmt.Sprintf(`{"id":%q,"addr":%q}`, id, raftAddr)
+func joinCluster(log *slog.Logger, url, id, raftAddr, secret string, roots *tls.Config, applied func() uint64, fail func(error)) {
 	client := clusterHTTP(15*time.Second, roots)
+	target, ok := joinAs(log, client, url, id, raftAddr, secret, "nonvoter", fail)
+	if !ok {
+		return
+	}
+	began, reported := time.Now(), time.Now()
+	for applied() < target {
+		if time.Since(reported) >= 10*time.Second {
+			reported = time.Now()
+			log.Info("joined as a non-voter; catching up before the promotion to voter",
+				"applied", applied(), "target", target, "waited", time.Since(began).Round(time.Second))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, ok := joinAs(log, client, url, id, raftAddr, secret, "voter", fail); ok {
+		log.Info("joined cluster as a voter", "via", url, "caughtUpIn", time.Since(began).Round(time.Millisecond))
+	}
+}
+
+// joinAs asks url's node to add this node as a voter or a non-voter (the
+// join route's "as"), retrying until it succeeds, and returns the index
+// the answer names (0 when it names none). false: refused for good (fail
+// has been called).
+func joinAs(log *slog.Logger, client *http.Client, url, id, raftAddr, secret, as string, fail func(error)) (uint64, bool) {
+	body := fmt.Sprintf(`{"id":%q,"addr":%q,"as":%q}`, id, raftAddr, as)
 	for attempt := 1; ; attempt++ {
 		resp, err := postMembership(client, url, "join", body, secret, "")
 		if err == nil {
-			msg, _ := io.ReadAll(resp.Body)
+			msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				log.Info("joined cluster", "via", url)
-				return
+				var answer struct {
+					Applied uint64 `json:"applied"`
+				}
+				_ = json.Unmarshal(msg, &answer) // an answer without it waits for nothing
+				log.Info("joined cluster", "via", url, "as", as)
+				return answer.Applied, true
 			}
 			err = fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(msg))
 			if resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusUnauthorized {
 				log.Error("join cluster refused for good", "via", url, "err", err)
 				fail(fmt.Errorf("--join %s refuses this node: %w", url, err))
-				return
+				return 0, false
 			}
 		}
-		log.Warn("join cluster", "via", url, "attempt", attempt, "err", err)
+		log.Warn("join cluster", "via", url, "as", as, "attempt", attempt, "err", err)
 		time.Sleep(min(time.Duration(attempt)*time.Second, 5*time.Second))
 	}
 }

@@ -8,6 +8,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -190,6 +191,48 @@ func TestWipe_JoinerWithALostDiskIsRefused(t *testing.T) {
 	c.requireStored(founders, items)
 
 	c.leaveForce(founders[0], joiner.id, secret)
+	joiner.start()
+	c.waitVoters(c.nodes, 1, 4)
+	c.waitConverged(c.nodes, 120*time.Second)
+	c.requireStored([]*qnode{joiner}, items)
+	c.requireOneCluster(c.nodes)
+}
+
+// TestWipe_NonvoterWithAnEmptyStoreStarts: a joiner is a non-voter until it
+// has caught up (serve --join asks for the promotion then), so a joiner
+// killed before then, its store empty, acknowledged nothing that counted:
+// started again, it is not refused, catches up and is promoted. The state
+// is made here directly: n4 is added as a non-voter (forced: nothing
+// listens at its address yet) before it first starts, with an empty store.
+// Added as a voter instead, it is refused (TestWipe_JoinerWithALostDiskIsRefused).
+func TestWipe_NonvoterWithAnEmptyStoreStarts(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("process test")
+	}
+	const secretText = "wiped non-voter secret"
+	secret := writeSecret(t, secretText)
+	c := startLoopback(t, 3, "--cluster-secret-file", secret)
+	leader := c.waitLeader(c.nodes, 60*time.Second)
+	var items []pushItem
+	for i := range 10 {
+		items = append(items, pushItem{Queue: "wn", TransactionID: fmt.Sprintf("wn-%d", i), Payload: i})
+	}
+	c.mustPush(c.nodes, 30*time.Second, items)
+	ports := freePorts(t, 2)
+	httpAddr, raftAddr := fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])
+
+	c.header.Set("X-Queen-Cluster-Secret", secretText)
+	body := fmt.Sprintf(`{"id":"n4","addr":%q,"as":"nonvoter","force":true}`, raftAddr)
+	waitFor(t, 30*time.Second, "n4 added as a non-voter", func() (bool, string) {
+		code, b, err := c.do(10*time.Second, "POST", leader.url("/internal/v1/cluster/join"), []byte(body))
+		return err == nil && code == http.StatusOK, fmt.Sprintf("%d %s %v", code, b, err)
+	})
+	c.header.Del("X-Queen-Cluster-Secret")
+	c.waitVoters(c.nodes, 1, 3) // a non-voter is no voter
+
+	joiner := c.addNode("n4", httpAddr, nil, "--http", httpAddr, "--raft", raftAddr,
+		"--retention-interval", "0", "--cluster-secret-file", secret, "--join", leader.url(""))
 	joiner.start()
 	c.waitVoters(c.nodes, 1, 4)
 	c.waitConverged(c.nodes, 120*time.Second)
