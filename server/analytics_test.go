@@ -69,8 +69,9 @@ func (b engineBroker) Advance(d time.Duration) { b.clock.advance(d) }
 // memberEngine has cluster membership, so the node-to-node routes run.
 type memberEngine struct{ engineBroker }
 
-func (memberEngine) Join(string, string, bool) error { return nil }
-func (memberEngine) Leave(string, bool) error        { return nil }
+func (memberEngine) Join(string, string, bool) error         { return nil }
+func (memberEngine) JoinNonvoter(string, string, bool) error { return nil }
+func (memberEngine) Leave(string, bool) error                { return nil }
 
 // followerEngine says it follows the leader at leaderHTTP, as node n2.
 type followerEngine struct {

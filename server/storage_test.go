@@ -163,8 +163,9 @@ func TestServer_Storage_MaintenanceSpoolBelowReserve(t *testing.T) {
 // node-to-node routes run.
 type memberBroker struct{ *servertest.LocalBroker }
 
-func (memberBroker) Join(string, string, bool) error { return nil }
-func (memberBroker) Leave(string, bool) error        { return nil }
+func (memberBroker) Join(string, string, bool) error         { return nil }
+func (memberBroker) JoinNonvoter(string, string, bool) error { return nil }
+func (memberBroker) Leave(string, bool) error                { return nil }
 
 // followerBroker is a LocalBroker that says it follows the leader at
 // leaderHTTP, as node id.
