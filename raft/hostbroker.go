@@ -213,14 +213,14 @@ func (h *Host) onPartition(ctx context.Context, propose func(context.Context, ui
 // refused for a partition that exists).
 func (h *Host) partitionGroup(ctx context.Context, id engine.ID) (uint32, error) {
 	return h.lookup(ctx, func(n *Node) (string, bool) {
-		q, _, ok := n.engine.PartitionByID(id)
+		q, _, ok := n.Engine().PartitionByID(id)
 		return q, ok
 	}, command.LookupPartition{ID: id})
 }
 
 // leaseGroup is partitionGroup for a lease.
 func (h *Host) leaseGroup(ctx context.Context, id engine.ID) (uint32, error) {
-	return h.lookup(ctx, func(n *Node) (string, bool) { return n.engine.LeaseQueue(id) }, command.LookupLease{ID: id})
+	return h.lookup(ctx, func(n *Node) (string, bool) { return n.Engine().LeaseQueue(id) }, command.LookupLease{ID: id})
 }
 
 // lookup finds the group holding something: in this node's replicas
@@ -229,7 +229,7 @@ func (h *Host) leaseGroup(ctx context.Context, id engine.ID) (uint32, error) {
 // holds everything any node answered).
 func (h *Host) lookup(ctx context.Context, holds func(*Node) (string, bool), ask command.Lookup) (uint32, error) {
 	if g, q := h.holder(holds); g != 0 {
-		if _, frozen := h.nodes[g].engine.Frozen(q); !frozen {
+		if _, frozen := h.nodes[g].Engine().Frozen(q); !frozen {
 			return g, nil
 		}
 		// A move froze it there: the directory's leader knows where it
@@ -563,12 +563,12 @@ func (h *Host) discover(ctx context.Context, c engine.PopCmd) (engine.Result, er
 		switch n := h.nodes[g]; {
 		case !h.hosts(g):
 			remote = append(remote, g)
-		case n.leading() != nil && n.Behind():
+		case !n.IsLeader() && n.Behind():
 			// The replica here has not applied a push this node relayed
 			// yet (Node.Written): its leader's state decides.
 			later = append(later, g)
-		case !n.engine.PopWouldDeliver(now, c):
-		case n.leading() != nil:
+		case !n.Engine().PopWouldDeliver(now, c):
+		case !n.IsLeader():
 			later = append(later, g)
 		default:
 			r, err := h.on(ctx, g, c)
@@ -712,7 +712,7 @@ func (h *Host) GroupStatus(g uint32) Status {
 
 // Maintenance reports the cluster-wide maintenance switches, which the
 // directory holds.
-func (h *Host) Maintenance() (push, pop bool) { return maintenance(h.nodes[Directory].engine) }
+func (h *Host) Maintenance() (push, pop bool) { return h.nodes[Directory].Maintenance() }
 
 // Watch reports applies that may have made messages of queue deliverable,
 // in its group, or in every group for "". A group this node does not host

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"time"
 
-	hraft "github.com/hashicorp/raft"
-
 	"github.com/queenmq/queen/raft/command"
 	"github.com/queenmq/queen/raft/placement"
 )
@@ -49,17 +47,6 @@ func founders(peers []Peer, r int, groups int, g uint32) []Peer {
 	return slices.DeleteFunc(slices.Clone(peers), func(p Peer) bool { return !slices.Contains(voters, p.ID) })
 }
 
-// member reports whether this node is in its group's configuration, as a
-// voter or a non-voter catching up.
-func (n *Node) member() bool {
-	conf, err := n.configuration()
-	if err != nil {
-		return false
-	}
-	self := hraft.ServerID(n.opts.ID)
-	return slices.ContainsFunc(conf.Servers, func(s hraft.Server) bool { return s.ID == self })
-}
-
 // hosts reports whether this node serves group g from its own replica: the
 // directory always; a data group when the directory's record lists this
 // node among its voters, or, before any record (every node hosts every
@@ -77,14 +64,14 @@ func (h *Host) hosts(g uint32) bool {
 	}
 	rec := h.layoutRecord(g)
 	if rec.Term == 0 {
-		return h.nodes[g].member()
+		return h.nodes[g].IsMember()
 	}
 	return slices.Contains(rec.Voters, h.opts.Node.ID)
 }
 
 // layoutRecord is group g's record in this node's directory replica.
 func (h *Host) layoutRecord(g uint32) command.GroupLayout {
-	return command.LayoutOf(h.nodes[Directory].engine.ClusterValue, g)
+	return command.LayoutOf(h.nodes[Directory].Engine().ClusterValue, g)
 }
 
 // leaderOf is group g's leader and its HTTP address ("" while unknown):
@@ -107,7 +94,7 @@ func (h *Host) leaderOf(g uint32) Status {
 // HostOptions.Replicas: a node joining in those seconds would otherwise
 // be made a voter of every group.
 func (h *Host) ReplicaCount() uint32 {
-	if r := command.ReplicaCount(h.nodes[Directory].engine.ClusterValue); r != 0 {
+	if r := command.ReplicaCount(h.nodes[Directory].Engine().ClusterValue); r != 0 {
 		return r
 	}
 	return uint32(h.opts.Replicas)
@@ -141,20 +128,21 @@ const layoutInterval = 200 * time.Millisecond
 // directory's record differs.
 func (h *Host) reportLayout(g uint32) {
 	n := h.nodes[g]
-	if n.raft.State() != hraft.Leader || h.GroupCount() == 0 {
+	if !n.IsLeader() || h.GroupCount() == 0 {
 		return
 	}
-	term := n.raft.CurrentTerm()
+	term := n.Term()
 	voters := n.Members()
 	rec := h.layoutRecord(g)
-	if rec.Term == term && rec.Leader == n.opts.ID && slices.Equal(rec.Voters, voters) {
+	self := h.opts.Node.ID
+	if rec.Term == term && rec.Leader == self && slices.Equal(rec.Voters, voters) {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), n.opts.ApplyTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), h.opts.Node.ApplyTimeout)
 	defer cancel()
-	_, err := h.run(ctx, Directory, command.GroupLayout{Group: g, Term: term, Leader: n.opts.ID, Voters: voters})
+	_, err := h.run(ctx, Directory, command.GroupLayout{Group: g, Term: term, Leader: self, Voters: voters})
 	if err != nil && !errors.Is(err, ErrShutdown) && !errors.Is(err, ErrClusterVersion) {
-		n.log.Debug("raft: host: report the group's layout to the directory", "err", err)
+		n.Logger().Debug("raft: host: report the group's layout to the directory", "err", err)
 	}
 }
 
@@ -164,11 +152,47 @@ func (h *Host) reportLayout(g uint32) {
 // group's preferred member; "" when neither is known.
 func (h *Host) WantedLeader(g uint32) string {
 	if want := h.wantedLeaders(); want != nil && int(g) < len(want) {
-		return string(want[g])
+		return want[g]
 	}
-	conf, err := h.nodes[g].configuration()
+	conf, err := h.nodes[g].Configuration()
 	if err != nil {
 		return ""
 	}
-	return string(preferred(conf, g))
+	return preferred(conf, g)
+}
+
+// Layout is every group the Host runs, the directory first, and the
+// servers of the directory's configuration (every node is in the
+// directory). A group this node does not host is as the directory records
+// it (hostlayout.go).
+func (h *Host) Layout() Layout {
+	l := Layout{Nodes: h.nodes[Directory].Layout().Nodes}
+	for i := range l.Nodes {
+		l.Nodes[i].HTTP = h.httpAddr(l.Nodes[i].ID)
+	}
+	for g, n := range h.nodes {
+		if h.hosts(uint32(g)) {
+			l.Groups = append(l.Groups, n.Layout().Groups...)
+			continue
+		}
+		rec := h.layoutRecord(uint32(g))
+		l.Groups = append(l.Groups, LayoutGroup{ID: uint32(g), Members: rec.Voters, Leader: rec.Leader})
+	}
+	return l
+}
+
+// httpAddr is node id's HTTP address as any group records it: a node
+// records its address in each group it leads, or relays it to the leader
+// (version.go), so one group may know it before another. This node's own
+// is its options' while no group records it.
+func (h *Host) httpAddr(id string) string {
+	for _, n := range h.nodes {
+		if a := n.Engine().ClusterValue(command.HTTPKey(id)); a != "" {
+			return a
+		}
+		if id == h.opts.Node.ID && h.opts.Node.HTTPAddr != "" {
+			return h.opts.Node.HTTPAddr
+		}
+	}
+	return ""
 }

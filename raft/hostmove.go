@@ -141,7 +141,7 @@ func (h *Host) StartMove(ctx context.Context, queue string, to uint32) error {
 			once.Do(func() { began <- nil })
 		})
 		once.Do(func() { began <- err })
-		log := h.nodes[Directory].log
+		log := h.nodes[Directory].Logger()
 		if err != nil {
 			log.Warn("raft: move started in the background failed", "queue", queue, "to", to, "err", err)
 			return
@@ -201,7 +201,7 @@ func (h *Host) stopping() bool {
 func (h *Host) moveLog(p *MoveProgress, start time.Time, msg string, args ...any) {
 	args = append([]any{"queue", p.Queue, "from", p.From, "to", p.To, "epoch", p.Epoch,
 		"elapsed", time.Since(start).Round(time.Millisecond)}, args...)
-	h.nodes[Directory].log.Info(msg, args...)
+	h.nodes[Directory].Logger().Info(msg, args...)
 }
 
 // moved tells HostOptions.OnMove, when set, how a move ended.
@@ -255,7 +255,7 @@ func (h *Host) runMove(ctx context.Context, m command.Move, p *MoveProgress, sta
 func (h *Host) moveRecord(ctx context.Context, queue string, ep uint64) (command.Move, error) {
 	deadline := time.Now().Add(h.opts.PartWait)
 	for {
-		if m, ok := command.MoveOf(h.nodes[Directory].engine.ClusterValue, queue); ok && m.Epoch == ep {
+		if m, ok := command.MoveOf(h.nodes[Directory].Engine().ClusterValue, queue); ok && m.Epoch == ep {
 			return m, nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
@@ -285,7 +285,7 @@ func (h *Host) copyQueue(ctx context.Context, m command.Move, p *MoveProgress, s
 	t := time.Now()
 	deadline := time.Now().Add(h.opts.PartWait)
 	for {
-		if got, ok := src.engine.Frozen(m.Queue); ok && got == ep {
+		if got, ok := src.Engine().Frozen(m.Queue); ok && got == ep {
 			break
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
@@ -294,7 +294,7 @@ func (h *Host) copyQueue(ctx context.Context, m command.Move, p *MoveProgress, s
 		time.Sleep(5 * time.Millisecond)
 	}
 	h.moveLog(p, start, "raft: move: frozen", append(took, "applied_here", time.Since(t).Round(time.Millisecond))...)
-	snap, err := src.engine.Snapshot()
+	snap, err := src.Engine().Snapshot()
 	if err != nil {
 		return engine.ID{}, err
 	}
@@ -396,7 +396,7 @@ func (h *Host) abortMove(m command.Move, id engine.ID) (flipped bool, err error)
 			return false, fmt.Errorf("raft: undo the move of %s: %T: %w", m.Queue, c, err)
 		}
 	}
-	h.nodes[Directory].log.Info("raft: move undone", "queue", m.Queue, "from", m.From, "to", m.To, "epoch", ep)
+	h.nodes[Directory].Logger().Info("raft: move undone", "queue", m.Queue, "from", m.From, "to", m.To, "epoch", ep)
 	return false, nil
 }
 
@@ -404,7 +404,7 @@ func (h *Host) abortMove(m command.Move, id engine.ID) (flipped bool, err error)
 // move m (the caller saw AbortMove applied: the record is gone, by it or
 // by the EndMove before it) and reports whether the placement flipped.
 func (h *Host) flipped(ctx context.Context, m command.Move) (bool, error) {
-	v := h.nodes[Directory].engine.ClusterValue
+	v := h.nodes[Directory].Engine().ClusterValue
 	deadline := time.Now().Add(h.opts.PartWait)
 	for {
 		if cur, ok := command.MoveOf(v, m.Queue); !ok || cur.Epoch != m.Epoch || cur.StartedAt != m.StartedAt {
@@ -441,7 +441,7 @@ func (h *Host) moveStep(ctx context.Context, g uint32, c engine.Command) (engine
 // Moves lists the moves under way, as this node's directory replica has
 // them, in queue order.
 func (h *Host) Moves() []Move {
-	d := h.nodes[Directory].engine
+	d := h.nodes[Directory].Engine()
 	var out []Move
 	for _, name := range d.ClusterNames(command.MovePrefix) {
 		if m, ok := command.MoveOf(d.ClusterValue, name[len(command.MovePrefix):]); ok {
@@ -454,7 +454,7 @@ func (h *Host) Moves() []Move {
 // PlacementEpoch is the epoch of queue's placement in this node's
 // directory replica (1 until it first moves).
 func (h *Host) PlacementEpoch(queue string) uint64 {
-	return command.Epoch(h.nodes[Directory].engine.ClusterValue, queue)
+	return command.Epoch(h.nodes[Directory].Engine().ClusterValue, queue)
 }
 
 // moving reports whether a command's answer is a refusal by a queue frozen
@@ -521,7 +521,7 @@ func (h *Host) moveLoop() {
 		case <-h.done:
 			return
 		}
-		if h.nodes[Directory].leading() == nil {
+		if h.nodes[Directory].IsLeader() {
 			h.recoverMoves()
 		}
 		h.recoverMarks()
@@ -543,14 +543,14 @@ func (h *Host) recoverMoves() {
 		// now is asked again next round.
 		id, _, err := h.copyID(m.To, m.Queue)
 		if err != nil {
-			d.log.Warn("raft: move: undo: what the target holds is not known; next round", "queue", m.Queue, "to", m.To, "err", err)
+			d.Logger().Warn("raft: move: undo: what the target holds is not known; next round", "queue", m.Queue, "to", m.To, "err", err)
 			continue
 		}
-		d.log.Warn("raft: move: undoing a move left part way", "queue", m.Queue, "from", m.From, "to", m.To, "epoch", m.Epoch)
+		d.Logger().Warn("raft: move: undoing a move left part way", "queue", m.Queue, "from", m.From, "to", m.To, "epoch", m.Epoch)
 		if flipped, err := h.abortMove(m, id); err != nil {
-			d.log.Warn("raft: move: undo", "queue", m.Queue, "err", err)
+			d.Logger().Warn("raft: move: undo", "queue", m.Queue, "err", err)
 		} else if flipped {
-			d.log.Info("raft: move: flipped meanwhile; finished next round", "queue", m.Queue, "from", m.From, "to", m.To)
+			d.Logger().Info("raft: move: flipped meanwhile; finished next round", "queue", m.Queue, "from", m.From, "to", m.To)
 		} else {
 			h.moved(MoveOutcome{Queue: m.Queue, From: m.From, To: m.To, Result: "aborted"})
 		}
@@ -574,10 +574,10 @@ func (h *Host) recoverMarks() {
 	defer cancel()
 	seen := map[strayMark]time.Time{}
 	for g := 1; g < len(h.nodes); g++ {
-		if !h.hosts(uint32(g)) || h.nodes[g].leading() != nil {
+		if !h.hosts(uint32(g)) || !h.nodes[g].IsLeader() {
 			continue
 		}
-		log, e := h.nodes[g].log, h.nodes[g].engine
+		log, e := h.nodes[g].Logger(), h.nodes[g].Engine()
 		for q, ep := range e.FrozenQueues() {
 			place := h.Placement(q)
 			if moving[q] || place == 0 || ep < h.PlacementEpoch(q) {
@@ -625,7 +625,7 @@ type strayMark struct {
 // dropCopy drops what group g, which this node leads, holds of queue,
 // placed elsewhere: an import under way or a whole copy.
 func (h *Host) dropCopy(ctx context.Context, g uint32, queue string) error {
-	id, ok := heldCopy(h.nodes[g].engine, queue)
+	id, ok := heldCopy(h.nodes[g].Engine(), queue)
 	if !ok {
 		return nil // nothing here
 	}
@@ -641,7 +641,7 @@ func (h *Host) copyID(g uint32, queue string) (engine.ID, bool, error) {
 		a, err := readRemote[engine.ID](h, g, readRequest{Op: readCopyID, Name: queue})
 		return a.Value, a.Found, err
 	}
-	id, ok := heldCopy(h.nodes[g].engine, queue)
+	id, ok := heldCopy(h.nodes[g].Engine(), queue)
 	return id, ok, nil
 }
 
@@ -663,5 +663,5 @@ type Move = command.Move
 // QueuesPlaced is how many queues the directory places in group g, as
 // this node's replica has it (command.Placed).
 func (h *Host) QueuesPlaced(g uint32) uint64 {
-	return command.Placed(h.nodes[Directory].engine.ClusterValue, g)
+	return command.Placed(h.nodes[Directory].Engine().ClusterValue, g)
 }

@@ -164,7 +164,7 @@ func (h *Host) MessageAt(part engine.ID, txn string) (engine.StoredMessage, erro
 // error when one could not be asked and none holds it.
 func (h *Host) heldBy(part engine.ID) (uint32, error) {
 	g, _ := h.holder(func(n *Node) (string, bool) {
-		q, _, ok := n.engine.PartitionByID(part)
+		q, _, ok := n.Engine().PartitionByID(part)
 		return q, ok
 	})
 	if g != 0 || h.hostsAll() {

@@ -13,31 +13,6 @@ import (
 	"github.com/queenmq/queen/raft/command"
 )
 
-// A Forwarder proposes a command on the leader of another node's group
-// (package cluster implements it over HTTP): entry (RelayEntry: one
-// command) on group g of the node whose HTTP address is addr. It answers
-// the command's result with the typed Value the command answers, and the
-// index that node had applied in g when it answered. Its errors are those
-// a proposal's could be, and ErrForward when the forwarding itself failed:
-// the command's outcome is then unknown.
-//
-// Read asks the Host at addr for a read of group g this node does not
-// host (hostremote.go): req as the Host encodes it, answered by that
-// Host's AnswerRead. Its errors are AnswerRead's (a NotLeaderError from a
-// node that does not lead g), and ErrForward when the call failed.
-//
-// StartMove asks the Host at addr to move queue to group to (its
-// StartMove): the balancer's way to have a queue moved by a voter of its
-// group when the directory's leader is none (balance.go). Its errors are
-// StartMove's (a NotLeaderError from a node that hosts no replica of the
-// queue's group), and ErrForward when the call failed: whether the move
-// began is then unknown, and the directory's move records tell.
-type Forwarder interface {
-	Forward(ctx context.Context, addr string, g uint32, entry []byte) (r engine.Result, applied uint64, err error)
-	Read(ctx context.Context, addr string, g uint32, req []byte) ([]byte, error)
-	StartMove(ctx context.Context, addr, queue string, to uint32) error
-}
-
 // forward proposes entry on group g's leader at addr through the
 // Forwarder. The index that leader had applied in g when it answered is
 // this node's to catch up with (Node.NoteWritten): a read here right after
@@ -88,19 +63,6 @@ func WithoutApplyWait(ctx context.Context) context.Context {
 	return context.WithValue(ctx, noApplyWait{}, true)
 }
 
-// RelayEntry encodes c for a Forwarder: a push is prepared here (PrepareEntry),
-// the commands whose row in the table has a result codec
-// (command.Relayed) go as they are.
-func RelayEntry(c engine.Command) ([]byte, error) {
-	if _, ok := c.(engine.PushCmd); ok {
-		return PrepareEntry(c)
-	}
-	if !command.Relayed(c) {
-		return nil, fmt.Errorf("%w: %T", ErrNotPreparable, c)
-	}
-	return command.AppendEntry(nil, []command.Stamped{{Cmd: c}}), nil
-}
-
 // ProposeEntry proposes, on group g, a command another node relayed
 // (RelayEntry), as Node.ProposeEntry does. ErrNotLeader (a
 // NotLeaderError) when this node does not lead g.
@@ -109,7 +71,7 @@ func (h *Host) ProposeEntry(ctx context.Context, g uint32, entry []byte) (engine
 	if n == nil {
 		return engine.Result{}, fmt.Errorf("%w: group %d does not exist", engine.ErrInvalid, g)
 	}
-	r, err := n.proposeEntry(ctx, entry)
+	r, err := n.ProposeEntry(ctx, g, entry)
 	return r, h.groupError(g, err)
 }
 
@@ -161,7 +123,7 @@ func (h *Host) httpOf(st Status) string {
 		return st.LeaderHTTP
 	}
 	for _, n := range h.nodes {
-		if a := n.engine.ClusterValue(command.HTTPKey(st.Leader)); a != "" {
+		if a := n.Engine().ClusterValue(command.HTTPKey(st.Leader)); a != "" {
 			return a
 		}
 	}
@@ -229,11 +191,11 @@ func (h *Host) runPart(ctx context.Context, g uint32, c engine.Command) (engine.
 // that leader's address is not known yet.
 func (h *Host) attempt(ctx context.Context, g uint32, a *attempt) (engine.Result, error) {
 	n := h.nodes[g]
-	if h.hosts(g) && n.leading() == nil {
+	if h.hosts(g) && n.IsLeader() {
 		if a.seed == (engine.ID{}) {
 			return n.Propose(ctx, a.cmd)
 		}
-		return n.propose(ctx, a.cmd, a.seed)
+		return n.ProposePrepared(ctx, a.cmd, a.seed)
 	}
 	st := h.leaderOf(g)
 	addr := st.LeaderHTTP
@@ -298,7 +260,7 @@ func (a *attempt) retryable(h *Host, g uint32) bool {
 			err   error
 		)
 		if h.hosts(g) && !h.nodes[g].Behind() {
-			cfg, found = h.nodes[g].engine.QueueConfig(pg.Queue)
+			cfg, found = h.nodes[g].Engine().QueueConfig(pg.Queue)
 		} else {
 			cfg, found, err = remoteGroup{h: h, g: g}.checkedQueueConfig(pg.Queue)
 		}

@@ -201,9 +201,9 @@ func answerRead(n *Node, q *readRequest) ([]byte, error) {
 		if q.Pop == nil {
 			return nil, fmt.Errorf("%w: a pop check without its pop", engine.ErrInvalid)
 		}
-		a.Found = n.engine.PopWouldDeliver(time.Now().UnixMicro(), *q.Pop)
+		a.Found = n.Engine().PopWouldDeliver(time.Now().UnixMicro(), *q.Pop)
 	case readCopyID:
-		a.Value, a.Found = heldCopy(n.engine, q.Name)
+		a.Value, a.Found = heldCopy(n.Engine(), q.Name)
 	default:
 		return nil, fmt.Errorf("%w: unknown read %q", engine.ErrInvalid, q.Op)
 	}

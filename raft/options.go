@@ -12,7 +12,9 @@ import (
 	"github.com/queenmq/queen/raft/logstore"
 )
 
-// Peer is one server of a static membership: a voter unless NonVoter.
+// Peer is one server of a Raft configuration: a voter unless NonVoter.
+// Options.Peers and peers.json name a static membership with them, and
+// Node.Configuration reads a group's.
 type Peer struct {
 	ID   string
 	Addr string // Raft address host:port
