@@ -1,7 +1,6 @@
 package raft_test
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -91,44 +90,4 @@ func (v *versionsUnless) NodeVersion(_ context.Context, addr string) (raft.NodeV
 		return raft.NodeVersion{}, fmt.Errorf("%w: nobody at %s", raft.ErrForward, addr)
 	}
 	return raft.NodeVersion{ID: id, Command: 1}, nil
-}
-
-func TestHost_LayoutListsEveryGroupItsMembersAndLeader(t *testing.T) {
-	t.Parallel()
-	versions := &versionsUnless{down: map[string]bool{}}
-	c := openHostsWith(t, 3, 2, func(o *raft.Options) { o.Versions, o.VersionInterval = versions, 50*time.Millisecond })
-	c.relayInProcess() // followers announce their addresses through it
-	ids, groups := []string{"n1", "n2", "n3"}, []uint32{0, 1, 2}
-	want := func(down string) {
-		t.Helper()
-		var last string
-		if !eventually(func() bool {
-			leaders, ok := c.agreedLeaders()
-			if !ok {
-				return false
-			}
-			named := map[uint32]string{}
-			for g, i := range leaders {
-				named[uint32(g)] = c.peers[i].ID
-			}
-			for _, h := range c.h {
-				if h == nil {
-					continue
-				}
-				if l := h.Layout(); !laidOut(l, ids, down, groups, named) {
-					last = describeLayout(l)
-					return false
-				}
-			}
-			return true
-		}) {
-			t.Fatalf("timed out waiting for every host's layout (%s down); the last: %s", cmp.Or(down, "none"), last)
-		}
-	}
-	want("")
-	versions.mu.Lock()
-	versions.down["n3"] = true
-	versions.mu.Unlock()
-	c.stop(2)
-	want("n3")
 }

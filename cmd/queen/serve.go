@@ -561,20 +561,20 @@ func openBroker(opts raft.Options, groups, replicas int, replaceAfter time.Durat
 	if groups == 1 {
 		return raft.Open(opts)
 	}
-	ho := raft.HostOptions{Node: opts, Groups: groups, Replicas: replicas, ReplaceAfter: replaceAfter, Balance: balance,
+	ho := nodes.HostOptions{Node: opts, Groups: groups, Replicas: replicas, ReplaceAfter: replaceAfter, Balance: balance,
 		OnMove: meter.NewMoves(ms).Record}
 	if fwd != nil {
 		ho.Forward = fwd
 	}
-	h, err := raft.OpenHost(ho)
+	h, err := nodes.OpenHost(ho)
 	if err != nil {
 		return nil, err
 	}
 	return hostBroker{h}, nil
 }
 
-// hostBroker is a raft.Host as serve runs it.
-type hostBroker struct{ *raft.Host }
+// hostBroker is a cluster.Host as serve runs it.
+type hostBroker struct{ *nodes.Host }
 
 func (h hostBroker) Engine() *engine.Engine { return h.Group(1).Engine() }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 
+	"github.com/queenmq/queen/cluster"
 	"github.com/queenmq/queen/raft"
 )
 
@@ -40,7 +41,7 @@ func NewMoves(set *metrics.Set) *Moves {
 }
 
 // Record counts how a move ended (raft.HostOptions.OnMove).
-func (m *Moves) Record(o raft.MoveOutcome) {
+func (m *Moves) Record(o cluster.MoveOutcome) {
 	switch o.Result {
 	case "done":
 		m.Done.Inc()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 
+	"github.com/queenmq/queen/cluster"
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
 )
@@ -39,7 +40,7 @@ func (t *TimedProposer) Propose(ctx context.Context, c engine.Command) (engine.R
 	start := time.Now()
 	// A client's command: a grouped broker answers it once the group's
 	// leader does, and this node's reads catch up (raft.WithoutApplyWait).
-	r, err := t.p.Propose(raft.WithoutApplyWait(ctx), c)
+	r, err := t.p.Propose(cluster.WithoutApplyWait(ctx), c)
 	if err == nil {
 		t.Hist(c).UpdateDuration(start)
 	}

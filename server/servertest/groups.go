@@ -40,7 +40,7 @@ type Groups struct {
 type GroupNode struct {
 	ID      string
 	URL     string // "http://127.0.0.1:port"
-	Host    *raft.Host
+	Host    *cluster.Host
 	Metrics *metrics.Set // the node's own: /metrics/prometheus writes it
 }
 
@@ -195,7 +195,7 @@ func (c *Groups) start(i int, peers []raft.Peer, dir string, groups int, adjust 
 	// that the cluster reaches this binary's command version (the outbox's
 	// commands need 2) a moment after start.
 	o.Versions, o.VersionInterval = fwd, 200*time.Millisecond
-	h, err := raft.OpenHost(raft.HostOptions{Node: o, Groups: groups, Replicas: c.replicas, SpreadInterval: 50 * time.Millisecond, LoadInterval: 500 * time.Millisecond,
+	h, err := cluster.OpenHost(cluster.HostOptions{Node: o, Groups: groups, Replicas: c.replicas, SpreadInterval: 50 * time.Millisecond, LoadInterval: 500 * time.Millisecond,
 		SpreadHold: 300 * time.Millisecond, Forward: fwd, OnMove: meter.NewMoves(node.Metrics).Record})
 	if err != nil {
 		ln.Close()

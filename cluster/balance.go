@@ -1,4 +1,4 @@
-package raft
+package cluster
 
 import (
 	"cmp"
@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/raft/command"
 )
 
@@ -62,7 +63,7 @@ type QueueLoad = command.QueueLoad
 // Load is group g's last load report as this node's directory replica has
 // it (the zero Load, Group set, before any).
 func (h *Host) Load(g uint32) Load {
-	return command.LoadOf(h.nodes[Directory].Engine().ClusterValue, g)
+	return command.LoadOf(h.nodes[raft.Directory].Engine().ClusterValue, g)
 }
 
 // loadSample is what a group's leader saw at its last sample.
@@ -98,7 +99,7 @@ func (h *Host) loadLoop() {
 		case <-h.done:
 			return
 		}
-		if h.nodes[Directory].ClusterVersion() < 3 {
+		if h.nodes[raft.Directory].ClusterVersion() < 3 {
 			continue
 		}
 		for g := uint32(1); int(g) < len(h.nodes); g++ {
@@ -160,7 +161,7 @@ func (h *Host) reportLoad(g uint32, prev map[uint32]loadSample) {
 	rep.Queues = rep.Queues[:min(len(rep.Queues), command.MaxLoadQueues)]
 	ctx, cancel := context.WithTimeout(context.Background(), h.opts.Node.ApplyTimeout)
 	defer cancel()
-	if _, err := h.run(ctx, Directory, rep); err != nil && !errors.Is(err, ErrShutdown) {
+	if _, err := h.run(ctx, raft.Directory, rep); err != nil && !errors.Is(err, raft.ErrShutdown) {
 		n.Logger().Debug("raft: report the group's load", "err", err)
 	}
 }
@@ -204,7 +205,7 @@ func pickMove(loads []Load, r balanceRule, skip func(command.QueueLoad) bool) (f
 // file): it starts one move when the rule has held for BalanceHold and
 // the last move is BalanceCooldown ago.
 func (h *Host) balance(now time.Time, b *balancer) {
-	d := h.nodes[Directory]
+	d := h.nodes[raft.Directory]
 	if !h.opts.Balance || !d.IsLeader() || b.busy.Load() {
 		b.since = time.Time{}
 		return

@@ -1,4 +1,4 @@
-package raft
+package cluster
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/raft/command"
 	"github.com/queenmq/queen/raft/placement"
 )
@@ -56,7 +57,7 @@ func (h *Host) rebalanceLoop() {
 		case <-h.done:
 			return
 		}
-		if h.ReplicaCount() == 0 || h.nodes[Directory].ClusterVersion() < 3 {
+		if h.ReplicaCount() == 0 || h.nodes[raft.Directory].ClusterVersion() < 3 {
 			continue
 		}
 		h.watchDirectory(time.Now(), &heard)
@@ -71,7 +72,7 @@ func (h *Host) rebalanceLoop() {
 // as its Add, say when caught up; as g's leader, carry it out.
 func (h *Host) stepGroup(g uint32) {
 	n := h.nodes[g]
-	step, ok := command.StepOf(h.nodes[Directory].Engine().ClusterValue, g)
+	step, ok := command.StepOf(h.nodes[raft.Directory].Engine().ClusterValue, g)
 	leads := n.IsLeader()
 	switch {
 	case !ok && leads:
@@ -93,10 +94,10 @@ func (h *Host) carryOut(g uint32, step command.ReplicaStep) {
 	if err != nil {
 		return
 	}
-	server := func(id string) (Peer, bool) {
-		i := slices.IndexFunc(conf, func(s Peer) bool { return s.ID == id })
+	server := func(id string) (raft.Peer, bool) {
+		i := slices.IndexFunc(conf, func(s raft.Peer) bool { return s.ID == id })
 		if i < 0 {
-			return Peer{}, false
+			return raft.Peer{}, false
 		}
 		return conf[i], true
 	}
@@ -129,7 +130,7 @@ func (h *Host) carryOut(g uint32, step command.ReplicaStep) {
 		}
 		return
 	}
-	if err != nil && !errors.Is(err, ErrNotLeader) && !errors.Is(err, ErrNoLeader) && !errors.Is(err, ErrLeadershipLost) {
+	if err != nil && !errors.Is(err, raft.ErrNotLeader) && !errors.Is(err, raft.ErrNoLeader) && !errors.Is(err, raft.ErrLeadershipLost) {
 		n.Logger().Warn("raft: replica step", "add", step.Add, "remove", step.Remove, "err", err)
 	}
 }
@@ -154,7 +155,7 @@ func (h *Host) dropStrayNonvoters(g uint32, keep string) {
 // raftAddr is node id's Raft address as the directory's configuration has
 // it ("" when it is not a server there).
 func (h *Host) raftAddr(id string) string {
-	conf, err := h.nodes[Directory].Configuration()
+	conf, err := h.nodes[raft.Directory].Configuration()
 	if err != nil {
 		return ""
 	}
@@ -174,7 +175,7 @@ func (h *Host) proposeStep(c command.ReplicaStep) { h.proposeDirectory(c) }
 func (h *Host) proposeDirectory(c engine.Command) {
 	ctx, cancel := context.WithTimeout(context.Background(), h.opts.Node.ApplyTimeout)
 	defer cancel()
-	if _, err := h.run(ctx, Directory, c); err != nil && !errors.Is(err, ErrShutdown) {
+	if _, err := h.run(ctx, raft.Directory, c); err != nil && !errors.Is(err, raft.ErrShutdown) {
 		h.opts.Node.Logger.Debug("raft: propose in the directory", "command", fmt.Sprintf("%T", c), "err", err)
 	}
 }
@@ -184,7 +185,7 @@ func (h *Host) proposeDirectory(c engine.Command) {
 // with nothing to do, remove from the directory the nodes that are dead
 // and hold no replica.
 func (h *Host) plan(now time.Time, dead map[string]time.Time, stepSeen map[command.ReplicaStep]time.Time) {
-	d := h.nodes[Directory]
+	d := h.nodes[raft.Directory]
 	if !d.IsLeader() {
 		clear(dead)
 		clear(stepSeen)
@@ -251,7 +252,7 @@ func (h *Host) plan(now time.Time, dead map[string]time.Time, stepSeen map[comma
 			why = "it is leaving and its replicas have moved"
 		}
 		d.Logger().Warn("raft: removing a node from the directory", "node", nd.ID, "why", why)
-		if err := d.Leave(nd.ID, false); err != nil && !errors.Is(err, ErrUnknownMember) {
+		if err := d.Leave(nd.ID, false); err != nil && !errors.Is(err, raft.ErrUnknownMember) {
 			d.Logger().Warn("raft: remove a node from the directory", "node", nd.ID, "err", err)
 			continue
 		}
@@ -269,7 +270,7 @@ func (h *Host) Drainable(id string) bool {
 	if r == 0 {
 		return false
 	}
-	conf, err := h.nodes[Directory].Configuration()
+	conf, err := h.nodes[raft.Directory].Configuration()
 	if err != nil {
 		return false
 	}
@@ -294,7 +295,7 @@ func (h *Host) Drain(ctx context.Context, id string) error {
 	if h.raftAddr(id) == "" {
 		return nil // not in the directory: left already
 	}
-	r, err := h.run(ctx, Directory, command.NodeLeaving{ID: id, Leaving: true})
+	r, err := h.run(ctx, raft.Directory, command.NodeLeaving{ID: id, Leaving: true})
 	if err == nil {
 		err = r.Err
 	}
@@ -313,7 +314,7 @@ func (h *Host) Drain(ctx context.Context, id string) error {
 				}
 			}
 			return fmt.Errorf("%w: %s is still a voter of %d groups; they go on moving, and leave can be asked again",
-				ErrDraining, id, held)
+				raft.ErrDraining, id, held)
 		case <-t.C:
 		}
 	}
@@ -332,7 +333,7 @@ func (h *Host) CutOff() bool { return h.cutOff.Load() }
 // watchDirectory sets or clears CutOff; heard is when the directory's
 // leader was last heard.
 func (h *Host) watchDirectory(now time.Time, heard *time.Time) {
-	d := h.nodes[Directory]
+	d := h.nodes[raft.Directory]
 	if d.Leader() != "" {
 		*heard = now
 		if h.cutOff.Swap(false) {

@@ -1,4 +1,4 @@
-package raft_test
+package cluster_test
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queenmq/queen/cluster"
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
 )
@@ -34,7 +35,7 @@ type readView struct {
 }
 
 // readAll reads everything through h; at is one message per group.
-func readAll(t *testing.T, h *raft.Host, queues []string, at []engine.PushResult, now int64) (readView, error) {
+func readAll(t *testing.T, h *cluster.Host, queues []string, at []engine.PushResult, now int64) (readView, error) {
 	t.Helper()
 	var (
 		v   readView
@@ -135,7 +136,7 @@ func TestHost_ReadsGroupsItDoesNotHost(t *testing.T) {
 			}
 		}
 	}
-	push := func(h *raft.Host, q, txn string) engine.PushResult {
+	push := func(h *cluster.Host, q, txn string) engine.PushResult {
 		t.Helper()
 		r, err := settled(func() (engine.Result, error) {
 			return h.Propose(ctxT(t), engine.PushCmd{Items: []engine.PushItem{{Queue: q, TransactionID: txn, Payload: []byte(`{"n":1}`)}}})

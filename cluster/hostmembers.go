@@ -1,10 +1,11 @@
-package raft
+package cluster
 
 import (
 	"errors"
 	"fmt"
 
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/raft"
 )
 
 // JoinGroup adds a voter to group g (its leader only: ErrNotLeader, a
@@ -25,7 +26,7 @@ func (h *Host) LeaveGroup(g uint32, id string, force bool) error {
 		return fmt.Errorf("%w: group %d does not exist", engine.ErrInvalid, g)
 	}
 	err := n.Leave(id, force)
-	if g != Directory && errors.Is(err, ErrUnknownMember) {
+	if g != raft.Directory && errors.Is(err, raft.ErrUnknownMember) {
 		// With groups on R of N, a node is no voter of most data groups:
 		// leaving them is nothing. The directory counts every node, so its
 		// answer says whether the node was a member at all.
@@ -41,9 +42,9 @@ func (h *Host) LeaveGroup(g uint32, id string, force bool) error {
 // forced leave of a dead node through a survivor that is no voter of one
 // of its groups failed so on every survivor).
 func (h *Host) memberError(g uint32, err error) error {
-	if errors.Is(err, ErrNoLeader) {
+	if errors.Is(err, raft.ErrNoLeader) {
 		if st := h.leaderOf(g); st.Leader != "" && st.Leader != h.opts.Node.ID {
-			return &NotLeaderError{Group: g, Status: st}
+			return &raft.NotLeaderError{Group: g, Status: st}
 		}
 	}
 	return h.groupError(g, err)

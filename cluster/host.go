@@ -1,4 +1,4 @@
-package raft
+package cluster
 
 import (
 	"cmp"
@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/raft/command"
 	"github.com/queenmq/queen/raft/placement"
 )
@@ -30,8 +31,8 @@ import (
 // queues would be in no directory.
 type Host struct {
 	opts  HostOptions
-	store *Store        // the data directory, log store and listener the groups share
-	nodes []*Node       // by group id, 0..G
+	store *raft.Store   // the data directory, log store and listener the groups share
+	nodes []*raft.Node  // by group id, 0..G
 	turn  atomic.Uint64 // the rotating start of discovery pops
 	// holdOutbox, set by a test, stops outbox deliveries: a transaction
 	// then commits and leaves its rows, as a crash would.
@@ -71,7 +72,7 @@ type HostOptions struct {
 	// Node is the node's configuration, as for Open; it applies to every
 	// group. Peers' addresses are their listeners, which serve every
 	// group. Transport must be nil: the groups share a TCP listener.
-	Node Options
+	Node raft.Options
 	// Groups is G, the number of data groups (at least 1).
 	Groups int
 	// Replicas is R, the voters each data group has (hostlayout.go): 0,
@@ -88,7 +89,7 @@ type HostOptions struct {
 	// group another node leads is proposed there through it. Nil (the
 	// nodes share no cluster secret): such a command is answered
 	// NotLeaderError, and the part of a split one fails.
-	Forward Forwarder
+	Forward raft.Forwarder
 	// PartWait bounds how long the part of a split push or ack is retried
 	// for (runPart) before the request is answered ErrOutcomeUnknown or
 	// the part's items failed (default 5 s).
@@ -177,14 +178,14 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 			h.store.Close()
 		}
 	}()
-	if h.store, err = OpenStore(opts, h.Groups()); err != nil {
+	if h.store, err = raft.OpenStore(opts, h.Groups()); err != nil {
 		return nil, err
 	}
 	for _, g := range h.Groups() {
 		gopts := opts
 		if len(opts.Peers) > 0 {
 			gopts.Peers = founders(opts.Peers, o.Replicas, o.Groups, g)
-			if !slices.ContainsFunc(gopts.Peers, func(p Peer) bool { return p.ID == opts.ID }) {
+			if !slices.ContainsFunc(gopts.Peers, func(p raft.Peer) bool { return p.ID == opts.ID }) {
 				gopts.Peers = nil // idle until a leader adds it (hostlayout.go)
 			}
 		}
@@ -193,7 +194,7 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 			return nil, fmt.Errorf("raft: group %d: %w", g, err)
 		}
 		h.nodes = append(h.nodes, n)
-		if g == Directory {
+		if g == raft.Directory {
 			// A restart with another count would leave groups unserved or
 			// serve groups the cluster does not have.
 			if k := h.GroupCount(); k != 0 && k != uint32(o.Groups) {
@@ -201,7 +202,7 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 			}
 		}
 	}
-	h.store.Serve(h.nodes[Directory])
+	h.store.Serve(h.nodes[raft.Directory])
 	h.wg.Add(6)
 	go h.loadLoop()
 	go h.layoutLoop()
@@ -228,7 +229,7 @@ func (h *Host) Groups() []uint32 {
 }
 
 // Group returns group g's node, nil when the Host does not run g.
-func (h *Host) Group(g uint32) *Node {
+func (h *Host) Group(g uint32) *raft.Node {
 	if int(g) >= len(h.nodes) {
 		return nil
 	}
@@ -237,7 +238,7 @@ func (h *Host) Group(g uint32) *Node {
 
 // Replicas are this node's replicas, one per group: the directory's, then
 // groups 1..G (the order of Groups).
-func (h *Host) Replicas() []*Node { return h.nodes }
+func (h *Host) Replicas() []*raft.Node { return h.nodes }
 
 // Close stops every group, then closes the listener and the log store and
 // releases the data directory.
@@ -256,7 +257,7 @@ func (h *Host) Close() error {
 // preferred is the member that should lead group g: the voters sorted by
 // id, taken at g mod their count. Every node computes the same, so
 // leadership settles instead of flapping; "" when there are no voters.
-func preferred(conf []Peer, g uint32) string {
+func preferred(conf []raft.Peer, g uint32) string {
 	var ids []string
 	for _, s := range conf {
 		if !s.NonVoter {
@@ -335,7 +336,7 @@ func (h *Host) wantedLeaders() []string {
 // to want, or when want is "" to its preferred member, if n leads g, this
 // node is not that member, and has seen it live since *since for at least
 // hold; it returns the member it handed to, or "".
-func (h *Host) handOff(n *Node, g uint32, want string, now time.Time, since *time.Time, hold time.Duration) string {
+func (h *Host) handOff(n *raft.Node, g uint32, want string, now time.Time, since *time.Time, hold time.Duration) string {
 	if !n.IsLeader() {
 		*since = time.Time{}
 		return ""
@@ -345,7 +346,7 @@ func (h *Host) handOff(n *Node, g uint32, want string, now time.Time, since *tim
 		return ""
 	}
 	target := want
-	if target == "" || !slices.ContainsFunc(conf, func(s Peer) bool { return s.ID == want && !s.NonVoter }) {
+	if target == "" || !slices.ContainsFunc(conf, func(s raft.Peer) bool { return s.ID == want && !s.NonVoter }) {
 		target = preferred(conf, g)
 	}
 	if target == "" || target == h.opts.Node.ID || n.Failing(target) {
@@ -375,13 +376,13 @@ func (h *Host) handOff(n *Node, g uint32, want string, now time.Time, since *tim
 // GroupCount is the number of data groups as this node's directory replica
 // has it, 0 before the first directory leader recorded it.
 func (h *Host) GroupCount() uint32 {
-	return command.GroupCount(h.nodes[Directory].Engine().ClusterValue)
+	return command.GroupCount(h.nodes[raft.Directory].Engine().ClusterValue)
 }
 
 // Placement is queue's group as this node's directory replica has it, 0
 // while it is not placed (or its placement has not reached this replica).
 func (h *Host) Placement(queue string) uint32 {
-	return command.Placement(h.nodes[Directory].Engine().ClusterValue, queue)
+	return command.Placement(h.nodes[raft.Directory].Engine().ClusterValue, queue)
 }
 
 // Place returns queue's group, placing it first when it has none: in group
@@ -393,7 +394,7 @@ func (h *Host) Place(ctx context.Context, queue string, group uint32) (uint32, e
 	if g := h.Placement(queue); g != 0 {
 		return g, nil
 	}
-	r, err := h.run(ctx, Directory, command.PlaceQueue{Queue: queue, Group: group})
+	r, err := h.run(ctx, raft.Directory, command.PlaceQueue{Queue: queue, Group: group})
 	if err == nil {
 		err = r.Err
 	}
@@ -406,7 +407,7 @@ func (h *Host) Place(ctx context.Context, queue string, group uint32) (uint32, e
 // count other than this Host's (founders started with different counts:
 // the first applied wins) is logged, once.
 func (h *Host) defineGroups() bool {
-	d := h.nodes[Directory]
+	d := h.nodes[raft.Directory]
 	if k := h.GroupCount(); k != 0 && (h.opts.Replicas == 0 || command.ReplicaCount(d.Engine().ClusterValue) != 0) {
 		if k != uint32(h.opts.Groups) {
 			d.Logger().Error("raft: host: the directory says the cluster has a different number of data groups; "+
@@ -419,17 +420,17 @@ func (h *Host) defineGroups() bool {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), h.opts.Node.ApplyTimeout)
 	defer cancel()
-	if _, err := Propose[uint32](ctx, d, command.Groups{Count: uint32(h.opts.Groups)}); err != nil && !errors.Is(err, ErrShutdown) {
+	if _, err := raft.Propose[uint32](ctx, d, command.Groups{Count: uint32(h.opts.Groups)}); err != nil && !errors.Is(err, raft.ErrShutdown) {
 		d.Logger().Warn("raft: host: record the number of data groups", "err", err)
 	}
 	if h.opts.Replicas > 0 && command.ReplicaCount(d.Engine().ClusterValue) == 0 {
-		switch _, err := Propose[uint32](ctx, d, command.Replicas{Count: uint32(h.opts.Replicas)}); {
-		case errors.Is(err, ErrClusterVersion):
+		switch _, err := raft.Propose[uint32](ctx, d, command.Replicas{Count: uint32(h.opts.Replicas)}); {
+		case errors.Is(err, raft.ErrClusterVersion):
 			// A grouped start: the record is command version 3, and the
 			// cluster runs at 1 until the nodes have read each other's
 			// /health. The next look proposes it again.
 			d.Logger().Debug("raft: host: record the voters each group has once the cluster version allows it", "err", err)
-		case err != nil && !errors.Is(err, ErrShutdown):
+		case err != nil && !errors.Is(err, raft.ErrShutdown):
 			d.Logger().Warn("raft: host: record the voters each group has", "err", err)
 		}
 	}

@@ -1,4 +1,4 @@
-package raft
+package cluster
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/raft/command"
 )
 
@@ -32,7 +33,7 @@ func (h *Host) forward(ctx context.Context, addr string, g uint32, entry []byte)
 	}
 	n := h.nodes[g]
 	n.NoteWritten(applied)
-	if g != Directory && ctx.Value(noApplyWait{}) != nil {
+	if g != raft.Directory && ctx.Value(noApplyWait{}) != nil {
 		return r, nil
 	}
 	c, cancel := context.WithTimeout(ctx, appliedWait)
@@ -84,23 +85,23 @@ func (h *Host) run(ctx context.Context, g uint32, c engine.Command) (engine.Resu
 	n := h.nodes[g]
 	deadline := time.Now().Add(addressWait)
 	for {
-		r, err := engine.Result{}, error(ErrNotLeader)
+		r, err := engine.Result{}, error(raft.ErrNotLeader)
 		if h.hosts(g) {
 			r, err = n.Propose(ctx, c)
 		}
-		electing := errors.Is(err, ErrNoLeader)
-		if !electing && (!errors.Is(err, ErrNotLeader) || h.opts.Forward == nil) {
+		electing := errors.Is(err, raft.ErrNoLeader)
+		if !electing && (!errors.Is(err, raft.ErrNotLeader) || h.opts.Forward == nil) {
 			return r, h.groupError(g, err)
 		}
 		if st := h.leaderOf(g); !electing && st.LeaderHTTP != "" && st.Leader != h.opts.Node.ID {
-			entry, err := RelayEntry(c)
+			entry, err := raft.RelayEntry(c)
 			if err != nil {
 				return engine.Result{}, err
 			}
 			r, err := h.forward(ctx, st.LeaderHTTP, g, entry)
 			// A leader that has just handed over refuses, and nothing
 			// was applied: the next look finds its successor.
-			if !errors.Is(err, ErrNotLeader) || time.Now().After(deadline) || ctx.Err() != nil {
+			if !errors.Is(err, raft.ErrNotLeader) || time.Now().After(deadline) || ctx.Err() != nil {
 				return r, err
 			}
 		}
@@ -118,7 +119,7 @@ const addressWait = 2 * time.Second
 // httpOf is the HTTP address of the leader st names: the group's own
 // record, else another group's (a node announces its address in each group
 // it comes to lead, and a leader new to this group may not have yet).
-func (h *Host) httpOf(st Status) string {
+func (h *Host) httpOf(st raft.Status) string {
 	if st.LeaderHTTP != "" || st.Leader == "" {
 		return st.LeaderHTTP
 	}
@@ -167,15 +168,15 @@ func (h *Host) runPart(ctx context.Context, g uint32, c engine.Command) (engine.
 			}
 			return r, nil
 		}
-		unknown = unknown || !NotApplied(err)
+		unknown = unknown || !raft.NotApplied(err)
 		// A move's refusal is not retried on the same group: the caller
 		// routes the items afresh (retryMovingItems).
-		retry := Transient(err) && !errors.Is(err, engine.ErrQueueMoving) && (!unknown || a.retryable(h, g)) &&
+		retry := raft.Transient(err) && !errors.Is(err, engine.ErrQueueMoving) && (!unknown || a.retryable(h, g)) &&
 			ctx.Err() == nil && time.Now().Before(deadline) &&
-			(h.opts.Forward != nil || !errors.Is(err, ErrNotLeader))
+			(h.opts.Forward != nil || !errors.Is(err, raft.ErrNotLeader))
 		if !retry {
 			if unknown {
-				return engine.Result{}, &UnknownError{Group: g, Err: err}
+				return engine.Result{}, &raft.UnknownError{Group: g, Err: err}
 			}
 			return r, h.groupError(g, err)
 		}
@@ -201,9 +202,9 @@ func (h *Host) attempt(ctx context.Context, g uint32, a *attempt) (engine.Result
 	addr := st.LeaderHTTP
 	if h.opts.Forward == nil || addr == "" || st.Leader == h.opts.Node.ID {
 		if st.Leader == "" {
-			return engine.Result{}, ErrNoLeader
+			return engine.Result{}, raft.ErrNoLeader
 		}
-		return engine.Result{}, ErrNotLeader
+		return engine.Result{}, raft.ErrNotLeader
 	}
 	if a.entry == nil {
 		a.entry = command.AppendEntry(nil, []command.Stamped{{Stamp: engine.Stamp{Seed: a.seed}, Cmd: a.cmd}})
@@ -225,7 +226,7 @@ type attempt struct {
 func newAttempt(c engine.Command) (*attempt, error) {
 	if _, ok := c.(engine.PushCmd); !ok {
 		if !command.Relayed(c) {
-			return nil, fmt.Errorf("%w: %T", ErrNotPreparable, c)
+			return nil, fmt.Errorf("%w: %T", raft.ErrNotPreparable, c)
 		}
 		return &attempt{cmd: c}, nil
 	}

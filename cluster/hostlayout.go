@@ -1,4 +1,4 @@
-package raft
+package cluster
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/raft/command"
 	"github.com/queenmq/queen/raft/placement"
 )
@@ -26,8 +27,8 @@ import (
 // founders is group g's voters at a cluster's first start: every founder
 // (the directory, or every group when R is 0 or covers them all), else R
 // of them by the placement rule, which every founder computes alike.
-func founders(peers []Peer, r int, groups int, g uint32) []Peer {
-	if g == Directory || r <= 0 || r >= len(peers) {
+func founders(peers []raft.Peer, r int, groups int, g uint32) []raft.Peer {
+	if g == raft.Directory || r <= 0 || r >= len(peers) {
 		return peers
 	}
 	nodes := make([]placement.Node, len(peers))
@@ -44,7 +45,7 @@ func founders(peers []Peer, r int, groups int, g uint32) []Peer {
 			voters = append(voters, s.Add)
 		}
 	}
-	return slices.DeleteFunc(slices.Clone(peers), func(p Peer) bool { return !slices.Contains(voters, p.ID) })
+	return slices.DeleteFunc(slices.Clone(peers), func(p raft.Peer) bool { return !slices.Contains(voters, p.ID) })
 }
 
 // hosts reports whether this node serves group g from its own replica: the
@@ -56,7 +57,7 @@ func founders(peers []Peer, r int, groups int, g uint32) []Peer {
 // instead: its replica may be stale; so does a node cut off from the
 // directory for longer than ReplaceAfter (CutOff).
 func (h *Host) hosts(g uint32) bool {
-	if g == Directory {
+	if g == raft.Directory {
 		return true
 	}
 	if h.cutOff.Load() {
@@ -71,19 +72,19 @@ func (h *Host) hosts(g uint32) bool {
 
 // layoutRecord is group g's record in this node's directory replica.
 func (h *Host) layoutRecord(g uint32) command.GroupLayout {
-	return command.LayoutOf(h.nodes[Directory].Engine().ClusterValue, g)
+	return command.LayoutOf(h.nodes[raft.Directory].Engine().ClusterValue, g)
 }
 
 // leaderOf is group g's leader and its HTTP address ("" while unknown):
 // as this node's replica follows it when it hosts g, else as the
 // directory records it.
-func (h *Host) leaderOf(g uint32) Status {
+func (h *Host) leaderOf(g uint32) raft.Status {
 	if h.hosts(g) {
 		st := h.nodes[g].Status()
 		st.LeaderHTTP = h.httpOf(st)
 		return st
 	}
-	st := Status{ID: h.opts.Node.ID, Role: "none", Leader: h.layoutRecord(g).Leader}
+	st := raft.Status{ID: h.opts.Node.ID, Role: "none", Leader: h.layoutRecord(g).Leader}
 	st.LeaderHTTP = h.httpOf(st)
 	return st
 }
@@ -94,7 +95,7 @@ func (h *Host) leaderOf(g uint32) Status {
 // HostOptions.Replicas: a node joining in those seconds would otherwise
 // be made a voter of every group.
 func (h *Host) ReplicaCount() uint32 {
-	if r := command.ReplicaCount(h.nodes[Directory].Engine().ClusterValue); r != 0 {
+	if r := command.ReplicaCount(h.nodes[raft.Directory].Engine().ClusterValue); r != 0 {
 		return r
 	}
 	return uint32(h.opts.Replicas)
@@ -140,8 +141,8 @@ func (h *Host) reportLayout(g uint32) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), h.opts.Node.ApplyTimeout)
 	defer cancel()
-	_, err := h.run(ctx, Directory, command.GroupLayout{Group: g, Term: term, Leader: self, Voters: voters})
-	if err != nil && !errors.Is(err, ErrShutdown) && !errors.Is(err, ErrClusterVersion) {
+	_, err := h.run(ctx, raft.Directory, command.GroupLayout{Group: g, Term: term, Leader: self, Voters: voters})
+	if err != nil && !errors.Is(err, raft.ErrShutdown) && !errors.Is(err, raft.ErrClusterVersion) {
 		n.Logger().Debug("raft: host: report the group's layout to the directory", "err", err)
 	}
 }
@@ -165,8 +166,8 @@ func (h *Host) WantedLeader(g uint32) string {
 // servers of the directory's configuration (every node is in the
 // directory). A group this node does not host is as the directory records
 // it (hostlayout.go).
-func (h *Host) Layout() Layout {
-	l := Layout{Nodes: h.nodes[Directory].Layout().Nodes}
+func (h *Host) Layout() raft.Layout {
+	l := raft.Layout{Nodes: h.nodes[raft.Directory].Layout().Nodes}
 	for i := range l.Nodes {
 		l.Nodes[i].HTTP = h.httpAddr(l.Nodes[i].ID)
 	}
@@ -176,7 +177,7 @@ func (h *Host) Layout() Layout {
 			continue
 		}
 		rec := h.layoutRecord(uint32(g))
-		l.Groups = append(l.Groups, LayoutGroup{ID: uint32(g), Members: rec.Voters, Leader: rec.Leader})
+		l.Groups = append(l.Groups, raft.LayoutGroup{ID: uint32(g), Members: rec.Voters, Leader: rec.Leader})
 	}
 	return l
 }

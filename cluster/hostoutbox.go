@@ -1,4 +1,4 @@
-package raft
+package cluster
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/raft"
 )
 
 // Transactions across groups (ARCHITECTURE.md, "Scale-out", a
@@ -75,7 +76,7 @@ func (h *Host) transaction(ctx context.Context, c engine.TransactionCmd) (engine
 		return r, err
 	}
 	if len(v.Outbox) != len(cmd.Away) {
-		return engine.Result{}, &UnknownError{Group: home, Err: fmt.Errorf("%w: %d outbox rows for %d pushes", ErrResultType, len(v.Outbox), len(cmd.Away))}
+		return engine.Result{}, &raft.UnknownError{Group: home, Err: fmt.Errorf("%w: %d outbox rows for %d pushes", raft.ErrResultType, len(v.Outbox), len(cmd.Away))}
 	}
 	delivered := h.deliverOutbox(ctx, home, v.Outbox)
 	// The pushes in request order: the home group's, then the others'.
@@ -138,7 +139,7 @@ func (h *Host) txHome(ctx context.Context, c engine.TransactionCmd) (uint32, err
 	}
 	slices.Sort(where)
 	return 0, fmt.Errorf("%w: a transaction's acks and required leases must lie in one Raft group "+
-		"(its pushes may go to any); it has %s", ErrSpansGroups, strings.Join(slices.Compact(where), ", "))
+		"(its pushes may go to any); it has %s", raft.ErrSpansGroups, strings.Join(slices.Compact(where), ", "))
 }
 
 // txPlace returns queue's group, placing it in home (when not 0) if no
