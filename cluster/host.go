@@ -89,7 +89,7 @@ type HostOptions struct {
 	// group another node leads is proposed there through it. Nil (the
 	// nodes share no cluster secret): such a command is answered
 	// NotLeaderError, and the part of a split one fails.
-	Forward raft.Forwarder
+	Forward Forwarder
 	// PartWait bounds how long the part of a split push or ack is retried
 	// for (runPart) before the request is answered ErrOutcomeUnknown or
 	// the part's items failed (default 5 s).
@@ -214,7 +214,7 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 }
 
 // Removed is closed once this node knows it was removed from the cluster
-// (removed.go): the directory, which counts every node, knows no leader,
+// (raft/removed.go): the directory, which counts every node, knows no leader,
 // and the other nodes run it without this one.
 func (h *Host) Removed() <-chan struct{} { return h.store.Removed() }
 

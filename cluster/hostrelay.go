@@ -14,6 +14,27 @@ import (
 	"github.com/queenmq/queen/raft/command"
 )
 
+// A Forwarder is how a Host reaches the other nodes (Client does it over
+// HTTP). Forward (raft.Forwarder) proposes a command on the leader of a
+// group another node leads.
+//
+// Read asks the Host at addr for a read of group g this node does not
+// host (hostremote.go): req as the Host encodes it, answered by that
+// Host's AnswerRead. Its errors are AnswerRead's (a NotLeaderError from a
+// node that does not lead g), and raft.ErrForward when the call failed.
+//
+// StartMove asks the Host at addr to move queue to group to (its
+// StartMove): the balancer's way to have a queue moved by a voter of its
+// group when the directory's leader is none (balance.go). Its errors are
+// StartMove's (a NotLeaderError from a node that hosts no replica of the
+// queue's group), and raft.ErrForward when the call failed: whether the move
+// began is then unknown, and the directory's move records tell.
+type Forwarder interface {
+	raft.Forwarder
+	Read(ctx context.Context, addr string, g uint32, req []byte) ([]byte, error)
+	StartMove(ctx context.Context, addr, queue string, to uint32) error
+}
+
 // forward proposes entry on group g's leader at addr through the
 // Forwarder. The index that leader had applied in g when it answered is
 // this node's to catch up with (Node.NoteWritten): a read here right after

@@ -52,28 +52,16 @@ func RelayEntry(c engine.Command) ([]byte, error) {
 }
 
 // A Forwarder proposes a command on the leader of another node's group
-// (package cluster implements it over HTTP): entry (RelayEntry: one
+// (package cluster's Client does it over HTTP): entry (RelayEntry: one
 // command) on group g of the node whose HTTP address is addr. It answers
 // the command's result with the typed Value the command answers, and the
 // index that node had applied in g when it answered. Its errors are those
 // a proposal's could be, and ErrForward when the forwarding itself failed:
-// the command's outcome is then unknown.
-//
-// Read asks the Host at addr for a read of group g this node does not
-// host (hostremote.go): req as the Host encodes it, answered by that
-// Host's AnswerRead. Its errors are AnswerRead's (a NotLeaderError from a
-// node that does not lead g), and ErrForward when the call failed.
-//
-// StartMove asks the Host at addr to move queue to group to (its
-// StartMove): the balancer's way to have a queue moved by a voter of its
-// group when the directory's leader is none (balance.go). Its errors are
-// StartMove's (a NotLeaderError from a node that hosts no replica of the
-// queue's group), and ErrForward when the call failed: whether the move
-// began is then unknown, and the directory's move records tell.
+// the command's outcome is then unknown. A Node relays only its own HTTP
+// address through it (version.go); a cluster.Host relays commands of
+// groups led elsewhere.
 type Forwarder interface {
 	Forward(ctx context.Context, addr string, g uint32, entry []byte) (r engine.Result, applied uint64, err error)
-	Read(ctx context.Context, addr string, g uint32, req []byte) ([]byte, error)
-	StartMove(ctx context.Context, addr, queue string, to uint32) error
 }
 
 // ProposeEntry proposes a command another node sent (RelayEntry) on
