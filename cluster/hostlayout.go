@@ -184,7 +184,7 @@ func (h *Host) Layout() raft.Layout {
 
 // httpAddr is node id's HTTP address as any group records it: a node
 // records its address in each group it leads, or relays it to the leader
-// (version.go), so one group may know it before another. This node's own
+// (raft/version.go), so one group may know it before another. This node's own
 // is its options' while no group records it.
 func (h *Host) httpAddr(id string) string {
 	for _, n := range h.nodes {

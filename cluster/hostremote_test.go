@@ -273,7 +273,7 @@ func viewDiff(a, b readView) string {
 }
 
 // spreadSettled waits until each data group is led by the voter the hosts
-// spread its leadership to (raft.Host.WantedLeader), as
+// spread its leadership to (Host.WantedLeader), as
 // every host's layout names it: until then a leader named a moment ago may
 // hand over and refuse what is sent to it.
 func (c *hosts) spreadSettled() {

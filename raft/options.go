@@ -141,7 +141,7 @@ type Options struct {
 	// VersionInterval is how often the versions are read (default 5 s).
 	VersionInterval time.Duration
 	// Forward, when set, is how a follower relays its own HTTP address to
-	// the leader (version.go); a Host's groups get HostOptions.Forward.
+	// the leader (version.go); a cluster.Host's groups get its HostOptions.Forward.
 	Forward Forwarder
 	// RaftLogSync is UNSAFE when false: Raft log appends are not fsynced and
 	// a crash can lose acknowledged commands. Only benchmarks turn it off.

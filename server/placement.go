@@ -12,7 +12,7 @@ import (
 	"github.com/queenmq/queen/server/wire"
 )
 
-// A Mover moves queues between Raft groups (raft.Host): the placement's
+// A Mover moves queues between Raft groups (cluster.Host): the placement's
 // epoch, the moves under way, the queues each group holds, and the move
 // itself.
 type Mover interface {
@@ -24,7 +24,7 @@ type Mover interface {
 }
 
 // A Loader reports the data groups' loads as the directory records them
-// (raft.Host.Load): each group's leader's last report.
+// (cluster.Host.Load): each group's leader's last report.
 type Loader interface {
 	Load(group uint32) cluster.Load
 }
@@ -153,7 +153,7 @@ func (s *Server) placement(ctx *fasthttp.RequestCtx, _ *params) {
 }
 
 // moveQueue answers POST /api/v1/system/queues/{queue}/move {"group": g}:
-// it moves the queue to group g (raft.Host.MoveQueue) and answers once the
+// it moves the queue to group g (cluster.Host.MoveQueue) and answers once the
 // queue lives there, with what was copied. The move runs on this node,
 // whichever it is (its commands are relayed to the groups' leaders); while
 // it runs, GET /api/v1/system/placement lists it under "moves" on every
@@ -210,7 +210,7 @@ func (s *Server) moveQueue(ctx *fasthttp.RequestCtx, p *params) {
 // group, to move the queue to the group groupHeader names, since the copy
 // reads a replica of the source and the directory's leader may host none
 // (groups on R of N nodes). It answers 202 once the move is recorded and
-// runs it on (raft.Host.StartMove); a node that hosts no replica of the
+// runs it on (cluster.Host.StartMove); a node that hosts no replica of the
 // queue's group refuses (not_leader). Only a node (the cluster secret)
 // may ask.
 func (s *Server) startMove(ctx *fasthttp.RequestCtx, p *params) {

@@ -11,7 +11,7 @@ import (
 )
 
 // Moves count the queue moves between Raft groups this node ran
-// (raft.HostOptions.OnMove): each is counted once in the cluster, by the
+// (cluster.HostOptions.OnMove): each is counted once in the cluster, by the
 // node that ran its MoveQueue, or, for a move a stopped node left part
 // way, by the directory's leader that undid it.
 type Moves struct {
@@ -40,7 +40,7 @@ func NewMoves(set *metrics.Set) *Moves {
 	}
 }
 
-// Record counts how a move ended (raft.HostOptions.OnMove).
+// Record counts how a move ended (cluster.HostOptions.OnMove).
 func (m *Moves) Record(o cluster.MoveOutcome) {
 	switch o.Result {
 	case "done":

@@ -39,7 +39,7 @@ func NewTimedProposer(p raft.Proposer, set *metrics.Set) *TimedProposer {
 func (t *TimedProposer) Propose(ctx context.Context, c engine.Command) (engine.Result, error) {
 	start := time.Now()
 	// A client's command: a grouped broker answers it once the group's
-	// leader does, and this node's reads catch up (raft.WithoutApplyWait).
+	// leader does, and this node's reads catch up (cluster.WithoutApplyWait).
 	r, err := t.p.Propose(cluster.WithoutApplyWait(ctx), c)
 	if err == nil {
 		t.Hist(c).UpdateDuration(start)
