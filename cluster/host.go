@@ -16,9 +16,9 @@ import (
 )
 
 // A Host runs several Raft groups of one node (ARCHITECTURE.md, "Scale-out"):
-// the directory, group 0, and the data groups 1..G, each a Node with its
-// own engine and snapshots (groupDir), all over one log store and one
-// listener. Every node runs every group; with HostOptions.Replicas below
+// the directory, group 0, and the data groups 1..G, each a raft.Node with
+// its own engine and snapshots, all over one raft.Store (one log store and
+// one listener). Every node runs every group; with HostOptions.Replicas below
 // the node count a data group's voters are R of them and the others keep
 // an idle replica (hostlayout.go). The Host hands each group's leadership
 // to the member it should have (WantedLeader) once that member has been
@@ -27,7 +27,7 @@ import (
 // Group 1 of a Host is laid out as a plain Node's store, byte for byte: the
 // other groups live under groups/<id>/ and their logs under their own key
 // family of the log store. Opening one kind's directory as the other is
-// refused all the same (ErrLayout): until queues can move, a plain store's
+// refused all the same (raft.ErrLayout): until queues can move, a plain store's
 // queues would be in no directory.
 type Host struct {
 	opts  HostOptions
@@ -143,9 +143,9 @@ type HostOptions struct {
 }
 
 // OpenHost starts a node's groups: it locks the data directory, opens the
-// log store and the listener, then opens the directory and each data
-// group, bootstrapping those without state when told to (Node.Peers or
-// Node.Bootstrap), as Open does for one.
+// log store and the listener (raft.OpenStore), then opens the directory
+// and each data group, bootstrapping those without state when told to
+// (Node.Peers or Node.Bootstrap), as raft.Open does for one.
 func OpenHost(o HostOptions) (_ *Host, err error) {
 	o.SpreadInterval = cmp.Or(o.SpreadInterval, 2*time.Second)
 	o.SpreadHold = cmp.Or(o.SpreadHold, 10*time.Second)
