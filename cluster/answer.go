@@ -10,7 +10,7 @@ import (
 	"github.com/queenmq/queen/raft/command"
 )
 
-// Proposer proposes a command another node forwarded (raft.Host).
+// Proposer proposes a command another node forwarded (Host).
 type Proposer interface {
 	ProposeEntry(ctx context.Context, g uint32, entry []byte) (engine.Result, error)
 }

@@ -55,7 +55,9 @@ type Options struct {
 	Metrics *metrics.Set
 }
 
-// Client sends commands to other nodes (raft.Forwarder).
+var _ Forwarder = (*Client)(nil)
+
+// Client sends commands to other nodes (Forwarder).
 type Client struct {
 	opts      Options
 	http      *fasthttp.Client
@@ -92,7 +94,7 @@ func New(opts Options) *Client {
 
 // Forward proposes entry (one command) on group g of the node at addr and
 // answers its result and that node's applied index in g
-// (raft.Forwarder). A failure to reach the node or to read its answer is
+// (Forwarder). A failure to reach the node or to read its answer is
 // raft.ErrForward: the command's outcome is unknown.
 func (c *Client) Forward(ctx context.Context, addr string, g uint32, entry []byte) (engine.Result, uint64, error) {
 	t, err := command.EntryType(entry)
@@ -118,9 +120,9 @@ func (c *Client) Forward(ctx context.Context, addr string, g uint32, entry []byt
 	return engine.Result{Value: v}, applied, nil
 }
 
-// Read asks the node at addr for a read of group g, req as raft.Host
-// encodes it, and answers that node's answer (raft.Forwarder); the node
-// answers it from its replica when it leads g (raft.Host.AnswerRead). A
+// Read asks the node at addr for a read of group g, req as a Host
+// encodes it, and answers that node's answer (Forwarder); the node
+// answers it from its replica when it leads g (Host.AnswerRead). A
 // failure to reach the node or to read its answer is raft.ErrForward; a
 // refusal is the error Options.Refusal reads in it (a node that does not
 // lead g: raft.ErrNotLeader).
@@ -137,8 +139,8 @@ func (c *Client) Read(ctx context.Context, addr string, g uint32, body []byte) (
 }
 
 // StartMove asks the node at addr to move queue to group to, a move it
-// runs from its replica of the queue's group (raft.Forwarder; the node
-// runs raft.Host.StartMove). It returns once the move is recorded there.
+// runs from its replica of the queue's group (Forwarder; the node
+// runs Host.StartMove). It returns once the move is recorded there.
 // A failure to reach the node or to read its answer is raft.ErrForward;
 // a refusal is the error Options.Refusal reads in it (a node that hosts
 // no replica of the queue's group: raft.ErrNotLeader).

@@ -1,13 +1,36 @@
-// Package cluster is the one path between nodes for commands: a node that
-// must have a command proposed by the leader of its Raft group sends the
-// encoded command there and gets its typed result back. Reads of a group a
-// node does not host take it too.
+// Package cluster runs a node in a cluster of several Raft groups: the Host,
+// which manages the groups of one node, and the one path between nodes
+// that the Host and the edge take to another node's replica.
 //
 // It sits between the HTTP edge and Raft (cmd → server → cluster → raft):
-// Client implements raft.Forwarder, which a raft.Host is given when it is
-// opened, and Answer is what the receiving node's route runs. The route
-// itself is in the server's route table (auth, consistency, the error
-// table), at ProposePath.
+// package raft is one replica of one group (a Node), and a Host holds one
+// Node per group and reaches it only through what raft exports. See
+// ARCHITECTURE.md, "Scale-out".
+//
+// # The Host
+//
+// A Host (host.go) opens the directory (group 0: how many data groups,
+// which queue lives in which, each group's voters and leader) and the data
+// groups 1..G on one raft.Store, and spreads their leaders over the nodes.
+// With --replicas R each data group's voters are R of the N nodes, as the
+// directory's layout records place them (hostlayout.go, raft/placement);
+// without it every group has every node. Its loops move replicas on join,
+// drain and loss (rebalance.go), queues between groups (hostmove.go) and
+// load from the hottest group to the coolest (balance.go). As the broker
+// the edge sees (hostbroker.go) it sends each command to its queue's
+// group, splits pushes and acks over groups, relays to another node's
+// leader what a group led there must propose (hostrelay.go), delivers a
+// transaction's pushes to other groups (hostoutbox.go), reads groups it
+// hosts no replica of from a voter (hostremote.go), and merges reads.
+//
+// # The path between nodes
+//
+// A node that must have a command proposed by the leader of its Raft
+// group sends the encoded command there and gets its typed result back.
+// Reads of a group a node does not host take it too. Client implements
+// Forwarder, which a Host is given when it is opened, and Answer is what
+// the receiving node's route runs. The route itself is in the server's
+// route table (auth, consistency, the error table), at ProposePath.
 //
 // # The exchange
 //
@@ -29,11 +52,11 @@
 //	4xx/5xx            the edge's {"error","code"} answer; Options.Refusal
 //	                   turns it back into the error it stands for.
 //
-// A read of a group the sending node does not host (raft/hostremote.go)
+// A read of a group the sending node does not host (hostremote.go)
 // takes the same headers:
 //
 //	POST ReadPath
-//	  body             the read, as raft.Host encodes it (JSON)
+//	  body             the read, as a Host encodes it (JSON)
 //	200                its answer (JSON), from the node's replica of the
 //	                   group once a heartbeat round confirmed it leads it
 //	4xx/5xx            as above (503 not_leader from a node that does not

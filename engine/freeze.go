@@ -39,7 +39,7 @@ var ErrQueueMoving = errors.New("engine: the queue is moving to another group")
 // changes nothing (an abort that lost a race with a newer move).
 type FreezeQueueCmd struct {
 	// Group is the Raft group to freeze in: it routes the command
-	// (raft.Host); the engine does not read it.
+	// (cluster.Host); the engine does not read it.
 	Group uint32
 	Queue string
 	Epoch uint64

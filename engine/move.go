@@ -302,7 +302,7 @@ func (x *exporter) span(sp exportSpan) (bool, error) {
 // chunk of its import as a no-op.
 type ImportQueueCmd struct {
 	// Group is the Raft group that imports: it routes the command
-	// (raft.Host); the engine does not read it.
+	// (cluster.Host); the engine does not read it.
 	Group uint32
 	Queue string
 	ID    ID
@@ -603,7 +603,7 @@ func checkPartitionKey(f keyspace.Family, k, v []byte) error {
 // was created again under the same name drops nothing.
 type DropQueueCmd struct {
 	// Group is the Raft group to drop from: it routes the command
-	// (raft.Host); the engine does not read it.
+	// (cluster.Host); the engine does not read it.
 	Group uint32
 	Queue string
 	ID    ID

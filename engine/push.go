@@ -37,7 +37,7 @@ const (
 	// Pending: a transaction committed the item in its home group's
 	// outbox and it is on its way to its queue's group, which stores it
 	// once (its transaction id dedups a redelivery); its ids are not known
-	// yet. Only a transaction across Raft groups answers it (raft.Host).
+	// yet. Only a transaction across Raft groups answers it (cluster.Host).
 	Pending
 )
 

@@ -1,7 +1,11 @@
-// Package raft replicates the engine's commands with hashicorp/raft
-// (imported as hraft) and is the broker's command path: a Node proposes
-// commands and applies the committed log to its engine; Local runs the same
-// path on one engine without consensus.
+// Package raft is one replica of one Raft group: it replicates the
+// engine's commands with hashicorp/raft (imported as hraft) and is the
+// broker's command path. A Node proposes commands and applies the
+// committed log to its engine; Local runs the same path on one engine
+// without consensus. Running several groups on one node, and routing a
+// command to its queue's group, is package cluster's (its Host), which
+// holds each group's Node and reaches it only through what this package
+// exports.
 //
 // # The command path
 //
@@ -47,18 +51,19 @@
 //
 // # Groups
 //
-// A Host (host.go) runs several groups of one node over one log store and
-// one listener: the directory (group 0: how many data groups, which queue
-// lives in which) and data groups 1..G, each a Node. With --replicas R a
-// group's voters are R of the N nodes, as the directory's layout records
-// place them (hostlayout.go, placement/); without it every group has every
-// node; leaders are spread over the nodes. As a broker (hostbroker.go) it sends
-// each command to its queue's group, splits pushes and acks over groups,
-// relays the parts a group led elsewhere must propose (through its
-// Forwarder, package cluster), answers NotLeaderError for the rest, and merges reads. See
+// Every Node runs one group. A node of several groups opens them on one
+// Store (store.go): the data directory's lock, one log store that holds
+// every group's log (group 1 under logstore's first families, any other
+// under family 0x03), one listener whose connections name their group
+// (groupstream.go), and the store's identity. A Node knows its own group
+// only: its voters, its leader, its configuration. Which groups a node
+// hosts, which voters each has and where queues live is the directory's,
+// group 0 (Directory), and package cluster reads and changes it; for a
+// manager that moves replicas between nodes a Node exports the reads and
+// the unchecked membership steps it takes (replica.go). See
 // ARCHITECTURE.md, "Scale-out".
 //
-// # Cluster plane
+// # Membership and the transport
 //
 // Membership (membership.go) refuses a change that would leave too few
 // reachable voters for a quorum unless forced; the transport (transport.go)

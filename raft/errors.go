@@ -45,9 +45,9 @@ var (
 	// of the type asked for: a bug in the caller or the command, reported
 	// rather than read as a zero value.
 	ErrResultType = errors.New("raft: command answered a value of another type")
-	// ErrNoRoute is returned by Host.Propose for a command type it has no
+	// ErrNoRoute is returned by cluster.Host.Propose for a command type it has no
 	// group route for: a command added to the table without its line in
-	// Host.Propose (TestHost_EveryCommandHasARoute finds it first).
+	// cluster.Host.Propose (TestHost_EveryCommandHasARoute finds it first).
 	ErrNoRoute = errors.New("raft: host: command has no group route")
 	// ErrShutdown is returned by a node that is shutting down.
 	ErrShutdown = errors.New("raft: node is shutting down")
@@ -56,7 +56,7 @@ var (
 	ErrNotPreparable = errors.New("raft: command cannot be prepared for another node")
 	// ErrForward is returned when forwarding a command to the leader failed.
 	ErrForward = errors.New("raft: forward to leader failed")
-	// ErrStoreLost is returned by Open and OpenHost when this node's store
+	// ErrStoreLost is returned by Open and OpenStore when this node's store
 	// is empty but a founder holds the cluster's state and counts this
 	// node's id a member: the disk was lost or replaced, and voting under
 	// the old id could elect a leader that lacks acknowledged writes (see
@@ -66,7 +66,7 @@ var (
 	// does not hold (with groups, the directory's, which counts every
 	// node): nothing was changed.
 	ErrUnknownMember = errors.New("raft: no such member")
-	// ErrNotMember is returned by Open and OpenHost when this node's store
+	// ErrNotMember is returned by Open and OpenStore when this node's store
 	// is empty and the founders that hold the cluster's state do not count
 	// it a member: it must join (--join), not bootstrap.
 	ErrNotMember = errors.New("raft: not a member of the cluster its founders run")
@@ -76,7 +76,7 @@ var (
 	// the change anyway, except removing the last voter, which is always
 	// refused.
 	ErrQuorumRisk = errors.New("raft: membership change would lose the quorum")
-	// ErrDraining is returned by Host.Drain when its wait ends before the
+	// ErrDraining is returned by cluster.Host.Drain when its wait ends before the
 	// leaving node's replicas have all moved: they go on moving, and the
 	// leave may be asked again.
 	ErrDraining = errors.New("raft: the leaving node's replicas are still moving")
@@ -105,9 +105,9 @@ var (
 	ErrSpansGroups = errors.New("raft: the command spans Raft groups")
 	// ErrPlaced is returned by a Host asked to place a queue in one group
 	// when the queue lives in another: placing never moves a queue
-	// (Host.MoveQueue does).
+	// (cluster.Host.MoveQueue does).
 	ErrPlaced = errors.New("raft: the queue lives in another Raft group")
-	// ErrLayout is returned by Open and OpenHost for a data directory the
+	// ErrLayout is returned by Open and OpenStore for a data directory the
 	// other kind of node made: a node of several Raft groups (--groups)
 	// opened as one, or one group's opened as several.
 	ErrLayout = errors.New("raft: the data directory holds another number of Raft groups")

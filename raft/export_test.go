@@ -1,11 +1,6 @@
 package raft
 
-import (
-	"context"
-
-	"github.com/queenmq/queen/engine"
-	"github.com/queenmq/queen/raft/command"
-)
+import "github.com/queenmq/queen/raft/command"
 
 // SetCommandVersion makes version the command version every command
 // needs, for a test of the cluster-version gate (today every command is
@@ -15,26 +10,3 @@ func SetCommandVersion(version func(command.Stamped) uint8) (restore func()) {
 	commandVersion = version
 	return func() { commandVersion = old }
 }
-
-// HoldOutbox stops (true) or resumes h's outbox deliveries: a transaction
-// across groups then commits and leaves its rows undelivered, as a crash
-// between the commit and the delivery would.
-func HoldOutbox(h *Host, hold bool) { h.holdOutbox.Store(hold) }
-
-// DeliverOutbox delivers rows of group home's outbox as the node that
-// committed their transaction does, and returns each row's push result.
-func DeliverOutbox(ctx context.Context, h *Host, home uint32, rows []engine.OutboxRow) []engine.PushResult {
-	return h.deliverOutbox(ctx, home, rows)
-}
-
-// OutboxRows are the outbox rows of n's engine, oldest first.
-func OutboxRows(n *Node) ([]engine.OutboxRow, error) { return n.engine.Outbox(1000) }
-
-// SetMoveHook makes f run before each chunk of a move h runs is proposed;
-// its error fails the move there (nil: none).
-func SetMoveHook(h *Host, f func(queue string, seq uint32) error) { h.moveHook = f }
-
-// Stopping is closed once h's Close has begun: a move hook that waits on
-// it holds a move until its node is being stopped, as a kill part way
-// would find it.
-func Stopping(h *Host) <-chan struct{} { return h.done }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"sync"
 	"sync/atomic"
 
@@ -38,7 +39,7 @@ type fsm struct {
 	// faulted wakes the node's healer (buffered; a send never blocks).
 	faulted chan struct{}
 	// pushed counts the bytes of pushes applied, by queue: the load
-	// signal's byte rates (balance.go).
+	// signal's byte rates (Node.PushedBytes).
 	pushed pushedBytes
 
 	// mu serialises applying, catching up and recovering the engine.
@@ -229,3 +230,33 @@ func (r refSnapshot) Persist(sink hraft.SnapshotSink) error {
 }
 
 func (refSnapshot) Release() {}
+
+// pushedBytes counts the bytes of pushes a replica applied, by queue (the
+// frames' raw length). Not state: it starts at zero when the node starts,
+// which the first sample, having no rate, absorbs.
+type pushedBytes struct {
+	mu sync.Mutex
+	by map[string]uint64
+}
+
+// count adds a prepared push's bytes; any other command counts nothing.
+func (p *pushedBytes) count(c engine.Command) {
+	pp, ok := c.(*engine.PreparedPush)
+	if !ok {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.by == nil {
+		p.by = map[string]uint64{}
+	}
+	for i := range pp.Groups {
+		p.by[pp.Groups[i].Queue] += uint64(pp.Groups[i].Body.RawLen)
+	}
+}
+
+func (p *pushedBytes) snapshot() map[string]uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.by)
+}

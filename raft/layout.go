@@ -44,23 +44,6 @@ func (n *Node) Layout() Layout {
 	return Layout{Nodes: n.layoutNodes(n.httpAddr), Groups: []LayoutGroup{n.layoutGroup()}}
 }
 
-// Layout is every group the Host runs, the directory first, and the
-// servers of the directory's configuration (every node is in the
-// directory). A group this node does not host is as the directory records
-// it (hostlayout.go).
-func (h *Host) Layout() Layout {
-	l := Layout{Nodes: h.nodes[Directory].layoutNodes(h.httpAddr)}
-	for g, n := range h.nodes {
-		if h.hosts(uint32(g)) {
-			l.Groups = append(l.Groups, n.layoutGroup())
-			continue
-		}
-		rec := h.layoutRecord(uint32(g))
-		l.Groups = append(l.Groups, LayoutGroup{ID: uint32(g), Members: rec.Voters, Leader: rec.Leader})
-	}
-	return l
-}
-
 // layoutGroup is n's group: its voters and the leader n follows.
 func (n *Node) layoutGroup() LayoutGroup {
 	_, leader := n.raft.LeaderWithID()
@@ -95,18 +78,6 @@ func (n *Node) httpAddr(id string) string {
 	}
 	if id == n.opts.ID {
 		return n.opts.HTTPAddr
-	}
-	return ""
-}
-
-// httpAddr is node id's HTTP address as any group records it: a node
-// records its address in each group it leads, or relays it to the leader
-// (version.go), so one group may know it before another.
-func (h *Host) httpAddr(id string) string {
-	for _, n := range h.nodes {
-		if a := n.httpAddr(id); a != "" {
-			return a
-		}
 	}
 	return ""
 }

@@ -1,15 +1,12 @@
 package raft
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
 
 	hraft "github.com/hashicorp/raft"
-
-	"github.com/queenmq/queen/engine"
 )
 
 // Membership safety.
@@ -245,56 +242,4 @@ func (n *Node) count(conf hraft.Configuration, skip hraft.ServerID) (voters, liv
 		}
 	}
 	return voters, live
-}
-
-// JoinGroup adds a voter to group g (its leader only: ErrNotLeader, a
-// NotLeaderError, elsewhere). A node joins a Host's cluster by joining
-// every group; the edge asks each group's leader (server/relay.go).
-func (h *Host) JoinGroup(g uint32, id, addr string, force bool) error {
-	n := h.Group(g)
-	if n == nil {
-		return fmt.Errorf("%w: group %d does not exist", engine.ErrInvalid, g)
-	}
-	return h.memberError(g, n.Join(id, addr, force))
-}
-
-// JoinGroupNonvoter adds a non-voter to group g, as JoinGroup adds a
-// voter (Node.JoinNonvoter).
-func (h *Host) JoinGroupNonvoter(g uint32, id, addr string, force bool) error {
-	n := h.Group(g)
-	if n == nil {
-		return fmt.Errorf("%w: group %d does not exist", engine.ErrInvalid, g)
-	}
-	return h.memberError(g, n.JoinNonvoter(id, addr, force))
-}
-
-// LeaveGroup removes a server from group g, as JoinGroup adds one.
-func (h *Host) LeaveGroup(g uint32, id string, force bool) error {
-	n := h.Group(g)
-	if n == nil {
-		return fmt.Errorf("%w: group %d does not exist", engine.ErrInvalid, g)
-	}
-	err := n.Leave(id, force)
-	if g != Directory && errors.Is(err, ErrUnknownMember) {
-		// With groups on R of N, a node is no voter of most data groups:
-		// leaving them is nothing. The directory counts every node, so its
-		// answer says whether the node was a member at all.
-		err = nil
-	}
-	return h.memberError(g, err)
-}
-
-// memberError is groupError for a membership change: a replica that does
-// not know a leader, as the idle replica of a group this node is no voter
-// of never does, names the leader the directory records for the group, so
-// the edge relays the change there instead of answering no_leader (a
-// forced leave of a dead node through a survivor that is no voter of one
-// of its groups failed so on every survivor).
-func (h *Host) memberError(g uint32, err error) error {
-	if errors.Is(err, ErrNoLeader) {
-		if st := h.leaderOf(g); st.Leader != "" && st.Leader != h.opts.Node.ID {
-			return &NotLeaderError{Group: g, Status: st}
-		}
-	}
-	return h.groupError(g, err)
 }

@@ -780,7 +780,8 @@ func (n *Node) TransferLeadership() error {
 // Snapshot takes a Raft snapshot now (tests and operators).
 func (n *Node) Snapshot() error { return n.raft.Snapshot().Error() }
 
-// Engine returns the node's engine, for tests and for read-only tooling.
+// Engine returns the node's engine: this replica's state, which tests,
+// read-only tooling and a Host's routing (package cluster) read.
 func (n *Node) Engine() *engine.Engine { return n.engine }
 
 // Watch reports applies that may have made messages of queue deliverable.

@@ -12,7 +12,9 @@ import (
 	"github.com/queenmq/queen/raft/logstore"
 )
 
-// Peer is one server of a static membership: a voter unless NonVoter.
+// Peer is one server of a Raft configuration: a voter unless NonVoter.
+// Options.Peers and peers.json name a static membership with them, and
+// Node.Configuration reads a group's.
 type Peer struct {
 	ID   string
 	Addr string // Raft address host:port
@@ -139,7 +141,7 @@ type Options struct {
 	// VersionInterval is how often the versions are read (default 5 s).
 	VersionInterval time.Duration
 	// Forward, when set, is how a follower relays its own HTTP address to
-	// the leader (version.go); a Host's groups get HostOptions.Forward.
+	// the leader (version.go); a cluster.Host's groups get its HostOptions.Forward.
 	Forward Forwarder
 	// RaftLogSync is UNSAFE when false: Raft log appends are not fsynced and
 	// a crash can lose acknowledged commands. Only benchmarks turn it off.

@@ -38,6 +38,32 @@ func PrepareEntry(c engine.Command) ([]byte, error) {
 	return command.AppendEntry(nil, []command.Stamped{{Stamp: engine.Stamp{Seed: seed}, Cmd: p}}), nil
 }
 
+// RelayEntry encodes c for a Forwarder: a push is prepared here (PrepareEntry),
+// the commands whose row in the table has a result codec
+// (command.Relayed) go as they are.
+func RelayEntry(c engine.Command) ([]byte, error) {
+	if _, ok := c.(engine.PushCmd); ok {
+		return PrepareEntry(c)
+	}
+	if !command.Relayed(c) {
+		return nil, fmt.Errorf("%w: %T", ErrNotPreparable, c)
+	}
+	return command.AppendEntry(nil, []command.Stamped{{Cmd: c}}), nil
+}
+
+// A Forwarder proposes a command on the leader of another node's group
+// (package cluster's Client does it over HTTP): entry (RelayEntry: one
+// command) on group g of the node whose HTTP address is addr. It answers
+// the command's result with the typed Value the command answers, and the
+// index that node had applied in g when it answered. Its errors are those
+// a proposal's could be, and ErrForward when the forwarding itself failed:
+// the command's outcome is then unknown. A Node relays only its own HTTP
+// address through it (version.go); a cluster.Host relays commands of
+// groups led elsewhere.
+type Forwarder interface {
+	Forward(ctx context.Context, addr string, g uint32, entry []byte) (r engine.Result, applied uint64, err error)
+}
+
 // ProposeEntry proposes a command another node sent (RelayEntry) on
 // group g, which must be this node's, and answers as Propose does.
 func (n *Node) ProposeEntry(ctx context.Context, g uint32, entry []byte) (engine.Result, error) {

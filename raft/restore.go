@@ -113,7 +113,7 @@ func layoutOf(m backup.Manifest) ([]uint32, bool, error) {
 	return ids, true, nil
 }
 
-// restoreGroups opens the stores of opts.Dir as Open or OpenHost lays them
+// restoreGroups opens the stores of opts.Dir as Open or OpenStore lays them
 // out and seeds each group from the next group of r.
 func restoreGroups(opts Options, r *backup.Reader, groups []uint32, hosted bool, conf hraft.Configuration) (err error) {
 	if !hosted {
@@ -135,7 +135,7 @@ func restoreGroups(opts Options, r *backup.Reader, groups []uint32, hosted bool,
 	defer func() { err = errors.Join(err, store.Close()) }()
 	// recorded is the term of each data group's layout record in the
 	// restored directory (the directory comes first): the old cluster's
-	// voters and leader, which nodes route by (hostlayout.go). The group
+	// voters and leader, which nodes route by (cluster/hostlayout.go). The group
 	// restarts past that term, so that the new leader's report (a later
 	// term) replaces the record and the restored node routes to itself,
 	// not to a leader of the old cluster.

@@ -57,18 +57,6 @@ func (p *inProcess) NodeVersion(_ context.Context, addr string) (raft.NodeVersio
 	return raft.NodeVersion{ID: st.ID, Binary: "test", Command: st.CommandVersion, Others: n.Versions()}, nil
 }
 
-// Read is never asked of a Node: only a Host reads groups it does not
-// host.
-func (p *inProcess) Read(context.Context, string, uint32, []byte) ([]byte, error) {
-	return nil, raft.ErrNotLeader
-}
-
-// StartMove is never asked of a Node either: only a Host's balancer moves
-// queues.
-func (p *inProcess) StartMove(context.Context, string, string, uint32) error {
-	return raft.ErrNotLeader
-}
-
 func (p *inProcess) Forward(ctx context.Context, addr string, g uint32, entry []byte) (engine.Result, uint64, error) {
 	n, err := p.node(addr)
 	if err != nil {

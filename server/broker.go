@@ -51,7 +51,7 @@ type Broker interface {
 }
 
 // Grouped is a broker that spreads queues over several Raft groups
-// (raft.Host; ARCHITECTURE.md, "Scale-out"). It routes each command to its
+// (cluster.Host; ARCHITECTURE.md, "Scale-out"). It routes each command to its
 // group itself, forwards the parts of split commands (package cluster,
 // given to it when it was opened), and answers a *raft.NotLeaderError
 // naming the leader to forward the rest of a request to.

@@ -44,7 +44,7 @@ func (s *Server) encrypted(queue string) (bool, error) {
 }
 
 // checkedQueueConfigs is queueConfigs that can fail: a broker that reads
-// some queues from another node (raft.Host, for a group it does not host)
+// some queues from another node (cluster.Host, for a group it does not host)
 // says so rather than answering "not found", which would leave a payload
 // unsealed.
 type checkedQueueConfigs interface {

@@ -19,7 +19,7 @@ import (
 )
 
 // TestGroups_ReadsThroughANodeOutsideTheGroup: four nodes, four groups of
-// three voters (raft.HostOptions.Replicas). A node outside a group keeps no
+// three voters (cluster.HostOptions.Replicas). A node outside a group keeps no
 // state of it and reads it from the group's leader on the cluster path
 // (POST /internal/v1/read): a write through it is seen by its own
 // linearizable read right after, and every node lists every queue alike.

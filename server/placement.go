@@ -6,36 +6,37 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/queenmq/queen/cluster"
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server/reply"
 	"github.com/queenmq/queen/server/wire"
 )
 
-// A Mover moves queues between Raft groups (raft.Host): the placement's
+// A Mover moves queues between Raft groups (cluster.Host): the placement's
 // epoch, the moves under way, the queues each group holds, and the move
 // itself.
 type Mover interface {
-	MoveQueue(ctx context.Context, queue string, to uint32, progress func(raft.MoveProgress)) error
+	MoveQueue(ctx context.Context, queue string, to uint32, progress func(cluster.MoveProgress)) error
 	StartMove(ctx context.Context, queue string, to uint32) error
-	Moves() []raft.Move
+	Moves() []cluster.Move
 	PlacementEpoch(queue string) uint64
 	QueuesPlaced(group uint32) uint64
 }
 
 // A Loader reports the data groups' loads as the directory records them
-// (raft.Host.Load): each group's leader's last report.
+// (cluster.Host.Load): each group's leader's last report.
 type Loader interface {
-	Load(group uint32) raft.Load
+	Load(group uint32) cluster.Load
 }
 
 // loads are the data groups' load reports by group id (nil on a broker
 // without them).
-func (s *Server) loads(groups []uint32) map[uint32]raft.Load {
+func (s *Server) loads(groups []uint32) map[uint32]cluster.Load {
 	l, ok := s.broker.(Loader)
 	if !ok {
 		return nil
 	}
-	byGroup := map[uint32]raft.Load{}
+	byGroup := map[uint32]cluster.Load{}
 	for _, g := range groups {
 		if g == raft.Directory {
 			continue
@@ -51,13 +52,13 @@ func (s *Server) loads(groups []uint32) map[uint32]raft.Load {
 
 // queueLoad is queue's part of its group's report, when the report names
 // it (the group's hottest queues only).
-func queueLoad(r raft.Load, queue string) (raft.QueueLoad, bool) {
+func queueLoad(r cluster.Load, queue string) (cluster.QueueLoad, bool) {
 	for _, q := range r.Queues {
 		if q.Queue == queue {
 			return q, true
 		}
 	}
-	return raft.QueueLoad{}, false
+	return cluster.QueueLoad{}, false
 }
 
 // epochOf is a queue's placement epoch: 1 on a broker whose queues do not
@@ -152,7 +153,7 @@ func (s *Server) placement(ctx *fasthttp.RequestCtx, _ *params) {
 }
 
 // moveQueue answers POST /api/v1/system/queues/{queue}/move {"group": g}:
-// it moves the queue to group g (raft.Host.MoveQueue) and answers once the
+// it moves the queue to group g (cluster.Host.MoveQueue) and answers once the
 // queue lives there, with what was copied. The move runs on this node,
 // whichever it is (its commands are relayed to the groups' leaders); while
 // it runs, GET /api/v1/system/placement lists it under "moves" on every
@@ -183,8 +184,8 @@ func (s *Server) moveQueue(ctx *fasthttp.RequestCtx, p *params) {
 		return
 	}
 	queue := p.get("queue")
-	var last raft.MoveProgress
-	if err := m.MoveQueue(s.ctx, queue, uint32(group), func(mp raft.MoveProgress) { last = mp }); err != nil {
+	var last cluster.MoveProgress
+	if err := m.MoveQueue(s.ctx, queue, uint32(group), func(mp cluster.MoveProgress) { last = mp }); err != nil {
 		// A node that is not a voter of the queue's group cannot copy it:
 		// the move runs on that group's leader.
 		if !s.forwardNotLeader(ctx, err) {
@@ -209,7 +210,7 @@ func (s *Server) moveQueue(ctx *fasthttp.RequestCtx, p *params) {
 // group, to move the queue to the group groupHeader names, since the copy
 // reads a replica of the source and the directory's leader may host none
 // (groups on R of N nodes). It answers 202 once the move is recorded and
-// runs it on (raft.Host.StartMove); a node that hosts no replica of the
+// runs it on (cluster.Host.StartMove); a node that hosts no replica of the
 // queue's group refuses (not_leader). Only a node (the cluster secret)
 // may ask.
 func (s *Server) startMove(ctx *fasthttp.RequestCtx, p *params) {

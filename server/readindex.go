@@ -33,7 +33,7 @@ const consistencyHeader = "X-Queen-Consistency"
 const readIndexTimeout = relay.ReadIndexTimeout
 
 // Replicated is a broker whose state is a replica of one or more Raft
-// groups (raft.Node, raft.Host), whose reads are made linearizable by a read
+// groups (raft.Node, cluster.Host), whose reads are made linearizable by a read
 // index. A broker without it (raft.Local) holds the only copy of its state,
 // so its reads are linearizable as they are.
 type Replicated interface {
@@ -41,11 +41,11 @@ type Replicated interface {
 }
 
 // hostsGroups is a broker that serves only some of its groups from its
-// own replicas (raft.Host with groups on R of N nodes): the others'
+// own replicas (cluster.Host with groups on R of N nodes): the others'
 // replicas are idle, never waited for. A replica it is about to serve
 // from (Joining) is waited for all the same, and it serves from it only
-// once the read consistency has caught it up (SetReadCatchUp; raft's
-// hostlayout.go, "A replica that starts serving").
+// once the read consistency has caught it up (SetReadCatchUp;
+// cluster/hostlayout.go, "A replica that starts serving").
 type hostsGroups interface {
 	Hosts(g uint32) bool
 	Joining(g uint32) bool

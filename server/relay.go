@@ -117,7 +117,7 @@ func (s *Server) relayedGroup(ctx *fasthttp.RequestCtx, p *params) (uint32, bool
 	return g, true
 }
 
-// GroupMembership is a grouped broker's membership (raft.Host): each
+// GroupMembership is a grouped broker's membership (cluster.Host): each
 // group's voters change on that group's leader. ReplicaCount is R, the
 // voters each data group has, as the directory records it: 0 when every
 // node hosts every group.
@@ -139,7 +139,7 @@ type GroupMembership interface {
 // With the data groups on R of N nodes (joinsDirectoryOnly), a join is
 // the directory's only: the directory's leader moves data-group replicas
 // onto the new node. A leave (not forced) of a node whose replicas have
-// somewhere to go drains it (raft.Host.Drain): its replicas move to other
+// somewhere to go drains it (cluster.Host.Drain): its replicas move to other
 // nodes, add-then-remove, before the directory's leader removes it; the
 // answer waits up to drainWait, then says they are still moving (503
 // draining: asking again waits again). Otherwise, and when forced, a
@@ -179,7 +179,7 @@ func (s *Server) changeGroups(ctx *fasthttp.RequestCtx, gm GroupMembership, c me
 }
 
 // Drainer is a broker whose nodes leave by having their replicas moved
-// first (raft.Host with its groups on R of N nodes).
+// first (cluster.Host with its groups on R of N nodes).
 type Drainer interface {
 	Drainable(id string) bool
 	Drain(ctx context.Context, id string) error

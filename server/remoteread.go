@@ -9,11 +9,11 @@ import (
 )
 
 // remoteReadPath is the route a node asks a group's leader for a read of a
-// group it does not host on (package cluster, raft/hostremote.go).
+// group it does not host on (package cluster, cluster/hostremote.go).
 const remoteReadPath = cluster.ReadPath
 
 // RemoteReader is a broker that answers reads of its groups for nodes that
-// do not host them (raft.Host: with --replicas below the node count, a
+// do not host them (cluster.Host: with --replicas below the node count, a
 // node keeps only R groups' state).
 type RemoteReader interface {
 	AnswerRead(ctx context.Context, g uint32, req []byte) ([]byte, error)

@@ -125,7 +125,7 @@ type Options struct {
 	// nodes serve TLS.
 	RelayTLS *tls.Config
 	// Cluster is this node's path to the other nodes for commands (package
-	// cluster), the one its raft.Host forwards through. Nil: the server
+	// cluster), the one its cluster.Host forwards through. Nil: the server
 	// makes its own from ClusterSecret and RelayTLS (none without the
 	// secret).
 	Cluster *cluster.Client
@@ -421,7 +421,7 @@ func (s *Server) ListenAndServe() error {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopOnce.Do(func() { close(s.stop) })
 	// Requests a broker of groups holds while their queue moves answer
-	// now, not when the move ends (raft.Host.StopWaiting).
+	// now, not when the move ends (cluster.Host.StopWaiting).
 	if w, ok := s.broker.(interface{ StopWaiting() }); ok {
 		w.StopWaiting()
 	}

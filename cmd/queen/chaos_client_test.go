@@ -99,8 +99,8 @@ type chaosAckResult struct {
 // freeze of a queue being moved refuses a command before it writes
 // anything, the node retries only such refusals until it gives up with
 // that answer, and an attempt of unknown outcome on the way makes the
-// answer outcome_unknown instead (raft/hostmove.go retryMoving,
-// raft/hostrelay.go runPart).
+// answer outcome_unknown instead (cluster/hostmove.go retryMoving,
+// cluster/hostrelay.go runPart).
 func chaosOutcome(code int, body []byte, err error) (opResult, string) {
 	switch {
 	case err != nil:

@@ -3,7 +3,7 @@ package main
 // The fault-schedule test's joins and leaves (chaos_test.go, CHAOS_GROUPS
 // above 1): the founders are three nodes, so every group has a replica on
 // each; a join fault starts a fourth node with --join, and the directory
-// moves replicas onto it (raft/rebalance.go: add as non-voter, catch up,
+// moves replicas onto it (cluster/rebalance.go: add as non-voter, catch up,
 // promote, remove the old voter) while the schedule's kills, restarts,
 // transfers and moves go on, which makes the cluster R of N. The next join
 // fault asks the joiner to leave (`queen leave`: its replicas move away,

@@ -181,7 +181,7 @@ func (r *chaosRun) startMove(rec *faultRecord, rng *rand.Rand) func() {
 		victim = nil // its leave stops it
 	}
 	// Only a voter of the source group runs the move it is asked: another
-	// node sends it to the source group's leader (raft.Host.MoveQueue),
+	// node sends it to the source group's leader (cluster.Host.MoveQueue),
 	// which may be the victim. With a kill to come, the move is asked of
 	// a voter; without, of any node.
 	voterOnly := victim != nil || rec.kind == faultMoveOrphan

@@ -264,20 +264,15 @@ var chaosRegressions = []struct {
 		"two restarts in a row signalled a process before it reached serve (harness_test.go waitStarting)"},
 	{445495518, 5 * time.Minute, 3, "", "", "an ack through a node whose group replica lagged behind the pop was sent to group 1 " +
 		"and answered \"partition not found\": first after a 1 s wait for the replica, then, asking the leaders, when " +
-		"no leader was known yet (raft/hostbroker.go lookup; TestHost_AsksTheLeadersForAPartitionItsReplicasLack)"},
+		"no leader was known yet (cluster/hostbroker.go lookup; TestHost_AsksTheLeadersForAPartitionItsReplicasLack)"},
 	{2222, 2 * time.Minute, 3, "kill,kill-leader,move,restart", "", "a restart's SIGTERM reached a node while a queue was frozen " +
 		"by a move: the requests it held for the queue (raft retryMoving, up to MoveWait, 30 s) outlived serve's 10 s " +
-		"shutdown deadline and serve exited 1, three times in the run (raft/hostmove.go Host.StopWaiting, called by " +
+		"shutdown deadline and serve exited 1, three times in the run (cluster/hostmove.go Host.StopWaiting, called by " +
 		"server.Shutdown; TestHost_StopWaitingAnswersCommandsOnAFrozenQueue)"},
 	{31337, 8 * time.Minute, 3, "kill,kill-leader,restart,pause,pause-leader,transfer,move,join", "loopback", "a split push " +
 		"whose part's relay lost its answer when a group's leader was killed was retried, and its items were answered " +
 		"duplicate of the messages the lost attempt stored: a client told duplicate of a push it sent once " +
-		"(raft/hostrelay.go attempt.ownDuplicates; TestHost_SplitPushAnswersFailedOnlyWhenNotStored)"},
-	{424242, 4 * time.Minute, 3, "kill,kill-leader,restart,pause,pause-leader,transfer,partition-minority,partition-majority," +
-		"partition-bridge,move,join,wipe", "netns", "a linearizable read through a node 1.5 s after its rejoin (a wipe) missed a " +
-		"write: the directory began to list it for a group between the read's barrier, which skipped the group, and the " +
-		"read, served from the replica (raft/hostlayout.go \"A replica that starts serving\"; " +
-		"TestHost_AReplicaServesOnlyOnceCaughtUp)"},
+		"(cluster/hostrelay.go attempt.ownDuplicates; TestHost_SplitPushAnswersFailedOnlyWhenNotStored)"},
 }
 
 // chaosRegressionFaults are the kinds the schedules of chaosRegressions

@@ -671,7 +671,7 @@ func (c *cluster) votersOf(nodes []*qnode, groups, dir, data int) {
 // A fourth node started with --join (and the founders' template) joins a
 // cluster of three founders, whose data groups are on R = 3 of them (the
 // default, min(founders, 3)): it joins the directory (the directory's
-// leader moves data-group replicas onto it, raft/rebalance.go, leaving each
+// leader moves data-group replicas onto it, cluster/rebalance.go, leaving each
 // group R voters), takes and serves work in every group, and `queen
 // leave` removes it, every group keeping its R voters.
 func TestGroups_JoinAndLeave(t *testing.T) {

@@ -92,10 +92,10 @@ type serveConfig struct {
 	// were groups.
 	groups int
 	// replaceAfter is --replace-after: how long a node may be unreachable
-	// before its replicas are re-created on others (raft/rebalance.go).
+	// before its replicas are re-created on others (cluster/rebalance.go).
 	replaceAfter time.Duration
 	// balance is --balance: the directory's leader moves queues from the
-	// hottest group to the coolest (raft/balance.go).
+	// hottest group to the coolest (cluster/balance.go).
 	balance bool
 	// replicas is --replicas: R, the voters each data group has (0 when
 	// unset: replicaCount picks it).
@@ -254,7 +254,7 @@ func (c *serveConfig) checkGroups() error {
 	return nil
 }
 
-// replicaCount is R as the Host takes it (raft.HostOptions.Replicas, read
+// replicaCount is R as the Host takes it (cluster.HostOptions.Replicas, read
 // at the cluster's first start and recorded in the directory): --replicas
 // when given, else 3 on a founder's first start (no Raft log under --data
 // yet). R above the founders is fine: each group starts on every founder
@@ -543,7 +543,7 @@ func awaitStop(log *slog.Logger, sigs <-chan os.Signal, errc <-chan error, remov
 }
 
 // broker is what serve runs: one Raft group (raft.Node) or several
-// (raft.Host).
+// (cluster.Host).
 type broker interface {
 	server.Broker
 	// Engine is the engine of the node's group 1, which the analytics
@@ -556,26 +556,26 @@ type broker interface {
 }
 
 // openBroker opens the node's Raft groups: one as raft.Open does, or the
-// directory and groups data groups as a raft.Host, whose moves are
+// directory and groups data groups as a cluster.Host, whose moves are
 // counted in ms (meter.Moves).
 func openBroker(opts raft.Options, groups, replicas int, replaceAfter time.Duration, balance bool, fwd *nodes.Client, ms *metrics.Set) (broker, error) {
 	if groups == 1 {
 		return raft.Open(opts)
 	}
-	ho := raft.HostOptions{Node: opts, Groups: groups, Replicas: replicas, ReplaceAfter: replaceAfter, Balance: balance,
+	ho := nodes.HostOptions{Node: opts, Groups: groups, Replicas: replicas, ReplaceAfter: replaceAfter, Balance: balance,
 		OnMove: meter.NewMoves(ms).Record}
 	if fwd != nil {
 		ho.Forward = fwd
 	}
-	h, err := raft.OpenHost(ho)
+	h, err := nodes.OpenHost(ho)
 	if err != nil {
 		return nil, err
 	}
 	return hostBroker{h}, nil
 }
 
-// hostBroker is a raft.Host as serve runs it.
-type hostBroker struct{ *raft.Host }
+// hostBroker is a cluster.Host as serve runs it.
+type hostBroker struct{ *nodes.Host }
 
 func (h hostBroker) Engine() *engine.Engine { return h.Group(1).Engine() }
 

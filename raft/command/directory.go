@@ -7,7 +7,7 @@ import (
 	"github.com/queenmq/queen/engine"
 )
 
-// The directory's commands. The directory is group 0 of a raft.Host
+// The directory's commands. The directory is group 0 of a cluster.Host
 // (ARCHITECTURE.md, "Scale-out"): an engine that holds no queues, only
 // cluster values saying how many data groups there are and which queue
 // lives in which. Its values:

@@ -89,7 +89,7 @@
 //	                msgsPerSec f64 bits u64 | bytesPerSec f64 bits u64 | pinned u8)
 //	NodeLeaving     id str | leaving u8
 //
-// Groups, PlaceQueue and LookupQueue are the directory's (group 0 of a raft.Host):
+// Groups, PlaceQueue and LookupQueue are the directory's (group 0 of a cluster.Host):
 // directory.go.
 //
 // ImportQueue and DropQueue move a queue between groups (engine/move.go,

@@ -10,7 +10,7 @@ import (
 	"github.com/queenmq/queen/internal/wire"
 )
 
-// The directory's load signal (issue 30 item 5, raft/balance.go): each
+// The directory's load signal (issue 30 item 5, cluster/balance.go): each
 // data group's leader reports, every load interval, how fast messages and
 // bytes arrive in the group and in its hottest queues, and the directory's
 // leader moves queues from the hottest group to the coolest on it. Its

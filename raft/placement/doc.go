@@ -27,6 +27,6 @@
 //     eligible nodes: the bound issue 30 asks for, and a joining node, which
 //     holds none, receives its share.
 //
-// Leaders are spread by raft.Host as they are now (each group's preferred
+// Leaders are spread by cluster.Host as they are now (each group's preferred
 // member, by the sorted order of its voters).
 package placement

@@ -6,7 +6,7 @@
 // per queue and per consumer group) and the escaping of label values.
 //
 // With --groups it also counts the queue moves this node ran (Moves,
-// told by raft.HostOptions.OnMove).
+// told by cluster.HostOptions.OnMove).
 //
 // It is apart from package server because none of it is a route's logic:
 // /metrics/prometheus is one handler that writes the metric set and then

@@ -6,11 +6,12 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 
+	"github.com/queenmq/queen/cluster"
 	"github.com/queenmq/queen/raft"
 )
 
 // Moves count the queue moves between Raft groups this node ran
-// (raft.HostOptions.OnMove): each is counted once in the cluster, by the
+// (cluster.HostOptions.OnMove): each is counted once in the cluster, by the
 // node that ran its MoveQueue, or, for a move a stopped node left part
 // way, by the directory's leader that undid it.
 type Moves struct {
@@ -39,8 +40,8 @@ func NewMoves(set *metrics.Set) *Moves {
 	}
 }
 
-// Record counts how a move ended (raft.HostOptions.OnMove).
-func (m *Moves) Record(o raft.MoveOutcome) {
+// Record counts how a move ended (cluster.HostOptions.OnMove).
+func (m *Moves) Record(o cluster.MoveOutcome) {
 	switch o.Result {
 	case "done":
 		m.Done.Inc()

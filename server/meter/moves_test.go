@@ -8,7 +8,7 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 
-	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/cluster"
 )
 
 // Each result has its counter; only a done move is timed; every move's
@@ -16,9 +16,9 @@ import (
 func TestMoves_Record(t *testing.T) {
 	set := metrics.NewSet()
 	m := NewMoves(set)
-	m.Record(raft.MoveOutcome{Queue: "q", From: 1, To: 2, Result: "done", Took: 3 * time.Second, Bytes: 100})
-	m.Record(raft.MoveOutcome{Queue: "q", From: 2, To: 1, Result: "failed", Took: time.Second, Bytes: 20})
-	m.Record(raft.MoveOutcome{Queue: "r", From: 1, To: 2, Result: "aborted"})
+	m.Record(cluster.MoveOutcome{Queue: "q", From: 1, To: 2, Result: "done", Took: 3 * time.Second, Bytes: 100})
+	m.Record(cluster.MoveOutcome{Queue: "q", From: 2, To: 1, Result: "failed", Took: time.Second, Bytes: 20})
+	m.Record(cluster.MoveOutcome{Queue: "r", From: 1, To: 2, Result: "aborted"})
 	var b bytes.Buffer
 	set.WritePrometheus(&b)
 	for _, line := range []string{

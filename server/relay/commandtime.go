@@ -10,6 +10,7 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 
+	"github.com/queenmq/queen/cluster"
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
 )
@@ -38,8 +39,8 @@ func NewTimedProposer(p raft.Proposer, set *metrics.Set) *TimedProposer {
 func (t *TimedProposer) Propose(ctx context.Context, c engine.Command) (engine.Result, error) {
 	start := time.Now()
 	// A client's command: a grouped broker answers it once the group's
-	// leader does, and this node's reads catch up (raft.WithoutApplyWait).
-	r, err := t.p.Propose(raft.WithoutApplyWait(ctx), c)
+	// leader does, and this node's reads catch up (cluster.WithoutApplyWait).
+	r, err := t.p.Propose(cluster.WithoutApplyWait(ctx), c)
 	if err == nil {
 		t.Hist(c).UpdateDuration(start)
 	}

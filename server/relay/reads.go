@@ -49,7 +49,7 @@ type ReadOptions struct {
 	Metrics     *metrics.Set
 	Logger      *slog.Logger
 	// Hosts, when set, says whether this node serves group g from its own
-	// replica now (raft.Host.Hosts). A replica of a group it does not host
+	// replica now (cluster.Host.Hosts). A replica of a group it does not host
 	// is idle, applying nothing: it is never waited for, since the broker
 	// reads that group from its leader, which answers linearizably. Nil:
 	// every replica is hosted.

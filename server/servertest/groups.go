@@ -22,7 +22,7 @@ import (
 
 // Groups is a cluster of nodes in one process with queues spread over
 // Raft groups, as `queen serve --groups G` runs them: each node is a
-// raft.Host (real Raft over loopback TCP, real Pebble in t.TempDir())
+// cluster.Host (real Raft over loopback TCP, real Pebble in t.TempDir())
 // served by a server.Server on 127.0.0.1, and the nodes share a cluster
 // secret, so commands cross between them on the one path between nodes
 // (package cluster) and requests are relayed between their HTTP servers.
@@ -31,7 +31,7 @@ import (
 type Groups struct {
 	t     testing.TB
 	Nodes []*GroupNode
-	// replicas is each data group's voters (raft.HostOptions.Replicas; 0:
+	// replicas is each data group's voters (cluster.HostOptions.Replicas; 0:
 	// every node).
 	replicas int
 }
@@ -40,7 +40,7 @@ type Groups struct {
 type GroupNode struct {
 	ID      string
 	URL     string // "http://127.0.0.1:port"
-	Host    *raft.Host
+	Host    *cluster.Host
 	Metrics *metrics.Set // the node's own: /metrics/prometheus writes it
 }
 
@@ -57,7 +57,7 @@ func StartGroups(t testing.TB, n, groups int, adjust func(i int, o *server.Optio
 }
 
 // StartGroupsOf is StartGroups with each data group on replicas of the n
-// nodes (raft.HostOptions.Replicas; 0: on every node): a node outside a
+// nodes (cluster.HostOptions.Replicas; 0: on every node): a node outside a
 // group keeps an idle replica of it, and reads it from its leader. With
 // replicas it waits (WaitLayout) until every node's directory records each
 // group's voters and leader, rather than for the leaders WaitLeaders
@@ -111,10 +111,10 @@ func StartGroupsOf(t testing.TB, n, groups, replicas int, adjust func(i int, o *
 	return c
 }
 
-// WaitLayout polls, up to 30 s, until every node's layout (raft.Host.Layout:
+// WaitLayout polls, up to 30 s, until every node's layout (cluster.Host.Layout:
 // its own view of the groups it hosts, the directory's record of the
 // others) names each data group's replicas voters and the same leader, the
-// one the Hosts spread leadership towards (raft.Host.WantedLeader), whose HTTP address every node knows, and that leader has applied all it
+// one the Hosts spread leadership towards (cluster.Host.WantedLeader), whose HTTP address every node knows, and that leader has applied all it
 // committed. It returns each group's leader's index in Nodes, by group.
 func (c *Groups) WaitLayout() map[uint32]int {
 	c.t.Helper()
@@ -195,7 +195,7 @@ func (c *Groups) start(i int, peers []raft.Peer, dir string, groups int, adjust 
 	// that the cluster reaches this binary's command version (the outbox's
 	// commands need 2) a moment after start.
 	o.Versions, o.VersionInterval = fwd, 200*time.Millisecond
-	h, err := raft.OpenHost(raft.HostOptions{Node: o, Groups: groups, Replicas: c.replicas, SpreadInterval: 50 * time.Millisecond, LoadInterval: 500 * time.Millisecond,
+	h, err := cluster.OpenHost(cluster.HostOptions{Node: o, Groups: groups, Replicas: c.replicas, SpreadInterval: 50 * time.Millisecond, LoadInterval: 500 * time.Millisecond,
 		SpreadHold: 300 * time.Millisecond, Forward: fwd, OnMove: meter.NewMoves(node.Metrics).Record})
 	if err != nil {
 		ln.Close()

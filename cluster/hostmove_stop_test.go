@@ -1,4 +1,4 @@
-package raft_test
+package cluster_test
 
 import (
 	"errors"

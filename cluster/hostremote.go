@@ -1,4 +1,4 @@
-package raft
+package cluster
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/engine/keyspace"
+	"github.com/queenmq/queen/raft"
 )
 
 // Reads of a group this node does not host (issue 30, R of N).
@@ -133,11 +134,11 @@ type readAnswer[T any] struct {
 // found, say) is the error, as the local read's would be.
 func (h *Host) AnswerRead(ctx context.Context, g uint32, req []byte) ([]byte, error) {
 	n := h.Group(g)
-	if n == nil || g == Directory {
+	if n == nil || g == raft.Directory {
 		return nil, fmt.Errorf("%w: group %d holds no queues here", engine.ErrInvalid, g)
 	}
 	if !h.hosts(g) {
-		return nil, h.groupError(g, ErrNotLeader)
+		return nil, h.groupError(g, raft.ErrNotLeader)
 	}
 	if _, err := n.ReadIndex(ctx); err != nil {
 		return nil, h.groupError(g, err)
@@ -150,7 +151,7 @@ func (h *Host) AnswerRead(ctx context.Context, g uint32, req []byte) ([]byte, er
 }
 
 // answerRead runs q on n and encodes its answer.
-func answerRead(n *Node, q *readRequest) ([]byte, error) {
+func answerRead(n *raft.Node, q *readRequest) ([]byte, error) {
 	var (
 		a   readAnswer[any]
 		err error
@@ -201,9 +202,9 @@ func answerRead(n *Node, q *readRequest) ([]byte, error) {
 		if q.Pop == nil {
 			return nil, fmt.Errorf("%w: a pop check without its pop", engine.ErrInvalid)
 		}
-		a.Found = n.engine.PopWouldDeliver(time.Now().UnixMicro(), *q.Pop)
+		a.Found = n.Engine().PopWouldDeliver(time.Now().UnixMicro(), *q.Pop)
 	case readCopyID:
-		a.Value, a.Found = heldCopy(n.engine, q.Name)
+		a.Value, a.Found = heldCopy(n.Engine(), q.Name)
 	default:
 		return nil, fmt.Errorf("%w: unknown read %q", engine.ErrInvalid, q.Op)
 	}
@@ -227,7 +228,7 @@ const remoteReadWait = 5 * time.Second
 func readRemote[T any](h *Host, g uint32, q readRequest) (readAnswer[T], error) {
 	var a readAnswer[T]
 	if h.opts.Forward == nil {
-		return a, h.groupError(g, ErrNotLeader) // no cluster path: the edge relays the request whole
+		return a, h.groupError(g, raft.ErrNotLeader) // no cluster path: the edge relays the request whole
 	}
 	req, err := json.Marshal(q)
 	if err != nil {
@@ -236,17 +237,17 @@ func readRemote[T any](h *Host, g uint32, q readRequest) (readAnswer[T], error) 
 	ctx, cancel := context.WithTimeout(context.Background(), remoteReadWait)
 	defer cancel()
 	for {
-		err = ErrNoLeader
+		err = raft.ErrNoLeader
 		if st := h.leaderOf(g); st.LeaderHTTP != "" && st.Leader != h.opts.Node.ID {
 			var b []byte
 			if b, err = h.opts.Forward.Read(ctx, st.LeaderHTTP, g, req); err == nil {
 				if err = json.Unmarshal(b, &a); err != nil {
-					return a, errors.Join(ErrForward, fmt.Errorf("group %d at %s: the read's answer: %w", g, st.LeaderHTTP, err))
+					return a, errors.Join(raft.ErrForward, fmt.Errorf("group %d at %s: the read's answer: %w", g, st.LeaderHTTP, err))
 				}
 				return a, nil
 			}
 		}
-		retry := errors.Is(err, ErrNotLeader) || errors.Is(err, ErrNoLeader) || errors.Is(err, ErrForward)
+		retry := errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrNoLeader) || errors.Is(err, raft.ErrForward)
 		if !retry {
 			return a, err
 		}

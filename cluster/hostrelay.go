@@ -1,4 +1,4 @@
-package raft
+package cluster
 
 import (
 	"context"
@@ -10,30 +10,27 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/raft/command"
 )
 
-// A Forwarder proposes a command on the leader of another node's group
-// (package cluster implements it over HTTP): entry (RelayEntry: one
-// command) on group g of the node whose HTTP address is addr. It answers
-// the command's result with the typed Value the command answers, and the
-// index that node had applied in g when it answered. Its errors are those
-// a proposal's could be, and ErrForward when the forwarding itself failed:
-// the command's outcome is then unknown.
+// A Forwarder is how a Host reaches the other nodes (Client does it over
+// HTTP). Forward (raft.Forwarder) proposes a command on the leader of a
+// group another node leads.
 //
 // Read asks the Host at addr for a read of group g this node does not
 // host (hostremote.go): req as the Host encodes it, answered by that
 // Host's AnswerRead. Its errors are AnswerRead's (a NotLeaderError from a
-// node that does not lead g), and ErrForward when the call failed.
+// node that does not lead g), and raft.ErrForward when the call failed.
 //
 // StartMove asks the Host at addr to move queue to group to (its
 // StartMove): the balancer's way to have a queue moved by a voter of its
 // group when the directory's leader is none (balance.go). Its errors are
 // StartMove's (a NotLeaderError from a node that hosts no replica of the
-// queue's group), and ErrForward when the call failed: whether the move
+// queue's group), and raft.ErrForward when the call failed: whether the move
 // began is then unknown, and the directory's move records tell.
 type Forwarder interface {
-	Forward(ctx context.Context, addr string, g uint32, entry []byte) (r engine.Result, applied uint64, err error)
+	raft.Forwarder
 	Read(ctx context.Context, addr string, g uint32, req []byte) ([]byte, error)
 	StartMove(ctx context.Context, addr, queue string, to uint32) error
 }
@@ -57,7 +54,7 @@ func (h *Host) forward(ctx context.Context, addr string, g uint32, entry []byte)
 	}
 	n := h.nodes[g]
 	n.NoteWritten(applied)
-	if g != Directory && ctx.Value(noApplyWait{}) != nil {
+	if g != raft.Directory && ctx.Value(noApplyWait{}) != nil {
 		return r, nil
 	}
 	c, cancel := context.WithTimeout(ctx, appliedWait)
@@ -88,19 +85,6 @@ func WithoutApplyWait(ctx context.Context) context.Context {
 	return context.WithValue(ctx, noApplyWait{}, true)
 }
 
-// RelayEntry encodes c for a Forwarder: a push is prepared here (PrepareEntry),
-// the commands whose row in the table has a result codec
-// (command.Relayed) go as they are.
-func RelayEntry(c engine.Command) ([]byte, error) {
-	if _, ok := c.(engine.PushCmd); ok {
-		return PrepareEntry(c)
-	}
-	if !command.Relayed(c) {
-		return nil, fmt.Errorf("%w: %T", ErrNotPreparable, c)
-	}
-	return command.AppendEntry(nil, []command.Stamped{{Cmd: c}}), nil
-}
-
 // ProposeEntry proposes, on group g, a command another node relayed
 // (RelayEntry), as Node.ProposeEntry does. ErrNotLeader (a
 // NotLeaderError) when this node does not lead g.
@@ -109,7 +93,7 @@ func (h *Host) ProposeEntry(ctx context.Context, g uint32, entry []byte) (engine
 	if n == nil {
 		return engine.Result{}, fmt.Errorf("%w: group %d does not exist", engine.ErrInvalid, g)
 	}
-	r, err := n.proposeEntry(ctx, entry)
+	r, err := n.ProposeEntry(ctx, g, entry)
 	return r, h.groupError(g, err)
 }
 
@@ -122,23 +106,23 @@ func (h *Host) run(ctx context.Context, g uint32, c engine.Command) (engine.Resu
 	n := h.nodes[g]
 	deadline := time.Now().Add(addressWait)
 	for {
-		r, err := engine.Result{}, error(ErrNotLeader)
+		r, err := engine.Result{}, error(raft.ErrNotLeader)
 		if h.hosts(g) {
 			r, err = n.Propose(ctx, c)
 		}
-		electing := errors.Is(err, ErrNoLeader)
-		if !electing && (!errors.Is(err, ErrNotLeader) || h.opts.Forward == nil) {
+		electing := errors.Is(err, raft.ErrNoLeader)
+		if !electing && (!errors.Is(err, raft.ErrNotLeader) || h.opts.Forward == nil) {
 			return r, h.groupError(g, err)
 		}
 		if st := h.leaderOf(g); !electing && st.LeaderHTTP != "" && st.Leader != h.opts.Node.ID {
-			entry, err := RelayEntry(c)
+			entry, err := raft.RelayEntry(c)
 			if err != nil {
 				return engine.Result{}, err
 			}
 			r, err := h.forward(ctx, st.LeaderHTTP, g, entry)
 			// A leader that has just handed over refuses, and nothing
 			// was applied: the next look finds its successor.
-			if !errors.Is(err, ErrNotLeader) || time.Now().After(deadline) || ctx.Err() != nil {
+			if !errors.Is(err, raft.ErrNotLeader) || time.Now().After(deadline) || ctx.Err() != nil {
 				return r, err
 			}
 		}
@@ -156,12 +140,12 @@ const addressWait = 2 * time.Second
 // httpOf is the HTTP address of the leader st names: the group's own
 // record, else another group's (a node announces its address in each group
 // it comes to lead, and a leader new to this group may not have yet).
-func (h *Host) httpOf(st Status) string {
+func (h *Host) httpOf(st raft.Status) string {
 	if st.LeaderHTTP != "" || st.Leader == "" {
 		return st.LeaderHTTP
 	}
 	for _, n := range h.nodes {
-		if a := n.engine.ClusterValue(command.HTTPKey(st.Leader)); a != "" {
+		if a := n.Engine().ClusterValue(command.HTTPKey(st.Leader)); a != "" {
 			return a
 		}
 	}
@@ -205,15 +189,15 @@ func (h *Host) runPart(ctx context.Context, g uint32, c engine.Command) (engine.
 			}
 			return r, nil
 		}
-		unknown = unknown || !NotApplied(err)
+		unknown = unknown || !raft.NotApplied(err)
 		// A move's refusal is not retried on the same group: the caller
 		// routes the items afresh (retryMovingItems).
-		retry := Transient(err) && !errors.Is(err, engine.ErrQueueMoving) && (!unknown || a.retryable(h, g)) &&
+		retry := raft.Transient(err) && !errors.Is(err, engine.ErrQueueMoving) && (!unknown || a.retryable(h, g)) &&
 			ctx.Err() == nil && time.Now().Before(deadline) &&
-			(h.opts.Forward != nil || !errors.Is(err, ErrNotLeader))
+			(h.opts.Forward != nil || !errors.Is(err, raft.ErrNotLeader))
 		if !retry {
 			if unknown {
-				return engine.Result{}, &UnknownError{Group: g, Err: err}
+				return engine.Result{}, &raft.UnknownError{Group: g, Err: err}
 			}
 			return r, h.groupError(g, err)
 		}
@@ -229,19 +213,19 @@ func (h *Host) runPart(ctx context.Context, g uint32, c engine.Command) (engine.
 // that leader's address is not known yet.
 func (h *Host) attempt(ctx context.Context, g uint32, a *attempt) (engine.Result, error) {
 	n := h.nodes[g]
-	if h.hosts(g) && n.leading() == nil {
+	if h.hosts(g) && n.IsLeader() {
 		if a.seed == (engine.ID{}) {
 			return n.Propose(ctx, a.cmd)
 		}
-		return n.propose(ctx, a.cmd, a.seed)
+		return n.ProposePrepared(ctx, a.cmd, a.seed)
 	}
 	st := h.leaderOf(g)
 	addr := st.LeaderHTTP
 	if h.opts.Forward == nil || addr == "" || st.Leader == h.opts.Node.ID {
 		if st.Leader == "" {
-			return engine.Result{}, ErrNoLeader
+			return engine.Result{}, raft.ErrNoLeader
 		}
-		return engine.Result{}, ErrNotLeader
+		return engine.Result{}, raft.ErrNotLeader
 	}
 	if a.entry == nil {
 		a.entry = command.AppendEntry(nil, []command.Stamped{{Stamp: engine.Stamp{Seed: a.seed}, Cmd: a.cmd}})
@@ -263,7 +247,7 @@ type attempt struct {
 func newAttempt(c engine.Command) (*attempt, error) {
 	if _, ok := c.(engine.PushCmd); !ok {
 		if !command.Relayed(c) {
-			return nil, fmt.Errorf("%w: %T", ErrNotPreparable, c)
+			return nil, fmt.Errorf("%w: %T", raft.ErrNotPreparable, c)
 		}
 		return &attempt{cmd: c}, nil
 	}
@@ -298,7 +282,7 @@ func (a *attempt) retryable(h *Host, g uint32) bool {
 			err   error
 		)
 		if h.hosts(g) && !h.nodes[g].Behind() {
-			cfg, found = h.nodes[g].engine.QueueConfig(pg.Queue)
+			cfg, found = h.nodes[g].Engine().QueueConfig(pg.Queue)
 		} else {
 			cfg, found, err = remoteGroup{h: h, g: g}.checkedQueueConfig(pg.Queue)
 		}

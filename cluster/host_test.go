@@ -1,4 +1,4 @@
-package raft_test
+package cluster_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queenmq/queen/cluster"
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/engine/cursor"
 	"github.com/queenmq/queen/raft"
@@ -28,7 +29,7 @@ type hosts struct {
 	g     int
 	peers []raft.Peer
 	dirs  []string
-	h     []*raft.Host // nil while stopped
+	h     []*cluster.Host // nil while stopped
 	// mu guards h's elements against the Forwarders, which read them from
 	// the hosts' own goroutines (relayInProcess); the test's goroutine,
 	// the only writer, reads them without it.
@@ -37,7 +38,7 @@ type hosts struct {
 	// adjust, when set, changes each host's node options before it opens;
 	// tune its host options.
 	adjust func(*raft.Options)
-	tune   func(*raft.HostOptions)
+	tune   func(*cluster.HostOptions)
 	// replicas is HostOptions.Replicas (0: every group on every host),
 	// replaceAfter HostOptions.ReplaceAfter.
 	replicas     int
@@ -48,11 +49,11 @@ type hosts struct {
 	// moved are the move outcomes each node reported (HostOptions.OnMove),
 	// by node id.
 	movedMu sync.Mutex
-	moved   map[string][]raft.MoveOutcome
+	moved   map[string][]cluster.MoveOutcome
 }
 
 // outcomes are the move outcomes host i reported so far.
-func (c *hosts) outcomes(i int) []raft.MoveOutcome {
+func (c *hosts) outcomes(i int) []cluster.MoveOutcome {
 	c.movedMu.Lock()
 	defer c.movedMu.Unlock()
 	return slices.Clone(c.moved[c.peers[i].ID])
@@ -71,7 +72,7 @@ func openHostsWith(t *testing.T, n, groups int, adjust func(*raft.Options)) *hos
 // every group on every host).
 func openHostsOf(t *testing.T, n, groups, replicas int, adjust func(*raft.Options), set ...func(*hosts)) *hosts {
 	t.Helper()
-	c := &hosts{t: t, g: groups, h: make([]*raft.Host, n), adjust: adjust, replicas: replicas, founders: n}
+	c := &hosts{t: t, g: groups, h: make([]*cluster.Host, n), adjust: adjust, replicas: replicas, founders: n}
 	for _, f := range set {
 		f(c)
 	}
@@ -92,7 +93,7 @@ func openHostsOf(t *testing.T, n, groups, replicas int, adjust func(*raft.Option
 	return c
 }
 
-func (c *hosts) start(i int) *raft.Host {
+func (c *hosts) start(i int) *cluster.Host {
 	c.t.Helper()
 	id := c.peers[i].ID
 	o := rafttest.Options(id, c.dirs[i])
@@ -109,21 +110,21 @@ func (c *hosts) start(i int) *raft.Host {
 	for len(c.fwd) <= i {
 		c.fwd = append(c.fwd, &swapForwarder{})
 	}
-	ho := raft.HostOptions{Node: o, Groups: c.g, Replicas: c.replicas, SpreadInterval: 50 * time.Millisecond, SpreadHold: 300 * time.Millisecond,
+	ho := cluster.HostOptions{Node: o, Groups: c.g, Replicas: c.replicas, SpreadInterval: 50 * time.Millisecond, SpreadHold: 300 * time.Millisecond,
 		PartWait: time.Second, Forward: c.fwd[i], OutboxInterval: 50 * time.Millisecond, OutboxAge: 200 * time.Millisecond,
 		MoveInterval: 100 * time.Millisecond, MoveTimeout: 3 * time.Second,
-		RebalanceInterval: 100 * time.Millisecond, ReplaceAfter: c.replaceAfter, StepTimeout: 20 * time.Second, OnMove: func(o raft.MoveOutcome) {
+		RebalanceInterval: 100 * time.Millisecond, ReplaceAfter: c.replaceAfter, StepTimeout: 20 * time.Second, OnMove: func(o cluster.MoveOutcome) {
 			c.movedMu.Lock()
 			defer c.movedMu.Unlock()
 			if c.moved == nil {
-				c.moved = map[string][]raft.MoveOutcome{}
+				c.moved = map[string][]cluster.MoveOutcome{}
 			}
 			c.moved[id] = append(c.moved[id], o)
 		}}
 	if c.tune != nil {
 		c.tune(&ho)
 	}
-	h, err := raft.OpenHost(ho)
+	h, err := cluster.OpenHost(ho)
 	if err != nil {
 		c.t.Fatalf("open host %s: %v", c.peers[i].ID, err)
 	}
@@ -396,15 +397,15 @@ func TestHost_RefusesWhatCannotWork(t *testing.T) {
 	t.Parallel()
 	o := rafttest.Options("n1", t.TempDir())
 	o.RaftAddr = rafttest.FreeAddrs(t, 1)[0]
-	if _, err := raft.OpenHost(raft.HostOptions{Node: o, Groups: 0}); err == nil {
+	if _, err := cluster.OpenHost(cluster.HostOptions{Node: o, Groups: 0}); err == nil {
 		t.Fatal("a host of no data groups opened")
 	}
-	h, err := raft.OpenHost(raft.HostOptions{Node: o, Groups: 1})
+	h, err := cluster.OpenHost(cluster.HostOptions{Node: o, Groups: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	if _, err := raft.OpenHost(raft.HostOptions{Node: o, Groups: 1}); err == nil {
+	if _, err := cluster.OpenHost(cluster.HostOptions{Node: o, Groups: 1}); err == nil {
 		t.Fatal("a second host opened on a directory in use")
 	}
 	if h.Group(2) != nil {
@@ -461,7 +462,7 @@ func TestHost_DirectoryPlacesQueuesOnceForEveryNode(t *testing.T) {
 	c.stop(2)
 	o := rafttest.Options(c.peers[2].ID, c.dirs[2])
 	o.RaftAddr, o.Peers, o.ClusterSecret = c.peers[2].Addr, c.peers, "correct horse battery staple"
-	_, err := raft.OpenHost(raft.HostOptions{Node: o, Groups: 2})
+	_, err := cluster.OpenHost(cluster.HostOptions{Node: o, Groups: 2})
 	if err == nil || !strings.Contains(err.Error(), "3 data groups, not 2") {
 		t.Fatalf("a host restarted with 2 groups in a cluster of 3: err %v", err)
 	}
@@ -653,7 +654,7 @@ func (c *hosts) relayInProcess() {
 
 // host is the running host whose address is prefix + its id, nil when
 // none is; safe from any goroutine.
-func (c *hosts) host(prefix, addr string) *raft.Host {
+func (c *hosts) host(prefix, addr string) *cluster.Host {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i, p := range c.peers {
@@ -682,7 +683,7 @@ func (c *hosts) addressesKnown() {
 
 // forwarded runs c on h and, when h answers NotLeaderError, on the host
 // that leads the group named (as the edge forwards the request).
-func (c *hosts) forwarded(h *raft.Host, cmd engine.Command) (engine.Result, error) {
+func (c *hosts) forwarded(h *cluster.Host, cmd engine.Command) (engine.Result, error) {
 	r, err := h.Propose(ctxT(c.t), cmd)
 	var nl *raft.NotLeaderError
 	if !errors.As(err, &nl) {
@@ -1053,7 +1054,7 @@ func TestHost_RefusesTheOtherLayout(t *testing.T) {
 	ho := rafttest.Options("n1", one)
 	ho.RaftAddr = rafttest.FreeAddrs(t, 1)[0]
 	ho.Bootstrap = true
-	if _, err := raft.OpenHost(raft.HostOptions{Node: ho, Groups: 2}); !errors.Is(err, raft.ErrLayout) {
+	if _, err := cluster.OpenHost(cluster.HostOptions{Node: ho, Groups: 2}); !errors.Is(err, raft.ErrLayout) {
 		t.Fatalf("a one-group store opened with 2 groups: err %v, want ErrLayout", err)
 	}
 	// Still a good node of one group.

@@ -1,4 +1,4 @@
-package raft
+package cluster
 
 import (
 	"cmp"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/raft/command"
 )
 
@@ -38,10 +39,10 @@ import (
 
 // groupError makes ErrNotLeader from group g a NotLeaderError.
 func (h *Host) groupError(g uint32, err error) error {
-	if errors.Is(err, ErrNotLeader) {
-		var nl *NotLeaderError
+	if errors.Is(err, raft.ErrNotLeader) {
+		var nl *raft.NotLeaderError
 		if !errors.As(err, &nl) {
-			return &NotLeaderError{Group: g, Status: h.leaderOf(g)}
+			return &raft.NotLeaderError{Group: g, Status: h.leaderOf(g)}
 		}
 	}
 	return err
@@ -102,7 +103,7 @@ func (h *Host) route(ctx context.Context, c engine.Command) (engine.Result, erro
 		return h.on(ctx, streamGroup, c)
 	case command.Maintenance:
 		// Maintenance is cluster-wide: the directory holds it.
-		return h.on(ctx, Directory, c)
+		return h.on(ctx, raft.Directory, c)
 	case engine.ImportQueueCmd:
 		return h.onNamed(ctx, c.Group, c)
 	case engine.DropQueueCmd:
@@ -110,7 +111,7 @@ func (h *Host) route(ctx context.Context, c engine.Command) (engine.Result, erro
 	case engine.FreezeQueueCmd:
 		return h.onNamed(ctx, c.Group, c)
 	}
-	return engine.Result{}, fmt.Errorf("%w: %T", ErrNoRoute, c)
+	return engine.Result{}, fmt.Errorf("%w: %T", raft.ErrNoRoute, c)
 }
 
 // onNamed runs c on the group it names, here or relayed to that group's
@@ -118,7 +119,7 @@ func (h *Host) route(ctx context.Context, c engine.Command) (engine.Result, erro
 // group whatever the placement says while the move runs. The directory
 // holds no queue, and a group this Host does not run is refused.
 func (h *Host) onNamed(ctx context.Context, g uint32, c engine.Command) (engine.Result, error) {
-	if g == Directory || h.Group(g) == nil {
+	if g == raft.Directory || h.Group(g) == nil {
 		return engine.Result{}, fmt.Errorf("%w: %T names group %d, which holds no queues here", engine.ErrInvalid, c, g)
 	}
 	return h.run(ctx, g, c)
@@ -132,7 +133,7 @@ const streamGroup uint32 = 1
 // does not lead g, or does not host it).
 func (h *Host) on(ctx context.Context, g uint32, c engine.Command) (engine.Result, error) {
 	if !h.hosts(g) {
-		return engine.Result{}, h.groupError(g, ErrNotLeader)
+		return engine.Result{}, h.groupError(g, raft.ErrNotLeader)
 	}
 	r, err := h.nodes[g].Propose(ctx, c)
 	return r, h.groupError(g, err)
@@ -167,7 +168,7 @@ func (h *Host) find(ctx context.Context, queue string) (uint32, error) {
 	if g := h.Placement(queue); g != 0 || queue == "" {
 		return g, nil
 	}
-	r, err := h.run(ctx, Directory, command.LookupQueue{Queue: queue})
+	r, err := h.run(ctx, raft.Directory, command.LookupQueue{Queue: queue})
 	if err != nil {
 		return 0, err
 	}
@@ -187,7 +188,7 @@ func (h *Host) groupOf(ctx context.Context, queue string) (uint32, error) {
 	}
 	g, err := h.Place(ctx, queue, 0)
 	if err == nil && g == 0 {
-		err = fmt.Errorf("%w: the directory placed %q nowhere", ErrResultType, queue)
+		err = fmt.Errorf("%w: the directory placed %q nowhere", raft.ErrResultType, queue)
 	}
 	return g, err
 }
@@ -212,29 +213,29 @@ func (h *Host) onPartition(ctx context.Context, propose func(context.Context, ui
 // answer from group 1 would then be a guess (a lagging node's ack would be
 // refused for a partition that exists).
 func (h *Host) partitionGroup(ctx context.Context, id engine.ID) (uint32, error) {
-	return h.lookup(ctx, func(n *Node) (string, bool) {
-		q, _, ok := n.engine.PartitionByID(id)
+	return h.lookup(ctx, func(n *raft.Node) (string, bool) {
+		q, _, ok := n.Engine().PartitionByID(id)
 		return q, ok
 	}, command.LookupPartition{ID: id})
 }
 
 // leaseGroup is partitionGroup for a lease.
 func (h *Host) leaseGroup(ctx context.Context, id engine.ID) (uint32, error) {
-	return h.lookup(ctx, func(n *Node) (string, bool) { return n.engine.LeaseQueue(id) }, command.LookupLease{ID: id})
+	return h.lookup(ctx, func(n *raft.Node) (string, bool) { return n.Engine().LeaseQueue(id) }, command.LookupLease{ID: id})
 }
 
 // lookup finds the group holding something: in this node's replicas
 // (holds, which names the queue it belongs to), else by asking, with ask,
 // each group's leader, here or relayed (command.Lookup: its applied state
 // holds everything any node answered).
-func (h *Host) lookup(ctx context.Context, holds func(*Node) (string, bool), ask command.Lookup) (uint32, error) {
+func (h *Host) lookup(ctx context.Context, holds func(*raft.Node) (string, bool), ask command.Lookup) (uint32, error) {
 	if g, q := h.holder(holds); g != 0 {
-		if _, frozen := h.nodes[g].engine.Frozen(q); !frozen {
+		if _, frozen := h.nodes[g].Engine().Frozen(q); !frozen {
 			return g, nil
 		}
 		// A move froze it there: the directory's leader knows where it
 		// lives now, which this node's directory replica may not yet.
-		r, err := h.run(ctx, Directory, command.LookupQueue{Queue: q})
+		r, err := h.run(ctx, raft.Directory, command.LookupQueue{Queue: q})
 		if placed, _ := r.Value.(uint32); err == nil && placed != 0 {
 			return placed, nil
 		}
@@ -259,7 +260,7 @@ func (h *Host) lookup(ctx context.Context, holds func(*Node) (string, bool), ask
 // the queue's. Only hosted replicas are looked in: an idle one (a group
 // this node is not a voter of) may hold what it had before it was
 // removed, which is no longer its group's state.
-func (h *Host) holder(holds func(*Node) (string, bool)) (uint32, string) {
+func (h *Host) holder(holds func(*raft.Node) (string, bool)) (uint32, string) {
 	found, queue := uint32(0), ""
 	for g := 1; g < len(h.nodes); g++ {
 		if !h.hosts(uint32(g)) {
@@ -343,9 +344,9 @@ func runSplit[I, R any](ctx context.Context, h *Host, parts []part, items []I, b
 	for k, p := range parts {
 		got, _ := res[k].Value.([]R)
 		if errs[k] == nil && len(got) != len(p.items) {
-			errs[k] = &UnknownError{Group: p.group, Err: fmt.Errorf("%w: %d results for %d items", ErrResultType, len(got), len(p.items))}
+			errs[k] = &raft.UnknownError{Group: p.group, Err: fmt.Errorf("%w: %d results for %d items", raft.ErrResultType, len(got), len(p.items))}
 		}
-		if errors.Is(errs[k], ErrOutcomeUnknown) {
+		if errors.Is(errs[k], raft.ErrOutcomeUnknown) {
 			return nil, errs[k]
 		}
 	}
@@ -488,7 +489,7 @@ func retryMovingItems[I, R any](ctx context.Context, h *Host, items []I, out []R
 			err = r.Err
 			fallthrough
 		case err != nil:
-			if !NotApplied(err) {
+			if !raft.NotApplied(err) {
 				return nil, err
 			}
 			for _, i := range idx {
@@ -499,7 +500,7 @@ func retryMovingItems[I, R any](ctx context.Context, h *Host, items []I, out []R
 				out[i] = got[j]
 			}
 		default:
-			return nil, &UnknownError{Err: fmt.Errorf("%w: %d results for %d items", ErrResultType, len(got), len(idx))}
+			return nil, &raft.UnknownError{Err: fmt.Errorf("%w: %d results for %d items", raft.ErrResultType, len(got), len(idx))}
 		}
 	}
 	return out, nil
@@ -563,12 +564,12 @@ func (h *Host) discover(ctx context.Context, c engine.PopCmd) (engine.Result, er
 		switch n := h.nodes[g]; {
 		case !h.hosts(g):
 			remote = append(remote, g)
-		case n.leading() != nil && n.Behind():
+		case !n.IsLeader() && n.Behind():
 			// The replica here has not applied a push this node relayed
 			// yet (Node.Written): its leader's state decides.
 			later = append(later, g)
-		case !n.engine.PopWouldDeliver(now, c):
-		case n.leading() != nil:
+		case !n.Engine().PopWouldDeliver(now, c):
+		case !n.IsLeader():
 			later = append(later, g)
 		default:
 			r, err := h.on(ctx, g, c)
@@ -617,7 +618,7 @@ func (h *Host) everyGroup(ctx context.Context, c engine.Command) (engine.Result,
 			sum, _ := out.Value.(engine.GroupDeleted)
 			out.Value = engine.GroupDeleted{Cursors: sum.Cursors + v.Cursors, Metadata: sum.Metadata || v.Metadata}
 		default:
-			return engine.Result{}, fmt.Errorf("%w: %T from every group", ErrResultType, v)
+			return engine.Result{}, fmt.Errorf("%w: %T from every group", raft.ErrResultType, v)
 		}
 	}
 	return out, nil
@@ -631,7 +632,7 @@ func (h *Host) registerStream(ctx context.Context, c engine.StreamRegisterCmd) (
 		queues = append(queues, c.SinkQueue)
 	}
 	for _, q := range queues {
-		r, err := h.run(ctx, Directory, command.PlaceQueue{Queue: q, Group: streamGroup})
+		r, err := h.run(ctx, raft.Directory, command.PlaceQueue{Queue: q, Group: streamGroup})
 		if err == nil {
 			err = r.Err
 		}
@@ -639,7 +640,7 @@ func (h *Host) registerStream(ctx context.Context, c engine.StreamRegisterCmd) (
 			return engine.Result{}, err
 		}
 		if g, _ := r.Value.(uint32); g != streamGroup {
-			return engine.Result{}, fmt.Errorf("%w: streams run in Raft group %d, and queue %s was placed in group %d", ErrSpansGroups, streamGroup, q, g)
+			return engine.Result{}, fmt.Errorf("%w: streams run in Raft group %d, and queue %s was placed in group %d", raft.ErrSpansGroups, streamGroup, q, g)
 		}
 	}
 	return h.on(ctx, streamGroup, c)
@@ -654,7 +655,7 @@ func (h *Host) Barrier(ctx context.Context) error {
 		switch {
 		case err == nil:
 			led = true
-		case !errors.Is(err, ErrNotLeader) && !errors.Is(err, ErrNoLeader):
+		case !errors.Is(err, raft.ErrNotLeader) && !errors.Is(err, raft.ErrNoLeader):
 			return h.groupError(uint32(g), err)
 		}
 	}
@@ -669,7 +670,7 @@ func (h *Host) Barrier(ctx context.Context) error {
 // knows no leader), and the edge forwards the read there.
 func (h *Host) LeaderRead(ctx context.Context) error {
 	if !h.hosts(streamGroup) {
-		return h.groupError(streamGroup, ErrNotLeader)
+		return h.groupError(streamGroup, raft.ErrNotLeader)
 	}
 	return h.groupError(streamGroup, h.nodes[streamGroup].LeaderRead(ctx))
 }
@@ -677,8 +678,8 @@ func (h *Host) LeaderRead(ctx context.Context) error {
 // Status is the directory's: its leader is the cluster's for what is not a
 // queue's (membership, storage reports, analytics). GroupStatus has each
 // group's.
-func (h *Host) Status() Status {
-	st := h.nodes[Directory].Status()
+func (h *Host) Status() raft.Status {
+	st := h.nodes[raft.Directory].Status()
 	for g, n := range h.nodes[1:] {
 		if !h.hosts(uint32(g + 1)) {
 			continue // an idle replica has no version or faults of its own
@@ -695,13 +696,13 @@ func (h *Host) Status() Status {
 
 // Versions is every server's version as the directory last read them
 // (every node is in the directory).
-func (h *Host) Versions() []NodeVersion { return h.nodes[Directory].Versions() }
+func (h *Host) Versions() []raft.NodeVersion { return h.nodes[raft.Directory].Versions() }
 
 // GroupStatus is group g's status on this node. For a group it does not
 // host (hostlayout.go) that is role "none", with the leader and the count
 // of voters the directory records: its idle replica knows no leader, and
 // /health, which needs every group led, would call the node unhealthy.
-func (h *Host) GroupStatus(g uint32) Status {
+func (h *Host) GroupStatus(g uint32) raft.Status {
 	if !h.hosts(g) {
 		st := h.leaderOf(g)
 		st.Voters = len(h.layoutRecord(g).Voters)
@@ -712,7 +713,7 @@ func (h *Host) GroupStatus(g uint32) Status {
 
 // Maintenance reports the cluster-wide maintenance switches, which the
 // directory holds.
-func (h *Host) Maintenance() (push, pop bool) { return maintenance(h.nodes[Directory].engine) }
+func (h *Host) Maintenance() (push, pop bool) { return h.nodes[raft.Directory].Maintenance() }
 
 // Watch reports applies that may have made messages of queue deliverable,
 // in its group, or in every group for "". A group this node does not host

@@ -1,4 +1,4 @@
-package raft_test
+package cluster_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queenmq/queen/cluster"
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/engine/cursor"
 	"github.com/queenmq/queen/raft"
@@ -62,7 +63,7 @@ func (c *hosts) atMaxVersion() {
 
 // popOne pops one message of queue through host h (forwarded to its
 // group's leader) and returns it as an ack item with its lease.
-func popOne(t *testing.T, c *hosts, h *raft.Host, queue string) engine.AckItem {
+func popOne(t *testing.T, c *hosts, h *cluster.Host, queue string) engine.AckItem {
 	t.Helper()
 	r, err := c.forwarded(h, engine.PopCmd{Queue: queue, Batch: 1, Partitions: 1})
 	if err != nil {
@@ -98,7 +99,7 @@ func outboxEmpty(t *testing.T, c *hosts, g uint32) {
 	t.Helper()
 	waitFor(t, "the outbox rows to be deleted on every replica", func() bool {
 		for _, h := range c.h {
-			if rows, err := raft.OutboxRows(h.Group(g)); err != nil || len(rows) != 0 {
+			if rows, err := cluster.OutboxRows(h.Group(g)); err != nil || len(rows) != 0 {
 				return false
 			}
 		}
@@ -193,7 +194,7 @@ func TestHost_OutboxRowDeliveredTwice(t *testing.T) {
 		c.place(q, g)
 	}
 	for _, h := range c.h {
-		raft.HoldOutbox(h, true)
+		cluster.HoldOutbox(h, true)
 	}
 	ops := []engine.TxOp{
 		{Push: &engine.PushItem{Queue: "in", TransactionID: "in-1", Payload: []byte(`{}`)}}, // home: group 1
@@ -204,13 +205,13 @@ func TestHost_OutboxRowDeliveredTwice(t *testing.T) {
 	if res, ok := r.Value.(engine.TxResult); err != nil || !ok || !res.Success {
 		t.Fatalf("transaction with deliveries held: %+v, %v", r.Value, err)
 	}
-	rows, err := raft.OutboxRows(c.h[1].Group(1))
+	rows, err := cluster.OutboxRows(c.h[1].Group(1))
 	if err != nil || len(rows) != 2 || rows[1].Item.TransactionID != "out-1" {
 		t.Fatalf("group 1's outbox after the held commit: %+v, %v; want a minted id and out-1", rows, err)
 	}
-	raft.HoldOutbox(c.h[1], false)
-	first := raft.DeliverOutbox(ctxT(t), c.h[1], 1, rows)
-	again := raft.DeliverOutbox(ctxT(t), c.h[1], 1, rows)
+	cluster.HoldOutbox(c.h[1], false)
+	first := cluster.DeliverOutbox(ctxT(t), c.h[1], 1, rows)
+	again := cluster.DeliverOutbox(ctxT(t), c.h[1], 1, rows)
 	for i, want := range []engine.PushStatus{engine.Queued, engine.Duplicate} {
 		if again[i].Status != want || again[i].MessageID == (engine.ID{}) || again[i].MessageID != first[i].MessageID {
 			t.Fatalf("row %d (%s) delivered again: %+v, first %+v; want status %v with the first's message id",
@@ -224,7 +225,7 @@ func TestHost_OutboxRowDeliveredTwice(t *testing.T) {
 		t.Fatalf("queue out holds %q, want each push once", got)
 	}
 	for _, h := range c.h {
-		raft.HoldOutbox(h, false)
+		cluster.HoldOutbox(h, false)
 	}
 	outboxEmpty(t, c, 1)
 }
@@ -244,7 +245,7 @@ func TestHost_OutboxRedeliversWhatACrashLeft(t *testing.T) {
 	c.push(1, "in", "in-1")
 	ack := popOne(t, c, c.h[0], "in")
 	for _, h := range c.h {
-		raft.HoldOutbox(h, true)
+		cluster.HoldOutbox(h, true)
 	}
 	ops := []engine.TxOp{
 		{Ack: &ack},
@@ -260,7 +261,7 @@ func TestHost_OutboxRedeliversWhatACrashLeft(t *testing.T) {
 		res.Pushes[1].Status != engine.Pending || res.Pushes[1].TransactionID != "out-2" {
 		t.Fatalf("transaction with deliveries held: %+v, %v; want success with both pushes pending", r.Value, err)
 	}
-	rows, err := raft.OutboxRows(c.h[1].Group(1))
+	rows, err := cluster.OutboxRows(c.h[1].Group(1))
 	if err != nil || len(rows) != 2 || rows[0].Item.TransactionID != "out-1" || rows[1].Item.TransactionID != "out-2" {
 		t.Fatalf("group 1's outbox after the held commit: %+v, %v; want out-1 and out-2", rows, err)
 	}
@@ -272,11 +273,11 @@ func TestHost_OutboxRedeliversWhatACrashLeft(t *testing.T) {
 		t.Fatalf("push out-1 by hand: %+v", r)
 	}
 	time.Sleep(300 * time.Millisecond) // several outbox rounds: held, they do nothing
-	if rows, _ := raft.OutboxRows(c.h[1].Group(1)); len(rows) != 2 {
+	if rows, _ := cluster.OutboxRows(c.h[1].Group(1)); len(rows) != 2 {
 		t.Fatalf("rows while held: %d, want 2", len(rows))
 	}
 	for _, h := range c.h {
-		raft.HoldOutbox(h, false)
+		cluster.HoldOutbox(h, false)
 	}
 	outboxEmpty(t, c, 1)
 	for i := range c.h {

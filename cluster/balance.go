@@ -1,4 +1,4 @@
-package raft
+package cluster
 
 import (
 	"cmp"
@@ -6,13 +6,10 @@ import (
 	"errors"
 	"maps"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
-	hraft "github.com/hashicorp/raft"
-
-	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/raft/command"
 )
 
@@ -65,36 +62,8 @@ type QueueLoad = command.QueueLoad
 
 // Load is group g's last load report as this node's directory replica has
 // it (the zero Load, Group set, before any).
-func (h *Host) Load(g uint32) Load { return command.LoadOf(h.nodes[Directory].engine.ClusterValue, g) }
-
-// pushedBytes counts the bytes of pushes a replica applied, by queue (the
-// frames' raw length). Not state: it starts at zero when the node starts,
-// which the first sample, having no rate, absorbs.
-type pushedBytes struct {
-	mu sync.Mutex
-	by map[string]uint64
-}
-
-// count adds a prepared push's bytes; any other command counts nothing.
-func (p *pushedBytes) count(c engine.Command) {
-	pp, ok := c.(*engine.PreparedPush)
-	if !ok {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.by == nil {
-		p.by = map[string]uint64{}
-	}
-	for i := range pp.Groups {
-		p.by[pp.Groups[i].Queue] += uint64(pp.Groups[i].Body.RawLen)
-	}
-}
-
-func (p *pushedBytes) snapshot() map[string]uint64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return maps.Clone(p.by)
+func (h *Host) Load(g uint32) Load {
+	return command.LoadOf(h.nodes[raft.Directory].Engine().ClusterValue, g)
 }
 
 // loadSample is what a group's leader saw at its last sample.
@@ -130,7 +99,7 @@ func (h *Host) loadLoop() {
 		case <-h.done:
 			return
 		}
-		if h.nodes[Directory].ClusterVersion() < 3 {
+		if h.nodes[raft.Directory].ClusterVersion() < 3 {
 			continue
 		}
 		for g := uint32(1); int(g) < len(h.nodes); g++ {
@@ -144,21 +113,21 @@ func (h *Host) loadLoop() {
 // rates since the last sample to the directory.
 func (h *Host) reportLoad(g uint32, prev map[uint32]loadSample) {
 	n := h.nodes[g]
-	if n.raft.State() != hraft.Leader {
+	if !n.IsLeader() {
 		delete(prev, g)
 		return
 	}
-	term := n.raft.CurrentTerm()
-	qs, err := n.engine.Queues()
+	term := n.Term()
+	qs, err := n.Engine().Queues()
 	if err != nil {
 		return
 	}
-	pinned, err := n.engine.StreamQueues()
+	pinned, err := n.Engine().StreamQueues()
 	if err != nil {
 		return
 	}
 	now := time.Now()
-	cur := loadSample{at: now, msgs: make(map[string]uint64, len(qs)), bytes: n.fsm.pushed.snapshot()}
+	cur := loadSample{at: now, msgs: make(map[string]uint64, len(qs)), bytes: n.PushedBytes()}
 	rep := command.GroupLoad{Group: g, Term: term}
 	for _, q := range qs {
 		var m uint64
@@ -190,10 +159,10 @@ func (h *Host) reportLoad(g uint32, prev map[uint32]loadSample) {
 		return cmp.Or(cmp.Compare(b.MsgsPerSec, a.MsgsPerSec), cmp.Compare(a.Queue, b.Queue))
 	})
 	rep.Queues = rep.Queues[:min(len(rep.Queues), command.MaxLoadQueues)]
-	ctx, cancel := context.WithTimeout(context.Background(), n.opts.ApplyTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), h.opts.Node.ApplyTimeout)
 	defer cancel()
-	if _, err := h.run(ctx, Directory, rep); err != nil && !errors.Is(err, ErrShutdown) {
-		n.log.Debug("raft: report the group's load", "err", err)
+	if _, err := h.run(ctx, raft.Directory, rep); err != nil && !errors.Is(err, raft.ErrShutdown) {
+		n.Logger().Debug("raft: report the group's load", "err", err)
 	}
 }
 
@@ -236,8 +205,8 @@ func pickMove(loads []Load, r balanceRule, skip func(command.QueueLoad) bool) (f
 // file): it starts one move when the rule has held for BalanceHold and
 // the last move is BalanceCooldown ago.
 func (h *Host) balance(now time.Time, b *balancer) {
-	d := h.nodes[Directory]
-	if !h.opts.Balance || d.raft.State() != hraft.Leader || b.busy.Load() {
+	d := h.nodes[raft.Directory]
+	if !h.opts.Balance || !d.IsLeader() || b.busy.Load() {
 		b.since = time.Time{}
 		return
 	}
@@ -288,13 +257,13 @@ func (h *Host) balance(now time.Time, b *balancer) {
 	var addr string
 	if !local {
 		if addr = h.leaderOf(from).LeaderHTTP; addr == "" || h.opts.Forward == nil {
-			d.log.Debug("raft: balance: the hottest group's leader is not known here; no move yet", "from", from)
+			d.Logger().Debug("raft: balance: the hottest group's leader is not known here; no move yet", "from", from)
 			return
 		}
 	}
 	maps.DeleteFunc(b.moved, func(_ string, at time.Time) bool { return now.Sub(at) >= rest })
 	b.since, b.last, b.moved[q.Queue] = time.Time{}, now, now
-	d.log.Info("raft: balance: moving a queue from the hottest group to the coolest", "queue", q.Queue,
+	d.Logger().Info("raft: balance: moving a queue from the hottest group to the coolest", "queue", q.Queue,
 		"from", from, "to", to, "queue_msgs_per_sec", q.MsgsPerSec,
 		"from_msgs_per_sec", loads[from-1].MsgsPerSec, "to_msgs_per_sec", loads[to-1].MsgsPerSec, "by", cmp.Or(addr, "this node"))
 	b.busy.Store(true)
@@ -302,7 +271,7 @@ func (h *Host) balance(now time.Time, b *balancer) {
 		defer b.busy.Store(false)
 		ctx, cancel := h.untilClose(context.Background())
 		defer cancel()
-		ctx, cancelT := context.WithTimeout(ctx, d.opts.ApplyTimeout)
+		ctx, cancelT := context.WithTimeout(ctx, h.opts.Node.ApplyTimeout)
 		defer cancelT()
 		// The move runs on in the background, here or there; balance sees
 		// it under way in the directory's records (Moves) and waits for
@@ -315,7 +284,7 @@ func (h *Host) balance(now time.Time, b *balancer) {
 		}
 		b.quiet.Store(time.Now().Add(2 * h.opts.LoadInterval).UnixMicro())
 		if err != nil {
-			d.log.Warn("raft: balance: the move did not start", "queue", q.Queue, "from", from, "to", to,
+			d.Logger().Warn("raft: balance: the move did not start", "queue", q.Queue, "from", from, "to", to,
 				"by", cmp.Or(addr, "this node"), "err", err)
 		}
 	})

@@ -1,4 +1,4 @@
-package raft_test
+package cluster_test
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queenmq/queen/cluster"
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/engine/cursor"
 	"github.com/queenmq/queen/raft"
@@ -117,7 +118,7 @@ func TestHost_MoveCommandsRunOnTheGroupTheyName(t *testing.T) {
 // lost while committing). On a loaded machine the test cluster may hold an
 // election while a fixture is being built, which is not what these tests
 // test.
-func (c *hosts) patient(h *raft.Host, cmd engine.Command) (engine.Result, error) {
+func (c *hosts) patient(h *cluster.Host, cmd engine.Command) (engine.Result, error) {
 	_, push := cmd.(engine.PushCmd)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -132,7 +133,7 @@ func (c *hosts) patient(h *raft.Host, cmd engine.Command) (engine.Result, error)
 
 // patientAs is patient with the answer's value as a T (its zero value
 // when it is not one).
-func patientAs[T any](c *hosts, h *raft.Host, cmd engine.Command) (T, error) {
+func patientAs[T any](c *hosts, h *cluster.Host, cmd engine.Command) (T, error) {
 	r, err := c.patient(h, cmd)
 	v, _ := r.Value.(T)
 	if err == nil {
@@ -177,7 +178,7 @@ func moveFixture(t *testing.T, c *hosts, n, size int) (held []engine.AckItem) {
 	// settle is patient also with an answer an election lost (leadership
 	// lost while committing: the outcome unknown), asking again; uncertain
 	// says the retry may find the command done.
-	settle := func(h *raft.Host, cmd engine.Command) (r engine.Result, err error, uncertain bool) {
+	settle := func(h *cluster.Host, cmd engine.Command) (r engine.Result, err error, uncertain bool) {
 		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 			r, err = c.patient(h, cmd)
 			if err == nil || !raft.Transient(err) || time.Now().After(deadline) {
@@ -214,7 +215,7 @@ func TestHost_MoveQueue_CarriesItsState(t *testing.T) {
 	c := openOutboxHosts(t)
 	held := moveFixture(t, c, 40, 100)
 	var phases []string
-	err := c.h[0].MoveQueue(ctxT(t), "orders", 2, func(p raft.MoveProgress) {
+	err := c.h[0].MoveQueue(ctxT(t), "orders", 2, func(p cluster.MoveProgress) {
 		if len(phases) == 0 || phases[len(phases)-1] != p.Phase {
 			phases = append(phases, p.Phase)
 		}
@@ -292,7 +293,7 @@ func TestHost_MoveQueue_FailureUndoes(t *testing.T) {
 	moveFixture(t, c, 40, 20_000) // ~800 KB: four chunks
 	entered := make(chan struct{})
 	release := make(chan struct{})
-	raft.SetMoveHook(c.h[0], func(_ string, seq uint32) error {
+	cluster.SetMoveHook(c.h[0], func(_ string, seq uint32) error {
 		if seq == 1 {
 			close(entered)
 			<-release
@@ -347,10 +348,10 @@ func TestHost_MoveQueue_FailureUndoes(t *testing.T) {
 		t.Fatalf("pop after the failed move: %v %v", err, r.Err)
 	}
 	// And it moves once nothing fails.
-	raft.SetMoveHook(c.h[0], nil)
+	cluster.SetMoveHook(c.h[0], nil)
 	start := time.Now()
-	var last raft.MoveProgress
-	if err := c.h[0].MoveQueue(ctxT(t), "orders", 2, func(p raft.MoveProgress) { last = p }); err != nil {
+	var last cluster.MoveProgress
+	if err := c.h[0].MoveQueue(ctxT(t), "orders", 2, func(p cluster.MoveProgress) { last = p }); err != nil {
 		t.Fatalf("the move again: %v", err)
 	}
 	t.Logf("moved %d bytes in %d chunks in %v", last.Bytes, last.Chunks, time.Since(start))
@@ -430,7 +431,7 @@ func TestHost_MoveQueue_StalledMoveIsUndone(t *testing.T) {
 	entered := make(chan struct{})
 	release := make(chan struct{})
 	mover := c.h[1] // the directory's leader is c.h[0] (preferredLeaders)
-	raft.SetMoveHook(mover, func(_ string, seq uint32) error {
+	cluster.SetMoveHook(mover, func(_ string, seq uint32) error {
 		if seq == 1 {
 			close(entered)
 			<-release

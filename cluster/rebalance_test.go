@@ -1,4 +1,4 @@
-package raft_test
+package cluster_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queenmq/queen/cluster"
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/engine/cursor"
 	"github.com/queenmq/queen/raft"
@@ -104,7 +105,7 @@ func (c *hosts) spread(r int, down string) map[string]int {
 // again runs an idempotent command (a configure, a placement) through h
 // as patient does, and also retries it after an unknown outcome: applied
 // twice, it changes nothing.
-func (c *hosts) again(h *raft.Host, cmd engine.Command) (engine.Result, error) {
+func (c *hosts) again(h *cluster.Host, cmd engine.Command) (engine.Result, error) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		r, err := c.forwarded(h, cmd)
@@ -132,7 +133,7 @@ func (c *hosts) place(queue string, g uint32) {
 	}
 }
 
-func (c *hosts) running() *raft.Host {
+func (c *hosts) running() *cluster.Host {
 	for _, h := range c.h {
 		if h != nil {
 			return h
@@ -185,7 +186,7 @@ func pushLoadCounted(t *testing.T, c *hosts, queues []string) (done func() []str
 					return
 				default:
 				}
-				var h *raft.Host
+				var h *cluster.Host
 				c.mu.Lock()
 				for j := range c.h {
 					if hh := c.h[(k+w+j)%len(c.h)]; hh != nil {
@@ -230,7 +231,7 @@ func pushLoadCounted(t *testing.T, c *hosts, queues []string) (done func() []str
 // own, acked batch by batch) and returns queue/txn of every message,
 // failing on a message delivered twice unless a pop or an ack was
 // uncertain (its messages come again once their short lease ends).
-func storedVia(t *testing.T, c *hosts, h *raft.Host, queues []string) []string {
+func storedVia(t *testing.T, c *hosts, h *cluster.Host, queues []string) []string {
 	t.Helper()
 	var out []string
 	uncertain := 0

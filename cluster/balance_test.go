@@ -1,4 +1,4 @@
-package raft_test
+package cluster_test
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queenmq/queen/cluster"
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/engine/cursor"
 	"github.com/queenmq/queen/raft"
@@ -36,7 +37,7 @@ func currentVersions(o *raft.Options) {
 // thresholds shrunk (hold 1 s, cooldown 1 s, floor 1 msg/s), on or off.
 func balanceQuickly(balance bool) func(*hosts) {
 	return func(c *hosts) {
-		c.tune = func(o *raft.HostOptions) {
+		c.tune = func(o *cluster.HostOptions) {
 			o.LoadInterval = 200 * time.Millisecond
 			o.Balance, o.BalanceRatio, o.BalanceFloor = balance, 1.5, 1
 			o.BalanceHold, o.BalanceCooldown = time.Second, time.Second
@@ -233,8 +234,8 @@ func placements(c *hosts, queues ...string) map[string][2]uint64 {
 }
 
 // moveOutcomes are the moves every host reported (HostOptions.OnMove).
-func moveOutcomes(c *hosts) []raft.MoveOutcome {
-	var out []raft.MoveOutcome
+func moveOutcomes(c *hosts) []cluster.MoveOutcome {
+	var out []cluster.MoveOutcome
 	for i := range c.h {
 		out = append(out, c.outcomes(i)...)
 	}
@@ -284,7 +285,7 @@ func TestHost_BalancerMovesOneHotQueueAndNotBack(t *testing.T) {
 			t.Fatalf("placements %v, moves under way %+v: want %v and no other move", got, c.h[0].Moves(), want)
 		}
 	}
-	if l := c.h[0].Load(to); l.MsgsPerSec <= 0 || !slices.ContainsFunc(l.Queues, func(q raft.QueueLoad) bool { return q.Queue == moved && q.MsgsPerSec > 0 }) {
+	if l := c.h[0].Load(to); l.MsgsPerSec <= 0 || !slices.ContainsFunc(l.Queues, func(q cluster.QueueLoad) bool { return q.Queue == moved && q.MsgsPerSec > 0 }) {
 		t.Errorf("group %d's load after the move %+v: want %s's rate in it", to, l, moved)
 	}
 	tr.drained()

@@ -1,4 +1,4 @@
-package raft_test
+package cluster_test
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queenmq/queen/cluster"
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/engine/cursor"
 	"github.com/queenmq/queen/raft"
@@ -33,7 +34,7 @@ import (
 type moveLoad struct {
 	t   *testing.T
 	c   *hosts
-	via []*raft.Host
+	via []*cluster.Host
 
 	mu        sync.Mutex
 	acked     map[string]bool
@@ -51,7 +52,7 @@ type moveLoad struct {
 
 // startMoveLoad starts pushers × each pushes and two consumers through
 // via; acked starts with the pushes made before (a fixture's).
-func startMoveLoad(t *testing.T, c *hosts, via []*raft.Host, pushers, each int, acked []string) *moveLoad {
+func startMoveLoad(t *testing.T, c *hosts, via []*cluster.Host, pushers, each int, acked []string) *moveLoad {
 	l := &moveLoad{t: t, c: c, via: via, acked: map[string]bool{}, delivered: map[string]int{}, answers: map[string]int{},
 		lastAt: map[string]time.Time{}, completed: map[string]bool{}, stop: make(chan struct{})}
 	for _, txn := range acked {
@@ -230,7 +231,7 @@ func fixtureTxns(n int) []string {
 // group to at epoch ep with no move under way, thawed there, and no copy,
 // import or freeze left in group other: the move to `to` completed (or,
 // with to the source, was undone).
-func moveSettled(via []*raft.Host, to, other uint32, ep uint64) bool {
+func moveSettled(via []*cluster.Host, to, other uint32, ep uint64) bool {
 	for _, h := range via {
 		_, frozenTo := h.Group(to).Engine().Frozen("orders")
 		_, gone := h.Group(other).Engine().Queue("orders")
@@ -253,7 +254,7 @@ func moveSettled(via []*raft.Host, to, other uint32, ep uint64) bool {
 // is listed once (and kept by no replica of the groups in gone), and a
 // pop of everything delivers each acknowledged push after the first nine
 // exactly once.
-func checkBilling(t *testing.T, c *hosts, via []*raft.Host, held []engine.AckItem, acked map[string]bool, gone ...uint32) {
+func checkBilling(t *testing.T, c *hosts, via []*cluster.Host, held []engine.AckItem, acked map[string]bool, gone ...uint32) {
 	t.Helper()
 	res, err := patientAs[[]engine.AckResult](c, via[0], engine.AckCmd{Items: held})
 	if err != nil {
@@ -321,14 +322,14 @@ func TestHost_MoveQueue_SourceLeaderKilled(t *testing.T) {
 // failing with fail (nil: going on) once group 1's leader is stopped.
 func sourceLeaderKilled(t *testing.T, fail error) {
 	c := openOutboxHosts(t)
-	held := moveFixture(t, c, 40, 20_000) // ~800 KB: four chunks
-	via := []*raft.Host{c.h[0], c.h[2]}   // the hosts that keep running
+	held := moveFixture(t, c, 40, 20_000)  // ~800 KB: four chunks
+	via := []*cluster.Host{c.h[0], c.h[2]} // the hosts that keep running
 	load := startMoveLoad(t, c, via, 2, 150, fixtureTxns(40))
 	waitFor(t, "50 pushes", func() bool { return load.pushed.Load() >= 50 })
 
 	entered, release := make(chan struct{}), make(chan struct{})
 	mover := c.h[0] // leads the directory and group 3, not 1 nor 2
-	raft.SetMoveHook(mover, func(_ string, seq uint32) error {
+	cluster.SetMoveHook(mover, func(_ string, seq uint32) error {
 		if seq == 1 {
 			close(entered)
 			<-release
@@ -347,7 +348,7 @@ func sourceLeaderKilled(t *testing.T, fail error) {
 	c.stop(1)
 	close(release)
 	err := <-done
-	raft.SetMoveHook(mover, nil)
+	cluster.SetMoveHook(mover, nil)
 	t.Logf("the move with group 1's leader stopped answered %v after %v", err, time.Since(start))
 	waitFor(t, "the move to complete or be undone", func() bool {
 		return moveSettled(via, 2, 1, 2) || moveSettled(via, 1, 2, 1)
@@ -361,7 +362,7 @@ func sourceLeaderKilled(t *testing.T, fail error) {
 		waitFor(t, "the second move to complete", func() bool { return moveSettled(via, 2, 1, 2) })
 	}
 	c.start(1)
-	waitFor(t, "host 1 to catch up", func() bool { return moveSettled([]*raft.Host{c.h[1]}, 2, 1, 2) })
+	waitFor(t, "host 1 to catch up", func() bool { return moveSettled([]*cluster.Host{c.h[1]}, 2, 1, 2) })
 	if err := c.h[1].MoveQueue(ctxT(t), "orders", 3, nil); err != nil {
 		t.Fatalf("the move to group 3 through the host that was stopped: %v", err)
 	}
@@ -381,16 +382,16 @@ func TestHost_MoveQueue_MoverKilled(t *testing.T) {
 	t.Parallel()
 	c := openOutboxHosts(t)
 	held := moveFixture(t, c, 40, 20_000)
-	via := []*raft.Host{c.h[0], c.h[1]}
+	via := []*cluster.Host{c.h[0], c.h[1]}
 	load := startMoveLoad(t, c, via, 2, 150, fixtureTxns(40))
 	waitFor(t, "50 pushes", func() bool { return load.pushed.Load() >= 50 })
 
 	mover := c.h[2]
 	entered := make(chan struct{})
-	raft.SetMoveHook(mover, func(_ string, seq uint32) error {
+	cluster.SetMoveHook(mover, func(_ string, seq uint32) error {
 		if seq == 1 {
 			close(entered)
-			<-raft.Stopping(mover) // held until the node stops
+			<-cluster.Stopping(mover) // held until the node stops
 		}
 		return nil
 	})
@@ -417,7 +418,7 @@ func TestHost_MoveQueue_MoverKilled(t *testing.T) {
 	load.acked["after"] = true
 	load.mu.Unlock()
 	c.start(2)
-	waitFor(t, "host 2 to catch up", func() bool { return moveSettled([]*raft.Host{c.h[2]}, 1, 3, 1) })
+	waitFor(t, "host 2 to catch up", func() bool { return moveSettled([]*cluster.Host{c.h[2]}, 1, 3, 1) })
 	if err := c.h[2].MoveQueue(ctxT(t), "orders", 3, nil); err != nil {
 		t.Fatalf("the move again through the node that stopped: %v", err)
 	}

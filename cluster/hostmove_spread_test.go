@@ -1,4 +1,4 @@
-package raft_test
+package cluster_test
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queenmq/queen/cluster"
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
 )
@@ -80,7 +81,7 @@ func TestHost_MoveQueue_MoverKilledTargetHostedElsewhere(t *testing.T) {
 			break
 		}
 	}
-	var via []*raft.Host
+	var via []*cluster.Host
 	for i, h := range c.h {
 		if i != mover {
 			via = append(via, h)
@@ -90,10 +91,10 @@ func TestHost_MoveQueue_MoverKilledTargetHostedElsewhere(t *testing.T) {
 	waitFor(t, "50 pushes", func() bool { return load.pushed.Load() >= 50 })
 
 	entered := make(chan struct{})
-	raft.SetMoveHook(c.h[mover], func(_ string, seq uint32) error {
+	cluster.SetMoveHook(c.h[mover], func(_ string, seq uint32) error {
 		if seq == 1 {
 			close(entered)
-			<-raft.Stopping(c.h[mover]) // held until the node stops
+			<-cluster.Stopping(c.h[mover]) // held until the node stops
 		}
 		return nil
 	})

@@ -1,4 +1,4 @@
-package raft
+package cluster
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/raft"
 )
 
 // The reads: each from the group that holds what is read, or from every
@@ -163,8 +164,8 @@ func (h *Host) MessageAt(part engine.ID, txn string) (engine.StoredMessage, erro
 // group is led elsewhere, asks each group's leader (partitionGroup): its
 // error when one could not be asked and none holds it.
 func (h *Host) heldBy(part engine.ID) (uint32, error) {
-	g, _ := h.holder(func(n *Node) (string, bool) {
-		q, _, ok := n.engine.PartitionByID(part)
+	g, _ := h.holder(func(n *raft.Node) (string, bool) {
+		q, _, ok := n.Engine().PartitionByID(part)
 		return q, ok
 	})
 	if g != 0 || h.hostsAll() {

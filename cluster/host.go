@@ -1,30 +1,24 @@
-package raft
+package cluster
 
 import (
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	hraft "github.com/hashicorp/raft"
-
+	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/raft/command"
-	"github.com/queenmq/queen/raft/logstore"
 	"github.com/queenmq/queen/raft/placement"
 )
 
 // A Host runs several Raft groups of one node (ARCHITECTURE.md, "Scale-out"):
-// the directory, group 0, and the data groups 1..G, each a Node with its
-// own engine and snapshots (groupDir), all over one log store and one
-// listener. Every node runs every group; with HostOptions.Replicas below
+// the directory, group 0, and the data groups 1..G, each a raft.Node with
+// its own engine and snapshots, all over one raft.Store (one log store and
+// one listener). Every node runs every group; with HostOptions.Replicas below
 // the node count a data group's voters are R of them and the others keep
 // an idle replica (hostlayout.go). The Host hands each group's leadership
 // to the member it should have (WantedLeader) once that member has been
@@ -33,18 +27,13 @@ import (
 // Group 1 of a Host is laid out as a plain Node's store, byte for byte: the
 // other groups live under groups/<id>/ and their logs under their own key
 // family of the log store. Opening one kind's directory as the other is
-// refused all the same (ErrLayout): until queues can move, a plain store's
+// refused all the same (raft.ErrLayout): until queues can move, a plain store's
 // queues would be in no directory.
 type Host struct {
-	opts      HostOptions
-	lock      io.Closer
-	store     *logstore.Store
-	stream    *streamLayer
-	storeID   string        // the data directory's store (identity.go)
-	clusterID string        // the cluster's id (identity.go), "" when it has none
-	removal   *removal      // closed once this node knows it was removed (removed.go)
-	nodes     []*Node       // by group id, 0..G
-	turn      atomic.Uint64 // the rotating start of discovery pops
+	opts  HostOptions
+	store *raft.Store   // the data directory, log store and listener the groups share
+	nodes []*raft.Node  // by group id, 0..G
+	turn  atomic.Uint64 // the rotating start of discovery pops
 	// holdOutbox, set by a test, stops outbox deliveries: a transaction
 	// then commits and leaves its rows, as a crash would.
 	holdOutbox atomic.Bool
@@ -88,7 +77,7 @@ type HostOptions struct {
 	// Node is the node's configuration, as for Open; it applies to every
 	// group. Peers' addresses are their listeners, which serve every
 	// group. Transport must be nil: the groups share a TCP listener.
-	Node Options
+	Node raft.Options
 	// Groups is G, the number of data groups (at least 1).
 	Groups int
 	// Replicas is R, the voters each data group has (hostlayout.go): 0,
@@ -158,13 +147,10 @@ type HostOptions struct {
 	OnMove func(MoveOutcome)
 }
 
-// Directory is the id of the directory group.
-const Directory uint32 = 0
-
 // OpenHost starts a node's groups: it locks the data directory, opens the
-// log store and the listener, then opens the directory and each data
-// group, bootstrapping those without state when told to (Node.Peers or
-// Node.Bootstrap), as Open does for one.
+// log store and the listener (raft.OpenStore), then opens the directory
+// and each data group, bootstrapping those without state when told to
+// (Node.Peers or Node.Bootstrap), as raft.Open does for one.
 func OpenHost(o HostOptions) (_ *Host, err error) {
 	o.SpreadInterval = cmp.Or(o.SpreadInterval, 2*time.Second)
 	o.SpreadHold = cmp.Or(o.SpreadHold, 10*time.Second)
@@ -188,66 +174,33 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 	switch err := opts.Validate(); {
 	case err != nil:
 		return nil, err
-	case opts.Transport != nil:
-		return nil, fmt.Errorf("raft: host: the groups share a TCP listener; Transport cannot be set")
 	case o.Groups < 1:
 		return nil, fmt.Errorf("raft: host: Groups must be at least 1, not %d", o.Groups)
 	}
 	h := &Host{opts: o, done: make(chan struct{}), waitsStopped: make(chan struct{}), catchUp: make([]uint64, o.Groups+1),
-		removal: newRemoval(), serving: make([]atomic.Int32, o.Groups+1)}
+		serving: make([]atomic.Int32, o.Groups+1)}
 	defer func() {
-		if err != nil {
-			h.closeParts()
+		if err != nil && h.store != nil {
+			h.store.Close()
 		}
 	}()
-	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("raft: create data dir: %w", err)
-	}
-	if h.lock, err = lockDir(opts.Dir, true); err != nil {
-		return nil, err
-	}
-	if err := oneGroupStore(opts.Dir); err != nil {
-		return nil, err
-	}
-	stores := []string{filepath.Join(opts.Dir, "raft")}
-	for _, g := range h.Groups() {
-		if err := makeDirs(opts.Dir, g); err != nil {
-			return nil, err
-		}
-		stores = append(stores, filepath.Join(groupDir(opts.Dir, g), "engine"))
-	}
-	log := opts.Logger.With("node", opts.ID)
-	if err := prepareOpen(log, stores, diskSpace(), time.Second, nil); err != nil {
-		return nil, err
-	}
-	if h.store, err = openLogStore(opts, log); err != nil {
-		return nil, err
-	}
-	if h.stream, err = newStreamLayer(opts.RaftAddr, opts.TLS, opts.ClusterSecret, log, h.Groups()...); err != nil {
-		return nil, err
-	}
-	if exposed(h.stream.Addr(), opts) {
-		log.Warn("raft: the Raft transport has neither TLS nor a cluster secret: "+
-			"anyone who can reach this port can join the replication stream", "addr", h.stream.Addr().String())
-	}
-	seen, err := h.awaitFounders(log)
-	if err != nil {
+	if h.store, err = raft.OpenStore(opts, h.Groups()); err != nil {
 		return nil, err
 	}
 	for _, g := range h.Groups() {
 		gopts := opts
 		if len(opts.Peers) > 0 {
 			gopts.Peers = founders(opts.Peers, o.Replicas, o.Groups, g)
-			if !slices.ContainsFunc(gopts.Peers, func(p Peer) bool { return p.ID == opts.ID }) {
+			if !slices.ContainsFunc(gopts.Peers, func(p raft.Peer) bool { return p.ID == opts.ID }) {
 				gopts.Peers = nil // idle until a leader adds it (hostlayout.go)
 			}
 		}
-		n, err := open(gopts, &hostPart{group: g, store: h.store, stream: h.stream, storeID: h.storeID, clusterID: h.clusterID})
+		n, err := h.store.OpenGroup(gopts, g)
 		if err != nil {
 			return nil, fmt.Errorf("raft: group %d: %w", g, err)
 		}
 		h.nodes = append(h.nodes, n)
-		if g == Directory {
+		if g == raft.Directory {
 			// A restart with another count would leave groups unserved or
 			// serve groups the cluster does not have.
 			if k := h.GroupCount(); k != 0 && k != uint32(o.Groups) {
@@ -255,18 +208,7 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 			}
 		}
 	}
-	h.stream.setIdentity(func() identity {
-		id := identity{Node: opts.ID, Store: h.storeID, Known: true, Founders: seen}
-		for _, n := range h.nodes {
-			id.State = id.State || n.raft.LastIndex() > 0
-			for _, m := range n.members() {
-				if !slices.Contains(id.Members, m) {
-					id.Members = append(id.Members, m)
-				}
-			}
-		}
-		return id
-	})
+	h.store.Serve(h.nodes[raft.Directory])
 	// A group listed at the start is served at once: no read is under way
 	// yet whose barrier could have skipped it.
 	for g := uint32(1); int(g) < len(h.nodes); g++ {
@@ -274,13 +216,8 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 			h.serving[g].Store(servingOn)
 		}
 	}
-	h.wg.Add(8)
+	h.wg.Add(7)
 	go h.servingLoop()
-	go func() {
-		defer h.wg.Done()
-		dir := h.nodes[Directory]
-		h.removal.watch(h.stream, opts.ID, dir.leaderless, dir.configuration, log, h.done)
-	}()
 	go h.loadLoop()
 	go h.layoutLoop()
 	go h.rebalanceLoop()
@@ -290,58 +227,10 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 	return h, nil
 }
 
-// awaitFounders mints or reads the store id, answers status probes and, for
-// a founder whose store holds no state in any group, runs the founders'
-// round (identity.go) before any group opens, as Open does for one group.
-// It returns the founders recorded.
-func (h *Host) awaitFounders(log *slog.Logger) (map[string]string, error) {
-	opts := h.opts.Node
-	first, err := h.store.Group(1)
-	if err != nil {
-		return nil, err
-	}
-	if h.storeID, err = storeID(first); err != nil {
-		return nil, err
-	}
-	var logs []*logstore.Log
-	for _, g := range h.Groups() {
-		l, err := h.store.Group(g)
-		if err != nil {
-			return nil, err
-		}
-		logs = append(logs, l)
-	}
-	state, err := hasState(logs...)
-	if err != nil {
-		return nil, fmt.Errorf("raft: read state: %w", err)
-	}
-	founders, cluster, err := openIdentity(opts, h.stream, first, h.storeID, state, log)
-	if err != nil {
-		return nil, err
-	}
-	h.clusterID = cluster
-	return founders, nil
-}
-
 // Removed is closed once this node knows it was removed from the cluster
-// (removed.go): the directory, which counts every node, knows no leader,
+// (raft/removed.go): the directory, which counts every node, knows no leader,
 // and the other nodes run it without this one.
-func (h *Host) Removed() <-chan struct{} { return h.removal.Removed() }
-
-// oneGroupStore refuses a data directory a node of one group made (a
-// Raft log and no directory group): as group 1 of a Host its queues would
-// be in no directory, and a push would place a second queue of the same
-// name in another group. Raising --groups on a running cluster needs
-// queues that move (step 2).
-func oneGroupStore(dir string) error {
-	_, errLog := os.Stat(filepath.Join(dir, "raft"))
-	_, errDir := os.Stat(groupDir(dir, Directory))
-	if errLog == nil && errors.Is(errDir, os.ErrNotExist) {
-		return fmt.Errorf("%w: %s holds a node of one Raft group; it cannot be opened with several groups "+
-			"(start it without --groups, or start a new cluster with them)", ErrLayout, dir)
-	}
-	return nil
-}
+func (h *Host) Removed() <-chan struct{} { return h.store.Removed() }
 
 // Groups returns the ids of the groups the Host runs: the directory, then
 // 1..G.
@@ -354,7 +243,7 @@ func (h *Host) Groups() []uint32 {
 }
 
 // Group returns group g's node, nil when the Host does not run g.
-func (h *Host) Group(g uint32) *Node {
+func (h *Host) Group(g uint32) *raft.Node {
 	if int(g) >= len(h.nodes) {
 		return nil
 	}
@@ -363,7 +252,7 @@ func (h *Host) Group(g uint32) *Node {
 
 // Replicas are this node's replicas, one per group: the directory's, then
 // groups 1..G (the order of Groups).
-func (h *Host) Replicas() []*Node { return h.nodes }
+func (h *Host) Replicas() []*raft.Node { return h.nodes }
 
 // Close stops every group, then closes the listener and the log store and
 // releases the data directory.
@@ -374,48 +263,18 @@ func (h *Host) Close() error {
 		close(h.done)
 		h.doneMu.Unlock()
 		h.wg.Wait()
-		err = h.closeParts()
+		err = h.store.Close()
 	})
 	return err
-}
-
-func (h *Host) closeParts() error {
-	// The groups stop at once: one by one, the groups still running
-	// would see the first ones' leaders go, and could elect and apply
-	// without this node while it is stopping.
-	errs := make([]error, len(h.nodes))
-	var wg sync.WaitGroup
-	for i, n := range h.nodes {
-		wg.Go(func() { errs[i] = n.Close() })
-	}
-	wg.Wait()
-	stuck := false
-	for _, err := range errs {
-		stuck = stuck || errors.Is(err, ErrShutdownStuck)
-	}
-	if h.stream != nil {
-		errs = append(errs, h.stream.Close())
-	}
-	if stuck {
-		// A group's raft still uses the log store (Node.Close).
-		return errors.Join(errs...)
-	}
-	if h.store != nil {
-		errs = append(errs, h.store.Close())
-	}
-	if h.lock != nil {
-		errs = append(errs, h.lock.Close())
-	}
-	return errors.Join(errs...)
 }
 
 // preferred is the member that should lead group g: the voters sorted by
 // id, taken at g mod their count. Every node computes the same, so
 // leadership settles instead of flapping; "" when there are no voters.
-func preferred(conf hraft.Configuration, g uint32) hraft.ServerID {
-	var ids []hraft.ServerID
-	for _, s := range conf.Servers {
-		if s.Suffrage == hraft.Voter {
+func preferred(conf []raft.Peer, g uint32) string {
+	var ids []string
+	for _, s := range conf {
+		if !s.NonVoter {
 			ids = append(ids, s.ID)
 		}
 	}
@@ -453,12 +312,12 @@ func (h *Host) spreadLoop() {
 		now := time.Now()
 		want := h.wantedLeaders()
 		for g, n := range h.nodes {
-			var w hraft.ServerID // "": the group's preferred member
+			var w string // "": the group's preferred member
 			if want != nil {
 				w = want[g]
 			}
-			if target := n.handOff(uint32(g), w, now, &liveSince[g], h.opts.SpreadHold); target != "" {
-				n.log.Info("raft: handing leadership to the group's preferred member", "to", target)
+			if target := h.handOff(n, uint32(g), w, now, &liveSince[g], h.opts.SpreadHold); target != "" {
+				n.Logger().Info("raft: handing leadership to the group's preferred member", "to", target)
 			}
 		}
 	}
@@ -468,7 +327,7 @@ func (h *Host) spreadLoop() {
 // when groups are on R of N nodes and every group is on record: leaders
 // spread over the nodes from the directory's records (placement.Leaders),
 // which every node reads alike. Otherwise nil: each group's preferred.
-func (h *Host) wantedLeaders() []hraft.ServerID {
+func (h *Host) wantedLeaders() []string {
 	if h.ReplicaCount() == 0 {
 		return nil
 	}
@@ -480,32 +339,31 @@ func (h *Host) wantedLeaders() []hraft.ServerID {
 		}
 		groups = append(groups, placement.Group{ID: g, Voters: rec.Voters})
 	}
-	want := make([]hraft.ServerID, len(h.nodes))
+	want := make([]string, len(h.nodes))
 	for i, id := range placement.Leaders(groups) {
-		want[i+1] = hraft.ServerID(id)
+		want[i+1] = id
 	}
 	return want
 }
 
-// handOff transfers group g's leadership to want, or when want is "" to
-// its preferred member, if this node leads g, is not that member, and has
-// seen it live since *since for at least hold; it returns the member it
-// handed to, or "".
-func (n *Node) handOff(g uint32, want hraft.ServerID, now time.Time, since *time.Time, hold time.Duration) hraft.ServerID {
-	if n.raft.State() != hraft.Leader {
+// handOff transfers the leadership of n, this node's replica of group g,
+// to want, or when want is "" to its preferred member, if n leads g, this
+// node is not that member, and has seen it live since *since for at least
+// hold; it returns the member it handed to, or "".
+func (h *Host) handOff(n *raft.Node, g uint32, want string, now time.Time, since *time.Time, hold time.Duration) string {
+	if !n.IsLeader() {
 		*since = time.Time{}
 		return ""
 	}
-	f := n.raft.GetConfiguration()
-	if f.Error() != nil {
+	conf, err := n.Configuration()
+	if err != nil {
 		return ""
 	}
-	conf := f.Configuration()
 	target := want
-	if target == "" || !slices.ContainsFunc(conf.Servers, func(s hraft.Server) bool { return s.ID == want && s.Suffrage == hraft.Voter }) {
+	if target == "" || !slices.ContainsFunc(conf, func(s raft.Peer) bool { return s.ID == want && !s.NonVoter }) {
 		target = preferred(conf, g)
 	}
-	if target == "" || target == hraft.ServerID(n.opts.ID) || n.live.isFailing(target) {
+	if target == "" || target == h.opts.Node.ID || n.Failing(target) {
 		*since = time.Time{}
 		return ""
 	}
@@ -516,14 +374,14 @@ func (n *Node) handOff(g uint32, want hraft.ServerID, now time.Time, since *time
 		return ""
 	}
 	*since = time.Time{}
-	var addr hraft.ServerAddress
-	for _, s := range conf.Servers {
+	var addr string
+	for _, s := range conf {
 		if s.ID == target {
-			addr = s.Address
+			addr = s.Addr
 		}
 	}
-	if err := n.raft.LeadershipTransferToServer(target, addr).Error(); err != nil {
-		n.log.Warn("raft: leadership transfer to the preferred member", "to", target, "err", err)
+	if err := n.TransferLeadershipTo(target, addr); err != nil {
+		n.Logger().Warn("raft: leadership transfer to the preferred member", "to", target, "err", err)
 		return ""
 	}
 	return target
@@ -531,12 +389,14 @@ func (n *Node) handOff(g uint32, want hraft.ServerID, now time.Time, since *time
 
 // GroupCount is the number of data groups as this node's directory replica
 // has it, 0 before the first directory leader recorded it.
-func (h *Host) GroupCount() uint32 { return command.GroupCount(h.nodes[Directory].engine.ClusterValue) }
+func (h *Host) GroupCount() uint32 {
+	return command.GroupCount(h.nodes[raft.Directory].Engine().ClusterValue)
+}
 
 // Placement is queue's group as this node's directory replica has it, 0
 // while it is not placed (or its placement has not reached this replica).
 func (h *Host) Placement(queue string) uint32 {
-	return command.Placement(h.nodes[Directory].engine.ClusterValue, queue)
+	return command.Placement(h.nodes[raft.Directory].Engine().ClusterValue, queue)
 }
 
 // Place returns queue's group, placing it first when it has none: in group
@@ -548,7 +408,7 @@ func (h *Host) Place(ctx context.Context, queue string, group uint32) (uint32, e
 	if g := h.Placement(queue); g != 0 {
 		return g, nil
 	}
-	r, err := h.run(ctx, Directory, command.PlaceQueue{Queue: queue, Group: group})
+	r, err := h.run(ctx, raft.Directory, command.PlaceQueue{Queue: queue, Group: group})
 	if err == nil {
 		err = r.Err
 	}
@@ -561,39 +421,32 @@ func (h *Host) Place(ctx context.Context, queue string, group uint32) (uint32, e
 // count other than this Host's (founders started with different counts:
 // the first applied wins) is logged, once.
 func (h *Host) defineGroups() bool {
-	d := h.nodes[Directory]
-	if k := h.GroupCount(); k != 0 && (h.opts.Replicas == 0 || command.ReplicaCount(d.engine.ClusterValue) != 0) {
+	d := h.nodes[raft.Directory]
+	if k := h.GroupCount(); k != 0 && (h.opts.Replicas == 0 || command.ReplicaCount(d.Engine().ClusterValue) != 0) {
 		if k != uint32(h.opts.Groups) {
-			d.log.Error("raft: host: the directory says the cluster has a different number of data groups; "+
+			d.Logger().Error("raft: host: the directory says the cluster has a different number of data groups; "+
 				"restart this node with the cluster's", "cluster", k, "this_node", h.opts.Groups)
 		}
 		return true
 	}
-	if d.raft.State() != hraft.Leader {
+	if !d.IsLeader() {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), d.opts.ApplyTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), h.opts.Node.ApplyTimeout)
 	defer cancel()
-	if _, err := Propose[uint32](ctx, d, command.Groups{Count: uint32(h.opts.Groups)}); err != nil && !errors.Is(err, ErrShutdown) {
-		d.log.Warn("raft: host: record the number of data groups", "err", err)
+	if _, err := raft.Propose[uint32](ctx, d, command.Groups{Count: uint32(h.opts.Groups)}); err != nil && !errors.Is(err, raft.ErrShutdown) {
+		d.Logger().Warn("raft: host: record the number of data groups", "err", err)
 	}
-	if h.opts.Replicas > 0 && command.ReplicaCount(d.engine.ClusterValue) == 0 {
-		switch _, err := Propose[uint32](ctx, d, command.Replicas{Count: uint32(h.opts.Replicas)}); {
-		case errors.Is(err, ErrClusterVersion):
+	if h.opts.Replicas > 0 && command.ReplicaCount(d.Engine().ClusterValue) == 0 {
+		switch _, err := raft.Propose[uint32](ctx, d, command.Replicas{Count: uint32(h.opts.Replicas)}); {
+		case errors.Is(err, raft.ErrClusterVersion):
 			// A grouped start: the record is command version 3, and the
 			// cluster runs at 1 until the nodes have read each other's
 			// /health. The next look proposes it again.
-			d.log.Debug("raft: host: record the voters each group has once the cluster version allows it", "err", err)
-		case err != nil && !errors.Is(err, ErrShutdown):
-			d.log.Warn("raft: host: record the voters each group has", "err", err)
+			d.Logger().Debug("raft: host: record the voters each group has once the cluster version allows it", "err", err)
+		case err != nil && !errors.Is(err, raft.ErrShutdown):
+			d.Logger().Warn("raft: host: record the voters each group has", "err", err)
 		}
 	}
 	return false // the next look confirms it from the applied state
 }
-
-// keepOpen is the Host's stream layer as group 1's transport sees it:
-// closing the transport leaves the listener, which the other groups share,
-// to the Host.
-type keepOpen struct{ *streamLayer }
-
-func (keepOpen) Close() error { return nil }

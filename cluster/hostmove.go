@@ -1,4 +1,4 @@
-package raft
+package cluster
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/raft/command"
 )
 
@@ -97,10 +98,10 @@ func (h *Host) MoveQueue(ctx context.Context, queue string, to uint32, progress 
 		// The copy reads this node's replica of the source: with groups on
 		// R of N nodes, a node that is not a voter of it sends the move to
 		// the group's leader (the edge forwards on NotLeaderError).
-		return h.groupError(from, ErrNotLeader)
+		return h.groupError(from, raft.ErrNotLeader)
 	}
 	start := time.Now()
-	r, err := h.moveStep(ctx, Directory, command.BeginMove{Queue: queue, To: to})
+	r, err := h.moveStep(ctx, raft.Directory, command.BeginMove{Queue: queue, To: to})
 	if err != nil {
 		return err
 	}
@@ -141,7 +142,7 @@ func (h *Host) StartMove(ctx context.Context, queue string, to uint32) error {
 			once.Do(func() { began <- nil })
 		})
 		once.Do(func() { began <- err })
-		log := h.nodes[Directory].log
+		log := h.nodes[raft.Directory].Logger()
 		if err != nil {
 			log.Warn("raft: move started in the background failed", "queue", queue, "to", to, "err", err)
 			return
@@ -152,7 +153,7 @@ func (h *Host) StartMove(ctx context.Context, queue string, to uint32) error {
 	case err := <-began:
 		return err
 	case <-ctx.Done():
-		return fmt.Errorf("%w: %s to group %d: %w", ErrOutcomeUnknown, queue, to, ctx.Err())
+		return fmt.Errorf("%w: %s to group %d: %w", raft.ErrOutcomeUnknown, queue, to, ctx.Err())
 	}
 }
 
@@ -166,7 +167,7 @@ func (h *Host) track(ctx context.Context) (_ context.Context, stop func(), _ err
 	h.doneMu.Lock()
 	defer h.doneMu.Unlock()
 	if h.stopping() {
-		return nil, nil, ErrShutdown
+		return nil, nil, raft.ErrShutdown
 	}
 	h.wg.Add(1)
 	ctx, cancel := h.untilClose(ctx)
@@ -201,7 +202,7 @@ func (h *Host) stopping() bool {
 func (h *Host) moveLog(p *MoveProgress, start time.Time, msg string, args ...any) {
 	args = append([]any{"queue", p.Queue, "from", p.From, "to", p.To, "epoch", p.Epoch,
 		"elapsed", time.Since(start).Round(time.Millisecond)}, args...)
-	h.nodes[Directory].log.Info(msg, args...)
+	h.nodes[raft.Directory].Logger().Info(msg, args...)
 }
 
 // moved tells HostOptions.OnMove, when set, how a move ended.
@@ -224,8 +225,8 @@ func (h *Host) runMove(ctx context.Context, m command.Move, p *MoveProgress, sta
 	}
 	p.Phase = "flip"
 	progress(*p)
-	if _, err := h.moveStep(ctx, Directory, command.EndMove{Queue: queue, To: to, Epoch: ep}); err != nil {
-		if !NotApplied(err) {
+	if _, err := h.moveStep(ctx, raft.Directory, command.EndMove{Queue: queue, To: to, Epoch: ep}); err != nil {
+		if !raft.NotApplied(err) {
 			return fmt.Errorf("raft: move of %s: the placement flip's outcome is unknown; the directory's leader finishes or undoes it: %w", queue, err)
 		}
 		// Refused: moveLoop undid the move meanwhile, or the directory had
@@ -255,11 +256,11 @@ func (h *Host) runMove(ctx context.Context, m command.Move, p *MoveProgress, sta
 func (h *Host) moveRecord(ctx context.Context, queue string, ep uint64) (command.Move, error) {
 	deadline := time.Now().Add(h.opts.PartWait)
 	for {
-		if m, ok := command.MoveOf(h.nodes[Directory].engine.ClusterValue, queue); ok && m.Epoch == ep {
+		if m, ok := command.MoveOf(h.nodes[raft.Directory].Engine().ClusterValue, queue); ok && m.Epoch == ep {
 			return m, nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return command.Move{}, fmt.Errorf("%w: the move of %s at epoch %d is not in this node's directory replica", ErrTimeout, queue, ep)
+			return command.Move{}, fmt.Errorf("%w: the move of %s at epoch %d is not in this node's directory replica", raft.ErrTimeout, queue, ep)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -285,16 +286,16 @@ func (h *Host) copyQueue(ctx context.Context, m command.Move, p *MoveProgress, s
 	t := time.Now()
 	deadline := time.Now().Add(h.opts.PartWait)
 	for {
-		if got, ok := src.engine.Frozen(m.Queue); ok && got == ep {
+		if got, ok := src.Engine().Frozen(m.Queue); ok && got == ep {
 			break
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return engine.ID{}, fmt.Errorf("%w: this node's replica of group %d has not applied the freeze of %s", ErrTimeout, m.From, m.Queue)
+			return engine.ID{}, fmt.Errorf("%w: this node's replica of group %d has not applied the freeze of %s", raft.ErrTimeout, m.From, m.Queue)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	h.moveLog(p, start, "raft: move: frozen", append(took, "applied_here", time.Since(t).Round(time.Millisecond))...)
-	snap, err := src.engine.Snapshot()
+	snap, err := src.Engine().Snapshot()
 	if err != nil {
 		return engine.ID{}, err
 	}
@@ -368,13 +369,13 @@ func (h *Host) finishMove(ctx context.Context, queue string, from, to uint32, ep
 // (moveLoop), as a node killed would: Close waits for the moves it runs.
 func (h *Host) abortMove(m command.Move, id engine.ID) (flipped bool, err error) {
 	if h.stopping() {
-		return false, fmt.Errorf("%w: the directory's leader undoes the move of %s", ErrShutdown, m.Queue)
+		return false, fmt.Errorf("%w: the directory's leader undoes the move of %s", raft.ErrShutdown, m.Queue)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*h.opts.PartWait)
 	defer cancel()
 	ctx, stop := h.untilClose(ctx)
 	defer stop()
-	if _, err := h.moveStep(ctx, Directory, command.AbortMove{Queue: m.Queue, Epoch: m.Epoch}); err != nil {
+	if _, err := h.moveStep(ctx, raft.Directory, command.AbortMove{Queue: m.Queue, Epoch: m.Epoch}); err != nil {
 		return false, fmt.Errorf("raft: undo the move of %s: %w", m.Queue, err)
 	}
 	if flipped, err := h.flipped(ctx, m); err != nil || flipped {
@@ -396,7 +397,7 @@ func (h *Host) abortMove(m command.Move, id engine.ID) (flipped bool, err error)
 			return false, fmt.Errorf("raft: undo the move of %s: %T: %w", m.Queue, c, err)
 		}
 	}
-	h.nodes[Directory].log.Info("raft: move undone", "queue", m.Queue, "from", m.From, "to", m.To, "epoch", ep)
+	h.nodes[raft.Directory].Logger().Info("raft: move undone", "queue", m.Queue, "from", m.From, "to", m.To, "epoch", ep)
 	return false, nil
 }
 
@@ -404,14 +405,14 @@ func (h *Host) abortMove(m command.Move, id engine.ID) (flipped bool, err error)
 // move m (the caller saw AbortMove applied: the record is gone, by it or
 // by the EndMove before it) and reports whether the placement flipped.
 func (h *Host) flipped(ctx context.Context, m command.Move) (bool, error) {
-	v := h.nodes[Directory].engine.ClusterValue
+	v := h.nodes[raft.Directory].Engine().ClusterValue
 	deadline := time.Now().Add(h.opts.PartWait)
 	for {
 		if cur, ok := command.MoveOf(v, m.Queue); !ok || cur.Epoch != m.Epoch || cur.StartedAt != m.StartedAt {
 			return command.Placement(v, m.Queue) == m.To && command.Epoch(v, m.Queue) == m.Epoch+1, nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return false, fmt.Errorf("%w: this node's directory replica still records the move of %s", ErrTimeout, m.Queue)
+			return false, fmt.Errorf("%w: this node's directory replica still records the move of %s", raft.ErrTimeout, m.Queue)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -431,7 +432,7 @@ func (h *Host) moveStep(ctx context.Context, g uint32, c engine.Command) (engine
 		if err == nil {
 			return r, nil
 		}
-		if !Transient(err) || errors.Is(err, engine.ErrQueueMoving) || ctx.Err() != nil || time.Now().After(deadline) {
+		if !raft.Transient(err) || errors.Is(err, engine.ErrQueueMoving) || ctx.Err() != nil || time.Now().After(deadline) {
 			return r, err
 		}
 		time.Sleep(wait)
@@ -441,7 +442,7 @@ func (h *Host) moveStep(ctx context.Context, g uint32, c engine.Command) (engine
 // Moves lists the moves under way, as this node's directory replica has
 // them, in queue order.
 func (h *Host) Moves() []Move {
-	d := h.nodes[Directory].engine
+	d := h.nodes[raft.Directory].Engine()
 	var out []Move
 	for _, name := range d.ClusterNames(command.MovePrefix) {
 		if m, ok := command.MoveOf(d.ClusterValue, name[len(command.MovePrefix):]); ok {
@@ -454,7 +455,7 @@ func (h *Host) Moves() []Move {
 // PlacementEpoch is the epoch of queue's placement in this node's
 // directory replica (1 until it first moves).
 func (h *Host) PlacementEpoch(queue string) uint64 {
-	return command.Epoch(h.nodes[Directory].engine.ClusterValue, queue)
+	return command.Epoch(h.nodes[raft.Directory].Engine().ClusterValue, queue)
 }
 
 // moving reports whether a command's answer is a refusal by a queue frozen
@@ -521,7 +522,7 @@ func (h *Host) moveLoop() {
 		case <-h.done:
 			return
 		}
-		if h.nodes[Directory].leading() == nil {
+		if h.nodes[raft.Directory].IsLeader() {
 			h.recoverMoves()
 		}
 		h.recoverMarks()
@@ -531,7 +532,7 @@ func (h *Host) moveLoop() {
 // recoverMoves aborts, on the directory's leader, the moves recorded
 // longer ago than MoveTimeout (moveLoop).
 func (h *Host) recoverMoves() {
-	d := h.nodes[Directory]
+	d := h.nodes[raft.Directory]
 	oldest := time.Now().Add(-h.opts.MoveTimeout).UnixMicro()
 	for _, m := range h.Moves() {
 		if m.StartedAt > oldest {
@@ -543,14 +544,14 @@ func (h *Host) recoverMoves() {
 		// now is asked again next round.
 		id, _, err := h.copyID(m.To, m.Queue)
 		if err != nil {
-			d.log.Warn("raft: move: undo: what the target holds is not known; next round", "queue", m.Queue, "to", m.To, "err", err)
+			d.Logger().Warn("raft: move: undo: what the target holds is not known; next round", "queue", m.Queue, "to", m.To, "err", err)
 			continue
 		}
-		d.log.Warn("raft: move: undoing a move left part way", "queue", m.Queue, "from", m.From, "to", m.To, "epoch", m.Epoch)
+		d.Logger().Warn("raft: move: undoing a move left part way", "queue", m.Queue, "from", m.From, "to", m.To, "epoch", m.Epoch)
 		if flipped, err := h.abortMove(m, id); err != nil {
-			d.log.Warn("raft: move: undo", "queue", m.Queue, "err", err)
+			d.Logger().Warn("raft: move: undo", "queue", m.Queue, "err", err)
 		} else if flipped {
-			d.log.Info("raft: move: flipped meanwhile; finished next round", "queue", m.Queue, "from", m.From, "to", m.To)
+			d.Logger().Info("raft: move: flipped meanwhile; finished next round", "queue", m.Queue, "from", m.From, "to", m.To)
 		} else {
 			h.moved(MoveOutcome{Queue: m.Queue, From: m.From, To: m.To, Result: "aborted"})
 		}
@@ -574,10 +575,10 @@ func (h *Host) recoverMarks() {
 	defer cancel()
 	seen := map[strayMark]time.Time{}
 	for g := 1; g < len(h.nodes); g++ {
-		if !h.hosts(uint32(g)) || h.nodes[g].leading() != nil {
+		if !h.hosts(uint32(g)) || !h.nodes[g].IsLeader() {
 			continue
 		}
-		log, e := h.nodes[g].log, h.nodes[g].engine
+		log, e := h.nodes[g].Logger(), h.nodes[g].Engine()
 		for q, ep := range e.FrozenQueues() {
 			place := h.Placement(q)
 			if moving[q] || place == 0 || ep < h.PlacementEpoch(q) {
@@ -625,7 +626,7 @@ type strayMark struct {
 // dropCopy drops what group g, which this node leads, holds of queue,
 // placed elsewhere: an import under way or a whole copy.
 func (h *Host) dropCopy(ctx context.Context, g uint32, queue string) error {
-	id, ok := heldCopy(h.nodes[g].engine, queue)
+	id, ok := heldCopy(h.nodes[g].Engine(), queue)
 	if !ok {
 		return nil // nothing here
 	}
@@ -641,7 +642,7 @@ func (h *Host) copyID(g uint32, queue string) (engine.ID, bool, error) {
 		a, err := readRemote[engine.ID](h, g, readRequest{Op: readCopyID, Name: queue})
 		return a.Value, a.Found, err
 	}
-	id, ok := heldCopy(h.nodes[g].engine, queue)
+	id, ok := heldCopy(h.nodes[g].Engine(), queue)
 	return id, ok, nil
 }
 
@@ -663,5 +664,5 @@ type Move = command.Move
 // QueuesPlaced is how many queues the directory places in group g, as
 // this node's replica has it (command.Placed).
 func (h *Host) QueuesPlaced(g uint32) uint64 {
-	return command.Placed(h.nodes[Directory].engine.ClusterValue, g)
+	return command.Placed(h.nodes[raft.Directory].Engine().ClusterValue, g)
 }

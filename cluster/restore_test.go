@@ -1,4 +1,4 @@
-package raft_test
+package cluster_test
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queenmq/queen/cluster"
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/engine/backup"
 	"github.com/queenmq/queen/raft"
@@ -68,7 +69,7 @@ func TestRestore_EveryGroupOfAHost(t *testing.T) {
 	if err := raft.Restore(opts, r); err != nil {
 		t.Fatalf("restore: %v", err)
 	}
-	restored := &hosts{t: t, g: 2, h: make([]*raft.Host, 1), peers: []raft.Peer{{ID: "r1", Addr: addr}}, dirs: []string{dir}}
+	restored := &hosts{t: t, g: 2, h: make([]*cluster.Host, 1), peers: []raft.Peer{{ID: "r1", Addr: addr}}, dirs: []string{dir}}
 	t.Cleanup(func() { restored.stop(0) })
 	rh := restored.start(0)
 	restored.leaders(nil)

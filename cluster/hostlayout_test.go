@@ -1,4 +1,4 @@
-package raft_test
+package cluster_test
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queenmq/queen/cluster"
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/engine/cursor"
 	"github.com/queenmq/queen/raft"
@@ -100,7 +101,7 @@ func TestHost_GroupsOnROfN(t *testing.T) {
 	for _, q := range queues {
 		g := c.h[0].Placement(q)
 		members := l.Groups[g].Members
-		var via *raft.Host
+		var via *cluster.Host
 		for i, p := range c.peers {
 			if !slices.Contains(members, p.ID) {
 				via = c.h[i]

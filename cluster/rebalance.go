@@ -1,4 +1,4 @@
-package raft
+package cluster
 
 import (
 	"context"
@@ -7,9 +7,8 @@ import (
 	"slices"
 	"time"
 
-	hraft "github.com/hashicorp/raft"
-
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/raft/command"
 	"github.com/queenmq/queen/raft/placement"
 )
@@ -58,7 +57,7 @@ func (h *Host) rebalanceLoop() {
 		case <-h.done:
 			return
 		}
-		if h.ReplicaCount() == 0 || h.nodes[Directory].ClusterVersion() < 3 {
+		if h.ReplicaCount() == 0 || h.nodes[raft.Directory].ClusterVersion() < 3 {
 			continue
 		}
 		h.watchDirectory(time.Now(), &heard)
@@ -73,38 +72,17 @@ func (h *Host) rebalanceLoop() {
 // as its Add, say when caught up; as g's leader, carry it out.
 func (h *Host) stepGroup(g uint32) {
 	n := h.nodes[g]
-	step, ok := command.StepOf(h.nodes[Directory].engine.ClusterValue, g)
-	leads := n.raft.State() == hraft.Leader
+	step, ok := command.StepOf(h.nodes[raft.Directory].Engine().ClusterValue, g)
+	leads := n.IsLeader()
 	switch {
 	case !ok && leads:
 		h.dropStrayNonvoters(g, "")
 	case !ok:
-	case step.Add == h.opts.Node.ID && step.Phase == command.StepBegin && n.caughtUp(&h.catchUp[g]):
+	case step.Add == h.opts.Node.ID && step.Phase == command.StepBegin && n.CaughtUp(&h.catchUp[g]):
 		h.proposeStep(command.ReplicaStep{Group: g, Add: step.Add, Remove: step.Remove, Phase: command.StepReady})
 	case leads:
 		h.carryOut(g, step)
 	}
-}
-
-// caughtUp reports whether this replica, a member of its group, has
-// applied what its leader had told it was committed when it first looked
-// (*target, kept between calls), the add that made it a member included,
-// and has heard from that leader lately. Under a steady stream of writes
-// the applied index trails the commit index it is compared with at any
-// one instant, so the target is fixed once, not re-read each look.
-func (n *Node) caughtUp(target *uint64) bool {
-	f := n.raft.GetConfiguration()
-	_, leader := n.raft.LeaderWithID()
-	if f.Error() != nil || !n.member() || leader == "" || time.Since(n.raft.LastContact()) > 2*n.opts.ElectionTimeout {
-		return false
-	}
-	if commit := n.raft.CommitIndex(); *target == 0 || *target < f.Index() {
-		if commit < f.Index() {
-			return false // the entries that made it a member are not in yet
-		}
-		*target = commit
-	}
-	return n.raft.AppliedIndex() >= *target
 }
 
 // carryOut takes the next action of group g's step on g's leader: each
@@ -112,50 +90,48 @@ func (n *Node) caughtUp(target *uint64) bool {
 // result in the configuration.
 func (h *Host) carryOut(g uint32, step command.ReplicaStep) {
 	n := h.nodes[g]
-	conf, err := n.configuration()
+	conf, err := n.Configuration()
 	if err != nil {
 		return
 	}
-	suffrage := func(id string) (hraft.ServerSuffrage, bool) {
-		for _, s := range conf.Servers {
-			if string(s.ID) == id {
-				return s.Suffrage, true
-			}
+	server := func(id string) (raft.Peer, bool) {
+		i := slices.IndexFunc(conf, func(s raft.Peer) bool { return s.ID == id })
+		if i < 0 {
+			return raft.Peer{}, false
 		}
-		return 0, false
+		return conf[i], true
 	}
 	h.dropStrayNonvoters(g, step.Add)
-	to := n.opts.ApplyTimeout
-	addS, added := suffrage(step.Add)
-	_, removing := suffrage(step.Remove)
+	add, added := server(step.Add)
+	_, removing := server(step.Remove)
 	switch {
 	case step.Add != "" && !added:
 		addr := h.raftAddr(step.Add)
 		if addr == "" {
 			return // not in the directory (left since): the step times out
 		}
-		err = n.raft.AddNonvoter(hraft.ServerID(step.Add), addr, 0, to).Error()
-	case step.Add != "" && addS != hraft.Voter:
+		err = n.AddNonvoter(step.Add, addr)
+	case step.Add != "" && add.NonVoter:
 		if step.Phase != command.StepReady {
 			return // still catching up
 		}
-		err = n.raft.AddVoter(hraft.ServerID(step.Add), h.raftAddr(step.Add), 0, to).Error()
-	case step.Remove != "" && removing && step.Remove == n.opts.ID:
+		err = n.AddVoter(step.Add, h.raftAddr(step.Add))
+	case step.Remove != "" && removing && step.Remove == h.opts.Node.ID:
 		// A leader removing itself would leave the group leaderless
 		// until an election: hand over first, and the new leader goes on.
-		err = n.raft.LeadershipTransfer().Error()
+		err = n.TransferLeadership()
 	case step.Remove != "" && removing:
-		err = n.raft.RemoveServer(hraft.ServerID(step.Remove), 0, to).Error()
+		err = n.RemoveServer(step.Remove)
 	default:
 		h.reportLayout(g)
 		if slices.Equal(h.layoutRecord(g).Voters, n.Members()) {
 			h.proposeStep(command.ReplicaStep{Group: g, Add: step.Add, Remove: step.Remove, Phase: command.StepDone})
-			n.log.Info("raft: replica step done", "add", step.Add, "remove", step.Remove)
+			n.Logger().Info("raft: replica step done", "add", step.Add, "remove", step.Remove)
 		}
 		return
 	}
-	if err != nil && !errors.Is(err, hraft.ErrNotLeader) && !errors.Is(err, hraft.ErrLeadershipLost) {
-		n.log.Warn("raft: replica step", "add", step.Add, "remove", step.Remove, "err", err)
+	if err != nil && !errors.Is(err, raft.ErrNotLeader) && !errors.Is(err, raft.ErrNoLeader) && !errors.Is(err, raft.ErrLeadershipLost) {
+		n.Logger().Warn("raft: replica step", "add", step.Add, "remove", step.Remove, "err", err)
 	}
 }
 
@@ -163,14 +139,14 @@ func (h *Host) carryOut(g uint32, step command.ReplicaStep) {
 // names (keep): an abandoned step's.
 func (h *Host) dropStrayNonvoters(g uint32, keep string) {
 	n := h.nodes[g]
-	conf, err := n.configuration()
+	conf, err := n.Configuration()
 	if err != nil {
 		return
 	}
-	for _, s := range conf.Servers {
-		if s.Suffrage == hraft.Nonvoter && string(s.ID) != keep {
-			if err := n.raft.RemoveServer(s.ID, 0, n.opts.ApplyTimeout).Error(); err != nil {
-				n.log.Debug("raft: remove a non-voter no step names", "node", s.ID, "err", err)
+	for _, s := range conf {
+		if s.NonVoter && s.ID != keep {
+			if err := n.RemoveServer(s.ID); err != nil {
+				n.Logger().Debug("raft: remove a non-voter no step names", "node", s.ID, "err", err)
 			}
 		}
 	}
@@ -178,14 +154,14 @@ func (h *Host) dropStrayNonvoters(g uint32, keep string) {
 
 // raftAddr is node id's Raft address as the directory's configuration has
 // it ("" when it is not a server there).
-func (h *Host) raftAddr(id string) hraft.ServerAddress {
-	conf, err := h.nodes[Directory].configuration()
+func (h *Host) raftAddr(id string) string {
+	conf, err := h.nodes[raft.Directory].Configuration()
 	if err != nil {
 		return ""
 	}
-	for _, s := range conf.Servers {
-		if string(s.ID) == id {
-			return s.Address
+	for _, s := range conf {
+		if s.ID == id {
+			return s.Addr
 		}
 	}
 	return ""
@@ -199,7 +175,7 @@ func (h *Host) proposeStep(c command.ReplicaStep) { h.proposeDirectory(c) }
 func (h *Host) proposeDirectory(c engine.Command) {
 	ctx, cancel := context.WithTimeout(context.Background(), h.opts.Node.ApplyTimeout)
 	defer cancel()
-	if _, err := h.run(ctx, Directory, c); err != nil && !errors.Is(err, ErrShutdown) {
+	if _, err := h.run(ctx, raft.Directory, c); err != nil && !errors.Is(err, raft.ErrShutdown) {
 		h.opts.Node.Logger.Debug("raft: propose in the directory", "command", fmt.Sprintf("%T", c), "err", err)
 	}
 }
@@ -209,19 +185,20 @@ func (h *Host) proposeDirectory(c engine.Command) {
 // with nothing to do, remove from the directory the nodes that are dead
 // and hold no replica.
 func (h *Host) plan(now time.Time, dead map[string]time.Time, stepSeen map[command.ReplicaStep]time.Time) {
-	d := h.nodes[Directory]
-	if d.raft.State() != hraft.Leader {
+	d := h.nodes[raft.Directory]
+	if !d.IsLeader() {
 		clear(dead)
 		clear(stepSeen)
 		return
 	}
-	conf, err := d.configuration()
+	conf, err := d.Configuration()
 	if err != nil {
 		return
 	}
+	self := h.opts.Node.ID
 	var nodes []placement.Node
-	for _, s := range conf.Servers {
-		if s.Suffrage != hraft.Voter {
+	for _, s := range conf {
+		if s.NonVoter {
 			// A node joining the directory as a non-voter takes no
 			// replica until it is promoted: a replica on it would make it
 			// a voter of a data group while its directory store may still
@@ -229,15 +206,15 @@ func (h *Host) plan(now time.Time, dead map[string]time.Time, stepSeen map[comma
 			// refused) would not see.
 			continue
 		}
-		id := string(s.ID)
+		id := s.ID
 		switch {
-		case id == d.opts.ID || !d.live.isFailing(s.ID):
+		case id == self || !d.Failing(id):
 			delete(dead, id)
 		case dead[id].IsZero():
 			dead[id] = now
 		}
 		gone := h.opts.ReplaceAfter > 0 && !dead[id].IsZero() && now.Sub(dead[id]) >= h.opts.ReplaceAfter
-		nodes = append(nodes, placement.Node{ID: id, Live: !gone, Leaving: command.Leaving(d.engine.ClusterValue, id)})
+		nodes = append(nodes, placement.Node{ID: id, Live: !gone, Leaving: command.Leaving(d.Engine().ClusterValue, id)})
 	}
 	var groups []placement.Group
 	under := false
@@ -247,7 +224,7 @@ func (h *Host) plan(now time.Time, dead map[string]time.Time, stepSeen map[comma
 			return // a group not on record yet: plan once every group is
 		}
 		groups = append(groups, placement.Group{ID: g, Voters: rec.Voters})
-		step, ok := command.StepOf(d.engine.ClusterValue, g)
+		step, ok := command.StepOf(d.Engine().ClusterValue, g)
 		if !ok {
 			continue
 		}
@@ -256,7 +233,7 @@ func (h *Host) plan(now time.Time, dead map[string]time.Time, stepSeen map[comma
 		if stepSeen[key].IsZero() {
 			stepSeen[key] = now
 		} else if now.Sub(stepSeen[key]) >= h.opts.StepTimeout {
-			d.log.Warn("raft: abandoning a replica step that did not finish", "group", g, "add", step.Add, "remove", step.Remove)
+			d.Logger().Warn("raft: abandoning a replica step that did not finish", "group", g, "add", step.Add, "remove", step.Remove)
 			key.Phase = command.StepDone
 			h.proposeStep(key)
 			delete(stepSeen, command.ReplicaStep{Group: g, Add: step.Add, Remove: step.Remove})
@@ -269,12 +246,12 @@ func (h *Host) plan(now time.Time, dead map[string]time.Time, stepSeen map[comma
 	steps := placement.Plan(groups, nodes, int(h.ReplicaCount()))
 	if len(steps) > 0 {
 		s := steps[0]
-		d.log.Info("raft: replica step", "group", s.Group, "add", s.Add, "remove", s.Remove)
+		d.Logger().Info("raft: replica step", "group", s.Group, "add", s.Add, "remove", s.Remove)
 		h.proposeStep(command.ReplicaStep{Group: s.Group, Add: s.Add, Remove: s.Remove})
 		return
 	}
 	for _, nd := range nodes {
-		if (nd.Live && !nd.Leaving) || nd.ID == d.opts.ID ||
+		if (nd.Live && !nd.Leaving) || nd.ID == self ||
 			slices.ContainsFunc(groups, func(g placement.Group) bool { return slices.Contains(g.Voters, nd.ID) }) {
 			continue
 		}
@@ -282,9 +259,9 @@ func (h *Host) plan(now time.Time, dead map[string]time.Time, stepSeen map[comma
 		if nd.Leaving {
 			why = "it is leaving and its replicas have moved"
 		}
-		d.log.Warn("raft: removing a node from the directory", "node", nd.ID, "why", why)
-		if err := d.Leave(nd.ID, false); err != nil && !errors.Is(err, ErrUnknownMember) {
-			d.log.Warn("raft: remove a node from the directory", "node", nd.ID, "err", err)
+		d.Logger().Warn("raft: removing a node from the directory", "node", nd.ID, "why", why)
+		if err := d.Leave(nd.ID, false); err != nil && !errors.Is(err, raft.ErrUnknownMember) {
+			d.Logger().Warn("raft: remove a node from the directory", "node", nd.ID, "err", err)
 			continue
 		}
 		// Cleared, so that a node of the same id may join again.
@@ -301,13 +278,13 @@ func (h *Host) Drainable(id string) bool {
 	if r == 0 {
 		return false
 	}
-	conf, err := h.nodes[Directory].configuration()
+	conf, err := h.nodes[raft.Directory].Configuration()
 	if err != nil {
 		return false
 	}
 	others := 0
-	for _, s := range conf.Servers {
-		if string(s.ID) != id {
+	for _, s := range conf {
+		if s.ID != id {
 			others++
 		}
 	}
@@ -326,7 +303,7 @@ func (h *Host) Drain(ctx context.Context, id string) error {
 	if h.raftAddr(id) == "" {
 		return nil // not in the directory: left already
 	}
-	r, err := h.run(ctx, Directory, command.NodeLeaving{ID: id, Leaving: true})
+	r, err := h.run(ctx, raft.Directory, command.NodeLeaving{ID: id, Leaving: true})
 	if err == nil {
 		err = r.Err
 	}
@@ -345,7 +322,7 @@ func (h *Host) Drain(ctx context.Context, id string) error {
 				}
 			}
 			return fmt.Errorf("%w: %s is still a voter of %d groups; they go on moving, and leave can be asked again",
-				ErrDraining, id, held)
+				raft.ErrDraining, id, held)
 		case <-t.C:
 		}
 	}
@@ -364,16 +341,16 @@ func (h *Host) CutOff() bool { return h.cutOff.Load() }
 // watchDirectory sets or clears CutOff; heard is when the directory's
 // leader was last heard.
 func (h *Host) watchDirectory(now time.Time, heard *time.Time) {
-	d := h.nodes[Directory]
-	if _, leader := d.raft.LeaderWithID(); leader != "" {
+	d := h.nodes[raft.Directory]
+	if d.Leader() != "" {
 		*heard = now
 		if h.cutOff.Swap(false) {
-			d.log.Warn("raft: the directory's leader is heard again: serving this node's groups again")
+			d.Logger().Warn("raft: the directory's leader is heard again: serving this node's groups again")
 		}
 		return
 	}
 	if h.opts.ReplaceAfter > 0 && now.Sub(*heard) > h.opts.ReplaceAfter && !h.cutOff.Swap(true) {
-		d.log.Error("raft: no directory leader heard for longer than the replace-after: the cluster may have moved "+
+		d.Logger().Error("raft: no directory leader heard for longer than the replace-after: the cluster may have moved "+
 			"this node's replicas elsewhere and removed it, so it serves no group from them until it hears the directory again; "+
 			"if it was removed, start it with an empty data directory and --join", "for", now.Sub(*heard).Round(time.Second))
 	}

@@ -1,4 +1,4 @@
-package raft
+package cluster
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/raft"
 )
 
 // Transactions across groups (ARCHITECTURE.md, "Scale-out", a
@@ -75,7 +76,7 @@ func (h *Host) transaction(ctx context.Context, c engine.TransactionCmd) (engine
 		return r, err
 	}
 	if len(v.Outbox) != len(cmd.Away) {
-		return engine.Result{}, &UnknownError{Group: home, Err: fmt.Errorf("%w: %d outbox rows for %d pushes", ErrResultType, len(v.Outbox), len(cmd.Away))}
+		return engine.Result{}, &raft.UnknownError{Group: home, Err: fmt.Errorf("%w: %d outbox rows for %d pushes", raft.ErrResultType, len(v.Outbox), len(cmd.Away))}
 	}
 	delivered := h.deliverOutbox(ctx, home, v.Outbox)
 	// The pushes in request order: the home group's, then the others'.
@@ -118,7 +119,7 @@ func (h *Host) txHome(ctx context.Context, c engine.TransactionCmd) (uint32, err
 			return 0, err
 		}
 		what := "partition " + uuid.UUID(op.Ack.PartitionID).String()
-		if name, _, ok := h.nodes[g].engine.PartitionByID(op.Ack.PartitionID); ok {
+		if name, _, ok := h.nodes[g].Engine().PartitionByID(op.Ack.PartitionID); ok {
 			what = "queue " + name
 		}
 		add(g, what)
@@ -138,7 +139,7 @@ func (h *Host) txHome(ctx context.Context, c engine.TransactionCmd) (uint32, err
 	}
 	slices.Sort(where)
 	return 0, fmt.Errorf("%w: a transaction's acks and required leases must lie in one Raft group "+
-		"(its pushes may go to any); it has %s", ErrSpansGroups, strings.Join(slices.Compact(where), ", "))
+		"(its pushes may go to any); it has %s", raft.ErrSpansGroups, strings.Join(slices.Compact(where), ", "))
 }
 
 // txPlace returns queue's group, placing it in home (when not 0) if no
@@ -177,7 +178,7 @@ func (h *Host) deliverOutbox(ctx context.Context, home uint32, rows []engine.Out
 	parts, err := split(len(items), memo(func(i int) string { return items[i].Queue },
 		func(q string) (uint32, error) { return h.groupOf(ctx, q) }))
 	if err != nil {
-		h.nodes[home].log.Warn("raft: outbox: find the pushes' groups; the loop delivers them", "err", err)
+		h.nodes[home].Logger().Warn("raft: outbox: find the pushes' groups; the loop delivers them", "err", err)
 		return out
 	}
 	res, err := runSplit(ctx, h, parts, items, func(items []engine.PushItem) engine.Command { return engine.PushCmd{Items: items} },
@@ -185,7 +186,7 @@ func (h *Host) deliverOutbox(ctx context.Context, home uint32, rows []engine.Out
 			return engine.PushResult{Status: engine.Rejected, TransactionID: it.TransactionID, Queue: it.Queue, Partition: it.Partition, Err: err}
 		})
 	if err != nil {
-		h.nodes[home].log.Warn("raft: outbox: deliver; the loop delivers what is left", "err", err)
+		h.nodes[home].Logger().Warn("raft: outbox: deliver; the loop delivers what is left", "err", err)
 		return out
 	}
 	var done []engine.ID
@@ -205,7 +206,7 @@ func (h *Host) deliverOutbox(ctx context.Context, home uint32, rows []engine.Out
 			done = append(done, rows[i].ID)
 			out[i] = r
 		case errors.Is(r.Err, engine.ErrInvalid):
-			h.nodes[home].log.Error("raft: outbox: the target refuses a push a transaction committed; dropping it",
+			h.nodes[home].Logger().Error("raft: outbox: the target refuses a push a transaction committed; dropping it",
 				"queue", r.Queue, "transaction_id", r.TransactionID, "err", r.Err)
 			done = append(done, rows[i].ID)
 			out[i] = r
@@ -215,7 +216,7 @@ func (h *Host) deliverOutbox(ctx context.Context, home uint32, rows []engine.Out
 		r, err := h.run(ctx, home, engine.OutboxDeleteCmd{Rows: done})
 		if err = errors.Join(err, r.Err); err != nil {
 			// The rows stay: a redelivery is a duplicate, and deletes them.
-			h.nodes[home].log.Warn("raft: outbox: delete delivered rows", "rows", len(done), "err", err)
+			h.nodes[home].Logger().Warn("raft: outbox: delete delivered rows", "rows", len(done), "err", err)
 		}
 	}
 	return out
@@ -263,12 +264,12 @@ func (h *Host) redeliver(ctx context.Context) bool {
 	oldest := time.Now().Add(-h.opts.OutboxAge).UnixMicro()
 	for g := 1; g < len(h.nodes); g++ {
 		n := h.nodes[g]
-		if n.leading() != nil || h.holdOutbox.Load() {
+		if !n.IsLeader() || h.holdOutbox.Load() {
 			continue
 		}
-		rows, err := n.engine.Outbox(outboxBatch)
+		rows, err := n.Engine().Outbox(outboxBatch)
 		if err != nil {
-			n.log.Warn("raft: outbox: read rows", "err", err)
+			n.Logger().Warn("raft: outbox: read rows", "err", err)
 			ok = false
 			continue
 		}
@@ -283,11 +284,11 @@ func (h *Host) redeliver(ctx context.Context) bool {
 			}
 		}
 		if left > 0 {
-			n.log.Warn("raft: outbox: redeliver", "rows", len(rows), "left", left)
+			n.Logger().Warn("raft: outbox: redeliver", "rows", len(rows), "left", left)
 			ok = false
 			continue
 		}
-		n.log.Info("raft: outbox: redelivered rows", "rows", len(rows))
+		n.Logger().Info("raft: outbox: redelivered rows", "rows", len(rows))
 	}
 	return ok
 }

@@ -1,4 +1,4 @@
-package raft
+package cluster
 
 import (
 	"context"
@@ -7,8 +7,7 @@ import (
 	"sync"
 	"time"
 
-	hraft "github.com/hashicorp/raft"
-
+	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/raft/command"
 	"github.com/queenmq/queen/raft/placement"
 )
@@ -29,8 +28,8 @@ import (
 // founders is group g's voters at a cluster's first start: every founder
 // (the directory, or every group when R is 0 or covers them all), else R
 // of them by the placement rule, which every founder computes alike.
-func founders(peers []Peer, r int, groups int, g uint32) []Peer {
-	if g == Directory || r <= 0 || r >= len(peers) {
+func founders(peers []raft.Peer, r int, groups int, g uint32) []raft.Peer {
+	if g == raft.Directory || r <= 0 || r >= len(peers) {
 		return peers
 	}
 	nodes := make([]placement.Node, len(peers))
@@ -47,18 +46,7 @@ func founders(peers []Peer, r int, groups int, g uint32) []Peer {
 			voters = append(voters, s.Add)
 		}
 	}
-	return slices.DeleteFunc(slices.Clone(peers), func(p Peer) bool { return !slices.Contains(voters, p.ID) })
-}
-
-// member reports whether this node is in its group's configuration, as a
-// voter or a non-voter catching up.
-func (n *Node) member() bool {
-	conf, err := n.configuration()
-	if err != nil {
-		return false
-	}
-	self := hraft.ServerID(n.opts.ID)
-	return slices.ContainsFunc(conf.Servers, func(s hraft.Server) bool { return s.ID == self })
+	return slices.DeleteFunc(slices.Clone(peers), func(p raft.Peer) bool { return !slices.Contains(voters, p.ID) })
 }
 
 // hosts reports whether this node serves group g from its own replica: the
@@ -74,7 +62,7 @@ func (n *Node) member() bool {
 // its leader confirmed after the record listed it (servingLoop), not the
 // moment the record does: see "A replica that starts serving" below.
 func (h *Host) hosts(g uint32) bool {
-	if g == Directory {
+	if g == raft.Directory {
 		return true
 	}
 	if !h.listed(g) {
@@ -94,7 +82,7 @@ func (h *Host) listed(g uint32) bool {
 	}
 	rec := h.layoutRecord(g)
 	if rec.Term == 0 {
-		return h.nodes[g].member()
+		return h.nodes[g].IsMember()
 	}
 	return slices.Contains(rec.Voters, h.opts.Node.ID)
 }
@@ -130,7 +118,7 @@ const servingInterval = 100 * time.Millisecond
 // a replica it serves from (Hosts), since reads may be served from it by
 // the time the read runs.
 func (h *Host) Joining(g uint32) bool {
-	return g != Directory && int(g) < len(h.serving) && h.serving[g].Load() == servingCatching
+	return g != raft.Directory && int(g) < len(h.serving) && h.serving[g].Load() == servingCatching
 }
 
 // SetReadCatchUp sets how a replica is caught up before it serves its
@@ -188,11 +176,11 @@ func (h *Host) catchUpToServe(g uint32, f func(context.Context, uint32) error) {
 	}()
 	if err := f(ctx, g); err != nil {
 		h.serving[g].CompareAndSwap(servingCatching, servingOff)
-		h.nodes[g].log.Debug("raft: host: catch up before serving the group; trying again", "err", err)
+		h.nodes[g].Logger().Debug("raft: host: catch up before serving the group; trying again", "err", err)
 		return
 	}
 	if h.serving[g].CompareAndSwap(servingCatching, servingOn) {
-		h.nodes[g].log.Info("raft: host: this node serves the group from its replica")
+		h.nodes[g].Logger().Info("raft: host: this node serves the group from its replica")
 	}
 }
 
@@ -201,19 +189,19 @@ const catchUpToServeTimeout = 10 * time.Second
 
 // layoutRecord is group g's record in this node's directory replica.
 func (h *Host) layoutRecord(g uint32) command.GroupLayout {
-	return command.LayoutOf(h.nodes[Directory].engine.ClusterValue, g)
+	return command.LayoutOf(h.nodes[raft.Directory].Engine().ClusterValue, g)
 }
 
 // leaderOf is group g's leader and its HTTP address ("" while unknown):
 // as this node's replica follows it when it hosts g, else as the
 // directory records it.
-func (h *Host) leaderOf(g uint32) Status {
+func (h *Host) leaderOf(g uint32) raft.Status {
 	if h.hosts(g) {
 		st := h.nodes[g].Status()
 		st.LeaderHTTP = h.httpOf(st)
 		return st
 	}
-	st := Status{ID: h.opts.Node.ID, Role: "none", Leader: h.layoutRecord(g).Leader}
+	st := raft.Status{ID: h.opts.Node.ID, Role: "none", Leader: h.layoutRecord(g).Leader}
 	st.LeaderHTTP = h.httpOf(st)
 	return st
 }
@@ -224,7 +212,7 @@ func (h *Host) leaderOf(g uint32) Status {
 // HostOptions.Replicas: a node joining in those seconds would otherwise
 // be made a voter of every group.
 func (h *Host) ReplicaCount() uint32 {
-	if r := command.ReplicaCount(h.nodes[Directory].engine.ClusterValue); r != 0 {
+	if r := command.ReplicaCount(h.nodes[raft.Directory].Engine().ClusterValue); r != 0 {
 		return r
 	}
 	return uint32(h.opts.Replicas)
@@ -258,20 +246,21 @@ const layoutInterval = 200 * time.Millisecond
 // directory's record differs.
 func (h *Host) reportLayout(g uint32) {
 	n := h.nodes[g]
-	if n.raft.State() != hraft.Leader || h.GroupCount() == 0 {
+	if !n.IsLeader() || h.GroupCount() == 0 {
 		return
 	}
-	term := n.raft.CurrentTerm()
+	term := n.Term()
 	voters := n.Members()
 	rec := h.layoutRecord(g)
-	if rec.Term == term && rec.Leader == n.opts.ID && slices.Equal(rec.Voters, voters) {
+	self := h.opts.Node.ID
+	if rec.Term == term && rec.Leader == self && slices.Equal(rec.Voters, voters) {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), n.opts.ApplyTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), h.opts.Node.ApplyTimeout)
 	defer cancel()
-	_, err := h.run(ctx, Directory, command.GroupLayout{Group: g, Term: term, Leader: n.opts.ID, Voters: voters})
-	if err != nil && !errors.Is(err, ErrShutdown) && !errors.Is(err, ErrClusterVersion) {
-		n.log.Debug("raft: host: report the group's layout to the directory", "err", err)
+	_, err := h.run(ctx, raft.Directory, command.GroupLayout{Group: g, Term: term, Leader: self, Voters: voters})
+	if err != nil && !errors.Is(err, raft.ErrShutdown) && !errors.Is(err, raft.ErrClusterVersion) {
+		n.Logger().Debug("raft: host: report the group's layout to the directory", "err", err)
 	}
 }
 
@@ -281,11 +270,47 @@ func (h *Host) reportLayout(g uint32) {
 // group's preferred member; "" when neither is known.
 func (h *Host) WantedLeader(g uint32) string {
 	if want := h.wantedLeaders(); want != nil && int(g) < len(want) {
-		return string(want[g])
+		return want[g]
 	}
-	conf, err := h.nodes[g].configuration()
+	conf, err := h.nodes[g].Configuration()
 	if err != nil {
 		return ""
 	}
-	return string(preferred(conf, g))
+	return preferred(conf, g)
+}
+
+// Layout is every group the Host runs, the directory first, and the
+// servers of the directory's configuration (every node is in the
+// directory). A group this node does not host is as the directory records
+// it (hostlayout.go).
+func (h *Host) Layout() raft.Layout {
+	l := raft.Layout{Nodes: h.nodes[raft.Directory].Layout().Nodes}
+	for i := range l.Nodes {
+		l.Nodes[i].HTTP = h.httpAddr(l.Nodes[i].ID)
+	}
+	for g, n := range h.nodes {
+		if h.hosts(uint32(g)) {
+			l.Groups = append(l.Groups, n.Layout().Groups...)
+			continue
+		}
+		rec := h.layoutRecord(uint32(g))
+		l.Groups = append(l.Groups, raft.LayoutGroup{ID: uint32(g), Members: rec.Voters, Leader: rec.Leader})
+	}
+	return l
+}
+
+// httpAddr is node id's HTTP address as any group records it: a node
+// records its address in each group it leads, or relays it to the leader
+// (raft/version.go), so one group may know it before another. This node's own
+// is its options' while no group records it.
+func (h *Host) httpAddr(id string) string {
+	for _, n := range h.nodes {
+		if a := n.Engine().ClusterValue(command.HTTPKey(id)); a != "" {
+			return a
+		}
+		if id == h.opts.Node.ID && h.opts.Node.HTTPAddr != "" {
+			return h.opts.Node.HTTPAddr
+		}
+	}
+	return ""
 }

@@ -1,4 +1,4 @@
-package raft_test
+package cluster_test
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queenmq/queen/cluster"
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
 )
@@ -34,7 +35,7 @@ type readView struct {
 }
 
 // readAll reads everything through h; at is one message per group.
-func readAll(t *testing.T, h *raft.Host, queues []string, at []engine.PushResult, now int64) (readView, error) {
+func readAll(t *testing.T, h *cluster.Host, queues []string, at []engine.PushResult, now int64) (readView, error) {
 	t.Helper()
 	var (
 		v   readView
@@ -135,7 +136,7 @@ func TestHost_ReadsGroupsItDoesNotHost(t *testing.T) {
 			}
 		}
 	}
-	push := func(h *raft.Host, q, txn string) engine.PushResult {
+	push := func(h *cluster.Host, q, txn string) engine.PushResult {
 		t.Helper()
 		r, err := settled(func() (engine.Result, error) {
 			return h.Propose(ctxT(t), engine.PushCmd{Items: []engine.PushItem{{Queue: q, TransactionID: txn, Payload: []byte(`{"n":1}`)}}})
@@ -272,7 +273,7 @@ func viewDiff(a, b readView) string {
 }
 
 // spreadSettled waits until each data group is led by the voter the hosts
-// spread its leadership to (raft.Host.WantedLeader), as
+// spread its leadership to (Host.WantedLeader), as
 // every host's layout names it: until then a leader named a moment ago may
 // hand over and refuse what is sent to it.
 func (c *hosts) spreadSettled() {

@@ -1,0 +1,235 @@
+package raft
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/queenmq/queen/raft/logstore"
+)
+
+// A Store is one node's data directory as the Raft groups of a Host
+// (package cluster) share it: the directory's lock, the log store every
+// group's log is in (logstore's family 0x03), the listener every group's
+// transport is served on (groupstream.go), and the store's identity
+// (identity.go). Each group opened on it (OpenGroup) is a Node of its own,
+// with its engine and snapshots under groups/<g>/ (group 1 in the data
+// directory itself, as a plain Node's).
+type Store struct {
+	opts      Options
+	log       *slog.Logger
+	lock      io.Closer
+	logs      *logstore.Store
+	stream    *streamLayer
+	id        string            // the data directory's store id (identity.go)
+	clusterID string            // the cluster's id (identity.go), "" when it has none
+	founders  map[string]string // the founders recorded (identity.go)
+	removal   *removal          // closed once this node knows it was removed (removed.go)
+	nodes     []*Node           // the groups opened on it, in the order they were
+	done      chan struct{}     // closed when Close begins
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+}
+
+// Directory is the id of the directory group, which says how many data
+// groups there are and which queue lives in which (package cluster); its
+// engine and snapshots are under groups/0/.
+const Directory uint32 = 0
+
+// OpenStore locks opts.Dir, opens the log store and the listener that
+// groups share, then mints or reads the store id, answers status probes
+// and, for a founder whose store holds no state in any of groups, runs the
+// founders' round (identity.go) before any group opens, as Open does for
+// one. It refuses a data directory a node of one group made (ErrLayout):
+// as group 1 here its queues would be in no directory.
+func OpenStore(opts Options, groups []uint32) (_ *Store, err error) {
+	if opts.Transport != nil {
+		return nil, fmt.Errorf("raft: host: the groups share a TCP listener; Transport cannot be set")
+	}
+	s := &Store{opts: opts, log: opts.Logger.With("node", opts.ID), removal: newRemoval(), done: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("raft: create data dir: %w", err)
+	}
+	if s.lock, err = lockDir(opts.Dir, true); err != nil {
+		return nil, err
+	}
+	if err := oneGroupStore(opts.Dir); err != nil {
+		return nil, err
+	}
+	stores := []string{filepath.Join(opts.Dir, "raft")}
+	for _, g := range groups {
+		if err := makeDirs(opts.Dir, g); err != nil {
+			return nil, err
+		}
+		stores = append(stores, filepath.Join(groupDir(opts.Dir, g), "engine"))
+	}
+	if err := prepareOpen(s.log, stores, diskSpace(), time.Second, nil); err != nil {
+		return nil, err
+	}
+	if s.logs, err = openLogStore(opts, s.log); err != nil {
+		return nil, err
+	}
+	if s.stream, err = newStreamLayer(opts.RaftAddr, opts.TLS, opts.ClusterSecret, s.log, groups...); err != nil {
+		return nil, err
+	}
+	if exposed(s.stream.Addr(), opts) {
+		s.log.Warn("raft: the Raft transport has neither TLS nor a cluster secret: "+
+			"anyone who can reach this port can join the replication stream", "addr", s.stream.Addr().String())
+	}
+	if s.founders, err = s.awaitFounders(groups); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// awaitFounders mints or reads the store id, answers status probes and, for
+// a founder whose store holds no state in any group, runs the founders'
+// round (identity.go) before any group opens, as Open does for one group.
+// It returns the founders recorded.
+func (s *Store) awaitFounders(groups []uint32) (map[string]string, error) {
+	first, err := s.logs.Group(1)
+	if err != nil {
+		return nil, err
+	}
+	if s.id, err = storeID(first); err != nil {
+		return nil, err
+	}
+	var logs []*logstore.Log
+	for _, g := range groups {
+		l, err := s.logs.Group(g)
+		if err != nil {
+			return nil, err
+		}
+		logs = append(logs, l)
+	}
+	state, err := hasState(logs...)
+	if err != nil {
+		return nil, fmt.Errorf("raft: read state: %w", err)
+	}
+	founders, cluster, err := openIdentity(s.opts, s.stream, first, s.id, state, s.log)
+	if err != nil {
+		return nil, err
+	}
+	s.clusterID = cluster
+	return founders, nil
+}
+
+// oneGroupStore refuses a data directory a node of one group made (a
+// Raft log and no directory group): as group 1 of a Host its queues would
+// be in no directory, and a push would place a second queue of the same
+// name in another group. Raising --groups on a running cluster needs
+// queues that move (step 2).
+func oneGroupStore(dir string) error {
+	_, errLog := os.Stat(filepath.Join(dir, "raft"))
+	_, errDir := os.Stat(groupDir(dir, Directory))
+	if errLog == nil && errors.Is(errDir, os.ErrNotExist) {
+		return fmt.Errorf("%w: %s holds a node of one Raft group; it cannot be opened with several groups "+
+			"(start it without --groups, or start a new cluster with them)", ErrLayout, dir)
+	}
+	return nil
+}
+
+// OpenGroup opens group g on the store, with opts (the store's but for
+// its Peers: the group's founders, or none for a group this node is not
+// founded in), bootstrapping it when told to and it has no state, as Open
+// does for a node of its own.
+func (s *Store) OpenGroup(opts Options, g uint32) (*Node, error) {
+	n, err := open(opts, &hostPart{group: g, store: s.logs, stream: s.stream, storeID: s.id, clusterID: s.clusterID})
+	if err != nil {
+		return nil, err
+	}
+	s.nodes = append(s.nodes, n)
+	return n, nil
+}
+
+// Serve answers status probes from the groups opened on the store, and
+// watches for this node's removal through directory, a group every node
+// of the cluster is a member of (removed.go), until Close. Call it once
+// every group is open.
+func (s *Store) Serve(directory *Node) {
+	nodes := slices.Clone(s.nodes)
+	s.stream.setIdentity(func() identity {
+		id := identity{Node: s.opts.ID, Store: s.id, Known: true, Founders: s.founders}
+		for _, n := range nodes {
+			id.State = id.State || n.raft.LastIndex() > 0
+			for _, m := range n.members() {
+				if !slices.Contains(id.Members, m) {
+					id.Members = append(id.Members, m)
+				}
+			}
+		}
+		return id
+	})
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.removal.watch(s.stream, s.opts.ID, directory.leaderless, directory.configuration, s.log, s.done)
+	}()
+}
+
+// Removed is closed once this node knows it was removed from the cluster
+// (removed.go): the directory Serve watches knows no leader, and the other
+// nodes run it without this one.
+func (s *Store) Removed() <-chan struct{} { return s.removal.Removed() }
+
+// Close stops every group opened on the store, then closes the listener
+// and the log store and releases the data directory. A group whose raft
+// would not stop (ErrShutdownStuck) still uses the log store, which then
+// stays open.
+func (s *Store) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		close(s.done)
+		s.wg.Wait()
+		err = s.closeParts()
+	})
+	return err
+}
+
+func (s *Store) closeParts() error {
+	// The groups stop at once: one by one, the groups still running
+	// would see the first ones' leaders go, and could elect and apply
+	// without this node while it is stopping.
+	errs := make([]error, len(s.nodes))
+	var wg sync.WaitGroup
+	for i, n := range s.nodes {
+		wg.Go(func() { errs[i] = n.Close() })
+	}
+	wg.Wait()
+	stuck := false
+	for _, err := range errs {
+		stuck = stuck || errors.Is(err, ErrShutdownStuck)
+	}
+	if s.stream != nil {
+		errs = append(errs, s.stream.Close())
+	}
+	if stuck {
+		// A group's raft still uses the log store (Node.Close).
+		return errors.Join(errs...)
+	}
+	if s.logs != nil {
+		errs = append(errs, s.logs.Close())
+	}
+	if s.lock != nil {
+		errs = append(errs, s.lock.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// keepOpen is the store's stream layer as group 1's transport sees it:
+// closing the transport leaves the listener, which the other groups share,
+// to the Store.
+type keepOpen struct{ *streamLayer }
+
+func (keepOpen) Close() error { return nil }
