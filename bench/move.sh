@@ -78,7 +78,7 @@ RES=$W/results.jsonl
 
 # settled: every node answers healthy, every node names the same leader
 # for each group, and the three data groups have three different leaders.
-# A node hands a group's leadership to its wanted member (raft.Host's
+# A node hands a group's leadership to its wanted member (cluster.Host's
 # WantedLeader: placement.Leaders, since groups have R voters) some seconds
 # after start (spreadLoop); a window it fell in would count the
 # handover's refusals (503 no_leader) against the move. waitSettled asks
