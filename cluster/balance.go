@@ -63,7 +63,7 @@ type QueueLoad = command.QueueLoad
 // Load is group g's last load report as this node's directory replica has
 // it (the zero Load, Group set, before any).
 func (h *Host) Load(g uint32) Load {
-	return command.LoadOf(h.nodes[raft.Directory].Engine().ClusterValue, g)
+	return command.LoadOf(h.directory().Engine().ClusterValue, g)
 }
 
 // loadSample is what a group's leader saw at its last sample.
@@ -99,7 +99,7 @@ func (h *Host) loadLoop() {
 		case <-h.done:
 			return
 		}
-		if h.nodes[raft.Directory].ClusterVersion() < 3 {
+		if h.directory().ClusterVersion() < 3 {
 			continue
 		}
 		for g := uint32(1); int(g) < len(h.nodes); g++ {
@@ -112,8 +112,8 @@ func (h *Host) loadLoop() {
 // reportLoad samples group g when this node leads it and reports the
 // rates since the last sample to the directory.
 func (h *Host) reportLoad(g uint32, prev map[uint32]loadSample) {
-	n := h.nodes[g]
-	if !n.IsLeader() {
+	n := h.replica(g)
+	if n == nil || !n.IsLeader() {
 		delete(prev, g)
 		return
 	}
@@ -205,7 +205,7 @@ func pickMove(loads []Load, r balanceRule, skip func(command.QueueLoad) bool) (f
 // file): it starts one move when the rule has held for BalanceHold and
 // the last move is BalanceCooldown ago.
 func (h *Host) balance(now time.Time, b *balancer) {
-	d := h.nodes[raft.Directory]
+	d := h.directory()
 	if !h.opts.Balance || !d.IsLeader() || b.busy.Load() {
 		b.since = time.Time{}
 		return

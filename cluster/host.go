@@ -18,9 +18,9 @@ import (
 // A Host runs several Raft groups of one node (ARCHITECTURE.md, "Scale-out"):
 // the directory, group 0, and the data groups 1..G, each a raft.Node with
 // its own engine and snapshots, all over one raft.Store (one log store and
-// one listener). Every node runs every group; with HostOptions.Replicas below
-// the node count a data group's voters are R of them and the others keep
-// an idle replica (hostlayout.go). The Host hands each group's leadership
+// one listener). Every node runs the directory; with HostOptions.Replicas
+// below the node count a data group's voters are R of the nodes, and only
+// they (and a node a replica step adds) open the group (placed.go). The Host hands each group's leadership
 // to the member it should have (WantedLeader) once that member has been
 // live for SpreadHold, so that with G ≥ N every node leads some groups.
 //
@@ -31,8 +31,12 @@ import (
 // queues would be in no directory.
 type Host struct {
 	opts  HostOptions
+	node  raft.Options  // each replica's options (HostOptions.Node, with Forward)
 	store *raft.Store   // the data directory, log store and listener the groups share
-	nodes []*raft.Node  // by group id, 0..G
+	fresh bool          // the directory had no state when the Host opened: the cluster's first start here
+	// nodes are this node's replicas by group id, 0..G: nil where it
+	// holds none (placed.go). The directory's is never nil.
+	nodes []atomic.Pointer[raft.Node]
 	turn  atomic.Uint64 // the rotating start of discovery pops
 	// holdOutbox, set by a test, stops outbox deliveries: a transaction
 	// then commits and leaves its rows, as a crash would.
@@ -178,7 +182,7 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 		return nil, fmt.Errorf("raft: host: Groups must be at least 1, not %d", o.Groups)
 	}
 	h := &Host{opts: o, done: make(chan struct{}), waitsStopped: make(chan struct{}), catchUp: make([]uint64, o.Groups+1),
-		serving: make([]atomic.Int32, o.Groups+1)}
+		serving: make([]atomic.Int32, o.Groups+1), nodes: make([]atomic.Pointer[raft.Node], o.Groups+1)}
 	defer func() {
 		if err != nil && h.store != nil {
 			h.store.Close()
@@ -187,36 +191,38 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 	if h.store, err = raft.OpenStore(opts, h.Groups()); err != nil {
 		return nil, err
 	}
-	for _, g := range h.Groups() {
-		gopts := opts
-		if len(opts.Peers) > 0 {
-			gopts.Peers = founders(opts.Peers, o.Replicas, o.Groups, g)
-			if !slices.ContainsFunc(gopts.Peers, func(p raft.Peer) bool { return p.ID == opts.ID }) {
-				gopts.Peers = nil // idle until a leader adds it (hostlayout.go)
-			}
-		}
-		n, err := h.store.OpenGroup(gopts, g)
-		if err != nil {
-			return nil, fmt.Errorf("raft: group %d: %w", g, err)
-		}
-		h.nodes = append(h.nodes, n)
-		if g == raft.Directory {
-			// A restart with another count would leave groups unserved or
-			// serve groups the cluster does not have.
-			if k := h.GroupCount(); k != 0 && k != uint32(o.Groups) {
-				return nil, fmt.Errorf("raft: host: the directory says the cluster has %d data groups, not %d", k, o.Groups)
-			}
-		}
+	h.node = opts
+	if held, err := h.store.HasState(raft.Directory); err != nil {
+		return nil, err
+	} else {
+		h.fresh = !held
 	}
-	h.store.Serve(h.nodes[raft.Directory])
-	// A group listed at the start is served at once: no read is under way
-	// yet whose barrier could have skipped it.
-	for g := uint32(1); int(g) < len(h.nodes); g++ {
+	if err := h.openGroup(raft.Directory, true); err != nil {
+		return nil, err
+	}
+	// A restart with another count would leave groups unserved or serve
+	// groups the cluster does not have.
+	if k := h.GroupCount(); k != 0 && k != uint32(o.Groups) {
+		return nil, fmt.Errorf("raft: host: the directory says the cluster has %d data groups, not %d", k, o.Groups)
+	}
+	h.store.Serve(h.directory())
+	for g := uint32(1); int(g) <= o.Groups; g++ {
+		if placed, err := h.placedAtStart(g); err != nil {
+			return nil, err
+		} else if !placed {
+			continue
+		}
+		if err := h.openGroup(g, true); err != nil {
+			return nil, err
+		}
+		// A group listed at the start is served at once: no read is
+		// under way yet whose barrier could have skipped it.
 		if h.listed(g) {
 			h.serving[g].Store(servingOn)
 		}
 	}
-	h.wg.Add(7)
+	h.wg.Add(8)
+	go h.placedLoop()
 	go h.servingLoop()
 	go h.loadLoop()
 	go h.layoutLoop()
@@ -242,17 +248,33 @@ func (h *Host) Groups() []uint32 {
 	return ids
 }
 
-// Group returns group g's node, nil when the Host does not run g.
-func (h *Host) Group(g uint32) *raft.Node {
+// Group returns this node's replica of group g, nil when it holds none
+// (placed.go).
+func (h *Host) Group(g uint32) *raft.Node { return h.replica(g) }
+
+// replica is this node's replica of group g, nil when it holds none.
+func (h *Host) replica(g uint32) *raft.Node {
 	if int(g) >= len(h.nodes) {
 		return nil
 	}
-	return h.nodes[g]
+	return h.nodes[g].Load()
 }
 
-// Replicas are this node's replicas, one per group: the directory's, then
-// groups 1..G (the order of Groups).
-func (h *Host) Replicas() []*raft.Node { return h.nodes }
+// directory is this node's replica of the directory, which every node
+// holds.
+func (h *Host) directory() *raft.Node { return h.nodes[raft.Directory].Load() }
+
+// Replicas are the replicas this node holds: the directory's, then those
+// of groups 1..G it holds, by group id.
+func (h *Host) Replicas() []*raft.Node {
+	var rs []*raft.Node
+	for g := range h.nodes {
+		if n := h.nodes[g].Load(); n != nil {
+			rs = append(rs, n)
+		}
+	}
+	return rs
+}
 
 // Close stops every group, then closes the listener and the log store and
 // releases the data directory.
@@ -311,7 +333,11 @@ func (h *Host) spreadLoop() {
 		}
 		now := time.Now()
 		want := h.wantedLeaders()
-		for g, n := range h.nodes {
+		for g := range h.nodes {
+			n := h.nodes[g].Load()
+			if n == nil {
+				continue
+			}
 			var w string // "": the group's preferred member
 			if want != nil {
 				w = want[g]
@@ -390,13 +416,13 @@ func (h *Host) handOff(n *raft.Node, g uint32, want string, now time.Time, since
 // GroupCount is the number of data groups as this node's directory replica
 // has it, 0 before the first directory leader recorded it.
 func (h *Host) GroupCount() uint32 {
-	return command.GroupCount(h.nodes[raft.Directory].Engine().ClusterValue)
+	return command.GroupCount(h.directory().Engine().ClusterValue)
 }
 
 // Placement is queue's group as this node's directory replica has it, 0
 // while it is not placed (or its placement has not reached this replica).
 func (h *Host) Placement(queue string) uint32 {
-	return command.Placement(h.nodes[raft.Directory].Engine().ClusterValue, queue)
+	return command.Placement(h.directory().Engine().ClusterValue, queue)
 }
 
 // Place returns queue's group, placing it first when it has none: in group
@@ -421,7 +447,7 @@ func (h *Host) Place(ctx context.Context, queue string, group uint32) (uint32, e
 // count other than this Host's (founders started with different counts:
 // the first applied wins) is logged, once.
 func (h *Host) defineGroups() bool {
-	d := h.nodes[raft.Directory]
+	d := h.directory()
 	if k := h.GroupCount(); k != 0 && (h.opts.Replicas == 0 || command.ReplicaCount(d.Engine().ClusterValue) != 0) {
 		if k != uint32(h.opts.Groups) {
 			d.Logger().Error("raft: host: the directory says the cluster has a different number of data groups; "+

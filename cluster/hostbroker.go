@@ -135,7 +135,7 @@ func (h *Host) on(ctx context.Context, g uint32, c engine.Command) (engine.Resul
 	if !h.hosts(g) {
 		return engine.Result{}, h.groupError(g, raft.ErrNotLeader)
 	}
-	r, err := h.nodes[g].Propose(ctx, c)
+	r, err := h.replica(g).Propose(ctx, c)
 	return r, h.groupError(g, err)
 }
 
@@ -230,7 +230,7 @@ func (h *Host) leaseGroup(ctx context.Context, id engine.ID) (uint32, error) {
 // holds everything any node answered).
 func (h *Host) lookup(ctx context.Context, holds func(*raft.Node) (string, bool), ask command.Lookup) (uint32, error) {
 	if g, q := h.holder(holds); g != 0 {
-		if _, frozen := h.nodes[g].Engine().Frozen(q); !frozen {
+		if _, frozen := h.replica(g).Engine().Frozen(q); !frozen {
 			return g, nil
 		}
 		// A move froze it there: the directory's leader knows where it
@@ -266,7 +266,7 @@ func (h *Host) holder(holds func(*raft.Node) (string, bool)) (uint32, string) {
 		if !h.hosts(uint32(g)) {
 			continue
 		}
-		q, ok := holds(h.nodes[g])
+		q, ok := holds(h.replica(uint32(g)))
 		if !ok {
 			continue
 		}
@@ -561,7 +561,7 @@ func (h *Host) discover(ctx context.Context, c engine.PopCmd) (engine.Result, er
 	var later, remote []uint32 // may deliver as this node sees it, led elsewhere; not hosted here
 	for k := range data {
 		g := uint32(1 + (start+k)%data)
-		switch n := h.nodes[g]; {
+		switch n := h.replica(g); {
 		case !h.hosts(g):
 			remote = append(remote, g)
 		case !n.IsLeader() && n.Behind():
@@ -651,7 +651,11 @@ func (h *Host) registerStream(ctx context.Context, c engine.StreamRegisterCmd) (
 func (h *Host) Barrier(ctx context.Context) error {
 	led := false
 	for g := 1; g < len(h.nodes); g++ {
-		err := h.nodes[g].Barrier(ctx)
+		n := h.replica(uint32(g))
+		if n == nil {
+			continue
+		}
+		err := n.Barrier(ctx)
 		switch {
 		case err == nil:
 			led = true
@@ -659,8 +663,10 @@ func (h *Host) Barrier(ctx context.Context) error {
 			return h.groupError(uint32(g), err)
 		}
 	}
-	if !led {
-		return h.groupError(1, h.nodes[1].Barrier(ctx))
+	if n := h.replica(1); !led && n != nil {
+		return h.groupError(1, n.Barrier(ctx))
+	} else if !led {
+		return h.groupError(1, raft.ErrNotLeader)
 	}
 	return nil
 }
@@ -672,19 +678,19 @@ func (h *Host) LeaderRead(ctx context.Context) error {
 	if !h.hosts(streamGroup) {
 		return h.groupError(streamGroup, raft.ErrNotLeader)
 	}
-	return h.groupError(streamGroup, h.nodes[streamGroup].LeaderRead(ctx))
+	return h.groupError(streamGroup, h.replica(streamGroup).LeaderRead(ctx))
 }
 
 // Status is the directory's: its leader is the cluster's for what is not a
 // queue's (membership, storage reports, analytics). GroupStatus has each
 // group's.
 func (h *Host) Status() raft.Status {
-	st := h.nodes[raft.Directory].Status()
-	for g, n := range h.nodes[1:] {
-		if !h.hosts(uint32(g + 1)) {
-			continue // an idle replica has no version or faults of its own
+	st := h.directory().Status()
+	for g := uint32(1); int(g) < len(h.nodes); g++ {
+		if !h.hosts(g) {
+			continue // a group led elsewhere: its version and faults are its nodes'
 		}
-		gs := n.Status()
+		gs := h.replica(g).Status()
 		st.StorageErrors = max(st.StorageErrors, gs.StorageErrors)
 		st.ClusterVersion = min(st.ClusterVersion, gs.ClusterVersion)
 		if st.Fault == "" {
@@ -696,7 +702,7 @@ func (h *Host) Status() raft.Status {
 
 // Versions is every server's version as the directory last read them
 // (every node is in the directory).
-func (h *Host) Versions() []raft.NodeVersion { return h.nodes[raft.Directory].Versions() }
+func (h *Host) Versions() []raft.NodeVersion { return h.directory().Versions() }
 
 // GroupStatus is group g's status on this node. For a group it does not
 // host (hostlayout.go) that is role "none", with the leader and the count
@@ -708,12 +714,12 @@ func (h *Host) GroupStatus(g uint32) raft.Status {
 		st.Voters = len(h.layoutRecord(g).Voters)
 		return st
 	}
-	return h.nodes[g].Status()
+	return h.replica(g).Status()
 }
 
 // Maintenance reports the cluster-wide maintenance switches, which the
 // directory holds.
-func (h *Host) Maintenance() (push, pop bool) { return h.nodes[raft.Directory].Maintenance() }
+func (h *Host) Maintenance() (push, pop bool) { return h.directory().Maintenance() }
 
 // Watch reports applies that may have made messages of queue deliverable,
 // in its group, or in every group for "". A group this node does not host
@@ -722,14 +728,17 @@ func (h *Host) Maintenance() (push, pop bool) { return h.nodes[raft.Directory].M
 // of one of its queues is forwarded to its leader, which watches it.
 func (h *Host) Watch(queue string) (<-chan struct{}, func()) {
 	if g := h.Placement(queue); g != 0 {
-		return h.nodes[g].Watch(queue)
+		if n := h.replica(g); n != nil {
+			return n.Watch(queue)
+		}
+		return make(chan struct{}), func() {} // applied elsewhere: see above
 	}
 	// Every group: a queue not placed yet may be placed anywhere.
 	out := make(chan struct{}, 1)
 	stop := make(chan struct{})
 	var cancels []func()
 	var wg sync.WaitGroup
-	for _, n := range h.nodes[1:] {
+	for _, n := range h.Replicas()[1:] {
 		ch, cancel := n.Watch(queue)
 		cancels = append(cancels, cancel)
 		wg.Go(func() {

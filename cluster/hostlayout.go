@@ -69,7 +69,7 @@ func (h *Host) hosts(g uint32) bool {
 		h.serving[g].Store(servingOff)
 		return false
 	}
-	return h.serving[g].Load() == servingOn
+	return h.serving[g].Load() == servingOn && h.replica(g) != nil
 }
 
 // listed reports whether group g is this node's to serve by the records:
@@ -82,7 +82,8 @@ func (h *Host) listed(g uint32) bool {
 	}
 	rec := h.layoutRecord(g)
 	if rec.Term == 0 {
-		return h.nodes[g].IsMember()
+		n := h.replica(g)
+		return n != nil && n.IsMember()
 	}
 	return slices.Contains(rec.Voters, h.opts.Node.ID)
 }
@@ -143,7 +144,7 @@ func (h *Host) servingLoop() {
 		}
 		var wg sync.WaitGroup
 		for g := uint32(1); int(g) < len(h.nodes); g++ {
-			if !h.listed(g) {
+			if !h.listed(g) || h.replica(g) == nil {
 				h.serving[g].Store(servingOff)
 				continue
 			}
@@ -176,11 +177,11 @@ func (h *Host) catchUpToServe(g uint32, f func(context.Context, uint32) error) {
 	}()
 	if err := f(ctx, g); err != nil {
 		h.serving[g].CompareAndSwap(servingCatching, servingOff)
-		h.nodes[g].Logger().Debug("raft: host: catch up before serving the group; trying again", "err", err)
+		h.replica(g).Logger().Debug("raft: host: catch up before serving the group; trying again", "err", err)
 		return
 	}
 	if h.serving[g].CompareAndSwap(servingCatching, servingOn) {
-		h.nodes[g].Logger().Info("raft: host: this node serves the group from its replica")
+		h.replica(g).Logger().Info("raft: host: this node serves the group from its replica")
 	}
 }
 
@@ -189,7 +190,7 @@ const catchUpToServeTimeout = 10 * time.Second
 
 // layoutRecord is group g's record in this node's directory replica.
 func (h *Host) layoutRecord(g uint32) command.GroupLayout {
-	return command.LayoutOf(h.nodes[raft.Directory].Engine().ClusterValue, g)
+	return command.LayoutOf(h.directory().Engine().ClusterValue, g)
 }
 
 // leaderOf is group g's leader and its HTTP address ("" while unknown):
@@ -197,7 +198,7 @@ func (h *Host) layoutRecord(g uint32) command.GroupLayout {
 // directory records it.
 func (h *Host) leaderOf(g uint32) raft.Status {
 	if h.hosts(g) {
-		st := h.nodes[g].Status()
+		st := h.replica(g).Status()
 		st.LeaderHTTP = h.httpOf(st)
 		return st
 	}
@@ -212,7 +213,7 @@ func (h *Host) leaderOf(g uint32) raft.Status {
 // HostOptions.Replicas: a node joining in those seconds would otherwise
 // be made a voter of every group.
 func (h *Host) ReplicaCount() uint32 {
-	if r := command.ReplicaCount(h.nodes[raft.Directory].Engine().ClusterValue); r != 0 {
+	if r := command.ReplicaCount(h.directory().Engine().ClusterValue); r != 0 {
 		return r
 	}
 	return uint32(h.opts.Replicas)
@@ -245,8 +246,8 @@ const layoutInterval = 200 * time.Millisecond
 // reportLayout reports group g's layout if this node leads g and the
 // directory's record differs.
 func (h *Host) reportLayout(g uint32) {
-	n := h.nodes[g]
-	if !n.IsLeader() || h.GroupCount() == 0 {
+	n := h.replica(g)
+	if n == nil || !n.IsLeader() || h.GroupCount() == 0 {
 		return
 	}
 	term := n.Term()
@@ -272,7 +273,11 @@ func (h *Host) WantedLeader(g uint32) string {
 	if want := h.wantedLeaders(); want != nil && int(g) < len(want) {
 		return want[g]
 	}
-	conf, err := h.nodes[g].Configuration()
+	n := h.replica(g)
+	if n == nil {
+		return ""
+	}
+	conf, err := n.Configuration()
 	if err != nil {
 		return ""
 	}
@@ -284,13 +289,13 @@ func (h *Host) WantedLeader(g uint32) string {
 // directory). A group this node does not host is as the directory records
 // it (hostlayout.go).
 func (h *Host) Layout() raft.Layout {
-	l := raft.Layout{Nodes: h.nodes[raft.Directory].Layout().Nodes}
+	l := raft.Layout{Nodes: h.directory().Layout().Nodes}
 	for i := range l.Nodes {
 		l.Nodes[i].HTTP = h.httpAddr(l.Nodes[i].ID)
 	}
-	for g, n := range h.nodes {
+	for g := range h.nodes {
 		if h.hosts(uint32(g)) {
-			l.Groups = append(l.Groups, n.Layout().Groups...)
+			l.Groups = append(l.Groups, h.replica(uint32(g)).Layout().Groups...)
 			continue
 		}
 		rec := h.layoutRecord(uint32(g))
@@ -304,7 +309,7 @@ func (h *Host) Layout() raft.Layout {
 // (raft/version.go), so one group may know it before another. This node's own
 // is its options' while no group records it.
 func (h *Host) httpAddr(id string) string {
-	for _, n := range h.nodes {
+	for _, n := range h.Replicas() {
 		if a := n.Engine().ClusterValue(command.HTTPKey(id)); a != "" {
 			return a
 		}

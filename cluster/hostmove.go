@@ -142,7 +142,7 @@ func (h *Host) StartMove(ctx context.Context, queue string, to uint32) error {
 			once.Do(func() { began <- nil })
 		})
 		once.Do(func() { began <- err })
-		log := h.nodes[raft.Directory].Logger()
+		log := h.directory().Logger()
 		if err != nil {
 			log.Warn("raft: move started in the background failed", "queue", queue, "to", to, "err", err)
 			return
@@ -202,7 +202,7 @@ func (h *Host) stopping() bool {
 func (h *Host) moveLog(p *MoveProgress, start time.Time, msg string, args ...any) {
 	args = append([]any{"queue", p.Queue, "from", p.From, "to", p.To, "epoch", p.Epoch,
 		"elapsed", time.Since(start).Round(time.Millisecond)}, args...)
-	h.nodes[raft.Directory].Logger().Info(msg, args...)
+	h.directory().Logger().Info(msg, args...)
 }
 
 // moved tells HostOptions.OnMove, when set, how a move ended.
@@ -256,7 +256,7 @@ func (h *Host) runMove(ctx context.Context, m command.Move, p *MoveProgress, sta
 func (h *Host) moveRecord(ctx context.Context, queue string, ep uint64) (command.Move, error) {
 	deadline := time.Now().Add(h.opts.PartWait)
 	for {
-		if m, ok := command.MoveOf(h.nodes[raft.Directory].Engine().ClusterValue, queue); ok && m.Epoch == ep {
+		if m, ok := command.MoveOf(h.directory().Engine().ClusterValue, queue); ok && m.Epoch == ep {
 			return m, nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
@@ -282,7 +282,7 @@ func (h *Host) copyQueue(ctx context.Context, m command.Move, p *MoveProgress, s
 		}
 		took = append(took, fmt.Sprintf("freeze_g%d", g), time.Since(t).Round(time.Millisecond))
 	}
-	src := h.nodes[m.From]
+	src := h.replica(m.From)
 	t := time.Now()
 	deadline := time.Now().Add(h.opts.PartWait)
 	for {
@@ -397,7 +397,7 @@ func (h *Host) abortMove(m command.Move, id engine.ID) (flipped bool, err error)
 			return false, fmt.Errorf("raft: undo the move of %s: %T: %w", m.Queue, c, err)
 		}
 	}
-	h.nodes[raft.Directory].Logger().Info("raft: move undone", "queue", m.Queue, "from", m.From, "to", m.To, "epoch", ep)
+	h.directory().Logger().Info("raft: move undone", "queue", m.Queue, "from", m.From, "to", m.To, "epoch", ep)
 	return false, nil
 }
 
@@ -405,7 +405,7 @@ func (h *Host) abortMove(m command.Move, id engine.ID) (flipped bool, err error)
 // move m (the caller saw AbortMove applied: the record is gone, by it or
 // by the EndMove before it) and reports whether the placement flipped.
 func (h *Host) flipped(ctx context.Context, m command.Move) (bool, error) {
-	v := h.nodes[raft.Directory].Engine().ClusterValue
+	v := h.directory().Engine().ClusterValue
 	deadline := time.Now().Add(h.opts.PartWait)
 	for {
 		if cur, ok := command.MoveOf(v, m.Queue); !ok || cur.Epoch != m.Epoch || cur.StartedAt != m.StartedAt {
@@ -442,7 +442,7 @@ func (h *Host) moveStep(ctx context.Context, g uint32, c engine.Command) (engine
 // Moves lists the moves under way, as this node's directory replica has
 // them, in queue order.
 func (h *Host) Moves() []Move {
-	d := h.nodes[raft.Directory].Engine()
+	d := h.directory().Engine()
 	var out []Move
 	for _, name := range d.ClusterNames(command.MovePrefix) {
 		if m, ok := command.MoveOf(d.ClusterValue, name[len(command.MovePrefix):]); ok {
@@ -455,7 +455,7 @@ func (h *Host) Moves() []Move {
 // PlacementEpoch is the epoch of queue's placement in this node's
 // directory replica (1 until it first moves).
 func (h *Host) PlacementEpoch(queue string) uint64 {
-	return command.Epoch(h.nodes[raft.Directory].Engine().ClusterValue, queue)
+	return command.Epoch(h.directory().Engine().ClusterValue, queue)
 }
 
 // moving reports whether a command's answer is a refusal by a queue frozen
@@ -522,7 +522,7 @@ func (h *Host) moveLoop() {
 		case <-h.done:
 			return
 		}
-		if h.nodes[raft.Directory].IsLeader() {
+		if h.directory().IsLeader() {
 			h.recoverMoves()
 		}
 		h.recoverMarks()
@@ -532,7 +532,7 @@ func (h *Host) moveLoop() {
 // recoverMoves aborts, on the directory's leader, the moves recorded
 // longer ago than MoveTimeout (moveLoop).
 func (h *Host) recoverMoves() {
-	d := h.nodes[raft.Directory]
+	d := h.directory()
 	oldest := time.Now().Add(-h.opts.MoveTimeout).UnixMicro()
 	for _, m := range h.Moves() {
 		if m.StartedAt > oldest {
@@ -575,10 +575,11 @@ func (h *Host) recoverMarks() {
 	defer cancel()
 	seen := map[strayMark]time.Time{}
 	for g := 1; g < len(h.nodes); g++ {
-		if !h.hosts(uint32(g)) || !h.nodes[g].IsLeader() {
+		n := h.replica(uint32(g))
+		if !h.hosts(uint32(g)) || !n.IsLeader() {
 			continue
 		}
-		log, e := h.nodes[g].Logger(), h.nodes[g].Engine()
+		log, e := n.Logger(), n.Engine()
 		for q, ep := range e.FrozenQueues() {
 			place := h.Placement(q)
 			if moving[q] || place == 0 || ep < h.PlacementEpoch(q) {
@@ -626,7 +627,11 @@ type strayMark struct {
 // dropCopy drops what group g, which this node leads, holds of queue,
 // placed elsewhere: an import under way or a whole copy.
 func (h *Host) dropCopy(ctx context.Context, g uint32, queue string) error {
-	id, ok := heldCopy(h.nodes[g].Engine(), queue)
+	n := h.replica(g)
+	if n == nil {
+		return nil // not held here: this node does not lead g
+	}
+	id, ok := heldCopy(n.Engine(), queue)
 	if !ok {
 		return nil // nothing here
 	}
@@ -642,7 +647,7 @@ func (h *Host) copyID(g uint32, queue string) (engine.ID, bool, error) {
 		a, err := readRemote[engine.ID](h, g, readRequest{Op: readCopyID, Name: queue})
 		return a.Value, a.Found, err
 	}
-	id, ok := heldCopy(h.nodes[g].Engine(), queue)
+	id, ok := heldCopy(h.replica(g).Engine(), queue)
 	return id, ok, nil
 }
 
@@ -664,5 +669,5 @@ type Move = command.Move
 // QueuesPlaced is how many queues the directory places in group g, as
 // this node's replica has it (command.Placed).
 func (h *Host) QueuesPlaced(g uint32) uint64 {
-	return command.Placed(h.nodes[raft.Directory].Engine().ClusterValue, g)
+	return command.Placed(h.directory().Engine().ClusterValue, g)
 }

@@ -119,7 +119,8 @@ func (h *Host) txHome(ctx context.Context, c engine.TransactionCmd) (uint32, err
 			return 0, err
 		}
 		what := "partition " + uuid.UUID(op.Ack.PartitionID).String()
-		if name, _, ok := h.nodes[g].Engine().PartitionByID(op.Ack.PartitionID); ok {
+		if n := h.replica(g); n == nil {
+		} else if name, _, ok := n.Engine().PartitionByID(op.Ack.PartitionID); ok {
 			what = "queue " + name
 		}
 		add(g, what)
@@ -178,7 +179,7 @@ func (h *Host) deliverOutbox(ctx context.Context, home uint32, rows []engine.Out
 	parts, err := split(len(items), memo(func(i int) string { return items[i].Queue },
 		func(q string) (uint32, error) { return h.groupOf(ctx, q) }))
 	if err != nil {
-		h.nodes[home].Logger().Warn("raft: outbox: find the pushes' groups; the loop delivers them", "err", err)
+		h.replica(home).Logger().Warn("raft: outbox: find the pushes' groups; the loop delivers them", "err", err)
 		return out
 	}
 	res, err := runSplit(ctx, h, parts, items, func(items []engine.PushItem) engine.Command { return engine.PushCmd{Items: items} },
@@ -186,7 +187,7 @@ func (h *Host) deliverOutbox(ctx context.Context, home uint32, rows []engine.Out
 			return engine.PushResult{Status: engine.Rejected, TransactionID: it.TransactionID, Queue: it.Queue, Partition: it.Partition, Err: err}
 		})
 	if err != nil {
-		h.nodes[home].Logger().Warn("raft: outbox: deliver; the loop delivers what is left", "err", err)
+		h.replica(home).Logger().Warn("raft: outbox: deliver; the loop delivers what is left", "err", err)
 		return out
 	}
 	var done []engine.ID
@@ -206,7 +207,7 @@ func (h *Host) deliverOutbox(ctx context.Context, home uint32, rows []engine.Out
 			done = append(done, rows[i].ID)
 			out[i] = r
 		case errors.Is(r.Err, engine.ErrInvalid):
-			h.nodes[home].Logger().Error("raft: outbox: the target refuses a push a transaction committed; dropping it",
+			h.replica(home).Logger().Error("raft: outbox: the target refuses a push a transaction committed; dropping it",
 				"queue", r.Queue, "transaction_id", r.TransactionID, "err", r.Err)
 			done = append(done, rows[i].ID)
 			out[i] = r
@@ -216,7 +217,7 @@ func (h *Host) deliverOutbox(ctx context.Context, home uint32, rows []engine.Out
 		r, err := h.run(ctx, home, engine.OutboxDeleteCmd{Rows: done})
 		if err = errors.Join(err, r.Err); err != nil {
 			// The rows stay: a redelivery is a duplicate, and deletes them.
-			h.nodes[home].Logger().Warn("raft: outbox: delete delivered rows", "rows", len(done), "err", err)
+			h.replica(home).Logger().Warn("raft: outbox: delete delivered rows", "rows", len(done), "err", err)
 		}
 	}
 	return out
@@ -263,8 +264,8 @@ func (h *Host) redeliver(ctx context.Context) bool {
 	ok := true
 	oldest := time.Now().Add(-h.opts.OutboxAge).UnixMicro()
 	for g := 1; g < len(h.nodes); g++ {
-		n := h.nodes[g]
-		if !n.IsLeader() || h.holdOutbox.Load() {
+		n := h.replica(uint32(g))
+		if n == nil || !n.IsLeader() || h.holdOutbox.Load() {
 			continue
 		}
 		rows, err := n.Engine().Outbox(outboxBatch)

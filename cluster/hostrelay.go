@@ -52,7 +52,7 @@ func (h *Host) forward(ctx context.Context, addr string, g uint32, entry []byte)
 	if err != nil || applied == 0 || !h.hosts(g) {
 		return r, err
 	}
-	n := h.nodes[g]
+	n := h.replica(g)
 	n.NoteWritten(applied)
 	if g != raft.Directory && ctx.Value(noApplyWait{}) != nil {
 		return r, nil
@@ -103,12 +103,11 @@ func (h *Host) ProposeEntry(ctx context.Context, g uint32, entry []byte) (engine
 // refuses (it has just handed over) is waited for, up to addressWait:
 // each of those answers says nothing was applied.
 func (h *Host) run(ctx context.Context, g uint32, c engine.Command) (engine.Result, error) {
-	n := h.nodes[g]
 	deadline := time.Now().Add(addressWait)
 	for {
 		r, err := engine.Result{}, error(raft.ErrNotLeader)
 		if h.hosts(g) {
-			r, err = n.Propose(ctx, c)
+			r, err = h.replica(g).Propose(ctx, c)
 		}
 		electing := errors.Is(err, raft.ErrNoLeader)
 		if !electing && (!errors.Is(err, raft.ErrNotLeader) || h.opts.Forward == nil) {
@@ -144,7 +143,7 @@ func (h *Host) httpOf(st raft.Status) string {
 	if st.LeaderHTTP != "" || st.Leader == "" {
 		return st.LeaderHTTP
 	}
-	for _, n := range h.nodes {
+	for _, n := range h.Replicas() {
 		if a := n.Engine().ClusterValue(command.HTTPKey(st.Leader)); a != "" {
 			return a
 		}
@@ -212,8 +211,7 @@ func (h *Host) runPart(ctx context.Context, g uint32, c engine.Command) (engine.
 // through the Forwarder to g's leader; ErrNotLeader (nothing proposed) when
 // that leader's address is not known yet.
 func (h *Host) attempt(ctx context.Context, g uint32, a *attempt) (engine.Result, error) {
-	n := h.nodes[g]
-	if h.hosts(g) && n.IsLeader() {
+	if n := h.replica(g); h.hosts(g) && n.IsLeader() {
 		if a.seed == (engine.ID{}) {
 			return n.Propose(ctx, a.cmd)
 		}
@@ -281,8 +279,8 @@ func (a *attempt) retryable(h *Host, g uint32) bool {
 			found bool
 			err   error
 		)
-		if h.hosts(g) && !h.nodes[g].Behind() {
-			cfg, found = h.nodes[g].Engine().QueueConfig(pg.Queue)
+		if h.hosts(g) && !h.replica(g).Behind() {
+			cfg, found = h.replica(g).Engine().QueueConfig(pg.Queue)
 		} else {
 			cfg, found, err = remoteGroup{h: h, g: g}.checkedQueueConfig(pg.Queue)
 		}

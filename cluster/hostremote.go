@@ -62,7 +62,7 @@ type groupReader interface {
 // when it hosts g, else g's leader.
 func (h *Host) reader(g uint32) groupReader {
 	if h.hosts(g) {
-		return h.nodes[g]
+		return h.replica(g)
 	}
 	return remoteGroup{h: h, g: g}
 }
@@ -365,7 +365,7 @@ func (h *Host) CheckedQueueConfig(name string) (engine.Config, bool, error) {
 		return engine.Config{}, false, err
 	}
 	if h.hosts(g) {
-		cfg, ok := h.nodes[g].QueueConfig(name)
+		cfg, ok := h.replica(g).QueueConfig(name)
 		return cfg, ok, nil
 	}
 	return remoteGroup{h: h, g: g}.checkedQueueConfig(name)

@@ -57,7 +57,7 @@ func (h *Host) rebalanceLoop() {
 		case <-h.done:
 			return
 		}
-		if h.ReplicaCount() == 0 || h.nodes[raft.Directory].ClusterVersion() < 3 {
+		if h.ReplicaCount() == 0 || h.directory().ClusterVersion() < 3 {
 			continue
 		}
 		h.watchDirectory(time.Now(), &heard)
@@ -71,8 +71,11 @@ func (h *Host) rebalanceLoop() {
 // stepGroup does this node's part of group g's step under way, if any:
 // as its Add, say when caught up; as g's leader, carry it out.
 func (h *Host) stepGroup(g uint32) {
-	n := h.nodes[g]
-	step, ok := command.StepOf(h.nodes[raft.Directory].Engine().ClusterValue, g)
+	n := h.replica(g)
+	if n == nil {
+		return // not held here; placedLoop opens it when a step adds this node
+	}
+	step, ok := command.StepOf(h.directory().Engine().ClusterValue, g)
 	leads := n.IsLeader()
 	switch {
 	case !ok && leads:
@@ -89,7 +92,7 @@ func (h *Host) stepGroup(g uint32) {
 // call does one membership change at most, and the next tick sees its
 // result in the configuration.
 func (h *Host) carryOut(g uint32, step command.ReplicaStep) {
-	n := h.nodes[g]
+	n := h.replica(g) // g's leader's
 	conf, err := n.Configuration()
 	if err != nil {
 		return
@@ -138,7 +141,7 @@ func (h *Host) carryOut(g uint32, step command.ReplicaStep) {
 // dropStrayNonvoters removes, on group g's leader, the non-voters no step
 // names (keep): an abandoned step's.
 func (h *Host) dropStrayNonvoters(g uint32, keep string) {
-	n := h.nodes[g]
+	n := h.replica(g) // g's leader's
 	conf, err := n.Configuration()
 	if err != nil {
 		return
@@ -155,7 +158,7 @@ func (h *Host) dropStrayNonvoters(g uint32, keep string) {
 // raftAddr is node id's Raft address as the directory's configuration has
 // it ("" when it is not a server there).
 func (h *Host) raftAddr(id string) string {
-	conf, err := h.nodes[raft.Directory].Configuration()
+	conf, err := h.directory().Configuration()
 	if err != nil {
 		return ""
 	}
@@ -185,7 +188,7 @@ func (h *Host) proposeDirectory(c engine.Command) {
 // with nothing to do, remove from the directory the nodes that are dead
 // and hold no replica.
 func (h *Host) plan(now time.Time, dead map[string]time.Time, stepSeen map[command.ReplicaStep]time.Time) {
-	d := h.nodes[raft.Directory]
+	d := h.directory()
 	if !d.IsLeader() {
 		clear(dead)
 		clear(stepSeen)
@@ -278,7 +281,7 @@ func (h *Host) Drainable(id string) bool {
 	if r == 0 {
 		return false
 	}
-	conf, err := h.nodes[raft.Directory].Configuration()
+	conf, err := h.directory().Configuration()
 	if err != nil {
 		return false
 	}
@@ -341,7 +344,7 @@ func (h *Host) CutOff() bool { return h.cutOff.Load() }
 // watchDirectory sets or clears CutOff; heard is when the directory's
 // leader was last heard.
 func (h *Host) watchDirectory(now time.Time, heard *time.Time) {
-	d := h.nodes[raft.Directory]
+	d := h.directory()
 	if d.Leader() != "" {
 		*heard = now
 		if h.cutOff.Swap(false) {

@@ -35,11 +35,16 @@ const (
 	groupAck      = 0x01
 )
 
+// holdGroupOne refuses group 1's connections until Group(1) is called: a
+// Store opens group 1 only where the node holds a replica of it.
+func (s *streamLayer) holdGroupOne() { s.heldOne.Store(true) }
+
 // Group returns group id's stream layer over s: its Accept returns the
 // connections peers dialed for id, its Dial names id to the peer. Group 1
 // is s. Closing a group's layer closes only its own Accept.
 func (s *streamLayer) Group(id uint32) (hraft.StreamLayer, error) {
 	if id == 1 {
+		s.heldOne.Store(false)
 		return s, nil
 	}
 	s.mu.Lock()
@@ -71,6 +76,9 @@ func (s *streamLayer) route(conn net.Conn) (chan net.Conn, <-chan struct{}, net.
 		return nil, nil, nil, fmt.Errorf("read the first byte: %w", err)
 	}
 	if first[0] != groupMagic[0] {
+		if s.heldOne.Load() {
+			return nil, nil, nil, errors.New("the peer dialed group 1, which this node does not host")
+		}
 		if err := conn.SetDeadline(time.Time{}); err != nil {
 			return nil, nil, nil, err
 		}

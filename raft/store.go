@@ -20,7 +20,9 @@ import (
 // transport is served on (groupstream.go), and the store's identity
 // (identity.go). Each group opened on it (OpenGroup) is a Node of its own,
 // with its engine and snapshots under groups/<g>/ (group 1 in the data
-// directory itself, as a plain Node's).
+// directory itself, as a plain Node's). A group is opened only when the
+// node holds a replica of it (package cluster): until then its directory
+// does not exist and the listener refuses its connections.
 type Store struct {
 	opts      Options
 	log       *slog.Logger
@@ -31,7 +33,9 @@ type Store struct {
 	clusterID string            // the cluster's id (identity.go), "" when it has none
 	founders  map[string]string // the founders recorded (identity.go)
 	removal   *removal          // closed once this node knows it was removed (removed.go)
-	nodes     []*Node           // the groups opened on it, in the order they were
+	groups    []uint32          // the groups the store may hold, as OpenStore was given them
+	mu        sync.Mutex
+	nodes     []*Node // the groups opened on it, in the order they were
 	done      chan struct{}     // closed when Close begins
 	wg        sync.WaitGroup
 	closeOnce sync.Once
@@ -46,13 +50,14 @@ const Directory uint32 = 0
 // groups share, then mints or reads the store id, answers status probes
 // and, for a founder whose store holds no state in any of groups, runs the
 // founders' round (identity.go) before any group opens, as Open does for
-// one. It refuses a data directory a node of one group made (ErrLayout):
+// one. It opens none of groups: OpenGroup does, for those the node holds. It refuses a data directory a node of one group made (ErrLayout):
 // as group 1 here its queues would be in no directory.
 func OpenStore(opts Options, groups []uint32) (_ *Store, err error) {
 	if opts.Transport != nil {
 		return nil, fmt.Errorf("raft: host: the groups share a TCP listener; Transport cannot be set")
 	}
-	s := &Store{opts: opts, log: opts.Logger.With("node", opts.ID), removal: newRemoval(), done: make(chan struct{})}
+	s := &Store{opts: opts, log: opts.Logger.With("node", opts.ID), removal: newRemoval(), done: make(chan struct{}),
+		groups: slices.Clone(groups)}
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -67,12 +72,17 @@ func OpenStore(opts Options, groups []uint32) (_ *Store, err error) {
 	if err := oneGroupStore(opts.Dir); err != nil {
 		return nil, err
 	}
+	if err := os.MkdirAll(filepath.Join(opts.Dir, "raft"), 0o755); err != nil {
+		return nil, fmt.Errorf("raft: create data dir: %w", err)
+	}
+	// The engines a crash on a full disk left are readied with the log
+	// store: OpenGroup opens them later, on a disk the log store may
+	// have filled meanwhile.
 	stores := []string{filepath.Join(opts.Dir, "raft")}
 	for _, g := range groups {
-		if err := makeDirs(opts.Dir, g); err != nil {
-			return nil, err
+		if dir := filepath.Join(groupDir(opts.Dir, g), "engine"); exists(dir) {
+			stores = append(stores, dir)
 		}
-		stores = append(stores, filepath.Join(groupDir(opts.Dir, g), "engine"))
 	}
 	if err := prepareOpen(s.log, stores, diskSpace(), time.Second, nil); err != nil {
 		return nil, err
@@ -80,9 +90,10 @@ func OpenStore(opts Options, groups []uint32) (_ *Store, err error) {
 	if s.logs, err = openLogStore(opts, s.log); err != nil {
 		return nil, err
 	}
-	if s.stream, err = newStreamLayer(opts.RaftAddr, opts.TLS, opts.ClusterSecret, s.log, groups...); err != nil {
+	if s.stream, err = newStreamLayer(opts.RaftAddr, opts.TLS, opts.ClusterSecret, s.log); err != nil {
 		return nil, err
 	}
+	s.stream.holdGroupOne()
 	if exposed(s.stream.Addr(), opts) {
 		s.log.Warn("raft: the Raft transport has neither TLS nor a cluster secret: "+
 			"anyone who can reach this port can join the replication stream", "addr", s.stream.Addr().String())
@@ -125,6 +136,12 @@ func (s *Store) awaitFounders(groups []uint32) (map[string]string, error) {
 	return founders, nil
 }
 
+// exists reports whether path exists.
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
 // oneGroupStore refuses a data directory a node of one group made (a
 // Raft log and no directory group): as group 1 of a Host its queues would
 // be in no directory, and a push would place a second queue of the same
@@ -143,8 +160,22 @@ func oneGroupStore(dir string) error {
 // OpenGroup opens group g on the store, with opts (the store's but for
 // its Peers: the group's founders, or none for a group this node is not
 // founded in), bootstrapping it when told to and it has no state, as Open
-// does for a node of its own.
+// does for a node of its own. It creates the group's directories first.
+// A group is opened once.
 func (s *Store) OpenGroup(opts Options, g uint32) (*Node, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.done:
+		return nil, ErrShutdown
+	default:
+	}
+	if slices.ContainsFunc(s.nodes, func(n *Node) bool { return n.group == g }) {
+		return nil, fmt.Errorf("raft: group %d is open already", g)
+	}
+	if err := makeDirs(opts.Dir, g); err != nil {
+		return nil, err
+	}
 	n, err := open(opts, &hostPart{group: g, store: s.logs, stream: s.stream, storeID: s.id, clusterID: s.clusterID})
 	if err != nil {
 		return nil, err
@@ -153,15 +184,32 @@ func (s *Store) OpenGroup(opts Options, g uint32) (*Node, error) {
 	return n, nil
 }
 
-// Serve answers status probes from the groups opened on the store, and
-// watches for this node's removal through directory, a group every node
-// of the cluster is a member of (removed.go), until Close. Call it once
-// every group is open.
+// HasState reports whether the store holds Raft state of group g (a term
+// or a log entry), opened or not: a node that held a replica of g before a
+// restart opens it again.
+func (s *Store) HasState(g uint32) (bool, error) {
+	l, err := s.logs.Group(g)
+	if err != nil {
+		return false, err
+	}
+	return hasState(l)
+}
+
+// opened returns the groups opened so far.
+func (s *Store) opened() []*Node {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.nodes)
+}
+
+// Serve answers status probes from the groups opened on the store (those
+// opened later too), and watches for this node's removal through
+// directory, a group every node of the cluster is a member of
+// (removed.go), until Close. Call it once directory is open.
 func (s *Store) Serve(directory *Node) {
-	nodes := slices.Clone(s.nodes)
 	s.stream.setIdentity(func() identity {
 		id := identity{Node: s.opts.ID, Store: s.id, Known: true, Founders: s.founders}
-		for _, n := range nodes {
+		for _, n := range s.opened() {
 			id.State = id.State || n.raft.LastIndex() > 0
 			for _, m := range n.members() {
 				if !slices.Contains(id.Members, m) {
@@ -190,7 +238,9 @@ func (s *Store) Removed() <-chan struct{} { return s.removal.Removed() }
 func (s *Store) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
-		close(s.done)
+		s.mu.Lock()
+		close(s.done) // under mu: no group opens after it
+		s.mu.Unlock()
 		s.wg.Wait()
 		err = s.closeParts()
 	})
@@ -201,9 +251,10 @@ func (s *Store) closeParts() error {
 	// The groups stop at once: one by one, the groups still running
 	// would see the first ones' leaders go, and could elect and apply
 	// without this node while it is stopping.
-	errs := make([]error, len(s.nodes))
+	nodes := s.opened()
+	errs := make([]error, len(nodes))
 	var wg sync.WaitGroup
-	for i, n := range s.nodes {
+	for i, n := range nodes {
 		wg.Go(func() { errs[i] = n.Close() })
 	}
 	wg.Wait()

@@ -175,13 +175,17 @@ type streamLayer struct {
 	foreign atomic.Uint64                      // connections refused for another cluster id
 
 	identity atomic.Pointer[func() identity] // what status probes are answered (identity.go)
+
+	// heldOne is set while group 1 (the connections with no group frame)
+	// is not open on a Store: they are refused until it is (Group(1)).
+	heldOne atomic.Bool
 }
 
 var _ hraft.StreamLayer = (*streamLayer)(nil)
 
 // newStreamLayer listens on addr. The address must be one peers can dial
-// (not 0.0.0.0): it is what the node advertises. It serves groups (1 is
-// always served) from its first connection on.
+// (not 0.0.0.0): it is what the node advertises. It serves group 1 from
+// its first connection on (unless holdGroupOne), and groups from theirs.
 func newStreamLayer(addr string, tlsConf *tls.Config, secret string, log *slog.Logger, groups ...uint32) (*streamLayer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

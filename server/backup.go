@@ -79,11 +79,9 @@ func (s *Server) backupGroup(ctx *fasthttp.RequestCtx, p *params) {
 	if !ok {
 		return
 	}
-	var n *raft.Node
-	if r := rb.Replicas(); int(g) < len(r) && s.hosts(g) {
-		n = r[g]
-	}
-	if n == nil {
+	_ = rb
+	n := s.reads.Replica(g)
+	if n == nil || !s.hosts(g) {
 		s.writeError(ctx, fmt.Errorf("%w: group %d is not hosted here", raft.ErrNotLeader, g))
 		return
 	}
@@ -109,6 +107,23 @@ func (s *Server) backupGroup(ctx *fasthttp.RequestCtx, p *params) {
 func (s *Server) hosts(g uint32) bool {
 	hg, ok := s.broker.(hostsGroups)
 	return !ok || hg.Hosts(g)
+}
+
+// groupLister is a broker of several groups, not all of which it may
+// hold a replica of (cluster.Host): Groups lists them all.
+type groupLister interface{ Groups() []uint32 }
+
+// backupGroups are the groups a backup of b holds: every group of a
+// broker of several, else those of its replicas.
+func backupGroups(b any, replicas []*raft.Node) []uint32 {
+	if gl, ok := b.(groupLister); ok {
+		return gl.Groups()
+	}
+	gs := make([]uint32, len(replicas))
+	for i, n := range replicas {
+		gs[i] = n.GroupID()
+	}
+	return gs
 }
 
 // streamBackup sends the backup file of views, described by m, as the
@@ -158,20 +173,20 @@ func (s *Server) backupViews(ctx context.Context) (views []backups.View, m backu
 		}
 		views = append(views, backups.Local(1, snap))
 	}
-	for _, n := range replicas {
+	if len(replicas) > 0 {
+		m.Members = replicas[0].Members()
+	}
+	for _, g := range backupGroups(s.broker, replicas) {
 		var v backups.View
-		if s.hosts(n.GroupID()) {
+		if n := s.reads.Replica(g); n != nil && s.hosts(g) {
 			v, err = s.replicaView(ctx, n)
 		} else {
-			v, err = s.leaderView(ctx, n.GroupID())
+			v, err = s.leaderView(ctx, g)
 		}
 		if err != nil {
 			return views, m, err
 		}
 		views = append(views, v)
-		if m.Members == nil {
-			m.Members = n.Members()
-		}
 	}
 	m.Groups, err = backups.Describe(views)
 	return views, m, err

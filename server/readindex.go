@@ -59,18 +59,18 @@ func newReads(s *Server, b Replicated) *relay.Reads {
 	if ok {
 		hosts = func(g uint32) bool { return hg.Hosts(g) || hg.Joining(g) }
 	}
-	reads := relay.NewReads(b.Replicas(), relay.ReadOptions{Hosts: hosts,
+	reads := relay.NewReads(b.Replicas, relay.ReadOptions{Hosts: hosts,
 		Ctx: s.ctx, Ask: s.askReadIndex, Closed: s.opts.ClusterSecret == "", Refused: errReadIndexRefused,
 		Unavailable: func(msg string) error { return &apiError{Kind: errReadUnavailable, Msg: msg} },
 		Metrics:     s.opts.Metrics, Logger: s.log,
 	})
 	if ok {
-		replicas := b.Replicas()
 		hg.SetReadCatchUp(func(ctx context.Context, g uint32) error {
-			if int(g) >= len(replicas) || replicas[g].GroupID() != g {
+			n := reads.Replica(g)
+			if n == nil {
 				return fmt.Errorf("no replica of group %d here", g)
 			}
-			err := reads.CatchUp(ctx, replicas[g])
+			err := reads.CatchUp(ctx, n)
 			if errors.Is(err, errReadIndexRefused) {
 				// The cluster plane is closed: a follower's linearizable
 				// reads are relayed whole, and a stale read is what it is.

@@ -426,9 +426,10 @@ func serve(args []string) error {
 	warnExposed(log, c)
 	// The analytics hear the leader's retention sweeps from the node and
 	// read the engine's store figures (package server/analytics): group 1's
-	// when queues are spread over groups.
-	var store *engine.Engine
-	an := analytics.New(analytics.Options{Store: func() (engine.StoreStats, error) { return store.StoreStats() }})
+	// when queues are spread over groups and this node holds it, else the
+	// directory's (hostBroker.Engine).
+	var node broker
+	an := analytics.New(analytics.Options{Store: func() (engine.StoreStats, error) { return node.Engine().StoreStats() }})
 	opts.OnSweep = an.RecordSweep
 	opts.OnEntry = relay.EntryMetrics(ms)
 	sopts.Analytics = an
@@ -454,7 +455,7 @@ func serve(args []string) error {
 		opts.JoinMembers = func() ([]string, string, error) { return clusterMembers(c.join, c.relayTLS) }
 	}
 	replicas := c.replicaCount() // before the open makes --data's Raft log
-	node, err := openBroker(opts, c.groups, replicas, c.replaceAfter, c.balance, fwd, ms)
+	node, err = openBroker(opts, c.groups, replicas, c.replaceAfter, c.balance, fwd, ms)
 	if errors.Is(err, raft.ErrNotMember) && c.rejoin != "" && c.clusterSecret != "" {
 		// A founder whose old store was removed from the cluster (queen
 		// leave --force after its disk was lost) comes back as a new member.
@@ -467,7 +468,6 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	store = node.Engine()
 	if sopts.Storage, err = storageGuard(log, c); err != nil {
 		node.Close()
 		return err
@@ -546,8 +546,8 @@ func awaitStop(log *slog.Logger, sigs <-chan os.Signal, errc <-chan error, remov
 // (cluster.Host).
 type broker interface {
 	server.Broker
-	// Engine is the engine of the node's group 1, which the analytics
-	// read store figures from.
+	// Engine is the engine the analytics read store figures from: group
+	// 1's, or the directory's on a node that holds no replica of group 1.
 	Engine() *engine.Engine
 	// Removed is closed once the node knows the cluster removed it (a
 	// leave it was not told of): it stops serving then.
@@ -577,7 +577,12 @@ func openBroker(opts raft.Options, groups, replicas int, replaceAfter time.Durat
 // hostBroker is a cluster.Host as serve runs it.
 type hostBroker struct{ *nodes.Host }
 
-func (h hostBroker) Engine() *engine.Engine { return h.Group(1).Engine() }
+func (h hostBroker) Engine() *engine.Engine {
+	if n := h.Group(1); n != nil {
+		return n.Engine()
+	}
+	return h.Group(0).Engine()
+}
 
 // newLogger is the node's logger: text or JSON lines on w at level.
 func newLogger(w io.Writer, format string, level slog.Level) *slog.Logger {

@@ -62,26 +62,36 @@ type ReadOptions struct {
 // reads are linearizable as they are: every method returns at once.
 type Reads struct {
 	o        ReadOptions
-	replicas []*raft.Node
-	asks     map[uint32]*rounds.Rounds[uint64] // by group
+	replicas func() []*raft.Node // this node's replicas as they are now: a Host opens and closes them
+	mu       sync.Mutex
+	asks     map[uint32]*rounds.Rounds[uint64] // by group, made on first use (ask)
 	wait     *metrics.PrometheusHistogram
 	stale    *metrics.Counter
 	slow     *metrics.Counter
 }
 
-// NewReads makes linearizable the reads of a node holding replicas.
-func NewReads(replicas []*raft.Node, o ReadOptions) *Reads {
+// NewReads makes linearizable the reads of a node holding replicas (as
+// replicas returns them on each read).
+func NewReads(replicas func() []*raft.Node, o ReadOptions) *Reads {
 	set := o.Metrics
 	r := &Reads{o: o, replicas: replicas, asks: map[uint32]*rounds.Rounds[uint64]{},
 		wait:  set.GetOrCreatePrometheusHistogram(`queen_read_index_wait_seconds`),
 		stale: set.GetOrCreateCounter(`queen_reads_total{consistency="stale"}`),
 		slow:  set.GetOrCreateCounter(`queen_applied_wait_timeouts_total`)}
-	for _, n := range r.replicas {
-		r.asks[n.GroupID()] = rounds.New(ReadIndexTimeout, func(ctx context.Context) (uint64, error) {
-			return o.Ask(ctx, n)
-		})
-	}
 	return r
+}
+
+// ask asks the leader of n's group for its read index, one round of asks
+// at a time per group.
+func (r *Reads) ask(ctx context.Context, n *raft.Node) (uint64, error) {
+	r.mu.Lock()
+	a := r.asks[n.GroupID()]
+	if a == nil {
+		a = rounds.New(ReadIndexTimeout, func(ctx context.Context) (uint64, error) { return r.o.Ask(ctx, n) })
+		r.asks[n.GroupID()] = a
+	}
+	r.mu.Unlock()
+	return a.Do(ctx)
 }
 
 // Replica is this node's replica of group g, nil when it holds none.
@@ -89,7 +99,7 @@ func (r *Reads) Replica(g uint32) *raft.Node {
 	if r == nil {
 		return nil
 	}
-	for _, n := range r.replicas {
+	for _, n := range r.replicas() {
 		if n.GroupID() == g {
 			return n
 		}
@@ -116,7 +126,7 @@ func (r *Reads) Barrier(stale bool) error {
 	c, cancel := context.WithTimeout(r.o.Ctx, ReadIndexTimeout)
 	defer cancel()
 	var err error
-	reps := r.replicas
+	reps := r.replicas()
 	if len(reps) == 1 {
 		err = r.CatchUp(c, reps[0])
 	} else {
@@ -148,7 +158,7 @@ func (r *Reads) CatchUp(ctx context.Context, n *raft.Node) error {
 			if r.o.Closed {
 				return r.o.Refused // the cluster plane is closed
 			}
-			idx, err = r.asks[n.GroupID()].Do(ctx)
+			idx, err = r.ask(ctx, n)
 		}
 		if err == nil {
 			// A write this node relayed was answered at an index the
@@ -181,7 +191,7 @@ func (r *Reads) Stamp(h *fasthttp.ResponseHeader) {
 		return
 	}
 	var b []byte
-	for _, n := range r.replicas {
+	for _, n := range r.replicas() {
 		if !r.hosted(n) {
 			continue // an idle replica's index is no one's to wait for
 		}
@@ -235,7 +245,7 @@ func (r *Reads) Settle() {
 		return
 	}
 	deadline := time.Now().Add(ReadIndexTimeout)
-	for _, n := range r.replicas {
+	for _, n := range r.replicas() {
 		if !r.awaitIndexUntil(n, n.Written(), deadline) {
 			return
 		}

@@ -1,0 +1,123 @@
+package cluster
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/raft/command"
+)
+
+// Groups only where they are placed (issue 39; ARCHITECTURE.md
+// "Scale-out").
+//
+// Every node holds a replica of the directory. A data group's replica (a
+// raft.Node: a Raft instance, an engine, snapshots, and the group's part
+// of the log store) is opened on a node only while the cluster places one
+// there, so that a node's disk, memory and descriptors follow its share
+// of the groups (G·R/N of them), not G:
+//
+//   - every group, when every node holds every group (ReplicaCount 0);
+//   - at the cluster's first start, the groups the founders' placement
+//     gives this node (founders), bootstrapped there;
+//   - a group whose state is in the store: a replica this node held
+//     before it stopped (a removed one's state is kept, and its store's
+//     tombstone is the configuration that removed it);
+//   - a group the directory's record lists this node as a voter of, or a
+//     replica step adds it to (rebalance.go): placedLoop opens it, with no
+//     state and no configuration, and the group's leader then adds it as a
+//     non-voter and replicates to it.
+//
+// Until a group is open here, the node's listener refuses the group's
+// connections (raft.Store), and the rest of the Host reads group g as
+// "not hosted": replica(g) is nil, hosts(g) false, and a command or read of
+// g goes to its leader as the directory records it.
+
+// placedInterval is how often placedLoop looks for groups to open.
+const placedInterval = 200 * time.Millisecond
+
+// placedAtStart reports whether OpenHost opens group g: every group the
+// rules above give this node, looked up in the store and the directory as
+// they were left.
+func (h *Host) placedAtStart(g uint32) (bool, error) {
+	held, err := h.store.HasState(g)
+	switch {
+	case err != nil:
+		return false, err
+	case held:
+		return true, nil
+	case h.fresh && len(h.node.Peers) > 0:
+		return h.founded(g), nil
+	case h.fresh && h.node.Bootstrap:
+		return true, nil // a cluster of this one node
+	}
+	return h.placedHere(g), nil
+}
+
+// founded reports whether this node is one of group g's voters at the
+// cluster's first start.
+func (h *Host) founded(g uint32) bool {
+	return slices.ContainsFunc(founders(h.node.Peers, h.opts.Replicas, h.opts.Groups, g),
+		func(p raft.Peer) bool { return p.ID == h.node.ID })
+}
+
+// placedHere reports whether the directory, as this node's replica has
+// it, places a replica of group g here: its record lists this node among
+// g's voters, or g's step under way adds it.
+func (h *Host) placedHere(g uint32) bool {
+	if h.ReplicaCount() == 0 && h.GroupCount() != 0 {
+		return true
+	}
+	if slices.Contains(h.layoutRecord(g).Voters, h.node.ID) {
+		return true
+	}
+	step, ok := command.StepOf(h.directory().Engine().ClusterValue, g)
+	return ok && step.Add == h.node.ID
+}
+
+// openGroup opens this node's replica of group g: at the Host's start
+// (start) with g's founders as its peers, bootstrapping it on a fresh
+// cluster; later with none, so that it waits for g's leader to add it.
+func (h *Host) openGroup(g uint32, start bool) error {
+	opts := h.node
+	if !start {
+		opts.Peers, opts.Bootstrap = nil, false
+	} else if len(opts.Peers) > 0 {
+		opts.Peers = founders(opts.Peers, h.opts.Replicas, h.opts.Groups, g)
+		if !slices.ContainsFunc(opts.Peers, func(p raft.Peer) bool { return p.ID == opts.ID }) {
+			opts.Peers = nil // a leader adds it
+		}
+	}
+	n, err := h.store.OpenGroup(opts, g)
+	if err != nil {
+		return fmt.Errorf("raft: group %d: %w", g, err)
+	}
+	h.nodes[g].Store(n)
+	return nil
+}
+
+// placedLoop opens, every placedInterval, the replicas the directory
+// places here that are not open yet (placedHere).
+func (h *Host) placedLoop() {
+	defer h.wg.Done()
+	t := time.NewTicker(placedInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-h.done:
+			return
+		}
+		for g := uint32(1); int(g) < len(h.nodes); g++ {
+			if h.replica(g) != nil || !h.placedHere(g) {
+				continue
+			}
+			if err := h.openGroup(g, false); err != nil {
+				h.directory().Logger().Warn("raft: host: open a replica the directory places here; trying again", "group", g, "err", err)
+				continue
+			}
+			h.replica(g).Logger().Info("raft: host: opened a replica the directory places here")
+		}
+	}
+}
