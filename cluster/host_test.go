@@ -200,7 +200,7 @@ func (c *hosts) agreedLeaders() ([]int, bool) {
 	for g := range leaders {
 		leaders[g] = -1
 		for i, h := range c.h {
-			if h != nil && h.Group(uint32(g)).Status().Role == "leader" {
+			if n := replica(h, uint32(g)); n != nil && n.Status().Role == "leader" {
 				leaders[g] = i
 			}
 		}
@@ -210,13 +210,21 @@ func (c *hosts) agreedLeaders() ([]int, bool) {
 		for i, h := range c.h {
 			// A host that is not a member of g (groups on R of N
 			// nodes) follows no leader of it.
-			if h != nil && slices.Contains(h.Group(uint32(g)).Members(), c.peers[i].ID) &&
-				h.Group(uint32(g)).Status().Leader != c.peers[leaders[g]].ID {
+			if n := replica(h, uint32(g)); n != nil && slices.Contains(n.Members(), c.peers[i].ID) &&
+				n.Status().Leader != c.peers[leaders[g]].ID {
 				return nil, false
 			}
 		}
 	}
 	return leaders, true
+}
+
+// replica is h's replica of group g, nil when h is nil or holds none.
+func replica(h *cluster.Host, g uint32) *raft.Node {
+	if h == nil {
+		return nil
+	}
+	return h.Group(g)
 }
 
 func (c *hosts) describe() string {
@@ -226,6 +234,10 @@ func (c *hosts) describe() string {
 			continue
 		}
 		for _, g := range h.Groups() {
+			if h.Group(g) == nil {
+				fmt.Fprintf(&b, "g%d:held-elsewhere ", g)
+				continue
+			}
 			st := h.Group(g).Status()
 			fmt.Fprintf(&b, "%s/g%d:%s(leader %q) ", st.ID, g, st.Role, st.Leader)
 		}

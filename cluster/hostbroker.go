@@ -117,10 +117,10 @@ func (h *Host) route(ctx context.Context, c engine.Command) (engine.Result, erro
 // onNamed runs c on the group it names, here or relayed to that group's
 // leader: the commands of a queue's move (engine/move.go) are for one
 // group whatever the placement says while the move runs. The directory
-// holds no queue, and a group this Host does not run is refused.
+// holds no queue, and a group the cluster does not have is refused.
 func (h *Host) onNamed(ctx context.Context, g uint32, c engine.Command) (engine.Result, error) {
-	if g == raft.Directory || h.Group(g) == nil {
-		return engine.Result{}, fmt.Errorf("%w: %T names group %d, which holds no queues here", engine.ErrInvalid, c, g)
+	if g == raft.Directory || int(g) >= len(h.nodes) {
+		return engine.Result{}, fmt.Errorf("%w: %T names group %d, which the cluster does not have", engine.ErrInvalid, c, g)
 	}
 	return h.run(ctx, g, c)
 }

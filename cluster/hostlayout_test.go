@@ -142,13 +142,16 @@ func TestHost_GroupsOnROfN(t *testing.T) {
 			// machine): the message comes again.
 		}
 	}
-	// Only the voters of a group hold its data: a non-member's replica
-	// applied nothing.
+	// Only the voters of a group hold a replica of it (cluster/placed.go):
+	// a non-member runs none.
 	for g := uint32(1); g <= 4; g++ {
 		for i, h := range c.h {
-			applied := h.Group(g).Status().Applied
-			if member := slices.Contains(l.Groups[g].Members, c.peers[i].ID); member == (applied == 0) {
-				t.Fatalf("group %d on %s (member %v): applied %d", g, c.peers[i].ID, member, applied)
+			member := slices.Contains(l.Groups[g].Members, c.peers[i].ID)
+			switch n := h.Group(g); {
+			case member && (n == nil || n.Status().Applied == 0):
+				t.Fatalf("group %d on %s, a member: no replica, or one that applied nothing", g, c.peers[i].ID)
+			case !member && n != nil:
+				t.Fatalf("group %d on %s, not a member: a replica is open (applied %d)", g, c.peers[i].ID, n.Status().Applied)
 			}
 		}
 	}

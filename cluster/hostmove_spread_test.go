@@ -107,7 +107,7 @@ func TestHost_MoveQueue_MoverKilledTargetHostedElsewhere(t *testing.T) {
 	}
 	imported := func() bool {
 		for _, h := range via {
-			if h.Hosts(far) && len(h.Group(far).Engine().ImportsUnderWay()) > 0 {
+			if h.Hosts(far) && len(h.Group(far).Engine().ImportsUnderWay()) > 0 { // Hosts: it holds a replica
 				return true
 			}
 		}
@@ -160,8 +160,10 @@ func TestHost_MoveQueue_StrayFreezeElsewhereIsUndone(t *testing.T) {
 	}
 	waitFor(t, "every replica of the group to thaw", func() bool {
 		for _, h := range c.h {
-			if _, frozen := h.Group(far).Engine().Frozen("orders"); frozen && h.Hosts(far) {
-				return false
+			if n := h.Group(far); n != nil && h.Hosts(far) {
+				if _, frozen := n.Engine().Frozen("orders"); frozen {
+					return false
+				}
 			}
 		}
 		return true

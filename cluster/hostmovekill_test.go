@@ -228,19 +228,30 @@ func fixtureTxns(n int) []string {
 }
 
 // moveSettled reports whether every host of via shows orders placed in
-// group to at epoch ep with no move under way, thawed there, and no copy,
-// import or freeze left in group other: the move to `to` completed (or,
-// with to the source, was undone).
+// group to at epoch ep with no move under way, and, in the replicas it
+// holds of them, thawed in group to and no copy, import or freeze left in
+// group other: the move to `to` completed (or, with to the source, was
+// undone).
 func moveSettled(via []*cluster.Host, to, other uint32, ep uint64) bool {
 	for _, h := range via {
-		_, frozenTo := h.Group(to).Engine().Frozen("orders")
-		_, gone := h.Group(other).Engine().Queue("orders")
-		if h.Placement("orders") != to || h.PlacementEpoch("orders") != ep || len(h.Moves()) != 0 || frozenTo ||
-			!errors.Is(gone, engine.ErrQueueNotFound) || len(h.Group(other).Engine().ImportsUnderWay()) != 0 {
+		if h.Placement("orders") != to || h.PlacementEpoch("orders") != ep || len(h.Moves()) != 0 {
+			return false
+		}
+		if n := h.Group(to); n != nil {
+			if _, frozen := n.Engine().Frozen("orders"); frozen {
+				return false
+			}
+		}
+		n := h.Group(other)
+		if n == nil {
+			continue
+		}
+		_, gone := n.Engine().Queue("orders")
+		if !errors.Is(gone, engine.ErrQueueNotFound) || len(n.Engine().ImportsUnderWay()) != 0 {
 			return false
 		}
 		if ep == 1 { // undone: the target keeps no mark either
-			if _, frozen := h.Group(other).Engine().Frozen("orders"); frozen {
+			if _, frozen := n.Engine().Frozen("orders"); frozen {
 				return false
 			}
 		}

@@ -89,9 +89,12 @@ func WithoutApplyWait(ctx context.Context) context.Context {
 // (RelayEntry), as Node.ProposeEntry does. ErrNotLeader (a
 // NotLeaderError) when this node does not lead g.
 func (h *Host) ProposeEntry(ctx context.Context, g uint32, entry []byte) (engine.Result, error) {
-	n := h.Group(g)
-	if n == nil {
+	if int(g) >= len(h.nodes) {
 		return engine.Result{}, fmt.Errorf("%w: group %d does not exist", engine.ErrInvalid, g)
+	}
+	n := h.replica(g)
+	if n == nil {
+		return engine.Result{}, h.groupError(g, raft.ErrNotLeader) // held elsewhere: the asker looks again
 	}
 	r, err := n.ProposeEntry(ctx, g, entry)
 	return r, h.groupError(g, err)
