@@ -133,10 +133,10 @@ type readAnswer[T any] struct {
 // node looks for the leader again. A read's own error (a message not
 // found, say) is the error, as the local read's would be.
 func (h *Host) AnswerRead(ctx context.Context, g uint32, req []byte) ([]byte, error) {
-	n := h.Group(g)
-	if n == nil || g == raft.Directory {
-		return nil, fmt.Errorf("%w: group %d holds no queues here", engine.ErrInvalid, g)
+	if g == raft.Directory || int(g) >= len(h.nodes) {
+		return nil, fmt.Errorf("%w: group %d holds no queues", engine.ErrInvalid, g)
 	}
+	n := h.replica(g)
 	if !h.hosts(g) {
 		return nil, h.groupError(g, raft.ErrNotLeader)
 	}
