@@ -31,9 +31,9 @@ import (
 // queues would be in no directory.
 type Host struct {
 	opts  HostOptions
-	node  raft.Options  // each replica's options (HostOptions.Node, with Forward)
-	store *raft.Store   // the data directory, log store and listener the groups share
-	fresh bool          // the directory had no state when the Host opened: the cluster's first start here
+	node  raft.Options // each replica's options (HostOptions.Node, with Forward)
+	store *raft.Store  // the data directory, log store and listener the groups share
+	fresh bool         // the directory had no state when the Host opened: the cluster's first start here
 	// nodes are this node's replicas by group id, 0..G: nil where it
 	// holds none (placed.go). The directory's is never nil.
 	nodes []atomic.Pointer[raft.Node]

@@ -257,9 +257,9 @@ func (h *Host) lookup(ctx context.Context, holds func(*raft.Node) (string, bool)
 // holder is the group whose replica here holds something (holds), 0 when
 // none, and the queue it belongs to. While a moved queue's source copy is being dropped two groups hold
 // its partitions and leases: the one the directory places the queue in is
-// the queue's. Only hosted replicas are looked in: an idle one (a group
-// this node is not a voter of) may hold what it had before it was
-// removed, which is no longer its group's state.
+// the queue's. Only hosted replicas are looked in: one left here by a
+// replica step that removed this node from its group holds what it had
+// then, which is no longer its group's state.
 func (h *Host) holder(holds func(*raft.Node) (string, bool)) (uint32, string) {
 	found, queue := uint32(0), ""
 	for g := 1; g < len(h.nodes); g++ {
@@ -540,8 +540,7 @@ func (h *Host) ackOnce(ctx context.Context, c engine.AckCmd) (engine.Result, err
 //  1. the groups this node leads whose replica shows the pop may deliver
 //     are proposed to in turn, until one delivers;
 //  2. else the hosted groups led elsewhere whose replica here shows the
-//     same (or trails a write this node relayed, Node.Behind), then the groups this node does not host (their replicas here
-//     are idle), are asked through their leaders (wouldDeliver, a read on
+//     same (or trails a write this node relayed, Node.Behind), then the groups this node does not host, are asked through their leaders (wouldDeliver, a read on
 //     the leader's state), and the first that may deliver answers
 //     NotLeaderError naming that leader: the edge forwards the request
 //     there, and that leader finds it among its own (step 1 there). The
@@ -672,8 +671,8 @@ func (h *Host) Barrier(ctx context.Context) error {
 }
 
 // LeaderRead readies a read of the streams (streamGroup): NotLeaderError,
-// naming its leader, when this node does not host it (its idle replica
-// knows no leader), and the edge forwards the read there.
+// naming its leader, when this node does not host it, and the edge
+// forwards the read there.
 func (h *Host) LeaderRead(ctx context.Context) error {
 	if !h.hosts(streamGroup) {
 		return h.groupError(streamGroup, raft.ErrNotLeader)
@@ -706,7 +705,7 @@ func (h *Host) Versions() []raft.NodeVersion { return h.directory().Versions() }
 
 // GroupStatus is group g's status on this node. For a group it does not
 // host (hostlayout.go) that is role "none", with the leader and the count
-// of voters the directory records: its idle replica knows no leader, and
+// of voters the directory records: this node follows no leader of it, and
 // /health, which needs every group led, would call the node unhealthy.
 func (h *Host) GroupStatus(g uint32) raft.Status {
 	if !h.hosts(g) {

@@ -15,10 +15,10 @@ import (
 // Groups on R of N nodes (issue 30, ARCHITECTURE.md "Step 2, R voters of
 // N nodes").
 //
-// Every node runs a Node for every group; with HostOptions.Replicas below
-// the founders' count, only R of them are the group's voters, and the
-// others are idle: in no configuration, so they never campaign and apply
-// nothing until a leader adds them. The directory stays on every node, and
+// With HostOptions.Replicas below the founders' count, only R nodes are a
+// group's voters, and only they hold a replica of it (placed.go): the
+// others open none until a replica step places one on them. The directory
+// stays on every node, and
 // holds where each group lives: its R (command.Replicas) and, per group,
 // the voters and leader its leader last reported (command.GroupLayout,
 // reported by layoutLoop). A node routes a command for a group it does not

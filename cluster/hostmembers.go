@@ -13,8 +13,11 @@ import (
 // every group; the edge asks each group's leader (server/relay.go).
 func (h *Host) JoinGroup(g uint32, id, addr string, force bool) error {
 	n := h.Group(g)
-	if n == nil {
+	switch {
+	case int(g) >= len(h.nodes):
 		return fmt.Errorf("%w: group %d does not exist", engine.ErrInvalid, g)
+	case n == nil:
+		return h.memberError(g, raft.ErrNoLeader) // held elsewhere: its leader decides
 	}
 	return h.memberError(g, n.Join(id, addr, force))
 }
@@ -23,8 +26,11 @@ func (h *Host) JoinGroup(g uint32, id, addr string, force bool) error {
 // voter (raft.Node.JoinNonvoter).
 func (h *Host) JoinGroupNonvoter(g uint32, id, addr string, force bool) error {
 	n := h.Group(g)
-	if n == nil {
+	switch {
+	case int(g) >= len(h.nodes):
 		return fmt.Errorf("%w: group %d does not exist", engine.ErrInvalid, g)
+	case n == nil:
+		return h.memberError(g, raft.ErrNoLeader) // held elsewhere: its leader decides
 	}
 	return h.memberError(g, n.JoinNonvoter(id, addr, force))
 }
@@ -32,8 +38,11 @@ func (h *Host) JoinGroupNonvoter(g uint32, id, addr string, force bool) error {
 // LeaveGroup removes a server from group g, as JoinGroup adds one.
 func (h *Host) LeaveGroup(g uint32, id string, force bool) error {
 	n := h.Group(g)
-	if n == nil {
+	switch {
+	case int(g) >= len(h.nodes):
 		return fmt.Errorf("%w: group %d does not exist", engine.ErrInvalid, g)
+	case n == nil:
+		return h.memberError(g, raft.ErrNoLeader) // held elsewhere: its leader decides
 	}
 	err := n.Leave(id, force)
 	if g != raft.Directory && errors.Is(err, raft.ErrUnknownMember) {
@@ -46,8 +55,8 @@ func (h *Host) LeaveGroup(g uint32, id string, force bool) error {
 }
 
 // memberError is groupError for a membership change: a replica that does
-// not know a leader, as the idle replica of a group this node is no voter
-// of never does, names the leader the directory records for the group, so
+// not know a leader (one a replica step removed this node from), or a
+// group this node holds no replica of, names the leader the directory records for the group, so
 // the edge relays the change there instead of answering no_leader (a
 // forced leave of a dead node through a survivor that is no voter of one
 // of its groups failed so on every survivor).

@@ -512,8 +512,7 @@ func (h *Host) stoppingWaits() bool {
 // but was not finished (its target still frozen, its source copy still
 // there) is finished, a stray mark undone. The marks are the groups'
 // leaders' to look at, not the directory leader's: with groups on R of N
-// nodes it may host no replica of a group, and its idle replica of one
-// shows no marks (issue 30).
+// nodes it may hold no replica of a group (issue 30).
 func (h *Host) moveLoop() {
 	defer h.wg.Done()
 	for {
@@ -640,8 +639,8 @@ func (h *Host) dropCopy(ctx context.Context, g uint32, queue string) error {
 }
 
 // copyID is the id of what group g holds of queue (heldCopy), read from
-// g's leader when this node does not host g: its replica of g is idle,
-// and would answer nothing.
+// g's leader when this node does not host g: it holds no replica of g,
+// or a stale one.
 func (h *Host) copyID(g uint32, queue string) (engine.ID, bool, error) {
 	if !h.hosts(g) {
 		a, err := readRemote[engine.ID](h, g, readRequest{Op: readCopyID, Name: queue})

@@ -268,7 +268,7 @@ func newAttempt(c engine.Command) (*attempt, error) {
 // whose outcome is unknown: a push to queues that all dedup, as this
 // node's replica of group g has them (a queue not created yet will be,
 // with the default window), or as g's leader has them for a group this
-// node does not host (its idle replica knows no queue) or whose replica
+// node does not host (it holds no replica of it) or whose replica
 // here has not applied a write this node relayed yet (Node.Behind: a
 // configure a moment ago); when that leader cannot be asked, not.
 func (a *attempt) retryable(h *Host, g uint32) bool {

@@ -14,9 +14,9 @@ import (
 
 // Reads of a group this node does not host (issue 30, R of N).
 //
-// A node that is not among a group's voters keeps an idle replica of it,
-// empty and applying nothing: a read from it would answer "nothing there".
-// Such a group is read from its leader instead, over the cluster path
+// A node that is not among a group's voters holds no replica of it
+// (placed.go), or one left where a replica step removed it from the
+// group. Such a group is read from its leader instead, over the cluster path
 // (Forwarder.Read, package cluster's read route), with the same request
 // any read of a hosted group makes of its Node (groupReader), so the
 // merging in hostread.go runs alike over local and remote groups.

@@ -35,8 +35,8 @@ type Store struct {
 	removal   *removal          // closed once this node knows it was removed (removed.go)
 	groups    []uint32          // the groups the store may hold, as OpenStore was given them
 	mu        sync.Mutex
-	nodes     []*Node // the groups opened on it, in the order they were
-	done      chan struct{}     // closed when Close begins
+	nodes     []*Node       // the groups opened on it, in the order they were
+	done      chan struct{} // closed when Close begins
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 }
