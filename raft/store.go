@@ -72,8 +72,11 @@ func OpenStore(opts Options, groups []uint32) (_ *Store, err error) {
 	if err := oneGroupStore(opts.Dir); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Join(opts.Dir, "raft"), 0o755); err != nil {
-		return nil, fmt.Errorf("raft: create data dir: %w", err)
+	// The directory's are made at once, every node holds it: a data
+	// directory with a Raft log and no directory group is a plain Node's
+	// (oneGroupStore), even when this start stops short of opening it.
+	if err := makeDirs(opts.Dir, Directory); err != nil {
+		return nil, err
 	}
 	// The engines a crash on a full disk left are readied with the log
 	// store: OpenGroup opens them later, on a disk the log store may
