@@ -34,14 +34,14 @@ func (r *chaosRun) wipe(rec *faultRecord, target *qnode, rng *rand.Rand) func() 
 			target.args = append(slices.Clone(target.args), "--join", peerURL(via))
 		}
 		target.start()
-		// Until it has caught up, its store holds nothing, yet it counts as
-		// a voter: killed then, it would refuse to start again, rightly (it
-		// may have acknowledged the entry that added it). A join that starts
-		// it as a non-voter and promotes it once caught up would let it
-		// start again; until then the schedule waits for the catch-up.
-		waitFor(r.t, 120*time.Second, target.id+" to catch up after its rejoin", func() (bool, string) {
+		// It joins as a non-voter and is promoted once caught up. Until
+		// then its old store's vote is gone and its new one does not count:
+		// a second fault on another node meanwhile would leave a majority
+		// of the voters down, an outage no schedule of single faults is
+		// meant to cause. So the schedule waits until it is a voter again.
+		waitFor(r.t, 120*time.Second, target.id+" to catch up and vote again after its rejoin", func() (bool, string) {
 			h, err := r.c.health(target)
-			return err == nil && h.Code == 200 && h.Applied > 0, fmt.Sprint(h, err)
+			return err == nil && h.Code == 200 && h.Applied > 0 && slices.Contains(h.Members, target.id), fmt.Sprint(h, h.Members, err)
 		})
 		rec.target += " (refused, left, rejoined via " + via.id + ")"
 	}

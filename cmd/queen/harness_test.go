@@ -481,7 +481,8 @@ type health struct {
 	LeaderHTTP string `json:"leaderHttp"`
 	Applied    uint64 `json:"applied"`
 	Term       uint64 `json:"term"`
-	Voters     int    `json:"voters"`
+	Voters     int      `json:"voters"`
+	Members    []string `json:"members"` // the voters of its configuration (the directory's with groups)
 }
 
 func (h health) String() string {
