@@ -474,13 +474,13 @@ func (c *cluster) do(timeout time.Duration, method, url string, body []byte) (in
 
 // health is the part of GET /health the tests read.
 type health struct {
-	Code       int    `json:"-"`
-	ID         string `json:"id"`
-	Role       string `json:"role"`
-	Leader     string `json:"leader"`
-	LeaderHTTP string `json:"leaderHttp"`
-	Applied    uint64 `json:"applied"`
-	Term       uint64 `json:"term"`
+	Code       int      `json:"-"`
+	ID         string   `json:"id"`
+	Role       string   `json:"role"`
+	Leader     string   `json:"leader"`
+	LeaderHTTP string   `json:"leaderHttp"`
+	Applied    uint64   `json:"applied"`
+	Term       uint64   `json:"term"`
 	Voters     int      `json:"voters"`
 	Members    []string `json:"members"` // the voters of its configuration (the directory's with groups)
 }
