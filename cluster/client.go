@@ -18,12 +18,8 @@ import (
 	"github.com/queenmq/queen/raft/command"
 )
 
-// The exchange's path and headers (doc.go).
+// The exchange's headers (doc.go); its paths are in paths.go.
 const (
-	ProposePath     = "/internal/v1/propose"
-	ReadPath        = "/internal/v1/read"
-	BackupPath      = "/internal/v1/backup"
-	MovePath        = "/internal/v1/move"
 	SecretHeader    = "X-Queen-Cluster-Secret"
 	ForwardedHeader = "X-Queen-Forwarded-By"
 	GroupHeader     = "X-Queen-Group"

@@ -86,4 +86,9 @@
 //
 // Node to node only, between one version of the broker and the next: a
 // change to the exchange needs a new path, not a flag.
+//
+// Every internal route's path, these and the server's own (read index,
+// join, leave, storage and analytics reports), is declared once, in
+// paths.go; its test pins each to its wire string and fails on an
+// "/internal/" literal anywhere else.
 package cluster

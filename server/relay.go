@@ -18,10 +18,6 @@ import (
 	"github.com/queenmq/queen/server/relay"
 )
 
-// relayPath is the route a node proposes a command on for another
-// (package cluster).
-const relayPath = cluster.ProposePath
-
 // groupHeader names the Raft group a relayed command or membership change
 // is for.
 const groupHeader = cluster.GroupHeader
@@ -228,9 +224,9 @@ func (c membershipChange) in(gm GroupMembership, g uint32) error {
 // relayMembership asks the leader of group g at addr to change that
 // group's membership.
 func (s *Server) relayMembership(addr string, g uint32, c membershipChange) error {
-	path := "/internal/v1/cluster/leave"
+	path := cluster.LeavePath
 	if c.join {
-		path = "/internal/v1/cluster/join"
+		path = cluster.JoinPath
 	}
 	as := asVoter
 	if c.nonvoter {
