@@ -480,7 +480,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 			return
 		}
 	}
-	if ep.read == proposes && (p.node || relay.Relayed(ctx)) {
+	if ep.read == proposes && (p.node || relay.Forwarded(ctx)) {
 		// Another node relayed it: it answers its client once it has
 		// applied as far as this node has when the command is answered.
 		defer s.reads.Stamp(&ctx.Response.Header)

@@ -44,7 +44,7 @@ func leave(args []string) error {
 	if err != nil {
 		return err
 	}
-	client := &http.Client{Timeout: 60 * time.Second, // a drain waits up to 50 s (server/relay.go)
+	client := &http.Client{Timeout: 60 * time.Second, // a drain waits up to 50 s (server/membership.go)
 		Transport: &http.Transport{TLSClientConfig: roots}}
 	resp, err := postMembership(client, *url, nodes.LeavePath, fmt.Sprintf(`{"id":%q,"force":%t}`, *id, *force), s, *token)
 	if err != nil {

@@ -77,9 +77,9 @@ func NewRequests(o Options) *Requests {
 	}
 }
 
-// Relayed reports whether another node sent this request (the forwarded
+// Forwarded reports whether another node sent this request (the forwarded
 // header): it is never relayed again, so a request hops at most once.
-func Relayed(ctx *fasthttp.RequestCtx) bool {
+func Forwarded(ctx *fasthttp.RequestCtx) bool {
 	return len(ctx.Request.Header.Peek(cluster.ForwardedHeader)) > 0
 }
 
@@ -99,7 +99,7 @@ func Expired(ctx *fasthttp.RequestCtx) bool {
 // nowhere reports whether there is no leader to relay ctx to: it was
 // relayed here already, or st names no other node's HTTP address.
 func nowhere(ctx *fasthttp.RequestCtx, st raft.Status) bool {
-	return Relayed(ctx) || st.LeaderHTTP == "" || st.Leader == st.ID
+	return Forwarded(ctx) || st.LeaderHTTP == "" || st.Leader == st.ID
 }
 
 // wholeRequest makes req the relay of ctx's request to st's leader, given
@@ -123,7 +123,7 @@ func SetDeadline(req *fasthttp.Request, timeout time.Duration) {
 // reading a body), which it does before proposing anything, so the
 // relayed request cannot be applied twice. poll is the time a relayed
 // long-poll may park on the leader (0 for any other request). relayed is
-// false when there is nowhere to relay to (Relayed, or no leader address
+// false when there is nowhere to relay to (Forwarded, or no leader address
 // known yet: the caller answers 503 and the client retries); err, when
 // relayed, is the client's answer (raft.ErrForward).
 func (r *Requests) Request(ctx *fasthttp.RequestCtx, st raft.Status, poll time.Duration) (relayed bool, err error) {
