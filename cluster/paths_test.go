@@ -68,6 +68,39 @@ func TestPaths_Wire(t *testing.T) {
 // (the route docs, checked against the router by the server's own test)
 // are not paths a node calls.
 func TestPaths_DeclaredOnce(t *testing.T) {
+	inPaths := 0
+	walkSource(t, func(rel string, fset *token.FileSet, f *ast.File) {
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.ImportSpec:
+				return false
+			case *ast.BasicLit:
+				if n.Kind != token.STRING {
+					return true
+				}
+				s, err := strconv.Unquote(n.Value)
+				if err != nil || !(strings.Contains(s, "/internal/") || strings.HasPrefix(s, "/internal")) {
+					return true
+				}
+				if rel == filepath.Join("cluster", "paths.go") {
+					inPaths++
+					return true
+				}
+				t.Errorf("%s:%d: %q: declare internal paths in cluster/paths.go and use the constant", rel, fset.Position(n.Pos()).Line, s)
+			}
+			return true
+		})
+	})
+	if inPaths != len(wirePaths) {
+		t.Errorf("found %d internal paths in cluster/paths.go, want %d: the walk does not see them", inPaths, len(wirePaths))
+	}
+}
+
+// walkSource parses every non-test .go file of the module (not of the
+// modules inside it, bench/jetstream) and calls fn with its path from the
+// module's root.
+func walkSource(t *testing.T, fn func(rel string, fset *token.FileSet, f *ast.File)) {
+	t.Helper()
 	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
@@ -75,9 +108,7 @@ func TestPaths_DeclaredOnce(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
 		t.Fatalf("module root: %v", err)
 	}
-	own := filepath.Join(root, "cluster", "paths.go")
 	fset := token.NewFileSet()
-	inPaths := 0
 	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -91,7 +122,7 @@ func TestPaths_DeclaredOnce(t *testing.T) {
 				return filepath.SkipDir
 			}
 			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
-				return filepath.SkipDir // another module (bench/jetstream)
+				return filepath.SkipDir // another module
 			}
 			return nil
 		}
@@ -102,33 +133,14 @@ func TestPaths_DeclaredOnce(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			switch n := n.(type) {
-			case *ast.ImportSpec:
-				return false
-			case *ast.BasicLit:
-				if n.Kind != token.STRING {
-					return true
-				}
-				s, err := strconv.Unquote(n.Value)
-				if err != nil || !(strings.Contains(s, "/internal/") || strings.HasPrefix(s, "/internal")) {
-					return true
-				}
-				if path == own {
-					inPaths++
-					return true
-				}
-				rel, _ := filepath.Rel(root, path)
-				t.Errorf("%s:%d: %q: declare internal paths in cluster/paths.go and use the constant", rel, fset.Position(n.Pos()).Line, s)
-			}
-			return true
-		})
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		fn(rel, fset, f)
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	if inPaths != len(wirePaths) {
-		t.Errorf("found %d internal paths in cluster/paths.go, want %d: the walk does not see them", inPaths, len(wirePaths))
 	}
 }
