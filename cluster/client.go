@@ -18,12 +18,8 @@ import (
 	"github.com/queenmq/queen/raft/command"
 )
 
-// The exchange's path and headers (doc.go).
+// The exchange's headers (doc.go); its paths are in paths.go.
 const (
-	ProposePath     = "/internal/v1/propose"
-	ReadPath        = "/internal/v1/read"
-	BackupPath      = "/internal/v1/backup"
-	MovePath        = "/internal/v1/move"
 	SecretHeader    = "X-Queen-Cluster-Secret"
 	ForwardedHeader = "X-Queen-Forwarded-By"
 	GroupHeader     = "X-Queen-Group"
@@ -46,6 +42,11 @@ type Options struct {
 	TLS *tls.Config
 	// MaxResponseBodySize bounds an answer (default 64 MiB).
 	MaxResponseBodySize int
+	// Transport, when set, is what the Client sends on, shared with the
+	// edge's relay: made with the same Secret, whose TLS and
+	// MaxResponseBodySize it has instead of these. Nil: New makes one of
+	// Secret, TLS and MaxResponseBodySize.
+	Transport *Transport
 	// Refusal turns a node's error answer (its status and body) into the
 	// error it stands for: the HTTP edge's error table, read backwards.
 	// Nil: every refusal is raft.ErrForward.
@@ -60,8 +61,7 @@ var _ Forwarder = (*Client)(nil)
 // Client sends commands to other nodes (Forwarder).
 type Client struct {
 	opts      Options
-	http      *fasthttp.Client
-	scheme    string
+	transport *Transport
 	forwarded *metrics.Counter
 }
 
@@ -70,21 +70,9 @@ func New(opts Options) *Client {
 	if opts.Secret == "" {
 		return nil
 	}
-	if opts.MaxResponseBodySize == 0 {
-		opts.MaxResponseBodySize = 64 << 20
-	}
-	c := &Client{opts: opts, scheme: "http", http: &fasthttp.Client{
-		Name:                          "queen-cluster",
-		NoDefaultUserAgentHeader:      true,
-		MaxConnsPerHost:               512,
-		MaxIdleConnDuration:           30 * time.Second,
-		DisableHeaderNamesNormalizing: true,
-		DisablePathNormalizing:        true,
-		MaxResponseBodySize:           opts.MaxResponseBodySize,
-		TLSConfig:                     opts.TLS,
-	}}
-	if opts.TLS != nil {
-		c.scheme = "https"
+	c := &Client{opts: opts, transport: opts.Transport}
+	if c.transport == nil {
+		c.transport = NewTransport(TransportOptions{Secret: opts.Secret, TLS: opts.TLS, MaxResponseBodySize: opts.MaxResponseBodySize})
 	}
 	if opts.Metrics != nil {
 		c.forwarded = opts.Metrics.GetOrCreateCounter(`queen_forwarded_requests_total`)
@@ -172,17 +160,18 @@ func (c *Client) post(ctx context.Context, addr, path, contentType string, g uin
 	c.nodeRequest(req, addr, path, g, timeout)
 	req.Header.SetContentType(contentType)
 	req.SetBodyRaw(body)
-	return c.http.DoTimeout(req, resp, timeout)
+	return c.transport.Do(req, resp, timeout)
 }
+
+// Transport is what the Client sends on, for the edge's relay to share.
+func (c *Client) Transport() *Transport { return c.transport }
 
 // nodeRequest makes req a POST to path on the node at addr for group g,
 // as a node on the cluster path: its id, the secret, the deadline timeout
 // leaves.
 func (c *Client) nodeRequest(req *fasthttp.Request, addr, path string, g uint32, timeout time.Duration) {
-	req.SetRequestURI(c.scheme + "://" + addr + path)
-	req.Header.SetMethod(fasthttp.MethodPost)
-	req.Header.Set(ForwardedHeader, c.opts.NodeID)
-	req.Header.Set(SecretHeader, c.opts.Secret)
+	c.transport.Address(req, addr, path)
+	c.transport.Sign(req, c.opts.NodeID)
 	req.Header.Set(GroupHeader, strconv.FormatUint(uint64(g), 10))
 	req.Header.Set(DeadlineHeader, strconv.FormatInt(time.Now().Add(timeout).UnixMicro(), 10))
 }

@@ -86,4 +86,15 @@
 //
 // Node to node only, between one version of the broker and the next: a
 // change to the exchange needs a new path, not a flag.
+//
+// Every request between nodes goes through one Transport (transport.go):
+// one fasthttp client, one TLS dialer for the answers read on connections
+// of their own (stream.go), and one request builder (Address, Sign). The
+// Client's commands use it, and so does the edge's whole-request relay
+// (server/relay), given the Client's.
+//
+// Every internal route's path, these and the server's own (read index,
+// join, leave, storage and analytics reports), is declared once, in
+// paths.go; its test pins each to its wire string and fails on an
+// "/internal/" literal anywhere else.
 package cluster

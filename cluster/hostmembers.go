@@ -10,7 +10,7 @@ import (
 
 // JoinGroup adds a voter to group g (its leader only: ErrNotLeader, a
 // NotLeaderError, elsewhere). A node joins a Host's cluster by joining
-// every group; the edge asks each group's leader (server/relay.go).
+// every group; the edge asks each group's leader (server/membership.go).
 func (h *Host) JoinGroup(g uint32, id, addr string, force bool) error {
 	n := h.Group(g)
 	switch {

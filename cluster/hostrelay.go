@@ -247,7 +247,7 @@ type attempt struct {
 
 func newAttempt(c engine.Command) (*attempt, error) {
 	if _, ok := c.(engine.PushCmd); !ok {
-		if !command.Relayed(c) {
+		if !command.Relayable(c) {
 			return nil, fmt.Errorf("%w: %T", raft.ErrNotPreparable, c)
 		}
 		return &attempt{cmd: c}, nil

@@ -3,7 +3,6 @@ package cluster
 import (
 	"bufio"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -29,22 +28,11 @@ type Stream struct {
 
 var _ io.ReadCloser = (*Stream)(nil)
 
-// OpenStream sends req to the node at addr (TLS when tlsConf is set) and
-// reads the answer's head, each within head; then the body fails only
-// once the node sends nothing for idle.
-func OpenStream(addr string, tlsConf *tls.Config, req *fasthttp.Request, head, idle time.Duration) (*Stream, error) {
-	d := &net.Dialer{Timeout: head}
-	var conn net.Conn
-	var err error
-	if tlsConf == nil {
-		conn, err = d.Dial("tcp", addr)
-	} else {
-		cfg := tlsConf.Clone()
-		if cfg.ServerName == "" {
-			cfg.ServerName, _, _ = net.SplitHostPort(addr)
-		}
-		conn, err = tls.DialWithDialer(d, "tcp", addr, cfg)
-	}
+// OpenStream sends req to the node at addr on a connection of its own
+// (Dial) and reads the answer's head, each within head; then the body
+// fails only once the node sends nothing for idle.
+func (t *Transport) OpenStream(addr string, req *fasthttp.Request, head, idle time.Duration) (*Stream, error) {
+	conn, err := t.Dial(addr, head)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +97,7 @@ func (c *Client) Backup(ctx context.Context, addr string, g uint32) (*Stream, er
 	req := fasthttp.AcquireRequest()
 	defer fasthttp.ReleaseRequest(req)
 	c.nodeRequest(req, addr, BackupPath, g, timeoutFor(ctx))
-	s, err := OpenStream(addr, c.opts.TLS, req, timeoutFor(ctx), BackupIdle)
+	s, err := c.transport.OpenStream(addr, req, timeoutFor(ctx), BackupIdle)
 	if err != nil {
 		return nil, errors.Join(raft.ErrForward, fmt.Errorf("backup of group %d at %s: %w", g, addr, err))
 	}

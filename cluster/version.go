@@ -28,8 +28,8 @@ func (c *Client) NodeVersion(ctx context.Context, addr string) (raft.NodeVersion
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
-	req.SetRequestURI(c.scheme + "://" + addr + HealthPath)
-	if err := c.http.DoTimeout(req, resp, timeout); err != nil {
+	req.SetRequestURI(c.transport.Scheme() + "://" + addr + HealthPath)
+	if err := c.transport.Do(req, resp, timeout); err != nil {
 		return raft.NodeVersion{}, fmt.Errorf("version of %s: %w", addr, err)
 	}
 	type nodeVersion struct {

@@ -40,12 +40,12 @@ func PrepareEntry(c engine.Command) ([]byte, error) {
 
 // RelayEntry encodes c for a Forwarder: a push is prepared here (PrepareEntry),
 // the commands whose row in the table has a result codec
-// (command.Relayed) go as they are.
+// (command.Relayable) go as they are.
 func RelayEntry(c engine.Command) ([]byte, error) {
 	if _, ok := c.(engine.PushCmd); ok {
 		return PrepareEntry(c)
 	}
-	if !command.Relayed(c) {
+	if !command.Relayable(c) {
 		return nil, fmt.Errorf("%w: %T", ErrNotPreparable, c)
 	}
 	return command.AppendEntry(nil, []command.Stamped{{Cmd: c}}), nil
@@ -79,7 +79,7 @@ func (n *Node) ProposeEntry(ctx context.Context, g uint32, entry []byte) (engine
 // sender's: it is read once to check that it decodes (the log must never
 // hold what this node's own FSM cannot read), never encoded again. Any
 // other command is decoded and proposed as Propose does; it must be one
-// whose row relays (command.Relayed).
+// whose row relays (command.Relayable).
 func (n *Node) proposeEntry(ctx context.Context, entry []byte) (engine.Result, error) {
 	t, raw, err := command.Single(entry)
 	if err != nil {
@@ -103,7 +103,7 @@ func (n *Node) proposeEntry(ctx context.Context, entry []byte) (engine.Result, e
 		return engine.Result{}, fmt.Errorf("%w: %w", ErrNotPreparable, err)
 	}
 	c := cmds[0].Cmd
-	if _, ok := c.(engine.Preparer); ok || !command.Relayed(c) {
+	if _, ok := c.(engine.Preparer); ok || !command.Relayable(c) {
 		return engine.Result{}, fmt.Errorf("%w: %T", ErrNotPreparable, c)
 	}
 	return n.Propose(ctx, c)
@@ -129,7 +129,7 @@ func (l *Local) ProposeEntry(ctx context.Context, g uint32, entry []byte) (engin
 		defer l.mu.Unlock()
 		return l.apply(pp, cmds[0].Stamp.Seed)
 	}
-	if _, ok := cmds[0].Cmd.(engine.Preparer); ok || !command.Relayed(cmds[0].Cmd) {
+	if _, ok := cmds[0].Cmd.(engine.Preparer); ok || !command.Relayable(cmds[0].Cmd) {
 		return engine.Result{}, fmt.Errorf("%w: %T", ErrNotPreparable, cmds[0].Cmd)
 	}
 	return l.Propose(ctx, cmds[0].Cmd)

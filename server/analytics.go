@@ -6,6 +6,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/queenmq/queen/cluster"
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server/analytics"
@@ -55,7 +56,7 @@ func (s *Server) shipLoop(stop <-chan struct{}) {
 		"this node's analytics are not sent to the leader: they need the cluster secret (--cluster-secret-file); the leader's analytics will show only its own minutes",
 		func(st raft.Status) {
 			err := s.an.Ship(st.ID, st.Leader, func(body []byte) ([]byte, error) {
-				return s.postToLeader(st.LeaderHTTP, "/internal/v1/cluster/analytics", body, forwardTimeout, fasthttp.StatusOK)
+				return s.postToLeader(st.LeaderHTTP, cluster.AnalyticsPath, body, forwardTimeout, fasthttp.StatusOK)
 			})
 			outcome.note(s.log, err, "analytics shipment to the leader failed", "analytics shipments reach the leader again", "leader", st.Leader)
 		})

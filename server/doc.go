@@ -89,7 +89,7 @@
 //	POST    /internal/v1/cluster/analytics                                             cluster    local        a follower's sealed minutes (cluster secret, like every /internal route)
 //	POST    /internal/v1/cluster/join                                                  cluster    command      node to node: membership
 //	POST    /internal/v1/cluster/leave                                                 cluster    command
-//	POST    /internal/v1/propose                                                       cluster    command      a command relayed to a group's leader (--groups; relay.go)
+//	POST    /internal/v1/propose                                                       cluster    command      a command relayed to a group's leader (--groups; clusterpath.go)
 //	POST    /internal/v1/cluster/storage                                               cluster    local        a follower's disk state (storage.go)
 //	POST    /internal/v1/read-index                                                    cluster    local        the leader's read index, for a follower's linearizable read
 //	POST    /internal/v1/read                                                          cluster    local        a read of a group the asking node does not host (groups on R of N; remoteread.go)

@@ -15,7 +15,7 @@ import (
 // A follower prepares the pushes it is sent (ARCHITECTURE.md, "Forwarding"):
 // it decodes, validates, seals and compresses them as the leader would
 // (raft.PrepareEntry), and sends the prepared command to the leader on the
-// one path between nodes (package cluster, relay.go's proposeRelayed). The
+// one path between nodes (package cluster, clusterpath.go's proposeRelayed). The
 // leader writes its time over the entry's and proposes the bytes it got;
 // the follower writes the client's answer from the results it gets back.
 
@@ -36,7 +36,7 @@ const singleGroup uint32 = 1
 // client's (a request relayed to this node is never relayed again).
 func (s *Server) preparesFor(ctx *fasthttp.RequestCtx, st raft.Status) bool {
 	return s.cluster != nil && s.groups.leaderKnownUnread() && st.Role != "leader" && st.LeaderHTTP != "" &&
-		st.Leader != st.ID && !relay.Relayed(ctx)
+		st.Leader != st.ID && !relay.Forwarded(ctx)
 }
 
 // pushViaLeader answers a push this follower decoded and sealed: it

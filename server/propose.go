@@ -18,13 +18,13 @@ import (
 //
 //  1. the command goes to the leader on the one path between nodes
 //     (package cluster) when its row in the command table has a result
-//     codec (command.Relayed) and this node knows the leader before
+//     codec (command.Relayable) and this node knows the leader before
 //     reading a request (one group; a broker of many forwards its
 //     commands itself);
 //  2. else the whole request is relayed to the leader (forwardNotLeader),
 //     whose answer is the client's.
 //
-// A request another node sent is never relayed again (relay.Relayed),
+// A request another node sent is never relayed again (relay.Forwarded),
 // and one that arrives after its sender gave up is refused
 // (relay.Expired): a request hops at most once.
 
@@ -70,8 +70,8 @@ func (f forwarder) Propose(ctx context.Context, c engine.Command) (engine.Result
 // after waits for. A maintenance switch, which this node reads itself,
 // waits (relay.Reads.Settle).
 func (s *Server) sendToLeader(ctx context.Context, req *fasthttp.RequestCtx, c engine.Command) (r engine.Result, sent bool, err error) {
-	if s.cluster == nil || !s.groups.leaderKnownUnread() || !command.Relayed(c) ||
-		relay.Relayed(req) {
+	if s.cluster == nil || !s.groups.leaderKnownUnread() || !command.Relayable(c) ||
+		relay.Forwarded(req) {
 		return r, false, nil
 	}
 	st := s.broker.Status()

@@ -17,7 +17,7 @@ func (s *Server) push(ctx *fasthttp.RequestCtx, p *params) {
 	// A follower in push maintenance spools. Otherwise it prepares the
 	// push for the leader (prepared.go) or, without the cluster secret
 	// to send it with, relays the request unread. A grouped broker routes
-	// the push by its items' queues itself (relay.go).
+	// the push by its items' queues itself (cluster/hostbroker.go).
 	m, ok := s.broker.(Maintainer)
 	spools := ok && pushMaintenance(m)
 	var st raft.Status

@@ -9,6 +9,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/queenmq/queen/cluster"
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server/relay"
 )
@@ -18,11 +19,6 @@ import (
 // "Read consistency") waits for them. Here are the routes' side: the
 // consistency a request asks for, the barrier before a read, and the read
 // index a leader answers a follower.
-
-// readIndexPath is the route a node asks a group's leader for its read
-// index on: the group in groupHeader; 200 with the index in decimal, or an
-// error answer (503 not_leader from a node that does not lead the group).
-const readIndexPath = "/internal/v1/read-index"
 
 // consistencyHeader asks for a read's consistency, as the consistency
 // query parameter does (which wins when both are given): for a proxy that
@@ -122,7 +118,7 @@ func (s *Server) askReadIndex(ctx context.Context, n *raft.Node) (uint64, error)
 	if d, ok := ctx.Deadline(); ok {
 		timeout = time.Until(d)
 	}
-	status, body, err := s.relay.PostGroup(st.LeaderHTTP, readIndexPath, n.GroupID(), nil, timeout)
+	status, body, err := s.relay.PostGroup(st.LeaderHTTP, cluster.ReadIndexPath, n.GroupID(), nil, timeout)
 	if err != nil {
 		return 0, errors.Join(raft.ErrForward, fmt.Errorf("read index of group %d at %s: %w", n.GroupID(), st.LeaderHTTP, err))
 	}

@@ -4,13 +4,7 @@ import (
 	"context"
 
 	"github.com/valyala/fasthttp"
-
-	"github.com/queenmq/queen/cluster"
 )
-
-// remoteReadPath is the route a node asks a group's leader for a read of a
-// group it does not host on (package cluster, cluster/hostremote.go).
-const remoteReadPath = cluster.ReadPath
 
 // RemoteReader is a broker that answers reads of its groups for nodes that
 // do not host them (cluster.Host: with --replicas below the node count, a

@@ -8,6 +8,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/valyala/fasthttp"
 
+	"github.com/queenmq/queen/cluster"
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server/diskspace"
 	"github.com/queenmq/queen/server/wire"
@@ -190,7 +191,7 @@ func (s *Server) sendReport(id, addr string) error {
 		w.Str("reason", gs.Reason)
 	}
 	w.EndObject()
-	_, err := s.postToLeader(addr, "/internal/v1/cluster/storage", w.Bytes(), storageReportInterval*2, fasthttp.StatusNoContent)
+	_, err := s.postToLeader(addr, cluster.StoragePath, w.Bytes(), storageReportInterval*2, fasthttp.StatusNoContent)
 	return err
 }
 

@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	nodes "github.com/queenmq/queen/cluster" // the test harness has a type cluster
 )
 
 // leave asks a cluster (through any node, which forwards to the leader) to
@@ -42,9 +44,9 @@ func leave(args []string) error {
 	if err != nil {
 		return err
 	}
-	client := &http.Client{Timeout: 60 * time.Second, // a drain waits up to 50 s (server/relay.go)
+	client := &http.Client{Timeout: 60 * time.Second, // a drain waits up to 50 s (server/membership.go)
 		Transport: &http.Transport{TLSClientConfig: roots}}
-	resp, err := postMembership(client, *url, "leave", fmt.Sprintf(`{"id":%q,"force":%t}`, *id, *force), s, *token)
+	resp, err := postMembership(client, *url, nodes.LeavePath, fmt.Sprintf(`{"id":%q,"force":%t}`, *id, *force), s, *token)
 	if err != nil {
 		return err
 	}

@@ -633,7 +633,7 @@ func clusterHTTP(timeout time.Duration, roots *tls.Config) *http.Client {
 // joinCluster retries.
 func joinAllowed(url, secret string, roots *tls.Config) error {
 	client := clusterHTTP(10*time.Second, roots)
-	resp, err := postMembership(client, url, "join", "{}", secret, "")
+	resp, err := postMembership(client, url, nodes.JoinPath, "{}", secret, "")
 	if err != nil {
 		return nil
 	}
@@ -714,7 +714,7 @@ func joinCluster(log *slog.Logger, url, id, raftAddr, secret string, roots *tls.
 func joinAs(log *slog.Logger, client *http.Client, url, id, raftAddr, secret, as string, fail func(error)) (uint64, bool) {
 	body := fmt.Sprintf(`{"id":%q,"addr":%q,"as":%q}`, id, raftAddr, as)
 	for attempt := 1; ; attempt++ {
-		resp, err := postMembership(client, url, "join", body, secret, "")
+		resp, err := postMembership(client, url, nodes.JoinPath, body, secret, "")
 		if err == nil {
 			msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 			resp.Body.Close()

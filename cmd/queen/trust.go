@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"os"
 	"strings"
+
+	nodes "github.com/queenmq/queen/cluster" // the test harness has a type cluster
 )
 
 // secretFrom returns the cluster secret given as a value or as a file
@@ -101,16 +103,16 @@ func loopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// postMembership sends a cluster membership request (route "join" or
-// "leave") with the cluster secret, or else a bearer token.
-func postMembership(client *http.Client, url, route, body, secret, token string) (*http.Response, error) {
-	req, err := http.NewRequest("POST", strings.TrimSuffix(url, "/")+"/internal/v1/cluster/"+route, strings.NewReader(body))
+// postMembership sends a cluster membership request (path nodes.JoinPath
+// or nodes.LeavePath) with the cluster secret, or else a bearer token.
+func postMembership(client *http.Client, url, path, body, secret, token string) (*http.Response, error) {
+	req, err := http.NewRequest("POST", strings.TrimSuffix(url, "/")+path, strings.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if secret != "" {
-		req.Header.Set("X-Queen-Cluster-Secret", secret)
+		req.Header.Set(nodes.SecretHeader, secret)
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)

@@ -79,9 +79,9 @@ func Rows() []Row {
 	return rows
 }
 
-// Relayed reports whether c may be relayed to its group's leader: its row
+// Relayable reports whether c may be relayed to its group's leader: its row
 // has a result codec.
-func Relayed(c engine.Command) bool {
+func Relayable(c engine.Command) bool {
 	k := byGoType[reflect.TypeOf(c)]
 	return k != nil && k.result.append != nil
 }

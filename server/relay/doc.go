@@ -16,8 +16,10 @@
 // applied index to catch up with) whichever route needs them, and it is where the
 // at-most-once rules live, so they are read in one place. The package never
 // imports package server: the server hands it what it needs (its broker's
-// status, its options) and keeps the route handlers; the relay makes its
-// own HTTP client (NewRequests), sized and secured by those options.
+// status, its options) and keeps the route handlers. The relay sends on
+// package cluster's Transport, the one HTTP client, TLS dialer and request
+// builder a node reaches the others with, which the cluster client's
+// commands share.
 //
 // # Read consistency
 //

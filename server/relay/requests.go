@@ -3,7 +3,6 @@ package relay
 import (
 	"bufio"
 	"bytes"
-	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
@@ -28,16 +27,10 @@ type Options struct {
 	// NodeID is this node's id: the forwarded header of what it sends.
 	// It is called when a request is sent, not before.
 	NodeID func() string
-	// Secret is the cluster secret, sent with this node's own posts.
-	Secret string
-	// TLS is the client configuration to reach other nodes with; nil for
-	// plain HTTP.
-	TLS *tls.Config
-	// MaxBodyBytes is the largest request body the server takes. A push
-	// answers about 230 bytes per item, and an item can be 13 bytes of
-	// JSON (`{"queue":"q"}`): a relayed answer may be some 18 times its
-	// request's body, and 32 times is allowed.
-	MaxBodyBytes int
+	// Transport is how this node reaches the others (package cluster,
+	// shared with its Client): its HTTP client, its TLS, and the cluster
+	// secret sent with this node's own posts.
+	Transport *cluster.Transport
 	// Reads is the node's read consistency: a relayed answer waits until
 	// this node has applied what the leader had (nil without replicas).
 	Reads   *Reads
@@ -52,7 +45,6 @@ type Options struct {
 // this is for the requests whose answer the leader must write.
 type Requests struct {
 	o         Options
-	client    *fasthttp.Client
 	forwarded *metrics.Counter
 	abandoned *metrics.Counter
 	released  *metrics.Counter
@@ -61,25 +53,15 @@ type Requests struct {
 // NewRequests makes the relay of a node.
 func NewRequests(o Options) *Requests {
 	return &Requests{o: o,
-		client: &fasthttp.Client{
-			Name:                          "queen-forward",
-			NoDefaultUserAgentHeader:      true,
-			MaxConnsPerHost:               512,
-			MaxIdleConnDuration:           30 * time.Second,
-			DisableHeaderNamesNormalizing: true,
-			DisablePathNormalizing:        true,
-			MaxResponseBodySize:           o.MaxBodyBytes * 32,
-			TLSConfig:                     o.TLS,
-		},
 		forwarded: o.Metrics.GetOrCreateCounter(`queen_forwarded_requests_total`),
 		abandoned: o.Metrics.GetOrCreateCounter(`queen_pop_abandoned_total`),
 		released:  o.Metrics.GetOrCreateCounter(`queen_pop_released_total`),
 	}
 }
 
-// Relayed reports whether another node sent this request (the forwarded
+// Forwarded reports whether another node sent this request (the forwarded
 // header): it is never relayed again, so a request hops at most once.
-func Relayed(ctx *fasthttp.RequestCtx) bool {
+func Forwarded(ctx *fasthttp.RequestCtx) bool {
 	return len(ctx.Request.Header.Peek(cluster.ForwardedHeader)) > 0
 }
 
@@ -99,14 +81,14 @@ func Expired(ctx *fasthttp.RequestCtx) bool {
 // nowhere reports whether there is no leader to relay ctx to: it was
 // relayed here already, or st names no other node's HTTP address.
 func nowhere(ctx *fasthttp.RequestCtx, st raft.Status) bool {
-	return Relayed(ctx) || st.LeaderHTTP == "" || st.Leader == st.ID
+	return Forwarded(ctx) || st.LeaderHTTP == "" || st.Leader == st.ID
 }
 
 // wholeRequest makes req the relay of ctx's request to st's leader, given
 // up on after timeout.
 func (r *Requests) wholeRequest(ctx *fasthttp.RequestCtx, req *fasthttp.Request, st raft.Status, timeout time.Duration) {
 	relayCopy(&ctx.Request, req)
-	req.URI().SetScheme(r.scheme())
+	req.URI().SetScheme(r.o.Transport.Scheme())
 	req.SetHost(st.LeaderHTTP)
 	req.Header.Set(cluster.ForwardedHeader, st.ID)
 	SetDeadline(req, timeout)
@@ -123,7 +105,7 @@ func SetDeadline(req *fasthttp.Request, timeout time.Duration) {
 // reading a body), which it does before proposing anything, so the
 // relayed request cannot be applied twice. poll is the time a relayed
 // long-poll may park on the leader (0 for any other request). relayed is
-// false when there is nowhere to relay to (Relayed, or no leader address
+// false when there is nowhere to relay to (Forwarded, or no leader address
 // known yet: the caller answers 503 and the client retries); err, when
 // relayed, is the client's answer (raft.ErrForward).
 func (r *Requests) Request(ctx *fasthttp.RequestCtx, st raft.Status, poll time.Duration) (relayed bool, err error) {
@@ -142,7 +124,7 @@ func (r *Requests) Request(ctx *fasthttp.RequestCtx, st raft.Status, poll time.D
 			return true, nil
 		}
 	} else {
-		err = r.client.DoTimeout(req, resp, timeout)
+		err = r.Do(req, resp, timeout)
 	}
 	if err != nil {
 		r.o.Logger.Warn("forward to leader", "leader", st.Leader, "addr", st.LeaderHTTP, "err", err)
@@ -188,18 +170,22 @@ func relayAnswer(resp, dst *fasthttp.Response) {
 // node: the forwarded header (it is never relayed again) and the cluster
 // secret when there is one.
 func (r *Requests) To(req *fasthttp.Request, addr, path string) {
-	req.SetRequestURI(r.scheme() + "://" + addr + path)
-	req.Header.SetMethod(fasthttp.MethodPost)
-	req.Header.Set(cluster.ForwardedHeader, r.o.NodeID())
-	if r.o.Secret != "" {
-		req.Header.Set(cluster.SecretHeader, r.o.Secret)
-	}
+	r.o.Transport.Address(req, addr, path)
+	r.o.Transport.Sign(req, r.o.NodeID())
 }
 
 // Do sends req and reads its answer into resp, within timeout.
 func (r *Requests) Do(req *fasthttp.Request, resp *fasthttp.Response, timeout time.Duration) error {
-	return r.client.DoTimeout(req, resp, timeout)
+	if len(req.Header.UserAgent()) == 0 {
+		req.Header.SetUserAgent(userAgent)
+	}
+	return r.o.Transport.Do(req, resp, timeout)
 }
+
+// userAgent is what the relay's requests sent with Do name themselves
+// when their client's names nothing, as the relay's own HTTP client did
+// before it shared package cluster's (cluster.Transport).
+const userAgent = "queen-forward"
 
 // Post posts a JSON body (lent, not copied) to path on the node at addr
 // (To), and returns the answer's status and a copy of its body.
@@ -223,32 +209,10 @@ func (r *Requests) post(addr, path, group string, body []byte, timeout time.Dura
 		req.Header.Set(cluster.GroupHeader, group)
 	}
 	req.SetBodyRaw(body)
-	if err := r.client.DoTimeout(req, resp, timeout); err != nil {
+	if err := r.Do(req, resp, timeout); err != nil {
 		return 0, nil, err
 	}
 	return resp.StatusCode(), append([]byte(nil), resp.Body()...), nil
-}
-
-// scheme is the scheme other nodes are reached with.
-func (r *Requests) scheme() string {
-	if r.o.TLS != nil {
-		return "https"
-	}
-	return "http"
-}
-
-// dial opens a connection of its own to a node's HTTP API, over TLS when
-// the cluster uses it.
-func (r *Requests) dial(addr string) (net.Conn, error) {
-	d := &net.Dialer{Timeout: Timeout}
-	if r.o.TLS == nil {
-		return d.Dial("tcp", addr)
-	}
-	cfg := r.o.TLS.Clone()
-	if cfg.ServerName == "" {
-		cfg.ServerName, _, _ = net.SplitHostPort(addr)
-	}
-	return tls.DialWithDialer(d, "tcp", addr, cfg)
 }
 
 // errClientGone: a relayed long-poll's client left before the answer.
@@ -265,7 +229,7 @@ const pollCheck = 100 * time.Millisecond
 // left, their lease is given back (a relayed "retry" ack) instead of being
 // left to expire.
 func (r *Requests) longPoll(ctx *fasthttp.RequestCtx, req *fasthttp.Request, resp *fasthttp.Response, addr string, timeout time.Duration) error {
-	conn, err := r.dial(addr)
+	conn, err := r.o.Transport.Dial(addr, Timeout)
 	if err != nil {
 		return err
 	}

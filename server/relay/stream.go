@@ -55,15 +55,14 @@ func (r *Requests) release(pop *fasthttp.Request, resp *fasthttp.Response, addr 
 	ack := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(ack)
-	req.SetRequestURI(r.scheme() + "://" + addr + "/api/v1/ack/batch")
-	req.Header.SetMethod(fasthttp.MethodPost)
+	r.o.Transport.Address(req, addr, "/api/v1/ack/batch")
 	req.Header.SetContentType("application/json")
 	req.Header.Set(cluster.ForwardedHeader, r.o.NodeID())
 	if a := pop.Header.Peek(fasthttp.HeaderAuthorization); len(a) > 0 {
 		req.Header.SetBytesV(fasthttp.HeaderAuthorization, a)
 	}
 	req.SetBody(data)
-	if err := r.client.DoTimeout(req, ack, Timeout); err != nil || ack.StatusCode() != fasthttp.StatusOK {
+	if err := r.Do(req, ack, Timeout); err != nil || ack.StatusCode() != fasthttp.StatusOK {
 		r.o.Logger.Warn("release abandoned relayed pop", "err", err, "status", ack.StatusCode())
 		return
 	}
@@ -81,7 +80,7 @@ func (r *Requests) Stream(ctx *fasthttp.RequestCtx, st raft.Status) (relayed boo
 	req := fasthttp.AcquireRequest()
 	defer fasthttp.ReleaseRequest(req)
 	r.wholeRequest(ctx, req, st, Timeout)
-	s, err := cluster.OpenStream(st.LeaderHTTP, r.o.TLS, req, Timeout, Timeout)
+	s, err := r.o.Transport.OpenStream(st.LeaderHTTP, req, Timeout, Timeout)
 	if err != nil {
 		r.o.Logger.Warn("relay a stream to the leader", "leader", st.Leader, "addr", st.LeaderHTTP, "err", err)
 		return true, errors.Join(raft.ErrForward, err)

@@ -190,7 +190,10 @@ func (c *Groups) start(i int, peers []raft.Peer, dir string, groups int, adjust 
 		// Elections and dials refused while the nodes start and stop.
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	fwd := cluster.New(cluster.Options{NodeID: node.ID, Secret: GroupSecret, Refusal: server.Refusal, Metrics: node.Metrics})
+	// Answers bounded as queen serve bounds them: the default MaxBodyBytes,
+	// 32 times (its transport carries the server's relays too).
+	fwd := cluster.New(cluster.Options{NodeID: node.ID, Secret: GroupSecret, MaxResponseBodySize: 32 * (64 << 20),
+		Refusal: server.Refusal, Metrics: node.Metrics})
 	// The nodes read each other's versions as queen serve's do, often, so
 	// that the cluster reaches this binary's command version (the outbox's
 	// commands need 2) a moment after start.

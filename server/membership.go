@@ -12,109 +12,105 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/queenmq/queen/cluster"
-	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
-	"github.com/queenmq/queen/raft/command"
-	"github.com/queenmq/queen/server/relay"
+	"github.com/queenmq/queen/server/reply"
+	"github.com/queenmq/queen/server/wire"
 )
 
-// relayPath is the route a node proposes a command on for another
-// (package cluster).
-const relayPath = cluster.ProposePath
+// The join and leave routes: a node joins or leaves one Raft group's
+// membership (Membership), or every group's (GroupMembership), each change
+// made by, or relayed to, the group's leader.
 
-// groupHeader names the Raft group a relayed command or membership change
-// is for.
-const groupHeader = cluster.GroupHeader
+// Membership is implemented by brokers whose cluster can grow and shrink
+// (raft.Node). The join and leave routes answer 501 without it.
+// force makes a change the broker would refuse as a risk to its quorum.
+type Membership interface {
+	Join(id, addr string, force bool) error
+	JoinNonvoter(id, addr string, force bool) error
+	Leave(id string, force bool) error
+}
 
-// Refusal is the error another node's error answer (status, body) stands
-// for: the table's sentinel for its code, with its text. An unknown code
-// is a failed relay (raft.ErrForward). It is how package cluster reads a
-// refused command (cluster.Options.Refusal).
-func Refusal(status int, body []byte) error {
-	var e struct {
-		Error string `json:"error"`
-		Code  string `json:"code"`
+// clustered reports whether the broker is a cluster of nodes (rather
+// than one engine in process): other nodes send it reports.
+func (s *Server) clustered() bool {
+	_, ok := s.broker.(Membership)
+	_, groups := s.broker.(GroupMembership)
+	return ok || groups
+}
+
+// join adds a voter or a non-voter, or promotes a non-voter: POST
+// /internal/v1/cluster/join {"id","addr","force","as"}.
+func (s *Server) join(ctx *fasthttp.RequestCtx, _ *params) {
+	s.membership(ctx, true)
+}
+
+// The suffrages a join asks for ("as"; a voter when absent).
+const (
+	asVoter    = "voter"
+	asNonvoter = "nonvoter"
+)
+
+// leave removes a server: POST /internal/v1/cluster/leave {"id","force"}.
+func (s *Server) leave(ctx *fasthttp.RequestCtx, _ *params) {
+	s.membership(ctx, false)
+}
+
+func (s *Server) membership(ctx *fasthttp.RequestCtx, join bool) {
+	m, ok := s.broker.(Membership)
+	gm, grouped := s.broker.(GroupMembership)
+	if !ok && !grouped {
+		s.writeError(ctx, notImplemented("this broker has no cluster membership"))
+		return
 	}
-	_ = json.Unmarshal(body, &e)
-	for _, r := range errorTable {
-		if r.code == e.Code {
-			return &apiError{Kind: r.err, Msg: e.Error}
+	var id, addr string
+	var force bool
+	as := asVoter
+	err := wire.DecodeObject(ctx.PostBody(), false, func(sc *wire.Scanner, key []byte) (err error) {
+		switch string(key) {
+		case "id":
+			id, _, err = sc.OptString("id")
+		case "addr":
+			addr, _, err = sc.OptString("addr")
+		case "force":
+			force, _, err = sc.OptBool("force")
+		case "as":
+			as, _, err = sc.OptString("as")
+		default:
+			err = sc.Skip()
 		}
-	}
-	return fmt.Errorf("%w: answered %d %s", raft.ErrForward, status, e.Code)
-}
-
-// proposeRelayed answers POST /internal/v1/propose: a command another node
-// forwarded (package cluster), proposed on the group groupHeader names.
-// Only a node (the cluster secret) may send one: a prepared push's frames
-// carry producer subjects and sealed bits the sending node vouches for.
-// A single group's leader in push maintenance refuses a prepared push
-// (errLeaderSpools): the follower that prepared it spools it. Its results
-// are counted where they are answered, on the forwarding node
-// (countPushed).
-func (s *Server) proposeRelayed(ctx *fasthttp.RequestCtx, p *params) {
-	g, ok := s.relayedGroup(ctx, p)
-	if !ok {
-		return
-	}
-	t, err := command.EntryType(ctx.PostBody())
-	if err != nil {
-		s.writeError(ctx, fmt.Errorf("%w: %w", raft.ErrNotPreparable, err))
-		return
-	}
-	if m, ok := s.broker.(Maintainer); ok && t == command.TypePushPrepared && s.groups.leaderKnownUnread() && pushMaintenance(m) {
-		s.writeError(ctx, errLeaderSpools)
-		return
-	}
-	start := time.Now()
-	out, r, err := cluster.Answer(s.ctx, s.groups, g, ctx.PostBody())
-	if err != nil {
-		s.writeError(ctx, err)
-		return
-	}
-	if _, ok := r.Value.([]engine.PushResult); ok {
-		s.prop.Hist(engine.PushCmd{}).UpdateDuration(start)
-	}
-	ctx.SetContentType("application/octet-stream")
-	ctx.SetStatusCode(fasthttp.StatusOK)
-	ctx.SetBody(out)
-}
-
-// nodeAsks checks a request another node sent on the cluster path to a
-// route only a broker that is a B serves: 501 (cannot) on one that is
-// not, as a node without groups answers, then relayedGroup's checks. It
-// returns the broker as a B and the group the request names; false when
-// it answered the request with the refusal.
-func nodeAsks[B any](s *Server, ctx *fasthttp.RequestCtx, p *params, cannot string) (B, uint32, bool) {
-	b, ok := s.broker.(B)
-	if !ok {
-		s.writeError(ctx, notImplemented(cannot))
-		return b, 0, false
-	}
-	g, ok := s.relayedGroup(ctx, p)
-	return b, g, ok
-}
-
-// relayedGroup checks a request another node sent on the cluster path
-// (the cluster secret, its deadline) and reads the group it names; false
-// when it answered the request with the refusal.
-func (s *Server) relayedGroup(ctx *fasthttp.RequestCtx, p *params) (uint32, bool) {
-	var err error
+		return err
+	})
 	switch {
-	case !p.node:
-		err = errClusterSecret
-	case relay.Expired(ctx):
-		err = errForwardExpired
-	}
-	g, perr := cluster.ParseGroup(ctx.Request.Header.Peek(groupHeader))
-	if err == nil && perr != nil {
-		err = badRequest(groupHeader + " must name a group")
+	case err != nil:
+	case id == "":
+		err = badRequest("id is required")
+	case join && addr == "":
+		err = badRequest("addr (the node's Raft host:port) is required")
+	case as != asVoter && as != asNonvoter:
+		err = badRequest(`as must be "voter" (the default) or "nonvoter"`)
+	case grouped:
+		err = s.changeGroups(ctx, gm, membershipChange{join: join, nonvoter: as == asNonvoter, id: id, addr: addr, force: force})
+	case join && as == asNonvoter:
+		err = m.JoinNonvoter(id, addr, force)
+	case join:
+		err = m.Join(id, addr, force)
+	default:
+		err = m.Leave(id, force)
 	}
 	if err != nil {
-		s.writeError(ctx, err)
-		return 0, false
+		s.forwardOrFail(ctx, err) // a follower relays the change to the leader
+		return
 	}
-	return g, true
+	w := reply.Start(ctx)
+	w.Object("")
+	w.Bool("success", true)
+	w.Str("id", id)
+	// What this node had applied once the change was made (the
+	// directory's, with groups): a non-voter that joined waits until it
+	// has applied as much before it asks to be promoted.
+	w.Int("applied", int64(s.broker.Status().Applied))
+	w.EndObject()
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
 // GroupMembership is a grouped broker's membership (cluster.Host): each
@@ -228,9 +224,9 @@ func (c membershipChange) in(gm GroupMembership, g uint32) error {
 // relayMembership asks the leader of group g at addr to change that
 // group's membership.
 func (s *Server) relayMembership(addr string, g uint32, c membershipChange) error {
-	path := "/internal/v1/cluster/leave"
+	path := cluster.LeavePath
 	if c.join {
-		path = "/internal/v1/cluster/join"
+		path = cluster.JoinPath
 	}
 	as := asVoter
 	if c.nonvoter {
