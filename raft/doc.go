@@ -46,8 +46,9 @@
 //	snapshots/  hraft's file snapshot store: references, or a stream a leader sent
 //	spool/      pushes buffered during push maintenance (package server)
 //	peers.json  optional: a configuration for queen recover (renamed peers.json.applied once used)
-//	groups/<g>/ with --groups: the engine/ and snapshots/ of the directory (0) and of data groups 2..G;
-//	            group 1 is the layout above, and every group's log is in raft/ (logstore's family 0x03)
+//	groups/<g>/ with --groups: the engine/ and snapshots/ of the directory (0) and of the data groups
+//	            2..G this node holds a replica of (only those: package cluster opens them); group 1
+//	            is the layout above, and every group's log is in raft/ (logstore's family 0x03)
 //
 // # Groups
 //
@@ -55,7 +56,9 @@
 // Store (store.go): the data directory's lock, one log store that holds
 // every group's log (group 1 under logstore's first families, any other
 // under family 0x03), one listener whose connections name their group
-// (groupstream.go), and the store's identity. A Node knows its own group
+// (groupstream.go), and the store's identity. A Store opens no group by
+// itself and refuses the connections of a group not open on it: package
+// cluster opens the groups the node holds a replica of. A Node knows its own group
 // only: its voters, its leader, its configuration. Which groups a node
 // hosts, which voters each has and where queues live is the directory's,
 // group 0 (Directory), and package cluster reads and changes it; for a

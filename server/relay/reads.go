@@ -193,7 +193,7 @@ func (r *Reads) Stamp(h *fasthttp.ResponseHeader) {
 	var b []byte
 	for _, n := range r.replicas() {
 		if !r.hosted(n) {
-			continue // an idle replica's index is no one's to wait for
+			continue // a replica not served from: its index is no one's to wait for
 		}
 		if len(b) > 0 {
 			b = append(b, ',')

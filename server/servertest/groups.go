@@ -58,7 +58,7 @@ func StartGroups(t testing.TB, n, groups int, adjust func(i int, o *server.Optio
 
 // StartGroupsOf is StartGroups with each data group on replicas of the n
 // nodes (cluster.HostOptions.Replicas; 0: on every node): a node outside a
-// group keeps an idle replica of it, and reads it from its leader. With
+// group holds no replica of it, and reads it from its leader. With
 // replicas it waits (WaitLayout) until every node's directory records each
 // group's voters and leader, rather than for the leaders WaitLeaders
 // expects.
