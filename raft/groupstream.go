@@ -77,7 +77,7 @@ func (s *streamLayer) route(conn net.Conn) (chan net.Conn, <-chan struct{}, net.
 	}
 	if first[0] != groupMagic[0] {
 		if s.heldOne.Load() {
-			return nil, nil, nil, errors.New("the peer dialed group 1, which this node does not host")
+			return nil, nil, nil, fmt.Errorf("%w: group 1", errNotOpen)
 		}
 		if err := conn.SetDeadline(time.Time{}); err != nil {
 			return nil, nil, nil, err
@@ -105,7 +105,7 @@ func (s *streamLayer) route(conn net.Conn) (chan net.Conn, <-chan struct{}, net.
 	g := s.groups[id]
 	s.mu.Unlock()
 	if g == nil || g.isClosed() {
-		return nil, nil, nil, fmt.Errorf("the peer dialed group %d, which this node does not host", id)
+		return nil, nil, nil, fmt.Errorf("%w: group %d", errNotOpen, id)
 	}
 	if _, err := conn.Write([]byte{groupAck}); err != nil {
 		return nil, nil, nil, fmt.Errorf("acknowledge group %d: %w", id, err)
@@ -115,6 +115,13 @@ func (s *streamLayer) route(conn net.Conn) (chan net.Conn, <-chan struct{}, net.
 	}
 	return g.conns, g.closed, &peekedConn{Conn: conn, r: r}, nil
 }
+
+// errNotOpen refuses a connection for a group not open here: a node
+// opens only the groups it holds a replica of (package cluster), and a
+// peer may dial one a moment before it opens (a start, a replica step)
+// or after it closed. The dialer retries; the refusal is logged at debug
+// level, as it is no fault.
+var errNotOpen = errors.New("the peer dialed a group this node does not hold open")
 
 // errAnswered is route's word for a connection it has served itself (a
 // status probe): closed, and nothing to report.

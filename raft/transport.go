@@ -335,7 +335,11 @@ func (s *streamLayer) setUpAccepted(c net.Conn) {
 	<-s.slots
 	if err != nil {
 		c.Close()
-		if !s.isClosed() && !errors.Is(err, errAnswered) { // after Close, failures are Close's doing
+		switch {
+		case s.isClosed() || errors.Is(err, errAnswered): // after Close, failures are Close's doing
+		case errors.Is(err, errNotOpen):
+			s.log.Debug("raft: refused a connection", "remote", c.RemoteAddr().String(), "err", err)
+		default:
 			s.refused(c.RemoteAddr().String(), err)
 		}
 		return
