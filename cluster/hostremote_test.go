@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -173,7 +174,7 @@ func TestHost_ReadsGroupsItDoesNotHost(t *testing.T) {
 		break
 	}
 	if err != nil {
-		t.Fatalf("discovery pop through %s: %v", c.peers[outside[1]].ID, err)
+		t.Fatalf("discovery pop through %s: %v; %s", c.peers[outside[1]].ID, err, c.groupsSeen())
 	}
 	if msgs := r.Value.(engine.PopResult).Messages; len(msgs) != 1 || msgs[0].TransactionID != "discover-me" {
 		t.Fatalf("discovery pop through the host outside group 1: %+v, want discover-me", msgs)
@@ -295,4 +296,20 @@ func (c *hosts) spreadSettled() {
 		}
 		return true
 	})
+}
+
+// groupsSeen describes, for a failure, how each host sees each data
+// group: whether it hosts it, holds a replica, and the status it answers.
+func (c *hosts) groupsSeen() string {
+	var b strings.Builder
+	for i, h := range c.h {
+		if h == nil {
+			continue
+		}
+		for g := uint32(1); int(g) <= c.g; g++ {
+			st := h.GroupStatus(g)
+			fmt.Fprintf(&b, "%s/g%d: hosts=%v replica=%v role=%s leader=%q; ", c.peers[i].ID, g, h.Hosts(g), h.Group(g) != nil, st.Role, st.Leader)
+		}
+	}
+	return b.String()
 }
