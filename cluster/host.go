@@ -56,7 +56,10 @@ type Host struct {
 	// serving is, by group, whether this node serves it from its replica
 	// yet (hostlayout.go, "A replica that starts serving"); readCatchUp
 	// how a replica is caught up first (SetReadCatchUp).
-	serving     []atomic.Int32
+	serving []atomic.Int32
+	// retiring is, by group, set while a removed replica is being retired
+	// (placed.go).
+	retiring    []atomic.Bool
 	readCatchUp atomic.Pointer[func(context.Context, uint32) error]
 	// catchUp is, by group, the commit index this node's replica must
 	// apply before it says a replica step adding it is ready
@@ -130,6 +133,11 @@ type HostOptions struct {
 	RebalanceInterval time.Duration
 	ReplaceAfter      time.Duration
 	StepTimeout       time.Duration
+	// RetireHold is how long a replica a step removed this node from must
+	// have been unplaced here before it is retired, and how long it is
+	// kept after it is no longer handed out, for what still holds it, before
+	// its files are deleted (placed.go; default 30 s).
+	RetireHold time.Duration
 	// LoadInterval is how often each data group's leader reports its
 	// load to the directory (balance.go; default 10 s).
 	LoadInterval time.Duration
@@ -166,6 +174,7 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 	o.MoveTimeout = cmp.Or(o.MoveTimeout, 5*time.Minute)
 	o.RebalanceInterval = cmp.Or(o.RebalanceInterval, time.Second)
 	o.StepTimeout = cmp.Or(o.StepTimeout, 10*time.Minute)
+	o.RetireHold = cmp.Or(o.RetireHold, 30*time.Second)
 	o.LoadInterval = cmp.Or(o.LoadInterval, 10*time.Second)
 	o.BalanceRatio = cmp.Or(o.BalanceRatio, 1.5)
 	o.BalanceFloor = cmp.Or(o.BalanceFloor, 500)
@@ -182,7 +191,7 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 		return nil, fmt.Errorf("raft: host: Groups must be at least 1, not %d", o.Groups)
 	}
 	h := &Host{opts: o, done: make(chan struct{}), waitsStopped: make(chan struct{}), catchUp: make([]uint64, o.Groups+1),
-		serving: make([]atomic.Int32, o.Groups+1), nodes: make([]atomic.Pointer[raft.Node], o.Groups+1)}
+		serving: make([]atomic.Int32, o.Groups+1), retiring: make([]atomic.Bool, o.Groups+1), nodes: make([]atomic.Pointer[raft.Node], o.Groups+1)}
 	defer func() {
 		if err != nil && h.store != nil {
 			h.store.Close()

@@ -113,7 +113,7 @@ func (c *hosts) start(i int) *cluster.Host {
 	ho := cluster.HostOptions{Node: o, Groups: c.g, Replicas: c.replicas, SpreadInterval: 50 * time.Millisecond, SpreadHold: 300 * time.Millisecond,
 		PartWait: time.Second, Forward: c.fwd[i], OutboxInterval: 50 * time.Millisecond, OutboxAge: 200 * time.Millisecond,
 		MoveInterval: 100 * time.Millisecond, MoveTimeout: 3 * time.Second,
-		RebalanceInterval: 100 * time.Millisecond, ReplaceAfter: c.replaceAfter, StepTimeout: 20 * time.Second, OnMove: func(o cluster.MoveOutcome) {
+		RebalanceInterval: 100 * time.Millisecond, ReplaceAfter: c.replaceAfter, StepTimeout: 20 * time.Second, RetireHold: 500 * time.Millisecond, OnMove: func(o cluster.MoveOutcome) {
 			c.movedMu.Lock()
 			defer c.movedMu.Unlock()
 			if c.moved == nil {

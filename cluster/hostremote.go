@@ -101,6 +101,7 @@ const (
 	readTraceNames    = "traceNames"
 	readWouldDeliver  = "wouldDeliver" // a discovery pop's check (discover): engine.PopWouldDeliver
 	readCopyID        = "copyID"       // what the group holds of a queue a move left (heldCopy)
+	readMembership    = "membership"   // the leader's configuration, found when committed (retire.go)
 )
 
 // readRequest is one read of a group: its operation and the arguments
@@ -205,6 +206,8 @@ func answerRead(n *raft.Node, q *readRequest) ([]byte, error) {
 		a.Found = n.Engine().PopWouldDeliver(time.Now().UnixMicro(), *q.Pop)
 	case readCopyID:
 		a.Value, a.Found = heldCopy(n.Engine(), q.Name)
+	case readMembership:
+		a.Value, a.Found, err = n.CommittedConfiguration()
 	default:
 		return nil, fmt.Errorf("%w: unknown read %q", engine.ErrInvalid, q.Op)
 	}

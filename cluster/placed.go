@@ -98,26 +98,102 @@ func (h *Host) openGroup(g uint32, start bool) error {
 }
 
 // placedLoop opens, every placedInterval, the replicas the directory
-// places here that are not open yet (placedHere).
+// places here that are not open yet (placedHere), and retires those it no
+// longer places here once their removal has committed (retirable).
 func (h *Host) placedLoop() {
 	defer h.wg.Done()
 	t := time.NewTicker(placedInterval)
 	defer t.Stop()
+	unplaced := make([]time.Time, len(h.nodes)) // since when each open replica has been retirable
 	for {
 		select {
 		case <-t.C:
 		case <-h.done:
 			return
 		}
+		now := time.Now()
 		for g := uint32(1); int(g) < len(h.nodes); g++ {
-			if h.replica(g) != nil || !h.placedHere(g) {
-				continue
+			switch {
+			case h.retiring[g].Load():
+			case h.replica(g) == nil && h.placedHere(g):
+				if err := h.openGroup(g, false); err != nil {
+					h.directory().Logger().Warn("raft: host: open a replica the directory places here; trying again", "group", g, "err", err)
+					continue
+				}
+				h.replica(g).Logger().Info("raft: host: opened a replica the directory places here")
+			case h.replica(g) != nil && h.retirable(g):
+				if unplaced[g].IsZero() {
+					unplaced[g] = now
+				}
+				if now.Sub(unplaced[g]) >= h.opts.RetireHold && h.removalCommitted(g) {
+					unplaced[g] = time.Time{}
+					h.retire(g)
+				}
+			default:
+				unplaced[g] = time.Time{}
 			}
-			if err := h.openGroup(g, false); err != nil {
-				h.directory().Logger().Warn("raft: host: open a replica the directory places here; trying again", "group", g, "err", err)
-				continue
-			}
-			h.replica(g).Logger().Info("raft: host: opened a replica the directory places here")
 		}
 	}
+}
+
+// Retiring a replica.
+//
+// A replica step that removes this node from group g (rebalance.go) leaves
+// its replica open, following nothing. placedLoop retires it: it stops
+// handing it out (replica(g) nil), waits RetireHold more for what still
+// holds it (a read under way), then closes it and frees its disk
+// (raft.Store.RetireGroup), keeping its term and vote. It does so only
+// once the removal is committed, as g's leader answers after a read index
+// confirmed it leads (raft.Node.CommittedConfiguration): a node still in
+// g's configuration whose log is gone could vote a leader that lacks
+// acknowledged writes into office. A step that adds the node again later
+// opens an empty replica, which catches up as any new one does.
+
+// retirable reports whether this node's replica of group g is one the
+// cluster no longer places here: groups on R of N, the directory lists
+// another set of voters and no step under way names this node, this node
+// does not serve g, and no move copies from or into g.
+func (h *Host) retirable(g uint32) bool {
+	if h.ReplicaCount() == 0 || h.GroupCount() == 0 || h.placedHere(g) || h.hosts(g) || h.layoutRecord(g).Term == 0 {
+		return false
+	}
+	if step, ok := command.StepOf(h.directory().Engine().ClusterValue, g); ok && (step.Add == h.node.ID || step.Remove == h.node.ID) {
+		return false
+	}
+	return !slices.ContainsFunc(h.Moves(), func(m command.Move) bool { return m.From == g || m.To == g })
+}
+
+// removalCommitted reports whether group g's leader, confirmed by a read
+// index, has a committed configuration without this node.
+func (h *Host) removalCommitted(g uint32) bool {
+	a, err := readRemote[[]raft.Peer](h, g, readRequest{Op: readMembership})
+	if err != nil {
+		h.directory().Logger().Debug("raft: host: ask a group's leader whether it removed this node", "group", g, "err", err)
+		return false
+	}
+	return a.Found && !slices.ContainsFunc(a.Value, func(p raft.Peer) bool { return p.ID == h.node.ID })
+}
+
+// retire stops handing out this node's replica of group g and, RetireHold
+// later, closes it and frees its disk (see "Retiring a replica").
+func (h *Host) retire(g uint32) {
+	n := h.replica(g)
+	h.retiring[g].Store(true)
+	h.nodes[g].Store(nil)
+	h.serving[g].Store(servingOff)
+	n.Logger().Info("raft: host: the group removed this node; retiring its replica", "in", h.opts.RetireHold)
+	h.wg.Go(func() {
+		defer h.retiring[g].Store(false)
+		select {
+		case <-time.After(h.opts.RetireHold):
+		case <-h.done:
+			return // the store closes it with the others
+		}
+		freed, err := h.store.RetireGroup(g)
+		if err != nil {
+			h.directory().Logger().Error("raft: host: retire a removed replica", "group", g, "err", err)
+			return
+		}
+		h.directory().Logger().Info("raft: host: retired a removed replica", "group", g, "freed_bytes", freed)
+	})
 }

@@ -330,6 +330,67 @@ func TestHost_JoinAddsCapacity(t *testing.T) {
 		}
 	}
 	checkAllStored(t, acked, storedVia(t, c, c.h[n5], queues))
+	retired := c.holdOnlyPlaced()
+	if len(retired) == 0 {
+		t.Fatal("no host lost a replica to the new node")
+	}
+	// A host restarted after retiring a replica does not open it again.
+	i := retired[0].host
+	c.stop(i)
+	h := c.start(i)
+	c.spread(3, "")
+	if h.Group(retired[0].group) != nil {
+		t.Fatalf("%s opened its retired replica of group %d again after a restart", c.peers[i].ID, retired[0].group)
+	}
+}
+
+// holdOnlyPlaced waits until every running host holds a replica of exactly
+// the data groups the directory lists it a voter of, and no files of the
+// others (their engine gone: placed.go, "Retiring a replica"); it returns
+// the replicas retired, by host and group.
+func (c *hosts) holdOnlyPlaced() []struct {
+	host  int
+	group uint32
+} {
+	c.t.Helper()
+	var retired []struct {
+		host  int
+		group uint32
+	}
+	last := ""
+	waitForLong(c.t, "every host to hold only the replicas placed on it", 60*time.Second, func() bool {
+		retired = retired[:0]
+		for i, h := range c.h {
+			if h == nil {
+				continue
+			}
+			l := h.Layout()
+			for _, lg := range l.Groups[1:] {
+				listed := slices.Contains(lg.Members, c.peers[i].ID)
+				dir := filepath.Join(c.dirs[i], "groups", fmt.Sprint(lg.ID), "engine")
+				if lg.ID == 1 {
+					dir = filepath.Join(c.dirs[i], "engine")
+				}
+				manifests, _ := filepath.Glob(filepath.Join(dir, "MANIFEST-*"))
+				if held := h.Group(lg.ID) != nil; held != listed || held != (len(manifests) > 0) {
+					if now := fmt.Sprintf("%s group %d: listed %v, replica %v, engine files %v", c.peers[i].ID, lg.ID, listed, held, len(manifests) > 0); now != last {
+						c.t.Logf("waiting: %s", now) // the state a timeout ends in is the last logged
+						last = now
+					}
+					return false
+				}
+				// A group this host once held leaves its emptied directory.
+				if _, err := os.Stat(dir); !listed && lg.ID != 1 && err == nil {
+					retired = append(retired, struct {
+						host  int
+						group uint32
+					}{i, lg.ID})
+				}
+			}
+		}
+		return true
+	})
+	return retired
 }
 
 // TestHost_GrowsFromOneNode: a lone founder whose groups are to have

@@ -152,7 +152,7 @@ func open(opts Options, h *hostPart) (*Node, error) {
 			return nil, err
 		}
 		if h.group == 1 {
-			layer = keepOpen{h.stream} // the Host closes the listener
+			layer = newKeepOpen(h.stream) // the Host closes the listener
 		}
 		n.transport = newNetworkTransport(layer, n.disk.hlog)
 	default:

@@ -41,11 +41,29 @@ func (n *Node) Configuration() ([]Peer, error) {
 	if err != nil {
 		return nil, err
 	}
+	return peersOf(conf), nil
+}
+
+// peersOf is conf's servers as Peers.
+func peersOf(conf hraft.Configuration) []Peer {
 	peers := make([]Peer, 0, len(conf.Servers))
 	for _, s := range conf.Servers {
 		peers = append(peers, Peer{ID: string(s.ID), Addr: string(s.Address), NonVoter: s.Suffrage != hraft.Voter})
 	}
-	return peers, nil
+	return peers
+}
+
+// CommittedConfiguration is the group's configuration as this node last
+// knew it, and whether it is committed (its index at or below the commit
+// index this node knows). On a leader whose leadership a read index has
+// just confirmed, a committed configuration is the group's: no election
+// can undo it (cluster, a replica's retirement).
+func (n *Node) CommittedConfiguration() ([]Peer, bool, error) {
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return nil, false, n.mapError(err)
+	}
+	return peersOf(f.Configuration()), f.Index() <= n.raft.CommitIndex(), nil
 }
 
 // IsMember reports whether this node is in its group's configuration, as a

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -179,6 +180,11 @@ func (s *Store) OpenGroup(opts Options, g uint32) (*Node, error) {
 	if err := makeDirs(opts.Dir, g); err != nil {
 		return nil, err
 	}
+	if l, err := s.logs.Group(g); err != nil {
+		return nil, err
+	} else if err := l.SetUint64(retiredKey, 0); err != nil {
+		return nil, fmt.Errorf("raft: group %d: %w", g, err)
+	}
 	n, err := open(opts, &hostPart{group: g, store: s.logs, stream: s.stream, storeID: s.id, clusterID: s.clusterID})
 	if err != nil {
 		return nil, err
@@ -188,14 +194,85 @@ func (s *Store) OpenGroup(opts Options, g uint32) (*Node, error) {
 }
 
 // HasState reports whether the store holds Raft state of group g (a term
-// or a log entry), opened or not: a node that held a replica of g before a
-// restart opens it again.
+// or a log entry), opened or not, and not retired (RetireGroup): a node
+// that held a replica of g before a restart opens it again.
 func (s *Store) HasState(g uint32) (bool, error) {
 	l, err := s.logs.Group(g)
 	if err != nil {
 		return false, err
 	}
+	if retired, err := l.GetUint64(retiredKey); err == nil && retired != 0 {
+		return false, nil
+	} else if err != nil && !errors.Is(err, logstore.ErrKeyNotFound) {
+		return false, err
+	}
 	return hasState(l)
+}
+
+// retiredKey, a stable key of a group's log (set to 1), marks a replica
+// RetireGroup closed and emptied: its term and vote stay (a voter that
+// forgot its vote could grant a second one in a term), its entries and
+// engine are gone, and HasState answers false, so a restart does not open
+// it again. OpenGroup clears it.
+var retiredKey = []byte("QueenRetired")
+
+// RetireGroup closes this node's replica of group g, which its group has
+// removed, and frees its disk: the log's entries, the engine and the
+// snapshots go, the term and vote stay (retiredKey). The caller makes sure
+// nothing uses the replica any more and that the removal is committed (a
+// replica retired while still a voter would vote with an empty log). It
+// returns the bytes the group's directories held.
+func (s *Store) RetireGroup(g uint32) (int64, error) {
+	s.mu.Lock()
+	i := slices.IndexFunc(s.nodes, func(n *Node) bool { return n.group == g })
+	if i < 0 {
+		s.mu.Unlock()
+		return 0, fmt.Errorf("raft: group %d is not open", g)
+	}
+	n := s.nodes[i]
+	s.nodes = slices.Delete(s.nodes, i, i+1)
+	s.mu.Unlock()
+	if err := n.Close(); err != nil {
+		return 0, fmt.Errorf("raft: retire group %d: %w", g, err)
+	}
+	if g == 1 {
+		s.stream.holdGroupOne() // its connections have no group frame
+	}
+	l, err := s.logs.Group(g)
+	if err != nil {
+		return 0, err
+	}
+	if err := l.SetUint64(retiredKey, 1); err != nil {
+		return 0, fmt.Errorf("raft: retire group %d: %w", g, err)
+	}
+	if err := l.Clear(); err != nil {
+		return 0, fmt.Errorf("raft: retire group %d: clear its log: %w", g, err)
+	}
+	var freed int64
+	for _, sub := range []string{"engine", "snapshots"} {
+		dir := filepath.Join(groupDir(s.opts.Dir, g), sub)
+		freed += dirBytes(dir)
+		if err := os.RemoveAll(dir); err != nil {
+			return freed, fmt.Errorf("raft: retire group %d: %w", g, err)
+		}
+	}
+	// Group 1's are the data directory's own engine/ and snapshots/,
+	// which the node's free-space guard watches: they stay, empty.
+	return freed, makeDirs(s.opts.Dir, g)
+}
+
+// dirBytes is the size of the files under dir (0 when it cannot be read).
+func dirBytes(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
 }
 
 // opened returns the groups opened so far.
@@ -282,8 +359,38 @@ func (s *Store) closeParts() error {
 }
 
 // keepOpen is the store's stream layer as group 1's transport sees it:
-// closing the transport leaves the listener, which the other groups share,
-// to the Store.
-type keepOpen struct{ *streamLayer }
+// closing the transport ends its Accept but leaves the listener, which the
+// other groups share, to the Store (a retired group 1 opened again accepts
+// on a keepOpen of its own).
+type keepOpen struct {
+	*streamLayer
+	closed chan struct{}
+	once   sync.Once
+}
 
-func (keepOpen) Close() error { return nil }
+func newKeepOpen(s *streamLayer) *keepOpen { return &keepOpen{streamLayer: s, closed: make(chan struct{})} }
+
+func (k *keepOpen) Accept() (net.Conn, error) {
+	select {
+	case <-k.closed:
+		return nil, net.ErrClosed
+	default:
+	}
+	select {
+	case c := <-k.conns:
+		if k.isClosed() {
+			c.Close()
+			return nil, net.ErrClosed
+		}
+		return c, nil
+	case <-k.streamLayer.closed:
+		return nil, net.ErrClosed
+	case <-k.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+func (k *keepOpen) Close() error {
+	k.once.Do(func() { close(k.closed) })
+	return nil
+}

@@ -473,6 +473,17 @@ func (g *Log) DeleteRange(min, max uint64) error {
 // index from a leader; see DeleteRange.
 func (g *Log) SnapshotInstalled(index uint64) { g.installed.Store(index + 1) }
 
+// Clear deletes every entry of the log, keeping the stable state (the
+// term and vote raft must never forget, the store's identity). Only for a
+// log no raft uses: a replica retired from its group (raft.Store).
+func (g *Log) Clear() error {
+	g.installed.Store(0)
+	if last := g.last.Load(); last != 0 {
+		return g.DeleteRange(g.first.Load(), last)
+	}
+	return nil
+}
+
 // seek returns the index of the first log key >= key (forward) or the last
 // log key < key (backward), or 0 if there is none. DeleteRange seeks from
 // outside the range it deletes, so it never walks keys under older
