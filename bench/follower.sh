@@ -13,8 +13,14 @@
 # sitting. It prints p50 and p90 of each (median over the rounds), and the
 # follower's p50 minus the leader's.
 #
-#   bench/follower.sh                 # about 2 minutes
-#   bench/follower.sh 24eafe5         # before (24eafe5) and after, about 4 minutes
+# With --groups it runs the first push to a new queue too ("new queues"):
+# each request pushes to a queue no one has pushed to, which the node places
+# first with a directory command (group 0), through the directory's leader
+# and through one of its followers; the follower's reply waits until its
+# own directory replica has applied the placement, which it routes by.
+#
+#   bench/follower.sh                 # about 3 minutes
+#   bench/follower.sh 24eafe5         # before (24eafe5) and after, about 6 minutes
 #   RATE=20 DUR=10s ROUNDS=3 bench/follower.sh
 #
 # Needs go, git, curl and python3. Uses ports 15632-15652 and 15732-15752 on
@@ -46,22 +52,22 @@ HTTP_BASE=15622
 RAFT_BASE=15722
 . "$ROOT/bench/lib.sh"
 
-# roles: sets lead and fol to the base URLs of the leader of queue fq's
-# group and of one of its followers, as placement says; false while the
-# group has no leader.
+# roles [GROUP]: sets lead and fol to the base URLs of the leader of queue
+# fq's group (of GROUP when given: 0 is the directory) and of one of its
+# followers, as placement says; false while the group has no leader.
 roles() {
 	local r
 	r=$(curl -sf "$leader/api/v1/system/placement" | python3 -c '
 import json, sys
 p = json.load(sys.stdin)
-g = next((q["group"] for q in p.get("queues") or [] if q["queue"] == "fq"), 1)
+g = int(sys.argv[1]) if sys.argv[1:] else next((q["group"] for q in p.get("queues") or [] if q["queue"] == "fq"), 1)
 lid = next((x.get("leader") for x in p.get("groups") or [] if x["id"] == g), "")
 http = {n["id"]: n["http"] for n in p["nodes"]}
 if not lid or lid not in http: sys.exit(1)
 f = sorted(i for i in http if i != lid)[0]
 u = lambda a: a if a.startswith("http") else "http://" + a
 print(u(http[lid]), u(http[f]))
-') || return 1
+' "$@") || return 1
 	lead=${r% *}
 	fol=${r#* }
 }
@@ -71,8 +77,21 @@ push_run() {
 	local line
 	echo "== $1 groups=$2 through the $3" >&2
 	line=$("$W/new" bench --url "$4" --queue fq --batch 1 --conns 1 --rate "$RATE" --size 256 --duration "$DUR" --json)
-	printf '{"build":"%s","groups":%s,"via":"%s","report":%s}\n' "$1" "$2" "$3" "$line" >>"$OUT"
+	printf '{"build":"%s","groups":%s,"via":"%s","kind":"fq","report":%s}\n' "$1" "$2" "$3" "$line" >>"$OUT"
 }
+
+# new_run BUILD GROUPS VIA URL: one paced run of single-message pushes,
+# each the first to a queue of its own (DUR's worth at RATE; NEW_SEQ keeps
+# the names of every run apart).
+new_run() {
+	local line n
+	n=$(python3 -c "import sys; print(int(float(sys.argv[1].rstrip('s')) * float(sys.argv[2])))" "$DUR" "$RATE")
+	NEW_SEQ=$((NEW_SEQ + 1))
+	echo "== $1 groups=$2 new queues through the directory's $3" >&2
+	line=$("$W/new" bench --url "$4" --queue "nq$NEW_SEQ" --queues "$n" --messages "$n" --batch 1 --conns 1 --rate "$RATE" --size 256 --duration "$DUR" --json)
+	printf '{"build":"%s","groups":%s,"via":"%s","kind":"new","report":%s}\n' "$1" "$2" "$3" "$line" >>"$OUT"
+}
+NEW_SEQ=0
 
 # cluster BUILD GROUPS: a fresh cluster of BUILD, then ROUNDS rounds of
 # leader and follower runs, in alternating order.
@@ -93,6 +112,19 @@ cluster() {
 			push_run "$b" "$g" leader "$lead"
 		fi
 	done
+	if [ "$g" -gt 1 ]; then
+		until roles 0; do sleep 0.5; done
+		echo "   directory leader $lead, follower $fol" >&2
+		for r in $(seq "$ROUNDS"); do
+			if [ $((r % 2)) -eq 1 ]; then
+				new_run "$b" "$g" leader "$lead"
+				new_run "$b" "$g" follower "$fol"
+			else
+				new_run "$b" "$g" follower "$fol"
+				new_run "$b" "$g" leader "$lead"
+			fi
+		done
+	fi
 	stop3
 }
 
@@ -110,17 +142,17 @@ rows = {}
 for line in open(sys.argv[1]):
     r = json.loads(line)
     lat = r["report"]["ops"]["push"]["latency_ms"]
-    rows.setdefault((r["groups"], r["build"], r["via"]), []).append((lat["p50"], lat["p90"], r["report"].get("errors")))
-print(f"{'single-message pushes, ' + 'one conn':34} {'p50 ms':>8} {'p90 ms':>8}  {'follower p50 - leader p50':>26}  errors")
-for (g, b, via) in sorted(rows, key=lambda k: (k[0], k[1] != "base", k[2] != "leader")):
-    v = rows[(g, b, via)]
+    rows.setdefault((r["groups"], r.get("kind", "fq"), r["build"], r["via"]), []).append((lat["p50"], lat["p90"], r["report"].get("errors")))
+print(f"{'single-message pushes, ' + 'one conn':50} {'p50 ms':>8} {'p90 ms':>8}  {'follower p50 - leader p50':>26}  errors")
+for (g, k, b, via) in sorted(rows, key=lambda k: (k[0], k[1] != "fq", k[2] != "base", k[3] != "leader")):
+    v = rows[(g, k, b, via)]
     p50 = statistics.median(x[0] for x in v)
     p90 = statistics.median(x[1] for x in v)
     d = ""
-    if via == "follower" and (g, b, "leader") in rows:
-        lp50 = statistics.median(x[0] for x in rows[(g, b, "leader")])
+    if via == "follower" and (g, k, b, "leader") in rows:
+        lp50 = statistics.median(x[0] for x in rows[(g, k, b, "leader")])
         d = f"{p50 - lp50:+.2f} ms ({p50 / lp50:.2f}x)"
     errs = [x[2] for x in v if x[2]]
-    label = f"groups={g} {b}, through the {via}"
-    print(f"{label:34} {p50:>8.2f} {p90:>8.2f}  {d:>26}  {errs or ''}")
+    label = f"groups={g} {b}, through the {via}" if k == "fq" else f"groups={g} {b}, new queues, the directory's {via}"
+    print(f"{label:50} {p50:>8.2f} {p90:>8.2f}  {d:>26}  {errs or ''}")
 EOF
