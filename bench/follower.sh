@@ -19,8 +19,14 @@
 # and through one of its followers; the follower's reply waits until its
 # own directory replica has applied the placement, which it routes by.
 #
-#   bench/follower.sh                 # about 3 minutes
-#   bench/follower.sh 24eafe5         # before (24eafe5) and after, about 6 minutes
+# It runs a write then a stale read through the same node too ("read after
+# write"): a push of one message to fq, then GET of that message with
+# ?consistency=stale, paced as above, and reports the read's latency. On a
+# follower the read waits until its replica has applied the push it relayed
+# (read-your-writes, docs/api.md §1.6).
+#
+#   bench/follower.sh                 # about 4 minutes
+#   bench/follower.sh 24eafe5         # before (24eafe5) and after, about 8 minutes
 #   RATE=20 DUR=10s ROUNDS=3 bench/follower.sh
 #
 # Needs go, git, curl and python3. Uses ports 15632-15652 and 15732-15752 on
@@ -93,6 +99,45 @@ new_run() {
 }
 NEW_SEQ=0
 
+# rw_run BUILD GROUPS VIA URL: DUR's worth at RATE of a push then a stale
+# read of it through URL; the report is the reads' latency.
+rw_run() {
+	local line
+	echo "== $1 groups=$2 read after write through the $3" >&2
+	line=$(python3 - "$4" "$DUR" "$RATE" <<'PY'
+import http.client, json, sys, time, urllib.parse
+u = urllib.parse.urlparse(sys.argv[1])
+n = int(float(sys.argv[2].rstrip("s")) * float(sys.argv[3]))
+gap = 1 / float(sys.argv[3])
+c = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+lat, errors, start = [], 0, time.monotonic()
+for i in range(n):
+    time.sleep(max(0, start + i * gap - time.monotonic()))
+    txn = "rw-%d-%d" % (time.time_ns(), i)
+    body = json.dumps({"items": [{"queue": "fq", "transactionId": txn, "payload": {"i": i}}]})
+    c.request("POST", "/api/v1/push", body, {"Content-Type": "application/json"})
+    r = c.getresponse()
+    out = r.read()
+    if r.status != 201:
+        errors += 1
+        continue
+    part = json.loads(out)[0]["partition_id"]
+    t = time.monotonic()
+    c.request("GET", "/api/v1/messages/%s/%s?consistency=stale" % (part, txn))
+    r = c.getresponse()
+    got = r.read()
+    d = (time.monotonic() - t) * 1000
+    if r.status != 200 or txn.encode() not in got:
+        errors += 1
+    lat.append(d)
+lat.sort()
+q = lambda f: lat[min(len(lat) - 1, int(f * len(lat)))] if lat else 0
+print(json.dumps({"ops": {"push": {"latency_ms": {"p50": q(0.5), "p90": q(0.9)}}}, "errors": errors}))
+PY
+)
+	printf '{"build":"%s","groups":%s,"via":"%s","kind":"rw","report":%s}\n' "$1" "$2" "$3" "$line" >>"$OUT"
+}
+
 # cluster BUILD GROUPS: a fresh cluster of BUILD, then ROUNDS rounds of
 # leader and follower runs, in alternating order.
 cluster() {
@@ -110,6 +155,15 @@ cluster() {
 		else
 			push_run "$b" "$g" follower "$fol"
 			push_run "$b" "$g" leader "$lead"
+		fi
+	done
+	for r in $(seq "$ROUNDS"); do
+		if [ $((r % 2)) -eq 1 ]; then
+			rw_run "$b" "$g" leader "$lead"
+			rw_run "$b" "$g" follower "$fol"
+		else
+			rw_run "$b" "$g" follower "$fol"
+			rw_run "$b" "$g" leader "$lead"
 		fi
 	done
 	if [ "$g" -gt 1 ]; then
@@ -144,7 +198,8 @@ for line in open(sys.argv[1]):
     lat = r["report"]["ops"]["push"]["latency_ms"]
     rows.setdefault((r["groups"], r.get("kind", "fq"), r["build"], r["via"]), []).append((lat["p50"], lat["p90"], r["report"].get("errors")))
 print(f"{'single-message pushes, ' + 'one conn':50} {'p50 ms':>8} {'p90 ms':>8}  {'follower p50 - leader p50':>26}  errors")
-for (g, k, b, via) in sorted(rows, key=lambda k: (k[0], k[1] != "fq", k[2] != "base", k[3] != "leader")):
+kinds = {"fq": 0, "rw": 1, "new": 2}
+for (g, k, b, via) in sorted(rows, key=lambda k: (k[0], kinds[k[1]], k[2] != "base", k[3] != "leader")):
     v = rows[(g, k, b, via)]
     p50 = statistics.median(x[0] for x in v)
     p90 = statistics.median(x[1] for x in v)
@@ -153,6 +208,8 @@ for (g, k, b, via) in sorted(rows, key=lambda k: (k[0], k[1] != "fq", k[2] != "b
         lp50 = statistics.median(x[0] for x in rows[(g, k, b, "leader")])
         d = f"{p50 - lp50:+.2f} ms ({p50 / lp50:.2f}x)"
     errs = [x[2] for x in v if x[2]]
-    label = f"groups={g} {b}, through the {via}" if k == "fq" else f"groups={g} {b}, new queues, the directory's {via}"
+    label = {"fq": f"groups={g} {b}, through the {via}",
+             "rw": f"groups={g} {b}, read after write, the {via}",
+             "new": f"groups={g} {b}, new queues, the directory's {via}"}[k]
     print(f"{label:50} {p50:>8.2f} {p90:>8.2f}  {d:>26}  {errs or ''}")
 EOF
