@@ -138,46 +138,45 @@ PY
 	printf '{"build":"%s","groups":%s,"via":"%s","kind":"rw","report":%s}\n' "$1" "$2" "$3" "$line" >>"$OUT"
 }
 
+# pairs RUN BUILD GROUPS [GROUP]: ROUNDS rounds of RUN (push_run, rw_run
+# or new_run) through the leader of fq's group (of GROUP when given) and
+# through one of its followers, in alternating order. The roles are read
+# again before each round, and checked after it: with --groups a group's
+# leader may still change once the cluster settled (the leaders spread, the
+# balancer moves a queue), and a run through a node that no longer led
+# would count as the leader's.
+pairs() {
+	local run=$1 b=$2 g=$3 r was
+	shift 3
+	for r in $(seq "$ROUNDS"); do
+		until roles "$@"; do sleep 0.5; done
+		was="$lead $fol"
+		echo "   leader $lead, follower $fol" >&2
+		if [ $((r % 2)) -eq 1 ]; then
+			$run "$b" "$g" leader "$lead"
+			$run "$b" "$g" follower "$fol"
+		else
+			$run "$b" "$g" follower "$fol"
+			$run "$b" "$g" leader "$lead"
+		fi
+		if roles "$@" && [ "$lead $fol" != "$was" ]; then
+			echo "   WARNING: the roles changed during the round (now leader $lead, follower $fol)" >&2
+		fi
+	done
+}
+
 # cluster BUILD GROUPS: a fresh cluster of BUILD, then ROUNDS rounds of
-# leader and follower runs, in alternating order.
+# leader and follower runs of each kind.
 cluster() {
-	local b=$1 g=$2 r
+	local b=$1 g=$2
 	Q=$W/$b
 	if [ "$g" -gt 1 ]; then start3 --groups "$g"; else start3; fi
 	"$W/new" bench --url "$leader" --queue fq --messages 10 --batch 1 --json >/dev/null 2>&1 || true
 	sleep 5 # a grouped cluster hands each group to its preferred member first
-	until roles; do sleep 0.5; done
-	echo "   leader $lead, follower $fol" >&2
-	for r in $(seq "$ROUNDS"); do
-		if [ $((r % 2)) -eq 1 ]; then
-			push_run "$b" "$g" leader "$lead"
-			push_run "$b" "$g" follower "$fol"
-		else
-			push_run "$b" "$g" follower "$fol"
-			push_run "$b" "$g" leader "$lead"
-		fi
-	done
-	for r in $(seq "$ROUNDS"); do
-		if [ $((r % 2)) -eq 1 ]; then
-			rw_run "$b" "$g" leader "$lead"
-			rw_run "$b" "$g" follower "$fol"
-		else
-			rw_run "$b" "$g" follower "$fol"
-			rw_run "$b" "$g" leader "$lead"
-		fi
-	done
+	pairs push_run "$b" "$g"
+	pairs rw_run "$b" "$g"
 	if [ "$g" -gt 1 ]; then
-		until roles 0; do sleep 0.5; done
-		echo "   directory leader $lead, follower $fol" >&2
-		for r in $(seq "$ROUNDS"); do
-			if [ $((r % 2)) -eq 1 ]; then
-				new_run "$b" "$g" leader "$lead"
-				new_run "$b" "$g" follower "$fol"
-			else
-				new_run "$b" "$g" follower "$fol"
-				new_run "$b" "$g" leader "$lead"
-			fi
-		done
+		pairs new_run "$b" "$g" 0 # the directory's leader and a follower
 	fi
 	stop3
 }
