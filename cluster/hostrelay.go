@@ -46,7 +46,10 @@ type Forwarder interface {
 // CommitTimeout: 50-100 ms). A command of the Host's own (a move's
 // steps, placement, layout) and any command of the directory, whose
 // state this node reads next to route, wait up to appliedWait until this
-// replica has applied as far. The write is done whatever the wait gives.
+// replica has applied as far: for the directory's a round trip, since its
+// leader publishes them (ProposeEntry); a Host's own command in a data
+// group (a move's step, rare) still waits for the group's next entry. The
+// write is done whatever the wait gives.
 func (h *Host) forward(ctx context.Context, addr string, g uint32, entry []byte) (engine.Result, error) {
 	r, applied, err := h.opts.Forward.Forward(ctx, addr, g, entry)
 	if err != nil || applied == 0 || !h.hosts(g) {
@@ -88,6 +91,17 @@ func WithoutApplyWait(ctx context.Context) context.Context {
 // ProposeEntry proposes, on group g, a command another node relayed
 // (RelayEntry), as Node.ProposeEntry does. ErrNotLeader (a
 // NotLeaderError) when this node does not lead g.
+//
+// A directory command is then published (Node.Publish): the node that
+// relayed it waits until its own replica has applied it (forward), and
+// hashicorp/raft would tell that follower the entry committed only with
+// the directory's next entry, CommitTimeout later in a quiet directory
+// (the first push to a new queue through a follower took ~80 ms). The
+// barrier Publish appends carries the commit index to every follower
+// within a round trip. A data group's command is not published: its
+// relaying node answers its client without waiting, and a read there that
+// finds its replica behind asks this leader's read index, which publishes
+// (server/relay, Reads.Settle).
 func (h *Host) ProposeEntry(ctx context.Context, g uint32, entry []byte) (engine.Result, error) {
 	if int(g) >= len(h.nodes) {
 		return engine.Result{}, fmt.Errorf("%w: group %d does not exist", engine.ErrInvalid, g)
@@ -97,6 +111,9 @@ func (h *Host) ProposeEntry(ctx context.Context, g uint32, entry []byte) (engine
 		return engine.Result{}, h.groupError(g, raft.ErrNotLeader) // held elsewhere: the asker looks again
 	}
 	r, err := n.ProposeEntry(ctx, g, entry)
+	if g == raft.Directory && err == nil {
+		n.Publish(n.Applied())
+	}
 	return r, h.groupError(g, err)
 }
 

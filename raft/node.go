@@ -2,6 +2,7 @@ package raft
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -376,6 +377,7 @@ func raftConfig(opts Options, d *disk) *hraft.Config {
 	cfg.HeartbeatTimeout = opts.HeartbeatTimeout
 	cfg.ElectionTimeout = opts.ElectionTimeout
 	cfg.LeaderLeaseTimeout = opts.LeaderLeaseTimeout
+	cfg.CommitTimeout = cmp.Or(opts.CommitTimeout, cfg.CommitTimeout)
 	cfg.SnapshotThreshold = opts.SnapshotThreshold
 	cfg.TrailingLogs = opts.TrailingLogs
 	cfg.SnapshotInterval = opts.SnapshotInterval

@@ -109,6 +109,14 @@ type Options struct {
 	HeartbeatTimeout   time.Duration
 	ElectionTimeout    time.Duration
 	LeaderLeaseTimeout time.Duration
+	// CommitTimeout is how long a leader with no new entry to send waits
+	// (up to twice as long, at random) before it sends its followers the
+	// commit index anyway (raft's default, 50 ms): its heartbeats carry
+	// none, so a follower learns that an entry committed with the next
+	// entries after it, or this long after. What a follower must learn
+	// sooner is published (Node.Publish). Tests raise it to show that
+	// nothing waits for it.
+	CommitTimeout time.Duration
 	// SnapshotThreshold is how many log entries since the last snapshot
 	// trigger a new one; TrailingLogs how many entries a snapshot leaves
 	// behind for slow followers; SnapshotInterval how often to check.
@@ -161,6 +169,7 @@ func DefaultOptions() Options {
 		HeartbeatTimeout:   1000 * time.Millisecond,
 		ElectionTimeout:    1000 * time.Millisecond,
 		LeaderLeaseTimeout: 500 * time.Millisecond,
+		CommitTimeout:      50 * time.Millisecond,
 		// A snapshot is a fsync and a 13-byte file (snapstore.go), so it is
 		// taken often: a restart reads at most the log since the last one.
 		SnapshotThreshold: 256,
@@ -190,6 +199,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("raft: options: Logger is required")
 	case o.ApplyTimeout <= 0 || o.MaxInFlight < 1 || o.MaxBatchCommands < 1 || o.LogCacheBytes < 1 || o.VersionInterval <= 0:
 		return fmt.Errorf("raft: options: ApplyTimeout, MaxInFlight, MaxBatchCommands, LogCacheBytes and VersionInterval must be positive")
+	case o.CommitTimeout != 0 && o.CommitTimeout < time.Millisecond:
+		return fmt.Errorf("raft: options: CommitTimeout must be 1ms or more (0: raft's default)")
 	}
 	for _, p := range o.Peers {
 		if p.ID == "" || p.Addr == "" {

@@ -240,6 +240,13 @@ func (r *Reads) NoteIndex(g uint32, index uint64) {
 // for an answer this node writes from its own state right after a write
 // (a maintenance switch). Past ReadIndexTimeout it returns anyway, and
 // the wait is counted (queen_applied_wait_timeouts_total).
+//
+// A replica that is behind asks its leader's read index meanwhile (its
+// answer is not waited for, nor its index): the leader, answering,
+// publishes its applied index (raft.Node.Publish), so this follower
+// learns that its write committed within a round trip, where
+// hashicorp/raft would tell it with the group's next entry, CommitTimeout
+// (50-100 ms) later in a quiet group. What the read waits for is the same.
 func (r *Reads) Settle() {
 	if r == nil {
 		return
@@ -261,6 +268,11 @@ func (r *Reads) awaitIndexUntil(n *raft.Node, index uint64, deadline time.Time) 
 	}
 	c, cancel := context.WithDeadline(r.o.Ctx, deadline)
 	defer cancel()
+	if !r.o.Closed && !n.IsLeader() {
+		// Only the leader's Publish is wanted: the answer is dropped, and
+		// the goroutine leaves with c.
+		go func() { _, _ = r.asks[n.GroupID()].Do(c) }()
+	}
 	if err := n.WaitApplied(c, index); err != nil {
 		r.slow.Inc()
 		r.o.Logger.Debug("relayed write: not applied here in time", "group", n.GroupID(), "index", index, "err", err)

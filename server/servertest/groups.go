@@ -34,6 +34,9 @@ type Groups struct {
 	// replicas is each data group's voters (cluster.HostOptions.Replicas; 0:
 	// every node).
 	replicas int
+	// tune, when set, changes every node's host options before it opens
+	// (StartGroupsTuned).
+	tune func(*cluster.HostOptions)
 }
 
 // GroupNode is one node of Groups.
@@ -64,7 +67,20 @@ func StartGroups(t testing.TB, n, groups int, adjust func(i int, o *server.Optio
 // expects.
 func StartGroupsOf(t testing.TB, n, groups, replicas int, adjust func(i int, o *server.Options)) *Groups {
 	t.Helper()
-	c := &Groups{t: t, replicas: replicas}
+	return startGroups(t, &Groups{t: t, replicas: replicas}, n, groups, adjust)
+}
+
+// StartGroupsTuned is StartGroups with tune changing every node's host
+// options (its Raft options are their Node) before it opens, after the
+// cluster's own: a test's slower timers, say.
+func StartGroupsTuned(t testing.TB, n, groups int, tune func(*cluster.HostOptions), adjust func(i int, o *server.Options)) *Groups {
+	t.Helper()
+	return startGroups(t, &Groups{t: t, tune: tune}, n, groups, adjust)
+}
+
+func startGroups(t testing.TB, c *Groups, n, groups int, adjust func(i int, o *server.Options)) *Groups {
+	t.Helper()
+	replicas := c.replicas
 	// The Raft ports are picked free and released before the hosts bind
 	// them, so another process's outgoing connection may take one in
 	// between (the kernel hands out the same range): the whole cluster then
@@ -198,8 +214,12 @@ func (c *Groups) start(i int, peers []raft.Peer, dir string, groups int, adjust 
 	// that the cluster reaches this binary's command version (the outbox's
 	// commands need 2) a moment after start.
 	o.Versions, o.VersionInterval = fwd, 200*time.Millisecond
-	h, err := cluster.OpenHost(cluster.HostOptions{Node: o, Groups: groups, Replicas: c.replicas, SpreadInterval: 50 * time.Millisecond, LoadInterval: 500 * time.Millisecond,
-		SpreadHold: 300 * time.Millisecond, Forward: fwd, OnMove: meter.NewMoves(node.Metrics).Record})
+	ho := cluster.HostOptions{Node: o, Groups: groups, Replicas: c.replicas, SpreadInterval: 50 * time.Millisecond, LoadInterval: 500 * time.Millisecond,
+		SpreadHold: 300 * time.Millisecond, Forward: fwd, OnMove: meter.NewMoves(node.Metrics).Record}
+	if c.tune != nil {
+		c.tune(&ho)
+	}
+	h, err := cluster.OpenHost(ho)
 	if err != nil {
 		ln.Close()
 		return nil, nil, fmt.Errorf("open host %s: %w", node.ID, err)
@@ -247,6 +267,7 @@ func (c *Groups) WaitLeaders() map[uint32]int {
 	c.t.Helper()
 	var last string
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		c.publish()
 		leaders, why := c.agreed()
 		if why == "" {
 			return leaders
@@ -255,6 +276,21 @@ func (c *Groups) WaitLeaders() map[uint32]int {
 	}
 	c.t.Fatalf("groups did not settle in 30 s: %s", last)
 	return nil
+}
+
+// publish has every group's leader publish what it applied
+// (raft.Node.Publish): a leader's address reaches a follower with the
+// entry that announces it, applied there once the follower learns that it
+// committed, which a cluster whose leaders send the commit index late
+// (StartGroupsTuned, raft.Options.CommitTimeout) would not tell it.
+func (c *Groups) publish() {
+	for _, n := range c.Nodes {
+		for _, g := range n.Host.Groups() {
+			if r := n.Host.Group(g); r != nil && r.IsLeader() {
+				r.Publish(r.Applied())
+			}
+		}
+	}
 }
 
 // agreed is each group's leader's index when the groups are settled
