@@ -271,7 +271,7 @@ func (r *Reads) awaitIndexUntil(n *raft.Node, index uint64, deadline time.Time) 
 	if !r.o.Closed && !n.IsLeader() {
 		// Only the leader's Publish is wanted: the answer is dropped, and
 		// the goroutine leaves with c.
-		go func() { _, _ = r.asks[n.GroupID()].Do(c) }()
+		go func() { _, _ = r.ask(c, n) }()
 	}
 	if err := n.WaitApplied(c, index); err != nil {
 		r.slow.Inc()
