@@ -396,8 +396,14 @@ func (e *Engine) scopeIsEmpty(now int64, cmd PopCmd) bool {
 	}
 	sc := e.popScope(&cmd, group)
 	empty := func(p *partition) bool {
-		if p.cursors[group] == nil {
-			return false // first contact: the pop seeds a cursor
+		if p.cursors[group] == nil && (p.rec.Next > p.rec.Start || (group != QueueMode && p.q.subs[group] == nil)) {
+			// First contact: the pop seeds a cursor. Not on a partition
+			// that holds no message, where the cursor a later pop seeds is
+			// the same (seed: the oldest message in queue mode, from the
+			// stored subscription for a named group); else a discovery pop
+			// over several groups would be sent to every group with a
+			// partition no pop has reached yet, and deliver nothing there.
+			return false
 		}
 		return !e.mayHavePending(now, p, group)
 	}

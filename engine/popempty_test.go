@@ -39,4 +39,11 @@ func TestPopCmd_Skip(t *testing.T) {
 	h.PushOne("q", "", "m2", `{}`)
 	check("new message", engine.PopCmd{Queue: "q", Group: "g", Batch: 1}, false)
 	check("unknown partition", engine.PopCmd{Queue: "q", Partition: "nope", Batch: 1}, true)
+	// A partition no pop has reached, holding no message: a later pop seeds
+	// the same cursor, so there is nothing to run (a discovery pop over
+	// several groups would otherwise be sent to every such group).
+	h.Configure(engine.ConfigureCmd{Queue: "e"})
+	check("empty partition, first contact, queue mode", engine.PopCmd{Queue: "e", Batch: 1}, true)
+	check("empty queue, named group's first pop records its subscription", engine.PopCmd{Queue: "e", Group: "g2", Batch: 1}, false)
+	check("empty queue, named group subscribed", engine.PopCmd{Queue: "e", Group: "g2", Batch: 1}, true)
 }
