@@ -368,7 +368,9 @@ type keepOpen struct {
 	once   sync.Once
 }
 
-func newKeepOpen(s *streamLayer) *keepOpen { return &keepOpen{streamLayer: s, closed: make(chan struct{})} }
+func newKeepOpen(s *streamLayer) *keepOpen {
+	return &keepOpen{streamLayer: s, closed: make(chan struct{})}
+}
 
 func (k *keepOpen) Accept() (net.Conn, error) {
 	select {
