@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -267,6 +268,26 @@ func (h *Host) replica(g uint32) *raft.Node {
 		return nil
 	}
 	return h.nodes[g].Load()
+}
+
+// served is this node's replica of group g when it serves g from it
+// (hosts), else nil: read once, so that a replica retired meanwhile
+// (placed.go) is never used after the check.
+func (h *Host) served(g uint32) *raft.Node {
+	n := h.replica(g)
+	if n == nil || !h.hosts(g) {
+		return nil
+	}
+	return n
+}
+
+// logger is group g's logger: its replica's here, or the directory's
+// naming g when this node holds none.
+func (h *Host) logger(g uint32) *slog.Logger {
+	if n := h.replica(g); n != nil {
+		return n.Logger()
+	}
+	return h.directory().Logger().With("group", g)
 }
 
 // directory is this node's replica of the directory, which every node

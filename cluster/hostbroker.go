@@ -132,10 +132,11 @@ const streamGroup uint32 = 1
 // on proposes c on group g here, or answers NotLeaderError (this node
 // does not lead g, or does not host it).
 func (h *Host) on(ctx context.Context, g uint32, c engine.Command) (engine.Result, error) {
-	if !h.hosts(g) {
+	n := h.served(g)
+	if n == nil {
 		return engine.Result{}, h.groupError(g, raft.ErrNotLeader)
 	}
-	r, err := h.replica(g).Propose(ctx, c)
+	r, err := n.Propose(ctx, c)
 	return r, h.groupError(g, err)
 }
 
@@ -230,7 +231,11 @@ func (h *Host) leaseGroup(ctx context.Context, id engine.ID) (uint32, error) {
 // holds everything any node answered).
 func (h *Host) lookup(ctx context.Context, holds func(*raft.Node) (string, bool), ask command.Lookup) (uint32, error) {
 	if g, q := h.holder(holds); g != 0 {
-		if _, frozen := h.replica(g).Engine().Frozen(q); !frozen {
+		n := h.replica(g)
+		if n == nil {
+			return g, nil // retired since: its leader has it
+		}
+		if _, frozen := n.Engine().Frozen(q); !frozen {
 			return g, nil
 		}
 		// A move froze it there: the directory's leader knows where it
@@ -263,10 +268,11 @@ func (h *Host) lookup(ctx context.Context, holds func(*raft.Node) (string, bool)
 func (h *Host) holder(holds func(*raft.Node) (string, bool)) (uint32, string) {
 	found, queue := uint32(0), ""
 	for g := 1; g < len(h.nodes); g++ {
-		if !h.hosts(uint32(g)) {
+		n := h.served(uint32(g))
+		if n == nil {
 			continue
 		}
-		q, ok := holds(h.replica(uint32(g)))
+		q, ok := holds(n)
 		if !ok {
 			continue
 		}
@@ -560,8 +566,8 @@ func (h *Host) discover(ctx context.Context, c engine.PopCmd) (engine.Result, er
 	var later, remote []uint32 // may deliver as this node sees it, led elsewhere; not hosted here
 	for k := range data {
 		g := uint32(1 + (start+k)%data)
-		switch n := h.replica(g); {
-		case !h.hosts(g):
+		switch n := h.served(g); {
+		case n == nil:
 			remote = append(remote, g)
 		case !n.IsLeader() && n.Behind():
 			// The replica here has not applied a push this node relayed
@@ -674,10 +680,11 @@ func (h *Host) Barrier(ctx context.Context) error {
 // naming its leader, when this node does not host it, and the edge
 // forwards the read there.
 func (h *Host) LeaderRead(ctx context.Context) error {
-	if !h.hosts(streamGroup) {
+	n := h.served(streamGroup)
+	if n == nil {
 		return h.groupError(streamGroup, raft.ErrNotLeader)
 	}
-	return h.groupError(streamGroup, h.replica(streamGroup).LeaderRead(ctx))
+	return h.groupError(streamGroup, n.LeaderRead(ctx))
 }
 
 // Status is the directory's: its leader is the cluster's for what is not a
@@ -686,10 +693,11 @@ func (h *Host) LeaderRead(ctx context.Context) error {
 func (h *Host) Status() raft.Status {
 	st := h.directory().Status()
 	for g := uint32(1); int(g) < len(h.nodes); g++ {
-		if !h.hosts(g) {
+		n := h.served(g)
+		if n == nil {
 			continue // a group led elsewhere: its version and faults are its nodes'
 		}
-		gs := h.replica(g).Status()
+		gs := n.Status()
 		st.StorageErrors = max(st.StorageErrors, gs.StorageErrors)
 		st.ClusterVersion = min(st.ClusterVersion, gs.ClusterVersion)
 		if st.Fault == "" {
@@ -708,12 +716,13 @@ func (h *Host) Versions() []raft.NodeVersion { return h.directory().Versions() }
 // of voters the directory records: this node follows no leader of it, and
 // /health, which needs every group led, would call the node unhealthy.
 func (h *Host) GroupStatus(g uint32) raft.Status {
-	if !h.hosts(g) {
+	n := h.served(g)
+	if n == nil {
 		st := h.leaderOf(g)
 		st.Voters = len(h.layoutRecord(g).Voters)
 		return st
 	}
-	return h.replica(g).Status()
+	return n.Status()
 }
 
 // Maintenance reports the cluster-wide maintenance switches, which the

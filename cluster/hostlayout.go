@@ -177,11 +177,11 @@ func (h *Host) catchUpToServe(g uint32, f func(context.Context, uint32) error) {
 	}()
 	if err := f(ctx, g); err != nil {
 		h.serving[g].CompareAndSwap(servingCatching, servingOff)
-		h.replica(g).Logger().Debug("raft: host: catch up before serving the group; trying again", "err", err)
+		h.logger(g).Debug("raft: host: catch up before serving the group; trying again", "err", err)
 		return
 	}
 	if h.serving[g].CompareAndSwap(servingCatching, servingOn) {
-		h.replica(g).Logger().Info("raft: host: this node serves the group from its replica")
+		h.logger(g).Info("raft: host: this node serves the group from its replica")
 	}
 }
 
@@ -197,8 +197,8 @@ func (h *Host) layoutRecord(g uint32) command.GroupLayout {
 // as this node's replica follows it when it hosts g, else as the
 // directory records it.
 func (h *Host) leaderOf(g uint32) raft.Status {
-	if h.hosts(g) {
-		st := h.replica(g).Status()
+	if n := h.served(g); n != nil {
+		st := n.Status()
 		st.LeaderHTTP = h.httpOf(st)
 		return st
 	}
@@ -294,8 +294,8 @@ func (h *Host) Layout() raft.Layout {
 		l.Nodes[i].HTTP = h.httpAddr(l.Nodes[i].ID)
 	}
 	for g := range h.nodes {
-		if h.hosts(uint32(g)) {
-			l.Groups = append(l.Groups, h.replica(uint32(g)).Layout().Groups...)
+		if n := h.served(uint32(g)); n != nil {
+			l.Groups = append(l.Groups, n.Layout().Groups...)
 			continue
 		}
 		rec := h.layoutRecord(uint32(g))

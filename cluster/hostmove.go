@@ -283,6 +283,9 @@ func (h *Host) copyQueue(ctx context.Context, m command.Move, p *MoveProgress, s
 		took = append(took, fmt.Sprintf("freeze_g%d", g), time.Since(t).Round(time.Millisecond))
 	}
 	src := h.replica(m.From)
+	if src == nil {
+		return engine.ID{}, h.groupError(m.From, raft.ErrNotLeader) // retired since the move began here
+	}
 	t := time.Now()
 	deadline := time.Now().Add(h.opts.PartWait)
 	for {
@@ -574,8 +577,8 @@ func (h *Host) recoverMarks() {
 	defer cancel()
 	seen := map[strayMark]time.Time{}
 	for g := 1; g < len(h.nodes); g++ {
-		n := h.replica(uint32(g))
-		if !h.hosts(uint32(g)) || !n.IsLeader() {
+		n := h.served(uint32(g))
+		if n == nil || !n.IsLeader() {
 			continue
 		}
 		log, e := n.Logger(), n.Engine()
@@ -642,11 +645,12 @@ func (h *Host) dropCopy(ctx context.Context, g uint32, queue string) error {
 // g's leader when this node does not host g: it holds no replica of g,
 // or a stale one.
 func (h *Host) copyID(g uint32, queue string) (engine.ID, bool, error) {
-	if !h.hosts(g) {
+	n := h.served(g)
+	if n == nil {
 		a, err := readRemote[engine.ID](h, g, readRequest{Op: readCopyID, Name: queue})
 		return a.Value, a.Found, err
 	}
-	id, ok := heldCopy(h.replica(g).Engine(), queue)
+	id, ok := heldCopy(n.Engine(), queue)
 	return id, ok, nil
 }
 

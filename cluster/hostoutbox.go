@@ -179,7 +179,7 @@ func (h *Host) deliverOutbox(ctx context.Context, home uint32, rows []engine.Out
 	parts, err := split(len(items), memo(func(i int) string { return items[i].Queue },
 		func(q string) (uint32, error) { return h.groupOf(ctx, q) }))
 	if err != nil {
-		h.replica(home).Logger().Warn("raft: outbox: find the pushes' groups; the loop delivers them", "err", err)
+		h.logger(home).Warn("raft: outbox: find the pushes' groups; the loop delivers them", "err", err)
 		return out
 	}
 	res, err := runSplit(ctx, h, parts, items, func(items []engine.PushItem) engine.Command { return engine.PushCmd{Items: items} },
@@ -187,7 +187,7 @@ func (h *Host) deliverOutbox(ctx context.Context, home uint32, rows []engine.Out
 			return engine.PushResult{Status: engine.Rejected, TransactionID: it.TransactionID, Queue: it.Queue, Partition: it.Partition, Err: err}
 		})
 	if err != nil {
-		h.replica(home).Logger().Warn("raft: outbox: deliver; the loop delivers what is left", "err", err)
+		h.logger(home).Warn("raft: outbox: deliver; the loop delivers what is left", "err", err)
 		return out
 	}
 	var done []engine.ID
@@ -207,7 +207,7 @@ func (h *Host) deliverOutbox(ctx context.Context, home uint32, rows []engine.Out
 			done = append(done, rows[i].ID)
 			out[i] = r
 		case errors.Is(r.Err, engine.ErrInvalid):
-			h.replica(home).Logger().Error("raft: outbox: the target refuses a push a transaction committed; dropping it",
+			h.logger(home).Error("raft: outbox: the target refuses a push a transaction committed; dropping it",
 				"queue", r.Queue, "transaction_id", r.TransactionID, "err", r.Err)
 			done = append(done, rows[i].ID)
 			out[i] = r
@@ -217,7 +217,7 @@ func (h *Host) deliverOutbox(ctx context.Context, home uint32, rows []engine.Out
 		r, err := h.run(ctx, home, engine.OutboxDeleteCmd{Rows: done})
 		if err = errors.Join(err, r.Err); err != nil {
 			// The rows stay: a redelivery is a duplicate, and deletes them.
-			h.replica(home).Logger().Warn("raft: outbox: delete delivered rows", "rows", len(done), "err", err)
+			h.logger(home).Warn("raft: outbox: delete delivered rows", "rows", len(done), "err", err)
 		}
 	}
 	return out

@@ -52,10 +52,10 @@ type Forwarder interface {
 // write is done whatever the wait gives.
 func (h *Host) forward(ctx context.Context, addr string, g uint32, entry []byte) (engine.Result, error) {
 	r, applied, err := h.opts.Forward.Forward(ctx, addr, g, entry)
-	if err != nil || applied == 0 || !h.hosts(g) {
+	n := h.served(g)
+	if err != nil || applied == 0 || n == nil {
 		return r, err
 	}
-	n := h.replica(g)
 	n.NoteWritten(applied)
 	if g != raft.Directory && ctx.Value(noApplyWait{}) != nil {
 		return r, nil
@@ -126,8 +126,8 @@ func (h *Host) run(ctx context.Context, g uint32, c engine.Command) (engine.Resu
 	deadline := time.Now().Add(addressWait)
 	for {
 		r, err := engine.Result{}, error(raft.ErrNotLeader)
-		if h.hosts(g) {
-			r, err = h.replica(g).Propose(ctx, c)
+		if n := h.served(g); n != nil {
+			r, err = n.Propose(ctx, c)
 		}
 		electing := errors.Is(err, raft.ErrNoLeader)
 		if !electing && (!errors.Is(err, raft.ErrNotLeader) || h.opts.Forward == nil) {
@@ -231,7 +231,7 @@ func (h *Host) runPart(ctx context.Context, g uint32, c engine.Command) (engine.
 // through the Forwarder to g's leader; ErrNotLeader (nothing proposed) when
 // that leader's address is not known yet.
 func (h *Host) attempt(ctx context.Context, g uint32, a *attempt) (engine.Result, error) {
-	if n := h.replica(g); h.hosts(g) && n.IsLeader() {
+	if n := h.served(g); n != nil && n.IsLeader() {
 		if a.seed == (engine.ID{}) {
 			return n.Propose(ctx, a.cmd)
 		}
@@ -299,8 +299,8 @@ func (a *attempt) retryable(h *Host, g uint32) bool {
 			found bool
 			err   error
 		)
-		if h.hosts(g) && !h.replica(g).Behind() {
-			cfg, found = h.replica(g).Engine().QueueConfig(pg.Queue)
+		if n := h.served(g); n != nil && !n.Behind() {
+			cfg, found = n.Engine().QueueConfig(pg.Queue)
 		} else {
 			cfg, found, err = remoteGroup{h: h, g: g}.checkedQueueConfig(pg.Queue)
 		}

@@ -61,8 +61,8 @@ type groupReader interface {
 // reader is where a read of group g is answered: this node's replica
 // when it hosts g, else g's leader.
 func (h *Host) reader(g uint32) groupReader {
-	if h.hosts(g) {
-		return h.replica(g)
+	if n := h.served(g); n != nil {
+		return n
 	}
 	return remoteGroup{h: h, g: g}
 }
@@ -137,8 +137,8 @@ func (h *Host) AnswerRead(ctx context.Context, g uint32, req []byte) ([]byte, er
 	if g == raft.Directory || int(g) >= len(h.nodes) {
 		return nil, fmt.Errorf("%w: group %d holds no queues", engine.ErrInvalid, g)
 	}
-	n := h.replica(g)
-	if !h.hosts(g) {
+	n := h.served(g)
+	if n == nil {
 		return nil, h.groupError(g, raft.ErrNotLeader)
 	}
 	if _, err := n.ReadIndex(ctx); err != nil {
@@ -367,8 +367,8 @@ func (h *Host) CheckedQueueConfig(name string) (engine.Config, bool, error) {
 	if err != nil {
 		return engine.Config{}, false, err
 	}
-	if h.hosts(g) {
-		cfg, ok := h.replica(g).QueueConfig(name)
+	if n := h.served(g); n != nil {
+		cfg, ok := n.QueueConfig(name)
 		return cfg, ok, nil
 	}
 	return remoteGroup{h: h, g: g}.checkedQueueConfig(name)

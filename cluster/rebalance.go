@@ -93,6 +93,9 @@ func (h *Host) stepGroup(g uint32) {
 // result in the configuration.
 func (h *Host) carryOut(g uint32, step command.ReplicaStep) {
 	n := h.replica(g) // g's leader's
+	if n == nil {
+		return
+	}
 	conf, err := n.Configuration()
 	if err != nil {
 		return
@@ -142,6 +145,9 @@ func (h *Host) carryOut(g uint32, step command.ReplicaStep) {
 // names (keep): an abandoned step's.
 func (h *Host) dropStrayNonvoters(g uint32, keep string) {
 	n := h.replica(g) // g's leader's
+	if n == nil {
+		return
+	}
 	conf, err := n.Configuration()
 	if err != nil {
 		return
