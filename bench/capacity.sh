@@ -3,7 +3,8 @@
 # how the work divides at a fixed load; this shows what the cluster carries
 # when every node has the same small CPU share: each node runs in its own
 # cgroup v1 cpu group (/sys/fs/cgroup/cpu/queen-cap-<i>), capped at CAP
-# microseconds of CPU per 100,000 (default 12,000: 0.12 core), so two shared
+# microseconds of CPU per PERIOD (default 12,000 of 100,000: 0.12 core,
+# throttled for the rest of each 100 ms once used up), so two shared
 # cores can stand in for N small machines. For each N in NS (default 3 6 9)
 # a fresh cluster of N nodes with G = N groups and R = 3 (--balance=false,
 # a cluster secret) is saturated with 1 KiB JSON pushes in batches of 50
@@ -22,6 +23,8 @@
 #   sudo bench/capacity.sh                        # about 7 minutes
 #   NS="3 9" ROUNDS=3 DUR=30s CAP=12000 bench/capacity.sh
 #   QUEEN=/path/to/queen bench/capacity.sh        # a prebuilt binary
+#   CAP=1200 PERIOD=10000 bench/capacity.sh       # the same share in 10 ms periods
+#   OUT=runs.jsonl bench/capacity.sh              # and keep each run's figures
 #   PROFILE=/tmp/prof bench/capacity.sh           # and one more run at N = PROFILE_N
 #         (default 9) with --pprof on every node: the busiest node's CPU
 #         profile and its top functions are kept in /tmp/prof
@@ -49,7 +52,7 @@ NS=${NS:-3 6 9}
 ROUNDS=${ROUNDS:-2}
 DUR=${DUR:-20s}
 CAP=${CAP:-12000}
-PERIOD=100000
+PERIOD=${PERIOD:-100000}
 PROFILE=${PROFILE:-}
 PROFILE_N=${PROFILE_N:-9}
 HTTP_BASE=23622 RAFT_BASE=23722 PPROF_BASE=23822
@@ -78,12 +81,12 @@ Q=${QUEEN:-$W/queen}
 echo "the cluster secret of a capacity.sh run" >"$W/secret"
 TICK=$(getconf CLK_TCK)
 
-# usage N PIDS...: one line "wall_ns idle_ticks total_ticks" for the
-# machine, then per node "cpu_ticks nr_periods nr_throttled".
+# usage N PIDS...: one line "wall_ns idle_ticks total_ticks steal_ticks"
+# for the machine, then per node "cpu_ticks nr_periods nr_throttled".
 usage() {
 	local n=$1 i
 	shift
-	echo "$(date +%s%N) $(awk '/^cpu / {t = 0; for (f = 2; f <= NF; f++) t += $f; print $5 + $6, t}' /proc/stat)"
+	echo "$(date +%s%N) $(awk '/^cpu / {t = 0; for (f = 2; f <= NF; f++) t += $f; print $5 + $6, t, $9}' /proc/stat)"
 	for i in $(seq 1 "$n"); do
 		echo "$(awk '{print $14 + $15}' "/proc/$1/stat") $(awk '/^nr_periods/ {p = $2} /^nr_throttled/ {t = $2} END {print p, t}' "$CG/queen-cap-$i/cpu.stat")"
 		shift
@@ -162,12 +165,13 @@ a = [[int(x) for x in l.split()] for l in open(sys.argv[8])]
 gen = sum(float(x) for x in open(sys.argv[9]).read().split())
 wall = (a[0][0] - b[0][0]) / 1e9
 idle = (a[0][1] - b[0][1]) / max(1, a[0][2] - b[0][2])
+steal = (a[0][3] - b[0][3]) / max(1, a[0][2] - b[0][2])
 cpu = [(a[i][0] - b[i][0]) / tick for i in range(1, n + 1)]
 share = [c / wall / (cap / period) for c in cpu]
 throttled = [(a[i][2] - b[i][2]) / max(1, a[i][1] - b[i][1]) for i in range(1, n + 1)]
 push = r["ops"]["push"]
 print(json.dumps({"label": label, "n": n, "rate": push["msgs_per_s"], "p99_ms": push["latency_ms"]["p99"],
-                  "errors": sum(r.get("errors", {}).values()), "wall": wall, "idle": idle, "gen_cpu": gen,
+                  "errors": r.get("errors") or {}, "pushed": r["pushed"], "wall": wall, "idle": idle, "steal": steal, "gen_cpu": gen,
                   "cpu": cpu, "share": share, "throttled": throttled, "load": sys.argv[10]}))
 EOF
 	if [ -n "$prof" ]; then
@@ -191,21 +195,27 @@ for k in $(seq 1 "$ROUNDS"); do
 	done
 done
 [ -z "$PROFILE" ] || run "$PROFILE_N" "N$PROFILE_N prof" prof
+[ -z "${OUT:-}" ] || cp "$W/results" "$OUT"
 
 python3 - "$W/results" "$NS" <<'EOF'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 ns = [int(x) for x in sys.argv[2].split()]
-print(f"{'run':9} {'msgs/s':>7} {'p99 ms':>7} {'errors':>6} {'busiest':>8} {'% cap':>6} {'least % cap':>11} "
-      f"{'mean % cap':>10} {'thr %':>6} {'gen CPU s':>9} {'idle %':>6}  load")
+print(f"{'run':9} {'msgs/s':>7} {'p99 ms':>7} {'errors':>6} {'us/msg':>6} {'busiest':>8} {'% cap':>6} {'least % cap':>11} "
+      f"{'mean % cap':>10} {'thr %':>6} {'gen CPU s':>9} {'idle %':>6} {'steal %':>7}  load")
 for r in rows:
     s = r["share"]
     top = s.index(max(s))
-    print(f"{r['label']:9} {r['rate']:7.0f} {r['p99_ms'] or 0:7.1f} {r['errors']:6d} {'n' + str(top + 1):>8} "
+    print(f"{r['label']:9} {r['rate']:7.0f} {r['p99_ms'] or 0:7.1f} {sum(r['errors'].values()):6d} "
+          f"{1e6 * sum(r['cpu']) / max(1, r['pushed']):6.1f} {'n' + str(top + 1):>8} "
           f"{100 * s[top]:6.0f} {100 * min(s):11.0f} {100 * sum(s) / len(s):10.0f} {100 * r['throttled'][top]:6.0f} "
-          f"{r['gen_cpu']:9.1f} {100 * r['idle']:6.0f}  {r['load']}")
-print("(% cap: a node's CPU seconds over the run against its cap; thr %: the share of CFS periods in which")
-print(" the busiest node was throttled; idle %: the machine's idle CPU over the run)")
+          f"{r['gen_cpu']:9.1f} {100 * r['idle']:6.0f} {100 * r['steal']:7.1f}  {r['load']}")
+print("(us/msg: the nodes' CPU summed, per message pushed; % cap: a node's CPU seconds over the run against")
+print(" its cap; thr %: the share of CFS periods in which the busiest node was throttled; idle %, steal %: the")
+print(" machine's idle CPU and the CPU its hypervisor took, over the run)")
+for r in rows:
+    if r["errors"]:
+        print(f"{r['label']}: errors " + ", ".join(f"{k} {v}" for k, v in sorted(r["errors"].items())))
 measured = [r for r in rows if not r["label"].endswith("prof")]
 rounds = {}
 for r in measured:
