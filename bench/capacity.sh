@@ -25,6 +25,8 @@
 #   QUEEN=/path/to/queen bench/capacity.sh        # a prebuilt binary
 #   CAP=1200 PERIOD=10000 bench/capacity.sh       # the same share in 10 ms periods
 #   OUT=runs.jsonl bench/capacity.sh              # and keep each run's figures
+#   CONNS_PER_NODE=8 bench/capacity.sh            # offered concurrency grows with N
+#                                                 # (default CONNS=24 whatever N)
 #   PROFILE=/tmp/prof bench/capacity.sh           # and one more run at N = PROFILE_N
 #         (default 9) with --pprof on every node: the busiest node's CPU
 #         profile and its top functions are kept in /tmp/prof
@@ -115,8 +117,9 @@ EOF
 # each node in its capped cgroup; with "prof" every node serves pprof and
 # a CPU profile of each is taken over the measured run.
 run() {
-	local n=$1 label=$2 prof=${3:-} pids=() peers="" urls="" i
-	rm -rf "$W"/n* "$W"/prof-*
+	local n=$1 label=$2 prof=${3:-} pids=() peers="" urls="" i conns=${CONNS:-24}
+	[ -z "${CONNS_PER_NODE:-}" ] || conns=$((CONNS_PER_NODE * n))
+	rm -rf "$W"/data "$W"/prof-*
 	for i in $(seq 1 "$n"); do
 		peers+="${peers:+,}n$i@127.0.0.1:$((RAFT_BASE + 10 * i))"
 		urls+="${urls:+,}http://127.0.0.1:$((HTTP_BASE + 10 * i))"
@@ -125,7 +128,7 @@ run() {
 		# The subshell joins the cgroup, then becomes the node: capped from its first instruction.
 		(
 			echo "$BASHPID" >"$CG/queen-cap-$i/cgroup.procs"
-			exec "$Q" serve --data "$W/n$i" --node-id n$i --http 127.0.0.1:$((HTTP_BASE + 10 * i)) --raft 127.0.0.1:$((RAFT_BASE + 10 * i)) \
+			exec "$Q" serve --data "$W/data/n$i" --node-id n$i --http 127.0.0.1:$((HTTP_BASE + 10 * i)) --raft 127.0.0.1:$((RAFT_BASE + 10 * i)) \
 				--peers "$peers" --groups "$n" --replicas 3 --balance=false --cluster-secret-file "$W/secret" --log-level warn \
 				${prof:+--pprof 127.0.0.1:$((PPROF_BASE + 10 * i))} 2>>"$W/n$i.log"
 		) &
@@ -143,7 +146,7 @@ run() {
 	done
 	sleep 12 # leaderships spread (SpreadHold)
 	# Warm up: the queues are placed and the connections open.
-	"$Q" bench --url "$urls" --batch 50 --queues 12 --conns 24 --size 1024 --duration 5s --queue cap --json >/dev/null
+	"$Q" bench --url "$urls" --batch 50 --queues 12 --conns "$conns" --size 1024 --duration 5s --queue cap --json >/dev/null
 	local curls=()
 	if [ -n "$prof" ]; then
 		for i in $(seq 1 "$n"); do
@@ -152,12 +155,13 @@ run() {
 		done
 	fi
 	usage "$n" "${pids[@]}" >"$W/before"
+	for i in $(seq 1 "$n"); do stat -c %s "$W/n$i.log"; done >"$W/logsize"
 	local TIMEFORMAT='%U %S'
-	{ time "$Q" bench --url "$urls" --batch 50 --queues 12 --conns 24 --size 1024 --duration "$DUR" --queue cap --json >"$W/report.json"; } 2>"$W/gen"
+	{ time "$Q" bench --url "$urls" --batch 50 --queues 12 --conns "$conns" --size 1024 --duration "$DUR" --queue cap --json >"$W/report.json"; } 2>"$W/gen"
 	usage "$n" "${pids[@]}" >"$W/after"
 	[ ${#curls[@]} = 0 ] || wait "${curls[@]}" || true
-	python3 - "$label" "$n" "$TICK" "$CAP" "$PERIOD" "$W/report.json" "$W/before" "$W/after" "$W/gen" "$(cut -d' ' -f1-3 /proc/loadavg)" >>"$W/results" <<'EOF'
-import json, sys
+	python3 - "$label" "$n" "$TICK" "$CAP" "$PERIOD" "$W/report.json" "$W/before" "$W/after" "$W/gen" "$(cut -d' ' -f1-3 /proc/loadavg)" "$W" "$conns" >>"$W/results" <<'EOF'
+import collections, json, re, sys
 label, n, tick, cap, period = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 r = json.load(open(sys.argv[6]))
 b = [[int(x) for x in l.split()] for l in open(sys.argv[7])]
@@ -170,7 +174,16 @@ cpu = [(a[i][0] - b[i][0]) / tick for i in range(1, n + 1)]
 share = [c / wall / (cap / period) for c in cpu]
 throttled = [(a[i][2] - b[i][2]) / max(1, a[i][1] - b[i][1]) for i in range(1, n + 1)]
 push = r["ops"]["push"]
-print(json.dumps({"label": label, "n": n, "rate": push["msgs_per_s"], "p99_ms": push["latency_ms"]["p99"],
+# The requests the nodes refused during the run, by code, from their logs.
+failed = collections.Counter()
+for i, size in enumerate(int(x) for x in open(sys.argv[11] + "/logsize")):
+    with open(f"{sys.argv[11]}/n{i + 1}.log", errors="replace") as f:
+        f.seek(size)
+        for line in f:
+            m = re.search(r'msg="request failed".* code=(\S+)', line)
+            if m:
+                failed[m.group(1)] += 1
+print(json.dumps({"failed": dict(failed), "conns": int(sys.argv[12]), "label": label, "n": n, "rate": push["msgs_per_s"], "p99_ms": push["latency_ms"]["p99"],
                   "errors": r.get("errors") or {}, "pushed": r["pushed"], "wall": wall, "idle": idle, "steal": steal, "gen_cpu": gen,
                   "cpu": cpu, "share": share, "throttled": throttled, "load": sys.argv[10]}))
 EOF
@@ -201,12 +214,12 @@ python3 - "$W/results" "$NS" <<'EOF'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 ns = [int(x) for x in sys.argv[2].split()]
-print(f"{'run':9} {'msgs/s':>7} {'p99 ms':>7} {'errors':>6} {'us/msg':>6} {'busiest':>8} {'% cap':>6} {'least % cap':>11} "
+print(f"{'run':9} {'conns':>5} {'msgs/s':>7} {'p99 ms':>7} {'errors':>6} {'us/msg':>6} {'busiest':>8} {'% cap':>6} {'least % cap':>11} "
       f"{'mean % cap':>10} {'thr %':>6} {'gen CPU s':>9} {'idle %':>6} {'steal %':>7}  load")
 for r in rows:
     s = r["share"]
     top = s.index(max(s))
-    print(f"{r['label']:9} {r['rate']:7.0f} {r['p99_ms'] or 0:7.1f} {sum(r['errors'].values()):6d} "
+    print(f"{r['label']:9} {r['conns']:5d} {r['rate']:7.0f} {r['p99_ms'] or 0:7.1f} {sum(r['errors'].values()):6d} "
           f"{1e6 * sum(r['cpu']) / max(1, r['pushed']):6.1f} {'n' + str(top + 1):>8} "
           f"{100 * s[top]:6.0f} {100 * min(s):11.0f} {100 * sum(s) / len(s):10.0f} {100 * r['throttled'][top]:6.0f} "
           f"{r['gen_cpu']:9.1f} {100 * r['idle']:6.0f} {100 * r['steal']:7.1f}  {r['load']}")
@@ -215,7 +228,8 @@ print(" its cap; thr %: the share of CFS periods in which the busiest node was t
 print(" machine's idle CPU and the CPU its hypervisor took, over the run)")
 for r in rows:
     if r["errors"]:
-        print(f"{r['label']}: errors " + ", ".join(f"{k} {v}" for k, v in sorted(r["errors"].items())))
+        print(f"{r['label']}: errors " + ", ".join(f"{k} {v}" for k, v in sorted(r["errors"].items())) +
+              "; the nodes logged " + (", ".join(f"{k} {v}" for k, v in sorted(r["failed"].items())) or "nothing"))
 measured = [r for r in rows if not r["label"].endswith("prof")]
 rounds = {}
 for r in measured:
