@@ -20,7 +20,7 @@
 # the machine, were the limit: with no idle CPU left and no node at its cap,
 # the figures mean little.
 #
-#   sudo bench/capacity.sh                        # about 7 minutes
+#   sudo bench/capacity.sh                        # about 6 minutes
 #   NS="3 9" ROUNDS=3 DUR=30s CAP=12000 bench/capacity.sh
 #   QUEEN=/path/to/queen bench/capacity.sh        # a prebuilt binary
 #   CAP=1200 PERIOD=10000 bench/capacity.sh       # the same share in 10 ms periods
