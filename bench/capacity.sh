@@ -59,15 +59,15 @@ PERIOD=${PERIOD:-100000}
 PROFILE=${PROFILE:-}
 PROFILE_N=${PROFILE_N:-9}
 HTTP_BASE=23622 RAFT_BASE=23722 PPROF_BASE=23822
-MAXN=$(printf '%s\n' $NS $([ -n "$PROFILE" ] && echo "$PROFILE_N") | sort -n | tail -1)
+MAXN=$(printf '%s\n' $NS ${PROFILE:+"$PROFILE_N"} | sort -n | tail -1)
 KEEP=${W:+1}
 W=${W:-$(mktemp -d /tmp/queen-capacity.XXXXXX)}
 mkdir -p "$W"
 
 cleanup() {
-	kill $(jobs -p) 2>/dev/null || true
+	local j i
+	for j in $(jobs -p); do kill "$j" 2>/dev/null || true; done
 	wait 2>/dev/null || true
-	local i
 	for i in $(seq 1 "$MAXN"); do
 		[ -d "$CG/queen-cap-$i" ] && rmdir "$CG/queen-cap-$i" 2>/dev/null || true
 	done
