@@ -124,6 +124,7 @@ func (h *Host) ProposeEntry(ctx context.Context, g uint32, entry []byte) (engine
 // each of those answers says nothing was applied.
 func (h *Host) run(ctx context.Context, g uint32, c engine.Command) (engine.Result, error) {
 	deadline := time.Now().Add(addressWait)
+	var entry []byte // encoded once, on the first relay
 	for {
 		r, err := engine.Result{}, error(raft.ErrNotLeader)
 		if n := h.served(g); n != nil {
@@ -134,14 +135,17 @@ func (h *Host) run(ctx context.Context, g uint32, c engine.Command) (engine.Resu
 			return r, h.groupError(g, err)
 		}
 		if st := h.leaderOf(g); !electing && st.LeaderHTTP != "" && st.Leader != h.opts.Node.ID {
-			entry, err := raft.RelayEntry(c)
-			if err != nil {
-				return engine.Result{}, err
+			if entry == nil {
+				if entry, err = raft.RelayEntry(c); err != nil {
+					return engine.Result{}, err
+				}
 			}
 			r, err := h.forward(ctx, st.LeaderHTTP, g, entry)
 			// A leader that has just handed over refuses, and nothing
-			// was applied: the next look finds its successor.
-			if !errors.Is(err, raft.ErrNotLeader) || time.Now().After(deadline) || ctx.Err() != nil {
+			// was applied: the next look finds its successor. So does one
+			// that has just stepped down and knows no leader yet.
+			refused := errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrNoLeader)
+			if !refused || time.Now().After(deadline) || ctx.Err() != nil {
 				return r, err
 			}
 		}
