@@ -590,3 +590,45 @@ func TestHost_RemovedNodeServesNothingWhenItReturns(t *testing.T) {
 		}
 	}
 }
+
+// TestHost_ARetiredReplicaIsOpenedAgainWhenPlacedAgain: four hosts, four
+// groups of three; a fifth joins under load and the founders retire the
+// replicas that moved to it (placed.go), then it leaves and the replicas
+// move back: the founders open again, empty, groups they retired (their
+// retired mark cleared, group 1's frameless connections accepted again)
+// and catch up. Nothing acknowledged is lost.
+func TestHost_ARetiredReplicaIsOpenedAgainWhenPlacedAgain(t *testing.T) {
+	t.Parallel()
+	c := openSpreadHosts(t, 4, 4, 3)
+	queues := []string{"a", "b", "c", "d"}
+	for g, q := range queues {
+		c.place(q, uint32(g+1))
+	}
+	done := pushLoadRunning(t, c, queues)
+	n5 := c.join()
+	c.spread(3, "")
+	retired := c.holdOnlyPlaced()
+	if len(retired) == 0 {
+		t.Fatal("no host lost a replica to the new node")
+	}
+	id := c.peers[n5].ID
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if err := c.h[0].Drain(ctx, id); err != nil {
+		t.Fatalf("drain %s: %v", id, err)
+	}
+	c.stop(n5)
+	c.spread(3, id)
+	acked := done()
+	c.holdOnlyPlaced()
+	back := 0
+	for _, r := range retired {
+		if c.h[r.host].Group(r.group) != nil {
+			back++
+		}
+	}
+	if back == 0 {
+		t.Fatalf("no retired replica was placed again on its host (retired %v)", retired)
+	}
+	checkAllStored(t, acked, storedVia(t, c, c.h[0], queues))
+}
