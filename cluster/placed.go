@@ -22,8 +22,7 @@ import (
 //   - at the cluster's first start, the groups the founders' placement
 //     gives this node (founders), bootstrapped there;
 //   - a group whose state is in the store: a replica this node held
-//     before it stopped (a removed one's state is kept, and its store's
-//     tombstone is the configuration that removed it);
+//     before it stopped (not one it retired: see "Retiring a replica");
 //   - a group the directory's record lists this node as a voter of, or a
 //     replica step adds it to (rebalance.go): placedLoop opens it, with no
 //     state and no configuration, and the group's leader then adds it as a
@@ -34,7 +33,8 @@ import (
 // "not hosted": replica(g) is nil, hosts(g) false, and a command or read of
 // g goes to its leader as the directory records it.
 
-// placedInterval is how often placedLoop looks for groups to open.
+// placedInterval is how often placedLoop looks for groups to open or
+// retire.
 const placedInterval = 200 * time.Millisecond
 
 // placedAtStart reports whether OpenHost opens group g: every group the
