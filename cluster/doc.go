@@ -11,7 +11,10 @@
 //
 // A Host (host.go) opens the directory (group 0: how many data groups,
 // which queue lives in which, each group's voters and leader) and the data
-// groups 1..G on one raft.Store, and spreads their leaders over the nodes.
+// groups the directory places on this node, on one raft.Store (placed.go:
+// a replica opens when a step places it here and is retired, its disk
+// freed, once its removal has committed), and spreads their leaders over
+// the nodes.
 // With --replicas R each data group's voters are R of the N nodes, as the
 // directory's layout records place them (hostlayout.go, raft/placement);
 // without it every group has every node. Its loops move replicas on join,
