@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -18,13 +17,13 @@ import (
 	"github.com/queenmq/queen/raft/command"
 )
 
-// The exchange's headers (doc.go); its paths are in paths.go.
+// The exchange's headers (doc.go); its paths are in paths.go, and
+// AppliedHeader with its format in applied.go.
 const (
 	SecretHeader    = "X-Queen-Cluster-Secret"
 	ForwardedHeader = "X-Queen-Forwarded-By"
 	GroupHeader     = "X-Queen-Group"
 	DeadlineHeader  = "X-Queen-Forward-Deadline"
-	AppliedHeader   = "X-Queen-Applied"
 )
 
 // Timeout bounds a forwarded command that its context does not bound
@@ -186,22 +185,6 @@ func (c *Client) refused(status int, body []byte) error {
 		return c.opts.Refusal(status, body)
 	}
 	return fmt.Errorf("%w: answered %d", raft.ErrForward, status)
-}
-
-// AppliedIn reads group g's index from an AppliedHeader value, 0 when it
-// names none.
-func AppliedIn(v []byte, g uint32) uint64 {
-	for part := range strings.SplitSeq(string(v), ",") {
-		gs, is, ok := strings.Cut(part, ":")
-		if !ok || gs != strconv.FormatUint(uint64(g), 10) {
-			continue
-		}
-		idx, err := strconv.ParseUint(is, 10, 64)
-		if err == nil {
-			return idx
-		}
-	}
-	return 0
 }
 
 // timeoutFor is a call's timeout: Timeout, or less when ctx ends sooner.

@@ -137,17 +137,3 @@ func TestClient_Forward_Errors(t *testing.T) {
 		t.Fatal("a client without the cluster secret was made")
 	}
 }
-
-// The applied header names each group's index; a group it does not name
-// is 0.
-func TestAppliedIn(t *testing.T) {
-	for _, c := range []struct {
-		v    string
-		g    uint32
-		want uint64
-	}{{"0:7,2:42", 2, 42}, {"0:7,2:42", 0, 7}, {"0:7,2:42", 1, 0}, {"", 1, 0}, {"1:x", 1, 0}, {"12:5", 1, 0}} {
-		if got := cluster.AppliedIn([]byte(c.v), c.g); got != c.want {
-			t.Errorf("AppliedIn(%q, %d) = %d, want %d", c.v, c.g, got, c.want)
-		}
-	}
-}

@@ -48,6 +48,7 @@
 //
 //	200                the command's result, by the result codec of its row
 //	                   (raft/command/results.go); AppliedHeader "g:index,..."
+//	                   (its format in applied.go)
 //	                   for each group the answering node holds, read after
 //	                   the command was answered: the sender waits until its
 //	                   own replica of the group has applied as far, so that

@@ -60,9 +60,7 @@ func (h *Host) forward(ctx context.Context, addr string, g uint32, entry []byte)
 	if g != raft.Directory && ctx.Value(noApplyWait{}) != nil {
 		return r, nil
 	}
-	c, cancel := context.WithTimeout(ctx, appliedWait)
-	defer cancel()
-	if werr := n.WaitApplied(c, applied); werr != nil {
+	if werr := AwaitApplied(ctx, n, applied, time.Now().Add(appliedWait), nil); werr != nil {
 		h.opts.Node.Logger.Debug("forwarded command: not applied here in time", "group", g, "index", applied, "err", werr)
 	}
 	return r, nil

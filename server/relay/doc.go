@@ -39,11 +39,13 @@
 //   - A write this node relayed to a leader is answered as soon as the
 //     leader answers; the node notes what the leader had applied then
 //     (cluster.AppliedHeader, "group:index" for each of the answering
-//     node's replicas, comma-separated; a command sent on the cluster path
-//     carries the index in its answer) as its replica's floor
-//     (raft.Node.NoteWritten). A linearizable read waits for its read
-//     index, which is never below the floor; a stale read waits for the
-//     floor alone (Settle), at once when this node relayed no write
+//     node's replicas, comma-separated, written and read by package
+//     cluster's AppendApplied and ParseApplied; a command sent on the
+//     cluster path carries the index in its answer) as its replica's
+//     floor (raft.Node.NoteWritten). A linearizable read waits for its
+//     read index, which is never below the floor; a stale read waits for
+//     the floor alone (Settle, by cluster.AwaitApplied, the wait the
+//     Host's forward uses too), at once when this node relayed no write
 //     lately. So the client's next read here sees its write whatever it
 //     asks for, a stale read never goes backwards on one node, and the
 //     write does not wait for this follower to learn that its entry

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -195,12 +193,7 @@ func (r *Reads) Stamp(h *fasthttp.ResponseHeader) {
 		if !r.hosted(n) {
 			continue // a replica not served from: its index is no one's to wait for
 		}
-		if len(b) > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendUint(b, uint64(n.GroupID()), 10)
-		b = append(b, ':')
-		b = strconv.AppendUint(b, n.Applied(), 10)
+		b = cluster.AppendApplied(b, n.GroupID(), n.Applied())
 	}
 	h.SetBytesV(cluster.AppliedHeader, b)
 }
@@ -211,20 +204,13 @@ func (r *Reads) Stamp(h *fasthttp.ResponseHeader) {
 // (Barrier: Node.Written). The answer goes out at once. The header is
 // removed: it is for this node, not its client.
 func (r *Reads) NoteApplied(resp *fasthttp.Response) {
-	v := string(resp.Header.Peek(cluster.AppliedHeader))
-	resp.Header.Del(cluster.AppliedHeader)
-	if v == "" || r == nil {
-		return
-	}
-	for part := range strings.SplitSeq(v, ",") {
-		gs, is, ok := strings.Cut(part, ":")
-		g, err1 := strconv.ParseUint(gs, 10, 32)
-		idx, err2 := strconv.ParseUint(is, 10, 64)
-		if !ok || err1 != nil || err2 != nil {
-			continue
+	v := resp.Header.Peek(cluster.AppliedHeader)
+	if r != nil {
+		for g, idx := range cluster.ParseApplied(v) {
+			r.NoteIndex(g, idx)
 		}
-		r.NoteIndex(uint32(g), idx)
 	}
+	resp.Header.Del(cluster.AppliedHeader)
 }
 
 // NoteIndex is NoteApplied for a command forwarded to group g's leader
@@ -263,17 +249,16 @@ func (r *Reads) Settle() {
 // (and counted) when the deadline came first. A replica this node does not
 // host is never waited for.
 func (r *Reads) awaitIndexUntil(n *raft.Node, index uint64, deadline time.Time) bool {
-	if index == 0 || !r.hosted(n) || n.Applied() >= index {
+	if !r.hosted(n) {
 		return true
 	}
-	c, cancel := context.WithDeadline(r.o.Ctx, deadline)
-	defer cancel()
-	if !r.o.Closed && !n.IsLeader() {
+	var nudge func(context.Context)
+	if !r.o.Closed {
 		// Only the leader's Publish is wanted: the answer is dropped, and
-		// the goroutine leaves with c.
-		go func() { _, _ = r.ask(c, n) }()
+		// the goroutine leaves with the wait.
+		nudge = func(c context.Context) { _, _ = r.ask(c, n) }
 	}
-	if err := n.WaitApplied(c, index); err != nil {
+	if err := cluster.AwaitApplied(r.o.Ctx, n, index, deadline, nudge); err != nil {
 		r.slow.Inc()
 		r.o.Logger.Debug("relayed write: not applied here in time", "group", n.GroupID(), "index", index, "err", err)
 		return false
