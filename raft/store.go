@@ -180,9 +180,17 @@ func (s *Store) OpenGroup(opts Options, g uint32) (*Node, error) {
 	if err := makeDirs(opts.Dir, g); err != nil {
 		return nil, err
 	}
-	if l, err := s.logs.Group(g); err != nil {
+	l, err := s.logs.Group(g)
+	if err != nil {
 		return nil, err
-	} else if err := l.SetUint64(retiredKey, 0); err != nil {
+	}
+	// Only a retired group's mark is cleared: a synced write, which every
+	// other open would pay for nothing.
+	if retired, err := l.GetUint64(retiredKey); err == nil && retired != 0 {
+		if err := l.SetUint64(retiredKey, 0); err != nil {
+			return nil, fmt.Errorf("raft: group %d: %w", g, err)
+		}
+	} else if err != nil && !errors.Is(err, logstore.ErrKeyNotFound) {
 		return nil, fmt.Errorf("raft: group %d: %w", g, err)
 	}
 	n, err := open(opts, &hostPart{group: g, store: s.logs, stream: s.stream, storeID: s.id, clusterID: s.clusterID})
