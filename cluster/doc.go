@@ -14,7 +14,8 @@
 // groups the directory places on this node, on one raft.Store (placed.go:
 // a replica opens when a step places it here and is retired, its disk
 // freed, once its removal has committed), and spreads their leaders over
-// the nodes.
+// the nodes. At most five nodes vote in the directory, the others follow
+// it (voters.go).
 // With --replicas R each data group's voters are R of the N nodes, as the
 // directory's layout records place them (hostlayout.go, raft/placement);
 // without it every group has every node. Its loops move replicas on join,

@@ -134,6 +134,10 @@ type HostOptions struct {
 	RebalanceInterval time.Duration
 	ReplaceAfter      time.Duration
 	StepTimeout       time.Duration
+	// DirectoryVoters is the most voters the directory has when the data
+	// groups are on R of N nodes; the other nodes follow it as non-voters
+	// (voters.go; default DirectoryVoters, 5).
+	DirectoryVoters int
 	// RetireHold is how long a replica a step removed this node from must
 	// have been unplaced here before it is retired, and how long it is
 	// kept after it is no longer handed out, for what still holds it, before

@@ -11,6 +11,8 @@ import (
 // JoinGroup adds a voter to group g (its leader only: ErrNotLeader, a
 // NotLeaderError, elsewhere). A node joins a Host's cluster by joining
 // every group; the edge asks each group's leader (server/membership.go).
+// The directory takes at most DirectoryVoters voters on R of N: past
+// that, the node joins it as a non-voter (voters.go).
 func (h *Host) JoinGroup(g uint32, id, addr string, force bool) error {
 	n := h.Group(g)
 	switch {
@@ -18,6 +20,10 @@ func (h *Host) JoinGroup(g uint32, id, addr string, force bool) error {
 		return fmt.Errorf("%w: group %d does not exist", engine.ErrInvalid, g)
 	case n == nil:
 		return h.memberError(g, raft.ErrNoLeader) // held elsewhere: its leader decides
+	}
+	if g == raft.Directory {
+		_, err := h.joinDirectory(n, id, addr, force) // Voter says which it took
+		return h.memberError(g, err)
 	}
 	return h.memberError(g, n.Join(id, addr, force))
 }

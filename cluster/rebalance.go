@@ -50,6 +50,7 @@ func (h *Host) rebalanceLoop() {
 	// each group's step under way.
 	dead := map[string]time.Time{}
 	stepSeen := map[command.ReplicaStep]time.Time{}
+	voterLive := map[string]time.Time{} // directoryVoters'
 	heard := time.Now()
 	for {
 		select {
@@ -65,6 +66,7 @@ func (h *Host) rebalanceLoop() {
 			h.stepGroup(g)
 		}
 		h.plan(time.Now(), dead, stepSeen)
+		h.directoryVoters(time.Now(), voterLive)
 	}
 }
 
@@ -207,14 +209,11 @@ func (h *Host) plan(now time.Time, dead map[string]time.Time, stepSeen map[comma
 	self := h.opts.Node.ID
 	var nodes []placement.Node
 	for _, s := range conf {
-		if s.NonVoter {
-			// A node joining the directory as a non-voter takes no
-			// replica until it is promoted: a replica on it would make it
-			// a voter of a data group while its directory store may still
-			// be empty, which the check at start (a voter's empty store is
-			// refused) would not see.
-			continue
-		}
+		// A directory non-voter is a node as any other (voters.go): one
+		// that joins has replicas placed on it before it has caught up
+		// with the directory, and a data group's voter whose store is
+		// lost is refused at start by the voters /health lists, which are
+		// every group's (Status).
 		id := s.ID
 		switch {
 		case id == self || !d.Failing(id):

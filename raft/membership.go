@@ -95,6 +95,32 @@ func (n *Node) join(conf hraft.Configuration, id, addr string, force bool) error
 	return n.mapError(n.raft.AddVoter(hraft.ServerID(id), hraft.ServerAddress(addr), 0, n.opts.ApplyTimeout).Error())
 }
 
+// JoinCapped is Join in a group that takes at most most voters: with that
+// many voters besides id already, id is added as a non-voter, or left one,
+// and voter is false (a cluster's directory, whose other nodes follow it;
+// package cluster). most < 1 takes any number.
+func (n *Node) JoinCapped(id, addr string, force bool, most int) (voter bool, err error) {
+	err = n.changeMembership(func(conf hraft.Configuration) error {
+		voters := 0
+		for _, s := range conf.Servers {
+			if s.Suffrage != hraft.Voter {
+				continue
+			}
+			if s.ID == hraft.ServerID(id) {
+				voter = true
+				return n.join(conf, id, addr, force)
+			}
+			voters++
+		}
+		if most < 1 || voters < most {
+			voter = true
+			return n.join(conf, id, addr, force)
+		}
+		return n.joinNonvoter(conf, id, addr, force)
+	})
+	return voter, err
+}
+
 // JoinNonvoter adds a non-voter (leader only): a server the leader sends
 // the log to, that votes in nothing and counts in no quorum. A node joins
 // so, then is promoted by Join once it has caught up: killed before then,
@@ -104,19 +130,21 @@ func (n *Node) join(conf hraft.Configuration, id, addr string, force bool) error
 // not, is left as it is. Unless force is set, its Raft address must accept
 // a connection, as for Join; there is no quorum to check.
 func (n *Node) JoinNonvoter(id, addr string, force bool) error {
-	return n.changeMembership(func(conf hraft.Configuration) error {
-		for _, s := range conf.Servers {
-			if s.ID == hraft.ServerID(id) && s.Address == hraft.ServerAddress(addr) {
-				return nil
-			}
+	return n.changeMembership(func(conf hraft.Configuration) error { return n.joinNonvoter(conf, id, addr, force) })
+}
+
+func (n *Node) joinNonvoter(conf hraft.Configuration, id, addr string, force bool) error {
+	for _, s := range conf.Servers {
+		if s.ID == hraft.ServerID(id) && s.Address == hraft.ServerAddress(addr) {
+			return nil
 		}
-		if !force {
-			if err := n.probeJoiner(id, addr); err != nil {
-				return err
-			}
+	}
+	if !force {
+		if err := n.probeJoiner(id, addr); err != nil {
+			return err
 		}
-		return n.mapError(n.raft.AddNonvoter(hraft.ServerID(id), hraft.ServerAddress(addr), 0, n.opts.ApplyTimeout).Error())
-	})
+	}
+	return n.mapError(n.raft.AddNonvoter(hraft.ServerID(id), hraft.ServerAddress(addr), 0, n.opts.ApplyTimeout).Error())
 }
 
 // probeJoiner checks that a joiner's Raft address accepts a connection
@@ -178,6 +206,31 @@ func (n *Node) leave(conf hraft.Configuration, id string, force bool) error {
 		}
 	}
 	return n.mapError(n.raft.RemoveServer(hraft.ServerID(id), 0, n.opts.ApplyTimeout).Error())
+}
+
+// Demote makes the voter id a non-voter (leader only): it keeps
+// receiving the log and counts in no quorum. A non-voter or an id the
+// configuration does not hold is left as it is. Unless force is set, it
+// returns ErrQuorumRisk as Leave does when the live voters that remain
+// would not be a majority of the voters that remain; the leader never
+// demotes itself (hand the leadership over first).
+func (n *Node) Demote(id string, force bool) error {
+	return n.changeMembership(func(conf hraft.Configuration) error {
+		if !slices.ContainsFunc(conf.Servers, func(s hraft.Server) bool {
+			return s.ID == hraft.ServerID(id) && s.Suffrage == hraft.Voter
+		}) {
+			return nil
+		}
+		if id == n.opts.ID {
+			return fmt.Errorf("%w: %s leads group %d: a leader does not demote itself", ErrQuorumRisk, id, n.group)
+		}
+		voters, live := n.count(conf, hraft.ServerID(id))
+		if !force && live <= voters/2 {
+			return fmt.Errorf("%w: without %s's vote there would be %d voters of which %d are known live, short of the %d a quorum needs",
+				ErrQuorumRisk, id, voters, live, voters/2+1)
+		}
+		return n.mapError(n.raft.DemoteVoter(hraft.ServerID(id), 0, n.opts.ApplyTimeout).Error())
+	})
 }
 
 // changeMembership runs change with the latest configuration, on the

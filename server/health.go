@@ -13,12 +13,20 @@ import (
 	"github.com/queenmq/queen/server/wire"
 )
 
+// memberLister is a grouped broker (cluster.Host): the voters of every
+// group, where Status has the directory's.
+type memberLister interface{ Members() []string }
+
 // health answers GET /health: 200 "healthy" while the node knows a leader
 // (commands can be applied) and its storage is sound, else 503 "unhealthy";
 // "fault" says what is wrong with the storage ("" when nothing is). The
 // CLI's ping reads status, database and version. "storage" says whether
 // this node takes data and why not (storage.go); a node below its reserve
 // is still healthy: it serves reads, pops and acks.
+//
+// "members" are the ids whose votes the cluster counts: the voters of its
+// one group, or with groups every group's (memberLister). A node whose
+// store was lost reads them before it joins again (cmd/queen).
 func (s *Server) health(ctx *fasthttp.RequestCtx, _ *params) {
 	st := s.broker.Status()
 	groups := s.groupStatuses()
@@ -50,8 +58,12 @@ func (s *Server) health(ctx *fasthttp.RequestCtx, _ *params) {
 	w.Int("applied", int64(st.Applied))
 	w.Int("term", int64(st.Term))
 	w.Int("voters", int64(st.Voters))
+	members := st.Members
+	if ml, ok := s.broker.(memberLister); ok {
+		members = ml.Members()
+	}
 	w.Array("members")
-	for _, m := range st.Members {
+	for _, m := range members {
 		w.Str("", m)
 	}
 	w.EndArray()

@@ -65,6 +65,7 @@ func (s *Server) membership(ctx *fasthttp.RequestCtx, join bool) {
 	var id, addr string
 	var force bool
 	as := asVoter
+	voter := false // whether a join left id a voter (of the directory, with groups)
 	err := wire.DecodeObject(ctx.PostBody(), false, func(sc *wire.Scanner, key []byte) (err error) {
 		switch string(key) {
 		case "id":
@@ -89,11 +90,12 @@ func (s *Server) membership(ctx *fasthttp.RequestCtx, join bool) {
 	case as != asVoter && as != asNonvoter:
 		err = badRequest(`as must be "voter" (the default) or "nonvoter"`)
 	case grouped:
-		err = s.changeGroups(ctx, gm, membershipChange{join: join, nonvoter: as == asNonvoter, id: id, addr: addr, force: force})
+		voter, err = s.changeGroups(ctx, gm, membershipChange{join: join, nonvoter: as == asNonvoter, id: id, addr: addr, force: force})
 	case join && as == asNonvoter:
 		err = m.JoinNonvoter(id, addr, force)
 	case join:
 		err = m.Join(id, addr, force)
+		voter = err == nil
 	default:
 		err = m.Leave(id, force)
 	}
@@ -105,6 +107,11 @@ func (s *Server) membership(ctx *fasthttp.RequestCtx, join bool) {
 	w.Object("")
 	w.Bool("success", true)
 	w.Str("id", id)
+	if join {
+		// A directory at its most voters takes a joiner as a non-voter
+		// (cluster/voters.go): the answer says which it is.
+		w.Bool("voter", voter)
+	}
 	// What this node had applied once the change was made (the
 	// directory's, with groups): a non-voter that joined waits until it
 	// has applied as much before it asks to be promoted.
@@ -122,6 +129,9 @@ type GroupMembership interface {
 	JoinGroupNonvoter(g uint32, id, addr string, force bool) error
 	LeaveGroup(g uint32, id string, force bool) error
 	ReplicaCount() uint32
+	// Voter reports whether id is a voter of group g as this node knows
+	// its configuration (on g's leader, after a change it made).
+	Voter(g uint32, id string) bool
 }
 
 // changeGroups joins a node to every group, or removes it from every
@@ -141,18 +151,24 @@ type GroupMembership interface {
 // draining: asking again waits again). Otherwise, and when forced, a
 // leave is from every group (one the node is not a voter of takes no
 // change, raft.Node.Leave).
-func (s *Server) changeGroups(ctx *fasthttp.RequestCtx, gm GroupMembership, c membershipChange) error {
+//
+// voter says whether a join left the node a voter of the directory (of the
+// group named, when relayed): on R of N the directory takes at most five.
+func (s *Server) changeGroups(ctx *fasthttp.RequestCtx, gm GroupMembership, c membershipChange) (voter bool, err error) {
 	if h := ctx.Request.Header.Peek(groupHeader); len(h) > 0 {
 		g, err := strconv.ParseUint(string(h), 10, 32)
 		if err != nil {
-			return badRequest(groupHeader + " must name a group")
+			return false, badRequest(groupHeader + " must name a group")
 		}
-		return c.in(gm, uint32(g))
+		if err := c.in(gm, uint32(g)); err != nil {
+			return false, err
+		}
+		return c.join && gm.Voter(uint32(g), c.id), nil
 	}
 	if d, ok := gm.(Drainer); ok && !c.join && !c.force && d.Drainable(c.id) {
 		ctx, cancel := context.WithTimeout(s.ctx, drainWait)
 		defer cancel()
-		return d.Drain(ctx, c.id)
+		return false, d.Drain(ctx, c.id)
 	}
 	groups := s.groups.list() // the directory first
 	if c.join && joinsDirectoryOnly(gm, s.groups.layout(), c.id) {
@@ -163,15 +179,19 @@ func (s *Server) changeGroups(ctx *fasthttp.RequestCtx, gm GroupMembership, c me
 	}
 	for _, g := range groups {
 		err := c.in(gm, g)
+		v := err == nil && c.join && gm.Voter(g, c.id)
 		var nl *raft.NotLeaderError
 		if errors.As(err, &nl) && nl.Status.LeaderHTTP != "" {
-			err = s.relayMembership(nl.Status.LeaderHTTP, g, c)
+			v, err = s.relayMembership(nl.Status.LeaderHTTP, g, c)
 		}
 		if err != nil {
-			return fmt.Errorf("group %d: %w", g, err)
+			return false, fmt.Errorf("group %d: %w", g, err)
+		}
+		if g == raft.Directory {
+			voter = v
 		}
 	}
-	return nil
+	return voter, nil
 }
 
 // Drainer is a broker whose nodes leave by having their replicas moved
@@ -222,8 +242,8 @@ func (c membershipChange) in(gm GroupMembership, g uint32) error {
 }
 
 // relayMembership asks the leader of group g at addr to change that
-// group's membership.
-func (s *Server) relayMembership(addr string, g uint32, c membershipChange) error {
+// group's membership; voter is what its answer says of a join.
+func (s *Server) relayMembership(addr string, g uint32, c membershipChange) (voter bool, err error) {
 	path := cluster.LeavePath
 	if c.join {
 		path = cluster.JoinPath
@@ -234,16 +254,20 @@ func (s *Server) relayMembership(addr string, g uint32, c membershipChange) erro
 	}
 	body, err := json.Marshal(map[string]any{"id": c.id, "addr": c.addr, "force": c.force, "as": as})
 	if err != nil {
-		return err
+		return false, err
 	}
 	// A membership change commits a configuration entry: the apply
 	// timeout bounds it on the leader.
 	status, answer, err := s.relay.PostGroup(addr, path, g, body, 2*forwardTimeout)
 	if err != nil {
-		return errors.Join(raft.ErrForward, fmt.Errorf("group %d at %s: %w", g, addr, err))
+		return false, errors.Join(raft.ErrForward, fmt.Errorf("group %d at %s: %w", g, addr, err))
 	}
 	if status != fasthttp.StatusOK {
-		return Refusal(status, answer)
+		return false, Refusal(status, answer)
 	}
-	return nil
+	var a struct {
+		Voter bool `json:"voter"`
+	}
+	_ = json.Unmarshal(answer, &a) // a leader of an earlier release says nothing: not a voter, as far as this answer knows
+	return a.Voter, nil
 }

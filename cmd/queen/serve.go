@@ -689,7 +689,7 @@ func clusterMembers(url string, roots *tls.Config) ([]string, string, error) {
 // it, and serve stops with it.
 func joinCluster(log *slog.Logger, url, id, raftAddr, secret string, roots *tls.Config, applied func() uint64, fail func(error)) {
 	client := clusterHTTP(15*time.Second, roots)
-	target, ok := joinAs(log, client, url, id, raftAddr, secret, "nonvoter", fail)
+	target, _, ok := joinAs(log, client, url, id, raftAddr, secret, "nonvoter", fail)
 	if !ok {
 		return
 	}
@@ -702,16 +702,23 @@ func joinCluster(log *slog.Logger, url, id, raftAddr, secret string, roots *tls.
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if _, ok := joinAs(log, client, url, id, raftAddr, secret, "voter", fail); ok {
+	_, voter, ok := joinAs(log, client, url, id, raftAddr, secret, "voter", fail)
+	switch {
+	case ok && voter:
 		log.Info("joined cluster as a voter", "via", url, "caughtUpIn", time.Since(began).Round(time.Millisecond))
+	case ok:
+		log.Info("joined cluster; the directory has its most voters, so this node follows it as a non-voter "+
+			"(it holds replicas and serves as any node; the directory's leader promotes it when a voter leaves)",
+			"via", url, "caughtUpIn", time.Since(began).Round(time.Millisecond))
 	}
 }
 
 // joinAs asks url's node to add this node as a voter or a non-voter (the
 // join route's "as"), retrying until it succeeds, and returns the index
-// the answer names (0 when it names none). false: refused for good (fail
-// has been called).
-func joinAs(log *slog.Logger, client *http.Client, url, id, raftAddr, secret, as string, fail func(error)) (uint64, bool) {
+// the answer names (0 when it names none) and whether it says this node is
+// a voter (a node of an earlier release says nothing: it adds what it is
+// asked). ok false: refused for good (fail has been called).
+func joinAs(log *slog.Logger, client *http.Client, url, id, raftAddr, secret, as string, fail func(error)) (applied uint64, voter, ok bool) {
 	body := fmt.Sprintf(`{"id":%q,"addr":%q,"as":%q}`, id, raftAddr, as)
 	for attempt := 1; ; attempt++ {
 		resp, err := postMembership(client, url, nodes.JoinPath, body, secret, "")
@@ -721,16 +728,17 @@ func joinAs(log *slog.Logger, client *http.Client, url, id, raftAddr, secret, as
 			if resp.StatusCode == http.StatusOK {
 				var answer struct {
 					Applied uint64 `json:"applied"`
+					Voter   *bool  `json:"voter"`
 				}
 				_ = json.Unmarshal(msg, &answer) // an answer without it waits for nothing
 				log.Info("joined cluster", "via", url, "as", as)
-				return answer.Applied, true
+				return answer.Applied, answer.Voter == nil && as == "voter" || answer.Voter != nil && *answer.Voter, true
 			}
 			err = fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(msg))
 			if resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusUnauthorized {
 				log.Error("join cluster refused for good", "via", url, "err", err)
 				fail(fmt.Errorf("--join %s refuses this node: %w", url, err))
-				return 0, false
+				return 0, false, false
 			}
 		}
 		log.Warn("join cluster", "via", url, "as", as, "attempt", attempt, "err", err)
