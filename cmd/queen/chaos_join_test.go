@@ -24,10 +24,12 @@ package main
 // (stopAndCompareGroups).
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -248,5 +250,31 @@ func (r *chaosRun) settleJoins() {
 	defer r.joinMu.Unlock()
 	if len(r.joiners) > 0 {
 		r.t.Logf("CHAOS joins: %s; members at the end: %s", strings.Join(r.joinEvents, "; "), ids(r.c.nodes))
+		r.t.Logf("CHAOS retired replicas (--retire-hold %s): %s", chaosRetireHold, retirements(append(slices.Clone(r.c.nodes), r.joiners...)))
 	}
+}
+
+// chaosRetireHold is the chaos nodes' --retire-hold with groups: short, so
+// that the replicas a join moves off a founder are retired (closed, their
+// disk freed) while the faults go on, and a joiner's leave reopens them.
+const chaosRetireHold = "2s"
+
+// retirements counts, per node, the replicas its log says it retired
+// (cluster/placed.go).
+func retirements(nodes []*qnode) string {
+	var out []string
+	seen := map[string]bool{}
+	for _, n := range nodes {
+		if seen[n.logPath] {
+			continue
+		}
+		seen[n.logPath] = true
+		b, err := os.ReadFile(n.logPath)
+		if err != nil {
+			out = append(out, n.id+": "+err.Error())
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s %d", n.id, bytes.Count(b, []byte("retired a removed replica"))))
+	}
+	return strings.Join(out, ", ")
 }

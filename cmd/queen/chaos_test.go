@@ -416,7 +416,7 @@ func (r *chaosRun) startCluster(netMode string) {
 	if groups {
 		// The same schedule over a cluster that spreads its queue over
 		// Raft groups: routing, relays and the directory under faults.
-		extra = append(extra, "--groups", strconv.Itoa(chaosGroups()))
+		extra = append(extra, "--groups", strconv.Itoa(chaosGroups()), "--retire-hold", chaosRetireHold)
 	}
 	switch netMode {
 	case "auto", "netns":

@@ -94,6 +94,9 @@ type serveConfig struct {
 	// replaceAfter is --replace-after: how long a node may be unreachable
 	// before its replicas are re-created on others (cluster/rebalance.go).
 	replaceAfter time.Duration
+	// retireHold is --retire-hold: how long a replica moved away from
+	// this node is kept before its disk is freed (cluster/placed.go).
+	retireHold time.Duration
 	// balance is --balance: the directory's leader moves queues from the
 	// hottest group to the coolest (cluster/balance.go).
 	balance bool
@@ -137,6 +140,7 @@ func parseServe(args []string, getenv func(string) string) (serveConfig, error) 
 	fs.IntVar(&c.groups, "groups", 1, "Raft groups the queues are spread over, each with its own leader; read at the cluster's first start, and every node must give the same. More than 1 needs --raft, and the cluster secret on several nodes")
 	fs.BoolVar(&c.balance, "balance", true, "with --groups above 1: move queues from the busiest Raft group to the idlest when one carries 1.5x the other's msgs/s and 500 msgs/s more for a minute, one queue every 5 minutes at most (each move stalls the queue's writers while it is copied)")
 	fs.DurationVar(&c.replaceAfter, "replace-after", 5*time.Minute, "with --replicas below the node count: how long a node may be unreachable before its replicas are re-created on the other nodes and it is removed (0: never)")
+	fs.DurationVar(&c.retireHold, "retire-hold", 30*time.Second, "with --replicas below the node count: how long a replica moved away from this node waits, once its removal has committed, before it is closed and its disk freed (twice this in all)")
 	fs.IntVar(&c.replicas, "replicas", 0, "R, the voters each data group has with --groups above 1: each group's replicas are on R of the nodes, so nodes past R add capacity; read at the cluster's first start; a group has min(nodes, R) voters, gaining them as nodes join (default 3)")
 	fs.StringVar(&c.pprof, "pprof", "", "serve Go's pprof profiles on this host:port (off when empty; keep it on loopback)")
 	fs.StringVar(&level, "log-level", "info", "debug, info, warn or error; debug also shows Raft's elections and snapshots")
@@ -242,6 +246,8 @@ func (c *serveConfig) checkGroups() error {
 	switch {
 	case c.groups < 1:
 		return fmt.Errorf("bad --groups %d: want 1 or more", c.groups)
+	case c.retireHold <= 0:
+		return fmt.Errorf("bad --retire-hold %v: want a duration above 0", c.retireHold)
 	case c.groups == 1 && c.replicas != 0 && c.replicas != max(c.founders, 1):
 		return fmt.Errorf("--replicas %d needs --groups above 1: one group is on every node (%d here)", c.replicas, max(c.founders, 1))
 	case c.groups == 1:
@@ -455,7 +461,7 @@ func serve(args []string) error {
 		opts.JoinMembers = func() ([]string, string, error) { return clusterMembers(c.join, c.relayTLS) }
 	}
 	replicas := c.replicaCount() // before the open makes --data's Raft log
-	node, err = openBroker(opts, c.groups, replicas, c.replaceAfter, c.balance, fwd, ms)
+	node, err = openBroker(opts, c, replicas, fwd, ms)
 	if errors.Is(err, raft.ErrNotMember) && c.rejoin != "" && c.clusterSecret != "" {
 		// A founder whose old store was removed from the cluster (queen
 		// leave --force after its disk was lost) comes back as a new member.
@@ -463,7 +469,7 @@ func serve(args []string) error {
 		// It takes the cluster's id from --join's /health, as a joiner does.
 		opts.Peers, opts.Bootstrap, c.join, replicas = nil, false, c.rejoin, 0
 		opts.JoinMembers = func() ([]string, string, error) { return clusterMembers(c.join, c.relayTLS) }
-		node, err = openBroker(opts, c.groups, replicas, c.replaceAfter, c.balance, fwd, ms)
+		node, err = openBroker(opts, c, replicas, fwd, ms)
 	}
 	if err != nil {
 		return err
@@ -556,14 +562,14 @@ type broker interface {
 }
 
 // openBroker opens the node's Raft groups: one as raft.Open does, or the
-// directory and groups data groups as a cluster.Host, whose moves are
-// counted in ms (meter.Moves).
-func openBroker(opts raft.Options, groups, replicas int, replaceAfter time.Duration, balance bool, fwd *nodes.Client, ms *metrics.Set) (broker, error) {
-	if groups == 1 {
+// directory and c.groups data groups of replicas voters as a cluster.Host,
+// whose moves are counted in ms (meter.Moves).
+func openBroker(opts raft.Options, c serveConfig, replicas int, fwd *nodes.Client, ms *metrics.Set) (broker, error) {
+	if c.groups == 1 {
 		return raft.Open(opts)
 	}
-	ho := nodes.HostOptions{Node: opts, Groups: groups, Replicas: replicas, ReplaceAfter: replaceAfter, Balance: balance,
-		OnMove: meter.NewMoves(ms).Record}
+	ho := nodes.HostOptions{Node: opts, Groups: c.groups, Replicas: replicas, ReplaceAfter: c.replaceAfter, Balance: c.balance,
+		RetireHold: c.retireHold, OnMove: meter.NewMoves(ms).Record}
 	if fwd != nil {
 		ho.Forward = fwd
 	}
