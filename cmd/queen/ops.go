@@ -406,9 +406,15 @@ func spreadTable(w io.Writer, p placement) {
 		}
 		leads[g.Leader]++
 	}
-	fmt.Fprintln(w, "\nNODE\tVOTER OF\tLEADS")
+	// At most five nodes vote in the directory; the others follow it
+	// (cluster/voters.go).
+	fmt.Fprintln(w, "\nNODE\tVOTER OF\tLEADS\tDIRECTORY")
 	for _, id := range ids {
-		fmt.Fprintf(w, "%s\t%d of %d\t%d\n", id, voter[id], len(p.Groups)-1, leads[id])
+		dir := "follows"
+		if slices.Contains(p.Groups[0].Members, id) {
+			dir = "votes"
+		}
+		fmt.Fprintf(w, "%s\t%d of %d\t%d\t%s\n", id, voter[id], len(p.Groups)-1, leads[id], dir)
 	}
 }
 

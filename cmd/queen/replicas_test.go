@@ -233,19 +233,20 @@ func TestGroups_FourNodesThreeReplicas(t *testing.T) {
 }
 
 // queen status's spread table: each node with how many data groups it is
-// a voter of and leads, the directory left out; none for one group.
+// a voter of and leads, the directory left out, and whether it votes in
+// the directory or follows it; none for one group.
 func TestStatus_SpreadTable(t *testing.T) {
 	t.Parallel()
 	var p placement
 	if err := json.Unmarshal([]byte(`{"nodes":[{"id":"n1"},{"id":"n2"},{"id":"n3"},{"id":"n4"}],"replicas":3,"groups":[
-		{"id":0,"members":["n1","n2","n3","n4"],"leader":"n1"},
+		{"id":0,"members":["n1","n2","n3"],"leader":"n1"},
 		{"id":1,"members":["n1","n2","n3"],"leader":"n1"},{"id":2,"members":["n1","n2","n4"],"leader":"n2"},
 		{"id":3,"members":["n1","n3","n4"],"leader":"n1"},{"id":4,"members":["n2","n3","n4"],"leader":""}]}`), &p); err != nil {
 		t.Fatal(err)
 	}
 	var b strings.Builder
 	spreadTable(&b, p)
-	want := "\nNODE VOTER OF LEADS\nn1 3 of 4 2\nn2 3 of 4 1\nn3 3 of 4 0\nn4 3 of 4 0\n"
+	want := "\nNODE VOTER OF LEADS DIRECTORY\nn1 3 of 4 2 votes\nn2 3 of 4 1 votes\nn3 3 of 4 0 votes\nn4 3 of 4 0 follows\n"
 	var got []string
 	for _, l := range strings.Split(b.String(), "\n") {
 		got = append(got, strings.Join(strings.Fields(l), " "))
