@@ -26,7 +26,6 @@ import (
 	"github.com/queenmq/queen/server/relay"
 	"github.com/queenmq/queen/server/spool"
 	"github.com/queenmq/queen/server/streams"
-	"github.com/queenmq/queen/server/traces"
 )
 
 // Options configures a Server. Zero fields take their defaults (see
@@ -262,8 +261,6 @@ type Server struct {
 	an *analytics.Analytics
 	// dlq answers the dead-letter and message routes (package dlq; dlq.go).
 	dlq *dlq.Routes
-	// traces answers the trace routes (package traces; traces.go).
-	traces *traces.Routes
 	// streams answers the streams routes (package streams; streams.go).
 	streams *streams.Routes
 	// reads makes reads linearizable (package relay); nil for a broker
@@ -309,7 +306,6 @@ func New(b Broker, opts Options) (*Server, error) {
 	}
 	s.crypt = crypt
 	s.dlq = s.newDLQ()
-	s.traces = traces.New(s.ctx, tracesHost{s})
 	s.streams = s.newStreams()
 	if s.cors, err = cors.Compile(opts.CORSOrigins); err != nil {
 		return nil, err
