@@ -196,6 +196,12 @@ func publicText(err error) string {
 	return "internal error"
 }
 
+// isNotFound reports whether the error table answers err with 404.
+func isNotFound(err error) bool {
+	row, _, ok := classify(err)
+	return ok && row.status == fasthttp.StatusNotFound
+}
+
 // writeError answers a request with the error's status and the docs/decisions.md C2 body
 // {"error": "<message>", "code": "<code>"}. It is the only way handlers
 // report errors.

@@ -19,7 +19,6 @@ import (
 	"github.com/queenmq/queen/server/auth"
 	"github.com/queenmq/queen/server/cors"
 	"github.com/queenmq/queen/server/diskspace"
-	"github.com/queenmq/queen/server/dlq"
 	"github.com/queenmq/queen/server/envelope"
 	"github.com/queenmq/queen/server/listener"
 	"github.com/queenmq/queen/server/memory"
@@ -259,8 +258,6 @@ type Server struct {
 	storage *storageState
 	// an is the analytics recorder (package analytics; analytics.go).
 	an *analytics.Analytics
-	// dlq answers the dead-letter and message routes (package dlq; dlq.go).
-	dlq *dlq.Routes
 	// streams answers the streams routes (package streams; streams.go).
 	streams *streams.Routes
 	// reads makes reads linearizable (package relay); nil for a broker
@@ -305,7 +302,6 @@ func New(b Broker, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.crypt = crypt
-	s.dlq = s.newDLQ()
 	s.streams = s.newStreams()
 	if s.cors, err = cors.Compile(opts.CORSOrigins); err != nil {
 		return nil, err
