@@ -24,7 +24,6 @@ import (
 	"github.com/queenmq/queen/server/memory"
 	"github.com/queenmq/queen/server/relay"
 	"github.com/queenmq/queen/server/spool"
-	"github.com/queenmq/queen/server/streams"
 )
 
 // Options configures a Server. Zero fields take their defaults (see
@@ -258,8 +257,6 @@ type Server struct {
 	storage *storageState
 	// an is the analytics recorder (package analytics; analytics.go).
 	an *analytics.Analytics
-	// streams answers the streams routes (package streams; streams.go).
-	streams *streams.Routes
 	// reads makes reads linearizable (package relay); nil for a broker
 	// without replicas.
 	reads *relay.Reads
@@ -302,7 +299,6 @@ func New(b Broker, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.crypt = crypt
-	s.streams = s.newStreams()
 	if s.cors, err = cors.Compile(opts.CORSOrigins); err != nil {
 		return nil, err
 	}
