@@ -21,8 +21,9 @@ func (s *Server) status(ctx *fasthttp.RequestCtx, _ *params) {
 	if s.relayAnalytics(ctx) {
 		return
 	}
-	q, ok := s.an.ParseQuery(ctx)
-	if !ok {
+	q, err := s.an.ParseQuery(ctx.QueryArgs())
+	if err != nil {
+		s.writeError(ctx, err)
 		return
 	}
 	qs, dlq, err := s.queuesAndDLQ()

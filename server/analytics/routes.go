@@ -17,9 +17,10 @@ import (
 )
 
 // The /api/v1/analytics routes (docs/api.md §11). Each reads every node's
-// minutes (analytics.go): a follower relays the request to the leader,
-// which holds them all, and answers from what it holds itself only when
-// there is no leader to relay to.
+// minutes (analytics.go): package server has a follower relay the request
+// to the leader, which holds them all, and calls the route itself only
+// when it leads or there is no leader to relay to. A route writes its
+// answer, or returns the error for the server's error table to answer.
 
 // layoutSeconds is the series' bucket timestamps (no fraction).
 const layoutSeconds = "2006-01-02T15:04:05Z"
@@ -80,22 +81,12 @@ func floorDiv(a, b int64) int64 {
 
 func ceilDiv(a, b int64) int64 { return -floorDiv(-a, b) }
 
-// parseAnalytics has the leader answer (Host.Relay), then reads the
-// query (ParseQuery). ok is false when the request has been answered
-// (relayed, or refused).
-func (a *Analytics) parseAnalytics(ctx *fasthttp.RequestCtx) (q Query, ok bool) {
-	if a.host.Relay(ctx) {
-		return q, false
-	}
-	return a.ParseQuery(ctx)
-}
-
 // ParseQuery reads from, to, queue, hostname and workerId (defaults:
 // the last hour) and collects the minutes in range from what this node
-// holds, without relaying (GET /api/v1/status relays first, itself). ok is
-// false when the request has been refused.
-func (a *Analytics) ParseQuery(ctx *fasthttp.RequestCtx) (q Query, ok bool) {
-	args := ctx.QueryArgs()
+// holds. It never relays: the server has a follower's request answered by
+// the leader, which holds every node's minutes, before it asks. Bad input
+// is a 400 (wire.BadRequest).
+func (a *Analytics) ParseQuery(args *fasthttp.Args) (q Query, err error) {
 	q.now = a.now()
 	q.to = q.now.UnixMicro()
 	q.from = q.to - int64(time.Hour/time.Microsecond)
@@ -106,8 +97,7 @@ func (a *Analytics) ParseQuery(ctx *fasthttp.RequestCtx) (q Query, ok bool) {
 		if v := args.Peek(p.key); len(v) > 0 {
 			t, good := wire.ParseTime(string(v))
 			if !good {
-				a.host.Fail(ctx, wire.BadRequest("invalid "+p.key))
-				return q, false
+				return q, wire.BadRequest("invalid " + p.key)
 			}
 			*p.dst = engine.Micros(t)
 		}
@@ -115,18 +105,17 @@ func (a *Analytics) ParseQuery(ctx *fasthttp.RequestCtx) (q Query, ok bool) {
 	if v := args.Peek("workerId"); len(v) > 0 {
 		n, err := strconv.ParseInt(string(v), 10, 64)
 		if err != nil {
-			a.host.Fail(ctx, wire.BadRequest("invalid workerId"))
-			return q, false
+			return q, wire.BadRequest("invalid workerId")
 		}
 		q.workerID, q.workerSet = n, true
 	}
 	q.queue, q.hostname = string(args.Peek("queue")), string(args.Peek("hostname"))
 	q.bucket = bucketMinutes(max(q.to-q.from, 0) / minuteUS)
 	q.fromMin, q.toMin = ceilDiv(q.from, minuteUS), floorDiv(q.to, minuteUS)
-	q.self = a.host.NodeID()
-	a.rotate(a.host)
+	q.self = a.broker.Status().ID
+	a.rotate(a.broker)
 	q.nodes = a.series(q.self, q.fromMin, q.toMin)
-	return q, true
+	return q, nil
 }
 
 // Queue is the queue filter ("" for all).
@@ -229,10 +218,10 @@ func (q *Query) mergeQueues() []minuteQueues {
 
 // queueLag answers GET /api/v1/analytics/queue-lag?from&to&queue: one entry
 // per (minute, queue), newest minute first, then by queue.
-func (a *Analytics) QueueLag(ctx *fasthttp.RequestCtx) {
-	q, ok := a.parseAnalytics(ctx)
-	if !ok {
-		return
+func (a *Analytics) QueueLag(ctx *fasthttp.RequestCtx) error {
+	q, err := a.ParseQuery(ctx.QueryArgs())
+	if err != nil {
+		return err
 	}
 	minutes := q.mergeQueues()
 	w := reply.Start(ctx)
@@ -250,19 +239,19 @@ func (a *Analytics) QueueLag(ctx *fasthttp.RequestCtx) {
 	}
 	w.EndArray()
 	reply.Send(ctx, fasthttp.StatusOK, w)
+	return nil
 }
 
 // queueOps answers GET /api/v1/analytics/queue-ops?from&to&queue: one entry
 // per (bucket, queue), bucket ascending, then by queue.
-func (a *Analytics) QueueOps(ctx *fasthttp.RequestCtx) {
-	q, ok := a.parseAnalytics(ctx)
-	if !ok {
-		return
+func (a *Analytics) QueueOps(ctx *fasthttp.RequestCtx) error {
+	q, err := a.ParseQuery(ctx.QueryArgs())
+	if err != nil {
+		return err
 	}
 	created, err := a.createdPartitions(&q)
 	if err != nil {
-		a.host.Fail(ctx, err)
-		return
+		return err
 	}
 	var (
 		order []bucketQueue
@@ -339,6 +328,7 @@ func (a *Analytics) QueueOps(ctx *fasthttp.RequestCtx) {
 	w.EndArray()
 	w.EndObject()
 	reply.Send(ctx, fasthttp.StatusOK, w)
+	return nil
 }
 
 // bucketQueue keys a queue's figures in a bucket.
@@ -357,7 +347,7 @@ type bucketQueue struct {
 func (a *Analytics) createdPartitions(q *Query) (map[bucketQueue]int64, error) {
 	var qs []engine.QueueInfo
 	if q.queue != "" {
-		info, err := a.host.Queue(q.queue)
+		info, err := a.broker.Queue(q.queue)
 		switch {
 		case errors.Is(err, engine.ErrQueueNotFound):
 			return nil, nil
@@ -367,7 +357,7 @@ func (a *Analytics) createdPartitions(q *Query) (map[bucketQueue]int64, error) {
 		qs = append(qs, info)
 	} else {
 		var err error
-		if qs, err = a.host.Queues(); err != nil {
+		if qs, err = a.broker.Queues(); err != nil {
 			return nil, err
 		}
 	}
@@ -387,10 +377,10 @@ func (a *Analytics) createdPartitions(q *Query) (map[bucketQueue]int64, error) {
 // queueParkedReplicas answers GET /api/v1/analytics/queue-parked-replicas:
 // per (bucket, queue, node), the mean of the node's parked gauge over the
 // minutes of the bucket in which it had a long-poll parked on the queue.
-func (a *Analytics) QueueParkedReplicas(ctx *fasthttp.RequestCtx) {
-	q, ok := a.parseAnalytics(ctx)
-	if !ok {
-		return
+func (a *Analytics) QueueParkedReplicas(ctx *fasthttp.RequestCtx) error {
+	q, err := a.ParseQuery(ctx.QueryArgs())
+	if err != nil {
+		return err
 	}
 	type key struct {
 		bucket      int64
@@ -454,16 +444,17 @@ func (a *Analytics) QueueParkedReplicas(ctx *fasthttp.RequestCtx) {
 	w.EndArray()
 	w.EndObject()
 	reply.Send(ctx, fasthttp.StatusOK, w)
+	return nil
 }
 
 // retention answers GET /api/v1/analytics/retention?from&to&queue: what the
 // leaders' sweeps deleted, per bucket. A sweep reports its deletions for
 // the whole store, not per queue, so a queue filter matches nothing (and
 // the answer says so in "note").
-func (a *Analytics) Retention(ctx *fasthttp.RequestCtx) {
-	q, ok := a.parseAnalytics(ctx)
-	if !ok {
-		return
+func (a *Analytics) Retention(ctx *fasthttp.RequestCtx) error {
+	q, err := a.ParseQuery(ctx.QueryArgs())
+	if err != nil {
+		return err
 	}
 	var (
 		order  []int64
@@ -517,6 +508,7 @@ func (a *Analytics) Retention(ctx *fasthttp.RequestCtx) {
 	}
 	w.EndObject()
 	reply.Send(ctx, fasthttp.StatusOK, w)
+	return nil
 }
 
 // workerAgg is node rows summed over a bucket (or a node): the sums, and
@@ -546,10 +538,10 @@ func (a *workerAgg) avg(sum float64) int64 {
 }
 
 // workerMetrics answers GET /api/v1/analytics/worker-metrics?from&to&hostname&workerId.
-func (a *Analytics) WorkerMetrics(ctx *fasthttp.RequestCtx) {
-	q, ok := a.parseAnalytics(ctx)
-	if !ok {
-		return
+func (a *Analytics) WorkerMetrics(ctx *fasthttp.RequestCtx) error {
+	q, err := a.ParseQuery(ctx.QueryArgs())
+	if err != nil {
+		return err
 	}
 	var buckets []int64
 	byB := map[int64]*workerAgg{}
@@ -624,6 +616,7 @@ func (a *Analytics) WorkerMetrics(ctx *fasthttp.RequestCtx) {
 	w.EndObject()
 	w.EndObject()
 	reply.Send(ctx, fasthttp.StatusOK, w)
+	return nil
 }
 
 // WriteWorkers writes worker-metrics' "workers": each node over the last

@@ -14,7 +14,7 @@ import (
 // node's Pebble figures under Queen's keys (docs/api.md §11): what has a
 // true counterpart is filled, the rest is empty; no PostgreSQL figure is
 // imitated. Each node answers for its own store.
-func (a *Analytics) PostgresStats(ctx *fasthttp.RequestCtx) {
+func (a *Analytics) PostgresStats(ctx *fasthttp.RequestCtx) error {
 	var (
 		st  engine.StoreStats
 		has bool
@@ -22,8 +22,7 @@ func (a *Analytics) PostgresStats(ctx *fasthttp.RequestCtx) {
 	if a.store != nil {
 		var err error
 		if st, err = a.store(); err != nil {
-			a.host.Fail(ctx, err)
-			return
+			return err
 		}
 		has = true
 	}
@@ -38,7 +37,7 @@ func (a *Analytics) PostgresStats(ctx *fasthttp.RequestCtx) {
 	w.TimeMillis("timestamp", a.now().UnixMicro())
 	w.Str("database", "pebble")
 	w.Str("engine", "pebble")
-	w.Str("node", a.host.NodeID())
+	w.Str("node", a.broker.Status().ID)
 	w.Object("databaseCache")
 	if has {
 		w.Str("database", "pebble")
@@ -130,6 +129,7 @@ func (a *Analytics) PostgresStats(ctx *fasthttp.RequestCtx) {
 	}
 	w.EndObject()
 	reply.Send(ctx, fasthttp.StatusOK, w)
+	return nil
 }
 
 // storeTables are postgres-stats' tableSizes: the key family groups'

@@ -9,10 +9,10 @@ import (
 
 // systemMetrics answers GET /api/v1/analytics/system-metrics?from&to&hostname&workerId:
 // per node, its sampled process figures per bucket, ascending.
-func (a *Analytics) SystemMetrics(ctx *fasthttp.RequestCtx) {
-	q, ok := a.parseAnalytics(ctx)
-	if !ok {
-		return
+func (a *Analytics) SystemMetrics(ctx *fasthttp.RequestCtx) error {
+	q, err := a.ParseQuery(ctx.QueryArgs())
+	if err != nil {
+		return err
 	}
 	type point struct {
 		at      int64
@@ -70,6 +70,7 @@ func (a *Analytics) SystemMetrics(ctx *fasthttp.RequestCtx) {
 	w.Int("pointCount", int64(points))
 	w.EndObject()
 	reply.Send(ctx, fasthttp.StatusOK, w)
+	return nil
 }
 
 // writeSysMetrics writes one point's "metrics". What this broker has no
