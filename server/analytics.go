@@ -9,6 +9,8 @@ import (
 	"github.com/queenmq/queen/cluster"
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server/analytics"
+	"github.com/queenmq/queen/server/reply"
+	"github.com/queenmq/queen/server/wire"
 )
 
 // The server's side of the analytics (package analytics): it binds the
@@ -111,18 +113,30 @@ func (s *Server) retentionAnalytics(ctx *fasthttp.RequestCtx, _ *params) {
 // postgresStats answers GET /api/v1/analytics/postgres-stats from this
 // node's own store: it is not relayed.
 func (s *Server) postgresStats(ctx *fasthttp.RequestCtx, _ *params) {
-	if err := s.an.PostgresStats(ctx); err != nil {
+	w := reply.Start(ctx)
+	if err := s.an.PostgresStats(&w); err != nil {
 		s.writeError(ctx, err)
+		return
 	}
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }
 
-// answerAnalytics has the leader answer a follower's analytics request, else
-// answers it with route, through the error table when route fails.
-func (s *Server) answerAnalytics(ctx *fasthttp.RequestCtx, route func(*fasthttp.RequestCtx) error) {
+// answerAnalytics has the leader answer a follower's analytics request;
+// else it reads the query and answers it with what route writes, or with
+// route's error through the error table.
+func (s *Server) answerAnalytics(ctx *fasthttp.RequestCtx, route func(*analytics.Query, *wire.Writer) error) {
 	if s.relayAnalytics(ctx) {
 		return
 	}
-	if err := route(ctx); err != nil {
+	q, err := s.an.ParseQuery(ctx.QueryArgs())
+	if err != nil {
 		s.writeError(ctx, err)
+		return
 	}
+	w := reply.Start(ctx)
+	if err := route(&q, &w); err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	reply.Send(ctx, fasthttp.StatusOK, w)
 }

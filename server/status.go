@@ -46,7 +46,8 @@ func (s *Server) status(ctx *fasthttp.RequestCtx, _ *params) {
 			names[qs[i].Name] = true
 		}
 	}
-	w := q.Head(ctx, true)
+	w := reply.Start(ctx)
+	q.Head(&w, true)
 	q.WriteThroughput(&w, names)
 	w.Array("queues")
 	for i := range qs {

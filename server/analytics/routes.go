@@ -12,15 +12,16 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/queenmq/queen/engine"
-	"github.com/queenmq/queen/server/reply"
 	"github.com/queenmq/queen/server/wire"
 )
 
 // The /api/v1/analytics routes (docs/api.md §11). Each reads every node's
 // minutes (analytics.go): package server has a follower relay the request
 // to the leader, which holds them all, and calls the route itself only
-// when it leads or there is no leader to relay to. A route writes its
-// answer, or returns the error for the server's error table to answer.
+// when it leads or there is no leader to relay to. The server reads the
+// query (ParseQuery) and owns the response: a route writes its 200's body
+// into the writer it is given, or returns the error for the server's error
+// table to answer.
 
 // layoutSeconds is the series' bucket timestamps (no fraction).
 const layoutSeconds = "2006-01-02T15:04:05Z"
@@ -129,8 +130,7 @@ func (q *Query) node(id string) bool {
 
 // Head starts the reply object with its timeRange and, when bucketed, its
 // bucketMinutes.
-func (q *Query) Head(ctx *fasthttp.RequestCtx, bucketed bool) wire.Writer {
-	w := reply.Start(ctx)
+func (q *Query) Head(w *wire.Writer, bucketed bool) {
 	w.Object("")
 	w.Object("timeRange")
 	w.TimeMillis("from", q.from)
@@ -139,7 +139,6 @@ func (q *Query) Head(ctx *fasthttp.RequestCtx, bucketed bool) wire.Writer {
 	if bucketed {
 		w.Int("bucketMinutes", q.bucket)
 	}
-	return w
 }
 
 // round2 rounds to 2 decimal places; perSecond is a bucket's sum per
@@ -216,15 +215,10 @@ func (q *Query) mergeQueues() []minuteQueues {
 	return out
 }
 
-// queueLag answers GET /api/v1/analytics/queue-lag?from&to&queue: one entry
+// QueueLag writes the answer to GET /api/v1/analytics/queue-lag?from&to&queue: one entry
 // per (minute, queue), newest minute first, then by queue.
-func (a *Analytics) QueueLag(ctx *fasthttp.RequestCtx) error {
-	q, err := a.ParseQuery(ctx.QueryArgs())
-	if err != nil {
-		return err
-	}
+func (a *Analytics) QueueLag(q *Query, w *wire.Writer) error {
 	minutes := q.mergeQueues()
-	w := reply.Start(ctx)
 	w.Array("")
 	for i := len(minutes) - 1; i >= 0; i-- {
 		for _, agg := range minutes[i].queues {
@@ -238,18 +232,13 @@ func (a *Analytics) QueueLag(ctx *fasthttp.RequestCtx) error {
 		}
 	}
 	w.EndArray()
-	reply.Send(ctx, fasthttp.StatusOK, w)
 	return nil
 }
 
-// queueOps answers GET /api/v1/analytics/queue-ops?from&to&queue: one entry
+// QueueOps writes the answer to GET /api/v1/analytics/queue-ops?from&to&queue: one entry
 // per (bucket, queue), bucket ascending, then by queue.
-func (a *Analytics) QueueOps(ctx *fasthttp.RequestCtx) error {
-	q, err := a.ParseQuery(ctx.QueryArgs())
-	if err != nil {
-		return err
-	}
-	created, err := a.createdPartitions(&q)
+func (a *Analytics) QueueOps(q *Query, w *wire.Writer) error {
+	created, err := a.createdPartitions(q)
 	if err != nil {
 		return err
 	}
@@ -289,7 +278,7 @@ func (a *Analytics) QueueOps(ctx *fasthttp.RequestCtx) error {
 		return cmp.Or(cmp.Compare(a.bucket, b.bucket), strings.Compare(a.queue, b.queue))
 	})
 	slices.Sort(names)
-	w := q.Head(ctx, true)
+	q.Head(w, true)
 	w.Array("series")
 	for _, k := range order {
 		g := aggs[k]
@@ -327,7 +316,6 @@ func (a *Analytics) QueueOps(ctx *fasthttp.RequestCtx) error {
 	}
 	w.EndArray()
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
 	return nil
 }
 
@@ -374,14 +362,10 @@ func (a *Analytics) createdPartitions(q *Query) (map[bucketQueue]int64, error) {
 	return out, nil
 }
 
-// queueParkedReplicas answers GET /api/v1/analytics/queue-parked-replicas:
+// QueueParkedReplicas writes the answer to GET /api/v1/analytics/queue-parked-replicas:
 // per (bucket, queue, node), the mean of the node's parked gauge over the
 // minutes of the bucket in which it had a long-poll parked on the queue.
-func (a *Analytics) QueueParkedReplicas(ctx *fasthttp.RequestCtx) error {
-	q, err := a.ParseQuery(ctx.QueryArgs())
-	if err != nil {
-		return err
-	}
+func (a *Analytics) QueueParkedReplicas(q *Query, w *wire.Writer) error {
 	type key struct {
 		bucket      int64
 		queue, node string
@@ -422,7 +406,7 @@ func (a *Analytics) QueueParkedReplicas(ctx *fasthttp.RequestCtx) error {
 		return cmp.Or(cmp.Compare(a.bucket, b.bucket), strings.Compare(a.queue, b.queue), strings.Compare(a.node, b.node))
 	})
 	slices.Sort(replicas)
-	w := q.Head(ctx, true)
+	q.Head(w, true)
 	w.Array("series")
 	for _, k := range order {
 		w.Object("")
@@ -443,19 +427,14 @@ func (a *Analytics) QueueParkedReplicas(ctx *fasthttp.RequestCtx) error {
 	}
 	w.EndArray()
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
 	return nil
 }
 
-// retention answers GET /api/v1/analytics/retention?from&to&queue: what the
+// Retention writes the answer to GET /api/v1/analytics/retention?from&to&queue: what the
 // leaders' sweeps deleted, per bucket. A sweep reports its deletions for
 // the whole store, not per queue, so a queue filter matches nothing (and
 // the answer says so in "note").
-func (a *Analytics) Retention(ctx *fasthttp.RequestCtx) error {
-	q, err := a.ParseQuery(ctx.QueryArgs())
-	if err != nil {
-		return err
-	}
+func (a *Analytics) Retention(q *Query, w *wire.Writer) error {
 	var (
 		order  []int64
 		byB    = map[int64]*retentionMinute{}
@@ -491,23 +470,22 @@ func (a *Analytics) Retention(ctx *fasthttp.RequestCtx) error {
 		w.Int("totalMsgs", r.Retention+r.Evicted)
 		w.Int("eventCount", r.Events)
 	}
-	w := q.Head(ctx, true)
+	q.Head(w, true)
 	w.Array("series")
 	for _, b := range order {
 		w.Object("")
 		w.TimeLayout("bucket", b*minuteUS, layoutSeconds)
-		writeCounts(&w, byB[b])
+		writeCounts(w, byB[b])
 		w.EndObject()
 	}
 	w.EndArray()
 	w.Object("totals")
-	writeCounts(&w, &totals)
+	writeCounts(w, &totals)
 	w.EndObject()
 	if q.queue != "" {
 		w.Str("note", "retention sweeps report their deletions for the whole store, not per queue: a queue filter matches nothing")
 	}
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
 	return nil
 }
 
@@ -537,12 +515,8 @@ func (a *workerAgg) avg(sum float64) int64 {
 	return int64(math.Round(sum / float64(a.rows)))
 }
 
-// workerMetrics answers GET /api/v1/analytics/worker-metrics?from&to&hostname&workerId.
-func (a *Analytics) WorkerMetrics(ctx *fasthttp.RequestCtx) error {
-	q, err := a.ParseQuery(ctx.QueryArgs())
-	if err != nil {
-		return err
-	}
+// WorkerMetrics writes the answer to GET /api/v1/analytics/worker-metrics?from&to&hostname&workerId.
+func (a *Analytics) WorkerMetrics(q *Query, w *wire.Writer) error {
 	var buckets []int64
 	byB := map[int64]*workerAgg{}
 	for _, n := range q.nodes {
@@ -561,7 +535,7 @@ func (a *Analytics) WorkerMetrics(ctx *fasthttp.RequestCtx) error {
 		}
 	}
 	slices.SortFunc(buckets, func(a, b int64) int { return cmp.Compare(b, a) })
-	w := q.Head(ctx, true)
+	q.Head(w, true)
 	w.Int("pointCount", int64(len(buckets)))
 	w.Array("timeSeries")
 	for _, b := range buckets {
@@ -596,8 +570,8 @@ func (a *Analytics) WorkerMetrics(ctx *fasthttp.RequestCtx) error {
 		w.EndObject()
 	}
 	w.EndArray()
-	a.WriteWorkers(&w, &q)
-	writeQueuePops(&w, q.mergeQueues())
+	a.WriteWorkers(w, q)
+	writeQueuePops(w, q.mergeQueues())
 	w.Object("summary")
 	var t nodeMinute
 	for _, n := range q.nodes {
@@ -615,7 +589,6 @@ func (a *Analytics) WorkerMetrics(ctx *fasthttp.RequestCtx) error {
 	w.Int("pendingMessages", t.PushMessages-t.PopMessages)
 	w.EndObject()
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
 	return nil
 }
 

@@ -4,17 +4,15 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/valyala/fasthttp"
-
 	"github.com/queenmq/queen/engine"
-	"github.com/queenmq/queen/server/reply"
+	"github.com/queenmq/queen/server/wire"
 )
 
-// postgresStats answers GET /api/v1/analytics/postgres-stats with this
+// PostgresStats writes the answer to GET /api/v1/analytics/postgres-stats with this
 // node's Pebble figures under Queen's keys (docs/api.md §11): what has a
 // true counterpart is filled, the rest is empty; no PostgreSQL figure is
 // imitated. Each node answers for its own store.
-func (a *Analytics) PostgresStats(ctx *fasthttp.RequestCtx) error {
+func (a *Analytics) PostgresStats(w *wire.Writer) error {
 	var (
 		st  engine.StoreStats
 		has bool
@@ -32,7 +30,6 @@ func (a *Analytics) PostgresStats(ctx *fasthttp.RequestCtx) error {
 		}
 		return round2(float64(hits) * 100 / float64(hits+misses))
 	}
-	w := reply.Start(ctx)
 	w.Object("")
 	w.TimeMillis("timestamp", a.now().UnixMicro())
 	w.Str("database", "pebble")
@@ -128,7 +125,6 @@ func (a *Analytics) PostgresStats(ctx *fasthttp.RequestCtx) error {
 		w.EndObject()
 	}
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
 	return nil
 }
 
