@@ -9,7 +9,6 @@ import (
 	"github.com/queenmq/queen/cluster"
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server/analytics"
-	"github.com/queenmq/queen/server/reply"
 	"github.com/queenmq/queen/server/wire"
 )
 
@@ -113,12 +112,12 @@ func (s *Server) retentionAnalytics(ctx *fasthttp.RequestCtx, _ *params) {
 // postgresStats answers GET /api/v1/analytics/postgres-stats from this
 // node's own store: it is not relayed.
 func (s *Server) postgresStats(ctx *fasthttp.RequestCtx, _ *params) {
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	if err := s.an.PostgresStats(&w); err != nil {
 		s.writeError(ctx, err)
 		return
 	}
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
 // answerAnalytics has the leader answer a follower's analytics request;
@@ -133,10 +132,10 @@ func (s *Server) answerAnalytics(ctx *fasthttp.RequestCtx, route func(*analytics
 		s.writeError(ctx, err)
 		return
 	}
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	if err := route(&q, &w); err != nil {
 		s.writeError(ctx, err)
 		return
 	}
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }

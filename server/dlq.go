@@ -8,7 +8,6 @@ import (
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server/envelope"
-	"github.com/queenmq/queen/server/reply"
 	"github.com/queenmq/queen/server/urlquery"
 	"github.com/queenmq/queen/server/wire"
 )
@@ -34,7 +33,7 @@ func (s *Server) listDLQ(ctx *fasthttp.RequestCtx, _ *params) {
 		s.writeError(ctx, err)
 		return
 	}
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.Array("messages")
 	for i := range rows {
@@ -48,7 +47,7 @@ func (s *Server) listDLQ(ctx *fasthttp.RequestCtx, _ *params) {
 	w.EndObject()
 	w.Int("total", int64(total))
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
 // dlqFilter reads the docs/decisions.md B1 filters and paging of a DLQ request.
@@ -121,7 +120,7 @@ func (s *Server) replayDLQ(ctx *fasthttp.RequestCtx, _ *params) {
 		s.writeError(ctx, err)
 		return
 	}
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.Bool("success", failed == 0)
 	w.Int("replayed", int64(replayed))
@@ -129,7 +128,7 @@ func (s *Server) replayDLQ(ctx *fasthttp.RequestCtx, _ *params) {
 	w.Int("failed", int64(failed))
 	w.Int("remaining", int64(remaining))
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
 // writeDeadLetter writes one DLQ row: Queen's fields (createdAt = failedAt)

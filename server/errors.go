@@ -13,7 +13,6 @@ import (
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server/auth"
 	"github.com/queenmq/queen/server/diskspace"
-	"github.com/queenmq/queen/server/reply"
 	"github.com/queenmq/queen/server/spool"
 	"github.com/queenmq/queen/server/wire"
 )
@@ -232,12 +231,12 @@ func (s *Server) writeError(ctx *fasthttp.RequestCtx, err error) {
 			s.log.Error("request failed", "method", string(ctx.Method()), "path", string(ctx.Path()), "code", row.code, "err", err)
 		}
 	}
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.Str("error", msg)
 	w.Str("code", row.code)
 	w.EndObject()
-	reply.Send(ctx, row.status, w)
+	sendReply(ctx, row.status, w)
 }
 
 // fasthttpError maps an error fasthttp met while reading a request (it

@@ -7,7 +7,6 @@ import (
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
-	"github.com/queenmq/queen/server/reply"
 	"github.com/queenmq/queen/server/urlquery"
 	"github.com/queenmq/queen/server/wire"
 )
@@ -88,7 +87,7 @@ func (s *Server) listMessages(ctx *fasthttp.RequestCtx, _ *params) {
 		return
 	}
 	us := now.UnixMicro()
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.Array("messages")
 	var summary []engine.CursorInfo
@@ -128,7 +127,7 @@ func (s *Server) listMessages(ctx *fasthttp.RequestCtx, _ *params) {
 	w.EndArray()
 	writeMode(&w, summary, 0)
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
 // maxStatusScan bounds the candidates a status-filtered listing examines.
@@ -213,7 +212,7 @@ func (s *Server) getMessage(ctx *fasthttp.RequestCtx, p *params) {
 	now := time.Now().UnixMicro()
 	st := statusOf(&msg, len(dead) > 0, now)
 	status, leaseExpires, consumedBy := st.status, st.leaseExpires, st.consumedBy
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.ID("id", msg.ID)
 	w.Str("transactionId", msg.TransactionID)
@@ -264,7 +263,7 @@ func (s *Server) getMessage(ctx *fasthttp.RequestCtx, p *params) {
 	}
 	w.EndArray()
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
 // writeMode writes the queue/bus mode summary of a partition's groups.
@@ -322,7 +321,7 @@ func (s *Server) deleteMessage(ctx *fasthttp.RequestCtx, p *params) {
 		return
 	}
 	s.m.DLQDeletes.Add(removed)
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.Bool("success", true)
 	w.Str("partitionId", partitionID)
@@ -330,7 +329,7 @@ func (s *Server) deleteMessage(ctx *fasthttp.RequestCtx, p *params) {
 	w.Int("deleted", int64(removed))
 	w.Str("message", "Message deleted successfully")
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
 // replayMessage answers POST .../{partitionId}/{transactionId}/retry (docs/decisions.md C4):
@@ -379,7 +378,7 @@ func (s *Server) replayMessage(ctx *fasthttp.RequestCtx, p *params) {
 	}
 	s.m.Replays.Inc()
 	s.m.Pushed([]engine.PushResult{res.Push})
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.Bool("success", true)
 	w.Str("queue", res.Queue)
@@ -389,7 +388,7 @@ func (s *Server) replayMessage(ctx *fasthttp.RequestCtx, p *params) {
 	w.Bool("dlqRowRemoved", res.RowsRemoved > 0)
 	w.Int("rowsRemoved", int64(res.RowsRemoved))
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
 // sealReplay seals a replay's corrected payload (docs/decisions.md B4), and marks it sealed,
@@ -459,7 +458,7 @@ func (s *Server) moveToDLQ(ctx *fasthttp.RequestCtx, p *params) {
 	if group == "" {
 		group = engine.QueueMode
 	}
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.Bool("success", res.Success)
 	w.Str("partitionId", partitionID)
@@ -470,7 +469,7 @@ func (s *Server) moveToDLQ(ctx *fasthttp.RequestCtx, p *params) {
 	w.Bool("dlq", res.DLQ)
 	w.StrOrNull("error", res.Error)
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
 // statusQueueMessages answers GET /api/v1/status/queues/{queue}/messages?limit=50&offset=0
@@ -496,7 +495,7 @@ func (s *Server) statusQueueMessages(ctx *fasthttp.RequestCtx, p *params) {
 		return
 	}
 	now := time.Now().UnixMicro()
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Array("")
 	for i := range msgs {
 		m := &msgs[i]
@@ -510,7 +509,7 @@ func (s *Server) statusQueueMessages(ctx *fasthttp.RequestCtx, p *params) {
 		w.EndObject()
 	}
 	w.EndArray()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
 // writeMessageRef writes the members that name a listed message and its

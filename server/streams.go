@@ -11,7 +11,6 @@ import (
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server/bodies"
-	"github.com/queenmq/queen/server/reply"
 )
 
 // The streams routes (docs/api.md §14.2): what Queen's streaming SDKs call
@@ -59,7 +58,7 @@ func (s *Server) registerQuery(ctx *fasthttp.RequestCtx, _ *params) {
 		s.forwardOrFail(ctx, err)
 		return
 	}
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	if res.Mismatch {
 		w.Bool("success", false)
@@ -69,7 +68,7 @@ func (s *Server) registerQuery(ctx *fasthttp.RequestCtx, _ *params) {
 			"Pass reset:true to wipe its state and start over, or choose a new queryId.", cmd.Name))
 		w.Str("code", "config_hash_mismatch")
 		w.EndObject()
-		reply.Send(ctx, fasthttp.StatusConflict, w)
+		sendReply(ctx, fasthttp.StatusConflict, w)
 		return
 	}
 	w.Bool("success", true)
@@ -79,7 +78,7 @@ func (s *Server) registerQuery(ctx *fasthttp.RequestCtx, _ *params) {
 	w.Bool("fresh", res.Fresh)
 	w.Bool("reset", res.Reset)
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
 // deleteQuery answers DELETE /streams/v1/queries/{name} (ours: Queen has no
@@ -90,12 +89,12 @@ func (s *Server) deleteQuery(ctx *fasthttp.RequestCtx, p *params) {
 		s.forwardOrFail(ctx, err)
 		return
 	}
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.Bool("success", true)
 	w.Bool("deleted", existed)
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
 // stateGet answers POST /streams/v1/state/get. The rows are read on the
@@ -121,7 +120,7 @@ func (s *Server) stateGet(ctx *fasthttp.RequestCtx, _ *params) {
 		s.writeError(ctx, err)
 		return
 	}
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.Bool("success", true)
 	w.Array("rows")
@@ -134,7 +133,7 @@ func (s *Server) stateGet(ctx *fasthttp.RequestCtx, _ *params) {
 	}
 	w.EndArray()
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
 // streamLeaderRead readies a read that must see every cycle a client was
@@ -158,13 +157,13 @@ func (s *Server) writeQueryError(ctx *fasthttp.RequestCtx, err error) {
 		s.writeError(ctx, err)
 		return
 	}
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.Bool("success", false)
 	w.Str("error", "query not found")
 	w.Str("code", "query_not_found")
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusNotFound, w)
+	sendReply(ctx, fasthttp.StatusNotFound, w)
 }
 
 // cycle answers POST /streams/v1/cycle. The items are stamped with the
@@ -212,7 +211,7 @@ func (s *Server) cycle(ctx *fasthttp.RequestCtx, p *params) {
 // (success says which; the SDKs read that shape), with the counts and
 // results of a failed cycle empty, since nothing of it was applied.
 func writeCycle(ctx *fasthttp.RequestCtx, req *bodies.Cycle, res engine.StreamCycleResult) {
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.Bool("success", res.Success)
 	w.Str("query_id", req.QueryID)
@@ -238,5 +237,5 @@ func writeCycle(ctx *fasthttp.RequestCtx, req *bodies.Cycle, res engine.StreamCy
 		w.Str("error", res.Error)
 	}
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }

@@ -5,7 +5,6 @@ import (
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
-	"github.com/queenmq/queen/server/reply"
 	"github.com/queenmq/queen/server/urlquery"
 	"github.com/queenmq/queen/server/wire"
 )
@@ -103,12 +102,12 @@ func (s *Server) addTrace(ctx *fasthttp.RequestCtx, _ *params) {
 		s.forwardOrFail(ctx, err)
 		return
 	}
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.Bool("success", true)
 	w.ID("traceId", id)
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusCreated, w)
+	sendReply(ctx, fasthttp.StatusCreated, w)
 }
 
 // traceNames reads traceNames: a string (one name), an array of strings, or
@@ -150,7 +149,7 @@ func (s *Server) messageTraces(ctx *fasthttp.RequestCtx, p *params) {
 		s.writeError(ctx, err)
 		return
 	}
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.Array("traces")
 	for i := range traces {
@@ -162,7 +161,7 @@ func (s *Server) messageTraces(ctx *fasthttp.RequestCtx, p *params) {
 	}
 	w.EndArray()
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
 // ByName answers GET /api/v1/traces/by-name/{traceName}.
@@ -184,7 +183,7 @@ func (s *Server) tracesByName(ctx *fasthttp.RequestCtx, p *params) {
 		s.writeError(ctx, err)
 		return
 	}
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.Array("traces")
 	for i := range traces {
@@ -207,7 +206,7 @@ func (s *Server) tracesByName(ctx *fasthttp.RequestCtx, p *params) {
 	w.Int("total", int64(total))
 	writePagination(&w, limit, offset)
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
 // Names answers GET /api/v1/traces/names.
@@ -228,7 +227,7 @@ func (s *Server) traceNamesList(ctx *fasthttp.RequestCtx, _ *params) {
 		s.writeError(ctx, err)
 		return
 	}
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.Array("trace_names")
 	for _, n := range names {
@@ -243,7 +242,7 @@ func (s *Server) traceNamesList(ctx *fasthttp.RequestCtx, _ *params) {
 	w.Int("total", int64(total))
 	writePagination(&w, limit, offset)
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
 // writeTraceFields writes the fields every trace reply carries.
