@@ -70,7 +70,7 @@ fuzz:
 	$(FUZZ) ./raft/logstore -fuzz '^FuzzDecodeLog$$'
 	$(FUZZ) ./raft/command -fuzz '^FuzzEntryRoundTrip$$'
 	$(FUZZ) ./fuzz -fuzz '^FuzzBackupVerify$$'
-	$(FUZZ) ./server/streams -fuzz '^FuzzDecodeCycle$$'
+	$(FUZZ) ./server/bodies -fuzz '^FuzzStreamCycle$$'
 	$(FUZZ) ./fuzz -fuzz '^FuzzPush$$'
 
 # The Go benchmarks of bench/, printed as one table in which every rate is

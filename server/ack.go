@@ -6,7 +6,6 @@ import (
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server/bodies"
-	"github.com/queenmq/queen/server/reply"
 	"github.com/queenmq/queen/server/wire"
 )
 
@@ -51,7 +50,7 @@ func (s *Server) acknowledge(ctx *fasthttp.RequestCtx, fields []bodies.AckFields
 		s.m.Acked(items, res)
 	}
 	s.an.Acked(res, len(fields)-len(items))
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Array("")
 	next := 0
 	for i := range fields {
@@ -65,7 +64,7 @@ func (s *Server) acknowledge(ctx *fasthttp.RequestCtx, fields []bodies.AckFields
 		next++
 	}
 	w.EndArray()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
 // transaction answers POST /api/v1/transaction (docs/semantics.md §13): always 200
@@ -110,7 +109,7 @@ func (s *Server) sealTxPushes(ops []engine.TxOp, subject string) error {
 // writeTransaction counts the outcome and answers it: on failure the
 // error and no results, on success one result per operation.
 func (s *Server) writeTransaction(ctx *fasthttp.RequestCtx, req *bodies.Tx, res *engine.TxResult) {
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.ID("transactionId", res.ID)
 	w.Bool("success", res.Success)
@@ -125,7 +124,7 @@ func (s *Server) writeTransaction(ctx *fasthttp.RequestCtx, req *bodies.Tx, res 
 		w.EndArray()
 	}
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
 // txApplied counts a transaction that succeeded, with its pushes and acks.
@@ -168,7 +167,7 @@ func (s *Server) extendLease(ctx *fasthttp.RequestCtx, p *params) {
 			return
 		}
 	}
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.Str("leaseId", leaseText)
 	w.Bool("success", res.Renewed > 0)
@@ -182,5 +181,5 @@ func (s *Server) extendLease(ctx *fasthttp.RequestCtx, p *params) {
 		w.Null("error")
 	}
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }

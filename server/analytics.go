@@ -7,9 +7,9 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/queenmq/queen/cluster"
-	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server/analytics"
+	"github.com/queenmq/queen/server/wire"
 )
 
 // The server's side of the analytics (package analytics): it binds the
@@ -27,7 +27,7 @@ func (s *Server) startAnalytics() {
 	if _, p, err := net.SplitHostPort(s.opts.Addr); err == nil {
 		port, _ = strconv.Atoi(p)
 	}
-	s.an.Bind(analyticsHost{s}, port)
+	s.an.Bind(s.broker, port)
 }
 
 // runAnalytics starts the recorder's two loops, once: the sampler, and the
@@ -91,24 +91,51 @@ func (s *Server) relayAnalytics(ctx *fasthttp.RequestCtx) bool {
 	return s.broker.Status().Role != "leader" && s.forward(ctx)
 }
 
-// analyticsHost is the server as package analytics sees it (analytics.Host).
-type analyticsHost struct{ s *Server }
+// The /api/v1/analytics routes (docs/api.md §11), answered by the recorder
+// from every node's minutes: a follower has the leader answer.
 
-func (h analyticsHost) Queue(name string) (engine.QueueInfo, error) { return h.s.broker.Queue(name) }
-func (h analyticsHost) Queues() ([]engine.QueueInfo, error)         { return h.s.broker.Queues() }
-func (h analyticsHost) StorageErrors() uint64                       { return h.s.broker.Status().StorageErrors }
-func (h analyticsHost) NodeID() string                              { return h.s.nodeID() }
-func (h analyticsHost) Relay(ctx *fasthttp.RequestCtx) bool         { return h.s.relayAnalytics(ctx) }
-func (h analyticsHost) Fail(ctx *fasthttp.RequestCtx, err error)    { h.s.writeError(ctx, err) }
-
-// The /api/v1/analytics routes (docs/api.md §11), answered by the recorder.
-
-func (s *Server) queueLag(ctx *fasthttp.RequestCtx, _ *params)      { s.an.QueueLag(ctx) }
-func (s *Server) queueOps(ctx *fasthttp.RequestCtx, _ *params)      { s.an.QueueOps(ctx) }
-func (s *Server) workerMetrics(ctx *fasthttp.RequestCtx, _ *params) { s.an.WorkerMetrics(ctx) }
-func (s *Server) systemMetrics(ctx *fasthttp.RequestCtx, _ *params) { s.an.SystemMetrics(ctx) }
-func (s *Server) postgresStats(ctx *fasthttp.RequestCtx, _ *params) { s.an.PostgresStats(ctx) }
-func (s *Server) queueParkedReplicas(ctx *fasthttp.RequestCtx, _ *params) {
-	s.an.QueueParkedReplicas(ctx)
+func (s *Server) queueLag(ctx *fasthttp.RequestCtx, _ *params) { s.answerAnalytics(ctx, s.an.QueueLag) }
+func (s *Server) queueOps(ctx *fasthttp.RequestCtx, _ *params) { s.answerAnalytics(ctx, s.an.QueueOps) }
+func (s *Server) workerMetrics(ctx *fasthttp.RequestCtx, _ *params) {
+	s.answerAnalytics(ctx, s.an.WorkerMetrics)
 }
-func (s *Server) retentionAnalytics(ctx *fasthttp.RequestCtx, _ *params) { s.an.Retention(ctx) }
+func (s *Server) systemMetrics(ctx *fasthttp.RequestCtx, _ *params) {
+	s.answerAnalytics(ctx, s.an.SystemMetrics)
+}
+func (s *Server) queueParkedReplicas(ctx *fasthttp.RequestCtx, _ *params) {
+	s.answerAnalytics(ctx, s.an.QueueParkedReplicas)
+}
+func (s *Server) retentionAnalytics(ctx *fasthttp.RequestCtx, _ *params) {
+	s.answerAnalytics(ctx, s.an.Retention)
+}
+
+// postgresStats answers GET /api/v1/analytics/postgres-stats from this
+// node's own store: it is not relayed.
+func (s *Server) postgresStats(ctx *fasthttp.RequestCtx, _ *params) {
+	w := startReply(ctx)
+	if err := s.an.PostgresStats(&w); err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	sendReply(ctx, fasthttp.StatusOK, w)
+}
+
+// answerAnalytics has the leader answer a follower's analytics request;
+// else it reads the query and answers it with what route writes, or with
+// route's error through the error table.
+func (s *Server) answerAnalytics(ctx *fasthttp.RequestCtx, route func(*analytics.Query, *wire.Writer) error) {
+	if s.relayAnalytics(ctx) {
+		return
+	}
+	q, err := s.an.ParseQuery(ctx.QueryArgs())
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	w := startReply(ctx)
+	if err := route(&q, &w); err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	sendReply(ctx, fasthttp.StatusOK, w)
+}

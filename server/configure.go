@@ -6,7 +6,6 @@ import (
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server/bodies"
-	"github.com/queenmq/queen/server/reply"
 	"github.com/queenmq/queen/server/wire"
 )
 
@@ -68,7 +67,7 @@ func (s *Server) configure(ctx *fasthttp.RequestCtx, _ *params) {
 		s.log.Warn("queue has encryptionEnabled but QUEEN_ENCRYPTION_KEY is not set: its payloads are stored in plaintext",
 			"queue", info.Name)
 	}
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.Bool("configured", true)
 	w.ID("queueId", info.ID)
@@ -85,7 +84,7 @@ func (s *Server) configure(ctx *fasthttp.RequestCtx, _ *params) {
 		w.Int("raftGroup", int64(placed))
 	}
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
 // decodeOption reads one member of configure's options. Unknown keys are

@@ -13,7 +13,6 @@ import (
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server/auth"
 	"github.com/queenmq/queen/server/diskspace"
-	"github.com/queenmq/queen/server/reply"
 	"github.com/queenmq/queen/server/spool"
 	"github.com/queenmq/queen/server/wire"
 )
@@ -196,6 +195,12 @@ func publicText(err error) string {
 	return "internal error"
 }
 
+// isNotFound reports whether the error table answers err with 404.
+func isNotFound(err error) bool {
+	row, _, ok := classify(err)
+	return ok && row.status == fasthttp.StatusNotFound
+}
+
 // writeError answers a request with the error's status and the docs/decisions.md C2 body
 // {"error": "<message>", "code": "<code>"}. It is the only way handlers
 // report errors.
@@ -226,12 +231,12 @@ func (s *Server) writeError(ctx *fasthttp.RequestCtx, err error) {
 			s.log.Error("request failed", "method", string(ctx.Method()), "path", string(ctx.Path()), "code", row.code, "err", err)
 		}
 	}
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.Str("error", msg)
 	w.Str("code", row.code)
 	w.EndObject()
-	reply.Send(ctx, row.status, w)
+	sendReply(ctx, row.status, w)
 }
 
 // fasthttpError maps an error fasthttp met while reading a request (it

@@ -10,7 +10,6 @@ import (
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server/counts"
-	"github.com/queenmq/queen/server/reply"
 	"github.com/queenmq/queen/server/wire"
 )
 
@@ -67,7 +66,7 @@ func (s *Server) listGroups(ctx *fasthttp.RequestCtx, _ *params) {
 	slices.SortFunc(entries, func(a, b *groupQueue) int {
 		return cmp.Or(cmp.Compare(a.group, b.group), cmp.Compare(a.queue, b.queue))
 	})
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Array("")
 	for _, e := range entries {
 		state := "Dead"
@@ -104,7 +103,7 @@ func (s *Server) listGroups(ctx *fasthttp.RequestCtx, _ *params) {
 		w.EndObject()
 	}
 	w.EndArray()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
 // laggingGroups answers GET /api/v1/consumer-groups/lagging?minLagSeconds=
@@ -122,7 +121,7 @@ func (s *Server) laggingGroups(ctx *fasthttp.RequestCtx, _ *params) {
 		s.writeError(ctx, err)
 		return
 	}
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Array("")
 	for i := range cursors {
 		c := &cursors[i]
@@ -148,7 +147,7 @@ func (s *Server) laggingGroups(ctx *fasthttp.RequestCtx, _ *params) {
 		w.EndObject()
 	}
 	w.EndArray()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
 // getGroup answers GET /api/v1/consumer-groups/{group}: an object keyed by
@@ -160,7 +159,7 @@ func (s *Server) getGroup(ctx *fasthttp.RequestCtx, p *params) {
 		s.writeError(ctx, err)
 		return
 	}
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	for i := range cursors {
 		c := &cursors[i]
@@ -195,7 +194,7 @@ func (s *Server) getGroup(ctx *fasthttp.RequestCtx, p *params) {
 		w.EndObject()
 	}
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
 // deleteGroup answers DELETE /api/v1/consumer-groups/{group} and
@@ -210,7 +209,7 @@ func (s *Server) deleteGroup(ctx *fasthttp.RequestCtx, p *params) {
 		s.forwardOrFail(ctx, err)
 		return
 	}
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.Bool("success", true)
 	w.Str("consumerGroup", group)
@@ -220,7 +219,7 @@ func (s *Server) deleteGroup(ctx *fasthttp.RequestCtx, p *params) {
 	w.Int("deletedPartitions", int64(deleted))
 	w.Bool("metadataDeleted", metaDeleted)
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
 // seek answers POST .../{group}/queues/{queue}/seek and
@@ -255,7 +254,7 @@ func (s *Server) seek(ctx *fasthttp.RequestCtx, p *params) {
 		s.forwardOrFail(ctx, err)
 		return
 	}
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.Bool("success", updated > 0)
 	w.Str("consumerGroup", cmd.Group)
@@ -277,7 +276,7 @@ func (s *Server) seek(ctx *fasthttp.RequestCtx, p *params) {
 	}
 	w.Int("partitionsUpdated", int64(updated))
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
 // updateSubscription answers POST /api/v1/consumer-groups/{group}/subscription.
@@ -306,12 +305,12 @@ func (s *Server) updateSubscription(ctx *fasthttp.RequestCtx, p *params) {
 		s.forwardOrFail(ctx, err)
 		return
 	}
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.Bool("success", true)
 	w.Str("consumerGroup", group)
 	w.TimeMillis("newTimestamp", ts)
 	w.Int("rowsUpdated", int64(updated))
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }

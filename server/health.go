@@ -9,7 +9,6 @@ import (
 
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server/meter"
-	"github.com/queenmq/queen/server/reply"
 	"github.com/queenmq/queen/server/wire"
 )
 
@@ -41,7 +40,7 @@ func (s *Server) health(ctx *fasthttp.RequestCtx, _ *params) {
 	case leaderless:
 		status, database, code = "unhealthy", "disconnected", fasthttp.StatusServiceUnavailable
 	}
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.Str("status", status)
 	w.Str("database", database)
@@ -96,7 +95,7 @@ func (s *Server) health(ctx *fasthttp.RequestCtx, _ *params) {
 		w.EndArray()
 	}
 	w.EndObject()
-	reply.Send(ctx, code, w)
+	sendReply(ctx, code, w)
 }
 
 // writeVersions writes the command version this node advertises (read by
@@ -142,7 +141,7 @@ func (s *Server) metricsJSON(ctx *fasthttp.RequestCtx, _ *params) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	st := s.broker.Status()
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.Int("uptime", int64(time.Since(s.started).Seconds()))
 	w.Object("requests")
@@ -174,7 +173,7 @@ func (s *Server) metricsJSON(ctx *fasthttp.RequestCtx, _ *params) {
 	w.Int("applied", int64(st.Applied))
 	w.EndObject()
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
 // metricsPrometheus answers GET /metrics/prometheus: the metric set, the

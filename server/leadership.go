@@ -6,7 +6,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/queenmq/queen/raft"
-	"github.com/queenmq/queen/server/reply"
 )
 
 // transferLeadership answers POST /api/v1/system/leadership/transfer: this
@@ -39,7 +38,7 @@ func (s *Server) transferLeadership(ctx *fasthttp.RequestCtx, _ *params) {
 			return
 		}
 	}
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.Array("transferred")
 	for _, g := range transferred {
@@ -47,5 +46,5 @@ func (s *Server) transferLeadership(ctx *fasthttp.RequestCtx, _ *params) {
 	}
 	w.EndArray()
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/raft/command"
-	"github.com/queenmq/queen/server/reply"
 	"github.com/queenmq/queen/server/wire"
 )
 
@@ -65,7 +64,7 @@ func (s *Server) writeMaintenance(ctx *fasthttp.RequestCtx, msg string) {
 		pending, failed = s.spool.Pending(), s.spool.Failed()
 	}
 	healthy := s.broker.Status().HasLeader()
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.Bool("maintenanceMode", push)
 	w.Bool("popMaintenanceMode", pop)
@@ -80,5 +79,5 @@ func (s *Server) writeMaintenance(ctx *fasthttp.RequestCtx, msg string) {
 		w.Str("message", msg)
 	}
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/queenmq/queen/cluster"
 	"github.com/queenmq/queen/raft"
-	"github.com/queenmq/queen/server/reply"
 	"github.com/queenmq/queen/server/wire"
 )
 
@@ -103,7 +102,7 @@ func (s *Server) membership(ctx *fasthttp.RequestCtx, join bool) {
 		s.forwardOrFail(ctx, err) // a follower relays the change to the leader
 		return
 	}
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.Bool("success", true)
 	w.Str("id", id)
@@ -117,7 +116,7 @@ func (s *Server) membership(ctx *fasthttp.RequestCtx, join bool) {
 	// has applied as much before it asks to be promoted.
 	w.Int("applied", int64(s.broker.Status().Applied))
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
 // GroupMembership is a grouped broker's membership (cluster.Host): each

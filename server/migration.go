@@ -2,8 +2,6 @@ package server
 
 import (
 	"github.com/valyala/fasthttp"
-
-	"github.com/queenmq/queen/server/reply"
 )
 
 // Queen's dashboard has a Migration page that copies its PostgreSQL
@@ -18,13 +16,13 @@ const migrationNote = "migration to PostgreSQL does not apply: this broker store
 
 // migrationStatus answers GET /api/v1/migration/status.
 func (s *Server) migrationStatus(ctx *fasthttp.RequestCtx, _ *params) {
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.Str("status", "idle")
 	w.Bool("supported", false)
 	w.Str("note", migrationNote)
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
 // migrationAction answers POST /api/v1/migration/{test-connection, start,

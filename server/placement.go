@@ -8,7 +8,6 @@ import (
 
 	"github.com/queenmq/queen/cluster"
 	"github.com/queenmq/queen/raft"
-	"github.com/queenmq/queen/server/reply"
 	"github.com/queenmq/queen/server/wire"
 )
 
@@ -87,7 +86,7 @@ func (s *Server) placement(ctx *fasthttp.RequestCtx, _ *params) {
 		ids[i] = g.ID
 	}
 	loads := s.loads(ids)
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.Array("nodes")
 	for _, n := range l.Nodes {
@@ -149,7 +148,7 @@ func (s *Server) placement(ctx *fasthttp.RequestCtx, _ *params) {
 	}
 	w.EndArray()
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
 // moveQueue answers POST /api/v1/system/queues/{queue}/move {"group": g}:
@@ -193,7 +192,7 @@ func (s *Server) moveQueue(ctx *fasthttp.RequestCtx, p *params) {
 		}
 		return
 	}
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.Str("queue", queue)
 	w.Int("from", int64(last.From))
@@ -202,7 +201,7 @@ func (s *Server) moveQueue(ctx *fasthttp.RequestCtx, p *params) {
 	w.Int("chunks", int64(last.Chunks))
 	w.Int("bytes", last.Bytes)
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
 // startMove answers POST /internal/v1/move (cluster.Client.StartMove): the
@@ -238,12 +237,12 @@ func (s *Server) startMove(ctx *fasthttp.RequestCtx, p *params) {
 		s.writeError(ctx, err)
 		return
 	}
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.Str("queue", queue)
 	w.Int("group", int64(to))
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusAccepted, w)
+	sendReply(ctx, fasthttp.StatusAccepted, w)
 }
 
 // moveStartWait bounds how long startMove waits for the move to be

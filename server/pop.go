@@ -11,7 +11,6 @@ import (
 	"github.com/queenmq/queen/server/bodies"
 	"github.com/queenmq/queen/server/envelope"
 	"github.com/queenmq/queen/server/listener"
-	"github.com/queenmq/queen/server/reply"
 	"github.com/queenmq/queen/server/wire"
 )
 
@@ -154,9 +153,9 @@ func (s *Server) pop(ctx *fasthttp.RequestCtx, queue, partition string) {
 		noContent(ctx)
 		return
 	}
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	writePop(&w, &res, s.crypt)
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
 // park long-polls: it waits for a Watch notification or the next re-check

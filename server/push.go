@@ -7,7 +7,6 @@ import (
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server/bodies"
 	"github.com/queenmq/queen/server/memory"
-	"github.com/queenmq/queen/server/reply"
 	"github.com/queenmq/queen/server/wire"
 )
 
@@ -114,13 +113,13 @@ func (s *Server) chargeItems(bodyLen int64, items int) (int64, error) {
 
 // answerPush answers a push with its results: 201, one per item in order.
 func (s *Server) answerPush(ctx *fasthttp.RequestCtx, items []engine.PushItem, res []engine.PushResult) {
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Array("")
 	for i := range res {
 		writePushResult(&w, "", i, &items[i], &res[i])
 	}
 	w.EndArray()
-	reply.Send(ctx, fasthttp.StatusCreated, w)
+	sendReply(ctx, fasthttp.StatusCreated, w)
 }
 
 // writePushResult writes one push result item (as member k; "" in an

@@ -10,7 +10,6 @@ import (
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server/counts"
-	"github.com/queenmq/queen/server/reply"
 	"github.com/queenmq/queen/server/wire"
 )
 
@@ -22,7 +21,7 @@ func (s *Server) listQueues(ctx *fasthttp.RequestCtx, _ *params) {
 		return
 	}
 	now := time.Now().UnixMicro()
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.Array("queues")
 	for _, q := range filterQueues(ctx.QueryArgs(), qs) {
@@ -30,7 +29,7 @@ func (s *Server) listQueues(ctx *fasthttp.RequestCtx, _ *params) {
 	}
 	w.EndArray()
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
 // getQueue answers GET /api/v1/resources/queues/{queue}.
@@ -41,7 +40,7 @@ func (s *Server) getQueue(ctx *fasthttp.RequestCtx, p *params) {
 		return
 	}
 	now := time.Now().UnixMicro()
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.ID("id", q.ID)
 	w.Str("name", q.Name)
@@ -75,7 +74,7 @@ func (s *Server) getQueue(ctx *fasthttp.RequestCtx, p *params) {
 	totals.DeadLetter = int64(dlq.Total)
 	counts.Write(&w, "totals", totals)
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
 // deleteQueue answers DELETE /api/v1/resources/queues/{queue}. Dead-letter
@@ -87,13 +86,13 @@ func (s *Server) deleteQueue(ctx *fasthttp.RequestCtx, p *params) {
 		s.forwardOrFail(ctx, err)
 		return
 	}
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.Bool("deleted", true)
 	w.Str("queue", name)
 	w.Bool("existed", existed)
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
 // overview answers GET /api/v1/resources/overview. Its rates are the
@@ -136,7 +135,7 @@ func (s *Server) overview(ctx *fasthttp.RequestCtx, _ *params) {
 		timeLags = append(timeLags, counts.TimeLag(&cursors[i], now))
 		offsetLags = append(offsetLags, float64(cursors[i].OffsetLag))
 	}
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.Int("queues", int64(len(qs)))
 	w.Int("partitions", int64(partitions))
@@ -155,7 +154,7 @@ func (s *Server) overview(ctx *fasthttp.RequestCtx, _ *params) {
 	w.TimeMillis("timestamp", now)
 	w.Int("statsAge", 0)
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
 // writeSpread writes {avg, median, min, max} of vs (all 0 when empty).
@@ -227,7 +226,7 @@ func (s *Server) labels(ctx *fasthttp.RequestCtx, list, field, otherCount string
 		}
 	}
 	slices.SortFunc(groups, func(a, b *group) int { return cmp.Compare(a.name, b.name) })
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.Array(list)
 	for _, g := range groups {
@@ -246,5 +245,5 @@ func (s *Server) labels(ctx *fasthttp.RequestCtx, list, field, otherCount string
 	}
 	w.EndArray()
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }

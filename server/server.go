@@ -19,14 +19,11 @@ import (
 	"github.com/queenmq/queen/server/auth"
 	"github.com/queenmq/queen/server/cors"
 	"github.com/queenmq/queen/server/diskspace"
-	"github.com/queenmq/queen/server/dlq"
 	"github.com/queenmq/queen/server/envelope"
 	"github.com/queenmq/queen/server/listener"
 	"github.com/queenmq/queen/server/memory"
 	"github.com/queenmq/queen/server/relay"
 	"github.com/queenmq/queen/server/spool"
-	"github.com/queenmq/queen/server/streams"
-	"github.com/queenmq/queen/server/traces"
 )
 
 // Options configures a Server. Zero fields take their defaults (see
@@ -260,12 +257,6 @@ type Server struct {
 	storage *storageState
 	// an is the analytics recorder (package analytics; analytics.go).
 	an *analytics.Analytics
-	// dlq answers the dead-letter and message routes (package dlq; dlq.go).
-	dlq *dlq.Routes
-	// traces answers the trace routes (package traces; traces.go).
-	traces *traces.Routes
-	// streams answers the streams routes (package streams; streams.go).
-	streams *streams.Routes
 	// reads makes reads linearizable (package relay); nil for a broker
 	// without replicas.
 	reads *relay.Reads
@@ -308,9 +299,6 @@ func New(b Broker, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.crypt = crypt
-	s.dlq = s.newDLQ()
-	s.traces = traces.New(s.ctx, tracesHost{s})
-	s.streams = s.newStreams()
 	if s.cors, err = cors.Compile(opts.CORSOrigins); err != nil {
 		return nil, err
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server/relay"
-	"github.com/queenmq/queen/server/reply"
 	"github.com/queenmq/queen/server/spool"
 )
 
@@ -141,7 +140,7 @@ func (s *Server) bufferPush(ctx *fasthttp.RequestCtx, items []engine.PushItem) {
 		s.writeError(ctx, err)
 		return
 	}
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Array("")
 	for i := range items {
 		it := &items[i]
@@ -160,5 +159,5 @@ func (s *Server) bufferPush(ctx *fasthttp.RequestCtx, items []engine.PushItem) {
 		w.EndObject()
 	}
 	w.EndArray()
-	reply.Send(ctx, fasthttp.StatusCreated, w)
+	sendReply(ctx, fasthttp.StatusCreated, w)
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/server/counts"
-	"github.com/queenmq/queen/server/reply"
 )
 
 // status answers GET /api/v1/status?from&to&queue&namespace&task: the
@@ -21,8 +20,9 @@ func (s *Server) status(ctx *fasthttp.RequestCtx, _ *params) {
 	if s.relayAnalytics(ctx) {
 		return
 	}
-	q, ok := s.an.ParseQuery(ctx)
-	if !ok {
+	q, err := s.an.ParseQuery(ctx.QueryArgs())
+	if err != nil {
+		s.writeError(ctx, err)
 		return
 	}
 	qs, dlq, err := s.queuesAndDLQ()
@@ -45,7 +45,8 @@ func (s *Server) status(ctx *fasthttp.RequestCtx, _ *params) {
 			names[qs[i].Name] = true
 		}
 	}
-	w := q.Head(ctx, true)
+	w := startReply(ctx)
+	q.Head(&w, true)
 	q.WriteThroughput(&w, names)
 	w.Array("queues")
 	for i := range qs {
@@ -122,7 +123,7 @@ func (s *Server) status(ctx *fasthttp.RequestCtx, _ *params) {
 	w.EndObject()
 	w.Int("statsAge", 0)
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
 // statusQueues answers GET /api/v1/status/queues?namespace&task&limit&offset.
@@ -142,7 +143,7 @@ func (s *Server) statusQueues(ctx *fasthttp.RequestCtx, _ *params) {
 	qs = qs[min(offset, len(qs)):]
 	qs = qs[:min(limit, len(qs))]
 	now := time.Now().UnixMicro()
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.Array("queues")
 	for i := range qs {
@@ -154,7 +155,7 @@ func (s *Server) statusQueues(ctx *fasthttp.RequestCtx, _ *params) {
 	w.Int("offset", int64(offset))
 	w.EndObject()
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
 // statusQueue answers GET /api/v1/status/queues/{queue}.
@@ -165,7 +166,7 @@ func (s *Server) statusQueue(ctx *fasthttp.RequestCtx, p *params) {
 		return
 	}
 	now := time.Now().UnixMicro()
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.Object("queue")
 	w.ID("id", q.ID)
@@ -227,7 +228,7 @@ func (s *Server) statusQueue(ctx *fasthttp.RequestCtx, p *params) {
 	counts.Members(&w, totals)
 	w.EndObject()
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
 // analytics answers GET /api/v1/status/analytics: no time series are
@@ -238,7 +239,7 @@ func (s *Server) analytics(ctx *fasthttp.RequestCtx, _ *params) {
 	if interval == "" {
 		interval = "hour"
 	}
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.Array("dataPoints")
 	w.EndArray()
@@ -250,7 +251,7 @@ func (s *Server) analytics(ctx *fasthttp.RequestCtx, _ *params) {
 	w.TimeMillis("from", from)
 	w.TimeMillis("to", now)
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
 // buffers answers GET /api/v1/status/buffers: there is no failover spool.
@@ -260,7 +261,7 @@ func (s *Server) buffers(ctx *fasthttp.RequestCtx, _ *params) {
 	if s.spool != nil {
 		pending, failed = s.spool.Pending(), s.spool.Failed()
 	}
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.Int("pending", pending)
 	w.Int("failed", failed)
@@ -268,16 +269,16 @@ func (s *Server) buffers(ctx *fasthttp.RequestCtx, _ *params) {
 	w.Str("worker", st.ID)
 	w.Str("note", "the spool holds pushes made during push maintenance; without a leader pushes answer 503")
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
 // sharedState answers GET /api/v1/system/shared-state: Queen's UDP peer
 // sync has no counterpart here (nodes share state through Raft).
 func (s *Server) sharedState(ctx *fasthttp.RequestCtx, _ *params) {
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.Bool("enabled", false)
 	w.Str("reason", "not_initialized")
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }

@@ -27,8 +27,8 @@ type Analytics struct {
 	inflight atomic.Int64
 	// started runs the server's loops once (Once).
 	started sync.Once
-	// host is the server the recorder serves (Bind).
-	host Host
+	// broker is the broker the recorder measures (Bind).
+	broker Broker
 
 	// rotating serialises rotations, which read the broker between
 	// holding mu.
@@ -576,7 +576,7 @@ func (a *Analytics) sample(g gauges) {
 // (without holding mu), then files the minute in the node's ring and ages
 // every ring out. Queries call it too, so a minute that is over is served
 // without waiting for the sampler.
-func (a *Analytics) rotate(b Host) {
+func (a *Analytics) rotate(b Broker) {
 	a.rotating.Lock()
 	defer a.rotating.Unlock()
 	now := unixMinute(a.now())
@@ -601,7 +601,7 @@ func (a *Analytics) rotate(b Host) {
 			parts[i] = int64(len(q.Partitions))
 		}
 	}
-	errs := b.StorageErrors()
+	errs := b.Status().StorageErrors
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	m := a.cur

@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server/wire"
 )
 
@@ -33,7 +36,7 @@ func (c *testClock) advance(d time.Duration) {
 // queueBroker answers the two reads a rotation makes: every queue has
 // parts partitions, and the storage error count is errs.
 type queueBroker struct {
-	Host
+	Broker
 	parts int
 	errs  uint64
 }
@@ -42,7 +45,7 @@ func (b queueBroker) Queue(string) (engine.QueueInfo, error) {
 	return engine.QueueInfo{Partitions: make([]engine.PartitionInfo, b.parts)}, nil
 }
 
-func (b queueBroker) StorageErrors() uint64 { return b.errs }
+func (b queueBroker) Status() raft.Status { return raft.Status{StorageErrors: b.errs} }
 
 func mustTime(t *testing.T, s string) time.Time {
 	t.Helper()
@@ -354,5 +357,37 @@ func TestAnalytics_ShipAndReceiveBodies(t *testing.T) {
 	// is nothing left worth sending.
 	if err := follower.Ship("n2", "n1", post); err != nil || posts != 1 {
 		t.Fatalf("a second shipment with nothing new: err %v, %d posts", err, posts)
+	}
+}
+
+// A query's range defaults to the last hour and sets the bucket width; a
+// time or workerId it cannot read is a 400, never a default.
+func TestAnalytics_ParseQuery(t *testing.T) {
+	clk := &testClock{t: mustTime(t, "2026-03-04T10:00:00Z")}
+	a := New(Options{Now: clk.Now})
+	a.Bind(queueBroker{}, 0)
+	args := func(s string) *fasthttp.Args {
+		var q fasthttp.Args
+		q.Parse(s)
+		return &q
+	}
+	q, err := a.ParseQuery(args(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := q.to-q.from, int64(time.Hour/time.Microsecond); got != want || q.bucket != 1 {
+		t.Fatalf("default range %d µs in %d-minute buckets, want %d in 1", got, q.bucket, want)
+	}
+	q, err = a.ParseQuery(args("from=2026-03-03T10:00:00Z&to=2026-03-04T10:00:00Z&queue=q&workerId=0"))
+	if err != nil || q.bucket != 15 || q.Queue() != "q" || !q.node("n") {
+		t.Fatalf("a day: bucket %d, queue %q, err %v", q.bucket, q.Queue(), err)
+	}
+	if q, _ := a.ParseQuery(args("workerId=3")); q.node("n") {
+		t.Fatal("worker 3 passes the filter: a node is worker 0")
+	}
+	for _, s := range []string{"from=yesterday", "to=2026-13-01", "workerId=x"} {
+		if _, err := a.ParseQuery(args(s)); !errors.Is(err, engine.ErrInvalid) {
+			t.Errorf("%s: err %v, want a 400", s, err)
+		}
 	}
 }

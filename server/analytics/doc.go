@@ -1,12 +1,15 @@
 // Package analytics records the per-minute series the /api/v1/analytics
 // routes and the dashboard's GET /api/v1/status serve (docs/api.md §11),
-// and answers those routes. It is apart from package server because it is
-// a measurement of the broker, not a part of it: it keeps its minutes in
-// memory, never in the replicated store, and needs from the HTTP server
-// only what its small Host interface names (the broker's queues, the
-// storage error count, this node's id, relaying a request to the leader
-// and writing an error reply). Package server counts requests into it,
-// runs its loops and routes to its handlers.
+// and writes those routes' answers. It is apart from package server
+// because it is a measurement of the broker, not a part of it, with
+// invariants of its own (a bounded ring, minutes sealed once, shipments
+// that replace rather than add, the leader's merge): it keeps its minutes
+// in memory, never in the replicated store, and reads only the broker
+// (Broker: the queues and the node's status, bound with Bind). It knows
+// nothing of the server: package server counts requests into it (Pushed,
+// Popped, Acked, Transacted), runs its loops, relays a follower's query to
+// the leader before calling a route, and answers a route's error through
+// its error table.
 //
 // # What is counted
 //
@@ -54,8 +57,8 @@
 // /internal/v1/cluster/analytics, answered by Receive), which keeps one
 // ring per node (at most analyticsNodes) and answers every analytics query
 // over all of them; a follower relays the queries to the leader like any
-// request (Host.Relay), and answers from what it holds itself only when it
-// cannot (no leader known). The leader's reply to a shipment carries back
+// request (package server does it), and answers from what it holds itself
+// only when it cannot (no leader known). The leader's reply to a shipment carries back
 // the other nodes' minutes the follower lacks (the leader's own included),
 // so every node holds the cluster's window and a new leader starts with
 // it, even when the old one crashed. Minutes are replaced, never added, so

@@ -12,14 +12,16 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/queenmq/queen/engine"
-	"github.com/queenmq/queen/server/reply"
 	"github.com/queenmq/queen/server/wire"
 )
 
 // The /api/v1/analytics routes (docs/api.md §11). Each reads every node's
-// minutes (analytics.go): a follower relays the request to the leader,
-// which holds them all, and answers from what it holds itself only when
-// there is no leader to relay to.
+// minutes (analytics.go): package server has a follower relay the request
+// to the leader, which holds them all, and calls the route itself only
+// when it leads or there is no leader to relay to. The server reads the
+// query (ParseQuery) and owns the response: a route writes its 200's body
+// into the writer it is given, or returns the error for the server's error
+// table to answer.
 
 // layoutSeconds is the series' bucket timestamps (no fraction).
 const layoutSeconds = "2006-01-02T15:04:05Z"
@@ -80,22 +82,12 @@ func floorDiv(a, b int64) int64 {
 
 func ceilDiv(a, b int64) int64 { return -floorDiv(-a, b) }
 
-// parseAnalytics has the leader answer (Host.Relay), then reads the
-// query (ParseQuery). ok is false when the request has been answered
-// (relayed, or refused).
-func (a *Analytics) parseAnalytics(ctx *fasthttp.RequestCtx) (q Query, ok bool) {
-	if a.host.Relay(ctx) {
-		return q, false
-	}
-	return a.ParseQuery(ctx)
-}
-
 // ParseQuery reads from, to, queue, hostname and workerId (defaults:
 // the last hour) and collects the minutes in range from what this node
-// holds, without relaying (GET /api/v1/status relays first, itself). ok is
-// false when the request has been refused.
-func (a *Analytics) ParseQuery(ctx *fasthttp.RequestCtx) (q Query, ok bool) {
-	args := ctx.QueryArgs()
+// holds. It never relays: the server has a follower's request answered by
+// the leader, which holds every node's minutes, before it asks. Bad input
+// is a 400 (wire.BadRequest).
+func (a *Analytics) ParseQuery(args *fasthttp.Args) (q Query, err error) {
 	q.now = a.now()
 	q.to = q.now.UnixMicro()
 	q.from = q.to - int64(time.Hour/time.Microsecond)
@@ -106,8 +98,7 @@ func (a *Analytics) ParseQuery(ctx *fasthttp.RequestCtx) (q Query, ok bool) {
 		if v := args.Peek(p.key); len(v) > 0 {
 			t, good := wire.ParseTime(string(v))
 			if !good {
-				a.host.Fail(ctx, wire.BadRequest("invalid "+p.key))
-				return q, false
+				return q, wire.BadRequest("invalid " + p.key)
 			}
 			*p.dst = engine.Micros(t)
 		}
@@ -115,18 +106,17 @@ func (a *Analytics) ParseQuery(ctx *fasthttp.RequestCtx) (q Query, ok bool) {
 	if v := args.Peek("workerId"); len(v) > 0 {
 		n, err := strconv.ParseInt(string(v), 10, 64)
 		if err != nil {
-			a.host.Fail(ctx, wire.BadRequest("invalid workerId"))
-			return q, false
+			return q, wire.BadRequest("invalid workerId")
 		}
 		q.workerID, q.workerSet = n, true
 	}
 	q.queue, q.hostname = string(args.Peek("queue")), string(args.Peek("hostname"))
 	q.bucket = bucketMinutes(max(q.to-q.from, 0) / minuteUS)
 	q.fromMin, q.toMin = ceilDiv(q.from, minuteUS), floorDiv(q.to, minuteUS)
-	q.self = a.host.NodeID()
-	a.rotate(a.host)
+	q.self = a.broker.Status().ID
+	a.rotate(a.broker)
 	q.nodes = a.series(q.self, q.fromMin, q.toMin)
-	return q, true
+	return q, nil
 }
 
 // Queue is the queue filter ("" for all).
@@ -140,8 +130,7 @@ func (q *Query) node(id string) bool {
 
 // Head starts the reply object with its timeRange and, when bucketed, its
 // bucketMinutes.
-func (q *Query) Head(ctx *fasthttp.RequestCtx, bucketed bool) wire.Writer {
-	w := reply.Start(ctx)
+func (q *Query) Head(w *wire.Writer, bucketed bool) {
 	w.Object("")
 	w.Object("timeRange")
 	w.TimeMillis("from", q.from)
@@ -150,7 +139,6 @@ func (q *Query) Head(ctx *fasthttp.RequestCtx, bucketed bool) wire.Writer {
 	if bucketed {
 		w.Int("bucketMinutes", q.bucket)
 	}
-	return w
 }
 
 // round2 rounds to 2 decimal places; perSecond is a bucket's sum per
@@ -227,15 +215,10 @@ func (q *Query) mergeQueues() []minuteQueues {
 	return out
 }
 
-// queueLag answers GET /api/v1/analytics/queue-lag?from&to&queue: one entry
+// QueueLag writes the answer to GET /api/v1/analytics/queue-lag?from&to&queue: one entry
 // per (minute, queue), newest minute first, then by queue.
-func (a *Analytics) QueueLag(ctx *fasthttp.RequestCtx) {
-	q, ok := a.parseAnalytics(ctx)
-	if !ok {
-		return
-	}
+func (a *Analytics) QueueLag(q *Query, w *wire.Writer) error {
 	minutes := q.mergeQueues()
-	w := reply.Start(ctx)
 	w.Array("")
 	for i := len(minutes) - 1; i >= 0; i-- {
 		for _, agg := range minutes[i].queues {
@@ -249,20 +232,15 @@ func (a *Analytics) QueueLag(ctx *fasthttp.RequestCtx) {
 		}
 	}
 	w.EndArray()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	return nil
 }
 
-// queueOps answers GET /api/v1/analytics/queue-ops?from&to&queue: one entry
+// QueueOps writes the answer to GET /api/v1/analytics/queue-ops?from&to&queue: one entry
 // per (bucket, queue), bucket ascending, then by queue.
-func (a *Analytics) QueueOps(ctx *fasthttp.RequestCtx) {
-	q, ok := a.parseAnalytics(ctx)
-	if !ok {
-		return
-	}
-	created, err := a.createdPartitions(&q)
+func (a *Analytics) QueueOps(q *Query, w *wire.Writer) error {
+	created, err := a.createdPartitions(q)
 	if err != nil {
-		a.host.Fail(ctx, err)
-		return
+		return err
 	}
 	var (
 		order []bucketQueue
@@ -300,7 +278,7 @@ func (a *Analytics) QueueOps(ctx *fasthttp.RequestCtx) {
 		return cmp.Or(cmp.Compare(a.bucket, b.bucket), strings.Compare(a.queue, b.queue))
 	})
 	slices.Sort(names)
-	w := q.Head(ctx, true)
+	q.Head(w, true)
 	w.Array("series")
 	for _, k := range order {
 		g := aggs[k]
@@ -338,7 +316,7 @@ func (a *Analytics) QueueOps(ctx *fasthttp.RequestCtx) {
 	}
 	w.EndArray()
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	return nil
 }
 
 // bucketQueue keys a queue's figures in a bucket.
@@ -357,7 +335,7 @@ type bucketQueue struct {
 func (a *Analytics) createdPartitions(q *Query) (map[bucketQueue]int64, error) {
 	var qs []engine.QueueInfo
 	if q.queue != "" {
-		info, err := a.host.Queue(q.queue)
+		info, err := a.broker.Queue(q.queue)
 		switch {
 		case errors.Is(err, engine.ErrQueueNotFound):
 			return nil, nil
@@ -367,7 +345,7 @@ func (a *Analytics) createdPartitions(q *Query) (map[bucketQueue]int64, error) {
 		qs = append(qs, info)
 	} else {
 		var err error
-		if qs, err = a.host.Queues(); err != nil {
+		if qs, err = a.broker.Queues(); err != nil {
 			return nil, err
 		}
 	}
@@ -384,14 +362,10 @@ func (a *Analytics) createdPartitions(q *Query) (map[bucketQueue]int64, error) {
 	return out, nil
 }
 
-// queueParkedReplicas answers GET /api/v1/analytics/queue-parked-replicas:
+// QueueParkedReplicas writes the answer to GET /api/v1/analytics/queue-parked-replicas:
 // per (bucket, queue, node), the mean of the node's parked gauge over the
 // minutes of the bucket in which it had a long-poll parked on the queue.
-func (a *Analytics) QueueParkedReplicas(ctx *fasthttp.RequestCtx) {
-	q, ok := a.parseAnalytics(ctx)
-	if !ok {
-		return
-	}
+func (a *Analytics) QueueParkedReplicas(q *Query, w *wire.Writer) error {
 	type key struct {
 		bucket      int64
 		queue, node string
@@ -432,7 +406,7 @@ func (a *Analytics) QueueParkedReplicas(ctx *fasthttp.RequestCtx) {
 		return cmp.Or(cmp.Compare(a.bucket, b.bucket), strings.Compare(a.queue, b.queue), strings.Compare(a.node, b.node))
 	})
 	slices.Sort(replicas)
-	w := q.Head(ctx, true)
+	q.Head(w, true)
 	w.Array("series")
 	for _, k := range order {
 		w.Object("")
@@ -453,18 +427,14 @@ func (a *Analytics) QueueParkedReplicas(ctx *fasthttp.RequestCtx) {
 	}
 	w.EndArray()
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	return nil
 }
 
-// retention answers GET /api/v1/analytics/retention?from&to&queue: what the
+// Retention writes the answer to GET /api/v1/analytics/retention?from&to&queue: what the
 // leaders' sweeps deleted, per bucket. A sweep reports its deletions for
 // the whole store, not per queue, so a queue filter matches nothing (and
 // the answer says so in "note").
-func (a *Analytics) Retention(ctx *fasthttp.RequestCtx) {
-	q, ok := a.parseAnalytics(ctx)
-	if !ok {
-		return
-	}
+func (a *Analytics) Retention(q *Query, w *wire.Writer) error {
 	var (
 		order  []int64
 		byB    = map[int64]*retentionMinute{}
@@ -500,23 +470,23 @@ func (a *Analytics) Retention(ctx *fasthttp.RequestCtx) {
 		w.Int("totalMsgs", r.Retention+r.Evicted)
 		w.Int("eventCount", r.Events)
 	}
-	w := q.Head(ctx, true)
+	q.Head(w, true)
 	w.Array("series")
 	for _, b := range order {
 		w.Object("")
 		w.TimeLayout("bucket", b*minuteUS, layoutSeconds)
-		writeCounts(&w, byB[b])
+		writeCounts(w, byB[b])
 		w.EndObject()
 	}
 	w.EndArray()
 	w.Object("totals")
-	writeCounts(&w, &totals)
+	writeCounts(w, &totals)
 	w.EndObject()
 	if q.queue != "" {
 		w.Str("note", "retention sweeps report their deletions for the whole store, not per queue: a queue filter matches nothing")
 	}
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	return nil
 }
 
 // workerAgg is node rows summed over a bucket (or a node): the sums, and
@@ -545,12 +515,8 @@ func (a *workerAgg) avg(sum float64) int64 {
 	return int64(math.Round(sum / float64(a.rows)))
 }
 
-// workerMetrics answers GET /api/v1/analytics/worker-metrics?from&to&hostname&workerId.
-func (a *Analytics) WorkerMetrics(ctx *fasthttp.RequestCtx) {
-	q, ok := a.parseAnalytics(ctx)
-	if !ok {
-		return
-	}
+// WorkerMetrics writes the answer to GET /api/v1/analytics/worker-metrics?from&to&hostname&workerId.
+func (a *Analytics) WorkerMetrics(q *Query, w *wire.Writer) error {
 	var buckets []int64
 	byB := map[int64]*workerAgg{}
 	for _, n := range q.nodes {
@@ -569,7 +535,7 @@ func (a *Analytics) WorkerMetrics(ctx *fasthttp.RequestCtx) {
 		}
 	}
 	slices.SortFunc(buckets, func(a, b int64) int { return cmp.Compare(b, a) })
-	w := q.Head(ctx, true)
+	q.Head(w, true)
 	w.Int("pointCount", int64(len(buckets)))
 	w.Array("timeSeries")
 	for _, b := range buckets {
@@ -604,8 +570,8 @@ func (a *Analytics) WorkerMetrics(ctx *fasthttp.RequestCtx) {
 		w.EndObject()
 	}
 	w.EndArray()
-	a.WriteWorkers(&w, &q)
-	writeQueuePops(&w, q.mergeQueues())
+	a.WriteWorkers(w, q)
+	writeQueuePops(w, q.mergeQueues())
 	w.Object("summary")
 	var t nodeMinute
 	for _, n := range q.nodes {
@@ -623,7 +589,7 @@ func (a *Analytics) WorkerMetrics(ctx *fasthttp.RequestCtx) {
 	w.Int("pendingMessages", t.PushMessages-t.PopMessages)
 	w.EndObject()
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	return nil
 }
 
 // WriteWorkers writes worker-metrics' "workers": each node over the last

@@ -179,10 +179,10 @@ func writeBatchEfficiency(w *wire.Writer, t *nodeMinute) {
 // current one that it has reported (a follower's minute reaches the
 // leader a second or so after it ends), summed over the nodes.
 func (a *Analytics) CurrentRates() (ingested, processed float64) {
-	a.rotate(a.host)
+	a.rotate(a.broker)
 	now := unixMinute(a.now())
 	var pushed, acked int64
-	for _, n := range a.series(a.host.NodeID(), now-2, now-1) {
+	for _, n := range a.series(a.broker.Status().ID, now-2, now-1) {
 		if k := len(n.minutes); k > 0 {
 			pushed += n.minutes[k-1].Node.PushMessages
 			acked += n.minutes[k-1].Node.AckMessages

@@ -4,17 +4,15 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/valyala/fasthttp"
-
 	"github.com/queenmq/queen/engine"
-	"github.com/queenmq/queen/server/reply"
+	"github.com/queenmq/queen/server/wire"
 )
 
-// postgresStats answers GET /api/v1/analytics/postgres-stats with this
+// PostgresStats writes the answer to GET /api/v1/analytics/postgres-stats with this
 // node's Pebble figures under Queen's keys (docs/api.md §11): what has a
 // true counterpart is filled, the rest is empty; no PostgreSQL figure is
 // imitated. Each node answers for its own store.
-func (a *Analytics) PostgresStats(ctx *fasthttp.RequestCtx) {
+func (a *Analytics) PostgresStats(w *wire.Writer) error {
 	var (
 		st  engine.StoreStats
 		has bool
@@ -22,8 +20,7 @@ func (a *Analytics) PostgresStats(ctx *fasthttp.RequestCtx) {
 	if a.store != nil {
 		var err error
 		if st, err = a.store(); err != nil {
-			a.host.Fail(ctx, err)
-			return
+			return err
 		}
 		has = true
 	}
@@ -33,12 +30,11 @@ func (a *Analytics) PostgresStats(ctx *fasthttp.RequestCtx) {
 		}
 		return round2(float64(hits) * 100 / float64(hits+misses))
 	}
-	w := reply.Start(ctx)
 	w.Object("")
 	w.TimeMillis("timestamp", a.now().UnixMicro())
 	w.Str("database", "pebble")
 	w.Str("engine", "pebble")
-	w.Str("node", a.host.NodeID())
+	w.Str("node", a.broker.Status().ID)
 	w.Object("databaseCache")
 	if has {
 		w.Str("database", "pebble")
@@ -129,7 +125,7 @@ func (a *Analytics) PostgresStats(ctx *fasthttp.RequestCtx) {
 		w.EndObject()
 	}
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	return nil
 }
 
 // storeTables are postgres-stats' tableSizes: the key family groups'

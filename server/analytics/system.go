@@ -1,25 +1,18 @@
 package analytics
 
 import (
-	"github.com/valyala/fasthttp"
-
-	"github.com/queenmq/queen/server/reply"
 	"github.com/queenmq/queen/server/wire"
 )
 
-// systemMetrics answers GET /api/v1/analytics/system-metrics?from&to&hostname&workerId:
+// SystemMetrics writes the answer to GET /api/v1/analytics/system-metrics?from&to&hostname&workerId:
 // per node, its sampled process figures per bucket, ascending.
-func (a *Analytics) SystemMetrics(ctx *fasthttp.RequestCtx) {
-	q, ok := a.parseAnalytics(ctx)
-	if !ok {
-		return
-	}
+func (a *Analytics) SystemMetrics(q *Query, w *wire.Writer) error {
 	type point struct {
 		at      int64
 		samples int64
 		stats   [numSys]sysStat
 	}
-	w := q.Head(ctx, false)
+	q.Head(w, false)
 	w.Array("replicas")
 	replicas, points := 0, 0
 	for _, n := range q.nodes {
@@ -58,7 +51,7 @@ func (a *Analytics) SystemMetrics(ctx *fasthttp.RequestCtx) {
 			w.Object("")
 			w.TimeMillis("timestamp", p.at*minuteUS)
 			w.Int("sampleCount", p.samples)
-			writeSysMetrics(&w, &p.stats, p.samples)
+			writeSysMetrics(w, &p.stats, p.samples)
 			w.EndObject()
 		}
 		w.EndArray()
@@ -69,7 +62,7 @@ func (a *Analytics) SystemMetrics(ctx *fasthttp.RequestCtx) {
 	w.Int("bucketMinutes", q.bucket)
 	w.Int("pointCount", int64(points))
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	return nil
 }
 
 // writeSysMetrics writes one point's "metrics". What this broker has no

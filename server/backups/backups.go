@@ -1,9 +1,3 @@
-// Package backups assembles the backup file GET /api/v1/system/backup
-// streams (the format is engine/backup's): each Raft group's state held
-// as a View while the file is written, a snapshot of this node's replica
-// or another node's one-group backup file being read, and the manifest's
-// account of them. The server decides which groups come from where and
-// holds the connection; this package writes what it is given.
 package backups
 
 import (

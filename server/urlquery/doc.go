@@ -5,8 +5,8 @@
 // naming it (a mistyped batch=1.5 or batch=-5 is refused, not read as the
 // default); a timestamp is ISO-8601.
 //
-// It is apart from package server so that the route packages cut out of it
-// (server/dlq, server/traces) read their parameters the same way without
-// importing it. Its errors are wire.BadRequest (400 invalid_argument in the
-// edge's error table).
+// It is apart from package server because these rules are the API's, not
+// a route's: every route that takes a page, a flag or a time reads it here,
+// and the rules are tested once, apart from any route. Its errors are
+// wire.BadRequest (400 invalid_argument in the edge's error table).
 package urlquery

@@ -1,4 +1,4 @@
-package streams
+package bodies
 
 import (
 	"errors"
@@ -11,34 +11,142 @@ import (
 	"github.com/queenmq/queen/server/wire"
 )
 
-// decodeCycle reads a cycle body (docs/api.md §14.2). A malformed body or a
-// missing query_id or partition_id is an error (400); what Queen reports as
-// a failed cycle (an unknown op type or ack status, a bad item) is
-// req.fail. items decodes the push items.
-func decodeCycle(body []byte, items Items) (cycleRequest, error) {
+// The streams bodies (docs/api.md §14.2): a query's registration, a state
+// read and a cycle, each read in one pass into its engine command or
+// filter.
+
+// StreamQuery reads a query's registration (POST /streams/v1/queries):
+// name, source_queue and config_hash are required non-empty strings,
+// sink_queue is optional, and reset is a boolean or one of the strings
+// PostgreSQL casts to one.
+func StreamQuery(body []byte) (engine.StreamRegisterCmd, error) {
 	var (
-		req               cycleRequest
+		cmd               engine.StreamRegisterCmd
+		hasName, hasQueue bool
+		hasHash           bool
+	)
+	err := wire.DecodeObject(body, false, func(sc *wire.Scanner, key []byte) error {
+		var err error
+		switch string(key) {
+		case "name":
+			cmd.Name, hasName, err = optNonEmpty(sc)
+		case "source_queue":
+			cmd.SourceQueue, hasQueue, err = optNonEmpty(sc)
+		case "config_hash":
+			cmd.ConfigHash, hasHash, err = optNonEmpty(sc)
+		case "sink_queue":
+			cmd.SinkQueue, cmd.HasSink, err = optNonEmpty(sc)
+		case "reset":
+			cmd.Reset, err = looseBool(sc)
+		default:
+			err = sc.Skip()
+		}
+		return err
+	})
+	switch {
+	case err != nil:
+	case !hasName:
+		err = wire.BadRequest("name is required")
+	case !hasQueue:
+		err = wire.BadRequest("source_queue is required")
+	case !hasHash:
+		err = wire.BadRequest("config_hash is required")
+	}
+	return cmd, err
+}
+
+// StreamState reads a state read (POST /streams/v1/state/get): query_id
+// and partition_id are required UUIDs; keys (an array of strings),
+// key_prefix (a string) and ripe_at_or_before (a finite number) narrow the
+// rows, and a member of another type is no filter.
+func StreamState(body []byte) (engine.StateFilter, error) {
+	var f engine.StateFilter
+	var hasQuery, hasPart bool
+	err := wire.DecodeObject(body, false, func(sc *wire.Scanner, key []byte) error {
+		var err error
+		switch string(key) {
+		case "query_id":
+			f.QueryID, hasQuery, err = idMember(sc, "query_id")
+		case "partition_id":
+			f.PartitionID, hasPart, err = idMember(sc, "partition_id")
+		case "keys":
+			if sc.Peek() != '[' {
+				return sc.Skip() // not an array: no key filter
+			}
+			err = sc.Array(func(sc *wire.Scanner, _ int) error {
+				if sc.Peek() != '"' {
+					return sc.Skip()
+				}
+				k, err := sc.StringValue()
+				f.Keys = append(f.Keys, k)
+				return err
+			})
+		case "key_prefix":
+			if sc.Peek() != '"' {
+				return sc.Skip()
+			}
+			f.Prefix, err = sc.StringValue()
+		case "ripe_at_or_before":
+			f.Ripe, f.HasRipe, err = numberMember(sc)
+		default:
+			err = sc.Skip()
+		}
+		return err
+	})
+	switch {
+	case err != nil:
+	case !hasQuery:
+		err = wire.BadRequest("query_id is required")
+	case !hasPart:
+		err = wire.BadRequest("partition_id is required")
+	}
+	return f, err
+}
+
+// Cycle is a decoded cycle body (POST /streams/v1/cycle).
+type Cycle struct {
+	// Cmd is the cycle's one command: its state ops, sink pushes and ack,
+	// applied together on every replica or not at all.
+	Cmd engine.StreamCycleCmd
+	// QueryID and PartitionID are the ids as the client spelled them: the
+	// answer echoes them.
+	QueryID, PartitionID string
+	// Fail is a failure Queen reports as a failed cycle (an unknown state
+	// op type or ack status, a bad push item): the cycle is answered 200
+	// success:false and never proposed. Empty when the cycle may go.
+	Fail string
+}
+
+// StreamCycle reads a cycle body (docs/api.md §14.2). A malformed body or a
+// missing query_id or partition_id is an error (400); what Queen reports as
+// a failed cycle is Cycle.Fail, its push items read as a push's are
+// (PushItem) and a bad one's error told as text tells it: the edge's
+// client-facing text, so that the failure reads as the 400 a push of that
+// item gets.
+func StreamCycle(body []byte, text func(error) string) (Cycle, error) {
+	var (
+		req               Cycle
 		hasQuery, hasPart bool
 	)
-	c := &req.cmd
+	c := &req.Cmd
 	release := true
 	failf := func(format string, args ...any) {
-		if req.fail == "" {
-			req.fail = fmt.Sprintf(format, args...)
+		if req.Fail == "" {
+			req.Fail = fmt.Sprintf(format, args...)
 		}
 	}
 	err := wire.DecodeObject(body, false, func(sc *wire.Scanner, key []byte) error {
 		var err error
 		switch string(key) {
 		case "query_id":
-			if req.queryID, hasQuery, err = sc.OptString("query_id"); err == nil && hasQuery {
-				if c.QueryID, err = engine.ParseID(req.queryID); err != nil {
+			if req.QueryID, hasQuery, err = sc.OptString("query_id"); err == nil && hasQuery {
+				if c.QueryID, err = engine.ParseID(req.QueryID); err != nil {
 					err = wire.BadRequest("query_id must be a UUID")
 				}
 			}
 		case "partition_id":
-			if req.partID, hasPart, err = sc.OptString("partition_id"); err == nil && hasPart {
-				if c.PartitionID, err = engine.ParseID(req.partID); err != nil {
+			if req.PartitionID, hasPart, err = sc.OptString("partition_id"); err == nil && hasPart {
+				if c.PartitionID, err = engine.ParseID(req.PartitionID); err != nil {
 					err = wire.BadRequest("partition_id must be a UUID")
 				}
 			}
@@ -55,12 +163,12 @@ func decodeCycle(body []byte, items Items) (cycleRequest, error) {
 			})
 		case "push_items":
 			err = optArray(sc, "push_items", failf, func(sc *wire.Scanner) error {
-				it, err := items.DecodePushItem(sc, c.Items)
+				it, err := PushItem(sc, c.Items)
 				if err != nil {
 					if !isBadRequest(err) {
 						return err
 					}
-					failf("push_items[%d]: %s", len(c.Items), items.PublicText(err))
+					failf("push_items[%d]: %s", len(c.Items), text(err))
 				}
 				c.Items = append(c.Items, it)
 				return nil
@@ -70,7 +178,7 @@ func decodeCycle(body []byte, items Items) (cycleRequest, error) {
 				return sc.Skip() // null (or nothing usable): no ack
 			}
 			var fail string
-			c.Ack, fail, err = decodeCycleAck(sc, items)
+			c.Ack, fail, err = decodeCycleAck(sc, text)
 			if fail != "" {
 				failf("%s", fail)
 			}
@@ -203,7 +311,7 @@ func numberMember(sc *wire.Scanner) (float64, bool, error) {
 }
 
 // decodeCycleAck reads the ack object; fail says why the cycle fails on it.
-func decodeCycleAck(sc *wire.Scanner, items Items) (*engine.CycleAck, string, error) {
+func decodeCycleAck(sc *wire.Scanner, text func(error) string) (*engine.CycleAck, string, error) {
 	a := &engine.CycleAck{Status: cursor.Completed, Count: 1}
 	var status, lease string
 	hasStatus := false
@@ -231,7 +339,7 @@ func decodeCycleAck(sc *wire.Scanner, items Items) (*engine.CycleAck, string, er
 	})
 	if err != nil {
 		if isBadRequest(err) {
-			return a, items.PublicText(err), nil
+			return a, text(err), nil
 		}
 		return a, "", err
 	}

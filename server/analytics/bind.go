@@ -3,40 +3,27 @@ package analytics
 import (
 	"time"
 
-	"github.com/valyala/fasthttp"
-
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/raft"
 )
 
-// Host is what the recorder needs from the HTTP server it serves: package
-// server implements it and hands it over with Bind.
-type Host interface {
-	// Queue and Queues read the broker's queues as this node holds them:
-	// the partition counts of a sealed minute, queue-ops' created
-	// partitions.
+// Broker is the broker's state on this node as the recorder reads it:
+// the queues (a sealed minute's partition counts, queue-ops' created
+// partitions) and the status (this node's id, names the series; the
+// storage errors since it started). Package server's Broker has it.
+type Broker interface {
 	Queue(name string) (engine.QueueInfo, error)
 	Queues() ([]engine.QueueInfo, error)
-	// StorageErrors is how many storage file operations have failed on
-	// this node since it started.
-	StorageErrors() uint64
-	// NodeID names this node in the series.
-	NodeID() string
-	// Relay has the leader answer the request when this node follows one,
-	// and reports whether it did; false when this node answers it itself
-	// (it leads, or knows no leader to relay to).
-	Relay(ctx *fasthttp.RequestCtx) bool
-	// Fail answers the request with err as the HTTP edge's error table
-	// maps it ({"error","code"}).
-	Fail(ctx *fasthttp.RequestCtx, err error)
+	Status() raft.Status
 }
 
-// Bind attaches the recorder to the server it serves, whose HTTP port
-// system-metrics reports. A server binds its recorder once, before it
+// Bind attaches the recorder to the broker it measures, and names the HTTP
+// port system-metrics reports. A server binds its recorder once, before it
 // serves.
-func (a *Analytics) Bind(h Host, port int) {
+func (a *Analytics) Bind(b Broker, port int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.host, a.port = h, port
+	a.broker, a.port = b, port
 }
 
 // Once runs start the first time it is called: the server starts the
@@ -68,7 +55,7 @@ func (a *Analytics) SampleLoop(stop <-chan struct{}, requests func() uint64) {
 		case tick = <-t.C:
 		}
 		lag := time.Since(tick)
-		a.rotate(a.host)
+		a.rotate(a.broker)
 		a.sample(gauges{loopLag: lag, proc: readProc(), wall: time.Now(), requests: requests()})
 	}
 }

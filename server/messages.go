@@ -1,4 +1,4 @@
-package dlq
+package server
 
 import (
 	"time"
@@ -7,10 +7,21 @@ import (
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
-	"github.com/queenmq/queen/server/reply"
 	"github.com/queenmq/queen/server/urlquery"
 	"github.com/queenmq/queen/server/wire"
 )
+
+// The message routes: the retained-message listing and detail (GET
+// /api/v1/messages, .../{partitionId}/{transactionId}; docs/api.md §9), an
+// operator's delete, replay and move of one message (docs/decisions.md B3,
+// C4; docs/semantics.md §9.3), and the status page's message list (GET
+// /api/v1/status/queues/{queue}/messages).
+//
+// A message's status is computed on read, never stored: dead_letter when
+// it has a dead-letter row, completed when every group with a cursor is
+// past it, processing under a live lease that covers it, else pending
+// (statusOf). queueStatus is the same for queue mode alone; named groups
+// are counted in busStatus.
 
 // address parses a {partitionId}/{transactionId} path. A partition id that
 // is not a UUID names nothing: notFound is returned for it.
@@ -22,11 +33,12 @@ func address(partitionID, txn string, notFound error) (engine.ID, string, error)
 	return part, txn, nil
 }
 
-// ListMessages answers GET /api/v1/messages (docs/api.md §9.2): retained
+// listMessages answers GET /api/v1/messages (docs/api.md §9.2): retained
 // messages newest first, filtered by queue, partition, ns (namespace), task,
 // createdAt window (from, default an hour ago; to, default now) and status.
 // A status filter is applied to at most maxStatusScan candidates.
-func (r *Routes) ListMessages(ctx *fasthttp.RequestCtx) {
+func (s *Server) listMessages(ctx *fasthttp.RequestCtx, _ *params) {
+
 	args := ctx.QueryArgs()
 	now := time.Now()
 	f := engine.MessageFilter{
@@ -47,7 +59,7 @@ func (r *Routes) ListMessages(ctx *fasthttp.RequestCtx) {
 		if v := urlquery.String(args, b.key); v != "" {
 			t, ok := wire.ParseTime(v)
 			if !ok {
-				r.host.Fail(ctx, wire.BadRequest(b.key+" must be an ISO-8601 timestamp"))
+				s.writeError(ctx, wire.BadRequest(b.key+" must be an ISO-8601 timestamp"))
 				return
 			}
 			*b.dst = engine.Micros(t)
@@ -55,27 +67,27 @@ func (r *Routes) ListMessages(ctx *fasthttp.RequestCtx) {
 	}
 	limit, offset, err := urlquery.Page(args, 200, 1000)
 	if err != nil {
-		r.host.Fail(ctx, err)
+		s.writeError(ctx, err)
 		return
 	}
 	status := urlquery.String(args, "status")
 	switch status {
 	case "", "pending", "processing", "completed", "dead_letter":
 	default:
-		r.host.Fail(ctx, wire.BadRequest("status must be pending, processing, completed or dead_letter"))
+		s.writeError(ctx, wire.BadRequest("status must be pending, processing, completed or dead_letter"))
 		return
 	}
 	f.Offset, f.Limit = offset, limit
 	if status != "" {
 		f.Offset, f.Limit = 0, maxStatusScan
 	}
-	msgs, err := r.opts.Reader.ListMessages(f)
+	msgs, err := s.broker.ListMessages(f)
 	if err != nil {
-		r.host.Fail(ctx, err)
+		s.writeError(ctx, err)
 		return
 	}
 	us := now.UnixMicro()
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.Array("messages")
 	var summary []engine.CursorInfo
@@ -115,7 +127,7 @@ func (r *Routes) ListMessages(ctx *fasthttp.RequestCtx) {
 	w.EndArray()
 	writeMode(&w, summary, 0)
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
 // maxStatusScan bounds the candidates a status-filtered listing examines.
@@ -163,42 +175,44 @@ func statusOf(m *engine.StoredMessage, dead bool, now int64) messageStatus {
 	return st
 }
 
-// GetMessage answers GET /api/v1/messages/{partitionId}/{transactionId}
+// getMessage answers GET /api/v1/messages/{partitionId}/{transactionId}
 // (docs/api.md §9.3). A message retention deleted is still described from its
 // dead-letter snapshot, if it has one.
-func (r *Routes) GetMessage(ctx *fasthttp.RequestCtx, partitionID, transactionID string) {
+func (s *Server) getMessage(ctx *fasthttp.RequestCtx, p *params) {
+	partitionID, transactionID := p.get("partitionId"), p.get("transactionId")
+
 	part, txn, err := address(partitionID, transactionID, engine.ErrMessageNotFound)
 	if err != nil {
-		r.host.Fail(ctx, err)
+		s.writeError(ctx, err)
 		return
 	}
-	dead, err := r.opts.Reader.DeadLettersAt(part, txn)
+	dead, err := s.broker.DeadLettersAt(part, txn)
 	if err != nil {
-		r.host.Fail(ctx, err)
+		s.writeError(ctx, err)
 		return
 	}
-	msg, err := r.opts.Reader.MessageAt(part, txn)
+	msg, err := s.broker.MessageAt(part, txn)
 	switch {
 	case err == nil:
-	case len(dead) > 0 && r.host.NotFound(err):
+	case len(dead) > 0 && isNotFound(err):
 		d := newest(dead)
 		msg = engine.StoredMessage{Message: engine.Message{ID: d.MessageID, TransactionID: d.TransactionID,
 			TraceID: d.TraceID, HasTrace: d.HasTrace, Payload: d.Payload, Sealed: d.Sealed, ProducerSub: d.ProducerSub,
 			CreatedAt: d.EnqueuedAt, Queue: d.Queue, Partition: d.Partition, PartitionID: d.PartitionID,
 			Offset: engine.Offset(d.Offset)}}
 	default:
-		r.host.Fail(ctx, err)
+		s.writeError(ctx, err)
 		return
 	}
-	info, err := r.opts.Reader.Queue(msg.Queue)
-	if err != nil && !r.host.NotFound(err) {
-		r.host.Fail(ctx, err)
+	info, err := s.broker.Queue(msg.Queue)
+	if err != nil && !isNotFound(err) {
+		s.writeError(ctx, err)
 		return
 	}
 	now := time.Now().UnixMicro()
 	st := statusOf(&msg, len(dead) > 0, now)
 	status, leaseExpires, consumedBy := st.status, st.leaseExpires, st.consumedBy
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.ID("id", msg.ID)
 	w.Str("transactionId", msg.TransactionID)
@@ -209,7 +223,7 @@ func (r *Routes) GetMessage(ctx *fasthttp.RequestCtx, partitionID, transactionID
 	w.Str("namespace", info.Namespace)
 	w.Str("task", info.Task)
 	w.Str("status", status)
-	data, decrypted := r.opts.Cipher.Reveal(msg.Payload, msg.Sealed)
+	data, decrypted := s.crypt.Reveal(msg.Payload, msg.Sealed)
 	w.Raw("payload", data)
 	w.Raw("data", data)
 	w.Bool("isEncrypted", decrypted)
@@ -249,7 +263,7 @@ func (r *Routes) GetMessage(ctx *fasthttp.RequestCtx, partitionID, transactionID
 	}
 	w.EndArray()
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
 // writeMode writes the queue/bus mode summary of a partition's groups.
@@ -289,23 +303,25 @@ func newest(rows []engine.DeadLetter) *engine.DeadLetter {
 	return n
 }
 
-// DeleteMessage answers DELETE /api/v1/messages/{partitionId}/{transactionId}:
+// deleteMessage answers DELETE /api/v1/messages/{partitionId}/{transactionId}:
 // it removes dead-letter rows only (docs/semantics.md §9.3); consumerGroup (query)
 // narrows it to one group's row.
-func (r *Routes) DeleteMessage(ctx *fasthttp.RequestCtx, partitionID, transactionID string) {
+func (s *Server) deleteMessage(ctx *fasthttp.RequestCtx, p *params) {
+	partitionID, transactionID := p.get("partitionId"), p.get("transactionId")
+
 	part, txn, err := address(partitionID, transactionID, engine.ErrNoDeadLetter)
 	if err != nil {
-		r.host.Fail(ctx, err)
+		s.writeError(ctx, err)
 		return
 	}
-	removed, err := raft.Propose[int](r.opts.Context, r.host.Proposer(ctx), engine.DeleteDLQCmd{PartitionID: part, TransactionID: txn,
+	removed, err := raft.Propose[int](s.ctx, s.forwarding(ctx), engine.DeleteDLQCmd{PartitionID: part, TransactionID: txn,
 		Group: urlquery.String(ctx.QueryArgs(), "consumerGroup")})
 	if err != nil {
-		r.host.ForwardOrFail(ctx, err)
+		s.forwardOrFail(ctx, err)
 		return
 	}
-	r.opts.Metrics.Deletes.Add(removed)
-	w := reply.Start(ctx)
+	s.m.DLQDeletes.Add(removed)
+	w := startReply(ctx)
 	w.Object("")
 	w.Bool("success", true)
 	w.Str("partitionId", partitionID)
@@ -313,20 +329,22 @@ func (r *Routes) DeleteMessage(ctx *fasthttp.RequestCtx, partitionID, transactio
 	w.Int("deleted", int64(removed))
 	w.Str("message", "Message deleted successfully")
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
-// ReplayMessage answers POST .../{partitionId}/{transactionId}/retry (docs/decisions.md C4):
+// replayMessage answers POST .../{partitionId}/{transactionId}/retry (docs/decisions.md C4):
 // the dead-letter snapshot is pushed again with a fresh transaction id and
 // its rows removed in the same command. The optional body may carry a
 // corrected payload (docs/decisions.md B4 "data") and a consumerGroup to replay only that
 // group's row. A snapshot keeps its producerSub; a corrected payload is
 // the caller's words, so it is stamped with the caller's sub (subject, the
 // verified token's; "" with auth off), as a push is.
-func (r *Routes) ReplayMessage(ctx *fasthttp.RequestCtx, partitionID, transactionID, subject string) {
+func (s *Server) replayMessage(ctx *fasthttp.RequestCtx, p *params) {
+	partitionID, transactionID, subject := p.get("partitionId"), p.get("transactionId"), p.subject
+
 	part, txn, err := address(partitionID, transactionID, engine.ErrNoDeadLetter)
 	if err != nil {
-		r.host.Fail(ctx, err)
+		s.writeError(ctx, err)
 		return
 	}
 	cmd := engine.ReplayCmd{PartitionID: part, TransactionID: txn, Group: urlquery.String(ctx.QueryArgs(), "consumerGroup")}
@@ -347,30 +365,30 @@ func (r *Routes) ReplayMessage(ctx *fasthttp.RequestCtx, partitionID, transactio
 	})
 	if err == nil && cmd.Payload != nil {
 		cmd.Restamp, cmd.ProducerSub = true, subject
-		err = r.sealReplay(&cmd)
+		err = s.sealReplay(&cmd)
 	}
 	if err != nil {
-		r.host.Fail(ctx, err)
+		s.writeError(ctx, err)
 		return
 	}
-	res, err := raft.Propose[engine.ReplayResult](r.opts.Context, r.host.Proposer(ctx), cmd)
+	res, err := raft.Propose[engine.ReplayResult](s.ctx, s.forwarding(ctx), cmd)
 	if err != nil {
-		r.host.ForwardOrFail(ctx, err)
+		s.forwardOrFail(ctx, err)
 		return
 	}
-	r.opts.Metrics.Replays.Inc()
-	r.opts.Metrics.Pushed([]engine.PushResult{res.Push})
-	w := reply.Start(ctx)
+	s.m.Replays.Inc()
+	s.m.Pushed([]engine.PushResult{res.Push})
+	w := startReply(ctx)
 	w.Object("")
 	w.Bool("success", true)
 	w.Str("queue", res.Queue)
 	w.Str("partition", res.Partition)
-	r.host.WritePushResult(&w, "replayedAs", &res.Push)
+	writePushResult(&w, "replayedAs", 0, &engine.PushItem{}, &res.Push)
 	w.Bool("replayed", true)
 	w.Bool("dlqRowRemoved", res.RowsRemoved > 0)
 	w.Int("rowsRemoved", int64(res.RowsRemoved))
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
 // sealReplay seals a replay's corrected payload (docs/decisions.md B4), and marks it sealed,
@@ -378,30 +396,32 @@ func (r *Routes) ReplayMessage(ctx *fasthttp.RequestCtx, partitionID, transactio
 // without one re-pushes the stored snapshot with its own sealed bit, so an
 // envelope stays one envelope and is never sealed twice. An address without
 // dead-letter rows is left to Replay, which answers 404.
-func (r *Routes) sealReplay(cmd *engine.ReplayCmd) error {
-	if r.opts.Cipher == nil {
+func (s *Server) sealReplay(cmd *engine.ReplayCmd) error {
+	if s.crypt == nil {
 		return nil
 	}
-	rows, err := r.opts.Reader.DeadLettersAt(cmd.PartitionID, cmd.TransactionID)
+	rows, err := s.broker.DeadLettersAt(cmd.PartitionID, cmd.TransactionID)
 	if err != nil || len(rows) == 0 {
 		return err
 	}
 	it := engine.PushItem{Queue: rows[0].Queue, Payload: cmd.Payload}
-	if err := r.host.Seal(&it); err != nil {
+	if err := (&sealer{s: s}).item(&it); err != nil {
 		return err
 	}
 	cmd.Payload, cmd.Sealed = it.Payload, it.Sealed
 	return nil
 }
 
-// MoveToDLQ answers POST .../{partitionId}/{transactionId}/dlq (docs/decisions.md B3): the
+// moveToDLQ answers POST .../{partitionId}/{transactionId}/dlq (docs/decisions.md B3): the
 // message is dead-lettered for consumerGroup (body or query; default queue
 // mode) as an ack with status dlq would, holding no lease. 404 when there is
 // no such message, 409 when the group already consumed it.
-func (r *Routes) MoveToDLQ(ctx *fasthttp.RequestCtx, partitionID, transactionID string) {
+func (s *Server) moveToDLQ(ctx *fasthttp.RequestCtx, p *params) {
+	partitionID, transactionID := p.get("partitionId"), p.get("transactionId")
+
 	part, txn, err := address(partitionID, transactionID, engine.ErrMessageNotFound)
 	if err != nil {
-		r.host.Fail(ctx, err)
+		s.writeError(ctx, err)
 		return
 	}
 	group := urlquery.String(ctx.QueryArgs(), "consumerGroup")
@@ -424,21 +444,21 @@ func (r *Routes) MoveToDLQ(ctx *fasthttp.RequestCtx, partitionID, transactionID 
 		return sc.Skip()
 	})
 	if err != nil {
-		r.host.Fail(ctx, err)
+		s.writeError(ctx, err)
 		return
 	}
-	res, err := raft.Propose[engine.AckResult](r.opts.Context, r.host.Proposer(ctx), engine.MoveToDLQCmd{PartitionID: part, TransactionID: txn, Group: group, Error: text})
+	res, err := raft.Propose[engine.AckResult](s.ctx, s.forwarding(ctx), engine.MoveToDLQCmd{PartitionID: part, TransactionID: txn, Group: group, Error: text})
 	if err != nil {
-		r.host.ForwardOrFail(ctx, err)
+		s.forwardOrFail(ctx, err)
 		return
 	}
 	if res.DLQ {
-		r.opts.Metrics.DeadLettered.Inc()
+		s.m.DeadLettersAdmin.Inc()
 	}
 	if group == "" {
 		group = engine.QueueMode
 	}
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Object("")
 	w.Bool("success", res.Success)
 	w.Str("partitionId", partitionID)
@@ -449,10 +469,10 @@ func (r *Routes) MoveToDLQ(ctx *fasthttp.RequestCtx, partitionID, transactionID 
 	w.Bool("dlq", res.DLQ)
 	w.StrOrNull("error", res.Error)
 	w.EndObject()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
-// QueueMessages answers GET /api/v1/status/queues/{queue}/messages?limit=50&offset=0
+// statusQueueMessages answers GET /api/v1/status/queues/{queue}/messages?limit=50&offset=0
 // (docs/api.md §11): one page of the queue's retained messages, newest first
 // (createdAt, then offset within a partition, which orders ids), always an
 // array ([] for an unknown queue). status is dead_letter when the message
@@ -460,20 +480,22 @@ func (r *Routes) MoveToDLQ(ctx *fasthttp.RequestCtx, partitionID, transactionID 
 // completed at or below the queue-mode cursor, processing under its live
 // lease when the lease covers it (as /api/v1/messages' queueStatus), pending
 // otherwise. Named groups do not count.
-func (r *Routes) QueueMessages(ctx *fasthttp.RequestCtx, queue string) {
+func (s *Server) statusQueueMessages(ctx *fasthttp.RequestCtx, p *params) {
+	queue := p.get("queue")
+
 	args := ctx.QueryArgs()
 	limit, offset, err := urlquery.Page(args, 50, 1000)
 	if err != nil {
-		r.host.Fail(ctx, err)
+		s.writeError(ctx, err)
 		return
 	}
-	msgs, err := r.opts.Reader.ListMessages(engine.MessageFilter{Queue: queue, Limit: limit, Offset: offset})
+	msgs, err := s.broker.ListMessages(engine.MessageFilter{Queue: queue, Limit: limit, Offset: offset})
 	if err != nil {
-		r.host.Fail(ctx, err)
+		s.writeError(ctx, err)
 		return
 	}
 	now := time.Now().UnixMicro()
-	w := reply.Start(ctx)
+	w := startReply(ctx)
 	w.Array("")
 	for i := range msgs {
 		m := &msgs[i]
@@ -487,7 +509,7 @@ func (r *Routes) QueueMessages(ctx *fasthttp.RequestCtx, queue string) {
 		w.EndObject()
 	}
 	w.EndArray()
-	reply.Send(ctx, fasthttp.StatusOK, w)
+	sendReply(ctx, fasthttp.StatusOK, w)
 }
 
 // writeMessageRef writes the members that name a listed message and its
