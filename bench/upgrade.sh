@@ -16,6 +16,11 @@
 #     finds each store consistent with the same digest;
 #   - queen status shows three NEW nodes and the cluster version.
 #
+# GROUPS=G (above 1) runs the nodes with --groups G --replicas 3: the
+# directory and every data group are upgraded under the load, and each
+# group's applied index and digest are compared (an old commit must know
+# --groups and --replicas).
+#
 # It exits non-zero on any mismatch. Needs go, git, curl and python3. Ports
 # 15632-15652 (HTTP) and 15732-15752 (Raft) on 127.0.0.1, apart from the
 # other scripts' (a bench meeting this cluster would load it, and break
@@ -57,10 +62,21 @@ git -C "$ROOT" archive "$OLD" | tar -x -C "$W/old-src"
 SECRET=$W/secret
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$SECRET"
 ARGS=(--retention-interval 0) # no sweeps: the nodes' applied indexes settle
+GROUPS=${GROUPS:-1}
+if [ "$GROUPS" -gt 1 ]; then
+	ARGS+=(--groups "$GROUPS" --replicas 3)
+fi
 
 health() { curl -s --max-time 2 "http://127.0.0.1:$((HTTP_BASE + 10 * $1))/health" || true; }
 field() { python3 -c "import json,sys
 try: print(json.load(sys.stdin).get('$1',''))
+except Exception: print('')"; }
+# applied_all: the applied index of the node's group, or with groups of the
+# directory and then each data group, space-separated.
+applied_all() { python3 -c "import json,sys
+try:
+    h = json.load(sys.stdin)
+    print(' '.join(str(x) for x in [h.get('applied', '')] + [g.get('applied', '') for g in h.get('groups', [])]))
 except Exception: print('')"; }
 
 for u in ${URLS3//,/ }; do
@@ -133,7 +149,7 @@ grep -Eq '^cluster version [0-9]+ ' "$W/status.txt" || fail "no cluster version 
 echo "== applied indexes and digests"
 same=0
 for _ in $(seq 300); do
-	a1=$(health 1 | field applied) a2=$(health 2 | field applied) a3=$(health 3 | field applied)
+	a1=$(health 1 | applied_all) a2=$(health 2 | applied_all) a3=$(health 3 | applied_all)
 	if [ -n "$a1" ] && [ "$a1" = "$a2" ] && [ "$a2" = "$a3" ]; then
 		same=$((same + 1))
 		[ $same -ge 3 ] && break

@@ -37,6 +37,12 @@ import (
 // retire.
 const placedInterval = 200 * time.Millisecond
 
+// retireAskEvery is how often placedLoop asks a group's leader again
+// whether it removed this node, once it did not say so: the leader may be
+// unreachable for a while, and asking it five times a second for that
+// long would be traffic for nothing.
+const retireAskEvery = 2 * time.Second
+
 // placedAtStart reports whether OpenHost opens group g: every group the
 // rules above give this node, looked up in the store and the directory as
 // they were left.
@@ -105,6 +111,7 @@ func (h *Host) placedLoop() {
 	t := time.NewTicker(placedInterval)
 	defer t.Stop()
 	unplaced := make([]time.Time, len(h.nodes)) // since when each open replica has been retirable
+	asked := make([]time.Time, len(h.nodes))    // when each group's leader last did not confirm the removal
 	for {
 		select {
 		case <-t.C:
@@ -125,12 +132,17 @@ func (h *Host) placedLoop() {
 				if unplaced[g].IsZero() {
 					unplaced[g] = now
 				}
-				if now.Sub(unplaced[g]) >= h.opts.RetireHold && h.removalCommitted(g) {
-					unplaced[g] = time.Time{}
-					h.retire(g)
+				if now.Sub(unplaced[g]) < h.opts.RetireHold || now.Sub(asked[g]) < retireAskEvery {
+					continue
 				}
+				if !h.removalCommitted(g) {
+					asked[g] = now
+					continue
+				}
+				unplaced[g], asked[g] = time.Time{}, time.Time{}
+				h.retire(g)
 			default:
-				unplaced[g] = time.Time{}
+				unplaced[g], asked[g] = time.Time{}, time.Time{}
 			}
 		}
 	}
