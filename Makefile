@@ -104,6 +104,8 @@ chaos-regressions:
 # A rolling upgrade under load, checked (bench/upgrade.sh; minutes, not in
 # make test): three nodes at OLD, replaced one at a time by the working
 # tree's binary; acked == delivered and equal digests, or it fails.
+# NGROUPS=3 make upgrade-test UPGRADE_OLD=bef0a33 does it with --groups 3
+# --replicas 3 (the old commit must know both).
 # UPGRADE_OLD defaults to 7b7a088 (the backup merge), the oldest commit with
 # queen step-down, so the leader's hand-over is exercised. Checked OK
 # (2026-12-05), each old commit -> the working tree, under load:

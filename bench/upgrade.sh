@@ -16,10 +16,10 @@
 #     finds each store consistent with the same digest;
 #   - queen status shows three NEW nodes and the cluster version.
 #
-# GROUPS=G (above 1) runs the nodes with --groups G --replicas 3: the
+# NGROUPS=G (above 1) runs the nodes with --groups G --replicas 3: the
 # directory and every data group are upgraded under the load, and each
 # group's applied index and digest are compared (an old commit must know
-# --groups and --replicas).
+# --groups and --replicas); the load goes to 2·G queues (QUEUES).
 #
 # It exits non-zero on any mismatch. Needs go, git, curl and python3. Ports
 # 15632-15652 (HTTP) and 15732-15752 (Raft) on 127.0.0.1, apart from the
@@ -62,9 +62,10 @@ git -C "$ROOT" archive "$OLD" | tar -x -C "$W/old-src"
 SECRET=$W/secret
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$SECRET"
 ARGS=(--retention-interval 0) # no sweeps: the nodes' applied indexes settle
-GROUPS=${GROUPS:-1}
-if [ "$GROUPS" -gt 1 ]; then
-	ARGS+=(--groups "$GROUPS" --replicas 3)
+NGROUPS=${NGROUPS:-1} # not GROUPS: bash keeps that name for itself
+if [ "$NGROUPS" -gt 1 ]; then
+	ARGS+=(--groups "$NGROUPS" --replicas 3)
+	export QUEUES=${QUEUES:-$((2 * NGROUPS))} # upgrade_load.py: load in every group
 fi
 
 health() { curl -s --max-time 2 "http://127.0.0.1:$((HTTP_BASE + 10 * $1))/health" || true; }

@@ -4,7 +4,9 @@
 
 URLS is a comma-separated list of node base URLs. A pusher pushes batches
 of 10 messages with unique transaction ids to queue "up", at most RATE
-messages a second, until the file STOP exists or MAX messages were
+messages a second (with QUEUES=k in the environment, k queues "up",
+"up1", .. each with its pusher and consumer, RATE shared among them, so
+that a cluster with --groups has load in its several groups), until the file STOP exists or MAX messages were
 acknowledged; a push that fails (a node
 down, a leader change) is retried with the same ids on the next node, so
 transaction-id dedup makes the retry safe. A consumer pops and acks
@@ -28,7 +30,6 @@ import time
 import urllib.error
 import urllib.request
 
-QUEUE = "up"
 BATCH = 10
 LEASE = 5  # seconds: the queue's leaseTime
 DRAIN_IDLE = 3 * LEASE
@@ -48,8 +49,8 @@ def call(url, method="GET", body=None, timeout=10):
 
 
 class Load:
-    def __init__(self, urls, stop, most, rate):
-        self.urls, self.stop, self.most, self.rate = urls, stop, most, rate
+    def __init__(self, urls, stop, most, rate, queue):
+        self.urls, self.stop, self.most, self.rate, self.queue = urls, stop, most, rate, queue
         self.pushed, self.delivered, self.duplicates, self.uncertain = set(), set(), set(), set()
         self.pushing = True
         self.errors = {"push": 0, "pop": 0, "ack": 0}
@@ -61,7 +62,7 @@ class Load:
     def configure(self):
         for i in range(600):
             code, _ = call(self.urls[i % len(self.urls)] + "/api/v1/configure", "POST",
-                           {"queue": QUEUE, "options": {"leaseTime": LEASE, "retryLimit": 100}})
+                           {"queue": self.queue, "options": {"leaseTime": LEASE, "retryLimit": 100}})
             if code in (200, 201):
                 return
             time.sleep(0.2)
@@ -73,8 +74,8 @@ class Load:
             ahead = n / self.rate - (time.time() - start)
             if ahead > 0:
                 time.sleep(ahead)
-            ids = ["m-%07d" % (n + i) for i in range(BATCH)]
-            items = [{"queue": QUEUE, "transactionId": t, "payload": {"t": t}} for t in ids]
+            ids = ["%s-%07d" % (self.queue, n + i) for i in range(BATCH)]
+            items = [{"queue": self.queue, "transactionId": t, "payload": {"t": t}} for t in ids]
             while True:
                 code, res = call(self.urls[turn % len(self.urls)] + "/api/v1/push", "POST", {"items": items})
                 if code == 201 and isinstance(res, list) and len(res) == BATCH and \
@@ -105,7 +106,7 @@ class Load:
     def pop(self):
         turn, idle_since = 0, None
         while True:
-            code, res = call(self.urls[turn % len(self.urls)] + "/api/v1/pop/queue/%s?batch=50" % QUEUE)
+            code, res = call(self.urls[turn % len(self.urls)] + "/api/v1/pop/queue/%s?batch=50" % self.queue)
             msgs = (res or {}).get("messages") or [] if code == 200 else []
             if code not in (200, 204):
                 self.errors["pop"] += 1
@@ -136,25 +137,31 @@ class Load:
 
 def main():
     urls, out, stop, most, rate = sys.argv[1].split(","), sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
-    load = Load(urls, stop, most, rate)
-    load.configure()
-    threads = [threading.Thread(target=load.push), threading.Thread(target=load.pop)]
+    k = max(1, int(os.environ.get("QUEUES", "1")))
+    loads = [Load(urls, stop, most // k, max(1, rate // k), "up" + (str(i) if i else "")) for i in range(k)]
+    for load in loads:
+        load.configure()
+    threads = [threading.Thread(target=f) for load in loads for f in (load.push, load.pop)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    missing = load.pushed - load.delivered
-    uncertain = missing & load.uncertain
-    extra = load.delivered - load.pushed
-    rep = {"pushed": len(load.pushed), "delivered": len(load.delivered), "duplicates": sorted(load.duplicates),
+    pushed = set().union(*(load.pushed for load in loads))
+    delivered = set().union(*(load.delivered for load in loads))
+    duplicates = set().union(*(load.duplicates for load in loads))
+    missing = pushed - delivered
+    uncertain = missing & set().union(*(load.uncertain for load in loads))
+    extra = delivered - pushed
+    errors = {op: sum(load.errors[op] for load in loads) for op in ("push", "pop", "ack")}
+    rep = {"pushed": len(pushed), "delivered": len(delivered), "duplicates": sorted(duplicates),
            "missing": sorted(missing - uncertain), "uncertain": sorted(uncertain), "unexpected": sorted(extra),
-           "errors": load.errors}
+           "errors": errors, "queues": [load.queue for load in loads]}
     with open(out, "w") as f:
         json.dump(rep, f, indent=1)
     print("pushed %d delivered %d duplicates %d missing %d uncertain %d unexpected %d retried %s" % (
         rep["pushed"], rep["delivered"], len(rep["duplicates"]), len(rep["missing"]), len(uncertain), len(extra),
-        load.errors))
-    sys.exit(1 if rep["missing"] or rep["duplicates"] or rep["unexpected"] or not load.pushed else 0)
+        errors))
+    sys.exit(1 if rep["missing"] or rep["duplicates"] or rep["unexpected"] or not pushed else 0)
 
 
 if __name__ == "__main__":
