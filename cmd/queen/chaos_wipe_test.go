@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"slices"
 	"time"
@@ -39,9 +41,22 @@ func (r *chaosRun) wipe(rec *faultRecord, target *qnode, rng *rand.Rand) func() 
 		// a second fault on another node meanwhile would leave a majority
 		// of the voters down, an outage no schedule of single faults is
 		// meant to cause. So the schedule waits until it is a voter again.
+		// With groups, /health's members are every group's voters: the
+		// directory's are in the placement's first row.
 		waitFor(r.t, 120*time.Second, target.id+" to catch up and vote again after its rejoin", func() (bool, string) {
 			h, err := r.c.health(target)
-			return err == nil && h.Code == 200 && h.Applied > 0 && slices.Contains(h.Members, target.id), fmt.Sprint(h, h.Members, err)
+			if err != nil || h.Code != 200 || h.Applied == 0 || chaosGroups() <= 1 {
+				return err == nil && h.Code == 200 && h.Applied > 0 && slices.Contains(h.Members, target.id), fmt.Sprint(h, h.Members, err)
+			}
+			code, b, err := r.c.do(3*time.Second, "GET", target.url("/api/v1/system/placement"), nil)
+			var p chaosPlacement
+			if err == nil && code == http.StatusOK {
+				err = json.Unmarshal(b, &p)
+			}
+			if err != nil || code != http.StatusOK || len(p.Groups) == 0 || p.Groups[0].ID != 0 {
+				return false, fmt.Sprintf("placement: %d %s %v", code, b, err)
+			}
+			return slices.Contains(p.Groups[0].Members, target.id), fmt.Sprint("directory voters ", p.Groups[0].Members)
 		})
 		rec.target += " (refused, left, rejoined via " + via.id + ")"
 	}

@@ -482,7 +482,7 @@ type health struct {
 	Applied    uint64   `json:"applied"`
 	Term       uint64   `json:"term"`
 	Voters     int      `json:"voters"`
-	Members    []string `json:"members"` // the voters of its configuration (the directory's with groups)
+	Members    []string `json:"members"` // the voters of its configuration (every group's with groups)
 }
 
 func (h health) String() string {
