@@ -16,8 +16,9 @@ import (
 
 // A Host is the broker the HTTP edge sees, as a Node is (ARCHITECTURE.md,
 // "Scale-out", Routing): each command goes to the group of the queue it
-// names, found in this node's directory replica. What a command names
-// decides:
+// names, found in this node's directory replica. What a command touches
+// (its footprint, engine.Touches, which the freeze of a moving queue reads
+// too) decides:
 //
 //   - a queue (push, pop, configure, delete, seek): the queue's group,
 //     placed by the directory when a push or configure first names it;
@@ -56,47 +57,24 @@ func (h *Host) Propose(ctx context.Context, c engine.Command) (engine.Result, er
 	return h.retryMoving(ctx, func() (engine.Result, error) { return h.route(ctx, c) })
 }
 
-// route runs c once on the groups it concerns.
+// route runs c once on the groups it concerns. Most commands are routed
+// by their footprint (engine.Touches, through byFootprint); the ones listed
+// here first are routed by what the footprint cannot say: split by item,
+// a discovery over the groups, the groups streams and cluster-wide records
+// live in, and the commands a Host proposes itself, already bound to a
+// group (no route: TestHost_EveryCommandHasARoute).
 func (h *Host) route(ctx context.Context, c engine.Command) (engine.Result, error) {
 	switch c := c.(type) {
 	case engine.PushCmd:
 		return h.push(ctx, c)
 	case engine.AckCmd:
 		return h.ack(ctx, c)
+	case engine.TransactionCmd:
+		return h.transaction(ctx, c)
 	case engine.PopCmd:
 		if c.Queue == "" {
 			return h.discover(ctx, c)
 		}
-		return h.onFound(ctx, c.Queue, c)
-	case engine.ConfigureCmd:
-		return h.onQueue(ctx, c.Queue, c)
-	case engine.DeleteQueueCmd:
-		return h.onFound(ctx, c.Queue, c)
-	case engine.SeekCmd:
-		return h.onFound(ctx, c.Queue, c)
-	case engine.TransactionCmd:
-		return h.transaction(ctx, c)
-	case engine.ExtendLeaseCmd:
-		g, err := h.leaseGroup(ctx, c.Lease)
-		if err != nil {
-			return engine.Result{}, err
-		}
-		return h.on(ctx, g, c)
-	case engine.ReplayCmd:
-		return h.onPartition(ctx, h.run, c.PartitionID, c)
-	case engine.DeleteDLQCmd:
-		return h.onPartition(ctx, h.on, c.PartitionID, c)
-	case engine.MoveToDLQCmd:
-		return h.onPartition(ctx, h.on, c.PartitionID, c)
-	case engine.TraceCmd:
-		return h.onPartition(ctx, h.on, c.PartitionID, c)
-	case engine.DeleteGroupCmd:
-		if c.Queue != "" {
-			return h.onFound(ctx, c.Queue, c)
-		}
-		return h.everyGroup(ctx, c)
-	case engine.UpdateSubscriptionCmd:
-		return h.everyGroup(ctx, c)
 	case engine.StreamRegisterCmd:
 		return h.registerStream(ctx, c)
 	case engine.StreamDeleteCmd, engine.StreamCycleCmd:
@@ -104,12 +82,44 @@ func (h *Host) route(ctx context.Context, c engine.Command) (engine.Result, erro
 	case command.Maintenance:
 		// Maintenance is cluster-wide: the directory holds it.
 		return h.on(ctx, raft.Directory, c)
-	case engine.ImportQueueCmd:
-		return h.onNamed(ctx, c.Group, c)
-	case engine.DropQueueCmd:
-		return h.onNamed(ctx, c.Group, c)
-	case engine.FreezeQueueCmd:
-		return h.onNamed(ctx, c.Group, c)
+	case *engine.PreparedPush, engine.OutboxTxCmd:
+		return engine.Result{}, fmt.Errorf("%w: %T", raft.ErrNoRoute, c)
+	}
+	return h.byFootprint(ctx, c)
+}
+
+// byFootprint routes c by what it touches (engine.Touches): a move's
+// command to the group it names; a consumer group's command over every
+// queue to each group; a command of one queue to the queue's group, placed
+// first when the command may create it; a command of one partition or
+// lease to the group that holds it, relayed to that group's leader when
+// its row relays (command.Relayable). Any other footprint has no route.
+func (h *Host) byFootprint(ctx context.Context, c engine.Command) (engine.Result, error) {
+	fp, _ := engine.Touches(c)
+	propose := h.on
+	if command.Relayable(c) {
+		propose = h.run
+	}
+	switch fp.Reach {
+	case engine.ReachMove:
+		return h.onNamed(ctx, fp.Group, c)
+	case engine.ReachConsumerGroup:
+		return h.everyGroup(ctx, c)
+	case engine.ReachNamed:
+		switch queues, parts, leases := len(fp.Queues), len(fp.Partitions), len(fp.Leases); {
+		case queues == 1 && parts+leases == 0 && fp.Creates:
+			return h.onQueue(ctx, fp.Queues[0], c)
+		case queues == 1 && parts+leases == 0:
+			return h.onFound(ctx, fp.Queues[0], c)
+		case queues+leases == 0 && parts == 1:
+			return h.onPartition(ctx, propose, fp.Partitions[0], c)
+		case queues+parts == 0 && leases == 1:
+			g, err := h.leaseGroup(ctx, fp.Leases[0])
+			if err != nil {
+				return engine.Result{}, err
+			}
+			return propose(ctx, g, c)
+		}
 	}
 	return engine.Result{}, fmt.Errorf("%w: %T", raft.ErrNoRoute, c)
 }

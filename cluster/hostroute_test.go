@@ -45,11 +45,13 @@ var proposedAs = map[command.Type]engine.Command{
 }
 
 // TestHost_EveryCommandHasARoute walks the command table: every command a
-// client's request can build has a line in Host.Propose that names its
-// groups, and the ones a Host proposes itself have none. A command added to
-// the table without its route fails here, not at run time on a --groups
-// cluster. (Checked by deleting the TraceCmd case from Host.Propose: this
-// test then fails naming engine.TraceCmd.)
+// client's request can build finds its groups, through its footprint
+// (engine.Touches) or a line of its own in Host.route, and an answer the
+// Host can give (a command sent to every group answers a value
+// Host.everyGroup merges); the ones a Host proposes itself have no route. A command added to the table without either
+// fails here, not at run time on a --groups cluster. (Checked by deleting
+// the TraceCmd case from engine.Touches: this test then fails naming
+// engine.TraceCmd, as TestFootprint_EveryCommandIsListed does.)
 func TestHost_EveryCommandHasARoute(t *testing.T) {
 	t.Parallel()
 	c := openHosts(t, 1, 2)
@@ -74,7 +76,11 @@ func TestHost_EveryCommandHasARoute(t *testing.T) {
 		case hostInternal[row.Type] && !noRoute:
 			t.Errorf("type %d (%v) is proposed by the Host itself, yet Propose routed it (err %v)", row.Type, row.Command, err)
 		case !hostInternal[row.Type] && noRoute:
-			t.Errorf("type %d (%v) has no route in Host.Propose: add its line there", row.Type, row.Command)
+			t.Errorf("type %d (%v) has no route: give it a footprint (engine.Touches) the Host routes, or a line in Host.route", row.Type, row.Command)
+		case errors.Is(err, raft.ErrResultType):
+			// Routed to every group, its answers are merged by their
+			// type (Host.everyGroup): one the merge does not know fails.
+			t.Errorf("type %d (%v): the Host cannot answer it: %v", row.Type, row.Command, err)
 		}
 	}
 }

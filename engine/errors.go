@@ -18,11 +18,11 @@ var (
 	// It is wire.ErrCorrupt, the mark each of those sentinels carries.
 	ErrCorrupt = wire.ErrCorrupt
 	// ErrUnlistedCommand is the answer, while a queue is frozen for a
-	// move, to a command whose type the freeze's list (freeze.go
-	// frozenTouch) does not name: it might write the frozen queue, so it
-	// is refused. It wraps ErrQueueMoving (a retry after the move may
+	// move, to a command whose type the footprints (footprint.go
+	// Touches) do not name: it might write the frozen queue, so it is
+	// refused. It wraps ErrQueueMoving (a retry after the move may
 	// succeed); it means a command was added without its line there.
-	ErrUnlistedCommand = fmt.Errorf("%w: the command is not in the freeze's list", ErrQueueMoving)
+	ErrUnlistedCommand = fmt.Errorf("%w: the command has no footprint", ErrQueueMoving)
 	// ErrClosed is returned by operations on a closed engine.
 	ErrClosed = errors.New("engine: closed")
 	// ErrInvalid is wrapped by every rejection of a malformed command

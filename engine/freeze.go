@@ -150,193 +150,78 @@ func (e *Engine) isFrozen(queue string) bool {
 }
 
 // movingRefusal is the one place a command meets the freeze: the answer
-// to c when it would change a frozen queue (its Value the zero of the type
-// c answers, Err ErrQueueMoving), or ok false when c may run. It reads
-// only the model and, for dead-letter commands, the rows at the address.
-// A command type frozenTouch does not list is refused while any queue is
-// frozen (ErrUnlistedCommand): a command forgotten there must not write a
-// queue that is being exported. TestFreeze_EveryCommandIsListed (package
-// raft/command) fails for a type of the log's table that is not listed.
+// to c when its footprint (Touches) meets a frozen queue (its Value the
+// zero of the type c answers, Err ErrQueueMoving), or ok false when c may
+// run. It reads only the model and, for dead-letter commands, the rows at
+// the address. A command type Touches does not list is refused while any
+// queue is frozen (ErrUnlistedCommand): a command forgotten there must not
+// write a queue that is being exported. TestFootprint_EveryCommandIsListed
+// (package raft/command) fails for a type of the log's table that is not
+// listed.
 func (b *Batch) movingRefusal(c Command) (r Result, refused bool) {
 	if len(b.e.frozen) == 0 {
 		return Result{}, false
 	}
-	zero, touches, listed := b.frozenTouch(c)
+	fp, listed := Touches(c)
 	switch {
 	case !listed:
 		return Result{Err: fmt.Errorf("%w: %T", ErrUnlistedCommand, c)}, true
-	case touches == nil || !touches():
+	case !b.meetsFrozen(&fp):
 		return Result{}, false
 	}
-	return Result{Value: zero, Err: ErrQueueMoving}, true
+	return Result{Value: fp.Answers, Err: ErrQueueMoving}, true
 }
 
-// FreezeListed reports whether the freeze names c's type: whether it knows
-// which queues c changes, or that it changes none. Tests call it for every
-// command type of the log.
-func FreezeListed(c Command) bool {
-	_, _, listed := (*Batch)(nil).frozenTouch(c)
-	return listed
-}
-
-// QueuelessCommand is a command that changes no queue's state (the
-// cluster's directory, membership and layout records the replication layer
-// defines): the freeze never refuses it. WritesNoQueue is only a mark.
-type QueuelessCommand interface {
-	Command
-	WritesNoQueue()
-}
-
-// frozenTouch is the freeze's list of commands: for c, zero is the value
-// of the type c answers and touches reports whether c would change a
-// frozen queue (nil: c changes no queue, or is the move's own); listed is
-// false for a type the list does not name. Every case names its type: there
-// is no default that lets a command run. b is only read by touches.
-func (b *Batch) frozenTouch(c Command) (zero any, touches func() bool, listed bool) {
-	var e *Engine
-	if b != nil {
-		e = b.e
-	}
-	queue := func(q string) bool { return e.isFrozen(q) }
-	part := func(id ID) bool {
-		if p := e.parts[id]; p != nil {
-			return e.isFrozen(p.q.name)
+// meetsFrozen reports whether footprint fp meets a frozen queue: a queue
+// it names, the queue of a partition or lease it names (a partition
+// dropped here with its frozen queue included), the queue of a dead
+// letter at its address, or, for a consumer group's command over every
+// queue, a frozen queue that group reads. A command over every queue skips
+// the frozen ones itself; a move's own commands and the queueless ones
+// are never refused.
+func (b *Batch) meetsFrozen(fp *Footprint) bool {
+	e := b.e
+	switch fp.Reach {
+	case ReachConsumerGroup:
+		for q := range e.frozen {
+			if qq := e.queues[q]; qq != nil && (qq.subs[fp.Consumer] != nil || hasCursors(qq, fp.Consumer)) {
+				return true
+			}
 		}
-		q, moved := e.movedParts[id]
-		return moved && e.isFrozen(q)
+		return false
+	case ReachNamed:
+	default:
+		return false
 	}
-	lease := func(id ID) bool {
+	for _, q := range fp.Queues {
+		if e.isFrozen(q) {
+			return true
+		}
+	}
+	for _, id := range fp.Partitions {
+		if p := e.parts[id]; p != nil {
+			if e.isFrozen(p.q.name) {
+				return true
+			}
+		} else if q, moved := e.movedParts[id]; moved && e.isFrozen(q) {
+			return true
+		}
+	}
+	for _, id := range fp.Leases {
 		for _, ref := range e.leases[id] {
 			if e.isFrozen(ref.p.q.name) {
 				return true
 			}
 		}
-		return false
 	}
-	deadLetters := func(id ID, txn, group string) bool {
-		if part(id) {
-			return true
-		}
-		rows, err := deadLettersAt(b.pb, id, txn, group)
+	if a := fp.DeadLetters; a != nil {
+		rows, err := deadLettersAt(b.pb, a.Partition, a.Transaction, a.Group)
 		for _, d := range rows {
 			if e.isFrozen(d.Queue) {
 				return true
 			}
 		}
 		return err != nil // refused rather than guessed
-	}
-	// group: a command over every queue for a consumer group touches the
-	// frozen queues that group reads.
-	group := func(g string) bool {
-		for q := range e.frozen {
-			if qq := e.queues[q]; qq != nil && (qq.subs[g] != nil || hasCursors(qq, g)) {
-				return true
-			}
-		}
-		return false
-	}
-	pushes := func(pp *PreparedPush) bool {
-		if pp == nil {
-			return false
-		}
-		for i := range pp.Groups {
-			if queue(pp.Groups[i].Queue) {
-				return true
-			}
-		}
-		return false
-	}
-	items := func(its []PushItem) bool {
-		for i := range its {
-			if queue(its[i].Queue) {
-				return true
-			}
-		}
-		return false
-	}
-	switch c := c.(type) {
-	case PushCmd:
-		return []PushResult(nil), func() bool { return items(c.Items) }, true
-	case *PreparedPush:
-		return []PushResult(nil), func() bool { return pushes(c) }, true
-	case PopCmd:
-		g := c.Group
-		if g == "" {
-			g = QueueMode
-		}
-		// A discovery pop (no queue) skips the frozen queues itself.
-		return PopResult{Group: g}, func() bool { return c.Queue != "" && queue(c.Queue) }, true
-	case AckCmd:
-		return []AckResult(nil), func() bool {
-			for i := range c.Items {
-				if part(c.Items[i].PartitionID) {
-					return true
-				}
-			}
-			return false
-		}, true
-	case ExtendLeaseCmd:
-		return ExtendResult{}, func() bool { return lease(c.Lease) }, true
-	case TransactionCmd:
-		return TxResult{}, func() bool { return b.txFrozen(c, queue, part, lease) }, true
-	case OutboxTxCmd:
-		// Its Away pushes are for other groups' queues, delivered later
-		// by ordinary pushes, which meet the freeze there.
-		return TxResult{}, func() bool { return b.txFrozen(c.TransactionCmd, queue, part, lease) }, true
-	case ReplayCmd:
-		return ReplayResult{}, func() bool { return deadLetters(c.PartitionID, c.TransactionID, c.Group) }, true
-	case DeleteDLQCmd:
-		return 0, func() bool { return deadLetters(c.PartitionID, c.TransactionID, c.Group) }, true
-	case MoveToDLQCmd:
-		return AckResult{}, func() bool { return part(c.PartitionID) }, true
-	case TraceCmd:
-		return ID{}, func() bool { return part(c.PartitionID) }, true
-	case SeekCmd:
-		return 0, func() bool { return queue(c.Queue) }, true
-	case ConfigureCmd:
-		return QueueInfo{}, func() bool { return queue(c.Queue) }, true
-	case DeleteQueueCmd:
-		return false, func() bool { return queue(c.Queue) }, true
-	case DeleteGroupCmd:
-		return GroupDeleted{}, func() bool { return queue(c.Queue) || (c.Queue == "" && group(c.Group)) }, true
-	case UpdateSubscriptionCmd:
-		return 0, func() bool { return group(c.Group) }, true
-	case StreamRegisterCmd:
-		// A registration writes no queue, but a stream over a queue
-		// being exported would read or write it from then on
-		// (refuseStreams checks only when the export starts).
-		return StreamRegistered{}, func() bool {
-			return queue(c.SourceQueue) || (c.HasSink && queue(c.SinkQueue))
-		}, true
-	case StreamCycleCmd:
-		return StreamCycleResult{}, func() bool { return part(c.PartitionID) || items(c.Items) }, true
-	case *PreparedCycle:
-		return StreamCycleResult{}, func() bool { return part(c.PartitionID) || pushes(c.Push) }, true
-	case SweepCmd:
-		return nil, nil, true // it skips the frozen queues itself
-	case StreamDeleteCmd, OutboxDeleteCmd:
-		return nil, nil, true // stream records and outbox rows, no queue
-	case FreezeQueueCmd, ImportQueueCmd, DropQueueCmd:
-		return nil, nil, true // the move's own
-	case QueuelessCommand:
-		return nil, nil, true
-	}
-	return nil, nil, false
-}
-
-// txFrozen reports whether a transaction pushes to, acks on or holds a
-// lease of a frozen queue.
-func (b *Batch) txFrozen(c TransactionCmd, queue func(string) bool, part, lease func(ID) bool) bool {
-	for _, op := range c.Ops {
-		if (op.Push != nil && queue(op.Push.Queue)) || (op.Ack != nil && (part(op.Ack.PartitionID) ||
-			(op.Ack.Lease != (ID{}) && lease(op.Ack.Lease)))) {
-			return true
-		}
-	}
-	for _, l := range c.RequiredLeases {
-		if lease(l) {
-			return true
-		}
 	}
 	return false
 }

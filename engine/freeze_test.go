@@ -237,19 +237,19 @@ func TestFreeze_RefusesStreamsIntoAFrozenQueue(t *testing.T) {
 	}
 }
 
-// rogueCmd is a command type the freeze's list does not name.
+// rogueCmd is a command type without a footprint (engine.Touches).
 type rogueCmd struct{}
 
 func (rogueCmd) Apply(*engine.Batch, engine.Stamp) engine.Result { return engine.Result{Value: true} }
 
 // TestFreeze_RefusesAnUnlistedCommand: while a queue is frozen, a command
-// whose type the freeze does not list is refused (it might write the
+// whose type has no footprint is refused (it might write the
 // queue), with an error that says so and is retried like ErrQueueMoving;
 // with nothing frozen it runs.
 func TestFreeze_RefusesAnUnlistedCommand(t *testing.T) {
 	h := enginetest.MustOpen(t)
-	if engine.FreezeListed(rogueCmd{}) {
-		t.Fatal("an unknown command type is listed")
+	if _, listed := engine.Touches(rogueCmd{}); listed {
+		t.Fatal("an unknown command type has a footprint")
 	}
 	enginetest.Must[bool](h, rogueCmd{})
 	h.PushOne("orders", "", "t", `1`)

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/queenmq/queen/engine"
@@ -164,6 +166,41 @@ func TestStamped_Raw(t *testing.T) {
 	for _, bad := range [][]byte{two, sent[:len(sent)-1], {0x51, 1, 1, 1, byte(command.TypeSweep)}} {
 		if _, _, err := command.Single(bad); !errors.Is(err, command.ErrCorrupt) {
 			t.Errorf("Single(% x...): err %v, want ErrCorrupt", bad[:min(len(bad), 8)], err)
+		}
+	}
+}
+
+// layoutNames are the rows whose layout in doc.go goes by another name
+// than their Go type's (without "Cmd").
+var layoutNames = map[string]string{
+	"PreparedPush":       "PushPrepared",
+	"PreparedCycle":      "StreamCycle",
+	"UpdateSubscription": "UpdateSub",
+}
+
+// TestTable_EveryRowHasALayout: every row's body layout is in the
+// package doc (doc.go, a line "//\t<Name> <layout>"), the format's
+// documentation where it lives. A row added without it fails here.
+func TestTable_EveryRowHasALayout(t *testing.T) {
+	b, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^//\t([A-Z]\w*) +\S`).FindAllStringSubmatch(string(b), -1) {
+		documented[m[1]] = true
+	}
+	for _, r := range command.Rows() {
+		typ := r.Command
+		if typ.Kind() == reflect.Pointer {
+			typ = typ.Elem()
+		}
+		name := strings.TrimSuffix(typ.Name(), "Cmd")
+		if n, ok := layoutNames[name]; ok {
+			name = n
+		}
+		if !documented[name] {
+			t.Errorf("type %d (%v) has no layout in doc.go: add a line \"//\\t%s <its body>\"", r.Type, r.Command, name)
 		}
 	}
 }
