@@ -27,6 +27,11 @@
 #   OUT=runs.jsonl bench/capacity.sh              # and keep each run's figures
 #   CONNS_PER_NODE=8 bench/capacity.sh            # offered concurrency grows with N
 #                                                 # (default CONNS=24 whatever N)
+#   SYSTEM=jetstream bench/capacity.sh            # NATS JetStream the same way (bench/jetstream):
+#         each server capped alike, sync_interval always, 12 streams of 3
+#         replicas, JS_CONNS (12) publishers over every server with
+#         JS_INFLIGHT (100) publishes in flight each: as many messages in
+#         flight as 24 connections of 50-message batches
 #   PROFILE=/tmp/prof bench/capacity.sh           # and one more run at N = PROFILE_N
 #         (default 9) with --pprof on every node: the busiest node's CPU
 #         profile and its top functions are kept in /tmp/prof
@@ -81,8 +86,16 @@ for i in $(seq 1 "$MAXN"); do
 	echo "$CAP" >"$CG/queen-cap-$i/cpu.cfs_quota_us"
 done
 
+SYSTEM=${SYSTEM:-queen}
 Q=${QUEEN:-$W/queen}
 [ -n "${QUEEN:-}" ] || (cd "$ROOT" && go build -o "$W/queen" ./cmd/queen)
+if [ "$SYSTEM" = jetstream ]; then
+	[ -z "$PROFILE" ] || { echo "capacity.sh: PROFILE is for queen" >&2; exit 2; }
+	(cd "$ROOT/bench/jetstream" && go build -o "$W/jsbench" .)
+elif [ "$SYSTEM" != queen ]; then
+	echo "capacity.sh: SYSTEM=$SYSTEM: want queen or jetstream" >&2
+	exit 2
+fi
 echo "the cluster secret of a capacity.sh run" >"$W/secret"
 TICK=$(getconf CLK_TCK)
 
@@ -142,6 +155,10 @@ run() {
 		peers+="${peers:+,}n$i@127.0.0.1:$((RAFT_BASE + 10 * i))"
 		urls+="${urls:+,}http://127.0.0.1:$((HTTP_BASE + 10 * i))"
 	done
+	if [ "$SYSTEM" = jetstream ]; then
+		runjs "$n" "$label"
+		return
+	fi
 	for i in $(seq 1 "$n"); do
 		# The subshell joins the cgroup, then becomes the node: capped from its first instruction.
 		(
@@ -187,33 +204,7 @@ run() {
 	{ time "$Q" bench --url "$urls" --batch 50 --queues 12 --conns "$conns" --size 1024 --duration "$DUR" --queue cap --json >"$W/report.json"; } 2>"$W/gen"
 	usage "$n" "${pids[@]}" >"$W/after"
 	[ ${#curls[@]} = 0 ] || wait "${curls[@]}" || true
-	python3 - "$label" "$n" "$TICK" "$CAP" "$PERIOD" "$W/report.json" "$W/before" "$W/after" "$W/gen" "$(cut -d' ' -f1-3 /proc/loadavg)" "$W" "$conns" >>"$W/results" <<'EOF'
-import collections, json, re, sys
-label, n, tick, cap, period = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
-r = json.load(open(sys.argv[6]))
-b = [[int(x) for x in l.split()] for l in open(sys.argv[7])]
-a = [[int(x) for x in l.split()] for l in open(sys.argv[8])]
-gen = sum(float(x) for x in open(sys.argv[9]).read().split())
-wall = (a[0][0] - b[0][0]) / 1e9
-idle = (a[0][1] - b[0][1]) / max(1, a[0][2] - b[0][2])
-steal = (a[0][3] - b[0][3]) / max(1, a[0][2] - b[0][2])
-cpu = [(a[i][0] - b[i][0]) / tick for i in range(1, n + 1)]
-share = [c / wall / (cap / period) for c in cpu]
-throttled = [(a[i][2] - b[i][2]) / max(1, a[i][1] - b[i][1]) for i in range(1, n + 1)]
-push = r["ops"]["push"]
-# The requests the nodes refused during the run, by code, from their logs.
-failed = collections.Counter()
-for i, size in enumerate(int(x) for x in open(sys.argv[11] + "/logsize")):
-    with open(f"{sys.argv[11]}/n{i + 1}.log", errors="replace") as f:
-        f.seek(size)
-        for line in f:
-            m = re.search(r'msg="request failed".* code=(\S+)', line)
-            if m:
-                failed[m.group(1)] += 1
-print(json.dumps({"failed": dict(failed), "conns": int(sys.argv[12]), "label": label, "n": n, "rate": push["msgs_per_s"], "p99_ms": push["latency_ms"]["p99"],
-                  "errors": r.get("errors") or {}, "pushed": r["pushed"], "wall": wall, "idle": idle, "steal": steal, "gen_cpu": gen,
-                  "cpu": cpu, "share": share, "throttled": throttled, "load": sys.argv[10]}))
-EOF
+	record "$label" "$n" "$conns"
 	if [ -n "$prof" ]; then
 		local busiest
 		busiest=$(tail -1 "$W/results" | python3 -c 'import json, sys; r = json.load(sys.stdin); print(1 + r["cpu"].index(max(r["cpu"])))')
@@ -228,7 +219,84 @@ EOF
 	sleep 2
 }
 
-echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg); cap $CAP of $PERIOD us per node"
+# runjs N LABEL: run's measured run on N JetStream servers, each in its
+# capped cgroup: 12 streams of 3 replicas (placed by JetStream), JS_CONNS
+# publishers, the i-th connected to the i-th server in turn.
+runjs() {
+	local n=$1 label=$2 pids=() routes="" urls="" i conns=${JS_CONNS:-12}
+	rm -rf "$W"/data
+	for i in $(seq 1 "$n"); do
+		routes+="${routes:+,}nats://127.0.0.1:$((RAFT_BASE + 10 * i))"
+		urls+="${urls:+,}nats://127.0.0.1:$((HTTP_BASE + 10 * i))"
+	done
+	for i in $(seq 1 "$n"); do
+		(
+			echo "$BASHPID" >"$CG/queen-cap-$i/cgroup.procs"
+			exec "$W/jsbench" serve --name n$i --port $((HTTP_BASE + 10 * i)) --cluster-port $((RAFT_BASE + 10 * i)) \
+				--routes "$routes" --dir "$W/data/n$i" 2>>"$W/n$i.log"
+		) &
+		pids+=($!)
+	done
+	local load=("$W/jsbench" load --url "$urls" --replicas 3 --streams 12 --conns "$conns" --inflight "${JS_INFLIGHT:-100}" --size 1024)
+	# Warm up, until the cluster has its meta leader and takes the streams.
+	local waited=0
+	until "${load[@]}" --duration 5s >/dev/null 2>>"$W/gen.err"; do
+		sleep 1
+		waited=$((waited + 1))
+		if [ $waited -gt 120 ]; then
+			echo "$label: the JetStream cluster did not take the streams" >&2
+			tail -5 "$W/gen.err" "$W"/n*.log >&2
+			exit 1
+		fi
+	done
+	usage "$n" "${pids[@]}" >"$W/before"
+	for i in $(seq 1 "$n"); do stat -c %s "$W/n$i.log"; done >"$W/logsize"
+	local TIMEFORMAT='%U %S'
+	{ time "${load[@]}" --duration "$DUR" >"$W/report.json"; } 2>"$W/gen"
+	usage "$n" "${pids[@]}" >"$W/after"
+	record "$label" "$n" "$conns"
+	kill "${pids[@]}" 2>/dev/null || true
+	wait "${pids[@]}" 2>/dev/null || true
+	sync
+	sleep 2
+}
+
+# record LABEL N CONNS: the run's figures, from report.json, before, after
+# and gen, as one line of results.
+record() {
+	python3 - "$1" "$2" "$TICK" "$CAP" "$PERIOD" "$W/report.json" "$W/before" "$W/after" "$W/gen" "$(cut -d' ' -f1-3 /proc/loadavg)" "$W" "$3" >>"$W/results" <<'EOF'
+import collections, json, re, sys
+label, n, tick, cap, period = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+r = json.load(open(sys.argv[6]))
+b = [[int(x) for x in l.split()] for l in open(sys.argv[7])]
+a = [[int(x) for x in l.split()] for l in open(sys.argv[8])]
+gen = sum(float(x) for x in open(sys.argv[9]).read().split())
+wall = (a[0][0] - b[0][0]) / 1e9
+idle = (a[0][1] - b[0][1]) / max(1, a[0][2] - b[0][2])
+steal = (a[0][3] - b[0][3]) / max(1, a[0][2] - b[0][2])
+cpu = [(a[i][0] - b[i][0]) / tick for i in range(1, n + 1)]
+share = [c / wall / (cap / period) for c in cpu]
+throttled = [(a[i][2] - b[i][2]) / max(1, a[i][1] - b[i][1]) for i in range(1, n + 1)]
+push = r["ops"]["push"]
+errors = r.get("errors") or {}
+if not isinstance(errors, dict):  # jsbench counts its failed publishes
+    errors = {"publish": errors}
+# The requests the nodes refused during the run, by code, from their logs.
+failed = collections.Counter()
+for i, size in enumerate(int(x) for x in open(sys.argv[11] + "/logsize")):
+    with open(f"{sys.argv[11]}/n{i + 1}.log", errors="replace") as f:
+        f.seek(size)
+        for line in f:
+            m = re.search(r'msg="request failed".* code=(\S+)', line)
+            if m:
+                failed[m.group(1)] += 1
+print(json.dumps({"failed": dict(failed), "conns": int(sys.argv[12]), "label": label, "n": n, "rate": push["msgs_per_s"], "p99_ms": push["latency_ms"]["p99"],
+                  "errors": errors, "pushed": r.get("pushed", push["messages"]), "wall": wall, "idle": idle, "steal": steal, "gen_cpu": gen,
+                  "cpu": cpu, "share": share, "throttled": throttled, "load": sys.argv[10]}))
+EOF
+}
+
+echo "$SYSTEM: load average at the start: $(cut -d' ' -f1-3 /proc/loadavg); cap $CAP of $PERIOD us per node"
 for k in $(seq 1 "$ROUNDS"); do
 	for n in $NS; do
 		run "$n" "N$n #$k"

@@ -173,8 +173,13 @@ func load(args []string) error {
 	dur := fs.Duration("duration", 8*time.Second, "how long to measure")
 	fill := fs.Int("fill", 100000, "messages published before a popack run")
 	rate := fs.Int("rate", 0, "push: publishes per second over all publishers (0: as fast as acknowledged)")
+	streams := fs.Int("streams", 1, "push: streams BENCH0.. (one: BENCH), publisher i publishing to stream i mod streams "+
+		"and connected to the i-th server of --url in turn (bench/capacity.sh SYSTEM=jetstream)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *streams < 1 || (*streams > 1 && *workload != "push") {
+		return fmt.Errorf("--streams %d: want 1, or more with --workload push", *streams)
 	}
 	nc, js, err := connect(*url)
 	if err != nil {
@@ -183,19 +188,22 @@ func load(args []string) error {
 	defer nc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	_ = js.DeleteStream(ctx, "BENCH")
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "BENCH", Subjects: []string{"bench.>"},
-		Replicas: *replicas, Storage: jetstream.FileStorage}); err != nil {
-		return fmt.Errorf("create stream: %w", err)
+	for k := range *streams {
+		name, subject := streamOf(k, *streams)
+		_ = js.DeleteStream(ctx, name)
+		if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{subject + ".>"},
+			Replicas: *replicas, Storage: jetstream.FileStorage}); err != nil {
+			return fmt.Errorf("create stream %s: %w", name, err)
+		}
 	}
 	payload := jsonPayload(*size)
 	r := report{Workload: *workload, System: "jetstream", Replicas: *replicas, Conns: *conns, InFlight: *inflight,
 		Batch: *batch, Size: *size, Ops: map[string]op{}}
 	switch *workload {
 	case "push":
-		r.Ops["push"], r.Seconds, r.Errors = publish(*url, *conns, *inflight, *rate, payload, *dur, 0)
+		r.Ops["push"], r.Seconds, r.Errors = publish(*url, *conns, *inflight, *rate, payload, *dur, 0, *streams)
 	case "popack":
-		if _, _, e := publish(*url, *conns, *inflight, 0, payload, 10*time.Minute, *fill); e > 0 {
+		if _, _, e := publish(*url, *conns, *inflight, 0, payload, 10*time.Minute, *fill, 1); e > 0 {
 			return fmt.Errorf("fill: %d publishes failed", e)
 		}
 		r.Ops["ack"], r.Seconds, r.Errors = pull(ctx, js, *url, *conns, *batch, *dur)
@@ -214,10 +222,22 @@ func jsonPayload(size int) []byte {
 	return append(b, `"}`...)
 }
 
+// streamOf is the name of the k-th of streams streams and the subject
+// prefix it takes: BENCH and bench for one, BENCH<k> and bench<k> else.
+func streamOf(k, streams int) (name, subject string) {
+	if streams == 1 {
+		return "BENCH", "bench"
+	}
+	return fmt.Sprintf("BENCH%d", k), fmt.Sprintf("bench%d", k)
+}
+
 // publish runs conns publishers for dur (or until limit messages when
 // limit > 0) and returns the rate and the latency of each publish, from
-// its send to its acknowledgement.
-func publish(url string, conns, inflight, rate int, payload []byte, dur time.Duration, limit int) (op, float64, int64) {
+// its send to its acknowledgement. Over several streams, publisher c
+// publishes to stream c mod streams through the (c mod servers)-th server
+// of url, as a queen client spreads its requests over every node.
+func publish(url string, conns, inflight, rate int, payload []byte, dur time.Duration, limit, streams int) (op, float64, int64) {
+	servers := splitComma(url)
 	var (
 		mu      sync.Mutex
 		lats    []time.Duration
@@ -238,14 +258,19 @@ func publish(url string, conns, inflight, rate int, payload []byte, dur time.Dur
 			defer wg.Done()
 			// The window below bounds what is in flight; the client's own
 			// limit sits above it so it never stalls a publish.
-			nc, js, err := connect(url, jetstream.WithPublishAsyncMaxPending(2*inflight+1),
+			at := url
+			if streams > 1 {
+				at = servers[c%len(servers)]
+			}
+			nc, js, err := connect(at, jetstream.WithPublishAsyncMaxPending(2*inflight+1),
 				jetstream.WithPublishAsyncTimeout(time.Minute))
 			if err != nil {
 				errs.Add(1)
 				return
 			}
 			defer nc.Close()
-			subject := fmt.Sprintf("bench.%d", c%16)
+			_, prefix := streamOf(c%streams, streams)
+			subject := fmt.Sprintf("%s.%d", prefix, c%16)
 			var local []time.Duration
 			type pending struct {
 				f    jetstream.PubAckFuture
