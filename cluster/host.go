@@ -136,8 +136,11 @@ type HostOptions struct {
 	StepTimeout       time.Duration
 	// DirectoryVoters is the most voters the directory has when the data
 	// groups are on R of N nodes; the other nodes follow it as non-voters
-	// (voters.go; default DirectoryVoters, 5).
+	// (voters.go; default DirectoryVoters, 5). VoterSwapAfter is how long a
+	// directory voter's heartbeats must have failed before a live
+	// non-voter takes its vote (default 30 s).
 	DirectoryVoters int
+	VoterSwapAfter  time.Duration
 	// RetireHold is how long a replica a step removed this node from must
 	// have been unplaced here before it is retired, and how long it is
 	// kept after it is no longer handed out, for what still holds it, before
@@ -180,6 +183,7 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 	o.RebalanceInterval = cmp.Or(o.RebalanceInterval, time.Second)
 	o.StepTimeout = cmp.Or(o.StepTimeout, 10*time.Minute)
 	o.RetireHold = cmp.Or(o.RetireHold, 30*time.Second)
+	o.VoterSwapAfter = cmp.Or(o.VoterSwapAfter, 30*time.Second)
 	o.LoadInterval = cmp.Or(o.LoadInterval, 10*time.Second)
 	o.BalanceRatio = cmp.Or(o.BalanceRatio, 1.5)
 	o.BalanceFloor = cmp.Or(o.BalanceFloor, 500)
@@ -441,7 +445,10 @@ func (h *Host) handOff(n *raft.Node, g uint32, want string, now time.Time, since
 		}
 	}
 	if err := n.TransferLeadershipTo(target, addr); err != nil {
-		n.Logger().Warn("raft: leadership transfer to the preferred member", "to", target, "err", err)
+		// This node still leads (a transfer that times out, under load,
+		// leaves it so), and the next look tries again: nothing for an
+		// operator to do.
+		n.Logger().Info("raft: leadership transfer to the preferred member did not complete; trying again later", "to", target, "err", err)
 		return ""
 	}
 	return target

@@ -50,7 +50,7 @@ func (h *Host) rebalanceLoop() {
 	// each group's step under way.
 	dead := map[string]time.Time{}
 	stepSeen := map[command.ReplicaStep]time.Time{}
-	voterLive := map[string]time.Time{} // directoryVoters'
+	voters := newVoterWatch()
 	heard := time.Now()
 	for {
 		select {
@@ -66,7 +66,7 @@ func (h *Host) rebalanceLoop() {
 			h.stepGroup(g)
 		}
 		h.plan(time.Now(), dead, stepSeen)
-		h.directoryVoters(time.Now(), voterLive)
+		h.directoryVoters(time.Now(), voters)
 	}
 }
 

@@ -29,7 +29,11 @@ import (
 //     (directoryVoters): below it, it promotes the live non-voter with the
 //     lowest id that has been live for voterHold; above it (a cluster grown
 //     before the cap, or a lower cap), it demotes one voter, a failing one
-//     first, never itself. One change a tick.
+//     first, never itself. A voter whose heartbeats have failed for
+//     VoterSwapAfter while a non-voter could take its place is demoted, and
+//     the next tick promotes the non-voter: two dead voters of five would
+//     otherwise leave the directory one failure from stopping, with live
+//     nodes standing by, until ReplaceAfter removes them. One change a tick.
 //   - A directory non-voter is a node like any other to placement
 //     (rebalance.go, plan), so it holds data-group replicas and may be a
 //     data group's voter: what a node with an empty store checks before it
@@ -73,30 +77,45 @@ func (h *Host) Voter(g uint32, id string) bool {
 	return err == nil && slices.ContainsFunc(conf, func(p raft.Peer) bool { return p.ID == id && !p.NonVoter })
 }
 
+// voterWatch is what the directory's leader has seen of the directory's
+// servers (rebalanceLoop's goroutine only): since when each non-voter has
+// been live, and each voter's heartbeats have failed.
+type voterWatch struct{ live, down map[string]time.Time }
+
+func newVoterWatch() voterWatch {
+	return voterWatch{live: map[string]time.Time{}, down: map[string]time.Time{}}
+}
+
 // directoryVoters is the directory leader's part (see above): one
-// promotion or demotion at most. live is when the leader first saw each
-// non-voter live (this goroutine's only).
-func (h *Host) directoryVoters(now time.Time, live map[string]time.Time) {
+// promotion or demotion at most.
+func (h *Host) directoryVoters(now time.Time, w voterWatch) {
 	d := h.directory()
 	most := h.directoryCap()
 	if most == 0 || !d.IsLeader() {
-		clear(live)
+		clear(w.live)
+		clear(w.down)
 		return
 	}
+	live, down := w.live, w.down
 	conf, err := d.Configuration()
 	if err != nil {
 		return
 	}
 	self := h.opts.Node.ID
-	var voters, failing, candidates []string
+	var voters, failing, gone, candidates []string
 	for _, p := range conf {
 		up := p.ID == self || !d.Failing(p.ID)
 		leaving := command.Leaving(d.Engine().ClusterValue, p.ID)
 		switch {
-		case !p.NonVoter:
+		case !p.NonVoter && up:
 			voters = append(voters, p.ID)
-			if !up {
-				failing = append(failing, p.ID)
+			delete(down, p.ID)
+		case !p.NonVoter:
+			voters, failing = append(voters, p.ID), append(failing, p.ID)
+			if down[p.ID].IsZero() {
+				down[p.ID] = now
+			} else if now.Sub(down[p.ID]) >= h.opts.VoterSwapAfter {
+				gone = append(gone, p.ID)
 			}
 		case !up || leaving:
 			delete(live, p.ID)
@@ -109,6 +128,11 @@ func (h *Host) directoryVoters(now time.Time, live map[string]time.Time) {
 	for id := range live {
 		if !slices.ContainsFunc(conf, func(p raft.Peer) bool { return p.ID == id && p.NonVoter }) {
 			delete(live, id)
+		}
+	}
+	for id := range down {
+		if !slices.Contains(failing, id) {
+			delete(down, id)
 		}
 	}
 	switch {
@@ -124,6 +148,13 @@ func (h *Host) directoryVoters(now time.Time, live map[string]time.Time) {
 			id = slices.Min(failing)
 		}
 		d.Logger().Info("raft: demoting a directory voter", "node", id, "voters", len(voters), "most", most)
+		if err := d.Demote(id, false); err != nil {
+			h.votersError("demote", id, err)
+		}
+	case len(gone) > 0 && len(candidates) > 0:
+		id := slices.Min(gone)
+		d.Logger().Warn("raft: demoting a directory voter that stopped answering, so that a live node takes its vote",
+			"node", id, "down", now.Sub(down[id]).Round(time.Second), "next", slices.Min(candidates))
 		if err := d.Demote(id, false); err != nil {
 			h.votersError("demote", id, err)
 		}

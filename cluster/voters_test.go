@@ -115,3 +115,47 @@ func TestHost_DirectoryKeepsItsMostVoters(t *testing.T) {
 		t.Fatalf("a directory write after the changes: %v", err)
 	}
 }
+
+// TestHost_ADeadDirectoryVoterHandsItsVoteToALiveNode: with no
+// ReplaceAfter, a directory voter that stops answering for VoterSwapAfter
+// is demoted and the live non-voter takes its vote, so the directory keeps
+// its voters live; started again, the old voter follows as a non-voter.
+func TestHost_ADeadDirectoryVoterHandsItsVoteToALiveNode(t *testing.T) {
+	t.Parallel()
+	c := openHostsOf(t, 4, 4, 3, func(o *raft.Options) {
+		o.Versions, o.VersionInterval = allCurrent{}, 50*time.Millisecond
+	}, func(c *hosts) {
+		c.tune = func(o *cluster.HostOptions) { o.DirectoryVoters, o.VoterSwapAfter = 3, time.Second }
+	})
+	c.relayInProcess()
+	c.leaders(nil)
+	c.layoutRecorded(3)
+	var voters, nonvoters []string
+	waitForLong(t, "the directory to demote one of four voters", 30*time.Second, func() bool {
+		voters, nonvoters = directoryVoters(c.running())
+		return len(voters) == 3 && len(nonvoters) == 1
+	})
+	standby := nonvoters[0]
+	victim := -1
+	for i, p := range c.peers {
+		if slices.Contains(voters, p.ID) && c.h[i].Group(raft.Directory).Status().Role != "leader" {
+			victim = i
+			break
+		}
+	}
+	dead := c.peers[victim].ID
+	c.stop(victim)
+	waitForLong(t, "the live non-voter to take the dead voter's vote", 60*time.Second, func() bool {
+		v, nv := directoryVoters(c.running())
+		return len(v) == 3 && slices.Contains(v, standby) && slices.Equal(nv, []string{dead})
+	})
+	c.start(victim)
+	c.relayInProcess()
+	waitForLong(t, "the old voter to follow the directory again", 30*time.Second, func() bool {
+		v, nv := directoryVoters(c.h[victim])
+		return len(v) == 3 && slices.Equal(nv, []string{dead}) && c.h[victim].Group(raft.Directory).Leader() != ""
+	})
+	if _, err := c.again(c.h[victim], engine.ConfigureCmd{Queue: "after"}); err != nil {
+		t.Fatalf("a directory write through the old voter: %v", err)
+	}
+}
