@@ -11,6 +11,13 @@
 #
 #   bench/cpu.sh /tmp/queen-main /tmp/queen              # 2 rounds of 20 s
 #   ROUNDS=3 DUR=20s PROFILE=/tmp/prof bench/cpu.sh A B  # and a CPU profile of each run
+#   RATE=40000 bench/cpu.sh A B                          # paced: the same load on every build
+#
+# Unpaced runs say what a build reaches; but on a shared machine the rate
+# moves with the other load, and the CPU per message moves with the rate (a
+# slower node commits smaller groups). RATE=R paces the measured run to R
+# msgs/s (queen bench --rate), below what every build reaches, so that each
+# build's CPU per message is measured at the same load.
 #
 # PROFILE=DIR starts each node with --pprof and keeps a CPU profile of the
 # measured run in DIR (build-round.pprof); pprof's sampling costs the node
@@ -22,6 +29,7 @@ set -euo pipefail
 DUR=${DUR:-20s}
 ROUNDS=${ROUNDS:-2}
 PROFILE=${PROFILE:-}
+RATE=${RATE:-}
 W=$(mktemp -d /tmp/queen-cpu.XXXXXX)
 trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$W"' EXIT
 DRIVER=$1
@@ -45,7 +53,7 @@ run() {
 	fi
 	local before after
 	before=$(awk '{print $14 + $15}' "/proc/$pid/stat")
-	"$DRIVER" bench --url http://127.0.0.1:17632 --batch 100 --size 1024 --conns 32 --duration "$DUR" --queue load --json >"$W/report.json"
+	"$DRIVER" bench --url http://127.0.0.1:17632 --batch 100 --size 1024 --conns 32 --duration "$DUR" ${RATE:+--rate "$RATE"} --queue load --json >"$W/report.json"
 	after=$(awk '{print $14 + $15}' "/proc/$pid/stat")
 	[ -n "$prof" ] && wait "$prof"
 	python3 - "$name" "$round" $((after - before)) "$TICK" "$W/report.json" "$(cut -d' ' -f1 /proc/loadavg)" >>"$W/results" <<'EOF'

@@ -20,7 +20,10 @@ GC = ("runtime.mallocgc", "runtime.gcBgMarkWorker", "runtime.gcAssistAlloc", "ru
 # matches, tried in this order.
 CONTEXT = [
     ("Pebble compaction + flush", ("github.com/cockroachdb/pebble/v2.(*DB).compact", "github.com/cockroachdb/pebble/v2.(*DB).flush",
-                                   "github.com/cockroachdb/pebble/v2.(*DB).runCompaction", "github.com/cockroachdb/pebble/v2.(*DB).runPickedCompaction")),
+                                   "github.com/cockroachdb/pebble/v2.(*DB).runCompaction", "github.com/cockroachdb/pebble/v2.(*DB).runPickedCompaction",
+                                   # sstables and blob files are written only by flushes and compactions, from goroutines of their own
+                                   "github.com/cockroachdb/pebble/v2/sstable.(*RawColumnWriter).drainWriteQueue",
+                                   "github.com/cockroachdb/pebble/v2/sstable/blob.(*FileWriter).drainWriteQueue")),
     ("segment encode + zstd", ("github.com/klauspost/compress/", "github.com/queenmq/queen/engine/segment.")),
     ("JSON scan", ("github.com/queenmq/queen/server/wire.", "github.com/queenmq/queen/server/bodies.")),
     ("ids", ("github.com/queenmq/queen/engine.FormatID", "github.com/queenmq/queen/engine.(*minter)",
@@ -33,7 +36,7 @@ RULES = [
     ("Pebble batch + WAL (fsync)", ("github.com/cockroachdb/pebble/",)),
     ("engine apply (other)", ("github.com/queenmq/queen/engine.",)),
     ("Raft + FSM", ("github.com/hashicorp/raft.", "github.com/queenmq/queen/raft.")),
-    ("HTTP (fasthttp + handler)", ("github.com/valyala/", "github.com/queenmq/queen/server.", "net.", "internal/poll.")),
+    ("HTTP (fasthttp + handler)", ("github.com/valyala/", "github.com/queenmq/queen/server.", "net.(*conn)", "net.(*netFD)")),
     ("Go scheduler + idle", ("runtime.schedule", "runtime.findRunnable", "runtime.mcall", "runtime.park_m",
                              "runtime.sysmon", "runtime.mstart", "runtime.goexit0", "runtime.notesleep", "runtime.futex")),
 ]
