@@ -262,14 +262,16 @@ func (b *Batch) pushGroup(now int64, m *minter, pp *PreparedPush, g *PreparedGro
 	}
 	b.set(keyspace.Segment(p.id, base), enc)
 	b.buf = enc
-	txns := make([][]byte, len(kept))
+	txns := make([]string, len(kept))
 	for n, i := range kept {
 		res := &results[i]
 		res.Status, res.Queue, res.Partition, res.PartitionID = Queued, q.name, p.rec.Name, p.id
 		rec := keyspace.TxnRecord{Offset: base + int64(n), CreatedAt: createdAt, MessageID: res.MessageID}
 		b.buf = rec.Encode(b.buf[:0])
-		b.set(keyspace.Txn(p.id, res.TransactionID), b.buf)
-		txns[n] = []byte(res.TransactionID)
+		// Pebble copies the key and the value: one scratch key serves all.
+		b.key = keyspace.AppendTxn(b.key[:0], p.id, res.TransactionID)
+		b.set(b.key, b.buf)
+		txns[n] = res.TransactionID
 	}
 	b.buf = keyspace.EncodeTxnExpiry(b.buf[:0], txns)
 	b.set(keyspace.TxnExpiry(p.id, createdAt, base), b.buf)
