@@ -12,16 +12,23 @@
 #   bench/cpu.sh /tmp/queen-main /tmp/queen              # 2 rounds of 20 s
 #   ROUNDS=3 DUR=20s PROFILE=/tmp/prof bench/cpu.sh A B  # and a CPU profile of each run
 #   RATE=40000 bench/cpu.sh A B                          # paced: the same load on every build
+#   MESSAGES=1000000 DUR=60s bench/cpu.sh A B            # the same number of messages for every build
 #
 # Unpaced runs say what a build reaches; but on a shared machine the rate
 # moves with the other load, and the CPU per message moves with the rate (a
 # slower node commits smaller groups). RATE=R paces the measured run to R
 # msgs/s (queen bench --rate), below what every build reaches, so that each
-# build's CPU per message is measured at the same load.
+# build's CPU per message is measured at the same load. MESSAGES=N ends
+# each measured run after N pushed messages (DUR still bounds it): Pebble's
+# compactions rewrite more per message the larger the store, so a build
+# that pushes more in a fixed time also pays more per message; a fixed count
+# gives every build the same store to compact.
 #
 # PROFILE=DIR starts each node with --pprof and keeps a CPU profile of the
 # measured run in DIR (build-round.pprof); pprof's sampling costs the node
-# about 1% more CPU, alike for every build. Needs curl and python3. Uses
+# about 1% more CPU, alike for every build. The profile lasts DUR, and the
+# CPU is then read when it ends: with MESSAGES, both include the flushes and
+# compactions the run left behind until DUR. Needs curl and python3. Uses
 # ports 17632 and 17633 on 127.0.0.1, and a temporary directory. Linux only.
 set -euo pipefail
 
@@ -30,6 +37,7 @@ DUR=${DUR:-20s}
 ROUNDS=${ROUNDS:-2}
 PROFILE=${PROFILE:-}
 RATE=${RATE:-}
+MESSAGES=${MESSAGES:-}
 W=$(mktemp -d /tmp/queen-cpu.XXXXXX)
 trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$W"' EXIT
 DRIVER=$1
@@ -53,9 +61,9 @@ run() {
 	fi
 	local before after
 	before=$(awk '{print $14 + $15}' "/proc/$pid/stat")
-	"$DRIVER" bench --url http://127.0.0.1:17632 --batch 100 --size 1024 --conns 32 --duration "$DUR" ${RATE:+--rate "$RATE"} --queue load --json >"$W/report.json"
-	after=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+	"$DRIVER" bench --url http://127.0.0.1:17632 --batch 100 --size 1024 --conns 32 --duration "$DUR" ${RATE:+--rate "$RATE"} ${MESSAGES:+--messages "$MESSAGES"} --queue load --json >"$W/report.json"
 	[ -n "$prof" ] && wait "$prof"
+	after=$(awk '{print $14 + $15}' "/proc/$pid/stat")
 	python3 - "$name" "$round" $((after - before)) "$TICK" "$W/report.json" "$(cut -d' ' -f1 /proc/loadavg)" >>"$W/results" <<'EOF'
 import json, sys
 name, rnd, ticks, tick, path, load = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6]

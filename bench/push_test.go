@@ -26,33 +26,37 @@ func pushBody(n int) []byte {
 // (server/bodies over server/wire): what a node spends per request before
 // it prepares the push.
 func BenchmarkPushScan(b *testing.B) {
-	body := pushBody(100)
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	for b.Loop() {
-		items, err := bodies.PushItems(body)
-		if err != nil || len(items) != 100 {
-			b.Fatalf("%d items, %v", len(items), err)
+	b.Run("batch=100", func(b *testing.B) {
+		body := pushBody(100)
+		b.SetBytes(int64(len(body)))
+		b.ReportAllocs()
+		for b.Loop() {
+			items, err := bodies.PushItems(body)
+			if err != nil || len(items) != 100 {
+				b.Fatalf("%d items, %v", len(items), err)
+			}
 		}
-	}
-	b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "msgs/s")
+		b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "msgs/s")
+	})
 }
 
 // BenchmarkPushPrepare is a push of 100 items made ready to propose
 // (engine.PushCmd.Prepare: ids, grouping, one segment body with zstd): the
 // part of a push a leader does before Raft, without the scan.
 func BenchmarkPushPrepare(b *testing.B) {
-	items, err := bodies.PushItems(pushBody(100))
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd := engine.PushCmd{Items: items}
-	b.SetBytes(100 * 1024)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := cmd.Prepare(engine.ID{1}); err != nil {
+	b.Run("batch=100", func(b *testing.B) {
+		items, err := bodies.PushItems(pushBody(100))
+		if err != nil {
 			b.Fatal(err)
 		}
-	}
-	b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "msgs/s")
+		cmd := engine.PushCmd{Items: items}
+		b.SetBytes(100 * 1024)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := cmd.Prepare(engine.ID{1}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "msgs/s")
+	})
 }
