@@ -501,7 +501,8 @@ type Batch struct {
 	pb    *pebble.Batch
 	parts []*partition // dirty partitions, flushed at Commit
 	rows  []*row       // dirty cursor rows, flushed at Commit
-	buf   []byte
+	buf   []byte       // scratch for a value, reused once set
+	key   []byte       // scratch for a key, reused once set
 	err   error
 	// compactions are ranges deleted by this batch, compacted after it
 	// commits to give the space back.

@@ -109,8 +109,7 @@ func preparePush(items []PushItem, mint func() ID) (PreparedPush, error) {
 		group int
 		txn   string
 	}
-	seen := map[key]int{}
-	var frames [][]segment.Frame
+	seen := make(map[key]int, len(items))
 	for i := range items {
 		it := &items[i]
 		pi := &pp.Items[i]
@@ -133,7 +132,6 @@ func preparePush(items []PushItem, mint func() ID) (PreparedPush, error) {
 			g = len(pp.Groups)
 			index[[2]string{it.Queue, partition}] = g
 			pp.Groups = append(pp.Groups, PreparedGroup{Queue: it.Queue, Partition: partition})
-			frames = append(frames, nil)
 		}
 		if first, dup := seen[key{g, pi.TransactionID}]; dup {
 			pi.DuplicateOf = first
@@ -141,13 +139,34 @@ func preparePush(items []PushItem, mint func() ID) (PreparedPush, error) {
 		}
 		seen[key{g, pi.TransactionID}] = i
 		pp.Groups[g].Items = append(pp.Groups[g].Items, i)
-		frames[g] = append(frames[g], segment.Frame{
-			MessageID: pi.MessageID, TransactionID: []byte(pi.TransactionID), TraceID: it.TraceID,
-			HasTrace: it.HasTrace, ProducerSub: []byte(it.ProducerSub), Payload: it.Payload, Sealed: it.Sealed,
-		})
 	}
+	// One frame buffer serves every group (EncodeBody keeps none of it), and
+	// the frames' byte fields are slices of one buffer of the request's
+	// transaction ids and producer subjects: a few allocations per push, not
+	// a few per item.
+	var size int
+	for i := range items {
+		size += len(pp.Items[i].TransactionID) + len(items[i].ProducerSub)
+	}
+	strs := make([]byte, 0, size)
+	bytesOf := func(s string) []byte {
+		if s == "" {
+			return nil
+		}
+		strs = append(strs, s...)
+		return strs[len(strs)-len(s) : len(strs) : len(strs)]
+	}
+	frames := make([]segment.Frame, 0, len(items))
 	for g := range pp.Groups {
-		body, err := segment.EncodeBody(nil, frames[g])
+		frames = frames[:0]
+		for _, i := range pp.Groups[g].Items {
+			it, pi := &items[i], &pp.Items[i]
+			frames = append(frames, segment.Frame{
+				MessageID: pi.MessageID, TransactionID: bytesOf(pi.TransactionID), TraceID: it.TraceID,
+				HasTrace: it.HasTrace, ProducerSub: bytesOf(it.ProducerSub), Payload: it.Payload, Sealed: it.Sealed,
+			})
+		}
+		body, err := segment.EncodeBody(nil, frames)
 		if err != nil {
 			return pp, fmt.Errorf("engine: encode segment: %w", err)
 		}
@@ -243,14 +262,16 @@ func (b *Batch) pushGroup(now int64, m *minter, pp *PreparedPush, g *PreparedGro
 	}
 	b.set(keyspace.Segment(p.id, base), enc)
 	b.buf = enc
-	txns := make([][]byte, len(kept))
+	txns := make([]string, len(kept))
 	for n, i := range kept {
 		res := &results[i]
 		res.Status, res.Queue, res.Partition, res.PartitionID = Queued, q.name, p.rec.Name, p.id
 		rec := keyspace.TxnRecord{Offset: base + int64(n), CreatedAt: createdAt, MessageID: res.MessageID}
 		b.buf = rec.Encode(b.buf[:0])
-		b.set(keyspace.Txn(p.id, res.TransactionID), b.buf)
-		txns[n] = []byte(res.TransactionID)
+		// Pebble copies the key and the value: one scratch key serves all.
+		b.key = keyspace.AppendTxn(b.key[:0], p.id, res.TransactionID)
+		b.set(b.key, b.buf)
+		txns[n] = res.TransactionID
 	}
 	b.buf = keyspace.EncodeTxnExpiry(b.buf[:0], txns)
 	b.set(keyspace.TxnExpiry(p.id, createdAt, base), b.buf)

@@ -300,12 +300,12 @@ func DecodeDeadLetter(b []byte) (DeadLetterRecord, error) {
 
 // EncodeTxnExpiry encodes the value of a txn-expiry entry: the transaction
 // ids of one segment.
-func EncodeTxnExpiry(dst []byte, txns [][]byte) []byte {
+func EncodeTxnExpiry(dst []byte, txns []string) []byte {
 	w := wire.Writer{B: dst}
 	w.U8(recordVersion)
 	w.Uvarint(uint64(len(txns)))
 	for _, t := range txns {
-		w.Bytes(t)
+		w.Str(t)
 	}
 	return w.B
 }

@@ -12,8 +12,12 @@ import (
 // maxPooledRaw is the largest scratch buffer kept for reuse.
 const maxPooledRaw = 4 << 20
 
-// rawPool holds scratch buffers for the raw frames.
-var rawPool = sync.Pool{New: func() any { return new([]byte) }}
+// rawPool holds scratch buffers for the raw frames, zstdPool for their
+// compression.
+var (
+	rawPool  = sync.Pool{New: func() any { return new([]byte) }}
+	zstdPool = sync.Pool{New: func() any { return new([]byte) }}
+)
 
 // Encode appends the encoded segment to dst and returns it. It compresses the
 // frames with zstd unless that is not smaller than the raw frames, which it
@@ -109,21 +113,38 @@ func encodeBody(dst []byte, codec Codec, fallback bool, frames []Frame) ([]byte,
 	}
 	b := Body{Codec: codec, RawLen: uint32(len(raw)), Count: uint32(len(frames))}
 	start := len(dst)
+	data := raw
+	var zbuf *[]byte
 	if codec == CodecZstd {
-		dst = encoder().EncodeAll(raw, dst)
-		if fallback && len(dst)-start >= len(raw) {
-			dst, b.Codec = dst[:start], CodecNone
+		// Compress into a pooled buffer and append only the result: given
+		// an empty dst, EncodeAll would make one as large as raw (a push of
+		// 100 KiB kept 100 KiB for 20 KiB of zstd until the entry was
+		// applied) and zero it.
+		zbuf = zstdPool.Get().(*[]byte)
+		z := encoder().EncodeAll(raw, (*zbuf)[:0])
+		if !fallback || len(z) < len(raw) {
+			data = z
+		} else {
+			b.Codec = CodecNone
 		}
+		*zbuf = z
 	}
-	if b.Codec == CodecNone {
-		dst = append(dst, raw...)
-	}
+	dst = append(dst, data...)
 	b.Data = dst[start:]
-	if cap(raw) <= maxPooledRaw {
-		*scratch = raw[:0]
-		rawPool.Put(scratch)
+	putPooled(&rawPool, scratch, raw)
+	if zbuf != nil {
+		putPooled(&zstdPool, zbuf, *zbuf)
 	}
 	return dst, b, nil
+}
+
+// putPooled returns a scratch buffer to its pool unless it grew too large
+// to keep.
+func putPooled(pool *sync.Pool, scratch *[]byte, buf []byte) {
+	if cap(buf) <= maxPooledRaw {
+		*scratch = buf[:0]
+		pool.Put(scratch)
+	}
 }
 
 // Assemble appends the segment made of the body, starting at offset base and

@@ -165,12 +165,12 @@ func (s *Scanner) Array(elem func(s *Scanner, i int) error) error {
 // Skip validates and skips one value.
 func (s *Scanner) Skip() error {
 	switch c := s.Peek(); {
-	case c == '{':
-		return s.Object(func(s *Scanner, _ []byte) error { return s.Skip() })
-	case c == '[':
-		return s.Array(func(s *Scanner, _ int) error { return s.Skip() })
 	case c == '"':
 		return s.skipString()
+	case c == '{':
+		return s.skipObject()
+	case c == '[':
+		return s.skipArray()
 	case c == '-' || ('0' <= c && c <= '9'):
 		return s.skipNumber()
 	case c == 't':
@@ -183,6 +183,75 @@ func (s *Scanner) Skip() error {
 		return s.syntax("unexpected end of input")
 	default:
 		return s.syntax(fmt.Sprintf("invalid character %q", c))
+	}
+}
+
+// skipObject is Object(Skip each member) without the callbacks: the
+// payloads a push carries are mostly objects of short members, and the
+// member closure and the key's StringBytes were a large part of their scan.
+// It accepts and refuses exactly what Object does, with the same errors.
+func (s *Scanner) skipObject() error {
+	if s.depth++; s.depth > maxDepth {
+		return s.syntax("too deeply nested")
+	}
+	s.i++
+	if s.Peek() == '}' {
+		s.i++
+		s.depth--
+		return nil
+	}
+	for {
+		if s.Peek() != '"' {
+			return s.syntax("expected a member name")
+		}
+		if _, err := s.scanString(); err != nil {
+			return err
+		}
+		if s.Peek() != ':' {
+			return s.syntax("expected ':'")
+		}
+		s.i++
+		if err := s.Skip(); err != nil {
+			return err
+		}
+		switch s.Peek() {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
+			s.depth--
+			return nil
+		default:
+			return s.syntax("expected ',' or '}'")
+		}
+	}
+}
+
+// skipArray is Array(Skip each element) without the callbacks, as skipObject.
+func (s *Scanner) skipArray() error {
+	if s.depth++; s.depth > maxDepth {
+		return s.syntax("too deeply nested")
+	}
+	s.i++
+	if s.Peek() == ']' {
+		s.i++
+		s.depth--
+		return nil
+	}
+	for {
+		if err := s.Skip(); err != nil {
+			return err
+		}
+		switch s.Peek() {
+		case ',':
+			s.i++
+		case ']':
+			s.i++
+			s.depth--
+			return nil
+		default:
+			return s.syntax("expected ',' or ']'")
+		}
 	}
 }
 

@@ -262,6 +262,33 @@ func TestPlainRun_StopsAtTheFirstSpecialByte(t *testing.T) {
 	}
 }
 
+// skipByCallbacks is Skip as it was before skipObject and skipArray: the
+// containers through Object and Array.
+func (s *Scanner) skipByCallbacks() error {
+	switch s.Peek() {
+	case '{':
+		return s.Object(func(s *Scanner, _ []byte) error { return s.skipByCallbacks() })
+	case '[':
+		return s.Array(func(s *Scanner, _ int) error { return s.skipByCallbacks() })
+	}
+	return s.Skip()
+}
+
+func TestScanner_SkipAgreesWithObjectAndArray(t *testing.T) {
+	corpus := append([]string{
+		`{"a":`, `{"a"`, `{"a":1 `, `[1,`, `[`, `{"a\u00e9":1}`, `{"\x":1}`, `{1:2}`, `{"a":[1,{"b":]}`,
+		`[{"a":1},{"b":[true,false,null]}]x`, `{"a":1}}`, `[[1],[2]]]`, strings.Repeat("[", maxDepth+1),
+		strings.Repeat(`{"a":`, 50) + `1` + strings.Repeat("}", 50),
+	}, scannerCorpus...)
+	for _, in := range corpus {
+		a, b := &Scanner{b: []byte(in)}, &Scanner{b: []byte(in)}
+		got, want := a.Skip(), b.skipByCallbacks()
+		if fmt.Sprint(got) != fmt.Sprint(want) || a.i != b.i || a.depth != b.depth {
+			t.Errorf("%.60q: Skip = %v at %d (depth %d), by callbacks %v at %d (depth %d)", in, got, a.i, a.depth, want, b.i, b.depth)
+		}
+	}
+}
+
 // BenchmarkScanner_Numbers scans a payload made of numbers, the values whose
 // range the scanner checks: integers, decimals and, one in four, exponents.
 func BenchmarkScanner_Numbers(b *testing.B) {
