@@ -31,16 +31,11 @@ func check(args []string) error {
 		return err
 	}
 	defer lock.Close()
-	applied, d, err := checkEngine(filepath.Join(*data, "engine"))
-	if errors.Is(err, engine.ErrNoStore) {
-		return fmt.Errorf("no store in %s: is it the directory `queen serve --data` was given?", *data)
-	}
-	if err != nil {
-		return err
-	}
-	fmt.Printf("ok: applied index %d, digest %x\n", applied, d)
 	// A node that spreads queues over Raft groups (--groups) keeps the
-	// directory and groups 2.. under groups/<id>/: one line each.
+	// directory and groups 2.. under groups/<id>/: one line each. On R of
+	// N it holds only the groups placed on it, and a replica moved away is
+	// retired (its engine deleted): group 1's engine, the data directory's
+	// own, may then be missing too, and a group with none is said so.
 	groups, err := os.ReadDir(filepath.Join(*data, "groups"))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
@@ -52,12 +47,27 @@ func check(args []string) error {
 		}
 	}
 	slices.Sort(ids)
+	applied, d, err := checkEngine(filepath.Join(*data, "engine"))
+	switch {
+	case errors.Is(err, engine.ErrNoStore) && len(ids) > 0:
+		fmt.Println("group 1: no replica on this node")
+	case errors.Is(err, engine.ErrNoStore):
+		return fmt.Errorf("no store in %s: is it the directory `queen serve --data` was given?", *data)
+	case err != nil:
+		return err
+	default:
+		fmt.Printf("ok: applied index %d, digest %x\n", applied, d)
+	}
 	for _, id := range ids {
 		applied, d, err := checkEngine(filepath.Join(*data, "groups", strconv.FormatUint(id, 10), "engine"))
-		if err != nil {
+		switch {
+		case errors.Is(err, engine.ErrNoStore):
+			fmt.Printf("group %d: no replica on this node\n", id)
+		case err != nil:
 			return fmt.Errorf("group %d: %w", id, err)
+		default:
+			fmt.Printf("ok: group %d applied index %d, digest %x\n", id, applied, d)
 		}
-		fmt.Printf("ok: group %d applied index %d, digest %x\n", id, applied, d)
 	}
 	return nil
 }

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/queenmq/queen/engine"
 )
 
 // runCheckOutput runs `queen check --data dir` and returns its output and
@@ -118,5 +120,30 @@ func TestCheck_RunningNodeThenStopped(t *testing.T) {
 			}
 		}
 		t.Fatalf("check changed the store:\n%s", strings.Join(diff, "\n"))
+	}
+}
+
+// TestCheck_GroupedNodeWithoutSomeReplicas: a node on R of N holds only the
+// groups placed on it and retires the ones moved away, group 1's engine
+// (the data directory's own) included: check says which groups it holds
+// no replica of and checks the others, rather than refusing the directory.
+func TestCheck_GroupedNodeWithoutSomeReplicas(t *testing.T) {
+	dir := t.TempDir()
+	opts := engine.DefaultOptions()
+	e, err := engine.Open(filepath.Join(dir, "groups", "2", "engine"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "groups", "3", "snapshots"), 0o755); err != nil { // retired: no engine
+		t.Fatal(err)
+	}
+	out, ok := runCheckOutput(t, dir)
+	for _, want := range []string{"group 1: no replica on this node", "ok: group 2 applied index 0", "group 3: no replica on this node"} {
+		if !ok || !strings.Contains(out, want) {
+			t.Fatalf("check of a grouped node: ok=%v, want %q in %q", ok, want, out)
+		}
 	}
 }
