@@ -41,26 +41,6 @@ func (h *Host) forward(ctx context.Context, addr string, g uint32, entry []byte)
 	return toLeader(ctx, h.opts.Forward, h.served(g), addr, g, entry, h.opts.Node.Logger)
 }
 
-// appliedWait bounds toLeader's wait for this replica to catch up.
-const appliedWait = 5 * time.Second
-
-// noApplyWait, a context value (WithoutApplyWait), makes forward return
-// without waiting for this replica to apply what it forwarded.
-type noApplyWait struct{}
-
-// WithoutApplyWait marks ctx as a client's request's (the server marks
-// every command it proposes), or one whose effect the caller does not read
-// next (a move's import chunks): a command of a data group it makes this
-// Host relay to that group's leader is answered as soon as the leader
-// answers, without waiting for this node's replica to
-// apply it (forward). What this node reads of its own state afterwards
-// catches up first (Node.Written): a linearizable read through its read
-// index, a stale one through Written, the Host's own decisions by asking
-// the leader while its replica is Behind.
-func WithoutApplyWait(ctx context.Context) context.Context {
-	return context.WithValue(ctx, noApplyWait{}, true)
-}
-
 // ProposeEntry proposes, on group g, a command another node relayed
 // (RelayEntry), as Node.ProposeEntry does. ErrNotLeader (a
 // NotLeaderError) when this node does not lead g.

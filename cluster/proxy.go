@@ -145,3 +145,23 @@ func toLeader(ctx context.Context, fwd raft.Forwarder, n *raft.Node, addr string
 	}
 	return r, nil
 }
+
+// appliedWait bounds toLeader's wait for this replica to catch up.
+const appliedWait = 5 * time.Second
+
+// noApplyWait, a context value (WithoutApplyWait), makes toLeader return
+// without waiting for this replica to apply what it forwarded.
+type noApplyWait struct{}
+
+// WithoutApplyWait marks ctx as a client's request's (the server marks
+// every command it proposes), or one whose effect the caller does not read
+// next (a move's import chunks): a command of a data group it makes this
+// node send to that group's leader (a Host's, or a Proxy's one group) is
+// answered as soon as the leader answers, without waiting for this node's
+// replica to apply it (toLeader). What this node reads of its own state afterwards
+// catches up first (Node.Written): a linearizable read through its read
+// index, a stale one through Written, the Host's own decisions by asking
+// the leader while its replica is Behind.
+func WithoutApplyWait(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noApplyWait{}, true)
+}
