@@ -11,9 +11,9 @@ import (
 	"github.com/queenmq/queen/raft/command"
 )
 
-// Local or leader (ARCHITECTURE.md, "One command, end to end"): whether a
-// command is proposed here or sent to its group's leader is decided in this
-// package, and only here, whether the node runs one group (Proxy) or several
+// Local or leader (ARCHITECTURE.md, "Forwarding"): whether a command is
+// proposed here or sent to its group's leader is decided in this package,
+// and only here, whether the node runs one group (Proxy) or several
 // (Host.run, Host.attempt). Either way a command sent to a leader leaves on
 // one function, toLeader, which notes what the leader had applied and waits
 // for it or not by the same rule. The HTTP edge keeps only the relay of a
