@@ -31,9 +31,14 @@
 //
 // A node that must have a command proposed by the leader of its Raft
 // group sends the encoded command there and gets its typed result back.
-// Reads of a group a node does not host take it too. Client implements
-// Forwarder, which a Host is given when it is opened, and Answer is what
-// the receiving node's route runs. The route itself is in the server's
+// Whether it must is decided here, for every command, whether the node
+// runs one group (Proxy, proxy.go) or several (the Host): both send on
+// one function, toLeader, and leave to the edge's whole-request relay
+// only what this path does not carry (a command without a result codec,
+// a request's second hop). Reads of a group a node does not host take it
+// too. Client implements Forwarder, which a Host is given when it is
+// opened and a Proxy when it is made, and Answer is what the receiving
+// node's route runs. The route itself is in the server's
 // route table (auth, consistency, the error table), at ProposePath.
 //
 // # The exchange

@@ -35,55 +35,10 @@ type Forwarder interface {
 	StartMove(ctx context.Context, addr, queue string, to uint32) error
 }
 
-// forward proposes entry on group g's leader at addr through the
-// Forwarder. The index that leader had applied in g when it answered is
-// this node's to catch up with (Node.NoteWritten): a read here right after
-// sees the write, as it would had this node proposed it (ARCHITECTURE.md,
-// "Reads through any node"). A client's command (WithoutApplyWait) is
-// answered at once: the read waits, not the write, which would otherwise
-// wait for g's leader to tell this follower the entry committed, with its
-// next message (in a group with no other traffic, hashicorp/raft's
-// CommitTimeout: 50-100 ms). A command of the Host's own (a move's
-// steps, placement, layout) and any command of the directory, whose
-// state this node reads next to route, wait up to appliedWait until this
-// replica has applied as far: for the directory's a round trip, since its
-// leader publishes them (ProposeEntry); a Host's own command in a data
-// group (a move's step, rare) still waits for the group's next entry. The
-// write is done whatever the wait gives.
+// forward proposes entry on group g's leader at addr (toLeader, with
+// this node's replica of g when it serves one).
 func (h *Host) forward(ctx context.Context, addr string, g uint32, entry []byte) (engine.Result, error) {
-	r, applied, err := h.opts.Forward.Forward(ctx, addr, g, entry)
-	n := h.served(g)
-	if err != nil || applied == 0 || n == nil {
-		return r, err
-	}
-	n.NoteWritten(applied)
-	if g != raft.Directory && ctx.Value(noApplyWait{}) != nil {
-		return r, nil
-	}
-	if werr := AwaitApplied(ctx, n, applied, time.Now().Add(appliedWait), nil); werr != nil {
-		h.opts.Node.Logger.Debug("forwarded command: not applied here in time", "group", g, "index", applied, "err", werr)
-	}
-	return r, nil
-}
-
-// appliedWait bounds forward's wait for this replica to catch up.
-const appliedWait = 5 * time.Second
-
-// noApplyWait, a context value (WithoutApplyWait), makes forward return
-// without waiting for this replica to apply what it forwarded.
-type noApplyWait struct{}
-
-// WithoutApplyWait marks ctx as a client's request's (the server marks
-// every command it proposes), or one whose effect the caller does not read
-// next (a move's import chunks): a command of a data group it makes this
-// Host relay to that group's leader is answered as soon as the leader
-// answers, without waiting for this node's replica to
-// apply it (forward). What this node reads of its own state afterwards
-// catches up first (Node.Written): a linearizable read through its read
-// index, a stale one through Written, the Host's own decisions by asking
-// the leader while its replica is Behind.
-func WithoutApplyWait(ctx context.Context) context.Context {
-	return context.WithValue(ctx, noApplyWait{}, true)
+	return toLeader(ctx, h.opts.Forward, h.served(g), addr, g, entry, h.opts.Node.Logger)
 }
 
 // ProposeEntry proposes, on group g, a command another node relayed

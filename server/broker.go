@@ -108,8 +108,8 @@ type groupView interface {
 	ProposeEntry(ctx context.Context, g uint32, entry []byte) (engine.Result, error)
 	// leaderKnownUnread reports whether the leader that serves a request
 	// is known before its body is read. With one group it is the node's
-	// leader: a follower relays a request unread, prepares pushes for it
-	// and sends it its reports. With many, a command's group is in what
+	// leader: a follower relays a request unread, proposes through a
+	// cluster.Proxy (sender) and sends the leader its reports. With many, a command's group is in what
 	// it names: the broker routes it after it is read.
 	leaderKnownUnread() bool
 }

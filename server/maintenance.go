@@ -42,6 +42,10 @@ func (s *Server) setMaintenance(ctx *fasthttp.RequestCtx, _ *params) {
 		s.forwardOrFail(ctx, err)
 		return
 	}
+	// The answer, and this node's next pushes and pops, read the switch
+	// as this node's replica has it: a switch its leader proposed is
+	// waited for (relay.Reads.Settle; at once when this node proposed it).
+	s.reads.Settle()
 	msg := "Push maintenance mode "
 	if pop {
 		msg = "Pop maintenance mode "

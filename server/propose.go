@@ -6,27 +6,25 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/queenmq/queen/cluster"
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
-	"github.com/queenmq/queen/raft/command"
 	"github.com/queenmq/queen/server/relay"
 )
 
-// Forwarding is a step of proposing, not of writing errors. A broker that
-// does not lead a command's group says so (raft.ErrNotLeader) before it
-// proposes anything, so what follows cannot apply a command twice:
+// Forwarding is a step of proposing, not of writing errors. Whether a
+// command is proposed here or on its group's leader is decided in package
+// cluster, for one group (cluster.Proxy) as for several (cluster.Host):
+// a command whose row has a result codec (command.Relayable) goes to the
+// leader on the one path between nodes, and its answer is the client's.
+// What that path did not carry comes back as raft.ErrNotLeader, which a
+// broker answers before it proposes anything, so what follows cannot
+// apply a command twice: the whole request is relayed to the leader
+// (forwardNotLeader), whose answer is the client's.
 //
-//  1. the command goes to the leader on the one path between nodes
-//     (package cluster) when its row in the command table has a result
-//     codec (command.Relayable) and this node knows the leader before
-//     reading a request (one group; a broker of many forwards its
-//     commands itself);
-//  2. else the whole request is relayed to the leader (forwardNotLeader),
-//     whose answer is the client's.
-//
-// A request another node sent is never relayed again (relay.Forwarded),
-// and one that arrives after its sender gave up is refused
-// (relay.Expired): a request hops at most once.
+// A request another node sent is never sent on again (relay.Forwarded,
+// cluster.WithoutRelay), and one that arrives after its sender gave up is
+// refused (relay.Expired): a request hops at most once.
 
 // forwardOrFail answers a request whose proposal (or membership change,
 // or leader read) failed with err: relayed whole to the leader on
@@ -38,62 +36,34 @@ func (s *Server) forwardOrFail(ctx *fasthttp.RequestCtx, err error) {
 	s.writeError(ctx, err)
 }
 
-// forwarding is the proposer for the request ctx answers: the broker's
-// (timed), and, on raft.ErrNotLeader, the cluster path to the leader for
-// a command that has one (sendToLeader).
+// forwarding is the proposer for the request ctx answers: local or leader
+// (Server.send), which sends nothing on for a request another node
+// relayed here.
 func (s *Server) forwarding(ctx *fasthttp.RequestCtx) raft.Proposer {
-	return forwarder{s: s, req: ctx}
+	if relay.Forwarded(ctx) {
+		return relayedHere{s.send}
+	}
+	return s.send
 }
 
-type forwarder struct {
-	s   *Server
-	req *fasthttp.RequestCtx
+// relayedHere proposes a relayed request's commands without a second hop.
+type relayedHere struct{ p raft.Proposer }
+
+func (r relayedHere) Propose(ctx context.Context, c engine.Command) (engine.Result, error) {
+	return r.p.Propose(cluster.WithoutRelay(ctx), c)
 }
 
-func (f forwarder) Propose(ctx context.Context, c engine.Command) (engine.Result, error) {
-	r, err := f.s.prop.Propose(ctx, c)
-	if errors.Is(err, raft.ErrNotLeader) {
-		if fr, sent, ferr := f.s.sendToLeader(ctx, f.req, c); sent {
-			return fr, ferr
-		}
+// sender is the proposer of the commands a client's request makes: the
+// broker's own, timed (prop), when it decides local or leader itself (a
+// Grouped broker, cluster.Host) or has no one to send to (no cluster
+// secret); else the broker of one group behind a cluster.Proxy, timed.
+// A leader without the path answers 404 no_such_route or 501
+// not_implemented: the Proxy then leaves the request to the relay.
+func (s *Server) sender(b Broker) raft.Proposer {
+	if s.cluster == nil || !s.groups.leaderKnownUnread() {
+		return s.prop
 	}
-	return r, err
-}
-
-// sendToLeader proposes c on the leader through package cluster, when
-// this node knows its one leader, shares the cluster secret with it, and
-// c's row has a result codec; sent is false when it did not send it, or
-// the leader proposed nothing (it no longer leads, or it is of a version
-// without the path): the request is then relayed whole. The answer does
-// not wait for this node to apply the command: it notes the index the
-// leader had applied (relay.Reads.NoteIndex), which a read here right
-// after waits for. A maintenance switch, which this node reads itself,
-// waits (relay.Reads.Settle).
-func (s *Server) sendToLeader(ctx context.Context, req *fasthttp.RequestCtx, c engine.Command) (r engine.Result, sent bool, err error) {
-	if s.cluster == nil || !s.groups.leaderKnownUnread() || !command.Relayable(c) ||
-		relay.Forwarded(req) {
-		return r, false, nil
-	}
-	st := s.broker.Status()
-	if st.LeaderHTTP == "" || st.Leader == st.ID {
-		return r, false, nil
-	}
-	entry, err := raft.RelayEntry(c)
-	if err != nil || len(entry) > s.opts.MaxBodyBytes {
-		return r, false, nil // the leader takes the client's request whole
-	}
-	r, applied, err := s.cluster.Forward(ctx, st.LeaderHTTP, singleGroup, entry)
-	s.reads.NoteIndex(singleGroup, applied)
-	if _, ok := c.(command.Maintenance); ok && err == nil {
-		// This node routes its next pushes and pops by the switch as its
-		// own replica has it, and answers with it.
-		s.reads.Settle()
-	}
-	switch {
-	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, errNoSuchRoute), errors.Is(err, errNotImplemented):
-		return r, false, nil
-	case errors.Is(err, raft.ErrForward):
-		s.log.Warn("forward to leader", "leader", st.Leader, "addr", st.LeaderHTTP, "err", err)
-	}
-	return r, true, err
+	p := cluster.NewProxy(b, cluster.ProxyOptions{Forward: s.cluster, MaxEntry: s.opts.MaxBodyBytes, Logger: s.log,
+		NoPath: func(err error) bool { return errors.Is(err, errNoSuchRoute) || errors.Is(err, errNotImplemented) }})
+	return relay.NewTimedProposer(p, s.opts.Metrics)
 }

@@ -1,10 +1,14 @@
 package server
 
 import (
+	"errors"
+	"fmt"
+
 	"github.com/valyala/fasthttp"
 
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
+	"github.com/queenmq/queen/raft/command"
 	"github.com/queenmq/queen/server/bodies"
 	"github.com/queenmq/queen/server/memory"
 	"github.com/queenmq/queen/server/wire"
@@ -13,20 +17,14 @@ import (
 // push answers POST /api/v1/push (docs/api.md §5): 201 with one result per item,
 // in input order.
 func (s *Server) push(ctx *fasthttp.RequestCtx, p *params) {
-	// A follower in push maintenance spools. Otherwise it prepares the
-	// push for the leader (prepared.go) or, without the cluster secret
-	// to send it with, relays the request unread. A grouped broker routes
-	// the push by its items' queues itself (cluster/hostbroker.go).
+	// A follower in push maintenance spools. Otherwise, without the
+	// cluster secret to send a prepared push with, a follower relays the
+	// request unread (relayFirst); with it, the push is read and sealed
+	// here, and its proposer prepares it for the leader (prepared.go).
 	m, ok := s.broker.(Maintainer)
 	spools := ok && pushMaintenance(m)
-	var st raft.Status
-	prepares := false
-	if !spools {
-		st = s.broker.Status()
-		prepares = s.preparesFor(ctx, st)
-		if !prepares && st.Role != "leader" && s.groups.leaderKnownUnread() && s.forwardAs(ctx, st) {
-			return
-		}
+	if !spools && s.cluster == nil && s.relayFirst(ctx) {
+		return
 	}
 	body := ctx.PostBody()
 	items, err := bodies.PushItems(body)
@@ -52,18 +50,21 @@ func (s *Server) push(ctx *fasthttp.RequestCtx, p *params) {
 		s.writeError(ctx, err)
 		return
 	}
-	switch {
-	case len(items) == 0:
-	case spools:
+	if spools && len(items) > 0 {
 		s.bufferPush(ctx, items)
-		return
-	case prepares:
-		s.pushViaLeader(ctx, st, items)
 		return
 	}
 	var res []engine.PushResult
 	if len(items) > 0 {
-		if res, err = raft.Propose[[]engine.PushResult](s.ctx, s.forwarding(ctx), engine.PushCmd{Items: items}); err != nil {
+		res, err = raft.Propose[[]engine.PushResult](s.ctx, s.forwarding(ctx), engine.PushCmd{Items: items})
+		if err == nil && len(res) != len(items) {
+			err = fmt.Errorf("%w: %d results for %d items", command.ErrCorrupt, len(res), len(items))
+		}
+		switch {
+		case errors.Is(err, errLeaderSpools):
+			s.bufferPush(ctx, items) // the leader is in push maintenance
+			return
+		case err != nil:
 			s.forwardOrFail(ctx, err)
 			return
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/queenmq/queen/cluster"
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server/analytics"
 	"github.com/queenmq/queen/server/auth"
 	"github.com/queenmq/queen/server/cors"
@@ -234,6 +235,7 @@ type Server struct {
 	router   router
 	m        *brokerMetrics
 	prop     *relay.TimedProposer // the broker's Propose, timed (package relay)
+	send     raft.Proposer        // local or leader: a client's commands (sender)
 	options  *routeStats          // OPTIONS preflights
 	misses   *routeStats          // requests no route matched
 	started  time.Time
@@ -320,6 +322,7 @@ func New(b Broker, opts Options) (*Server, error) {
 		s.cluster = cluster.New(cluster.Options{NodeID: b.Status().ID, Secret: opts.ClusterSecret, Transport: transport,
 			Refusal: Refusal, Metrics: opts.Metrics})
 	}
+	s.send = s.sender(b)
 	s.stop, s.drained = make(chan struct{}), make(chan struct{})
 	s.reclaim = memory.NewReclaimer(s.budget, s.stop)
 	if opts.SpoolDir != "" {
