@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# ab.sh: did a change slow the three-node push path? Builds queen at OLD
+# ab.sh: did a change slow the three-node push path, or a pop through a
+# follower (pop+ack of 100,000 messages pushed through the leader first)? Builds queen at OLD
 # (a commit) and at NEW (default: the working tree), then runs compare.sh's
 # three-node push rows on each, interleaved (old, new, new, old, ...) so that
 # a machine drifting under other load counts against both alike, and prints
@@ -49,7 +50,10 @@ row() {
 	start3 "${start[@]}"
 	echo "== $build: $label" >&2
 	[ "$label" = "push b100 (all URLs, 3 groups)" ] && "$Q" bench --url $URLS3 --queues 6 --duration 2s --queue warm --json >/dev/null 2>&1
+	# What a pop through a follower drains is pushed through the leader first.
+	[ "$label" = "pop+ack b100 (a follower)" ] && "$Q" bench --url "$leader" --batch 100 --messages 100000 --duration 60s --queue pf --json >/dev/null 2>&1
 	local args=("${@/#LEADER/$leader}")
+	args=("${args[@]/#FOLLOWER/$follower}")
 	line=$("$Q" bench "${args[@]}" --duration "$DUR" --json 2>/dev/null)
 	printf '{"build":"%s","label":"%s","report":%s}\n' "$build" "$label" "$line" >>"$OUT"
 	stop3
@@ -58,6 +62,7 @@ rows() { # rows BUILD
 	row "$1" "push b100 (leader)" -- --url LEADER --batch 100 --queue c100
 	row "$1" "push b100 (all URLs)" -- --url $URLS3 --batch 100 --queue c100all
 	row "$1" "push b100 (all URLs, 3 groups)" --groups 3 -- --url $URLS3 --batch 100 --queues 6 --queue g3all
+	row "$1" "pop+ack b100 (a follower)" -- --url FOLLOWER --workload popack --batch 100 --queue pf
 }
 for r in $(seq 1 "$ROUNDS"); do
 	if [ $((r % 2)) = 1 ]; then rows old; rows new; else rows new; rows old; fi
@@ -68,7 +73,8 @@ import json, statistics, sys
 runs = {}
 for line in open(sys.argv[1]):
     r = json.loads(line)
-    op = r["report"]["ops"]["push"]
+    ops = r["report"]["ops"]
+    op = ops.get("push") or ops["ack"]
     runs.setdefault(r["label"], {}).setdefault(r["build"], []).append((op["msgs_per_s"], op["latency_ms"]["p99"]))
 print(f"old = {sys.argv[2]}, new = {sys.argv[3]}; medians of {len(next(iter(runs.values()))['old'])} runs each")
 print(f"{'3 nodes':34} {'old msgs/s':>10} {'new msgs/s':>10} {'new/old':>8} {'old p99':>8} {'new p99':>8}")
