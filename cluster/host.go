@@ -35,6 +35,9 @@ type Host struct {
 	node  raft.Options // each replica's options (HostOptions.Node, with Forward)
 	store *raft.Store  // the data directory, log store and listener the groups share
 	fresh bool         // the directory had no state when the Host opened: the cluster's first start here
+	// replicasSent is when defineGroups last sent R to the directory's
+	// leader (spreadLoop's goroutine only).
+	replicasSent time.Time
 	// nodes are this node's replicas by group id, 0..G: nil where it
 	// holds none (placed.go). The directory's is never nil.
 	nodes []atomic.Pointer[raft.Node]
@@ -214,6 +217,21 @@ func OpenHost(o HostOptions) (_ *Host, err error) {
 		return nil, err
 	} else {
 		h.fresh = !held
+	}
+	// A founder keeps the R it started the cluster with until the directory
+	// records it: restarted before then, it would take R for 0 (a node
+	// from before R existed) and the cluster could run every group on
+	// every node for good.
+	switch {
+	case h.fresh && o.Replicas > 0:
+		err = h.store.KeepReplicas(uint32(o.Replicas))
+	case !h.fresh && o.Replicas == 0:
+		var r uint32
+		r, err = h.store.KeptReplicas()
+		h.opts.Replicas = int(r)
+	}
+	if err != nil {
+		return nil, err
 	}
 	if err := h.openGroup(raft.Directory, true); err != nil {
 		return nil, err
@@ -497,6 +515,20 @@ func (h *Host) defineGroups() bool {
 		return true
 	}
 	if !d.IsLeader() {
+		// R is recorded by whichever founder leads the directory once the
+		// cluster version allows it; a founder that does not lead sends it
+		// to the leader, which may be a node that joined since and does not
+		// know R (a cluster whose founders' first leader stopped before
+		// then never recorded R, and ran every group on every node).
+		if h.opts.Replicas > 0 && h.GroupCount() != 0 && command.ReplicaCount(d.Engine().ClusterValue) == 0 &&
+			d.ClusterVersion() >= 3 && time.Since(h.replicasSent) >= time.Second {
+			h.replicasSent = time.Now()
+			ctx, cancel := context.WithTimeout(context.Background(), h.opts.Node.ApplyTimeout)
+			defer cancel()
+			if _, err := h.run(ctx, raft.Directory, command.Replicas{Count: uint32(h.opts.Replicas)}); err != nil {
+				d.Logger().Debug("raft: host: send the voters each group has to the directory's leader", "err", err)
+			}
+		}
 		return false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), h.opts.Node.ApplyTimeout)

@@ -159,3 +159,24 @@ func TestHost_ADeadDirectoryVoterHandsItsVoteToALiveNode(t *testing.T) {
 		t.Fatalf("a directory write through the old voter: %v", err)
 	}
 }
+
+// TestHost_AFounderRestartedBeforeRIsRecordedKeepsIt: R is recorded in the
+// directory only once the cluster version allows it (never, here: these
+// hosts read no versions). A founder restarted before then, given no
+// --replicas as a restart is, still knows R from its store; before, it took
+// R for 0 and a cluster whose founders restarted early ran every group on
+// every node for good (TestChaos_Joins seed 639236697).
+func TestHost_AFounderRestartedBeforeRIsRecordedKeepsIt(t *testing.T) {
+	t.Parallel()
+	c := openHostsOf(t, 3, 2, 3, nil)
+	c.leaders(nil)
+	if r := c.h[0].ReplicaCount(); r != 3 {
+		t.Fatalf("a founder's R %d, want 3", r)
+	}
+	c.stop(0)
+	c.replicas = 0 // a restart gives no --replicas
+	h := c.start(0)
+	if r := h.ReplicaCount(); r != 3 {
+		t.Fatalf("a founder restarted before R was recorded has R %d, want the 3 it started the cluster with", r)
+	}
+}

@@ -217,6 +217,36 @@ func (s *Store) HasState(g uint32) (bool, error) {
 	return hasState(l)
 }
 
+// replicasKey, a stable key of the directory's log, is the R a founder
+// started the cluster with (package cluster): kept until the directory's
+// record has it, so that a founder restarted before then still knows it.
+var replicasKey = []byte("QueenReplicas")
+
+// KeepReplicas records r under replicasKey.
+func (s *Store) KeepReplicas(r uint32) error {
+	l, err := s.logs.Group(Directory)
+	if err != nil {
+		return err
+	}
+	if err := l.SetUint64(replicasKey, uint64(r)); err != nil {
+		return fmt.Errorf("raft: keep the replica count: %w", err)
+	}
+	return nil
+}
+
+// KeptReplicas returns what KeepReplicas recorded, 0 when nothing.
+func (s *Store) KeptReplicas() (uint32, error) {
+	l, err := s.logs.Group(Directory)
+	if err != nil {
+		return 0, err
+	}
+	r, err := l.GetUint64(replicasKey)
+	if errors.Is(err, logstore.ErrKeyNotFound) {
+		return 0, nil
+	}
+	return uint32(r), err
+}
+
 // retiredKey, a stable key of a group's log (set to 1), marks a replica
 // RetireGroup closed and emptied: its term and vote stay (a voter that
 // forgot its vote could grant a second one in a term), its entries and
