@@ -22,8 +22,8 @@ func (h *Host) JoinGroup(g uint32, id, addr string, force bool) error {
 		return h.memberError(g, raft.ErrNoLeader) // held elsewhere: its leader decides
 	}
 	if g == raft.Directory {
-		_, err := h.joinDirectory(n, id, addr, force) // Voter says which it took
-		return h.memberError(g, err)
+		// Voter says which it took.
+		return h.memberError(g, n.JoinCapped(id, addr, force, h.directoryCap()))
 	}
 	return h.memberError(g, n.Join(id, addr, force))
 }

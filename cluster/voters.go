@@ -59,12 +59,6 @@ func (h *Host) directoryCap() int {
 	return cmp.Or(h.opts.DirectoryVoters, DirectoryVoters)
 }
 
-// joinDirectory adds id to the directory as a voter, or as a non-voter
-// when the directory has its voters (directoryCap); voter says which.
-func (h *Host) joinDirectory(n *raft.Node, id, addr string, force bool) (voter bool, err error) {
-	return n.JoinCapped(id, addr, force, h.directoryCap())
-}
-
 // Voter reports whether id is a voter of group g as this node knows its
 // configuration (on g's leader, after a change it made: the change's
 // outcome).

@@ -96,29 +96,26 @@ func (n *Node) join(conf hraft.Configuration, id, addr string, force bool) error
 }
 
 // JoinCapped is Join in a group that takes at most most voters: with that
-// many voters besides id already, id is added as a non-voter, or left one,
-// and voter is false (a cluster's directory, whose other nodes follow it;
-// package cluster). most < 1 takes any number.
-func (n *Node) JoinCapped(id, addr string, force bool, most int) (voter bool, err error) {
-	err = n.changeMembership(func(conf hraft.Configuration) error {
+// many voters besides id already, id is added as a non-voter, or left one
+// (a cluster's directory, whose other nodes follow it; package cluster).
+// most < 1 takes any number.
+func (n *Node) JoinCapped(id, addr string, force bool, most int) error {
+	return n.changeMembership(func(conf hraft.Configuration) error {
 		voters := 0
 		for _, s := range conf.Servers {
 			if s.Suffrage != hraft.Voter {
 				continue
 			}
 			if s.ID == hraft.ServerID(id) {
-				voter = true
 				return n.join(conf, id, addr, force)
 			}
 			voters++
 		}
 		if most < 1 || voters < most {
-			voter = true
 			return n.join(conf, id, addr, force)
 		}
 		return n.joinNonvoter(conf, id, addr, force)
 	})
-	return voter, err
 }
 
 // JoinNonvoter adds a non-voter (leader only): a server the leader sends
