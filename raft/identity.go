@@ -305,13 +305,18 @@ var (
 func awaitFounders(s *streamLayer, self identity, peers []Peer, log *slog.Logger, stop <-chan struct{}) (map[string]string, error) {
 	seen := map[string]string{self.Node: self.Store}
 	waiting := map[string]string{} // founder -> why it has not answered
-	var notMember []string         // founders with state that do not count self a member
+	// Founders with state that do not count self a member, this round.
+	// Each is asked again every round: one that answered in passing (a
+	// moment of its start, or another node on its address) and counts
+	// self a member the next time makes it ErrStoreLost, the safe verdict.
+	var notMember []string
 	var firstNotMember time.Time
 	began, reported := time.Now(), time.Now()
 	for {
 		clear(waiting)
+		notMember = notMember[:0]
 		for _, p := range peers {
-			if _, ok := seen[p.ID]; ok || p.ID == self.Node || slices.Contains(notMember, p.ID) {
+			if _, ok := seen[p.ID]; ok || p.ID == self.Node {
 				continue
 			}
 			st, err := s.askStatus(p.Addr)
@@ -331,11 +336,14 @@ func awaitFounders(s *streamLayer, self identity, peers []Peer, log *slog.Logger
 					"then start this node again (with --join it rejoins as a new member)",
 					ErrStoreLost, p.ID, p.Addr, self.Node, self.Node, self.Node)
 			default:
-				if len(notMember) == 0 {
-					firstNotMember = time.Now()
-				}
 				notMember = append(notMember, p.ID)
 			}
+		}
+		switch {
+		case len(notMember) == 0:
+			firstNotMember = time.Time{}
+		case firstNotMember.IsZero():
+			firstNotMember = time.Now()
 		}
 		switch {
 		case len(waiting) == 0 && len(notMember) == 0:

@@ -225,7 +225,7 @@ func TestFounders_LostStoreNeverVotes(t *testing.T) {
 	if _, err := f.open(behind); err != nil {
 		t.Fatalf("reopen %s: %v", f.peers[behind].ID, err)
 	}
-	err := awaitOpen(t, f.peers[wiped].ID, back, 30*time.Second)
+	err := awaitOpen(t, f.peers[wiped].ID, back, 60*time.Second)
 	if !errors.Is(err, raft.ErrStoreLost) {
 		t.Fatalf("%s with a new store: Open returned %v, want ErrStoreLost", f.peers[wiped].ID, err)
 	}
