@@ -111,6 +111,31 @@ usage() {
 	done
 }
 
+# scrape N OUT: the sums over the nodes of the counters that say where
+# per-batch work goes (one JSON object): the Raft entries the leaders
+# proposed and the commands in them, the requests and commands a node sent
+# on to a leader, the write and read syscalls, the GC's CPU.
+scrape() {
+	python3 - "$1" "$HTTP_BASE" >"$2" <<'EOF'
+import json, re, sys, urllib.request
+n, base = int(sys.argv[1]), int(sys.argv[2])
+names = ["queen_raft_entries_total", "queen_raft_entry_commands_total", "queen_forwarded_requests_total",
+         "process_io_write_syscalls_total", "process_io_read_syscalls_total",
+         "go_gc_cpu_seconds_total"]
+sums = dict.fromkeys(names, 0.0)
+for i in range(1, n + 1):
+    try:
+        text = urllib.request.urlopen(f"http://127.0.0.1:{base + 10 * i}/metrics/prometheus", timeout=5).read().decode()
+    except Exception:
+        continue
+    for line in text.splitlines():
+        m = re.match(r"([a-z_]+)(\{[^}]*\})? (\S+)$", line)
+        if m and m.group(1) in sums:
+            sums[m.group(1)] += float(m.group(3))
+print(json.dumps(sums))
+EOF
+}
+
 # settled N: every node answers the placement with all N data groups on
 # three voters and a leader. spread N: and every node leads one of them,
 # and the directory its preferred member, where the leader spreading
@@ -198,11 +223,13 @@ run() {
 			curls+=($!)
 		done
 	fi
+	scrape "$n" "$W/counters-before"
 	usage "$n" "${pids[@]}" >"$W/before"
 	for i in $(seq 1 "$n"); do stat -c %s "$W/n$i.log"; done >"$W/logsize"
 	local TIMEFORMAT='%U %S'
 	{ time "$Q" bench --url "$urls" --batch 50 --queues 12 --conns "$conns" --size 1024 --duration "$DUR" --queue cap --json >"$W/report.json"; } 2>"$W/gen"
 	usage "$n" "${pids[@]}" >"$W/after"
+	scrape "$n" "$W/counters-after"
 	[ ${#curls[@]} = 0 ] || wait "${curls[@]}" || true
 	record "$label" "$n" "$conns"
 	if [ -n "$prof" ]; then
@@ -237,6 +264,7 @@ runjs() {
 		) &
 		pids+=($!)
 	done
+	rm -f "$W/counters-before" "$W/counters-after"
 	local load=("$W/jsbench" load --url "$urls" --replicas 3 --streams 12 --conns "$conns" --inflight "${JS_INFLIGHT:-100}" --size 1024)
 	# Warm up, until the cluster has its meta leader and takes the streams.
 	local waited=0
@@ -290,7 +318,14 @@ for i, size in enumerate(int(x) for x in open(sys.argv[11] + "/logsize")):
             m = re.search(r'msg="request failed".* code=(\S+)', line)
             if m:
                 failed[m.group(1)] += 1
-print(json.dumps({"failed": dict(failed), "conns": int(sys.argv[12]), "label": label, "n": n, "rate": push["msgs_per_s"], "p99_ms": push["latency_ms"]["p99"],
+# Where per-batch work goes (queen only): the counters' growth over the run.
+counters = {}
+try:
+    cb, ca = json.load(open(sys.argv[11] + "/counters-before")), json.load(open(sys.argv[11] + "/counters-after"))
+    counters = {k: ca[k] - cb.get(k, 0) for k in ca}
+except (OSError, ValueError):
+    pass
+print(json.dumps({"counters": counters, "failed": dict(failed), "conns": int(sys.argv[12]), "label": label, "n": n, "rate": push["msgs_per_s"], "p99_ms": push["latency_ms"]["p99"],
                   "errors": errors, "pushed": r.get("pushed", push["messages"]), "wall": wall, "idle": idle, "steal": steal, "gen_cpu": gen,
                   "cpu": cpu, "share": share, "throttled": throttled, "load": sys.argv[10]}))
 EOF
@@ -321,6 +356,14 @@ for r in rows:
 print("(us/msg: the nodes' CPU summed, per message pushed; % cap: a node's CPU seconds over the run against")
 print(" its cap; thr %: the share of CFS periods in which the busiest node was throttled; idle %, steal %: the")
 print(" machine's idle CPU and the CPU its hypervisor took, over the run)")
+for r in rows:
+    c, pushed = r.get("counters"), max(1, r["pushed"])
+    if c and c.get("queen_raft_entries_total"):
+        entries = c["queen_raft_entries_total"]
+        print(f"{r['label']}: {pushed / entries:.0f} messages and {c['queen_raft_entry_commands_total'] / entries:.1f} commands per Raft entry; "
+              f"{100 * c['queen_forwarded_requests_total'] / (pushed / 50):.0f}% of the pushes sent on to a leader; "
+              f"per 1,000 messages {1000 * c['process_io_write_syscalls_total'] / pushed:.0f} write and "
+              f"{1000 * c['process_io_read_syscalls_total'] / pushed:.0f} read syscalls, {1e6 * c['go_gc_cpu_seconds_total'] / pushed:.1f} us GC")
 for r in rows:
     if r["errors"]:
         print(f"{r['label']}: errors " + ", ".join(f"{k} {v}" for k, v in sorted(r["errors"].items())) +
