@@ -19,11 +19,11 @@ import (
 func (s *Server) push(ctx *fasthttp.RequestCtx, p *params) {
 	// A follower in push maintenance spools. Otherwise, without the
 	// cluster secret to send a prepared push with, a follower relays the
-	// request unread (relayFirst); with it, the push is read and sealed
+	// request unread (relayUnread); with it, the push is read and sealed
 	// here, and its proposer prepares it for the leader (prepared.go).
 	m, ok := s.broker.(Maintainer)
 	spools := ok && pushMaintenance(m)
-	if !spools && s.cluster == nil && s.relayFirst(ctx) {
+	if !spools && s.relayUnread(ctx) {
 		return
 	}
 	body := ctx.PostBody()
