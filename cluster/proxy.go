@@ -34,7 +34,8 @@ import (
 //   - while no leader's HTTP address is known, once it waited for it up
 //     to addressWait (awaitLeader);
 //   - an entry past ProxyOptions.MaxEntry, which the leader would refuse
-//     (a push of many tiny items prepares larger than its JSON);
+//     (a push of many tiny items prepares larger than its JSON; the error
+//     is then ErrNoPath too);
 //   - a leader that refuses it without proposing it (it no longer leads),
 //     or has no such path (ProxyOptions.NoPath: an older version; the
 //     error is then ErrNoPath too).
@@ -105,8 +106,11 @@ func (p *Proxy) Propose(ctx context.Context, c engine.Command) (engine.Result, e
 		}
 		if entry == nil {
 			var eerr error
-			if entry, eerr = raft.RelayEntry(c); eerr != nil || p.o.MaxEntry > 0 && len(entry) > p.o.MaxEntry {
+			if entry, eerr = raft.RelayEntry(c); eerr != nil {
 				return r, false, err // the leader takes the client's request whole
+			}
+			if p.o.MaxEntry > 0 && len(entry) > p.o.MaxEntry {
+				return r, false, fmt.Errorf("%w: %w", ErrNoPath, err) // ... which is smaller
 			}
 		}
 		fr, ferr := toLeader(ctx, p.o.Forward, p.n, st.LeaderHTTP, oneGroup, entry, p.o.Logger)

@@ -126,7 +126,7 @@ func TestProxy_WhatThePathDoesNotCarryIsTheFollowersNotLeader(t *testing.T) {
 			if errors.Is(tc.want, raft.ErrNotLeader) && errors.Is(err, errOld) {
 				t.Fatalf("answered the leader's refusal %v, want the follower's own", err)
 			}
-			if got, want := errors.Is(err, cluster.ErrNoPath), tc.opts.NoPath != nil; got != want {
+			if got, want := errors.Is(err, cluster.ErrNoPath), tc.opts.NoPath != nil || tc.opts.MaxEntry > 0; got != want {
 				t.Fatalf("answered %v: ErrNoPath %v, want %v", err, got, want)
 			}
 		})
