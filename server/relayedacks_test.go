@@ -150,3 +150,37 @@ func TestPrepared_OlderLeaderGetsTheTransactionRelayed(t *testing.T) {
 		t.Errorf("the leader's transaction route answered %v relayed transactions, want 1", got)
 	}
 }
+
+// Below the leader's disk reserve the cluster path serves what the
+// client's own route would: a follower's ack goes through (consumers go on
+// below the reserve), a transaction, which adds data, is refused 507, and
+// nothing of it is written.
+func TestPrepared_BelowReserveAcksGoOnAndTransactionsAreRefused(t *testing.T) {
+	t.Parallel()
+	lb := servertest.NewLocalBroker(t)
+	opts := server.Options{Logger: quietLogger(), ClusterSecret: testSecret}
+	leader, space := newDiskClient(t, lb, opts)
+	f := newClientOptions(t, writesFollower{follower{LocalBroker: lb, leaderHTTP: strings.TrimPrefix(leader.base, "http://")}}, opts)
+	leader.pushOne("d", "", "w1", 1)
+	m := leader.mustPop(popPath("d", "batch=1")).Messages
+	space.SetFree(63 * mib)
+
+	var acks []ackResult
+	f.do("POST", "/api/v1/ack", map[string]any{"transactionId": m[0].TransactionID, "partitionId": m[0].PartitionID,
+		"leaseId": m[0].LeaseID, "status": "completed"}).expect(t, http.StatusOK).decode(t, &acks)
+	if len(acks) != 1 || !acks[0].Success {
+		t.Fatalf("ack through the follower below the reserve: %+v", acks)
+	}
+	f.do("POST", "/api/v1/transaction", map[string]any{"operations": []any{
+		map[string]any{"type": "push", "items": []any{map[string]any{"queue": "d", "transactionId": "t1", "payload": 2}}}}}).
+		expectInsufficientStorage(t, "local")
+	for name, want := range map[string]float64{
+		`queen_http_requests_total{route="propose_relayed",status="2xx"}`: 1,
+		`queen_http_requests_total{route="propose_relayed",status="5xx"}`: 1,
+	} {
+		if got := leader.metric(name); got != want {
+			t.Errorf("leader %s = %v, want %v", name, got, want)
+		}
+	}
+	leader.mustBeEmpty(popPath("d", "batch=10"))
+}
