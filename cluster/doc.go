@@ -35,8 +35,11 @@
 // runs one group (Proxy, proxy.go) or several (the Host): both send on
 // one function, toLeader, and leave to the edge's whole-request relay
 // only what this path does not carry (a command without a result codec,
-// a request's second hop). Reads of a group a node does not host take it
-// too. Client implements Forwarder, which a Host is given when it is
+// a request's second hop, a leader without the path: ErrNoPath). A
+// follower's pushes, acks, transactions and spool replays all leave on it;
+// the edge reads their bodies first, and relays one unread only when
+// there is no path (no cluster secret). Reads of a group a node does not
+// host take it too. Client implements Forwarder, which a Host is given when it is
 // opened and a Proxy when it is made, and Answer is what the receiving
 // node's route runs. The route itself is in the server's
 // route table (auth, consistency, the error table), at ProposePath.

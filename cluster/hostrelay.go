@@ -76,21 +76,20 @@ func (h *Host) ProposeEntry(ctx context.Context, g uint32, entry []byte) (engine
 // refuses (it has just handed over) is waited for, up to addressWait:
 // each of those answers says nothing was applied.
 func (h *Host) run(ctx context.Context, g uint32, c engine.Command) (engine.Result, error) {
-	deadline := time.Now().Add(addressWait)
 	var entry []byte // encoded once, on the first relay
-	for {
+	return awaitLeader(ctx, func() (engine.Result, bool, error) {
 		r, err := engine.Result{}, error(raft.ErrNotLeader)
 		if n := h.served(g); n != nil {
 			r, err = n.Propose(ctx, c)
 		}
 		electing := errors.Is(err, raft.ErrNoLeader)
 		if !electing && (!errors.Is(err, raft.ErrNotLeader) || h.opts.Forward == nil) {
-			return r, h.groupError(g, err)
+			return r, false, h.groupError(g, err)
 		}
 		if st := h.leaderOf(g); !electing && st.LeaderHTTP != "" && st.Leader != h.opts.Node.ID {
 			if entry == nil {
 				if entry, err = raft.RelayEntry(c); err != nil {
-					return engine.Result{}, err
+					return engine.Result{}, false, err
 				}
 			}
 			r, err := h.forward(ctx, st.LeaderHTTP, g, entry)
@@ -98,20 +97,11 @@ func (h *Host) run(ctx context.Context, g uint32, c engine.Command) (engine.Resu
 			// was applied: the next look finds its successor. So does one
 			// that has just stepped down and knows no leader yet.
 			refused := errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrNoLeader)
-			if !refused || time.Now().After(deadline) || ctx.Err() != nil {
-				return r, err
-			}
+			return r, refused, err
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return r, h.groupError(g, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return r, true, h.groupError(g, err)
+	})
 }
-
-// addressWait bounds how long a relay waits for a new leader's address,
-// which its first entry (command.Announce) brings within a commit.
-const addressWait = 2 * time.Second
 
 // httpOf is the HTTP address of the leader st names: the group's own
 // record, else another group's (a node announces its address in each group

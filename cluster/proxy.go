@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -30,11 +31,14 @@ import (
 //   - a command without a result codec;
 //   - a request another node relayed here (WithoutRelay): a request hops
 //     at most once;
-//   - while no leader's HTTP address is known;
+//   - while no leader's HTTP address is known, once it waited for it up
+//     to addressWait (awaitLeader);
 //   - an entry past ProxyOptions.MaxEntry, which the leader would refuse
-//     (a push of many tiny items prepares larger than its JSON);
+//     (a push of many tiny items prepares larger than its JSON; the error
+//     is then ErrNoPath too);
 //   - a leader that refuses it without proposing it (it no longer leads),
-//     or has no such path (ProxyOptions.NoPath: an older version).
+//     or has no such path (ProxyOptions.NoPath: an older version; the
+//     error is then ErrNoPath too).
 type Proxy struct {
 	b Single
 	n *raft.Node // b as a replica, nil when it is none (an engine in process)
@@ -78,29 +82,70 @@ func NewProxy(b Single, o ProxyOptions) *Proxy {
 // oneGroup is the group of a node that runs one.
 const oneGroup uint32 = 1
 
-// Propose proposes c here or on the leader (see Proxy).
+// Propose proposes c here or on the leader (see Proxy). A leader this
+// node has not learnt the HTTP address of yet (it was elected a moment
+// ago, and its first entry, command.Announce, brings the address) is
+// waited for as a Host waits for it (awaitLeader), and only then is the
+// command left to the edge.
 func (p *Proxy) Propose(ctx context.Context, c engine.Command) (engine.Result, error) {
-	r, err := p.b.Propose(ctx, c)
-	if !errors.Is(err, raft.ErrNotLeader) || p.o.Forward == nil || ctx.Value(noRelay{}) != nil || !command.Relayable(c) {
-		return r, err
+	if p.o.Forward == nil || ctx.Value(noRelay{}) != nil || !command.Relayable(c) {
+		return p.b.Propose(ctx, c)
 	}
-	st := p.b.Status()
-	if st.LeaderHTTP == "" || st.Leader == st.ID {
-		return r, err
-	}
-	entry, eerr := raft.RelayEntry(c)
-	if eerr != nil || p.o.MaxEntry > 0 && len(entry) > p.o.MaxEntry {
-		return r, err // the leader takes the client's request whole
-	}
-	fr, ferr := toLeader(ctx, p.o.Forward, p.n, st.LeaderHTTP, oneGroup, entry, p.o.Logger)
-	switch {
-	case errors.Is(ferr, raft.ErrNotLeader), p.o.NoPath != nil && p.o.NoPath(ferr):
-		return r, err // nothing was proposed: the edge relays the request
-	case errors.Is(ferr, raft.ErrForward):
-		p.o.Logger.Warn("forward to leader", "leader", st.Leader, "addr", st.LeaderHTTP, "err", ferr)
-	}
-	return fr, ferr
+	var entry []byte // encoded once, on the first send
+	return awaitLeader(ctx, func() (engine.Result, bool, error) {
+		r, err := p.b.Propose(ctx, c)
+		if !errors.Is(err, raft.ErrNotLeader) {
+			return r, false, err
+		}
+		st := p.b.Status()
+		switch {
+		case st.Leader == st.ID:
+			return r, false, err
+		case st.LeaderHTTP == "":
+			return r, true, err // the address comes with the leader's first entry
+		}
+		if entry == nil {
+			var eerr error
+			if entry, eerr = raft.RelayEntry(c); eerr != nil {
+				return r, false, err // the leader takes the client's request whole
+			}
+			if p.o.MaxEntry > 0 && len(entry) > p.o.MaxEntry {
+				return r, false, fmt.Errorf("%w: %w", ErrNoPath, err) // ... which is smaller
+			}
+		}
+		fr, ferr := toLeader(ctx, p.o.Forward, p.n, st.LeaderHTTP, oneGroup, entry, p.o.Logger)
+		switch {
+		case p.o.NoPath != nil && p.o.NoPath(ferr):
+			return r, false, fmt.Errorf("%w: %w", ErrNoPath, err) // nothing was proposed
+		case errors.Is(ferr, raft.ErrNotLeader):
+			return r, false, err // nothing was proposed: the edge relays the request
+		case errors.Is(ferr, raft.ErrForward):
+			p.o.Logger.Warn("forward to leader", "leader", st.Leader, "addr", st.LeaderHTTP, "err", ferr)
+		}
+		return fr, false, ferr
+	})
 }
+
+// awaitLeader runs try until it answers for good, and answers its last
+// answer: try reports whether its answer says nothing was applied and a
+// moment may cure it (a group electing, a leader whose HTTP address this
+// node has not learnt yet, one that has just handed over), and is then
+// tried again, every 20 ms up to addressWait or the end of ctx. The one
+// bounded wait for a leader of a Proxy (one group) and a Host (Host.run).
+func awaitLeader(ctx context.Context, try func() (engine.Result, bool, error)) (engine.Result, error) {
+	deadline := time.Now().Add(addressWait)
+	for {
+		r, again, err := try()
+		if !again || time.Now().After(deadline) || ctx.Err() != nil {
+			return r, err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// addressWait bounds how long a proposal waits for a new leader's address,
+// which its first entry (command.Announce) brings within a commit.
+const addressWait = 2 * time.Second
 
 // noRelay, a context value (WithoutRelay), keeps a Proxy from sending a
 // command on.

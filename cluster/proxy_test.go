@@ -126,10 +126,55 @@ func TestProxy_WhatThePathDoesNotCarryIsTheFollowersNotLeader(t *testing.T) {
 			if errors.Is(tc.want, raft.ErrNotLeader) && errors.Is(err, errOld) {
 				t.Fatalf("answered the leader's refusal %v, want the follower's own", err)
 			}
+			if got, want := errors.Is(err, cluster.ErrNoPath), tc.opts.NoPath != nil || tc.opts.MaxEntry > 0; got != want {
+				t.Fatalf("answered %v: ErrNoPath %v, want %v", err, got, want)
+			}
 		})
 	}
 	// Without the cluster path nothing is sent.
 	if _, err := cluster.NewProxy(f, cluster.ProxyOptions{}).Propose(context.Background(), onePush("q")); !errors.Is(err, raft.ErrNotLeader) {
 		t.Fatalf("no path: %v", err)
+	}
+}
+
+// unannounced is a follower that has not learnt its leader's HTTP address
+// until known is set (its leader was elected a moment ago).
+type unannounced struct {
+	*raft.Node
+	known atomic.Bool
+}
+
+func (u *unannounced) Status() raft.Status {
+	st := u.Node.Status()
+	if !u.known.Load() {
+		st.LeaderHTTP = ""
+	}
+	return st
+}
+
+// A follower that does not know its leader's address yet waits for it, as
+// a Host does, and sends the command once it is known; past the wait it
+// answers its own raft.ErrNotLeader, having sent nothing.
+func TestProxy_WaitsForTheLeadersAddress(t *testing.T) {
+	t.Parallel()
+	c := rafttest.MakeCluster(t, 3)
+	f := &unannounced{Node: c.Followers()[0]}
+	knowsLeader(t, f.Node)
+	path := &leaderPath{c: c}
+	p := cluster.NewProxy(f, cluster.ProxyOptions{Forward: path})
+	learnt := time.AfterFunc(300*time.Millisecond, func() { f.known.Store(true) })
+	defer learnt.Stop()
+	res, err := raft.Propose[[]engine.PushResult](context.Background(), p, onePush("q"))
+	if err != nil || len(res) != 1 || res[0].Status != engine.Queued || path.sent.Load() != 1 {
+		t.Fatalf("push while the address was unknown: %+v, %v after %d sends", res, err, path.sent.Load())
+	}
+
+	f.known.Store(false)
+	start := time.Now()
+	if _, err := p.Propose(context.Background(), onePush("q")); !errors.Is(err, raft.ErrNotLeader) || path.sent.Load() != 1 {
+		t.Fatalf("the address never known: %v after %d sends, want ErrNotLeader after 1", err, path.sent.Load())
+	}
+	if waited := time.Since(start); waited < time.Second {
+		t.Fatalf("gave up after %v, want the bounded wait for the address", waited)
 	}
 }

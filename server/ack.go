@@ -11,7 +11,7 @@ import (
 
 // ack answers POST /api/v1/ack: an array of one result.
 func (s *Server) ack(ctx *fasthttp.RequestCtx, _ *params) {
-	if s.relayFirst(ctx) {
+	if s.relayUnread(ctx) {
 		return
 	}
 	f, err := bodies.Ack(ctx.PostBody())
@@ -25,7 +25,7 @@ func (s *Server) ack(ctx *fasthttp.RequestCtx, _ *params) {
 // ackBatch answers POST /api/v1/ack/batch: a top-level consumerGroup applies
 // to every item (overriding theirs); results come back in input order.
 func (s *Server) ackBatch(ctx *fasthttp.RequestCtx, _ *params) {
-	if s.relayFirst(ctx) {
+	if s.relayUnread(ctx) {
 		return
 	}
 	fields, err := bodies.AckBatch(ctx.PostBody())
@@ -37,7 +37,9 @@ func (s *Server) ackBatch(ctx *fasthttp.RequestCtx, _ *params) {
 }
 
 // acknowledge sends the well-formed items to the broker in one command and
-// answers the array of results, per-item errors included.
+// answers the array of results, per-item errors included. On a follower
+// the broker's proposer sends the command to the leader on the cluster
+// path (cluster.Proxy): its row relays its result.
 func (s *Server) acknowledge(ctx *fasthttp.RequestCtx, fields []bodies.AckFields) {
 	items, itemErrs := bodies.AckItems(fields)
 	var res []engine.AckResult
@@ -69,8 +71,14 @@ func (s *Server) acknowledge(ctx *fasthttp.RequestCtx, fields []bodies.AckFields
 
 // transaction answers POST /api/v1/transaction (docs/semantics.md §13): always 200
 // with success true or false once the bundle reached the broker.
+//
+// On a follower the bundle is read and its pushes sealed here, once, and
+// the broker's proposer sends the command to the leader on the cluster
+// path (cluster.Proxy). What that path does not carry is relayed whole
+// (forwardOrFail): the leader reads the client's body and seals it, and
+// what was sealed here is dropped.
 func (s *Server) transaction(ctx *fasthttp.RequestCtx, p *params) {
-	if s.relayFirst(ctx) {
+	if s.relayUnread(ctx) {
 		return
 	}
 	req, err := bodies.Transaction(ctx.PostBody())

@@ -22,6 +22,19 @@ import (
 // is for.
 const groupHeader = cluster.GroupHeader
 
+// commandAddsData reports whether a command of type t, sent on the
+// cluster path, adds data (the route's disk class, perCommand): every
+// command but those whose client routes write little and keep consumers
+// going below the disk reserve (an ack, a consumer group's delete or
+// subscription), which the leader serves there as it serves those routes.
+func commandAddsData(t command.Type) bool {
+	switch t {
+	case command.TypeAck, command.TypeDeleteGroup, command.TypeUpdateSub:
+		return false
+	}
+	return true
+}
+
 // Refusal is the error another node's error answer (status, body) stands
 // for: the table's sentinel for its code, with its text. An unknown code
 // is a failed relay (raft.ErrForward). It is how package cluster reads a
@@ -45,7 +58,9 @@ func Refusal(status int, body []byte) error {
 // Only a node (the cluster secret) may send one: a prepared push's frames
 // carry producer subjects and sealed bits the sending node vouches for.
 // A single group's leader in push maintenance refuses a prepared push
-// (errLeaderSpools): the follower that prepared it spools it. Its results
+// (errLeaderSpools): the follower that prepared it spools it. A command
+// that adds data is refused while a disk of the cluster is below its
+// reserve (commandAddsData), as its client's route would be. Its results
 // are counted where they are answered, on the forwarding node
 // (countPushed).
 func (s *Server) proposeRelayed(ctx *fasthttp.RequestCtx, p *params) {
@@ -57,6 +72,14 @@ func (s *Server) proposeRelayed(ctx *fasthttp.RequestCtx, p *params) {
 	if err != nil {
 		s.writeError(ctx, fmt.Errorf("%w: %w", raft.ErrNotPreparable, err))
 		return
+	}
+	if commandAddsData(t) {
+		release, err := s.admitData(int64(len(ctx.PostBody())))
+		if err != nil {
+			s.writeError(ctx, err)
+			return
+		}
+		defer release()
 	}
 	if m, ok := s.broker.(Maintainer); ok && t == command.TypePushPrepared && s.groups.leaderKnownUnread() && pushMaintenance(m) {
 		s.writeError(ctx, errLeaderSpools)

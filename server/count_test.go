@@ -13,8 +13,9 @@ import (
 )
 
 // notLeader follows the leader at leaderHTTP and proposes nothing itself:
-// its server prepares pushes for the leader (with the cluster secret) or
-// relays them whole, and relays pops and acks whole.
+// its server sends pushes (prepared) and acks to the leader on the cluster
+// path (with the cluster secret) or relays them whole, and relays pops
+// whole.
 type notLeader struct{ followerEngine }
 
 func (notLeader) Propose(context.Context, engine.Command) (engine.Result, error) {
@@ -23,9 +24,10 @@ func (notLeader) Propose(context.Context, engine.Command) (engine.Result, error)
 
 // Pushes, pops and acks sent to every node are counted once in the
 // cluster (ARCHITECTURE.md, "Counting once"): summed over the nodes,
-// /metrics and the leader's analytics say n for n. A push a follower
-// prepared is counted by that follower, which answers it; a request relayed
-// whole is counted by the leader, whose handler answers it.
+// /metrics and the leader's analytics say n for n. A push or an ack a
+// follower sent on the cluster path is counted by that follower, which
+// answers it; a request relayed whole is counted by the leader, whose
+// handler answers it.
 func TestCount_OnceWhicheverNodeIsAsked(t *testing.T) {
 	t.Parallel()
 	const secret = "count-test-secret-count-test-sec"
@@ -66,11 +68,11 @@ func TestCount_OnceWhicheverNodeIsAsked(t *testing.T) {
 
 	const total = each * 3
 	for name, want := range map[string][3]float64{
-		// The relaying node's whole push is the leader's; the prepared
-		// one the follower's.
+		// The relaying node's whole push and ack are the leader's; the
+		// ones sent on the cluster path the follower's.
 		`queen_push_messages_total{status="queued"}`: {2 * each, each, 0},
 		`queen_pop_messages_total`:                   {total, 0, 0},
-		`queen_ack_messages_total{result="success"}`: {total, 0, 0},
+		`queen_ack_messages_total{result="success"}`: {2 * each, each, 0},
 	} {
 		var got [3]float64
 		for i, n := range nodes {

@@ -89,7 +89,7 @@
 //	POST    /internal/v1/cluster/analytics                                             cluster    local        a follower's sealed minutes (cluster secret, like every /internal route)
 //	POST    /internal/v1/cluster/join                                                  cluster    command      node to node: membership
 //	POST    /internal/v1/cluster/leave                                                 cluster    command
-//	POST    /internal/v1/propose                                                       cluster    command      a command relayed to a group's leader (--groups; clusterpath.go)
+//	POST    /internal/v1/propose                                                       cluster    command      a command a follower or a Host sends to its group's leader (clusterpath.go)
 //	POST    /internal/v1/cluster/storage                                               cluster    local        a follower's disk state (storage.go)
 //	POST    /internal/v1/read-index                                                    cluster    local        the leader's read index, for a follower's linearizable read
 //	POST    /internal/v1/read                                                          cluster    local        a read of a group the asking node does not host (groups on R of N; remoteread.go)
@@ -178,9 +178,12 @@
 //
 // # Followers
 //
-// The server does not know whether its node leads. It calls the Broker,
-// which forwards commands (and pops) to the leader and relays the answer;
-// reads are served from the local node's applied state. Watch fires on the
+// The server does not know whether its node leads. It proposes through
+// its broker's proposer (a cluster.Proxy with one group, the cluster.Host
+// with several), which sends a command to the leader on the cluster path;
+// what that path does not carry (a pop, a command of an older leader) the
+// edge relays whole to the leader, and relays the answer back. Reads are
+// served from the local node's applied state. Watch fires on the
 // node where commands are applied, so a parked pop on a follower re-pops
 // through the leader when its own replica applies a push.
 package server

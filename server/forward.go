@@ -39,14 +39,16 @@ func (s *Server) forwardNotLeader(ctx *fasthttp.RequestCtx, err error) bool {
 	return s.forward(ctx)
 }
 
-// relayFirst relays a write to the leader before its body is read, when
-// this node is not the leader and knows who is: a follower would decode,
-// validate and seal the body only to be told raft.ErrNotLeader, and the
-// leader does all of it again. Bad input is answered by the leader, with
-// the same 400 the follower would have given. It reports whether the
-// request was answered.
-func (s *Server) relayFirst(ctx *fasthttp.RequestCtx) bool {
-	if !s.groups.leaderKnownUnread() {
+// relayUnread relays a write to the leader before its body is read, when
+// this node has no cluster path to send its command on (no cluster
+// secret), is not the leader, and knows who is: it would decode, validate
+// and seal the body only to be told raft.ErrNotLeader, and relay it whole
+// for the leader to do all of it again. Bad input is answered by the
+// leader, with the same 400 the follower would have given. It reports
+// whether the request was answered. With the path, the body is read here
+// and the command, not the request, goes to the leader (cluster.Proxy).
+func (s *Server) relayUnread(ctx *fasthttp.RequestCtx) bool {
+	if s.cluster != nil || !s.groups.leaderKnownUnread() {
 		return false // which group's leader serves it is in the body
 	}
 	st := s.broker.Status()

@@ -58,12 +58,20 @@ func (r relayedHere) Propose(ctx context.Context, c engine.Command) (engine.Resu
 // Grouped broker, cluster.Host) or has no one to send to (no cluster
 // secret); else the broker of one group behind a cluster.Proxy, timed.
 // A leader without the path answers 404 no_such_route or 501
-// not_implemented: the Proxy then leaves the request to the relay.
+// not_implemented, and one whose command table does not relay the
+// command (a version before its row had a result codec: a transaction)
+// 400 not_preparable, before proposing it: the Proxy then leaves the
+// request to the relay (cluster.ErrNoPath).
 func (s *Server) sender(b Broker) raft.Proposer {
 	if s.cluster == nil || !s.groups.leaderKnownUnread() {
 		return s.prop
 	}
-	p := cluster.NewProxy(b, cluster.ProxyOptions{Forward: s.cluster, MaxEntry: s.opts.MaxBodyBytes, Logger: s.log,
-		NoPath: func(err error) bool { return errors.Is(err, errNoSuchRoute) || errors.Is(err, errNotImplemented) }})
+	p := cluster.NewProxy(b, cluster.ProxyOptions{Forward: s.cluster, MaxEntry: s.opts.MaxBodyBytes, Logger: s.log, NoPath: noPath})
 	return relay.NewTimedProposer(p, s.opts.Metrics)
+}
+
+// noPath reports whether a leader's refusal of a command sent on the
+// cluster path says it has no path for it (cluster.ProxyOptions.NoPath).
+func noPath(err error) bool {
+	return errors.Is(err, errNoSuchRoute) || errors.Is(err, errNotImplemented) || errors.Is(err, raft.ErrNotPreparable)
 }

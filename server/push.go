@@ -19,11 +19,11 @@ import (
 func (s *Server) push(ctx *fasthttp.RequestCtx, p *params) {
 	// A follower in push maintenance spools. Otherwise, without the
 	// cluster secret to send a prepared push with, a follower relays the
-	// request unread (relayFirst); with it, the push is read and sealed
+	// request unread (relayUnread); with it, the push is read and sealed
 	// here, and its proposer prepares it for the leader (prepared.go).
 	m, ok := s.broker.(Maintainer)
 	spools := ok && pushMaintenance(m)
-	if !spools && s.cluster == nil && s.relayFirst(ctx) {
+	if !spools && s.relayUnread(ctx) {
 		return
 	}
 	body := ctx.PostBody()
@@ -32,7 +32,10 @@ func (s *Server) push(ctx *fasthttp.RequestCtx, p *params) {
 	// secret) keeps the producerSub its node stamped when it spooled it,
 	// and is not spooled again. Its payloads are plain (the relaying node
 	// opened what it had sealed) and are sealed here like any push: no
-	// request can say its payloads are already sealed (spool.go).
+	// request can say its payloads are already sealed (spool.go). A
+	// follower of this version replays on the cluster path instead, and
+	// relays so only to a leader without it; one of an older version
+	// relays so to any leader, which is why this route keeps reading it.
 	replay := p.node && len(ctx.Request.Header.Peek(spoolReplayHeader)) > 0
 	if !replay {
 		stamp(items, p.subject)

@@ -20,7 +20,8 @@ import (
 // cluster secret or an admin token). disk says whether the route adds data
 // (addsData: 507 while free space is below the reserve, see storage.go) or
 // only writes what lets consumers go on and space come back (writesLittle),
-// or nothing (reads). read says how fresh the state it answers from is
+// or nothing (reads), or, on the cluster path, as the command it carries
+// (perCommand). read says how fresh the state it answers from is
 // (readConsistency). Every route declares all three, and New refuses a
 // table with a route that does not.
 func (s *Server) routeTable() []route {
@@ -116,7 +117,7 @@ func (s *Server) routeTable() []route {
 
 		{"POST", cluster.JoinPath, "cluster_join", auth.Cluster, writesLittle, proposes, (*Server).join},
 		{"POST", cluster.LeavePath, "cluster_leave", auth.Cluster, writesLittle, proposes, (*Server).leave},
-		{"POST", cluster.ProposePath, "propose_relayed", auth.Cluster, addsData, proposes, (*Server).proposeRelayed},
+		{"POST", cluster.ProposePath, "propose_relayed", auth.Cluster, perCommand, proposes, (*Server).proposeRelayed},
 		{"POST", cluster.StoragePath, "cluster_storage", auth.Cluster, reads, local, (*Server).storageReport},
 		{"POST", cluster.ReadIndexPath, "read_index", auth.Cluster, reads, local, (*Server).readIndex},
 		{"POST", cluster.ReadPath, "read_relayed", auth.Cluster, reads, local, (*Server).answerRead},
@@ -167,6 +168,11 @@ const (
 	// a filesystem of this node, or of a node that reports to it as
 	// leader, is below the reserve.
 	addsData
+	// perCommand is the cluster path's: it proposes the command another
+	// node sent, which writes little or adds data as the client's own
+	// route of that command does (commandAddsData), checked once the body
+	// says which command it is.
+	perCommand
 )
 
 // readConsistency is how fresh the state a route answers from is

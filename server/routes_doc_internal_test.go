@@ -26,7 +26,7 @@ type routeRow struct {
 }
 
 func (r *route) row() routeRow {
-	disk := map[diskUse]string{reads: "reads", writesLittle: "little", addsData: "adds"}[r.disk]
+	disk := map[diskUse]string{reads: "reads", writesLittle: "little", addsData: "adds", perCommand: "per command"}[r.disk]
 	return routeRow{r.name, r.level.String(), disk, r.read.String()}
 }
 

@@ -26,7 +26,7 @@ func TestCheckRoutes_RefusesUndeclaredRows(t *testing.T) {
 		{"no level", func(r *route) { r.level = auth.Unset }, "declares no access level"},
 		{"unknown level", func(r *route) { r.level = auth.Cluster + 1 }, "declares no access level"},
 		{"no disk class", func(r *route) { r.disk = diskUnset }, "does not say whether it adds data"},
-		{"unknown disk class", func(r *route) { r.disk = addsData + 1 }, "does not say whether it adds data"},
+		{"unknown disk class", func(r *route) { r.disk = perCommand + 1 }, "does not say whether it adds data"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bad := append([]route(nil), table...)

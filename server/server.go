@@ -559,7 +559,7 @@ func checkRoutes(table []route) error {
 		if r.level == auth.Unset || r.level > auth.Cluster {
 			return fmt.Errorf("%w: route %s %s declares no access level", engine.ErrInvalid, r.method, r.pattern)
 		}
-		if r.disk == diskUnset || r.disk > addsData {
+		if r.disk == diskUnset || r.disk > perCommand {
 			return fmt.Errorf("%w: route %s %s does not say whether it adds data", engine.ErrInvalid, r.method, r.pattern)
 		}
 		if r.read == readUnset || r.read > proposes {

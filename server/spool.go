@@ -2,11 +2,13 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/queenmq/queen/cluster"
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server/relay"
@@ -38,7 +40,8 @@ func (s *Server) drainLoop(m Maintainer, stop <-chan struct{}) {
 		}
 		// Replaying adds the spooled data to the store: not while a disk
 		// of the cluster is below its reserve (a follower's replay is a
-		// push the leader's edge checks; this covers the leader's own).
+		// command the leader's propose route checks, as it checks a
+		// relayed push; this covers the leader's own).
 		if _, err := s.roomFor(0); err != nil {
 			continue
 		}
@@ -49,25 +52,43 @@ func (s *Server) drainLoop(m Maintainer, stop <-chan struct{}) {
 }
 
 // spoolReplayHeader marks a push that replays another node's spool. It
-// counts only on a request that carries the cluster secret.
+// counts only on a request that carries the cluster secret. A follower
+// relays its spool this way only to a leader without the cluster path (an
+// older version, cluster.ErrNoPath) or without the secret; the push route
+// keeps reading it, since a follower of an older version still sends its
+// replays so to a leader of this one during a rolling upgrade.
 const spoolReplayHeader = "X-Queen-Spool-Replay"
 
-// replaySpooled pushes one spool file's items (Spool.Drain): on the leader,
-// or on a grouped broker, it proposes them as stored, sealed bits included;
-// on a follower it relays them to the leader as an ordinary push of their
-// plaintext (relayBody).
+// replaySpooled pushes one spool file's items (Spool.Drain) through the
+// broker's proposer, as stored, sealed bits and producer subjects
+// included: here on the leader or a grouped broker, and from a follower to
+// the leader on the cluster path (cluster.Proxy), which only nodes speak,
+// like any other command. Their transaction ids make a replay that runs
+// again (an answer lost, the node stopped before the file was removed)
+// answer duplicates instead of storing twice. Only when the path does not
+// carry the push (cluster.ErrNoPath: an older leader, or an entry past the
+// body limit) or there is none (no cluster secret) does a follower relay
+// the items to the leader as an ordinary HTTP push (relayPush).
 func (s *Server) replaySpooled(items []engine.PushItem) error {
-	st := s.broker.Status()
-	if st.Role == "leader" || !s.groups.leaderKnownUnread() {
-		// A grouped broker sends each item to its queue's group.
-		ctx, cancel := context.WithTimeout(s.ctx, forwardTimeout)
-		defer cancel()
-		res, err := raft.Propose[[]engine.PushResult](ctx, s.prop, engine.PushCmd{Items: items})
-		if err == nil {
-			s.countPushed(res) // the leader's push route counts a relayed replay
-		}
-		return err
+	ctx, cancel := context.WithTimeout(s.ctx, forwardTimeout)
+	defer cancel()
+	res, err := raft.Propose[[]engine.PushResult](ctx, s.send, engine.PushCmd{Items: items})
+	switch {
+	case err == nil:
+		s.countPushed(res) // the leader counts only the pushes its push route answers
+		return nil
+	case errors.Is(err, cluster.ErrNoPath),
+		s.cluster == nil && s.groups.leaderKnownUnread() && errors.Is(err, raft.ErrNotLeader):
+		return s.relayPush(items)
 	}
+	return fmt.Errorf("server: spool replay: %w", err)
+}
+
+// relayPush relays spooled items to the leader as an HTTP push of their
+// plaintext (relayBody): the replay's way to a leader the cluster path
+// does not reach.
+func (s *Server) relayPush(items []engine.PushItem) error {
+	st := s.broker.Status()
 	if st.LeaderHTTP == "" {
 		return fmt.Errorf("server: spool replay: no leader")
 	}

@@ -288,6 +288,13 @@ func TestCluster_WriteThroughAFollowerThenRead(t *testing.T) {
 					writeThenRead(t, c, n, q, fmt.Sprintf("%s-%d", q, round), round == 1)
 				}
 			}
+			// A follower's ack went to the leader as a command on the
+			// cluster path, not as a request: each ack ran one ack
+			// handler, the node's it was sent to (a request relayed
+			// whole runs the leader's as well).
+			if got, want := c.metricSum(`queen_http_requests_total{route="ack",status="2xx"}`), float64(3*len(queues)); got != want {
+				t.Errorf("ack handlers run over the nodes: %v, want %v, one an ack", got, want)
+			}
 		})
 	}
 }

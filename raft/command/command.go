@@ -92,7 +92,7 @@ var codecs = []codec{
 		func(r *wire.Reader) engine.ExtendLeaseCmd {
 			return engine.ExtendLeaseCmd{Lease: r.ID(), Seconds: r.Varint()}
 		}, notRelayed),
-	row(TypeTransaction, appendTransaction, readTransaction, notRelayed),
+	row(TypeTransaction, appendTransaction, readTransaction, answersTx),
 	row(TypeReplay, appendReplay, readReplay, answersReplay),
 	row(TypeDeleteDLQ, func(w *wire.Writer, c engine.DeleteDLQCmd) {
 		w.ID(c.PartitionID)

@@ -128,7 +128,10 @@
 // result, encoded by the result codec in the command's row of the table
 // (results.go, which documents those layouts). A row's codec is what lets
 // the command be relayed at all; notRelayed rows are answered only by the
-// node that proposed them. Results cross nodes and are never stored.
+// node that proposed them. Results cross nodes and are never stored. A row
+// may start relaying without a new version: a leader whose table does not
+// relay the command refuses it before proposing it (raft.ErrNotPreparable),
+// and the node that sent it relays the client's request whole instead.
 //
 // # Versions
 //

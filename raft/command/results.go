@@ -28,6 +28,9 @@ import (
 //	bool            u8 (a lookup's "found")
 //	struct{}        nothing (an announce: done)
 //	ImportResult    next uvarint | done u8
+//	TxResult        id | success u8 | error str | []PushResult | []AckResult
+//	                (its Outbox is not carried: only an OutboxTxCmd fills
+//	                it, and that is never relayed)
 
 // answer is how a row's result crosses nodes; the zero answer
 // (notRelayed) says the command is only ever answered by the node that
@@ -50,6 +53,7 @@ var (
 	answersPush         = answers(appendPushResults, readPushResults)
 	answersAck          = answers(appendAckResults, readAckResults)
 	answersReplay       = answers(appendReplayResult, readReplayResult)
+	answersTx           = answers(appendTxResult, readTxResult)
 	answersGroupDeleted = answers(func(w *wire.Writer, v engine.GroupDeleted) { w.Varint(int64(v.Cursors)); w.Bool(v.Metadata) },
 		func(r *wire.Reader) engine.GroupDeleted {
 			return engine.GroupDeleted{Cursors: int(r.Varint()), Metadata: r.Bool()}
@@ -206,6 +210,26 @@ func appendReplayResult(w *wire.Writer, v engine.ReplayResult) {
 func readReplayResult(r *wire.Reader) engine.ReplayResult {
 	v := engine.ReplayResult{Queue: r.Str(), Partition: r.Str(), RowsRemoved: int(r.Varint())}
 	readPushResult(r, &v.Push)
+	return v
+}
+
+func appendTxResult(w *wire.Writer, v engine.TxResult) {
+	w.ID(v.ID)
+	w.Bool(v.Success)
+	w.Str(v.Error)
+	appendPushResults(w, v.Pushes)
+	appendAckResults(w, v.Acks)
+}
+
+func readTxResult(r *wire.Reader) engine.TxResult {
+	v := engine.TxResult{ID: r.ID(), Success: r.Bool(), Error: r.Str()}
+	// None reads back nil, as a failed transaction answers them.
+	if v.Pushes = readPushResults(r); len(v.Pushes) == 0 {
+		v.Pushes = nil
+	}
+	if v.Acks = readAckResults(r); len(v.Acks) == 0 {
+		v.Acks = nil
+	}
 	return v
 }
 

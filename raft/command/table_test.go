@@ -38,6 +38,9 @@ func sampleResults() []any {
 		uint64(1) << 40,
 		engine.ReplayResult{Queue: "q", Partition: "p", RowsRemoved: 2,
 			Push: engine.PushResult{Status: engine.Queued, MessageID: id, PartitionID: engine.ID{7}, TransactionID: "r1", Queue: "q"}},
+		engine.TxResult{ID: engine.ID{4, 5}, Success: true, Error: "lease expired",
+			Pushes: []engine.PushResult{{Status: engine.Queued, MessageID: id, PartitionID: engine.ID{8}, TransactionID: "x1", Queue: "q"}},
+			Acks:   []engine.AckResult{{TransactionID: "x2", Success: true, LeaseReleased: true, Queue: "q", Partition: "p"}}},
 	}
 }
 
