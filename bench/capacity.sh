@@ -34,7 +34,8 @@
 #         flight as 24 connections of 50-message batches
 #   PROFILE=/tmp/prof bench/capacity.sh           # and one more run at N = PROFILE_N
 #         (default 9) with --pprof on every node: the busiest node's CPU
-#         profile and its top functions are kept in /tmp/prof
+#         profile and its top functions are kept in /tmp/prof (NS="" for
+#         the profiled run alone)
 #
 # Needs root (it makes cgroups), the cgroup v1 cpu controller mounted at
 # /sys/fs/cgroup/cpu, python3, and go (unless QUEEN is given; PROFILE also
@@ -56,7 +57,7 @@ if [ ! -w "$CG/cpu.cfs_quota_us" ]; then
 fi
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-NS=${NS:-3 6 9}
+NS=${NS-3 6 9}
 ROUNDS=${ROUNDS:-2}
 DUR=${DUR:-20s}
 CAP=${CAP:-12000}
@@ -372,8 +373,8 @@ measured = [r for r in rows if not r["label"].endswith("prof")]
 rounds = {}
 for r in measured:
     rounds.setdefault(r["label"].split("#")[1], {})[r["n"]] = r
-base = ns[0]
 for m in ns[1:]:
+    base = ns[0]
     ratios = [rd[m]["rate"] / rd[base]["rate"] for rd in rounds.values() if m in rd and base in rd]
     if ratios:
         print(f"N{m} / N{base}: " + ", ".join(f"{x:.2f}" for x in ratios) + f" (mean {sum(ratios) / len(ratios):.2f})")
