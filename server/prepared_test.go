@@ -166,23 +166,8 @@ func TestPrepared_LeaderInMaintenanceLeavesThePushToTheFollowersSpool(t *testing
 // starts with the followers keeps every push working.
 func TestPrepared_OlderLeaderGetsTheRequestRelayed(t *testing.T) {
 	t.Parallel()
-	var old *httptest.Server
 	_, leader, f := preparedPair(t, func(leader *client) string {
-		target, err := url.Parse(leader.base)
-		if err != nil {
-			t.Fatal(err)
-		}
-		proxy := httputil.NewSingleHostReverseProxy(target)
-		old = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == "/internal/v1/propose" {
-				w.WriteHeader(http.StatusNotImplemented)
-				_ = json.NewEncoder(w).Encode(map[string]string{"error": "this broker runs one Raft group", "code": "not_implemented"})
-				return
-			}
-			proxy.ServeHTTP(w, r)
-		}))
-		t.Cleanup(old.Close)
-		return old.URL
+		return olderLeader(t, leader, http.StatusNotImplemented, "not_implemented", "this broker runs one Raft group")
 	})
 	if r := f.pushOne("up", "", "u", map[string]any{"v": 1}); r.Status != "queued" {
 		t.Fatalf("push via a follower of an older leader: %+v", r)
@@ -254,4 +239,27 @@ func TestPrepared_EntryPastTheBodyLimitIsRelayedAsSent(t *testing.T) {
 	if got := leader.metric(`queen_http_requests_total{route="propose_relayed",status="4xx"}`); got != 0 {
 		t.Errorf("the leader refused %v prepared pushes", got)
 	}
+}
+
+// olderLeader serves leader's routes but the cluster path, which it
+// answers status with the error code and message an older version gives
+// (501 not_implemented: a version without the path; 400 not_preparable:
+// one whose command table does not send the command); its base URL.
+func olderLeader(t *testing.T, leader *client, status int, code, msg string) string {
+	t.Helper()
+	target, err := url.Parse(leader.base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	old := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/internal/v1/propose" {
+			w.WriteHeader(status)
+			_ = json.NewEncoder(w).Encode(map[string]string{"error": msg, "code": code})
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(old.Close)
+	return old.URL
 }

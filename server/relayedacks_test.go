@@ -3,11 +3,7 @@ package server_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strings"
 	"testing"
 
@@ -114,22 +110,7 @@ func TestPrepared_FollowerSendsAcksAndTransactionsToTheLeader(t *testing.T) {
 func TestPrepared_OlderLeaderGetsTheTransactionRelayed(t *testing.T) {
 	t.Parallel()
 	lb, leader, f := writesPair(t, func(leader *client) string {
-		target, err := url.Parse(leader.base)
-		if err != nil {
-			t.Fatal(err)
-		}
-		proxy := httputil.NewSingleHostReverseProxy(target)
-		old := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == "/internal/v1/propose" {
-				w.WriteHeader(http.StatusBadRequest)
-				_ = json.NewEncoder(w).Encode(map[string]string{"error": "raft: command cannot be prepared for another node",
-					"code": "not_preparable"})
-				return
-			}
-			proxy.ServeHTTP(w, r)
-		}))
-		t.Cleanup(old.Close)
-		return old.URL
+		return olderLeader(t, leader, http.StatusBadRequest, "not_preparable", "raft: command cannot be prepared for another node")
 	})
 	leader.configure("sealed", map[string]any{"encryptionEnabled": true})
 	tx := f.do("POST", "/api/v1/transaction", map[string]any{"operations": []any{

@@ -2,11 +2,7 @@ package server_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -102,7 +98,7 @@ func TestSpool_FollowerOfAnOlderLeaderRelaysItsReplay(t *testing.T) {
 	lb := servertest.NewLocalBroker(t)
 	opts := server.Options{Logger: quietLogger(), ClusterSecret: testSecret, EncryptionKey: testKey}
 	leader := newClientOptions(t, lb, opts)
-	old := olderLeader(t, leader)
+	old := olderLeader(t, leader, http.StatusNotImplemented, "not_implemented", "this broker runs one Raft group")
 	opts.SpoolDir = t.TempDir()
 	f := newClientOptions(t, follower{LocalBroker: lb, leaderHTTP: strings.TrimPrefix(old, "http://")}, opts)
 	leader.configure("secret", map[string]any{"encryptionEnabled": true})
@@ -124,25 +120,4 @@ func TestSpool_FollowerOfAnOlderLeaderRelaysItsReplay(t *testing.T) {
 	if got := leader.metric(`queen_http_requests_total{route="push",status="2xx"}`); got != 1 {
 		t.Errorf("the leader's push route answered %v replays, want 1", got)
 	}
-}
-
-// olderLeader serves leader's routes but the cluster path, which it
-// answers 501 as a version without it does; its base URL.
-func olderLeader(t *testing.T, leader *client) string {
-	t.Helper()
-	target, err := url.Parse(leader.base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	old := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/internal/v1/propose" {
-			w.WriteHeader(http.StatusNotImplemented)
-			_ = json.NewEncoder(w).Encode(map[string]string{"error": "this broker runs one Raft group", "code": "not_implemented"})
-			return
-		}
-		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(old.Close)
-	return old.URL
 }
