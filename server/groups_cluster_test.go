@@ -3,11 +3,13 @@ package server_test
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/queenmq/queen/server"
+	"github.com/queenmq/queen/server/diskspace"
 	"github.com/queenmq/queen/server/servertest"
 )
 
@@ -205,6 +207,102 @@ func TestGroups_StorageReportsReachEveryGroupLeader(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s's low disk did not reach %s", lowID, strings.Join(missing, ", "))
 		}
+	}
+}
+
+// On R of N a node reports its disk to the leaders of the groups it holds
+// a replica of, not to the others: a low disk holds up the groups that
+// append to it, and a leader of none of them goes on taking data.
+func TestGroups_StorageReportsReachOnlyTheLeadersOfItsGroups(t *testing.T) {
+	t.Parallel()
+	spaces := make([]*servertest.InmemSpace, 4)
+	c := servertest.StartGroupsOf(t, 4, 4, 3, func(i int, o *server.Options) {
+		spaces[i] = &servertest.InmemSpace{}
+		o.Storage = spaces[i].Guard(t, 64<<20, 1<<20, t.TempDir())
+	})
+	// The low node: one outside some group whose leader leads no group
+	// the low node holds (four nodes, four groups of three: each node is
+	// outside one group, and the leaders are spread).
+	low, outside, other := -1, uint32(0), -1
+	var ofLow []uint32
+	for deadline := time.Now().Add(30 * time.Second); low < 0; time.Sleep(100 * time.Millisecond) {
+		leaders := c.WaitLayout()
+	pick:
+		for i := range c.Nodes {
+			hosted := hostedBy(c, i)
+			for g, l := range leaders {
+				if g == 0 || slices.Contains(hosted, int(g)) || l == i {
+					continue
+				}
+				for h, hl := range leaders {
+					if h != 0 && hl == l && slices.Contains(hosted, int(h)) {
+						continue pick // l leads a group of i's too
+					}
+				}
+				low, outside, other = i, g, l
+				ofLow = nil
+				for _, h := range hosted {
+					ofLow = append(ofLow, uint32(h))
+				}
+				break pick
+			}
+		}
+		if low < 0 && time.Now().After(deadline) {
+			t.Fatalf("no node is outside a group whose leader leads none of its groups: leaders %v", leaders)
+		}
+	}
+	// The queue is configured first: configuring adds data, and the
+	// directory may be led by the low node.
+	configureIn(t, nodeClient(t, c, other), "elsewhere", int(outside))
+	waitPlaced(t, c, "elsewhere", outside)
+	lowID := c.Nodes[low].ID
+	spaces[low].SetFree(0)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		leaders := c.WaitLayout()
+		var missing []string
+		for _, g := range ofLow {
+			if l := leaders[g]; l != low && !reportsLow(t, nodeClient(t, c, l), lowID) {
+				missing = append(missing, fmt.Sprintf("group %d's leader %s", g, c.Nodes[l].ID))
+			}
+		}
+		if len(missing) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s's low disk did not reach %s", lowID, strings.Join(missing, ", "))
+		}
+	}
+	// Every leader of a group of the low node has heard of it (above).
+	// The leader of the group outside, once it has led none of the low
+	// node's groups for longer than a report lives (leaderships may move
+	// on a busy machine), holds no report of it, and takes data there.
+	var alone time.Time // since when the group outside's leader has led none of the low node's groups
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the leader of group %d never led it alone for %v", outside, diskspace.ReportTTL)
+		}
+		leaders := c.WaitLayout()
+		l := leaders[outside]
+		if l == low || slices.ContainsFunc(ofLow, func(g uint32) bool { return leaders[g] == l }) || l != other {
+			alone, other = time.Time{}, l
+			continue
+		}
+		if alone.IsZero() {
+			alone = time.Now()
+		}
+		if time.Since(alone) < diskspace.ReportTTL+time.Second {
+			continue
+		}
+		oc := nodeClient(t, c, l)
+		if reportsLow(t, oc, lowID) {
+			t.Fatalf("%s, leader of group %d which %s holds no replica of, holds its low report", c.Nodes[l].ID, outside, lowID)
+		}
+		r := oc.do("POST", "/api/v1/push", map[string]any{"items": []map[string]any{{"queue": "elsewhere", "payload": 1}}})
+		if r.status == http.StatusServiceUnavailable {
+			continue // an election: nothing stored, asked again
+		}
+		r.expect(t, http.StatusCreated)
+		return
 	}
 }
 

@@ -147,7 +147,12 @@ func (s *Server) reportLoop(stop <-chan struct{}) {
 
 // reportToGroupLeaders is reportLoop for a grouped broker: every data
 // group's leader proposes that group's pushes, so each must know when a
-// replica of its group is low on disk.
+// replica of its group is low on disk. A node reports to the leaders of
+// the groups it holds a replica of, and only to them: a group on other
+// nodes appends nothing here, so this disk cannot stall it, and its
+// leader would otherwise refuse data for a disk it never writes to (and,
+// on R of N, every node would send 2(N-1) reports a second where it
+// needs at most 2R).
 func (s *Server) reportToGroupLeaders(stop <-chan struct{}, noSecret string) {
 	defer s.loops.Done()
 	t := time.NewTicker(storageReportInterval)
@@ -161,8 +166,8 @@ func (s *Server) reportToGroupLeaders(stop <-chan struct{}, noSecret string) {
 		}
 		sent := map[string]bool{}
 		for _, g := range s.groupStatuses() {
-			if g.group == 0 || g.Leader == "" || g.Leader == g.ID || g.LeaderHTTP == "" || sent[g.Leader] {
-				continue
+			if g.group == 0 || g.Role == "none" || g.Leader == "" || g.Leader == g.ID || g.LeaderHTTP == "" || sent[g.Leader] {
+				continue // the directory takes no data; "none": no replica here
 			}
 			if s.opts.ClusterSecret == "" {
 				s.log.Warn(noSecret)

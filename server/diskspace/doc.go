@@ -66,9 +66,10 @@
 // follower whose disk fills would stop appending and, with another one down,
 // stall every commit. So each follower reports its guard's verdict to the
 // leader every half second (package server's storageReportInterval; POST
-// /internal/v1/cluster/storage, to the leader address it already relays to),
-// and the leader refuses data while any report younger than ReportTTL says a
-// node is below its reserve. A node that stops reporting (down, cut off,
+// /internal/v1/cluster/storage, to the leader address it already relays to;
+// with queues spread over groups, to the leader of each group it holds a
+// replica of), and the leader refuses data while any report younger than
+// ReportTTL says a node is below its reserve. A node that stops reporting (down, cut off,
 // removed) stops counting when its last report expires: a node that cannot
 // append anything holds up no commit once it is gone, and Raft's quorum
 // covers it as it covers any crash. A follower's own edge checks its own
