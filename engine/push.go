@@ -353,7 +353,8 @@ func (b *Batch) probeGroup(part ID, pp *PreparedPush, g *PreparedGroup) []txnHit
 // was most of the apply loop's time under push load; prefix seeks on one
 // iterator reuse it and still consult the bloom filters. The iterator sees
 // the batch as it was when the probe started, so a probe must not outlive a
-// write to the txn index (pushGroup probes first, then writes).
+// write to the txn index that it could read back (pushGroup probes first,
+// then writes; purgeTxns deletes only entries it will not look up again).
 type txnProbe struct {
 	it  *pebble.Iterator
 	key []byte
