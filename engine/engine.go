@@ -503,8 +503,6 @@ type Batch struct {
 	rows  []*row       // dirty cursor rows, flushed at Commit
 	buf   []byte       // scratch for a value, reused once set
 	key   []byte       // scratch for a key, reused once set
-	hits  []txnHit     // scratch for probeGroup's answer
-	order []int        // scratch for probeGroup's key order
 	err   error
 	// compactions are ranges deleted by this batch, compacted after it
 	// commits to give the space back.

@@ -3,8 +3,6 @@ package engine
 import (
 	"bytes"
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -229,17 +227,20 @@ func (b *Batch) pushGroup(now int64, m *minter, pp *PreparedPush, g *PreparedGro
 
 	kept := g.Items
 	if window > 0 {
-		hits := b.probeGroup(p.id, pp, g)
 		kept = kept[:0:0]
-		for n, i := range g.Items {
+		var probe txnProbe
+		for _, i := range g.Items {
 			res := &results[i]
 			res.Queue, res.Partition, res.PartitionID = q.name, p.rec.Name, p.id
-			if h := &hits[n]; h.found && h.rec.CreatedAt >= now-window {
-				res.Status, res.MessageID = Duplicate, h.rec.MessageID
-				continue
+			if !pp.Items[i].Minted {
+				if rec, ok := b.probeTxn(&probe, p.id, res.TransactionID); ok && rec.CreatedAt >= now-window {
+					res.Status, res.MessageID = Duplicate, rec.MessageID
+					continue
+				}
 			}
 			kept = append(kept, i)
 		}
+		probe.close()
 	}
 	body := g.Body
 	if len(kept) != len(g.Items) {
@@ -310,42 +311,6 @@ func filterBody(body segment.Body, items, kept []int) (segment.Body, error) {
 		return segment.Body{}, nil
 	}
 	return segment.EncodeBody(nil, frames)
-}
-
-// txnHit is what probeGroup found for one item.
-type txnHit struct {
-	rec   keyspace.TxnRecord
-	found bool
-}
-
-// probeGroup looks up the transaction ids of g's items in p's index, and
-// returns what it found for each, aligned with g.Items. Minted ids are not
-// looked up: they cannot exist yet. The probes go in key order (the ids'
-// byte order, since the keys share their prefix): Pebble then moves each
-// level's iterator forward from where the previous probe left it
-// (TrySeekUsingNext) instead of seeking it from the top, and a request's
-// ids, often one client's counter, sit in a few blocks. The order changes
-// only the cost: the iterator sees the batch as the probe began, and g's
-// ids are distinct (preparePush resolved repeats).
-func (b *Batch) probeGroup(part ID, pp *PreparedPush, g *PreparedGroup) []txnHit {
-	hits := slices.Grow(b.hits[:0], len(g.Items))[:len(g.Items)]
-	clear(hits)
-	order := b.order[:0]
-	for n, i := range g.Items {
-		if !pp.Items[i].Minted {
-			order = append(order, n)
-		}
-	}
-	slices.SortFunc(order, func(x, y int) int {
-		return strings.Compare(pp.Items[g.Items[x]].TransactionID, pp.Items[g.Items[y]].TransactionID)
-	})
-	var probe txnProbe
-	for _, n := range order {
-		hits[n].rec, hits[n].found = b.probeTxn(&probe, part, pp.Items[g.Items[n]].TransactionID)
-	}
-	probe.close()
-	b.hits, b.order = hits, order
-	return hits
 }
 
 // txnProbe looks up many transaction ids through one iterator. A point Get
