@@ -134,7 +134,10 @@ var encoder = sync.OnceValue(func() *zstd.Encoder {
 // compression. Bodies of 4 KiB and more keep entropy coding: from ten
 // messages on it costs only 10-15% more CPU and stores a quarter fewer bytes.
 // The output is an ordinary zstd frame (raw literals), read by every
-// decoder: no format change.
+// decoder: no format change. Its encoders are a pool of their own, so a
+// small body never waits behind a large one; the cap on cores compressing
+// at once (see encoder) holds for each pool, and a small body takes a few
+// microseconds.
 var smallEncoder = sync.OnceValue(func() *zstd.Encoder {
 	return newEncoder(zstd.WithNoEntropyCompression(true))
 })
