@@ -13,6 +13,7 @@
 #   ROUNDS=3 DUR=20s PROFILE=/tmp/prof bench/cpu.sh A B  # and a CPU profile of each run
 #   RATE=40000 bench/cpu.sh A B                          # paced: the same load on every build
 #   MESSAGES=1000000 DUR=60s bench/cpu.sh A B            # the same number of messages for every build
+#   BATCH=1 SIZE=256 RATE=4000 bench/cpu.sh A B           # single small messages (the warm-up stays 100 x 1 KiB)
 #
 # Unpaced runs say what a build reaches; but on a shared machine the rate
 # moves with the other load, and the CPU per message moves with the rate (a
@@ -38,6 +39,8 @@ ROUNDS=${ROUNDS:-2}
 PROFILE=${PROFILE:-}
 RATE=${RATE:-}
 MESSAGES=${MESSAGES:-}
+BATCH=${BATCH:-100}
+SIZE=${SIZE:-1024}
 W=$(mktemp -d /tmp/queen-cpu.XXXXXX)
 trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$W"' EXIT
 DRIVER=$1
@@ -61,7 +64,7 @@ run() {
 	fi
 	local before after
 	before=$(awk '{print $14 + $15}' "/proc/$pid/stat")
-	"$DRIVER" bench --url http://127.0.0.1:17632 --batch 100 --size 1024 --conns 32 --duration "$DUR" ${RATE:+--rate "$RATE"} ${MESSAGES:+--messages "$MESSAGES"} --queue load --json >"$W/report.json"
+	"$DRIVER" bench --url http://127.0.0.1:17632 --batch "$BATCH" --size "$SIZE" --conns 32 --duration "$DUR" ${RATE:+--rate "$RATE"} ${MESSAGES:+--messages "$MESSAGES"} --queue load --json >"$W/report.json"
 	[ -n "$prof" ] && wait "$prof"
 	after=$(awk '{print $14 + $15}' "/proc/$pid/stat")
 	python3 - "$name" "$round" $((after - before)) "$TICK" "$W/report.json" "$(cut -d' ' -f1 /proc/loadavg)" >>"$W/results" <<'EOF'

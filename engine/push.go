@@ -228,7 +228,7 @@ func (b *Batch) pushGroup(now int64, m *minter, pp *PreparedPush, g *PreparedGro
 	kept := g.Items
 	if window > 0 {
 		kept = kept[:0:0]
-		var probe txnProbe
+		probe := txnProbe{misses: true}
 		for _, i := range g.Items {
 			res := &results[i]
 			res.Queue, res.Partition, res.PartitionID = q.name, p.rec.Name, p.id
@@ -318,16 +318,25 @@ func filterBody(body segment.Body, items, kept []int) (segment.Body, error) {
 // was most of the apply loop's time under push load; prefix seeks on one
 // iterator reuse it and still consult the bloom filters. The iterator sees
 // the batch as it was when the probe started, so a probe must not outlive a
-// write to the txn index (pushGroup probes first, then writes).
+// write to the txn index that it could read back (pushGroup probes first,
+// then writes; purgeTxns deletes only entries it will not look up again).
+//
+// A probe for ids that are expected to be absent (the dedup probe: a
+// duplicate is the exception) sets misses, which makes the iterator consult
+// the bloom filters of L6 tables too. Pebble skips them by default (they are
+// large, and useless when the key is there), so every miss read an index
+// and a data block of each L6 table it overlapped; and in a young store the
+// base level is L6, where nearly all of the index lives.
 type txnProbe struct {
-	it  *pebble.Iterator
-	key []byte
+	it     *pebble.Iterator
+	key    []byte
+	misses bool
 }
 
 // probeTxn is lookupTxn through p.
 func (b *Batch) probeTxn(p *txnProbe, part ID, txn string) (keyspace.TxnRecord, bool) {
 	if p.it == nil {
-		it, err := b.pb.NewIter(nil)
+		it, err := b.pb.NewIter(&pebble.IterOptions{UseL6Filters: p.misses})
 		if err != nil {
 			b.fail(fmt.Errorf("engine: read txn index: %w", err))
 			return keyspace.TxnRecord{}, false

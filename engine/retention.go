@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -151,6 +152,14 @@ func (b *Batch) purgeTxns(p *partition, cutoff int64) (int, error) {
 		return 0, err
 	}
 	defer it.Close()
+	// One iterator for every lookup, in key order within each segment's
+	// ids, as a push probes them (push.go, probeGroup): a point Get per
+	// id builds and tears down an iterator over every level, and every
+	// pushed message comes through here once its window has passed. The
+	// probe does not see the deletes below, and need not: an id's entry
+	// names one segment, so it is deleted at most once.
+	var probe txnProbe
+	defer probe.close()
 	purged := 0
 	p.rec.PurgeFrom = 0
 	for it.First(); it.Valid(); it.Next() {
@@ -170,10 +179,11 @@ func (b *Batch) purgeTxns(p *partition, cutoff int64) (int, error) {
 		if err != nil {
 			return purged, err
 		}
+		slices.Sort(txns)
 		for _, txn := range txns {
-			rec, ok, err := lookupTxn(b.pb, p.id, txn)
-			if err != nil {
-				return purged, err
+			rec, ok := b.probeTxn(&probe, p.id, txn)
+			if b.err != nil {
+				return purged, b.err
 			}
 			if ok && rec.Offset >= base && rec.Offset < base+int64(len(txns)) {
 				b.del(keyspace.Txn(p.id, txn))

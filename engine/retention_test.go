@@ -158,3 +158,38 @@ func TestSweep_PurgesTxnIndexAfterWindow(t *testing.T) {
 		t.Fatal("re-push after purge was deduplicated")
 	}
 }
+
+// TestSweep_PurgeKeepsARepushedTxn pushes ids out of key order, pushes one
+// of them again once its window has passed (two txn-expiry entries then list
+// it, and its index entry names the second message), and checks that the
+// purge of the first push leaves that entry and the second purges it.
+func TestSweep_PurgeKeepsARepushedTxn(t *testing.T) {
+	h := enginetest.MustOpen(t)
+	h.Set("q", map[engine.Option]int64{engine.OptDedupWindowSeconds: 60})
+	item := func(txn string) engine.PushItem {
+		return engine.PushItem{Queue: "q", TransactionID: txn, Payload: []byte(`{}`)}
+	}
+	h.Push(item("t3"), item("t1"), item("t2"))
+	h.Advance(2 * time.Minute) // past the window: t1 is new again
+	again := h.Push(item("t1"), item("t0"))
+	if again[0].Status != engine.Queued {
+		t.Fatalf("re-push of t1 past its window: status %d", again[0].Status)
+	}
+	h.Advance(14 * time.Minute) // the first push past the 900 s floor, the second not
+	if got := sweep(h); got.TxnPurged != 2 {
+		t.Fatalf("first sweep purged %d entries, want 2 (t2, t3)", got.TxnPurged)
+	}
+	m, err := h.MessageAt(again[0].PartitionID, "t1")
+	if err != nil || m.ID != again[0].MessageID {
+		t.Fatalf("t1 after the first sweep: %v, %v; want the second push's message", m.ID, err)
+	}
+	h.Advance(2 * time.Minute)
+	if got := sweep(h); got.TxnPurged != 2 {
+		t.Fatalf("second sweep purged %d entries, want 2 (t0, t1)", got.TxnPurged)
+	}
+	for _, txn := range []string{"t0", "t1", "t2", "t3"} {
+		if _, err := h.MessageAt(again[0].PartitionID, txn); !errors.Is(err, engine.ErrMessageNotFound) {
+			t.Fatalf("%s after both sweeps: %v", txn, err)
+		}
+	}
+}

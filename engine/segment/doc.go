@@ -63,6 +63,10 @@
 // rules make the raw frames canonical: a segment that
 // decodes with codec none re-encodes to the same bytes. Zstd output is not
 // canonical (it depends on the compressor), so only the raw frames are.
+// How the encoder compresses is not part of the format either: it may split
+// the frame into any number of blocks, and it stores the literals of small
+// bodies without entropy coding (segment.go, encoder and smallEncoder);
+// every zstd decoder reads all of them.
 //
 // The CRC protects against bit rot, not against an adversary. A segment with a
 // forged CRC still cannot make Decode allocate more than rawLen bytes of data

@@ -121,7 +121,11 @@ func encodeBody(dst []byte, codec Codec, fallback bool, frames []Frame) ([]byte,
 		// 100 KiB kept 100 KiB for 20 KiB of zstd until the entry was
 		// applied) and zero it.
 		zbuf = zstdPool.Get().(*[]byte)
-		z := encoder().EncodeAll(raw, (*zbuf)[:0])
+		enc := encoder
+		if len(raw) < smallBody {
+			enc = smallEncoder
+		}
+		z := enc().EncodeAll(raw, (*zbuf)[:0])
 		if !fallback || len(z) < len(raw) {
 			data = z
 		} else {

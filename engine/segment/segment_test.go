@@ -634,3 +634,51 @@ func TestSegment_Header_Last(t *testing.T) {
 		}
 	}
 }
+
+// TestSegment_Encode_OneZstdBlock checks that a body of up to 128 KiB (zstd's
+// largest block) is compressed as one block: SpeedFastest alone cuts at
+// 64 KiB, which costs a second set of entropy tables and a copy of the
+// input into the encoder's history (see the encoder's comment). Small
+// bodies (no literal entropy coding) and bodies past 128 KiB still round
+// trip.
+func TestSegment_Encode_OneZstdBlock(t *testing.T) {
+	for _, tt := range []struct {
+		n         int
+		oneBlock  bool
+		minRawLen int
+	}{
+		{n: 2, oneBlock: true},
+		{n: 700, oneBlock: true, minRawLen: 64 << 10},
+		{n: 1500, oneBlock: false, minRawLen: 128 << 10},
+	} {
+		t.Run(fmt.Sprint(tt.n), func(t *testing.T) {
+			frames := orders(tt.n)
+			enc, err := segment.Encode(nil, 0, 0, frames)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := segment.ReadHeader(enc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Codec != segment.CodecZstd || int(h.RawLen) < tt.minRawLen {
+				t.Fatalf("codec %v, rawLen %d: want zstd of at least %d bytes", h.Codec, h.RawLen, tt.minRawLen)
+			}
+			body := enc[30 : len(enc)-4]
+			// Frame header: magic, descriptor (single segment, no
+			// dictionary), then the content size, 1, 2, 4 or 8 bytes.
+			fhd := body[4]
+			if fhd&0x20 == 0 || fhd&0x03 != 0 {
+				t.Fatalf("frame descriptor %08b: want single segment, no dictionary", fhd)
+			}
+			fcs := [4]int{1, 2, 4, 8}[fhd>>6]
+			bh := body[5+fcs:]
+			block := int(bh[0]) | int(bh[1])<<8 | int(bh[2])<<16
+			last, size := block&1 == 1, block>>3
+			if got := last && 3+size == len(bh); got != tt.oneBlock {
+				t.Fatalf("first block last=%v, %d of %d bytes: one block = %v, want %v", last, 3+size, len(bh), got, tt.oneBlock)
+			}
+			checkRoundTrip(t, enc, 0, 0, frames)
+		})
+	}
+}

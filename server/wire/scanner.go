@@ -64,6 +64,10 @@ func (s *Scanner) syntax(msg string) error {
 }
 
 func (s *Scanner) WS() {
+	// Most bodies are compact JSON: one comparison settles the usual case.
+	if s.i < len(s.b) && s.b[s.i] > ' ' {
+		return
+	}
 	for s.i < len(s.b) {
 		switch s.b[s.i] {
 		case ' ', '\t', '\n', '\r':
@@ -76,6 +80,9 @@ func (s *Scanner) WS() {
 
 // Peek returns the first byte of the next value (0 at the end).
 func (s *Scanner) Peek() byte {
+	if s.i < len(s.b) && s.b[s.i] > ' ' {
+		return s.b[s.i] // no whitespace to skip: see WS
+	}
 	s.WS()
 	if s.i == len(s.b) {
 		return 0
