@@ -4,6 +4,7 @@
 //
 //	jsbench serve --name n1 --port 14222 --cluster-port 16222 --routes nats://127.0.0.1:16223,... --dir DIR
 //	jsbench load --url nats://127.0.0.1:14222 --replicas 3 --workload push --duration 8s
+//	jsbench load --url nats://127.0.0.1:20632,... --replicas 3 --leader --messages 1000000 --duration 60s
 //
 // Durability parity: the servers run with `sync_interval: always`, so a
 // publish is acknowledged after the stream's replicas have fsynced it, as
@@ -173,6 +174,9 @@ func load(args []string) error {
 	dur := fs.Duration("duration", 8*time.Second, "how long to measure")
 	fill := fs.Int("fill", 100000, "messages published before a popack run")
 	rate := fs.Int("rate", 0, "push: publishes per second over all publishers (0: as fast as acknowledged)")
+	messages := fs.Int("messages", 0, "push: stop after this many publishes (0: run for --duration; it still bounds the run)")
+	toLeader := fs.Bool("leader", false, "push, one stream: connect every publisher to the stream leader's server, "+
+		"the first of --url that names it (bench/cpu.sh: queen's pushes go to its leader too)")
 	streams := fs.Int("streams", 1, "push: streams BENCH0.. (one: BENCH), publisher i publishing to stream i mod streams "+
 		"and connected to the i-th server of --url in turn (bench/capacity.sh SYSTEM=jetstream)")
 	if err := fs.Parse(args); err != nil {
@@ -196,14 +200,27 @@ func load(args []string) error {
 			return fmt.Errorf("create stream %s: %w", name, err)
 		}
 	}
+	leader := ""
+	if *toLeader {
+		if *streams != 1 || *workload != "push" {
+			return errors.New("--leader: want one stream and --workload push")
+		}
+		info, err := js.Stream(ctx, "BENCH")
+		if err != nil {
+			return fmt.Errorf("stream info: %w", err)
+		}
+		if c := info.CachedInfo().Cluster; c != nil {
+			leader = c.Leader
+		}
+	}
 	payload := jsonPayload(*size)
 	r := report{Workload: *workload, System: "jetstream", Replicas: *replicas, Conns: *conns, InFlight: *inflight,
 		Batch: *batch, Size: *size, Ops: map[string]op{}}
 	switch *workload {
 	case "push":
-		r.Ops["push"], r.Seconds, r.Errors = publish(*url, *conns, *inflight, *rate, payload, *dur, 0, *streams)
+		r.Ops["push"], r.Seconds, r.Errors = publish(*url, *conns, *inflight, *rate, payload, *dur, *messages, *streams, leader)
 	case "popack":
-		if _, _, e := publish(*url, *conns, *inflight, 0, payload, 10*time.Minute, *fill, 1); e > 0 {
+		if _, _, e := publish(*url, *conns, *inflight, 0, payload, 10*time.Minute, *fill, 1, ""); e > 0 {
 			return fmt.Errorf("fill: %d publishes failed", e)
 		}
 		r.Ops["ack"], r.Seconds, r.Errors = pull(ctx, js, *url, *conns, *batch, *dur)
@@ -235,8 +252,9 @@ func streamOf(k, streams int) (name, subject string) {
 // limit > 0) and returns the rate and the latency of each publish, from
 // its send to its acknowledgement. Over several streams, publisher c
 // publishes to stream c mod streams through the (c mod servers)-th server
-// of url, as a queen client spreads its requests over every node.
-func publish(url string, conns, inflight, rate int, payload []byte, dur time.Duration, limit, streams int) (op, float64, int64) {
+// of url, as a queen client spreads its requests over every node. With
+// leader set, every publisher connects to the server of that name.
+func publish(url string, conns, inflight, rate int, payload []byte, dur time.Duration, limit, streams int, leader string) (op, float64, int64) {
 	servers := splitComma(url)
 	var (
 		mu      sync.Mutex
@@ -262,7 +280,7 @@ func publish(url string, conns, inflight, rate int, payload []byte, dur time.Dur
 			if streams > 1 {
 				at = servers[c%len(servers)]
 			}
-			nc, js, err := connect(at, jetstream.WithPublishAsyncMaxPending(2*inflight+1),
+			nc, js, err := connectTo(at, leader, jetstream.WithPublishAsyncMaxPending(2*inflight+1),
 				jetstream.WithPublishAsyncTimeout(time.Minute))
 			if err != nil {
 				errs.Add(1)
@@ -398,6 +416,25 @@ func pull(ctx context.Context, js jetstream.JetStream, url string, conns, batch 
 		secs = time.Since(started).Seconds()
 	}
 	return op{Messages: acked.Load(), MsgsPerS: float64(acked.Load()) / secs, LatencyMS: percentiles(lats)}, secs, errs.Load()
+}
+
+// connectTo is connect to the server named leader, the first of url's
+// servers that names it; to url when leader is empty.
+func connectTo(url, leader string, opts ...jetstream.JetStreamOpt) (*nats.Conn, jetstream.JetStream, error) {
+	if leader == "" {
+		return connect(url, opts...)
+	}
+	for _, at := range splitComma(url) {
+		nc, js, err := connect(at, opts...)
+		if err != nil {
+			return nil, nil, err
+		}
+		if nc.ConnectedServerName() == leader {
+			return nc, js, nil
+		}
+		nc.Close()
+	}
+	return nil, nil, fmt.Errorf("no server of %s is the stream leader %s", url, leader)
 }
 
 // connect opens a connection of its own and a JetStream context on it.
