@@ -379,8 +379,20 @@ func (c *hosts) holdOnlyPlaced() []struct {
 					}
 					return false
 				}
-				// A group this host once held leaves its emptied directory.
-				if _, err := os.Stat(dir); !listed && lg.ID != 1 && err == nil {
+				// A group this host once held leaves its emptied directory,
+				// one it never held none. Retiring (raft.Store.RetireGroup)
+				// removes engine/ and snapshots/ and makes them again: until
+				// both are back, empty, the group's directory says neither,
+				// so a host seen part way is waited for, not taken for one
+				// that never held the group.
+				if gdir := filepath.Dir(dir); !listed && lg.ID != 1 && exists(gdir) {
+					if !emptyDir(dir) || !emptyDir(filepath.Join(gdir, "snapshots")) {
+						if now := fmt.Sprintf("%s group %d: retiring, its directory not yet emptied", c.peers[i].ID, lg.ID); now != last {
+							c.t.Logf("waiting: %s", now)
+							last = now
+						}
+						return false
+					}
 					retired = append(retired, struct {
 						host  int
 						group uint32
@@ -391,6 +403,18 @@ func (c *hosts) holdOnlyPlaced() []struct {
 		return true
 	})
 	return retired
+}
+
+// exists reports whether path exists.
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// emptyDir reports whether dir is a directory with nothing in it.
+func emptyDir(dir string) bool {
+	entries, err := os.ReadDir(dir)
+	return err == nil && len(entries) == 0
 }
 
 // TestHost_GrowsFromOneNode: a lone founder whose groups are to have
