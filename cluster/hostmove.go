@@ -212,6 +212,17 @@ func (h *Host) moved(o MoveOutcome) {
 	}
 }
 
+// moveAttempt is what names m's attempt on its EndMove and AbortMove (its
+// BeginMove's stamp; raft/command/dirmove.go): 0, any attempt at its
+// epoch, while the cluster runs a command version below 4, whose nodes
+// could not apply a step that names one.
+func (h *Host) moveAttempt(m command.Move) int64 {
+	if h.directory().ClusterVersion() < 4 {
+		return 0
+	}
+	return m.StartedAt
+}
+
 // runMove runs the move m recorded by BeginMove, from the freeze on.
 func (h *Host) runMove(ctx context.Context, m command.Move, p *MoveProgress, start time.Time, progress func(MoveProgress)) error {
 	queue, to, ep := m.Queue, m.To, m.Epoch
@@ -225,7 +236,7 @@ func (h *Host) runMove(ctx context.Context, m command.Move, p *MoveProgress, sta
 	}
 	p.Phase = "flip"
 	progress(*p)
-	if _, err := h.moveStep(ctx, raft.Directory, command.EndMove{Queue: queue, To: to, Epoch: ep}); err != nil {
+	if _, err := h.moveStep(ctx, raft.Directory, command.EndMove{Queue: queue, To: to, Epoch: ep, StartedAt: h.moveAttempt(m)}); err != nil {
 		if !raft.NotApplied(err) {
 			return fmt.Errorf("raft: move of %s: the placement flip's outcome is unknown; the directory's leader finishes or undoes it: %w", queue, err)
 		}
@@ -378,7 +389,7 @@ func (h *Host) abortMove(m command.Move, id engine.ID) (flipped bool, err error)
 	defer cancel()
 	ctx, stop := h.untilClose(ctx)
 	defer stop()
-	if _, err := h.moveStep(ctx, raft.Directory, command.AbortMove{Queue: m.Queue, Epoch: m.Epoch}); err != nil {
+	if _, err := h.moveStep(ctx, raft.Directory, command.AbortMove{Queue: m.Queue, Epoch: m.Epoch, StartedAt: h.moveAttempt(m)}); err != nil {
 		return false, fmt.Errorf("raft: undo the move of %s: %w", m.Queue, err)
 	}
 	if flipped, err := h.flipped(ctx, m); err != nil || flipped {

@@ -162,12 +162,18 @@ var codecs = []codec{
 	row(TypeFreezeQueue, appendFreezeQueue, readFreezeQueue, answersFound).from(2),
 	row(TypeBeginMove, func(w *wire.Writer, c BeginMove) { w.Str(c.Queue); w.Uvarint(uint64(c.To)) },
 		func(r *wire.Reader) BeginMove { return BeginMove{Queue: r.Str(), To: uint32(r.Uvarint())} }, answersEpoch).from(2),
-	row(TypeEndMove, func(w *wire.Writer, c EndMove) { w.Str(c.Queue); w.Uvarint(uint64(c.To)); w.Uvarint(c.Epoch) },
-		func(r *wire.Reader) EndMove {
-			return EndMove{Queue: r.Str(), To: uint32(r.Uvarint()), Epoch: r.Uvarint()}
-		}, answersEpoch).from(2),
-	row(TypeAbortMove, func(w *wire.Writer, c AbortMove) { w.Str(c.Queue); w.Uvarint(c.Epoch) },
-		func(r *wire.Reader) AbortMove { return AbortMove{Queue: r.Str(), Epoch: r.Uvarint()} }, answersFound).from(2),
+	row(TypeEndMove, func(w *wire.Writer, c EndMove) {
+		w.Str(c.Queue)
+		w.Uvarint(uint64(c.To))
+		w.Uvarint(c.Epoch)
+		appendAttempt(w, c.StartedAt)
+	}, func(r *wire.Reader) EndMove {
+		return EndMove{Queue: r.Str(), To: uint32(r.Uvarint()), Epoch: r.Uvarint(), StartedAt: readAttempt(r)}
+	}, answersEpoch).from(2),
+	row(TypeAbortMove, func(w *wire.Writer, c AbortMove) { w.Str(c.Queue); w.Uvarint(c.Epoch); appendAttempt(w, c.StartedAt) },
+		func(r *wire.Reader) AbortMove {
+			return AbortMove{Queue: r.Str(), Epoch: r.Uvarint(), StartedAt: readAttempt(r)}
+		}, answersFound).from(2),
 	// Command version 3: groups on R of N nodes (layout.go).
 	row(TypeReplicas, func(w *wire.Writer, c Replicas) { w.Uvarint(uint64(c.Count)) },
 		func(r *wire.Reader) Replicas { return Replicas{Count: uint32(r.Uvarint())} }, notRelayed).from(3),

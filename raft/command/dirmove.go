@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/internal/wire"
 )
 
 // A queue's move between groups, as the directory records it
@@ -21,6 +22,17 @@ import (
 // leaves the placement. Each answers what is stored when proposed again,
 // so a mover that retries after a timeout, or a node that takes over,
 // changes nothing twice.
+//
+// An undone move leaves the placement's epoch as it was, so the next
+// attempt at the same move records the same (queue, to, epoch). An EndMove
+// or AbortMove of the first attempt that applies after the second began (a
+// retry whose first try was applied and its answer lost, or a directory
+// leader undoing what its replica, behind, still shows) would end or undo
+// the second: an undo that kills a healthy move, a flip before its copy
+// is complete. So from command version 4 both name their attempt by its
+// BeginMove's stamp (StartedAt, the record's fourth field) and change
+// nothing for another; with 0 (a proposer while the cluster runs an older
+// version) they match any attempt at the epoch, as before.
 
 // Move is a move under way.
 type Move struct {
@@ -73,7 +85,42 @@ type EndMove struct {
 	Queue string
 	To    uint32
 	Epoch uint64
+	// StartedAt names the attempt (Move.StartedAt); 0: any (see above).
+	StartedAt int64
 }
+
+// CommandVersion is 4 for an EndMove that names its attempt (command.Versioned).
+func (c EndMove) CommandVersion() uint8 { return attemptVersion(c.StartedAt) }
+
+// attemptVersion is the command version of a move's step that names its
+// attempt by startedAt (4), or not (2, its row's).
+func attemptVersion(startedAt int64) uint8 {
+	if startedAt != 0 {
+		return 4
+	}
+	return 2
+}
+
+// appendAttempt writes a move step's attempt after its fields (command
+// version 4), and nothing for 0: a step that names none is, byte for
+// byte, what a binary of command version 2 writes and reads.
+func appendAttempt(w *wire.Writer, startedAt int64) {
+	if startedAt != 0 {
+		w.Uvarint(uint64(startedAt))
+	}
+}
+
+// readAttempt reads what appendAttempt wrote: 0 when the body has ended.
+func readAttempt(r *wire.Reader) int64 {
+	if r.Len() == 0 {
+		return 0
+	}
+	return int64(r.Uvarint())
+}
+
+// sameAttempt reports whether a step naming the attempt startedAt (0: any)
+// is for the move m.
+func sameAttempt(m Move, startedAt int64) bool { return startedAt == 0 || m.StartedAt == startedAt }
 
 // Apply flips the placement. Value: uint64, the new epoch. Err ErrInvalid
 // when no such move is under way (aborted, or never begun); a move that
@@ -81,7 +128,7 @@ type EndMove struct {
 func (c EndMove) Apply(b *engine.Batch, _ engine.Stamp) engine.Result {
 	v := ClusterValues(b.ClusterValue)
 	m, ok := MoveOf(v, c.Queue)
-	if !ok || m.To != c.To || m.Epoch != c.Epoch {
+	if !ok || m.To != c.To || m.Epoch != c.Epoch || !sameAttempt(m, c.StartedAt) {
 		if !ok && Placement(v, c.Queue) == c.To && Epoch(v, c.Queue) == c.Epoch+1 {
 			return engine.Result{Value: c.Epoch + 1} // ended already
 		}
@@ -101,12 +148,17 @@ func (c EndMove) Apply(b *engine.Batch, _ engine.Stamp) engine.Result {
 type AbortMove struct {
 	Queue string
 	Epoch uint64
+	// StartedAt names the attempt (Move.StartedAt); 0: any (see above).
+	StartedAt int64
 }
+
+// CommandVersion is 4 for an AbortMove that names its attempt (command.Versioned).
+func (c AbortMove) CommandVersion() uint8 { return attemptVersion(c.StartedAt) }
 
 // Apply clears the record. Value: bool, whether there was one.
 func (c AbortMove) Apply(b *engine.Batch, _ engine.Stamp) engine.Result {
 	m, ok := MoveOf(b.ClusterValue, c.Queue)
-	if !ok || m.Epoch != c.Epoch {
+	if !ok || m.Epoch != c.Epoch || !sameAttempt(m, c.StartedAt) {
 		return engine.Result{Value: false}
 	}
 	b.SetClusterValue(moveKey(c.Queue), "")

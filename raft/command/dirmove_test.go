@@ -86,3 +86,76 @@ func TestMove_DirectoryRecord(t *testing.T) {
 		t.Fatalf("end of an aborted move: %v", err)
 	}
 }
+
+// TestMove_AStepOfAnEarlierAttemptChangesNothing: an undone move leaves the
+// placement's epoch, so the next attempt at the same move records the same
+// (queue, to, epoch). A flip or an undo naming the first attempt (a retry
+// whose answer was lost, a directory leader reading a replica behind)
+// applied after the second began changes nothing; the second's own steps
+// do. Steps that name no attempt (a cluster below command version 4)
+// match any, as before.
+func TestMove_AStepOfAnEarlierAttemptChangesNothing(t *testing.T) {
+	h := enginetest.MustOpen(t)
+	enginetest.Must[uint32](h, command.Groups{Count: 3})
+	if _, err := place(h, "orders", 1); err != nil {
+		t.Fatal(err)
+	}
+	attempt := func() command.Move {
+		t.Helper()
+		if ep, err := enginetest.Run[uint64](h, command.BeginMove{Queue: "orders", To: 2}); err != nil || ep != 1 {
+			t.Fatalf("begin: %d %v", ep, err)
+		}
+		m, ok := command.MoveOf(h.ClusterValue, "orders")
+		if !ok {
+			t.Fatal("no record")
+		}
+		h.Now++ // the next stamp
+		return m
+	}
+	first := attempt()
+	if !enginetest.Must[bool](h, command.AbortMove{Queue: "orders", Epoch: 1, StartedAt: first.StartedAt}) {
+		t.Fatal("the first attempt's undo found no record")
+	}
+	second := attempt()
+	if second.StartedAt == first.StartedAt {
+		t.Fatalf("two attempts share a stamp: %+v %+v", first, second)
+	}
+	if enginetest.Must[bool](h, command.AbortMove{Queue: "orders", Epoch: 1, StartedAt: first.StartedAt}) {
+		t.Fatal("the first attempt's undo, applied again, cleared the second's record")
+	}
+	if _, err := enginetest.Run[uint64](h, command.EndMove{Queue: "orders", To: 2, Epoch: 1, StartedAt: first.StartedAt}); !errors.Is(err, engine.ErrInvalid) {
+		t.Fatalf("the first attempt's flip during the second: %v, want ErrInvalid", err)
+	}
+	if m, ok := command.MoveOf(h.ClusterValue, "orders"); !ok || m != second || command.Placement(h.ClusterValue, "orders") != 1 {
+		t.Fatalf("after the first attempt's steps: record %+v %v, group %d; want the second's record, group 1", m, ok, command.Placement(h.ClusterValue, "orders"))
+	}
+	h.Reopen()
+	if ep, err := enginetest.Run[uint64](h, command.EndMove{Queue: "orders", To: 2, Epoch: 1, StartedAt: second.StartedAt}); err != nil || ep != 2 {
+		t.Fatalf("the second attempt's flip: %d %v", ep, err)
+	}
+	// Ended: the flip answers its epoch again, whichever attempt asks.
+	if ep, err := enginetest.Run[uint64](h, command.EndMove{Queue: "orders", To: 2, Epoch: 1, StartedAt: first.StartedAt}); err != nil || ep != 2 {
+		t.Fatalf("a flip asked again after the end: %d %v", ep, err)
+	}
+	// A step that names no attempt matches any at its epoch.
+	third := func() command.Move {
+		if ep, err := enginetest.Run[uint64](h, command.BeginMove{Queue: "orders", To: 3}); err != nil || ep != 2 {
+			t.Fatalf("begin: %d %v", ep, err)
+		}
+		m, _ := command.MoveOf(h.ClusterValue, "orders")
+		return m
+	}()
+	if !enginetest.Must[bool](h, command.AbortMove{Queue: "orders", Epoch: third.Epoch}) {
+		t.Fatal("an undo naming no attempt found no record")
+	}
+	for _, c := range []engine.Command{command.EndMove{Queue: "q", StartedAt: 1}, command.AbortMove{Queue: "q", StartedAt: 1}} {
+		if v := command.Version(command.Stamped{Cmd: c}); v != 4 {
+			t.Errorf("%T naming its attempt: command version %d, want 4", c, v)
+		}
+	}
+	for _, c := range []engine.Command{command.EndMove{Queue: "q"}, command.AbortMove{Queue: "q"}} {
+		if v := command.Version(command.Stamped{Cmd: c}); v != 2 {
+			t.Errorf("%T naming none: command version %d, want 2 (what older binaries apply)", c, v)
+		}
+	}
+}

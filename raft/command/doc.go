@@ -79,8 +79,8 @@
 //	DropQueue       group uvarint | queue str | queue id
 //	FreezeQueue     group uvarint | queue str | epoch uvarint | thaw u8
 //	BeginMove       queue str | to uvarint
-//	EndMove         queue str | to uvarint | epoch uvarint
-//	AbortMove       queue str | epoch uvarint
+//	EndMove         queue str | to uvarint | epoch uvarint [| startedAt uvarint, command version 4]
+//	AbortMove       queue str | epoch uvarint [| startedAt uvarint, command version 4]
 //	Replicas        count uvarint
 //	GroupLayout     group uvarint | term uvarint | leader str | n uvarint | n × voter str
 //	ReplicaStep     group uvarint | add str | remove str | phase u8 (0 begin, 1 ready, 2 done)

@@ -152,6 +152,7 @@ var goldenEntries = []struct {
 	{"entry-v1-freeze.golden", freezeCommands},
 	{"entry-v1-layout.golden", layoutCommands},
 	{"entry-v1-load.golden", loadCommands},
+	{"entry-v1-attempt.golden", attemptCommands},
 }
 
 // loadCommands are the directory's load signal (type 38, command version
@@ -193,6 +194,16 @@ func freezeCommands() []command.Stamped {
 		{Stamp: st, Cmd: command.BeginMove{Queue: "orders", To: 3}},
 		{Stamp: st, Cmd: command.EndMove{Queue: "orders", To: 3, Epoch: 3}},
 		{Stamp: st, Cmd: command.AbortMove{Queue: "orders", Epoch: 3}},
+	}
+}
+
+// attemptCommands are a move's flip and undo naming their attempt (command
+// version 4, dirmove.go) as first written.
+func attemptCommands() []command.Stamped {
+	st := goldenStamp
+	return []command.Stamped{
+		{Stamp: st, Cmd: command.EndMove{Queue: "orders", To: 3, Epoch: 3, StartedAt: 1_754_000_000_123_456}},
+		{Stamp: st, Cmd: command.AbortMove{Queue: "orders", Epoch: 3, StartedAt: 1_754_000_000_123_456}},
 	}
 }
 

@@ -13,8 +13,10 @@ import "reflect"
 // TypeAbortMove; version 3: groups on R of N nodes, TypeReplicas,
 // TypeGroupLayout, TypeReplicaStep and TypeNodeLeaving, and the load
 // signal, TypeGroupLoad), and a command that grows
-// version 1 the second way (a new value in a flags or enum byte) says so
-// itself by implementing Versioned. MaxVersion is the highest command
+// its row's version the second way (a new value in a flags or enum byte,
+// or a field written after the others only when set) says so itself by
+// implementing Versioned: version 4 is EndMove's and AbortMove's attempt
+// (StartedAt, dirmove.go). MaxVersion is the highest command
 // version this binary applies: a new type or a new value raises it by one
 // and marks itself with the new number.
 //
@@ -28,12 +30,12 @@ import "reflect"
 //
 // Part of the cluster's contract — a version number, once given to a
 // command, is never changed or reused.
-const MaxVersion uint8 = 3
+const MaxVersion uint8 = 4
 
 // Versioned is a command whose version depends on its value: one that
-// grew version 1 by a new value of a flags or enum byte returns the
-// version of that value when it carries it, and the row's version
-// otherwise.
+// grew its row's version by a new value of a flags or enum byte, or by a
+// field written only when set, returns the version of that value when it
+// carries it, and the row's version otherwise.
 type Versioned interface {
 	CommandVersion() uint8
 }
