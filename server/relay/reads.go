@@ -62,7 +62,7 @@ type Reads struct {
 	o        ReadOptions
 	replicas func() []*raft.Node // this node's replicas as they are now: a Host opens and closes them
 	mu       sync.Mutex
-	asks     map[uint32]*rounds.Rounds[uint64] // by group, made on first use (ask)
+	asks     map[uint32]groupAsks // by group, made on first use (ask)
 	wait     *metrics.PrometheusHistogram
 	stale    *metrics.Counter
 	slow     *metrics.Counter
@@ -72,24 +72,35 @@ type Reads struct {
 // replicas returns them on each read).
 func NewReads(replicas func() []*raft.Node, o ReadOptions) *Reads {
 	set := o.Metrics
-	r := &Reads{o: o, replicas: replicas, asks: map[uint32]*rounds.Rounds[uint64]{},
+	r := &Reads{o: o, replicas: replicas, asks: map[uint32]groupAsks{},
 		wait:  set.GetOrCreatePrometheusHistogram(`queen_read_index_wait_seconds`),
 		stale: set.GetOrCreateCounter(`queen_reads_total{consistency="stale"}`),
 		slow:  set.GetOrCreateCounter(`queen_applied_wait_timeouts_total`)}
 	return r
 }
 
+// groupAsks is a group's round of asks, through the replica it was made
+// for.
+type groupAsks struct {
+	n      *raft.Node
+	rounds *rounds.Rounds[uint64]
+}
+
 // ask asks the leader of n's group for its read index, one round of asks
-// at a time per group.
+// at a time per group. The round asks through the replica it was made
+// for: a replica the Host closed and opened again (a removal undone, a
+// replica placed here again) is another Node, so it gets a round of its
+// own. One kept for the group would ask through the closed replica, which
+// knows no leader, for good: the new replica never caught up to serve.
 func (r *Reads) ask(ctx context.Context, n *raft.Node) (uint64, error) {
 	r.mu.Lock()
 	a := r.asks[n.GroupID()]
-	if a == nil {
-		a = rounds.New(ReadIndexTimeout, func(ctx context.Context) (uint64, error) { return r.o.Ask(ctx, n) })
+	if a.n != n {
+		a = groupAsks{n: n, rounds: rounds.New(ReadIndexTimeout, func(ctx context.Context) (uint64, error) { return r.o.Ask(ctx, n) })}
 		r.asks[n.GroupID()] = a
 	}
 	r.mu.Unlock()
-	return a.Do(ctx)
+	return a.rounds.Do(ctx)
 }
 
 // Replica is this node's replica of group g, nil when it holds none.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,6 +42,12 @@ func newGroup(t *testing.T) *group {
 // go to the group's leader as the server's read-index route answers them
 // (the read index, published).
 func (g *group) reads(node *raft.Node, adjust func(*relay.ReadOptions)) (*relay.Reads, *metrics.Set) {
+	return g.readsOf(func() []*raft.Node { return []*raft.Node{node} }, adjust)
+}
+
+// readsOf is reads of a node holding the replicas replicas returns on
+// each read.
+func (g *group) readsOf(replicas func() []*raft.Node, adjust func(*relay.ReadOptions)) (*relay.Reads, *metrics.Set) {
 	set := metrics.NewSet()
 	o := relay.ReadOptions{
 		Ctx: context.Background(),
@@ -59,7 +66,7 @@ func (g *group) reads(node *raft.Node, adjust func(*relay.ReadOptions)) (*relay.
 	if adjust != nil {
 		adjust(&o)
 	}
-	return relay.NewReads(func() []*raft.Node { return []*raft.Node{node} }, o), set
+	return relay.NewReads(replicas, o), set
 }
 
 // push proposes a push of one message on the leader, and returns once the
@@ -361,5 +368,47 @@ func TestReads_Nil(t *testing.T) {
 	reads.NoteApplied(&resp)
 	if v := resp.Header.Peek(cluster.AppliedHeader); v != nil {
 		t.Errorf("NoteApplied left %q", v)
+	}
+}
+
+// A replica the Host closed and opened again is another Node of the same
+// group: the read index is asked through the replica a read waits for,
+// not through the one the group's first ask was made for, which (closed)
+// knows no leader for good. Two followers of one group stand in for the
+// replica before and after.
+func TestReads_AsksThroughTheReplicaItHasNow(t *testing.T) {
+	g := newGroup(t)
+	g.caughtUp(t)
+	var mu sync.Mutex
+	var asked []*raft.Node
+	now := g.follower
+	reads, _ := g.readsOf(func() []*raft.Node {
+		mu.Lock()
+		defer mu.Unlock()
+		return []*raft.Node{now}
+	}, func(o *relay.ReadOptions) {
+		leaderAsk := o.Ask
+		o.Ask = func(ctx context.Context, n *raft.Node) (uint64, error) {
+			mu.Lock()
+			asked = append(asked, n)
+			mu.Unlock()
+			return leaderAsk(ctx, n)
+		}
+	})
+	if err := reads.Barrier(false); err != nil {
+		t.Fatal(err)
+	}
+	again := g.c.Followers()[1]
+	mu.Lock()
+	now = again
+	mu.Unlock()
+	g.push(t)
+	if err := reads.Barrier(false); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) < 2 || asked[0] != g.follower || asked[len(asked)-1] != again {
+		t.Fatalf("asked through %v; want the first replica, then the one it has now (%p)", asked, again)
 	}
 }
