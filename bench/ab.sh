@@ -8,6 +8,7 @@
 #
 #   bench/ab.sh d997cb6             # about 4 minutes with ROUNDS=2
 #   ROUNDS=3 DUR=10s bench/ab.sh d997cb6 main
+#   ONLY=pop bench/ab.sh d997cb6    # the rows whose label matches the regex
 #
 # Needs go, git, curl and python3. Ports as lib.sh; do not run beside
 # compare.sh or reads.sh.
@@ -43,6 +44,7 @@ SECRET=$W/secret
 row() {
 	local build=$1 label=$2 line
 	shift 2
+	[[ "$label" =~ ${ONLY:-.} ]] || return 0
 	local start=()
 	while [ "$1" != -- ]; do start+=("$1"); shift; done
 	shift
