@@ -391,7 +391,10 @@ func TestHost_MoveQueue_UnderLoad(t *testing.T) {
 		after int32
 		to    uint32
 	}{{150, 2}, {400, 3}} {
-		waitFor(t, fmt.Sprintf("%d pushes", m.after), func() bool { return load.pushed.Load() >= m.after })
+		// One push a request through every host, with -race on a busy
+		// machine and elections among the fixture's groups: tens of
+		// seconds for a few hundred (the load's own bound is 3 minutes).
+		waitForLong(t, fmt.Sprintf("%d pushes", m.after), 90*time.Second, func() bool { return load.pushed.Load() >= m.after })
 		start := time.Now()
 		// A move that fails for an election (a loaded machine's) is undone
 		// and may be asked again.
@@ -408,7 +411,7 @@ func TestHost_MoveQueue_UnderLoad(t *testing.T) {
 		t.Logf("moved orders to group %d in %v after %d pushes", m.to, time.Since(start), m.after)
 	}
 	load.check(pushers * each)
-	waitFor(t, "every host to place orders in group 3 at epoch 3", func() bool {
+	waitForLong(t, "every host to place orders in group 3 at epoch 3", 60*time.Second, func() bool {
 		for _, h := range c.h {
 			if h.Placement("orders") != 3 || h.PlacementEpoch("orders") != 3 {
 				return false
