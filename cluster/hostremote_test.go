@@ -298,16 +298,21 @@ func viewDiff(a, b readView) string {
 // spreadSettled waits until each data group is led by the voter the hosts
 // spread its leadership to (Host.WantedLeader), as
 // every host's layout names it: until then a leader named a moment ago may
-// hand over and refuse what is sent to it.
+// hand over and refuse what is sent to it. Stopped hosts are skipped. It
+// waits up to 60 s: after a restart, on a busy machine, the hand-overs
+// take elections that may fail and be tried again.
 func (c *hosts) spreadSettled() {
 	c.t.Helper()
-	waitFor(c.t, "every group to be led by its wanted voter, as every host sees it", func() bool {
+	waitForLong(c.t, "every group to be led by its wanted voter, as every host sees it", 60*time.Second, func() bool {
 		for g := uint32(1); int(g) <= c.g; g++ {
-			want := c.h[0].WantedLeader(g)
+			want := c.running().WantedLeader(g)
 			if want == "" {
 				return false
 			}
 			for i, h := range c.h {
+				if h == nil {
+					continue
+				}
 				if h.Layout().Groups[g].Leader != want {
 					return false
 				}
