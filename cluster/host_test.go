@@ -607,6 +607,61 @@ func notAppliedAs[T any](t *testing.T, p raft.Proposer, cmd engine.Command) (T, 
 	return v, err
 }
 
+// pushedAgain pushes items through h and asks again, up to 30 s, for the
+// items an election left unstored or unknown: a part refused (its items
+// rejected with a transient refusal, or the push answered one: nothing
+// stored), or a push whose outcome is unknown (raft.Transient), after
+// which an item answered a duplicate is one the earlier try stored, and
+// is answered queued here, as the client sent it once (its transaction
+// id makes the repeat a duplicate; the caller checks what is stored). Any
+// other answer is returned as it came.
+func pushedAgain(t *testing.T, h *cluster.Host, items []engine.PushItem) []engine.PushResult {
+	t.Helper()
+	out := make([]engine.PushResult, len(items))
+	todo := make([]int, len(items)) // indexes into items still to push
+	for k := range todo {
+		todo[k] = k
+	}
+	uncertain := map[int]bool{}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var send []engine.PushItem
+		for _, k := range todo {
+			send = append(send, items[k])
+		}
+		res, err := raft.Propose[[]engine.PushResult](ctxT(t), h, engine.PushCmd{Items: send})
+		last := time.Now().After(deadline)
+		switch {
+		case err != nil && (!raft.Transient(err) || last):
+			t.Fatalf("push %d items: %v", len(send), err)
+		case err != nil:
+			if !refused(err) {
+				for _, k := range todo {
+					uncertain[k] = true
+				}
+			}
+			continue
+		case len(res) != len(send):
+			t.Fatalf("push %d items: %d answers", len(send), len(res))
+		}
+		var again []int
+		for j, r := range res {
+			k := todo[j]
+			switch {
+			case r.Status == engine.Rejected && refused(r.Err) && !last:
+				again = append(again, k)
+			case r.Status == engine.Duplicate && uncertain[k]:
+				r.Status = engine.Queued
+				out[k] = r
+			default:
+				out[k] = r
+			}
+		}
+		if todo = again; len(todo) == 0 {
+			return out
+		}
+	}
+}
+
 // forwardFunc is a test's Forwarder.
 type forwardFunc func(ctx context.Context, addr string, g uint32, entry []byte) (engine.Result, error)
 
@@ -741,18 +796,19 @@ func TestHost_RoutesEachCommandToItsQueuesGroup(t *testing.T) {
 		for _, q := range queues {
 			items = append(items, engine.PushItem{Queue: q, TransactionID: fmt.Sprintf("%s-%d", q, i), Payload: []byte(`{}`)})
 		}
-		// A command an election under load refuses (no leader, a
-		// transfer: nothing applied) is asked again, here and below.
-		res, err := notAppliedAs[[]engine.PushResult](t, h, engine.PushCmd{Items: items})
-		if err != nil {
-			t.Fatalf("push through %s: %v", c.peers[i].ID, err)
-		}
+		// An election under load refuses a part (its items rejected,
+		// nothing stored) or leaves its outcome unknown: pushedAgain asks
+		// again for those items; waitMessages below checks that each
+		// queue holds its three messages, none twice.
+		res := pushedAgain(t, h, items)
 		for k, r := range res {
 			if r.Status != engine.Queued || r.Queue != queues[k] || r.TransactionID != items[k].TransactionID {
 				t.Fatalf("push through %s: item %d answered %+v", c.peers[i].ID, k, r)
 			}
 		}
 	}
+	// A command an election under load refuses (no leader, a transfer:
+	// nothing applied) is asked again, here and below.
 	count := map[uint32]int{}
 	for _, q := range queues {
 		g := c.h[0].Placement(q)
