@@ -397,7 +397,10 @@ func TestHost_MoveQueue_UnderLoad(t *testing.T) {
 		waitForLong(t, fmt.Sprintf("%d pushes", m.after), 90*time.Second, func() bool { return load.pushed.Load() >= m.after })
 		start := time.Now()
 		// A move that fails for an election (a loaded machine's) is undone
-		// and may be asked again.
+		// and may be asked again, once it is: by the mover, or after
+		// MoveTimeout by the directory's leader, which may finish it
+		// instead. Until then a move of orders is on record, and a new one
+		// would be refused as moving already.
 		for end := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 			err := c.h[0].MoveQueue(ctxT(t), "orders", m.to, nil)
 			if err == nil {
@@ -405,6 +408,18 @@ func TestHost_MoveQueue_UnderLoad(t *testing.T) {
 			}
 			if !raft.Transient(err) || time.Now().After(end) {
 				t.Fatalf("move to %d: %v", m.to, err)
+			}
+			waitForLong(t, "the failed move to be undone or finished", 60*time.Second, func() bool {
+				for _, h := range c.h {
+					if len(h.Moves()) != 0 {
+						return false
+					}
+				}
+				return true
+			})
+			if c.h[0].Placement("orders") == m.to {
+				t.Logf("move to %d failed (%v), and the directory's leader finished it", m.to, err)
+				break
 			}
 			t.Logf("move to %d failed, asked again: %v", m.to, err)
 		}
