@@ -54,6 +54,42 @@ func (c *client) doAgain(method, path string, body any) *response {
 	}
 }
 
+// pushedAgain pushes item, which names its transactionId, through c, and
+// sends it again, up to 30 s, while it is answered 503: a refusal
+// (refusedCodes: nothing stored) or an outcome unknown (an election lost
+// the answer), after which an answer duplicate is the earlier try's push,
+// stored once (the transaction id makes the repeat a duplicate), and is
+// returned as queued: the client pushed it once. The push must be answered
+// 201 with one result; the caller checks it, and what is stored.
+func (c *client) pushedAgain(item map[string]any) pushResult {
+	c.t.Helper()
+	if item["transactionId"] == nil {
+		c.t.Fatalf("pushedAgain: %v names no transactionId, which makes a repeat safe", item)
+	}
+	uncertain := false
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		r := c.do("POST", "/api/v1/push", map[string]any{"items": []any{item}})
+		if r.status == http.StatusServiceUnavailable && time.Now().Before(deadline) {
+			var e struct {
+				Code string `json:"code"`
+			}
+			_ = json.Unmarshal(r.body, &e)
+			uncertain = uncertain || !slices.Contains(refusedCodes, e.Code)
+			c.t.Logf("push %v answered %d %s; pushing again", item, r.status, r.body)
+			continue
+		}
+		var res []pushResult
+		r.expect(c.t, http.StatusCreated).decode(c.t, &res)
+		if len(res) != 1 {
+			c.t.Fatalf("push %v: %d results", item, len(res))
+		}
+		if uncertain && res[0].Status == "duplicate" {
+			res[0].Status = "queued"
+		}
+		return res[0]
+	}
+}
+
 // configureIn configures queue in group g through c and returns the group
 // the answer names; asked again while refused (doAgain), as a
 // configuration is the same however often it is applied.
