@@ -576,15 +576,88 @@ func TestHost_NothingAcknowledgedIsLostWhenAGroupLeaderStops(t *testing.T) {
 	rafttest.EnsureSame(t, c.h[0].Group(raft.Directory), c.h[1].Group(raft.Directory), c.h[2].Group(raft.Directory))
 }
 
-// notApplied calls propose again, for up to 30 s, while it answers an
-// error that says the command was not applied (raft.NotApplied: no
-// leader, not the leader, a transfer, which an election on a busy machine
-// answers): asking again cannot apply it twice.
+// refused reports whether err is a transient refusal: the command was
+// certainly not applied (raft.NotApplied) and asking again may be answered
+// (raft.Transient): no leader, not the leader, a leadership transfer, a
+// queue frozen for a move, which an election or a move on a busy machine
+// answers. An invalid command, or one whose outcome is unknown, is not.
+func refused(err error) bool { return raft.NotApplied(err) && raft.Transient(err) }
+
+// notApplied calls propose again, for up to 30 s, while it answers a
+// transient refusal (refused): asking again cannot apply it twice, and
+// any other answer, the last included, is returned for the test to check.
 func notApplied(propose func() (engine.Result, error)) (engine.Result, error) {
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		r, err := propose()
-		if !raft.NotApplied(err) || time.Now().After(deadline) {
+		if !refused(err) || time.Now().After(deadline) {
 			return r, err
+		}
+	}
+}
+
+// notAppliedAs is raft.Propose of cmd through p, asked again while it
+// answers a transient refusal (notApplied).
+func notAppliedAs[T any](t *testing.T, p raft.Proposer, cmd engine.Command) (T, error) {
+	var v T
+	_, err := notApplied(func() (engine.Result, error) {
+		var err error
+		v, err = raft.Propose[T](ctxT(t), p, cmd)
+		return engine.Result{}, err
+	})
+	return v, err
+}
+
+// pushedAgain pushes items through h and asks again, up to 30 s, for the
+// items an election left unstored or unknown: a part refused (its items
+// rejected with a transient refusal, or the push answered one: nothing
+// stored), or a push whose outcome is unknown (raft.Transient), after
+// which an item answered a duplicate is one the earlier try stored, and
+// is answered queued here, as the client sent it once (its transaction
+// id makes the repeat a duplicate; the caller checks what is stored). Any
+// other answer is returned as it came.
+func pushedAgain(t *testing.T, h *cluster.Host, items []engine.PushItem) []engine.PushResult {
+	t.Helper()
+	out := make([]engine.PushResult, len(items))
+	todo := make([]int, len(items)) // indexes into items still to push
+	for k := range todo {
+		todo[k] = k
+	}
+	uncertain := map[int]bool{}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var send []engine.PushItem
+		for _, k := range todo {
+			send = append(send, items[k])
+		}
+		res, err := raft.Propose[[]engine.PushResult](ctxT(t), h, engine.PushCmd{Items: send})
+		last := time.Now().After(deadline)
+		switch {
+		case err != nil && (!raft.Transient(err) || last):
+			t.Fatalf("push %d items: %v", len(send), err)
+		case err != nil:
+			if !refused(err) {
+				for _, k := range todo {
+					uncertain[k] = true
+				}
+			}
+			continue
+		case len(res) != len(send):
+			t.Fatalf("push %d items: %d answers", len(send), len(res))
+		}
+		var again []int
+		for j, r := range res {
+			k := todo[j]
+			switch {
+			case r.Status == engine.Rejected && refused(r.Err) && !last:
+				again = append(again, k)
+			case r.Status == engine.Duplicate && uncertain[k]:
+				r.Status = engine.Queued
+				out[k] = r
+			default:
+				out[k] = r
+			}
+		}
+		if todo = again; len(todo) == 0 {
+			return out
 		}
 	}
 }
@@ -723,16 +796,19 @@ func TestHost_RoutesEachCommandToItsQueuesGroup(t *testing.T) {
 		for _, q := range queues {
 			items = append(items, engine.PushItem{Queue: q, TransactionID: fmt.Sprintf("%s-%d", q, i), Payload: []byte(`{}`)})
 		}
-		res, err := raft.Propose[[]engine.PushResult](ctxT(t), h, engine.PushCmd{Items: items})
-		if err != nil {
-			t.Fatalf("push through %s: %v", c.peers[i].ID, err)
-		}
+		// An election under load refuses a part (its items rejected,
+		// nothing stored) or leaves its outcome unknown: pushedAgain asks
+		// again for those items; waitMessages below checks that each
+		// queue holds its three messages, none twice.
+		res := pushedAgain(t, h, items)
 		for k, r := range res {
 			if r.Status != engine.Queued || r.Queue != queues[k] || r.TransactionID != items[k].TransactionID {
 				t.Fatalf("push through %s: item %d answered %+v", c.peers[i].ID, k, r)
 			}
 		}
 	}
+	// A command an election under load refuses (no leader, a transfer:
+	// nothing applied) is asked again, here and below.
 	count := map[uint32]int{}
 	for _, q := range queues {
 		g := c.h[0].Placement(q)
@@ -755,7 +831,7 @@ func TestHost_RoutesEachCommandToItsQueuesGroup(t *testing.T) {
 	// another host carries the leases of queues in every group.
 	var acks []engine.AckItem
 	for _, q := range queues {
-		r, err := c.forwarded(c.h[0], engine.PopCmd{Queue: q, Batch: 10, Partitions: 1})
+		r, err := c.patient(c.h[0], engine.PopCmd{Queue: q, Batch: 10, Partitions: 1})
 		if err != nil {
 			t.Fatalf("pop %s: %v", q, err)
 		}
@@ -767,7 +843,7 @@ func TestHost_RoutesEachCommandToItsQueuesGroup(t *testing.T) {
 			acks = append(acks, engine.AckItem{TransactionID: m.TransactionID, PartitionID: m.PartitionID, Lease: pop.LeaseID, Status: cursor.Completed})
 		}
 	}
-	res, err := raft.Propose[[]engine.AckResult](ctxT(t), c.h[1], engine.AckCmd{Items: acks})
+	res, err := notAppliedAs[[]engine.AckResult](t, c.h[1], engine.AckCmd{Items: acks})
 	if err != nil {
 		t.Fatalf("ack: %v", err)
 	}
@@ -778,7 +854,7 @@ func TestHost_RoutesEachCommandToItsQueuesGroup(t *testing.T) {
 	}
 	// Nothing is left to deliver: a discovery-free pop per queue is empty.
 	for _, q := range queues {
-		r, err := c.forwarded(c.h[2], engine.PopCmd{Queue: q, Batch: 10, Partitions: 1})
+		r, err := c.patient(c.h[2], engine.PopCmd{Queue: q, Batch: 10, Partitions: 1})
 		if err != nil || len(r.Value.(engine.PopResult).Messages) != 0 {
 			t.Fatalf("pop %s after the acks: %+v, %v", q, r.Value, err)
 		}
@@ -788,12 +864,12 @@ func TestHost_RoutesEachCommandToItsQueuesGroup(t *testing.T) {
 	// hosts read no versions, so the cluster runs at 1 and it is refused
 	// before anything is proposed (hostoutbox_test.go runs it at 2).
 	inA := []engine.TxOp{{Push: &engine.PushItem{Queue: "a", TransactionID: "tx-a", Payload: []byte(`{}`)}}}
-	if r, err := c.forwarded(c.h[0], engine.TransactionCmd{Ops: inA}); err != nil || !r.Value.(engine.TxResult).Success {
+	if r, err := c.patient(c.h[0], engine.TransactionCmd{Ops: inA}); err != nil || !r.Value.(engine.TxResult).Success {
 		t.Fatalf("transaction in one group: %+v, %v", r.Value, err)
 	}
 	other := queues[slices.IndexFunc(queues, func(q string) bool { return c.h[0].Placement(q) != c.h[0].Placement("a") })]
 	spans := append(inA, engine.TxOp{Push: &engine.PushItem{Queue: other, TransactionID: "tx-other", Payload: []byte(`{}`)}})
-	_, err = c.again(c.h[0], engine.TransactionCmd{Ops: spans}) // an election under load answers no_leader first
+	_, err = c.patient(c.h[0], engine.TransactionCmd{Ops: spans})
 	if !errors.Is(err, raft.ErrClusterVersion) {
 		t.Fatalf("transaction over two groups at cluster version 1: err %v, want ErrClusterVersion", err)
 	}
@@ -803,7 +879,7 @@ func TestHost_RoutesEachCommandToItsQueuesGroup(t *testing.T) {
 		{Push: &engine.PushItem{Queue: "a", TransactionID: "tx-a2", Payload: []byte(`{}`)}},
 		{Push: &engine.PushItem{Queue: "fresh", TransactionID: "tx-fresh", Payload: []byte(`{}`)}},
 	}
-	if r, err := c.forwarded(c.h[1], engine.TransactionCmd{Ops: withA}); err != nil || !r.Value.(engine.TxResult).Success {
+	if r, err := c.patient(c.h[1], engine.TransactionCmd{Ops: withA}); err != nil || !r.Value.(engine.TxResult).Success {
 		t.Fatalf("transaction placing a new queue: %+v, %v", r.Value, err)
 	}
 	// n1 leads the directory: its replica has every placement.
@@ -812,11 +888,11 @@ func TestHost_RoutesEachCommandToItsQueuesGroup(t *testing.T) {
 	}
 	// Maintenance is the cluster's, kept by the directory: every host reads
 	// the switch its replica applied.
-	if _, err := c.forwarded(c.h[2], command.Maintenance{Enabled: true}); err != nil {
+	if _, err := c.patient(c.h[2], command.Maintenance{Enabled: true}); err != nil {
 		t.Fatalf("push maintenance on: %v", err)
 	}
 	for i, h := range c.h {
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(20 * time.Second)
 		for on, _ := h.Maintenance(); !on; on, _ = h.Maintenance() {
 			if time.Now().After(deadline) {
 				t.Fatalf("%s does not see push maintenance", c.peers[i].ID)
@@ -825,7 +901,7 @@ func TestHost_RoutesEachCommandToItsQueuesGroup(t *testing.T) {
 		}
 	}
 	// Consumer-group commands over every group add up their answers.
-	deleted, err := raft.Propose[engine.GroupDeleted](ctxT(t), c.h[2], engine.DeleteGroupCmd{Group: engine.QueueMode})
+	deleted, err := notAppliedAs[engine.GroupDeleted](t, c.h[2], engine.DeleteGroupCmd{Group: engine.QueueMode})
 	if err != nil || deleted.Cursors != 6 {
 		t.Fatalf("delete the queue-mode cursors everywhere: %+v, %v; want 6 rows", deleted, err)
 	}

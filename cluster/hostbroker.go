@@ -614,16 +614,36 @@ func (h *Host) discover(ctx context.Context, c engine.PopCmd) (engine.Result, er
 
 // everyGroup runs c on every data group (here or relayed) and merges the
 // answers: counts add up, found is found anywhere.
+//
+// Each group's part waits on its own for a queue of that group frozen for
+// a move (retryMoving): asked again whole (Propose's retryMoving), c would
+// be applied again in the groups that had taken it, and its answer would
+// count only what the last round found (a consumer group's delete
+// answered 1 cursor of 3). A part that fails while others were applied is
+// answered raft.UnknownError, not its own error, which could say nothing
+// was applied (raft.NotApplied: a refusal, a move's) when some was.
 func (h *Host) everyGroup(ctx context.Context, c engine.Command) (engine.Result, error) {
-	parts := make([]part, len(h.nodes)-1)
-	for k := range parts {
-		parts[k].group = uint32(k + 1)
+	res := make([]engine.Result, len(h.nodes)-1)
+	errs := make([]error, len(res))
+	var wg sync.WaitGroup
+	for k := range res {
+		g := uint32(k + 1)
+		wg.Go(func() {
+			res[k], errs[k] = h.retryMoving(ctx, func() (engine.Result, error) { return h.run(ctx, g, c) })
+			if errs[k] == nil {
+				errs[k] = res[k].Err
+			}
+		})
 	}
-	res, errs := h.runParts(ctx, parts, func(int) engine.Command { return c })
+	wg.Wait()
+	applied := slices.Contains(errs, nil)
 	var out engine.Result
 	for k := range res {
 		if errs[k] != nil {
-			return engine.Result{}, fmt.Errorf("group %d: %w", parts[k].group, errs[k])
+			if applied {
+				return engine.Result{}, &raft.UnknownError{Group: uint32(k + 1), Err: errs[k]}
+			}
+			return engine.Result{}, fmt.Errorf("group %d: %w", k+1, errs[k])
 		}
 		switch v := res[k].Value.(type) {
 		case int:

@@ -391,10 +391,16 @@ func TestHost_MoveQueue_UnderLoad(t *testing.T) {
 		after int32
 		to    uint32
 	}{{150, 2}, {400, 3}} {
-		waitFor(t, fmt.Sprintf("%d pushes", m.after), func() bool { return load.pushed.Load() >= m.after })
+		// One push a request through every host, with -race on a busy
+		// machine and elections among the fixture's groups: tens of
+		// seconds for a few hundred (the load's own bound is 3 minutes).
+		waitForLong(t, fmt.Sprintf("%d pushes", m.after), 90*time.Second, func() bool { return load.pushed.Load() >= m.after })
 		start := time.Now()
 		// A move that fails for an election (a loaded machine's) is undone
-		// and may be asked again.
+		// and may be asked again, once it is: by the mover, or after
+		// MoveTimeout by the directory's leader, which may finish it
+		// instead. Until then a move of orders is on record, and a new one
+		// would be refused as moving already.
 		for end := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 			err := c.h[0].MoveQueue(ctxT(t), "orders", m.to, nil)
 			if err == nil {
@@ -403,12 +409,24 @@ func TestHost_MoveQueue_UnderLoad(t *testing.T) {
 			if !raft.Transient(err) || time.Now().After(end) {
 				t.Fatalf("move to %d: %v", m.to, err)
 			}
+			waitForLong(t, "the failed move to be undone or finished", 60*time.Second, func() bool {
+				for _, h := range c.h {
+					if len(h.Moves()) != 0 {
+						return false
+					}
+				}
+				return true
+			})
+			if c.h[0].Placement("orders") == m.to {
+				t.Logf("move to %d failed (%v), and the directory's leader finished it", m.to, err)
+				break
+			}
 			t.Logf("move to %d failed, asked again: %v", m.to, err)
 		}
 		t.Logf("moved orders to group %d in %v after %d pushes", m.to, time.Since(start), m.after)
 	}
 	load.check(pushers * each)
-	waitFor(t, "every host to place orders in group 3 at epoch 3", func() bool {
+	waitForLong(t, "every host to place orders in group 3 at epoch 3", 60*time.Second, func() bool {
 		for _, h := range c.h {
 			if h.Placement("orders") != 3 || h.PlacementEpoch("orders") != 3 {
 				return false

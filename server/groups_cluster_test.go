@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -25,8 +26,73 @@ func nodeClient(t *testing.T, c *servertest.Groups, i int) *client {
 		header: http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json"}}}
 }
 
+// refusedCodes are the codes of the 503s that say the request was not
+// applied (server/errors.go): no leader, not the leader, a leadership
+// transfer, a queue moving, a relayed request that expired. An election or
+// a move on a busy machine answers them.
+var refusedCodes = []string{"no_leader", "not_leader", "leadership_transfer", "queue_moving", "forward_expired"}
+
+// doAgain is do, sent again, up to 30 s, while it is answered a 503 that
+// a retry may change and that cannot hide a change made: for a GET (a
+// read, which changes nothing) any 503, for any other method a refusal
+// (refusedCodes), never an outcome unknown. The last answer is returned,
+// for the test to check as it would do's.
+func (c *client) doAgain(method, path string, body any) *response {
+	c.t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		r := c.do(method, path, body)
+		if r.status != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			return r
+		}
+		var e struct {
+			Code string `json:"code"`
+		}
+		if method != http.MethodGet && (json.Unmarshal(r.body, &e) != nil || !slices.Contains(refusedCodes, e.Code)) {
+			return r
+		}
+		c.t.Logf("%s %s answered %d %s; asking again", method, path, r.status, r.body)
+	}
+}
+
+// pushedAgain pushes item, which names its transactionId, through c, and
+// sends it again, up to 30 s, while it is answered 503: a refusal
+// (refusedCodes: nothing stored) or an outcome unknown (an election lost
+// the answer), after which an answer duplicate is the earlier try's push,
+// stored once (the transaction id makes the repeat a duplicate), and is
+// returned as queued: the client pushed it once. The push must be answered
+// 201 with one result; the caller checks it, and what is stored.
+func (c *client) pushedAgain(item map[string]any) pushResult {
+	c.t.Helper()
+	if item["transactionId"] == nil {
+		c.t.Fatalf("pushedAgain: %v names no transactionId, which makes a repeat safe", item)
+	}
+	uncertain := false
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		r := c.do("POST", "/api/v1/push", map[string]any{"items": []any{item}})
+		if r.status == http.StatusServiceUnavailable && time.Now().Before(deadline) {
+			var e struct {
+				Code string `json:"code"`
+			}
+			_ = json.Unmarshal(r.body, &e)
+			uncertain = uncertain || !slices.Contains(refusedCodes, e.Code)
+			c.t.Logf("push %v answered %d %s; pushing again", item, r.status, r.body)
+			continue
+		}
+		var res []pushResult
+		r.expect(c.t, http.StatusCreated).decode(c.t, &res)
+		if len(res) != 1 {
+			c.t.Fatalf("push %v: %d results", item, len(res))
+		}
+		if uncertain && res[0].Status == "duplicate" {
+			res[0].Status = "queued"
+		}
+		return res[0]
+	}
+}
+
 // configureIn configures queue in group g through c and returns the group
-// the answer names.
+// the answer names; asked again while refused (doAgain), as a
+// configuration is the same however often it is applied.
 func configureIn(t *testing.T, c *client, queue string, g int) int {
 	t.Helper()
 	body := map[string]any{"queue": queue}
@@ -37,7 +103,7 @@ func configureIn(t *testing.T, c *client, queue string, g int) int {
 		Configured bool `json:"configured"`
 		RaftGroup  int  `json:"raftGroup"`
 	}
-	c.do("POST", "/api/v1/configure", body).expect(t, 200).decode(t, &out)
+	c.doAgain("POST", "/api/v1/configure", body).expect(t, 200).decode(t, &out)
 	if !out.Configured {
 		t.Fatalf("configure %s: not configured", queue)
 	}
