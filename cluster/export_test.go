@@ -25,6 +25,10 @@ func OutboxRows(n *raft.Node) ([]engine.OutboxRow, error) { return n.Engine().Ou
 // its error fails the move there (nil: none).
 func SetMoveHook(h *Host, f func(queue string, seq uint32) error) { h.moveHook = f }
 
+// SetDropHook makes f run once a move h runs has thawed its target, before
+// it drops the source copy: a test holds the source copy there.
+func SetDropHook(h *Host, f func(queue string)) { h.dropHook = f }
+
 // Stopping is closed once h's Close has begun: a move hook that waits on
 // it holds a move until its node is being stopped, as a kill part way
 // would find it.

@@ -48,6 +48,9 @@ type Host struct {
 	// moveHook, set by a test, runs before each chunk of a move is
 	// proposed; its error fails the move there.
 	moveHook func(queue string, seq uint32) error
+	// dropHook, set by a test, runs once a move has thawed its target and
+	// before it drops the source copy.
+	dropHook func(queue string)
 	// strays are the freeze marks moveLoop saw past their placement's
 	// epoch with no move recorded, and since when (only moveLoop's
 	// goroutine touches it).

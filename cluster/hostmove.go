@@ -366,6 +366,9 @@ func (h *Host) finishMove(ctx context.Context, queue string, from, to uint32, ep
 	if id == (engine.ID{}) {
 		return nil
 	}
+	if h.dropHook != nil {
+		h.dropHook(queue)
+	}
 	_, err := h.moveStep(ctx, from, engine.DropQueueCmd{Group: from, Queue: queue, ID: id})
 	return err
 }

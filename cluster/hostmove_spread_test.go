@@ -169,3 +169,48 @@ func TestHost_MoveQueue_StrayFreezeElsewhereIsUndone(t *testing.T) {
 		return true
 	})
 }
+
+// TestHost_ReadThroughTheSourceAfterTheFlip: a move has flipped orders to
+// the group the directory's leader does not host and thawed it there, and
+// its source copy waits to be dropped. The directory's leader hosts the
+// source, which still holds orders' partition as it was at the freeze: a
+// read of a message pushed since, through it, must go to the target's
+// leader (the chaos suite's seed 819321041 read found=false there).
+func TestHost_ReadThroughTheSourceAfterTheFlip(t *testing.T) {
+	t.Parallel()
+	c, d, near, far := spreadMoveHosts(t)
+	c.place("orders", near)
+	push := func(txn string) engine.PushResult {
+		t.Helper()
+		r := pushedAgain(t, c.h[d], []engine.PushItem{{Queue: "orders", TransactionID: txn, Payload: []byte(`{"n":1}`)}})[0]
+		if r.Status != engine.Queued {
+			t.Fatalf("push %s: %+v", txn, r)
+		}
+		return r
+	}
+	before := push("before")
+	held, release := make(chan struct{}), make(chan struct{})
+	cluster.SetDropHook(c.h[d], func(string) {
+		close(held)
+		<-release
+	})
+	done := make(chan error, 1)
+	go func() { done <- c.h[d].MoveQueue(ctxT(t), "orders", far, nil) }()
+	select {
+	case <-held:
+	case err := <-done:
+		t.Fatalf("the move ended before its drop: %v", err)
+	}
+	after := push("after")
+	for _, m := range []engine.PushResult{before, after} {
+		got, err := c.h[d].MessageAt(m.PartitionID, m.TransactionID)
+		if err != nil || got.TransactionID != m.TransactionID {
+			t.Errorf("read %s through %s (hosts source %d: %v, target %d: %v): %+v, %v",
+				m.TransactionID, c.peers[d].ID, near, c.h[d].Hosts(near), far, c.h[d].Hosts(far), got, err)
+		}
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("move: %v", err)
+	}
+}

@@ -158,18 +158,24 @@ func (h *Host) MessageAt(part engine.ID, txn string) (engine.StoredMessage, erro
 	return h.reader(g).MessageAt(part, txn)
 }
 
-// heldBy is the group that holds the partition now, 1 if none; of two (a
-// moved queue's source copy not dropped yet), the one the directory places
-// its queue in. It looks in the replicas this node hosts, then, when some
-// group is led elsewhere, asks each group's leader (partitionGroup): its
-// error when one could not be asked and none holds it.
+// heldBy is the group that holds the partition now, 1 if none. It looks
+// in the replicas this node hosts, then, when some group is led elsewhere,
+// asks each group's leader (partitionGroup): its error when one could not
+// be asked and none holds it. A partition found here belongs to its
+// queue's group by the directory (holder): while a moved queue's source
+// copy waits to be dropped, the source still holds the partition as it
+// was at the freeze, and a node that hosts the source but not the target
+// would read it there and miss every message pushed since the flip.
 func (h *Host) heldBy(part engine.ID) (uint32, error) {
-	g, _ := h.holder(func(n *raft.Node) (string, bool) {
+	g, q := h.holder(func(n *raft.Node) (string, bool) {
 		q, _, ok := n.Engine().PartitionByID(part)
 		return q, ok
 	})
-	if g != 0 || h.hostsAll() {
-		return cmp.Or(g, 1), nil
+	if g != 0 {
+		return cmp.Or(h.Placement(q), g), nil
+	}
+	if h.hostsAll() {
+		return 1, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), remoteReadWait)
 	defer cancel()
