@@ -155,13 +155,18 @@ func (r *Reads) Barrier(stale bool) error {
 func (r *Reads) hosted(n *raft.Node) bool { return r.o.Hosts == nil || r.o.Hosts(n.GroupID()) }
 
 // CatchUp waits until n has applied its group's read index; at once for
-// a group this node does not host (its reads go to the group's leader).
+// a group this node does not host (its reads go to the group's leader),
+// and as soon as it stops hosting it: a replica a replica step removed from
+// its group applies nothing more, and until this node's directory says so
+// it is hosted still; waiting for it held every linearizable read of the
+// node for ReadIndexTimeout, then answered 503 (the chaos suite, seed
+// 819321041: six seconds of read_unavailable through one node).
 func (r *Reads) CatchUp(ctx context.Context, n *raft.Node) error {
-	if !r.hosted(n) {
-		return nil
-	}
 	var last error
 	for {
+		if !r.hosted(n) {
+			return nil
+		}
 		idx, err := n.ReadIndex(ctx) // the leader's own, confirmed
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrNoLeader) {
 			if r.o.Closed {
@@ -173,7 +178,7 @@ func (r *Reads) CatchUp(ctx context.Context, n *raft.Node) error {
 			// A write this node relayed was answered at an index the
 			// leader had applied then: never above the read index asked
 			// since, but the larger of the two is waited for all the same.
-			if err = n.WaitApplied(ctx, max(idx, n.Written())); err == nil {
+			if err = r.waitApplied(ctx, n, max(idx, n.Written())); err == nil {
 				return nil
 			}
 		}
@@ -190,6 +195,26 @@ func (r *Reads) CatchUp(ctx context.Context, n *raft.Node) error {
 		}
 	}
 }
+
+// waitApplied waits until n has applied index, nil also once this node
+// stops hosting n's group: it looks again every hostedCheck.
+func (r *Reads) waitApplied(ctx context.Context, n *raft.Node, index uint64) error {
+	for {
+		c, cancel := context.WithTimeout(ctx, hostedCheck)
+		err := n.WaitApplied(c, index)
+		cancel()
+		switch {
+		case err == nil || !r.hosted(n):
+			return nil
+		case ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded):
+			return err
+		}
+	}
+}
+
+// hostedCheck is how often a read waiting for a replica asks whether this
+// node still hosts its group.
+const hostedCheck = 250 * time.Millisecond
 
 // Stamp sets cluster.AppliedHeader on the answer to a request another
 // node relayed here: "group:index" for each of this node's replicas,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -410,5 +411,30 @@ func TestReads_AsksThroughTheReplicaItHasNow(t *testing.T) {
 	defer mu.Unlock()
 	if len(asked) < 2 || asked[0] != g.follower || asked[len(asked)-1] != again {
 		t.Fatalf("asked through %v; want the first replica, then the one it has now (%p)", asked, again)
+	}
+}
+
+// A replica this node stops hosting while a read waits for it (a replica
+// step removed it from its group: it applies nothing more) stops holding
+// the read, which then goes to the group's leader: the barrier returns, not
+// Unavailable after ReadIndexTimeout.
+func TestReads_StopsWaitingForAReplicaNoLongerHosted(t *testing.T) {
+	g := newGroup(t)
+	g.caughtUp(t)
+	g.c.Partition(g.c.Index(g.follower))
+	g.push(t) // the leader's read index is past what the follower can reach
+	var hosted atomic.Bool
+	hosted.Store(true)
+	reads, _ := g.reads(g.follower, func(o *relay.ReadOptions) {
+		o.Hosts = func(uint32) bool { return hosted.Load() }
+	})
+	var err error
+	start := time.Now()
+	done := g.settled(func() { err = reads.Barrier(false) })
+	time.Sleep(500 * time.Millisecond)
+	hosted.Store(false)
+	receive(t, done, "Barrier")
+	if took := time.Since(start); err != nil || took >= relay.ReadIndexTimeout {
+		t.Errorf("Barrier = %v after %v, want nil before ReadIndexTimeout (%v)", err, took, relay.ReadIndexTimeout)
 	}
 }
