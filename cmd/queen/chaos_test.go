@@ -273,6 +273,12 @@ var chaosRegressions = []struct {
 		"whose part's relay lost its answer when a group's leader was killed was retried, and its items were answered " +
 		"duplicate of the messages the lost attempt stored: a client told duplicate of a push it sent once " +
 		"(cluster/hostrelay.go attempt.ownDuplicates; TestHost_SplitPushAnswersFailedOnlyWhenNotStored)"},
+	{819321041, 40 * time.Second, 3, "join,kill,kill-leader,move,partition-majority,partition-minority,restart,transfer", "netns",
+		"a read through a node that hosted a moved queue's source group but not its target, between the flip and the " +
+			"source copy's drop, read the copy as it was at the freeze and answered found=false for a message pushed since " +
+			"(cluster/hostread.go heldBy; TestHost_ReadThroughTheSourceAfterTheFlip); and every linearizable read through " +
+			"a restarted node waited 5 s, then 503, for a replica a replica step had removed from its group " +
+			"(server/relay/reads.go CatchUp; TestReads_StopsWaitingForAReplicaNoLongerHosted)"},
 }
 
 // chaosRegressionFaults are the kinds the schedules of chaosRegressions
