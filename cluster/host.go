@@ -552,3 +552,45 @@ func (h *Host) defineGroups() bool {
 	}
 	return false // the next look confirms it from the applied state
 }
+
+// Status is the directory's: its leader is the cluster's for what is not a
+// queue's (membership, storage reports, analytics). GroupStatus has each
+// group's.
+func (h *Host) Status() raft.Status {
+	st := h.directory().Status()
+	for g := uint32(1); int(g) < len(h.nodes); g++ {
+		n := h.served(g)
+		if n == nil {
+			continue // a group led elsewhere: its version and faults are its nodes'
+		}
+		gs := n.Status()
+		st.StorageErrors = max(st.StorageErrors, gs.StorageErrors)
+		st.ClusterVersion = min(st.ClusterVersion, gs.ClusterVersion)
+		if st.Fault == "" {
+			st.Fault = gs.Fault
+		}
+	}
+	return st
+}
+
+// Versions is every server's version as the directory last read them
+// (every node is in the directory).
+func (h *Host) Versions() []raft.NodeVersion { return h.directory().Versions() }
+
+// GroupStatus is group g's status on this node. For a group it does not
+// host (hostlayout.go) that is role "none", with the leader and the count
+// of voters the directory records: this node follows no leader of it, and
+// /health, which needs every group led, would call the node unhealthy.
+func (h *Host) GroupStatus(g uint32) raft.Status {
+	n := h.served(g)
+	if n == nil {
+		st := h.leaderOf(g)
+		st.Voters = len(h.layoutRecord(g).Voters)
+		return st
+	}
+	return n.Status()
+}
+
+// Maintenance reports the cluster-wide maintenance switches, which the
+// directory holds.
+func (h *Host) Maintenance() (push, pop bool) { return h.directory().Maintenance() }
