@@ -380,24 +380,6 @@ func runSplit[I, R any](ctx context.Context, h *Host, parts []part, items []I, b
 	return out, nil
 }
 
-// runParts runs one command per part at once (build makes part k's) and
-// returns each part's answer.
-func (h *Host) runParts(ctx context.Context, parts []part, build func(k int) engine.Command) ([]engine.Result, []error) {
-	res := make([]engine.Result, len(parts))
-	errs := make([]error, len(parts))
-	var wg sync.WaitGroup
-	for k := range parts {
-		wg.Go(func() {
-			res[k], errs[k] = h.run(ctx, parts[k].group, build(k))
-			if errs[k] == nil {
-				errs[k] = res[k].Err
-			}
-		})
-	}
-	wg.Wait()
-	return res, errs
-}
-
 // push splits a push by its queues' groups. A part certainly not applied
 // makes its items failed (Rejected, with the part's error), the others
 // stand: each item's answer says what happened to it. A part whose outcome
