@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -172,5 +173,52 @@ func timed(t *testing.T, limit time.Duration, what string, f func()) {
 	f()
 	if took := time.Since(start); took > limit {
 		t.Errorf("%s took %v, want under %v (the read index timeout is 5 s)", what, took, limit)
+	}
+}
+
+// TestGroups_AReadOfOneQueueSeesWritesThroughAnyNode: a read of one queue
+// waits for the directory before it looks up the queue's group, then for
+// that group: a queue configured and pushed to through one node is read,
+// with its message, through every other node right after. The leaders tell
+// a commit only with their next entries (quietCommits), so a node that read
+// its own directory replica without catching it up first would not know
+// where the queue is (404), and one that skipped the queue's group would
+// miss the message.
+func TestGroups_AReadOfOneQueueSeesWritesThroughAnyNode(t *testing.T) {
+	t.Parallel()
+	c := servertest.StartGroupsTuned(t, 3, 3, quietCommits, nil)
+	for g := 1; g <= 3; g++ {
+		w := g % 3 // the group's leader writes; the two others read
+		q := "any-node-" + strconv.Itoa(g)
+		if got := configureIn(t, nodeClient(t, c, w), q, g); got != g {
+			t.Fatalf("configure %s in group %d answered group %d", q, g, got)
+		}
+		txn := "txn-" + strconv.Itoa(g)
+		pushOne(t, nodeClient(t, c, w), q, txn)
+		for i := range c.Nodes {
+			if i == w {
+				continue
+			}
+			nc := nodeClient(t, c, i)
+			var row struct {
+				Name      string `json:"name"`
+				RaftGroup int    `json:"raftGroup"`
+				Totals    struct {
+					Total int `json:"total"`
+				} `json:"totals"`
+			}
+			nc.do("GET", "/api/v1/resources/queues/"+q, nil).expect(t, http.StatusOK).decode(t, &row)
+			if row.Name != q || row.RaftGroup != g || row.Totals.Total != 1 {
+				t.Errorf("%s through %s right after the push through %s: %+v, want group %d with one message",
+					q, c.Nodes[i].ID, c.Nodes[w].ID, row, g)
+			}
+			var msgs []struct {
+				TransactionID string `json:"transactionId"`
+			}
+			nc.do("GET", "/api/v1/status/queues/"+q+"/messages", nil).expect(t, http.StatusOK).decode(t, &msgs)
+			if len(msgs) != 1 || msgs[0].TransactionID != txn {
+				t.Errorf("messages of %s through %s right after the push through %s: %+v, want %s", q, c.Nodes[i].ID, c.Nodes[w].ID, msgs, txn)
+			}
+		}
 	}
 }
