@@ -90,8 +90,9 @@ func (h *Host) listed(g uint32) bool {
 
 // A replica that starts serving.
 //
-// A linearizable read waits, before it runs, for every replica this node
-// serves groups from (the edge's read barrier, package server/relay) and
+// A linearizable read waits, before it runs, for the replicas this node
+// serves the groups it reads from (the edge's read barrier, package
+// server/relay: every group, or the directory and one queue's group) and
 // then reads each group where hosts says: here, or at the group's leader.
 // Were hosts to turn true between the two (the directory's record starts
 // listing this node: a replica step promoted it, or a node came back under

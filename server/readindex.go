@@ -1,17 +1,21 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/queenmq/queen/cluster"
+	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server/relay"
+	"github.com/queenmq/queen/server/urlquery"
 )
 
 // Reads through any node see every write answered before them
@@ -95,17 +99,64 @@ func staleRead(ctx *fasthttp.RequestCtx) (bool, error) {
 	return false, badRequest(`consistency must be "linearizable" (the default) or "stale"`)
 }
 
-// readBarrier readies a read (relay.Reads.Barrier): it returns once
-// every replica of this node has applied what its group's leader had
-// applied when the request arrived, at once for a stale read or a broker
-// without replicas. An error is the request's answer: 400 for a bad
+// readBarrier readies a read (relay.Reads): it returns once every
+// replica of this node the read depends on has applied what its group's
+// leader had applied when the request arrived, at once for a stale read
+// or a broker without replicas. A read of one queue (ep.queueOf) of a
+// broker of several data groups depends on the directory, caught up
+// first (a queue placed through another node is known here then), and on
+// the group the directory places the queue in (group 1, which answers
+// for a queue placed nowhere, when it has none); any other read on every
+// replica of the node. An error is the request's answer: 400 for a bad
 // consistency, 503 read_unavailable when no leader confirmed in time.
-func (s *Server) readBarrier(ctx *fasthttp.RequestCtx) error {
+func (s *Server) readBarrier(ctx *fasthttp.RequestCtx, ep *endpoint, p *params) error {
 	stale, err := staleRead(ctx)
 	if err != nil {
 		return err
 	}
+	if s.queueReads && ep.queueOf != nil {
+		if q := ep.queueOf(ctx, p); q != "" {
+			return s.reads.BarrierGroups(stale, []uint32{raft.Directory}, func() []uint32 {
+				return []uint32{cmp.Or(s.groups.placement(q), 1)}
+			})
+		}
+	}
 	return s.reads.Barrier(stale)
+}
+
+// readsOneQueue are the linearizable routes whose answer is one queue's
+// state, read from the group the queue is placed in alone (a Host's
+// Queue, and its ListDLQ and ListMessages of one queue), by route name:
+// each with the queue its request names, "" when it names none (a listing
+// without a queue filter reads every group). A route here reads nothing of
+// another queue, nor of another group: its barrier waits for the
+// directory and that group alone (readBarrier).
+var readsOneQueue = map[string]func(*fasthttp.RequestCtx, *params) string{
+	"resources_queue":       pathQueue,
+	"status_queue":          pathQueue,
+	"status_queue_messages": pathQueue,
+	"dlq":                   queryQueue,
+	"messages":              queryQueue,
+}
+
+// pathQueue is the {queue} path parameter.
+func pathQueue(_ *fasthttp.RequestCtx, p *params) string { return p.get("queue") }
+
+// queryQueue is the queue filter (?queue=), as the handlers read it.
+func queryQueue(ctx *fasthttp.RequestCtx, _ *params) string {
+	return urlquery.String(ctx.QueryArgs(), "queue")
+}
+
+// checkQueueReads refuses a readsOneQueue entry that names no linearizable
+// route of table: a route renamed would silently wait for every group
+// again.
+func checkQueueReads(table []route) error {
+	for name := range readsOneQueue {
+		if !slices.ContainsFunc(table, func(r route) bool { return r.name == name && r.read == linearizable }) {
+			return fmt.Errorf("%w: readsOneQueue names %q, no linearizable route", engine.ErrInvalid, name)
+		}
+	}
+	return nil
 }
 
 // askReadIndex asks the leader of n's group for its read index.

@@ -184,7 +184,9 @@ const (
 	// linearizable: before the handler runs, this node catches up with
 	// what the leader had applied when the request arrived (readindex.go),
 	// so the answer reflects every command answered before it, whichever
-	// node answered that. ?consistency=stale skips the wait.
+	// node answered that: the leader of every group it holds a replica of,
+	// or, for a read of one queue (readsOneQueue), of the directory and the
+	// queue's group. ?consistency=stale skips the wait.
 	linearizable
 	// local: this node's own state or figures, at once (health, metrics,
 	// a node's reports, static pages), or an action on this node alone
@@ -257,6 +259,9 @@ type endpoint struct {
 	names   []string // parameter names, in order
 	paramAt []int    // segment index of each parameter, in order
 	stats   *routeStats
+	// queueOf is the queue a read of one queue names (readsOneQueue), nil
+	// for any other route.
+	queueOf func(*fasthttp.RequestCtx, *params) string
 }
 
 // node is one segment of the route tree.

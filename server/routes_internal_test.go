@@ -40,3 +40,27 @@ func TestCheckRoutes_RefusesUndeclaredRows(t *testing.T) {
 		})
 	}
 }
+
+// Every read of one queue (readsOneQueue) is a linearizable route of the
+// table: a route renamed, or one that no longer waits for a read index, is
+// refused by name, rather than its reads waiting for every group again.
+func TestCheckRoutes_QueueReadsAreLinearizableRoutes(t *testing.T) {
+	t.Parallel()
+	table := (&Server{}).routeTable()
+	for name := range readsOneQueue {
+		for _, edit := range []func(*route){
+			func(r *route) { r.name += "_renamed" },
+			func(r *route) { r.read = local },
+		} {
+			bad := append([]route(nil), table...)
+			for i := range bad {
+				if bad[i].name == name {
+					edit(&bad[i])
+				}
+			}
+			if err := checkRoutes(bad); !errors.Is(err, engine.ErrInvalid) || !strings.Contains(err.Error(), name) {
+				t.Errorf("route %s edited: checkRoutes = %v, want ErrInvalid naming it", name, err)
+			}
+		}
+	}
+}

@@ -262,6 +262,10 @@ type Server struct {
 	// reads makes reads linearizable (package relay); nil for a broker
 	// without replicas.
 	reads *relay.Reads
+	// queueReads says a read of one queue waits for the directory and
+	// the queue's group alone (readBarrier): the broker spreads queues
+	// over more than one data group.
+	queueReads bool
 	// conns caps the connections open (Options.MaxConns, MaxConnsPerIP;
 	// package listener).
 	conns *listener.Limiter
@@ -295,6 +299,7 @@ func New(b Broker, opts Options) (*Server, error) {
 	if rb, ok := b.(Replicated); ok {
 		s.reads = newReads(s, rb)
 	}
+	s.queueReads = len(s.groups.list()) > 2 // the directory and two data groups or more
 	opts.Metrics.GetOrCreateGauge(`queen_http_inflight_body_bytes`, func() float64 { return float64(s.budget.Held()) })
 	crypt, err := newCipherFromOptions(opts)
 	if err != nil {
@@ -347,7 +352,7 @@ func New(b Broker, opts Options) (*Server, error) {
 		return nil, err
 	}
 	for _, r := range table {
-		s.router.add(&endpoint{route: r, stats: newRouteStats(opts.Metrics, r.name)})
+		s.router.add(&endpoint{route: r, stats: newRouteStats(opts.Metrics, r.name), queueOf: readsOneQueue[r.name]})
 	}
 	s.http = &fasthttp.Server{
 		Handler:                      s.handle,
@@ -477,7 +482,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	if ep.read == linearizable {
-		if err := s.readBarrier(ctx); err != nil {
+		if err := s.readBarrier(ctx, ep, &p); err != nil {
 			if !errors.Is(err, errReadIndexRefused) || !s.forward(ctx) {
 				s.writeError(ctx, err)
 			}
@@ -566,5 +571,5 @@ func checkRoutes(table []route) error {
 			return fmt.Errorf("%w: route %s %s does not say how fresh what it reads is", engine.ErrInvalid, r.method, r.pattern)
 		}
 	}
-	return nil
+	return checkQueueReads(table)
 }

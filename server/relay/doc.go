@@ -27,11 +27,16 @@
 // (docs/api.md §1, "Read consistency"). Two mechanisms, both in Reads:
 //
 //   - A linearizable read (the default on every read route) first learns
-//     the read index of each Raft group this node holds a replica of: the
-//     leader confirms it still leads and answers the index it has applied
-//     (raft.Node.ReadIndex); a follower asks it (the server's read-index
-//     route, /internal/v1/read-index). The node then waits until its own
-//     replica has applied that far, and answers from its own state.
+//     the read index of each Raft group it reads that this node holds a
+//     replica of: the leader confirms it still leads and answers the
+//     index it has applied (raft.Node.ReadIndex); a follower asks it (the
+//     server's read-index route, /internal/v1/read-index). The node then
+//     waits until its own replica has applied that far, and answers from
+//     its own state. A read of one queue waits for the directory, then for
+//     the group the directory places the queue in (Reads.BarrierGroups),
+//     so a group with no leader holds up only the reads of its own queues
+//     and those across queues; any other read waits for every replica of
+//     the node (Reads.Barrier).
 //     Concurrent reads share one ask per group, and the leader shares one
 //     confirmation among concurrent asks (internal/rounds), so a burst of
 //     reads costs a round trip, not one each. ?consistency=stale skips all

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -116,39 +117,86 @@ func (r *Reads) Replica(g uint32) *raft.Node {
 	return nil
 }
 
-// Barrier readies a read: for a linearizable one (stale false) it returns
-// once every replica of this node has applied what its group's leader had
-// applied when it was called. For a stale read (which it counts) it
-// returns once this node has applied the writes it relayed (Settle), at
-// once when it relayed none lately. An error is the read's answer: Refused, or Unavailable when
-// no leader confirmed in time.
-func (r *Reads) Barrier(stale bool) error {
+// Barrier readies a read of every group this node holds a replica of
+// (BarrierGroups naming none): for a linearizable one (stale false) it
+// returns once every replica of this node has applied what its group's
+// leader had applied when it was called. For a stale read (which it
+// counts) it returns once this node has applied the writes it relayed
+// (Settle), at once when it relayed none lately. An error is the read's
+// answer: Refused, or Unavailable when no leader confirmed in time.
+func (r *Reads) Barrier(stale bool) error { return r.BarrierGroups(stale, nil, nil) }
+
+// BarrierGroups is Barrier for a read of some groups only: it waits for
+// this node's replicas of groups (nil or empty: every replica, as
+// Barrier), then, when then is set, for its replicas of the groups then
+// names, asked once the first have caught up (none: nothing more). A read
+// of one queue names the directory, then the queue's group as the
+// directory just caught up places it: so a read of a queue in a healthy
+// group does not wait for an unrelated group that has no leader. A group
+// this node holds no replica of, or does not host (ReadOptions.Hosts), is
+// not waited for: its reads go to its leader, which answers them
+// linearizably. The wait is bounded by one ReadIndexTimeout for both
+// steps. A stale read waits for what this node relayed to the named groups
+// (Settle's floor, each replica's raft.Node.Written), no other.
+func (r *Reads) BarrierGroups(stale bool, groups []uint32, then func() []uint32) error {
 	switch {
 	case r == nil:
 		return nil
 	case stale:
 		r.stale.Inc()
-		r.Settle() // this node's own writes, as relayed
+		// This node's own writes, as relayed.
+		deadline := time.Now().Add(ReadIndexTimeout)
+		if r.settle(r.replicasOf(groups), deadline) && then != nil {
+			if more := then(); len(more) > 0 {
+				r.settle(r.replicasOf(more), deadline)
+			}
+		}
 		return nil
 	}
 	start := time.Now()
 	c, cancel := context.WithTimeout(r.o.Ctx, ReadIndexTimeout)
 	defer cancel()
-	var err error
-	reps := r.replicas()
-	if len(reps) == 1 {
-		err = r.CatchUp(c, reps[0])
-	} else {
-		errs := make([]error, len(reps))
-		var wg sync.WaitGroup
-		for i, n := range reps {
-			wg.Go(func() { errs[i] = r.CatchUp(c, n) })
+	err := r.catchUpAll(c, r.replicasOf(groups))
+	if err == nil && then != nil {
+		if more := then(); len(more) > 0 {
+			err = r.catchUpAll(c, r.replicasOf(more))
 		}
-		wg.Wait()
-		err = errors.Join(errs...)
 	}
 	r.wait.UpdateDuration(start)
 	return err
+}
+
+// replicasOf is this node's replicas of groups, every one of them when
+// groups is empty.
+func (r *Reads) replicasOf(groups []uint32) []*raft.Node {
+	reps := r.replicas()
+	if len(groups) == 0 {
+		return reps
+	}
+	var of []*raft.Node
+	for _, n := range reps {
+		if slices.Contains(groups, n.GroupID()) {
+			of = append(of, n)
+		}
+	}
+	return of
+}
+
+// catchUpAll catches up reps (CatchUp), together, and joins their errors.
+func (r *Reads) catchUpAll(ctx context.Context, reps []*raft.Node) error {
+	switch len(reps) {
+	case 0:
+		return nil
+	case 1:
+		return r.CatchUp(ctx, reps[0])
+	}
+	errs := make([]error, len(reps))
+	var wg sync.WaitGroup
+	for i, n := range reps {
+		wg.Go(func() { errs[i] = r.CatchUp(ctx, n) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // hosted reports whether n's group is served from n here (ReadOptions.Hosts).
@@ -273,12 +321,17 @@ func (r *Reads) Settle() {
 	if r == nil {
 		return
 	}
-	deadline := time.Now().Add(ReadIndexTimeout)
-	for _, n := range r.replicas() {
+	r.settle(r.replicas(), time.Now().Add(ReadIndexTimeout))
+}
+
+// settle is Settle for reps: false (and counted) when deadline came first.
+func (r *Reads) settle(reps []*raft.Node, deadline time.Time) bool {
+	for _, n := range reps {
 		if !r.awaitIndexUntil(n, n.Written(), deadline) {
-			return
+			return false
 		}
 	}
+	return true
 }
 
 // awaitIndexUntil waits until n has applied index, or deadline; false

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,6 +38,8 @@ type Groups struct {
 	// tune, when set, changes every node's host options before it opens
 	// (StartGroupsTuned).
 	tune func(*cluster.HostOptions)
+	// stops stops each node, once (Stop, and at cleanup).
+	stops []func()
 }
 
 // GroupNode is one node of Groups.
@@ -103,7 +106,7 @@ func startGroups(t testing.TB, c *Groups, n, groups int, adjust func(i int, o *s
 				break
 			}
 			c.Nodes = append(c.Nodes, node)
-			stops = append(stops, stop)
+			stops = append(stops, sync.OnceFunc(stop))
 		}
 		stopAll := func() {
 			for i := len(stops) - 1; i >= 0; i-- {
@@ -111,6 +114,7 @@ func startGroups(t testing.TB, c *Groups, n, groups int, adjust func(i int, o *s
 			}
 		}
 		if err == nil {
+			c.stops = stops
 			t.Cleanup(stopAll)
 			break
 		}
@@ -328,6 +332,13 @@ func (c *Groups) agreed() (map[uint32]int, string) {
 	}
 	return leaders, ""
 }
+
+// Stop stops node i for good, as a crash would to its peers: its server
+// and its Host close, and the other nodes see its Raft and HTTP ports
+// refuse. Its directory and group replicas stay members of their groups:
+// stopping a majority of a group's voters leaves that group without a
+// leader.
+func (c *Groups) Stop(i int) { c.stops[i]() }
 
 func (c *Groups) index(id string) int {
 	for i, n := range c.Nodes {
