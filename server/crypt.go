@@ -1,10 +1,12 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 
 	"github.com/queenmq/queen/engine"
+	"github.com/queenmq/queen/raft"
 )
 
 // Encryption at rest (docs/semantics.md §11). The edge seals a payload into Queen's
@@ -85,13 +87,17 @@ func (s *Server) mayLag(queue string) bool {
 }
 
 // confirmConfig catches this node's replica of queue's group up with the
-// group's leader (a read index, shared by concurrent pushes), or every
-// replica when the queue's group is not known here yet (the directory's
-// replica may trail too).
+// group's leader (a read index, shared by concurrent pushes), or, when this
+// node holds no replica of it, the directory's (which may trail too), then
+// the queue's group as the directory places it then: not every replica,
+// so that a group without a leader does not hold the pushes of a queue in
+// another (as readBarrier for a read of one queue).
 func (s *Server) confirmConfig(queue string) error {
 	n := s.reads.Replica(s.groups.holder(queue))
 	if n == nil {
-		return s.reads.Barrier(false)
+		return s.reads.BarrierGroups(false, []uint32{raft.Directory}, func() []uint32 {
+			return []uint32{cmp.Or(s.groups.holder(queue), 1)}
+		})
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, readIndexTimeout)
 	defer cancel()

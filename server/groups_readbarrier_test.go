@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queenmq/queen/server"
 	"github.com/queenmq/queen/server/servertest"
 )
 
@@ -221,4 +222,77 @@ func TestGroups_AReadOfOneQueueSeesWritesThroughAnyNode(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestGroups_APushWithAKeyWaitsForItsQueuesGroupAlone: on a node with an
+// encryption key, a push to a queue its state says is not encrypted, through
+// a node that holds no replica of the queue's group, confirms that first
+// (confirmConfig: encryption may just have been turned on through another
+// node): it waits for the directory and the queue's group, not for every
+// replica of the node. Through the last voter of a group that lost its
+// quorum, a push to a queue of a healthy group it is no member of is
+// answered at once; waiting for every replica, it waited for the lost group
+// and answered 503 read_unavailable after the 5 s read index timeout.
+func TestGroups_APushWithAKeyWaitsForItsQueuesGroupAlone(t *testing.T) {
+	t.Parallel()
+	c := servertest.StartGroupsOf(t, 5, 3, 3, func(_ int, o *server.Options) { o.EncryptionKey = testKey })
+	l := c.Nodes[0].Host.Layout()
+	index := func(id string) int {
+		return slices.IndexFunc(c.Nodes, func(n *servertest.GroupNode) bool { return n.ID == id })
+	}
+	var f *lostGroup
+	for _, lost := range c.Nodes[0].Host.Groups()[1:] {
+		for _, reader := range l.Groups[lost].Members {
+			var stop []int
+			for _, m := range l.Groups[lost].Members {
+				if m != reader {
+					stop = append(stop, index(m))
+				}
+			}
+			for _, healthy := range c.Nodes[0].Host.Groups()[1:] {
+				members := l.Groups[healthy].Members
+				if f == nil && healthy != lost && !slices.Contains(members, reader) &&
+					len(slices.DeleteFunc(slices.Clone(members), func(m string) bool { return !slices.Contains(stop, index(m)) })) <= 1 {
+					f = &lostGroup{lost: lost, healthy: healthy, node: index(reader), stop: stop}
+				}
+			}
+		}
+	}
+	if f == nil {
+		t.Fatalf("no node of layout %+v votes in a group that can lose its quorum and not in one that keeps it", l.Groups)
+	}
+	x := c.Nodes[f.node]
+	nc := nodeClient(t, c, f.node)
+	q := "plain-healthy"
+	if g := configureIn(t, nc, q, int(f.healthy)); g != int(f.healthy) {
+		t.Fatalf("configure %s in group %d answered group %d", q, f.healthy, g)
+	}
+	waitPlaced(t, c, q, f.healthy)
+	for _, i := range f.stop {
+		c.Stop(i)
+	}
+	t.Logf("stopped %s and %s: group %d has %s alone; pushing to %s (group %d, not on %s) through it",
+		c.Nodes[f.stop[0]].ID, c.Nodes[f.stop[1]].ID, f.lost, x.ID, q, f.healthy, x.ID)
+	for deadline := time.Now().Add(30 * time.Second); x.Host.GroupStatus(f.lost).HasLeader(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("group %d: %s still sees a leader 30 s after two of its three voters stopped", f.lost, x.ID)
+		}
+	}
+	if x.Host.Hosts(f.healthy) || !x.Host.Hosts(f.lost) {
+		t.Fatalf("%s hosts group %d: %v, group %d: %v; want only the lost one", x.ID, f.healthy, x.Host.Hosts(f.healthy), f.lost, x.Host.Hosts(f.lost))
+	}
+	// An election of the directory or of the healthy group (a stopped node
+	// led it) may refuse the first pushes: pushedAgain asks again. Waiting
+	// for the lost group, every push answered 503 read_unavailable.
+	if r := nc.pushedAgain(map[string]any{"queue": q, "transactionId": "plain-1", "payload": map[string]int{"n": 1}}); r.Status != "queued" {
+		t.Fatalf("push to %s through %s: %+v", q, x.ID, r)
+	}
+	timed(t, 3*time.Second, "a second push to "+q, func() {
+		var res []pushResult
+		nc.do("POST", "/api/v1/push", map[string]any{"items": []any{map[string]any{"queue": q, "transactionId": "plain-2",
+			"payload": map[string]int{"n": 2}}}}).expect(t, http.StatusCreated).decode(t, &res)
+		if len(res) != 1 || res[0].Status != "queued" {
+			t.Errorf("second push to %s through %s: %+v", q, x.ID, res)
+		}
+	})
 }
