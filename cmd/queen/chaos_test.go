@@ -279,6 +279,12 @@ var chaosRegressions = []struct {
 			"(cluster/hostread.go heldBy; TestHost_ReadThroughTheSourceAfterTheFlip); and every linearizable read through " +
 			"a restarted node waited 5 s, then 503, for a replica a replica step had removed from its group " +
 			"(server/relay/reads.go CatchUp; TestReads_StopsWaitingForAReplicaNoLongerHosted)"},
+	{696684825, 3 * time.Minute, 3, "kill,kill-leader,restart,pause,pause-leader,partition-minority,partition-majority," +
+		"partition-bridge,transfer,move,join,wipe", "netns",
+		"a wipe 17 s after another (seed 662035008 too): the first's forced leave had left a data group with two voters, " +
+			"its third not yet placed on the rejoined store, and the second wiped one of the two; the group had no " +
+			"quorum for good and the forced leave answered no_leader (cmd/queen/chaos_wipe_test.go: a wipe waits for " +
+			"every group to have three voters again; README runbook step 3)"},
 }
 
 // chaosRegressionFaults are the kinds the schedules of chaosRegressions
