@@ -37,7 +37,8 @@ type Node struct {
 	store     *logstore.Store // the node's log store (a Host's, shared by its groups)
 	transport hraft.Transport
 	disk      *disk
-	stream    *streamLayer // nil when Options.Transport is set
+	held      *heldSnapshots // the transport, answering the snapshots it holds (snapshotrule.go)
+	stream    *streamLayer   // nil when Options.Transport is set
 	notify    *notifier
 	fsm       *fsm
 	live      *liveness
@@ -163,6 +164,8 @@ func open(opts Options, h *hostPart) (*Node, error) {
 		n.transport = newNetworkTransport(n.stream, n.disk.hlog)
 		n.warnIfOpen()
 	}
+	n.held = newHeldSnapshots(n.transport, opts.ID, n.disk.holds, n.disk.currentTerm, n.log)
+	n.transport = n.held
 	cfg := raftConfig(opts, n.disk)
 	logs := newLogCache(n.disk.log, opts.LogCacheBytes)
 	bootstraps := len(opts.Peers) > 0 || opts.Bootstrap
@@ -241,6 +244,20 @@ type disk struct {
 	engineTime time.Duration // how long the engine took to open
 	logTime    time.Duration // how long the Raft log took to open
 }
+
+// holds reports whether the replica holds the entry at index with term:
+// in its log, or as its latest snapshot's last entry (heldSnapshots).
+func (d *disk) holds(index, term uint64) bool {
+	var l hraft.Log
+	if err := d.log.GetLog(index, &l); err == nil {
+		return l.Term == term
+	}
+	metas, err := d.snaps.List()
+	return err == nil && len(metas) > 0 && metas[0].Index == index && metas[0].Term == term
+}
+
+// currentTerm is the term Raft last stored.
+func (d *disk) currentTerm() (uint64, error) { return d.log.GetUint64([]byte("CurrentTerm")) }
 
 // openDisk locks opts.Dir (ErrInUse when a node holds it) and opens the
 // stores in it, creating them when missing.
@@ -471,6 +488,9 @@ func (n *Node) shutdownRaft() error {
 
 func (n *Node) closeParts() error {
 	var errs []error
+	if n.held != nil && n.opts.Transport != nil {
+		n.held.halt() // the transport is its owner's to close
+	}
 	if c, ok := n.transport.(interface{ Close() error }); ok && n.opts.Transport == nil {
 		errs = append(errs, c.Close())
 	} else if n.stream != nil && !n.hosted {

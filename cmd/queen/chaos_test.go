@@ -285,6 +285,12 @@ var chaosRegressions = []struct {
 			"its third not yet placed on the rejoined store, and the second wiped one of the two; the group had no " +
 			"quorum for good and the forced leave answered no_leader (cmd/queen/chaos_wipe_test.go: a wipe waits for " +
 			"every group to have three voters again; README runbook step 3)"},
+	{984274746, 24 * time.Second, 0, "kill,kill-leader,restart,pause,pause-leader,partition-minority,partition-majority," +
+		"partition-bridge,transfer,wipe", "netns",
+		"a wiped node rejoined and was made a voter, then its leader sent it the same snapshot again: hashicorp/raft " +
+			"installed it and set the node's configuration back to the snapshot's, without the node, for good, so it " +
+			"never stood for election and its /health said it was no member (raft/snapshotrule.go, Raft's " +
+			"InstallSnapshot rule 6; TestNode_AnsweringASnapshotItHoldsKeepsTheConfiguration)"},
 }
 
 // chaosRegressionFaults are the kinds the schedules of chaosRegressions

@@ -97,6 +97,10 @@ func MakeClusterWith(t testing.TB, n int, adjust func(*raft.Options)) *Cluster {
 	return c
 }
 
+// Transport is node i's in-memory transport, for a test that sends it an
+// RPC of its own.
+func (c *Cluster) Transport(i int) *hraft.InmemTransport { return c.transports[i] }
+
 func (c *Cluster) connectAll() {
 	for i, a := range c.transports {
 		for j, b := range c.transports {
