@@ -180,3 +180,31 @@ func (h *Host) Members() []string {
 	slices.Sort(members)
 	return slices.Compact(members)
 }
+
+// WantedVoters is how many voters group g should have among nodes (the
+// servers of the directory's configuration, raft.Layout.Nodes) when the
+// data groups are on replicas of them: replicas for a data group,
+// min(DirectoryVoters, nodes) for the directory. With replicas 0 (every
+// node hosts every group) a data group has every node's vote, so it wants
+// no count: 0.
+func WantedVoters(g, replicas uint32, nodes int) int {
+	if g == raft.Directory {
+		return min(DirectoryVoters, nodes)
+	}
+	return int(replicas)
+}
+
+// UnderReplicated is the groups of l with fewer voters than WantedVoters,
+// in l's order: the groups whose quorum one more lost voter takes (a data
+// group on two voters of three), or closer to it than they should be. A
+// group whose voters l does not know (no record yet of a group this node
+// does not host) is not counted: it has voters, only not on record here.
+func UnderReplicated(l raft.Layout, replicas uint32) []raft.LayoutGroup {
+	var out []raft.LayoutGroup
+	for _, g := range l.Groups {
+		if n := len(g.Members); n > 0 && n < WantedVoters(g.ID, replicas, len(l.Nodes)) {
+			out = append(out, g)
+		}
+	}
+	return out
+}

@@ -179,8 +179,8 @@ func (s *Server) metricsJSON(ctx *fasthttp.RequestCtx, _ *params) {
 // metricsPrometheus answers GET /metrics/prometheus: the metric set, the
 // process and Go runtime series, and the gauges read at scrape time
 // (package meter: the node's Raft view, free space, DLQ depth per queue and
-// per (queue, group), with --groups each group's and the moves under way,
-// docs/decisions.md B8).
+// per (queue, group), with --groups each group's, its voters, the groups
+// under-replicated and the moves under way, docs/decisions.md B8).
 func (s *Server) metricsPrometheus(ctx *fasthttp.RequestCtx, _ *params) {
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	ctx.Response.Header.SetContentType("text/plain; version=0.0.4; charset=utf-8")
@@ -199,6 +199,9 @@ func (s *Server) metricsPrometheus(ctx *fasthttp.RequestCtx, _ *params) {
 		}
 		if m, ok := s.broker.(Mover); ok {
 			meter.WritePlacement(ctx, len(m.Moves()), s.groups.list(), m.QueuesPlaced)
+		}
+		if gm, ok := s.broker.(GroupMembership); ok {
+			meter.WriteVoters(ctx, s.groups.layout(), gm.ReplicaCount())
 		}
 	}
 	if err := meter.WriteDLQDepth(ctx, s.broker); err != nil {

@@ -10,12 +10,15 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 
+	qcluster "github.com/queenmq/queen/cluster" // the test harness has a type cluster
+	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server/diskspace"
 )
 
@@ -373,6 +376,9 @@ func placementTable(w io.Writer, c *apiClient, nodes []nodeStatus) {
 	for _, g := range p.Groups {
 		fmt.Fprintf(w, "%d\t%s\t%s\t%d\n", g.ID, cmp.Or(g.Leader, "-"), strings.Join(g.Members, ","), queues[g.ID])
 	}
+	if line := underReplicated(p); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	spreadTable(w, p)
 	var down []string
 	for _, d := range p.Nodes {
@@ -383,6 +389,35 @@ func placementTable(w io.Writer, c *apiClient, nodes []nodeStatus) {
 	if len(down) > 0 {
 		fmt.Fprintf(w, "not live (%s does not hear from them): %s\n", n.ID, strings.Join(down, ", "))
 	}
+}
+
+// underReplicated is the line naming the groups of p with fewer voters
+// than they want (cluster.UnderReplicated, the rule of the gauge
+// queen_groups_under_replicated: R for a data group, min(5, nodes) for
+// the directory), each with its voters; "" when there are none. A data
+// group on R-1 voters (a node removed by a forced leave, before a replica
+// step places another) loses its quorum with one more lost node.
+func underReplicated(p placement) string {
+	l := raft.Layout{Nodes: make([]raft.LayoutNode, len(p.Nodes))}
+	for i, n := range p.Nodes {
+		l.Nodes[i] = raft.LayoutNode{ID: n.ID, Live: n.Live}
+	}
+	for _, g := range p.Groups {
+		l.Groups = append(l.Groups, raft.LayoutGroup{ID: g.ID, Members: g.Members, Leader: g.Leader})
+	}
+	var each []string
+	for _, g := range qcluster.UnderReplicated(l, uint32(max(p.Replicas, 0))) {
+		name := "group " + strconv.FormatUint(uint64(g.ID), 10)
+		if g.ID == raft.Directory && len(p.Groups) > 1 {
+			name += " (directory)"
+		}
+		each = append(each, fmt.Sprintf("%s has %d of %d voters (%s)", name, len(g.Members),
+			qcluster.WantedVoters(g.ID, uint32(max(p.Replicas, 0)), len(l.Nodes)), strings.Join(g.Members, ", ")))
+	}
+	if len(each) == 0 {
+		return ""
+	}
+	return "under-replicated: " + strings.Join(each, "; ")
 }
 
 // spreadTable writes, with several data groups, how many each node is a

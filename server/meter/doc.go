@@ -2,7 +2,8 @@
 // it in the Prometheus text format: the message counters derived from the
 // broker's answers (Messages: pushes, pops, acks, nacks, dead letters,
 // transactions), the gauges read at scrape time (the node's Raft view and
-// each group's, free space, which group holds each queue, dead-letter depth
+// each group's, each group's voters and how many groups have fewer than
+// they want, free space, which group holds each queue, dead-letter depth
 // per queue and per consumer group) and the escaping of label values.
 //
 // With --groups it also counts the queue moves this node ran (Moves,
@@ -23,6 +24,7 @@
 //	queen_raft_group_{applied_index,term,has_leader,is_leader}{group}   with --groups
 //	queen_queue_group{queue}                                    with --groups
 //	queen_queue_moves_in_progress, queen_group_queues{group}    with --groups (WritePlacement)
+//	queen_raft_group_voters{group}, queen_groups_under_replicated   with --groups (WriteVoters)
 //	queen_storage_free_bytes{dir}, queen_storage_reserve_bytes,
 //	queen_storage_below_reserve, queen_storage_nodes_below_reserve   (server/diskspace)
 //	queen_dlq_depth{queue}, queen_dlq_depth_by_group{queue,group}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 
+	"github.com/queenmq/queen/cluster"
 	"github.com/queenmq/queen/engine"
 	"github.com/queenmq/queen/raft"
 	"github.com/queenmq/queen/server/diskspace"
@@ -50,6 +51,22 @@ func WriteGroup(w io.Writer, group uint32, st raft.Status) {
 	metrics.WriteGaugeUint64(w, "queen_raft_group_term"+label, st.Term)
 	metrics.WriteGaugeUint64(w, "queen_raft_group_has_leader"+label, Bool(st.HasLeader()))
 	metrics.WriteGaugeUint64(w, "queen_raft_group_is_leader"+label, Bool(st.Role == "leader"))
+}
+
+// WriteVoters writes, for each group of l (a Host's layout: the directory
+// first, each group's voters as this node sees them: its own replica's
+// configuration, or the directory's record of a group it does not host),
+// queen_raft_group_voters{group}, and then queen_groups_under_replicated:
+// how many groups have fewer voters than they want (cluster.WantedVoters:
+// replicas for a data group, none with replicas 0; min(5, nodes) for the
+// directory), as cluster.UnderReplicated counts them. A data group on two
+// voters of three loses its quorum with one more lost node: the count
+// Kafka calls UnderReplicatedPartitions.
+func WriteVoters(w io.Writer, l raft.Layout, replicas uint32) {
+	for _, g := range l.Groups {
+		metrics.WriteGaugeUint64(w, `queen_raft_group_voters{group="`+strconv.FormatUint(uint64(g.ID), 10)+`"}`, uint64(len(g.Members)))
+	}
+	metrics.WriteGaugeUint64(w, "queen_groups_under_replicated", uint64(len(cluster.UnderReplicated(l, replicas))))
 }
 
 // WriteQueueGroups writes queen_queue_group{queue}, the Raft group that
