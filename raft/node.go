@@ -245,20 +245,6 @@ type disk struct {
 	logTime    time.Duration // how long the Raft log took to open
 }
 
-// holds reports whether the replica holds the entry at index with term:
-// in its log, or as its latest snapshot's last entry (heldSnapshots).
-func (d *disk) holds(index, term uint64) bool {
-	var l hraft.Log
-	if err := d.log.GetLog(index, &l); err == nil {
-		return l.Term == term
-	}
-	metas, err := d.snaps.List()
-	return err == nil && len(metas) > 0 && metas[0].Index == index && metas[0].Term == term
-}
-
-// currentTerm is the term Raft last stored.
-func (d *disk) currentTerm() (uint64, error) { return d.log.GetUint64([]byte("CurrentTerm")) }
-
 // openDisk locks opts.Dir (ErrInUse when a node holds it) and opens the
 // stores in it, creating them when missing.
 func openDisk(opts Options, log *slog.Logger) (_ *disk, err error) {

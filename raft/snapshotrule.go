@@ -114,3 +114,17 @@ func (h *heldSnapshots) answer(rpc hraft.RPC, req *hraft.InstallSnapshotRequest)
 		"index", req.LastLogIndex, "term", req.LastLogTerm, "leader", string(req.ID))
 	rpc.Respond(&hraft.InstallSnapshotResponse{RPCHeader: h.header, Term: req.Term, Success: true}, nil)
 }
+
+// holds reports whether the replica holds the entry at index with term:
+// in its log, or as its latest snapshot's last entry (heldSnapshots).
+func (d *disk) holds(index, term uint64) bool {
+	var l hraft.Log
+	if err := d.log.GetLog(index, &l); err == nil {
+		return l.Term == term
+	}
+	metas, err := d.snaps.List()
+	return err == nil && len(metas) > 0 && metas[0].Index == index && metas[0].Term == term
+}
+
+// currentTerm is the term Raft last stored.
+func (d *disk) currentTerm() (uint64, error) { return d.log.GetUint64([]byte("CurrentTerm")) }
