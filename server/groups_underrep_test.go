@@ -93,3 +93,38 @@ func TestGroups_UnderReplicatedAfterAForcedLeave(t *testing.T) {
 		cl.waitVoterGauges(voterWant(groups, 2, 2, groups))
 	}
 }
+
+// TestGroups_AForcedLeaveRightAfterADeathIsAnsweredOnce: an operator's
+// forced leave of a node that just died, through a survivor, meets the
+// elections its death causes (it led the directory here). The server makes
+// the change again while it is refused for a reason that passes (no leader
+// yet, a relay that failed), so one request is answered 200: answered 503
+// no_leader, the operator's shell had to retry.
+func TestGroups_AForcedLeaveRightAfterADeathIsAnsweredOnce(t *testing.T) {
+	t.Parallel()
+	c := servertest.StartGroupsOf(t, 3, 3, 3, nil)
+	clients := []*client{nodeClient(t, c, 0), nodeClient(t, c, 1), nodeClient(t, c, 2)}
+	for _, cl := range clients {
+		cl.waitVoterGauges(voterWant(3, 3, 3, 0))
+	}
+	dead := -1
+	for deadline := time.Now().Add(30 * time.Second); dead < 0; time.Sleep(20 * time.Millisecond) {
+		for i, n := range c.Nodes {
+			if n.Host.GroupStatus(0).Role == "leader" {
+				dead = i
+			}
+		}
+		if dead < 0 && time.Now().After(deadline) {
+			t.Fatal("no node leads the directory")
+		}
+	}
+	via := clients[(dead+1)%3]
+	via.header.Set("X-Queen-Cluster-Secret", servertest.GroupSecret)
+	gone := c.Nodes[dead].ID
+	c.Stop(dead)
+	r := via.do("POST", "/internal/v1/cluster/leave", map[string]any{"id": gone, "force": true})
+	if r.status != http.StatusOK {
+		t.Fatalf("forced leave of %s, which led the directory, right after it stopped: %d %s", gone, r.status, r.body)
+	}
+	via.waitVoterGauges(voterWant(3, 2, 2, 3))
+}

@@ -88,15 +88,19 @@ func (s *Server) membership(ctx *fasthttp.RequestCtx, join bool) {
 		err = badRequest("addr (the node's Raft host:port) is required")
 	case as != asVoter && as != asNonvoter:
 		err = badRequest(`as must be "voter" (the default) or "nonvoter"`)
-	case grouped:
-		voter, err = s.changeGroups(ctx, gm, membershipChange{join: join, nonvoter: as == asNonvoter, id: id, addr: addr, force: force})
-	case join && as == asNonvoter:
-		err = m.JoinNonvoter(id, addr, force)
-	case join:
-		err = m.Join(id, addr, force)
-		voter = err == nil
 	default:
-		err = m.Leave(id, force)
+		voter, err = s.membershipAgain(ctx, join, join || force, func() (bool, error) {
+			switch {
+			case grouped:
+				return s.changeGroups(ctx, gm, membershipChange{join: join, nonvoter: as == asNonvoter, id: id, addr: addr, force: force})
+			case join && as == asNonvoter:
+				return false, m.JoinNonvoter(id, addr, force)
+			case join:
+				err := m.Join(id, addr, force)
+				return err == nil, err
+			}
+			return false, m.Leave(id, force)
+		})
 	}
 	if err != nil {
 		s.forwardOrFail(ctx, err) // a follower relays the change to the leader
@@ -117,6 +121,68 @@ func (s *Server) membership(ctx *fasthttp.RequestCtx, join bool) {
 	w.Int("applied", int64(s.broker.Status().Applied))
 	w.EndObject()
 	sendReply(ctx, fasthttp.StatusOK, w)
+}
+
+// membershipRetry bounds how long a membership change is made again while
+// it is refused for a reason that passes (membershipAgain); membershipPause
+// is the wait between tries.
+const (
+	membershipRetry = 20 * time.Second
+	membershipPause = 250 * time.Millisecond
+)
+
+// membershipAgain makes a membership change (change), and makes it again
+// while it is refused for a reason that passes: no leader yet, a leader
+// handing over, a relay to a group's leader that failed. An operator's
+// forced leave right after a node died meets the elections the death
+// causes (503 no_leader or forward_failed for a second or two); the server
+// retries, not the operator's shell. A change is idempotent: made again
+// after an attempt whose outcome is unknown (a relay that failed may have
+// been applied), a leave that finds the node gone from the directory
+// (raft.ErrUnknownMember) is the change made, not a node that was never a
+// member. A change another node relayed (one group's, groupHeader) is not
+// retried here: its sender retries it; nor a leave that is not forced (retry
+// false), which may drain the node's replicas first and has a wait of its
+// own (changeGroups).
+func (s *Server) membershipAgain(ctx *fasthttp.RequestCtx, join, retry bool, change func() (bool, error)) (bool, error) {
+	relayed := !retry || len(ctx.Request.Header.Peek(groupHeader)) > 0
+	deadline := time.Now().Add(membershipRetry)
+	uncertain := false
+	for {
+		voter, err := change()
+		switch {
+		case err == nil:
+			return voter, nil
+		case uncertain && !join && errors.Is(err, raft.ErrUnknownMember):
+			return false, nil
+		case relayed || time.Now().After(deadline) || !passes(err):
+			return voter, err
+		}
+		uncertain = uncertain || !errors.Is(err, raft.ErrNoLeader) && !errors.Is(err, raft.ErrNotLeader) &&
+			!errors.Is(err, raft.ErrLeadershipTransfer)
+		select {
+		case <-s.ctx.Done():
+			return voter, err
+		case <-time.After(membershipPause):
+		}
+	}
+}
+
+// passes reports whether a membership change refused with err may be made
+// by trying again shortly (membershipAgain). Not this node's leadership
+// when a leader is known (a NotLeaderError with its address, or
+// raft.ErrNotLeader from a node that knows one): the edge forwards the
+// change there.
+func passes(err error) bool {
+	if nl := (*raft.NotLeaderError)(nil); errors.As(err, &nl) {
+		return nl.Status.LeaderHTTP == ""
+	}
+	for _, e := range []error{raft.ErrNoLeader, raft.ErrLeadershipTransfer, raft.ErrLeadershipLost, raft.ErrTimeout, raft.ErrForward} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // GroupMembership is a grouped broker's membership (cluster.Host): each
