@@ -1,12 +1,10 @@
 package server
 
 import (
-	"cmp"
 	"context"
 	"errors"
 
 	"github.com/queenmq/queen/engine"
-	"github.com/queenmq/queen/raft"
 )
 
 // Encryption at rest (docs/semantics.md §11). The edge seals a payload into Queen's
@@ -95,9 +93,7 @@ func (s *Server) mayLag(queue string) bool {
 func (s *Server) confirmConfig(queue string) error {
 	n := s.reads.Replica(s.groups.holder(queue))
 	if n == nil {
-		return s.reads.BarrierGroups(false, []uint32{raft.Directory}, func() []uint32 {
-			return []uint32{cmp.Or(s.groups.holder(queue), 1)}
-		})
+		return s.queueBarrier(false, queue)
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, readIndexTimeout)
 	defer cancel()

@@ -116,12 +116,20 @@ func (s *Server) readBarrier(ctx *fasthttp.RequestCtx, ep *endpoint, p *params) 
 	}
 	if s.queueReads && ep.queueOf != nil {
 		if q := ep.queueOf(ctx, p); q != "" {
-			return s.reads.BarrierGroups(stale, []uint32{raft.Directory}, func() []uint32 {
-				return []uint32{cmp.Or(s.groups.placement(q), 1)}
-			})
+			return s.queueBarrier(stale, q)
 		}
 	}
 	return s.reads.Barrier(stale)
+}
+
+// queueBarrier readies a read of one queue's state (relay.Reads.BarrierGroups):
+// this node's directory replica first, so that a queue placed through
+// another node is known here, then its replica of the group the directory
+// places the queue in (group 1, which answers for a queue placed nowhere).
+func (s *Server) queueBarrier(stale bool, queue string) error {
+	return s.reads.BarrierGroups(stale, []uint32{raft.Directory}, func() []uint32 {
+		return []uint32{cmp.Or(s.groups.holder(queue), 1)}
+	})
 }
 
 // readsOneQueue are the linearizable routes whose answer is one queue's

@@ -405,14 +405,15 @@ func underReplicated(p placement) string {
 	for _, g := range p.Groups {
 		l.Groups = append(l.Groups, raft.LayoutGroup{ID: g.ID, Members: g.Members, Leader: g.Leader})
 	}
+	replicas := uint32(max(p.Replicas, 0))
 	var each []string
-	for _, g := range qcluster.UnderReplicated(l, uint32(max(p.Replicas, 0))) {
+	for _, g := range qcluster.UnderReplicated(l, replicas) {
 		name := "group " + strconv.FormatUint(uint64(g.ID), 10)
 		if g.ID == raft.Directory && len(p.Groups) > 1 {
 			name += " (directory)"
 		}
 		each = append(each, fmt.Sprintf("%s has %d of %d voters (%s)", name, len(g.Members),
-			qcluster.WantedVoters(g.ID, uint32(max(p.Replicas, 0)), len(l.Nodes)), strings.Join(g.Members, ", ")))
+			qcluster.WantedVoters(g.ID, replicas, len(l.Nodes)), strings.Join(g.Members, ", ")))
 	}
 	if len(each) == 0 {
 		return ""
